@@ -1,0 +1,5 @@
+export * from './ids.ts';
+export * from './partition.ts';
+export * from './status.ts';
+export * from './storage.ts';
+export * from './worker.ts';

@@ -1,0 +1,112 @@
+import type { Message } from '../protocol/messages.ts';
+import type { StorageType } from '../domain/storage.ts';
+
+/**
+ * The effect vocabulary: everything a state machine can ask its driver to do. Both drivers (runtime/ and sim/)
+ * execute exactly this list; a machine never performs I/O itself. Completion of asynchronous effects (I/O, sends
+ * that cannot be delivered) comes back as an Input carrying the effect's `op` number, which the machine allocated.
+ * docs/core.md documents each effect and its completion.
+ */
+
+/** A node's address in the cluster: `master-<n>`, a worker key, `app-<appId>` for a lifecycle manager, or a task id. */
+export type NodeId = string;
+
+export interface Envelope<M extends Message = Message> {
+  readonly from: NodeId;
+  readonly to: NodeId;
+  /** Set on requests that expect a reply; the reply carries it back as `inReplyTo`. */
+  readonly requestId?: number;
+  readonly inReplyTo?: number;
+  readonly message: M;
+}
+
+/** A file on a tier. `id` is unique on its node (`<shuffleKey>/<fileName>`); memory and DFS files have mountPoint ''. */
+export interface FileRef {
+  readonly id: string;
+  readonly tier: StorageType;
+  readonly mountPoint: string;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export type Effect =
+  /** Deliver a message to another node. A send that cannot even be attempted comes back as `sendFailed`. */
+  | {
+      readonly kind: 'send';
+      readonly to: NodeId;
+      readonly message: Message;
+      readonly requestId?: number;
+      readonly inReplyTo?: number;
+    }
+  /** Wake the machine with a `timer` input at time `at`; setting a name again replaces the earlier timer. */
+  | { readonly kind: 'setTimer'; readonly name: string; readonly at: number }
+  | { readonly kind: 'cancelTimer'; readonly name: string }
+  /** Create an empty file on a tier; completes with ioDone/ioFailed. Creating an existing file fails. */
+  | { readonly kind: 'createFile'; readonly op: number; readonly file: FileRef }
+  /** Append bytes; completes with ioDone/ioFailed. Appended bytes are not durable until a flush completes. */
+  | { readonly kind: 'write'; readonly op: number; readonly file: FileRef; readonly bytes: Uint8Array }
+  /** Make everything written so far durable (fsync); completes with ioDone/ioFailed. */
+  | { readonly kind: 'flush'; readonly op: number; readonly file: FileRef }
+  /** Read a byte range; ioDone carries the bytes. Used to serve a chunk to a reader. */
+  | {
+      readonly kind: 'read';
+      readonly op: number;
+      readonly file: FileRef;
+      readonly offset: number;
+      readonly length: number;
+    }
+  /** Move a file to another tier (eviction from memory); completes with ioDone/ioFailed. */
+  | { readonly kind: 'moveFile'; readonly op: number; readonly file: FileRef; readonly to: FileRef }
+  | { readonly kind: 'deleteFile'; readonly file: FileRef }
+  /**
+   * Write a key of a durable store synchronously before the next input: `recovery` is a worker's graceful-shutdown
+   * store, `coordination` the masters' shared store (high availability). A null value deletes the key.
+   */
+  | {
+      readonly kind: 'persist';
+      readonly store: 'recovery' | 'coordination';
+      readonly key: string;
+      readonly value: string | null;
+    }
+  | {
+      readonly kind: 'log';
+      readonly level: LogLevel;
+      readonly event: string;
+      readonly fields?: Readonly<Record<string, unknown>>;
+    }
+  | {
+      readonly kind: 'metric';
+      readonly name: string;
+      readonly op: 'inc' | 'set' | 'observe';
+      readonly value: number;
+      readonly labels?: Readonly<Record<string, string>>;
+    }
+  /** Stop the process (after the driver has executed the effects before this one). */
+  | { readonly kind: 'exit'; readonly code: number; readonly reason: string };
+
+export type EffectKind = Effect['kind'];
+
+/** Kinds of I/O failure a driver reports; the simulator injects each of them. */
+export type IoError = 'NO_SPACE' | 'IO_ERROR' | 'NOT_FOUND' | 'EXISTS' | 'TIMEOUT';
+
+export type Input =
+  /** First input after (re)start; `recovered` holds the node's durable store as it was persisted. */
+  | { readonly kind: 'start'; readonly recovered: ReadonlyMap<string, string> }
+  | { readonly kind: 'receive'; readonly envelope: Envelope }
+  | { readonly kind: 'timer'; readonly name: string }
+  | { readonly kind: 'ioDone'; readonly op: number; readonly bytes?: Uint8Array }
+  | { readonly kind: 'ioFailed'; readonly op: number; readonly error: IoError }
+  /** A send to `to` could not be attempted (no route, connection refused). */
+  | {
+      readonly kind: 'sendFailed';
+      readonly to: NodeId;
+      readonly requestId?: number;
+      readonly message: Message;
+    }
+  /** An operator command from the management interface (HTTP or CLI), already validated. */
+  | { readonly kind: 'admin'; readonly command: AdminCommand };
+
+export type AdminCommand =
+  | { readonly type: 'excludeWorkers'; readonly add: readonly string[]; readonly remove: readonly string[] }
+  | { readonly type: 'workerEvent'; readonly eventType: string; readonly workers: readonly string[] }
+  | { readonly type: 'exit'; readonly exitType: string };
