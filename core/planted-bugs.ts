@@ -1,0 +1,19 @@
+/**
+ * Deliberate bugs the simulator must be able to find (issue: proof that it catches bugs). Core functions that own
+ * one of these decisions accept `plantedBug` in their options; production code never sets it (the runtime refuses
+ * any configuration that does), so the switch only exists to prove that the invariants and the simulator bite.
+ */
+export const PLANTED_BUGS = [
+  /** Slot offer and revive may place a replica on its primary's worker. */
+  'replica-on-primary',
+  /** A revive reuses the old epoch instead of epoch + 1. */
+  'epoch-not-increased',
+  /** Readers do not de-duplicate batches or filter losing map attempts. */
+  'dedupe-disabled',
+  /** A worker restarted after a graceful shutdown forgets the files it had committed. */
+  'restart-forgets-committed',
+  /** Revive chooses among all of a shuffle's workers, excluded and shutting-down ones included. */
+  'revive-ignores-excluded',
+] as const;
+
+export type PlantedBug = (typeof PLANTED_BUGS)[number];
