@@ -1,5 +1,6 @@
 import type { Message } from '../protocol/messages.ts';
 import type { StorageType } from '../domain/storage.ts';
+import type { Release } from '../release/version.ts';
 
 /**
  * The effect vocabulary: everything a state machine can ask its driver to do. Both drivers (runtime/ and sim/)
@@ -14,6 +15,11 @@ export type NodeId = string;
 export interface Envelope<M extends Message = Message> {
   readonly from: NodeId;
   readonly to: NodeId;
+  /**
+   * The sender's release, as the connection's handshake established it (docs/protocol.md). Machines decide
+   * admission from it; drivers fill it in, never a machine's own code.
+   */
+  readonly fromRelease: Release;
   /** Set on requests that expect a reply; the reply carries it back as `inReplyTo`. */
   readonly requestId?: number;
   readonly inReplyTo?: number;
