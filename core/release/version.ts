@@ -1,6 +1,6 @@
 /**
  * Releases of the contract. A node or client always has a release; behaviour that changed between releases is looked
- * up in the history table (core/release/history.ts) by release, never decided by an `if` on a version elsewhere.
+ * up in the history tables of core/release/ by release, never decided by an `if` on a version elsewhere.
  */
 export type Release = `${number}.${number}.${number}`;
 
