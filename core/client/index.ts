@@ -1,0 +1,3 @@
+export * from './causes.ts';
+export * from './reaction.ts';
+export * from './worker-status.ts';

@@ -1,0 +1,2 @@
+export * from './push.ts';
+export * from './unavailable-peers.ts';

@@ -1,0 +1,3 @@
+export * from './allocate.ts';
+export * from './book.ts';
+export * from './candidates.ts';
