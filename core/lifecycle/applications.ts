@@ -1,0 +1,209 @@
+import { shuffleKey } from '../domain/index.ts';
+import type { AppId, ShuffleId, ShuffleKey } from '../domain/index.ts';
+
+/**
+ * The master's view of applications: when each last sent a heartbeat, which shuffles it has registered, and
+ * the bytes and files written since the estimated partition size was last recomputed. One immutable,
+ * JSON-ready value (insertion-ordered maps; see snapshotApplications) like the worker registry.
+ */
+export interface ApplicationRegistry {
+  readonly apps: ReadonlyMap<AppId, ApplicationRecord>;
+  /** Totals reported by application heartbeats since the last takePartitionSizeSample. */
+  readonly writtenSinceSample: PartitionSizeSample;
+}
+
+export interface ApplicationRecord {
+  readonly lastHeartbeat: number;
+  /** Registered shuffles, in registration order. */
+  readonly shuffles: readonly ShuffleId[];
+}
+
+/** Observed output: estimated partition size = bytes / files (core/slots owns the estimate and bounds). */
+export interface PartitionSizeSample {
+  readonly bytes: number;
+  readonly files: number;
+}
+
+export function emptyApplications(): ApplicationRegistry {
+  return { apps: new Map(), writtenSinceSample: { bytes: 0, files: 0 } };
+}
+
+export interface ApplicationHeartbeat {
+  readonly appId: AppId;
+  /** Bytes the application committed since its previous heartbeat. */
+  readonly bytesWritten: number;
+  /** Partition files the application committed since its previous heartbeat. */
+  readonly fileCount: number;
+}
+
+/**
+ * Records an application heartbeat (an unknown application becomes known). Counts that are negative or not
+ * finite would corrupt the partition-size estimate: they are left out of the totals and `warning` says so
+ * (the heartbeat's time still counts).
+ */
+export function recordApplicationHeartbeat(
+  registry: ApplicationRegistry,
+  heartbeat: ApplicationHeartbeat,
+  now: number,
+): { readonly registry: ApplicationRegistry; readonly warning: string | null } {
+  const record = registry.apps.get(heartbeat.appId);
+  const apps = new Map(registry.apps).set(heartbeat.appId, {
+    lastHeartbeat: now,
+    shuffles: record?.shuffles ?? [],
+  });
+  const valid = [heartbeat.bytesWritten, heartbeat.fileCount].every((n) => Number.isFinite(n) && n >= 0);
+  if (!valid) {
+    return {
+      registry: { ...registry, apps },
+      warning:
+        `application ${heartbeat.appId} reported ${heartbeat.bytesWritten} bytes in ` +
+        `${heartbeat.fileCount} files; counts must be non-negative numbers, so they were left out of the ` +
+        'partition-size estimate',
+    };
+  }
+  const totals = registry.writtenSinceSample;
+  return {
+    registry: {
+      apps,
+      writtenSinceSample: {
+        bytes: totals.bytes + heartbeat.bytesWritten,
+        files: totals.files + heartbeat.fileCount,
+      },
+    },
+    warning: null,
+  };
+}
+
+/** Hands the totals to the partition-size estimate and starts counting afresh. */
+export function takePartitionSizeSample(registry: ApplicationRegistry): {
+  readonly registry: ApplicationRegistry;
+  readonly sample: PartitionSizeSample;
+} {
+  return {
+    registry: { ...registry, writtenSinceSample: { bytes: 0, files: 0 } },
+    sample: registry.writtenSinceSample,
+  };
+}
+
+/**
+ * Registers a shuffle of an application. An application registering a shuffle is alive, so an unknown one is
+ * recorded with a heartbeat at `now` (otherwise it could expire before its first heartbeat arrives).
+ */
+export function registerShuffle(
+  registry: ApplicationRegistry,
+  appId: AppId,
+  shuffleId: ShuffleId,
+  now: number,
+): { readonly registry: ApplicationRegistry; readonly alreadyRegistered: boolean } {
+  const record = registry.apps.get(appId);
+  if (record?.shuffles.includes(shuffleId) === true) return { registry, alreadyRegistered: true };
+  const next: ApplicationRecord = {
+    lastHeartbeat: record?.lastHeartbeat ?? now,
+    shuffles: [...(record?.shuffles ?? []), shuffleId],
+  };
+  return {
+    registry: { ...registry, apps: new Map(registry.apps).set(appId, next) },
+    alreadyRegistered: false,
+  };
+}
+
+export function unregisterShuffle(
+  registry: ApplicationRegistry,
+  appId: AppId,
+  shuffleId: ShuffleId,
+): { readonly registry: ApplicationRegistry; readonly wasRegistered: boolean } {
+  const record = registry.apps.get(appId);
+  if (record?.shuffles.includes(shuffleId) !== true) return { registry, wasRegistered: false };
+  const next = { ...record, shuffles: record.shuffles.filter((id) => id !== shuffleId) };
+  return { registry: { ...registry, apps: new Map(registry.apps).set(appId, next) }, wasRegistered: true };
+}
+
+/** An application that ended (or was lost): forgets it and returns the shuffles it still had, for cleanup. */
+export function unregisterApplication(
+  registry: ApplicationRegistry,
+  appId: AppId,
+): { readonly registry: ApplicationRegistry; readonly shuffles: readonly ShuffleKey[] | null } {
+  const record = registry.apps.get(appId);
+  if (record === undefined) return { registry, shuffles: null };
+  const apps = new Map(registry.apps);
+  apps.delete(appId);
+  return { registry: { ...registry, apps }, shuffles: record.shuffles.map((id) => shuffleKey(appId, id)) };
+}
+
+/**
+ * Forgets applications whose last heartbeat is older than `timeoutMs`
+ * (`svc.master.heartbeat.application.timeout`): expired when now − lastHeartbeat > timeout. Returns each with
+ * the shuffles it still had, in registration order.
+ */
+export function expireApplications(
+  registry: ApplicationRegistry,
+  now: number,
+  timeoutMs: number,
+): {
+  readonly registry: ApplicationRegistry;
+  readonly expired: readonly { readonly appId: AppId; readonly shuffles: readonly ShuffleKey[] }[];
+} {
+  const expired = [...registry.apps]
+    .filter(([, record]) => now - record.lastHeartbeat > timeoutMs)
+    .map(([appId, record]) => ({ appId, shuffles: record.shuffles.map((id) => shuffleKey(appId, id)) }));
+  if (expired.length === 0) return { registry, expired };
+  const apps = new Map(registry.apps);
+  for (const { appId } of expired) apps.delete(appId);
+  return { registry: { ...registry, apps }, expired };
+}
+
+/** Every registered shuffle key, applications in registration order. */
+export function registeredShuffleKeys(registry: ApplicationRegistry): ShuffleKey[] {
+  return [...registry.apps].flatMap(([appId, record]) => record.shuffles.map((id) => shuffleKey(appId, id)));
+}
+
+/**
+ * A membership test over the registered shuffle keys, built once (for a worker heartbeat's expired-keys
+ * check, which asks about every key the worker holds).
+ */
+export function shuffleLookup(registry: ApplicationRegistry): (key: ShuffleKey) => boolean {
+  const keys = new Set(registeredShuffleKeys(registry));
+  return (key) => keys.has(key);
+}
+
+/** Running applications with their last heartbeat (GET /api/v1/applications). */
+export function runningApplications(
+  registry: ApplicationRegistry,
+): { readonly appId: AppId; readonly lastHeartbeat: number }[] {
+  return [...registry.apps].map(([appId, record]) => ({ appId, lastHeartbeat: record.lastHeartbeat }));
+}
+
+/** JSON-ready form for the coordination store; applications keep their order. */
+export interface ApplicationRegistrySnapshot {
+  readonly version: 1;
+  readonly apps: readonly {
+    readonly appId: AppId;
+    readonly lastHeartbeat: number;
+    readonly shuffles: readonly ShuffleId[];
+  }[];
+  readonly writtenSinceSample: PartitionSizeSample;
+}
+
+export function snapshotApplications(registry: ApplicationRegistry): ApplicationRegistrySnapshot {
+  return {
+    version: 1,
+    apps: [...registry.apps].map(([appId, record]) => ({ appId, ...record })),
+    writtenSinceSample: registry.writtenSinceSample,
+  };
+}
+
+/** Rebuilds the registry; throws on another snapshot version or an application listed twice. */
+export function restoreApplications(snapshot: ApplicationRegistrySnapshot): ApplicationRegistry {
+  if (snapshot.version !== 1) {
+    throw new RangeError(
+      `application registry snapshot version ${String(snapshot.version)} is not supported (expected 1); ` +
+        'restore it with the release that wrote it',
+    );
+  }
+  const apps = new Map<AppId, ApplicationRecord>();
+  for (const { appId, lastHeartbeat, shuffles } of snapshot.apps) {
+    if (apps.has(appId)) throw new RangeError(`application registry snapshot lists ${appId} twice`);
+    apps.set(appId, { lastHeartbeat, shuffles });
+  }
+  return { apps, writtenSinceSample: snapshot.writtenSinceSample };
+}

@@ -1,0 +1,7 @@
+export * from './applications.ts';
+export * from './auto-exclusion.ts';
+export * from './host-policy.ts';
+export * from './registry.ts';
+export * from './registry-snapshot.ts';
+export * from './registry-views.ts';
+export * from './worker-states.ts';

@@ -1,0 +1,122 @@
+import type { WorkerId, WorkerKey } from '../domain/index.ts';
+import type { PendingEventType, RegisteredWorker, WorkerRegistry } from './registry.ts';
+
+/**
+ * Everything derived from the registry: availability, the lists behind GET /api/v1/workers and GET
+ * /api/v1/workers/events, and the master's worker gauges. Derived on demand rather than stored, so that no
+ * derived set can drift from the sets it comes from.
+ */
+
+/**
+ * Why a worker may not be offered slots; empty when it is available. Available ⇔ registered, state Normal, no
+ * pending event, not excluded (automatically or manually), not shutting down, not decommissioning, not lost.
+ * The reference leaves decommissioning out of this check (quirk 8); svc keeps it in, and clears the
+ * membership when a recommissioned worker reports Normal (registry.ts recordHeartbeat).
+ */
+export function unavailabilityReasons(registry: WorkerRegistry, key: WorkerKey): string[] {
+  const worker = registry.workers.get(key);
+  if (worker === undefined) return [registry.lost.has(key) ? 'lost' : 'not registered'];
+  const reasons: string[] = [];
+  if (worker.state !== 'Normal') reasons.push(`state ${worker.state}`);
+  const event = registry.events.get(key);
+  if (event !== undefined) reasons.push(`pending event ${event.type}`);
+  const auto = registry.autoExcluded.get(key);
+  if (auto !== undefined) reasons.push(`excluded: ${auto.reason}`);
+  if (registry.manuallyExcluded.has(key)) reasons.push('excluded by an operator');
+  if (registry.shutdown.has(key)) reasons.push('shutting down');
+  if (registry.decommissioning.has(key)) reasons.push('decommissioning');
+  return reasons;
+}
+
+export function isAvailable(registry: WorkerRegistry, key: WorkerKey): boolean {
+  return unavailabilityReasons(registry, key).length === 0;
+}
+
+/** The workers the master may offer slots on, in registration order. */
+export function availableWorkers(registry: WorkerRegistry): RegisteredWorker[] {
+  return [...registry.workers].filter(([key]) => isAvailable(registry, key)).map(([, worker]) => worker);
+}
+
+/**
+ * Every worker the master must not offer slots on: registered but unavailable, lost, or manually excluded.
+ */
+export function unavailableWorkerKeys(registry: WorkerRegistry): Set<WorkerKey> {
+  return new Set([
+    ...[...registry.workers.keys()].filter((key) => !isAvailable(registry, key)),
+    ...registry.lost.keys(),
+    ...registry.manuallyExcluded.keys(),
+  ]);
+}
+
+export function registeredWorkers(registry: WorkerRegistry): RegisteredWorker[] {
+  return [...registry.workers.values()];
+}
+
+/** The worker as last registered or heard from, whether registered now or lost; undefined if neither. */
+export function lastKnownWorker(registry: WorkerRegistry, key: WorkerKey): RegisteredWorker | undefined {
+  return registry.workers.get(key) ?? registry.lost.get(key)?.info;
+}
+
+/**
+ * Lost workers with the time they were declared lost, oldest first (ties keep the order they were lost in).
+ */
+export function lostWorkers(
+  registry: WorkerRegistry,
+): { readonly worker: RegisteredWorker; readonly lostAt: number }[] {
+  return [...registry.lost.values()]
+    .map((lost) => ({ worker: lost.info, lostAt: lost.lostAt }))
+    .sort((a, b) => a.lostAt - b.lostAt);
+}
+
+/** Excluded workers, automatic ∪ manual: the automatic ones first, then manual-only ones. */
+export function excludedWorkers(registry: WorkerRegistry): WorkerId[] {
+  const union = new Map<WorkerKey, WorkerId>();
+  for (const [key, member] of registry.autoExcluded) union.set(key, member.id);
+  for (const [key, member] of registry.manuallyExcluded) union.set(key, member.id);
+  return [...union.values()];
+}
+
+export function manuallyExcludedWorkers(registry: WorkerRegistry): WorkerId[] {
+  return [...registry.manuallyExcluded.values()].map((member) => member.id);
+}
+
+export function shutdownWorkers(registry: WorkerRegistry): WorkerId[] {
+  return [...registry.shutdown.values()].map((member) => member.id);
+}
+
+export function decommissioningWorkers(registry: WorkerRegistry): WorkerId[] {
+  return [...registry.decommissioning.values()].map((member) => member.id);
+}
+
+/** Pending worker events with the time the operator sent them (GET /api/v1/workers/events). */
+export function workerEvents(
+  registry: WorkerRegistry,
+): { readonly worker: WorkerId; readonly eventType: PendingEventType; readonly eventTime: number }[] {
+  return [...registry.events.values()].map((event) => ({
+    worker: event.id,
+    eventType: event.type,
+    eventTime: event.time,
+  }));
+}
+
+/** The master's worker gauges, under their contract metric names. */
+export interface WorkerCounts {
+  readonly WorkerCount: number;
+  readonly LostWorkerCount: number;
+  /** Automatic ∪ manual: a worker in both counts once. */
+  readonly ExcludedWorkerCount: number;
+  readonly AvailableWorkerCount: number;
+  readonly ShutdownWorkerCount: number;
+  readonly DecommissionWorkerCount: number;
+}
+
+export function workerCounts(registry: WorkerRegistry): WorkerCounts {
+  return {
+    WorkerCount: registry.workers.size,
+    LostWorkerCount: registry.lost.size,
+    ExcludedWorkerCount: excludedWorkers(registry).length,
+    AvailableWorkerCount: availableWorkers(registry).length,
+    ShutdownWorkerCount: registry.shutdown.size,
+    DecommissionWorkerCount: registry.decommissioning.size,
+  };
+}

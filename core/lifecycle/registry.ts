@@ -1,0 +1,578 @@
+import { DEFAULT_RACK, workerKey } from '../domain/index.ts';
+import type {
+  DiskInfo,
+  ShuffleKey,
+  WorkerEventType,
+  WorkerId,
+  WorkerInfo,
+  WorkerKey,
+  WorkerState,
+} from '../domain/index.ts';
+import type { DiskAllocations } from '../slots/types.ts';
+import { autoExclusionReason } from './auto-exclusion.ts';
+import type { AutoExclusionPolicy } from './auto-exclusion.ts';
+import { hostRefusal } from './host-policy.ts';
+import type { HostPolicy } from './host-policy.ts';
+import { eventFinalState, transition } from './worker-states.ts';
+
+/**
+ * The master's view of the workers, as one immutable value: every function takes a registry and returns a new
+ * one with an outcome the caller logs or replies with. All maps iterate in insertion order, so everything
+ * derived from the registry (available workers, API lists) is deterministic. registry-snapshot.ts turns it
+ * into JSON for the coordination store; registry-views.ts derives availability, API lists and metric counts.
+ */
+export interface WorkerRegistry {
+  /** Registered workers, in registration order. A lost worker leaves this map. */
+  readonly workers: ReadonlyMap<WorkerKey, RegisteredWorker>;
+  readonly lost: ReadonlyMap<WorkerKey, LostWorker>;
+  /**
+   * Excluded by the master from heartbeats (unhealthy disks, high workload); released by a healthy heartbeat.
+   */
+  readonly autoExcluded: ReadonlyMap<WorkerKey, AutoExclusion>;
+  /**
+   * Excluded by an operator; only an operator's remove clears it (not heartbeats, loss or re-registration).
+   */
+  readonly manuallyExcluded: ReadonlyMap<WorkerKey, Membership>;
+  /** Reported unavailable (ReportWorkerUnavailable: a graceful shutdown has begun). */
+  readonly shutdown: ReadonlyMap<WorkerKey, Membership>;
+  /** Reported decommissioning (ReportWorkerDecommission). */
+  readonly decommissioning: ReadonlyMap<WorkerKey, Membership>;
+  /** Operator events not yet completed by the worker. */
+  readonly events: ReadonlyMap<WorkerKey, PendingEvent>;
+}
+
+export interface RegisteredWorker extends WorkerInfo {
+  /** When the master first saw the worker in its current state (ms). */
+  readonly stateSince: number;
+}
+
+export interface Membership {
+  readonly id: WorkerId;
+  /** When the worker joined the set (ms). */
+  readonly since: number;
+}
+
+export interface AutoExclusion extends Membership {
+  readonly reason: string;
+}
+
+export interface LostWorker {
+  /** The worker as last registered or heard from. */
+  readonly info: RegisteredWorker;
+  readonly lostAt: number;
+}
+
+export type PendingEventType = Exclude<WorkerEventType, 'None'>;
+
+export interface PendingEvent {
+  readonly id: WorkerId;
+  readonly type: PendingEventType;
+  /** When the operator sent it (ms). */
+  readonly time: number;
+}
+
+export function emptyRegistry(): WorkerRegistry {
+  return {
+    workers: new Map(),
+    lost: new Map(),
+    autoExcluded: new Map(),
+    manuallyExcluded: new Map(),
+    shutdown: new Map(),
+    decommissioning: new Map(),
+    events: new Map(),
+  };
+}
+
+// -----------------------------------------------------------------------------------------------------------
+// Registration and heartbeats
+
+export interface Registration {
+  readonly id: WorkerId;
+  readonly disks: readonly DiskInfo[];
+  /** The worker's rack; empty when it has none (DEFAULT_RACK is used). */
+  readonly networkLocation: string;
+}
+
+export type RegisterOutcome =
+  | { readonly accepted: true; readonly reregistered: boolean }
+  | { readonly accepted: false; readonly reason: string };
+
+/**
+ * Registers a worker (or registers it again after a restart or after it was declared lost). A registration
+ * starts clean: the worker leaves lost, auto-excluded, shutdown and decommissioning, and its pending event is
+ * dropped. Manual exclusion stays: it is the operator's decision and only the operator's remove clears it.
+ */
+export function registerWorker(
+  registry: WorkerRegistry,
+  registration: Registration,
+  now: number,
+  hosts: HostPolicy,
+): { readonly registry: WorkerRegistry; readonly outcome: RegisterOutcome } {
+  const refusal = hostRefusal(hosts, registration.id.host);
+  if (refusal !== null) return { registry, outcome: { accepted: false, reason: refusal } };
+  const key = workerKey(registration.id);
+  const worker: RegisteredWorker = {
+    id: registration.id,
+    disks: registration.disks,
+    networkLocation: registration.networkLocation === '' ? DEFAULT_RACK : registration.networkLocation,
+    state: 'Normal',
+    lastHeartbeat: now,
+    highWorkload: false,
+    stateSince: now,
+  };
+  const reregistered = registry.workers.has(key) || registry.lost.has(key);
+  return {
+    registry: {
+      ...registry,
+      workers: withEntry(registry.workers, key, worker),
+      lost: withoutKeys(registry.lost, [key]),
+      autoExcluded: withoutKeys(registry.autoExcluded, [key]),
+      shutdown: withoutKeys(registry.shutdown, [key]),
+      decommissioning: withoutKeys(registry.decommissioning, [key]),
+      events: withoutKeys(registry.events, [key]),
+    },
+    outcome: { accepted: true, reregistered },
+  };
+}
+
+export interface WorkerHeartbeat {
+  readonly id: WorkerId;
+  readonly disks: readonly DiskInfo[];
+  readonly state: WorkerState;
+  readonly highWorkload: boolean;
+  /** Shuffles the worker holds data or slots for. */
+  readonly activeShuffleKeys: readonly ShuffleKey[];
+}
+
+export interface HeartbeatPolicy extends AutoExclusionPolicy {
+  /** Whether the master still has the shuffle registered (see applications.ts `shuffleLookup`). */
+  readonly isShuffleRegistered: (key: ShuffleKey) => boolean;
+}
+
+export type HeartbeatReply =
+  /** The master does not know the worker (never registered, or declared lost): it must register again. */
+  | { readonly registered: false }
+  | {
+      readonly registered: true;
+      /** Shuffles the worker holds that the master no longer has: the worker releases and cleans them. */
+      readonly expiredShuffleKeys: readonly ShuffleKey[];
+      /** The operator's pending event for this worker, or None. */
+      readonly event: WorkerEventType;
+    };
+
+/** What the heartbeat changed, for the master's log and metrics. */
+export interface HeartbeatChanges {
+  readonly autoExclusion:
+    | { readonly change: 'excluded'; readonly reason: string }
+    | { readonly change: 'released'; readonly previousReason: string }
+    | null;
+  /** The pending event the worker has now completed. */
+  readonly completedEvent: PendingEventType | null;
+  /**
+   * The pending event the worker's reported state refuses (it changed course since the operator sent the
+   * event): dropped rather than re-sent with every heartbeat reply, with the transition table's reason.
+   */
+  readonly droppedEvent: { readonly type: PendingEventType; readonly reason: string } | null;
+  /** The worker reports Normal again and so left the shutdown and decommissioning sets. */
+  readonly backInService: boolean;
+}
+
+const NO_CHANGES: HeartbeatChanges = {
+  autoExclusion: null,
+  completedEvent: null,
+  droppedEvent: null,
+  backInService: false,
+};
+
+/**
+ * Records a worker's heartbeat: its disks, state, workload and time; excludes or releases it automatically;
+ * completes its pending event once it reports the event's final state, or drops it when that state refuses
+ * it. A worker reporting Normal leaves the shutdown and decommissioning sets: it serves again, and since
+ * availability checks those sets (unlike the reference, quirk 8), a recommissioned worker would otherwise
+ * stay unusable until it re-registered.
+ */
+export function recordHeartbeat(
+  registry: WorkerRegistry,
+  heartbeat: WorkerHeartbeat,
+  now: number,
+  policy: HeartbeatPolicy,
+): { readonly registry: WorkerRegistry; readonly reply: HeartbeatReply; readonly changes: HeartbeatChanges } {
+  const key = workerKey(heartbeat.id);
+  const previous = registry.workers.get(key);
+  if (previous === undefined) return { registry, reply: { registered: false }, changes: NO_CHANGES };
+
+  const worker: RegisteredWorker = {
+    ...previous,
+    disks: heartbeat.disks,
+    state: heartbeat.state,
+    highWorkload: heartbeat.highWorkload,
+    lastHeartbeat: now,
+    stateSince: heartbeat.state === previous.state ? previous.stateSince : now,
+  };
+
+  const reason = autoExclusionReason(heartbeat, policy);
+  const excludedBefore = registry.autoExcluded.get(key);
+  const autoExcluded =
+    reason === null
+      ? withoutKeys(registry.autoExcluded, [key])
+      : withEntry(registry.autoExcluded, key, { id: worker.id, since: excludedBefore?.since ?? now, reason });
+  const autoExclusion: HeartbeatChanges['autoExclusion'] =
+    reason !== null && excludedBefore === undefined
+      ? { change: 'excluded', reason }
+      : reason === null && excludedBefore !== undefined
+        ? { change: 'released', previousReason: excludedBefore.reason }
+        : null;
+
+  const pending = registry.events.get(key);
+  const completedEvent =
+    pending !== undefined && eventFinalState(pending.type) === heartbeat.state ? pending.type : null;
+  const verdict = pending === undefined ? null : transition(heartbeat.state, pending.type);
+  const droppedEvent =
+    pending !== undefined && verdict?.outcome === 'refuse'
+      ? { type: pending.type, reason: `${heartbeat.state}: ${verdict.reason}` }
+      : null;
+  const events =
+    completedEvent === null && droppedEvent === null ? registry.events : withoutKeys(registry.events, [key]);
+
+  const backInService =
+    heartbeat.state === 'Normal' && (registry.shutdown.has(key) || registry.decommissioning.has(key));
+
+  return {
+    registry: {
+      ...registry,
+      workers: withEntry(registry.workers, key, worker),
+      autoExcluded,
+      events,
+      shutdown: backInService ? withoutKeys(registry.shutdown, [key]) : registry.shutdown,
+      decommissioning: backInService
+        ? withoutKeys(registry.decommissioning, [key])
+        : registry.decommissioning,
+    },
+    reply: {
+      registered: true,
+      expiredShuffleKeys: heartbeat.activeShuffleKeys.filter(
+        (shuffle) => !policy.isShuffleRegistered(shuffle),
+      ),
+      event: events.get(key)?.type ?? 'None',
+    },
+    changes: { autoExclusion, completedEvent, droppedEvent, backInService },
+  };
+}
+
+// -----------------------------------------------------------------------------------------------------------
+// Lost workers and the expiry of what the master remembers about unavailable workers
+
+/**
+ * Declares a worker lost (its heartbeats stopped, or it reported that it is exiting immediately): it leaves
+ * the registered workers and the auto-excluded set and is remembered as lost. Its manual exclusion, shutdown,
+ * decommissioning and event entries stay until it registers again or its unavailable info expires.
+ */
+export function markWorkerLost(
+  registry: WorkerRegistry,
+  key: WorkerKey,
+  now: number,
+): { readonly registry: WorkerRegistry; readonly outcome: 'lost' | 'alreadyLost' | 'unknown' } {
+  const worker = registry.workers.get(key);
+  if (worker === undefined) return { registry, outcome: registry.lost.has(key) ? 'alreadyLost' : 'unknown' };
+  return {
+    registry: {
+      ...registry,
+      workers: withoutKeys(registry.workers, [key]),
+      autoExcluded: withoutKeys(registry.autoExcluded, [key]),
+      lost: withEntry(registry.lost, key, { info: worker, lostAt: now }),
+    },
+    outcome: 'lost',
+  };
+}
+
+/**
+ * Declares lost every registered worker whose last heartbeat is older than `heartbeatTimeoutMs`
+ * (`svc.master.heartbeat.worker.timeout`): lost when now − lastHeartbeat > timeout, so a heartbeat exactly
+ * one timeout ago still counts. Returns the newly lost workers in registration order.
+ */
+export function detectLostWorkers(
+  registry: WorkerRegistry,
+  now: number,
+  heartbeatTimeoutMs: number,
+): { readonly registry: WorkerRegistry; readonly lost: readonly WorkerKey[] } {
+  const expired = [...registry.workers]
+    .filter(([, worker]) => now - worker.lastHeartbeat > heartbeatTimeoutMs)
+    .map(([key]) => key);
+  const next = expired.reduce((current, key) => markWorkerLost(current, key, now).registry, registry);
+  return { registry: next, lost: expired };
+}
+
+/**
+ * Forgets lost workers (POST /api/v1/workers/remove_unavailable): their lost, shutdown, decommissioning and
+ * event entries go. Only lost workers are affected; the others are reported back.
+ */
+export function removeUnavailableInfo(
+  registry: WorkerRegistry,
+  keys: readonly WorkerKey[],
+): {
+  readonly registry: WorkerRegistry;
+  readonly removed: readonly WorkerKey[];
+  readonly notLost: readonly WorkerKey[];
+} {
+  const removed = unique(keys).filter((key) => registry.lost.has(key));
+  const notLost = unique(keys).filter((key) => !registry.lost.has(key));
+  return {
+    registry: {
+      ...registry,
+      lost: withoutKeys(registry.lost, removed),
+      shutdown: withoutKeys(registry.shutdown, removed),
+      decommissioning: withoutKeys(registry.decommissioning, removed),
+      events: withoutKeys(registry.events, removed),
+    },
+    removed,
+    notLost,
+  };
+}
+
+/**
+ * Forgets workers lost for longer than `expireTimeoutMs` (`svc.master.workerUnavailableInfo.expireTimeout`),
+ * as removeUnavailableInfo does. Strict like lost detection: an entry exactly `expireTimeoutMs` old stays.
+ */
+export function expireUnavailableInfo(
+  registry: WorkerRegistry,
+  now: number,
+  expireTimeoutMs: number,
+): { readonly registry: WorkerRegistry; readonly expired: readonly WorkerKey[] } {
+  const expired = [...registry.lost]
+    .filter(([, lost]) => now - lost.lostAt > expireTimeoutMs)
+    .map(([key]) => key);
+  return { registry: removeUnavailableInfo(registry, expired).registry, expired };
+}
+
+// -----------------------------------------------------------------------------------------------------------
+// Operator actions and the workers' own reports
+
+export interface ExclusionOutcome {
+  readonly registry: WorkerRegistry;
+  readonly added: readonly WorkerKey[];
+  readonly removed: readonly WorkerKey[];
+  readonly alreadyExcluded: readonly WorkerKey[];
+  readonly notExcluded: readonly WorkerKey[];
+  /** Neither registered nor lost (a typo, or a worker forgotten long ago): not added. */
+  readonly unknown: readonly WorkerKey[];
+  /** Named in both lists: nothing is done for them, the request contradicts itself. */
+  readonly conflicting: readonly WorkerKey[];
+}
+
+/** Manual exclusion (POST /api/v1/workers/exclude {add, remove}). */
+export function excludeWorkers(
+  registry: WorkerRegistry,
+  request: { readonly add: readonly WorkerKey[]; readonly remove: readonly WorkerKey[] },
+  now: number,
+): ExclusionOutcome {
+  const removeSet = new Set(request.remove);
+  const conflicting = unique(request.add).filter((key) => removeSet.has(key));
+  const manual = new Map(registry.manuallyExcluded);
+  const added: WorkerKey[] = [];
+  const alreadyExcluded: WorkerKey[] = [];
+  const unknown: WorkerKey[] = [];
+  for (const key of unique(request.add)) {
+    if (removeSet.has(key)) continue;
+    const id = knownId(registry, key);
+    if (manual.has(key)) {
+      alreadyExcluded.push(key);
+    } else if (id === null) {
+      unknown.push(key);
+    } else {
+      manual.set(key, { id, since: now });
+      added.push(key);
+    }
+  }
+  const removed: WorkerKey[] = [];
+  const notExcluded: WorkerKey[] = [];
+  for (const key of unique(request.remove)) {
+    if (conflicting.includes(key)) continue;
+    if (manual.delete(key)) removed.push(key);
+    else notExcluded.push(key);
+  }
+  return {
+    registry: { ...registry, manuallyExcluded: manual },
+    added,
+    removed,
+    alreadyExcluded,
+    notExcluded,
+    unknown,
+    conflicting,
+  };
+}
+
+export interface WorkerEventOutcome {
+  readonly registry: WorkerRegistry;
+  /** Recorded as the worker's pending event (or, for None, the pending event was cleared). */
+  readonly applied: readonly WorkerKey[];
+  /** Nothing to do: the same event is already pending, or the worker is already where the event leads. */
+  readonly unchanged: readonly { readonly worker: WorkerKey; readonly note: string }[];
+  /** The worker's state does not allow the event (the transition table's reason). */
+  readonly refused: readonly { readonly worker: WorkerKey; readonly reason: string }[];
+  /** Not registered; an event can only reach a worker that heartbeats. */
+  readonly unknown: readonly WorkerKey[];
+}
+
+/**
+ * An operator's worker event (POST /api/v1/workers/events). The event waits in the registry until the
+ * worker's next heartbeat carries it; a repeat of the pending event changes nothing (its time stays), None
+ * clears the pending event, another event replaces it. Unlike the reference, the master checks the event
+ * against the worker's last reported state with the worker's own transition table, so the operator learns at
+ * once that an event cannot apply.
+ */
+export function sendWorkerEvent(
+  registry: WorkerRegistry,
+  type: WorkerEventType,
+  keys: readonly WorkerKey[],
+  now: number,
+): WorkerEventOutcome {
+  const events = new Map(registry.events);
+  const applied: WorkerKey[] = [];
+  const unchanged: { worker: WorkerKey; note: string }[] = [];
+  const refused: { worker: WorkerKey; reason: string }[] = [];
+  const unknown: WorkerKey[] = [];
+  for (const key of unique(keys)) {
+    const worker = registry.workers.get(key);
+    const pending = events.get(key);
+    if (worker === undefined) {
+      unknown.push(key);
+    } else if (type === 'None') {
+      if (events.delete(key)) applied.push(key);
+      else unchanged.push({ worker: key, note: 'no pending event' });
+    } else if (pending?.type === type) {
+      unchanged.push({ worker: key, note: `${type} already pending since ${pending.time}` });
+    } else {
+      const verdict = transition(worker.state, type);
+      if (verdict.outcome === 'refuse') {
+        refused.push({ worker: key, reason: `${worker.state}: ${verdict.reason}` });
+      } else if (verdict.outcome === 'stay' && pending === undefined) {
+        unchanged.push({ worker: key, note: verdict.note });
+      } else {
+        events.set(key, { id: worker.id, type, time: now });
+        applied.push(key);
+      }
+    }
+  }
+  return { registry: { ...registry, events }, applied, unchanged, refused, unknown };
+}
+
+/** A graceful shutdown has begun on these workers (ReportWorkerUnavailable). */
+export function reportWorkersUnavailable(
+  registry: WorkerRegistry,
+  keys: readonly WorkerKey[],
+  now: number,
+): {
+  readonly registry: WorkerRegistry;
+  readonly recorded: readonly WorkerKey[];
+  readonly unknown: readonly WorkerKey[];
+} {
+  const { map, recorded, unknown } = addMembers(registry, registry.shutdown, keys, now);
+  return { registry: { ...registry, shutdown: map }, recorded, unknown };
+}
+
+/** These workers are decommissioning (ReportWorkerDecommission). */
+export function reportWorkersDecommissioning(
+  registry: WorkerRegistry,
+  keys: readonly WorkerKey[],
+  now: number,
+): {
+  readonly registry: WorkerRegistry;
+  readonly recorded: readonly WorkerKey[];
+  readonly unknown: readonly WorkerKey[];
+} {
+  const { map, recorded, unknown } = addMembers(registry, registry.decommissioning, keys, now);
+  return { registry: { ...registry, decommissioning: map }, recorded, unknown };
+}
+
+/** Adds registered workers to a membership set, keeping the original time of those already in it. */
+function addMembers(
+  registry: WorkerRegistry,
+  set: ReadonlyMap<WorkerKey, Membership>,
+  keys: readonly WorkerKey[],
+  now: number,
+): { map: ReadonlyMap<WorkerKey, Membership>; recorded: WorkerKey[]; unknown: WorkerKey[] } {
+  const map = new Map(set);
+  const recorded: WorkerKey[] = [];
+  const unknown: WorkerKey[] = [];
+  for (const key of unique(keys)) {
+    const worker = registry.workers.get(key);
+    if (worker === undefined) {
+      unknown.push(key);
+      continue;
+    }
+    if (!map.has(key)) map.set(key, { id: worker.id, since: now });
+    recorded.push(key);
+  }
+  return { map, recorded, unknown };
+}
+
+// -----------------------------------------------------------------------------------------------------------
+// Slots offered since the last heartbeat
+
+/**
+ * Books the slots an offer placed (its `diskAllocations`) against the workers' disks until their next
+ * heartbeat replaces the disks with fresh numbers: each slot adds one active slot and takes
+ * `estimatedPartitionSize` bytes off the usable space (never below 0), so the disk's budget (usable /
+ * estimate) drops by exactly the slots booked. Without this (reference quirk 5) two offers between heartbeats
+ * both see the same free space and can overbook a disk. Allocations for workers or mount points the registry
+ * does not know are reported back.
+ */
+export function bookOfferedSlots(
+  registry: WorkerRegistry,
+  allocations: DiskAllocations,
+  estimatedPartitionSize: number,
+): {
+  readonly registry: WorkerRegistry;
+  readonly unmatched: readonly { readonly worker: WorkerKey; readonly mountPoint: string }[];
+} {
+  const workers = new Map(registry.workers);
+  const unmatched: { worker: WorkerKey; mountPoint: string }[] = [];
+  for (const [key, perDisk] of allocations) {
+    const worker = workers.get(key);
+    if (worker === undefined) {
+      for (const mountPoint of perDisk.keys()) unmatched.push({ worker: key, mountPoint });
+      continue;
+    }
+    const known = new Set(worker.disks.map((disk) => disk.mountPoint));
+    for (const mountPoint of perDisk.keys()) {
+      if (!known.has(mountPoint)) unmatched.push({ worker: key, mountPoint });
+    }
+    const disks = worker.disks.map((disk): DiskInfo => {
+      const slots = perDisk.get(disk.mountPoint) ?? 0;
+      if (slots === 0) return disk;
+      return {
+        ...disk,
+        activeSlots: disk.activeSlots + slots,
+        usableBytes: Math.max(0, disk.usableBytes - slots * estimatedPartitionSize),
+      };
+    });
+    workers.set(key, { ...worker, disks });
+  }
+  return { registry: { ...registry, workers }, unmatched };
+}
+
+// -----------------------------------------------------------------------------------------------------------
+// Helpers
+
+/** The id of a registered or lost worker. */
+function knownId(registry: WorkerRegistry, key: WorkerKey): WorkerId | null {
+  return registry.workers.get(key)?.id ?? registry.lost.get(key)?.info.id ?? null;
+}
+
+function withEntry<V>(map: ReadonlyMap<WorkerKey, V>, key: WorkerKey, value: V): ReadonlyMap<WorkerKey, V> {
+  return new Map(map).set(key, value);
+}
+
+function withoutKeys<V>(
+  map: ReadonlyMap<WorkerKey, V>,
+  keys: readonly WorkerKey[],
+): ReadonlyMap<WorkerKey, V> {
+  if (!keys.some((key) => map.has(key))) return map;
+  const next = new Map(map);
+  for (const key of keys) next.delete(key);
+  return next;
+}
+
+function unique(keys: readonly WorkerKey[]): WorkerKey[] {
+  return [...new Set(keys)];
+}
