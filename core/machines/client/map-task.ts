@@ -1,0 +1,533 @@
+import {
+  pushFailureCause,
+  reactToPushFailure,
+  reactToPushReply,
+  reactToReviveAnswer,
+  type PushReaction,
+} from '../../client/index.ts';
+import {
+  shuffleKey,
+  workerKey,
+  type AppId,
+  type PartitionLocation,
+  type ShuffleId,
+  type StatusCode,
+} from '../../domain/index.ts';
+import { encodeBatchFrame } from '../../protocol/batch-frame.ts';
+import type { Message, MessageOf, PartitionWritten, ReviveRequest } from '../../protocol/messages.ts';
+import type { Release } from '../../release/version.ts';
+import type { Envelope, Input, NodeId } from '../effects.ts';
+import type { Machine, Step } from '../machine.ts';
+import { count, log, newOutbox, type Outbox } from './outbox.ts';
+import { encodeRecords, planBatches } from './records.ts';
+import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
+
+/**
+ * One attempt of one map task (node `map-<app>-<shuffle>-<map>-<attempt>`): registers the shuffle with its lifecycle
+ * manager, pushes its records as framed batches to each partition's primary (one batch in flight per partition),
+ * follows splits and failures through revives (core/client decides each reaction), and reports what was
+ * acknowledged with MapperEnd. It then stays idle: a task is part of an engine's executor, not a process to stop.
+ * docs/core/machines-client.md describes the messages, timers and outcomes.
+ */
+export interface MapTaskConfig {
+  readonly release: Release;
+  readonly appId: AppId;
+  readonly shuffleId: ShuffleId;
+  readonly mapId: number;
+  readonly attemptId: number;
+  readonly numMappers: number;
+  readonly numPartitions: number;
+  readonly lifecycleManager: NodeId;
+  /** What this attempt writes: the records of each partition (index = partitionId), in order. */
+  readonly records: readonly (readonly Uint8Array[])[];
+  /** `svc.client.push.buffer.max.size`: records are packed into batches of at most this many bytes. */
+  readonly batchSizeBytes: number;
+  /** `svc.client.push.revive.maxRetries`: revives one batch may ask for after failures (splits are free). */
+  readonly maxReviveRetries: number;
+  /** `svc.client.push.timeout`: a push unanswered this long failed (PUSH_DATA_TIMEOUT_PRIMARY). */
+  readonly pushTimeoutMs: number;
+  /** `svc.rpc.askTimeout`: for RegisterShuffle, Revive and MapperEnd. */
+  readonly requestTimeoutMs: number;
+  /** Tries of one request to the lifecycle manager before the task fails. */
+  readonly maxRequestAttempts: number;
+  /** `svc.client.push.excludeWorkerOnFailure.enabled`. */
+  readonly excludeWorkerOnFailure: boolean;
+}
+
+/**
+ * - `registering`: waiting for the shuffle's locations.
+ * - `pushing`: batches in flight; revives may be pending.
+ * - `ending`: every batch acknowledged; MapperEnd sent.
+ * - `won`: this attempt is the map's winner; its data is what readers get.
+ * - `lost`: another attempt of the map (or the stage) ended first; this attempt's data is ignored by readers.
+ * - `failed`: see `error`; the engine retries the task.
+ */
+export type MapTaskPhase = 'registering' | 'pushing' | 'ending' | 'won' | 'lost' | 'failed';
+
+export interface MapTaskState {
+  readonly config: MapTaskConfig;
+  readonly phase: MapTaskPhase;
+  readonly requests: RequestTable<MapRequest>;
+  /** The newest location known for each partition (the primary, carrying its peer). */
+  readonly locations: ReadonlyMap<number, PartitionLocation>;
+  readonly partitions: readonly PartitionPush[];
+  /** Partitions with a revive request on its way to the lifecycle manager. */
+  readonly reviving: ReadonlySet<number>;
+  /** Why the task failed or lost. */
+  readonly error?: string;
+}
+
+export interface PartitionPush {
+  readonly partitionId: number;
+  /** Encoded payloads of the partition's batches, in order, with their batch ids (unique within the attempt). */
+  readonly payloads: readonly Uint8Array[];
+  readonly batchIds: readonly number[];
+  /** Index of the batch being pushed (or the next one); equal to the count when all are acknowledged. */
+  readonly current: number;
+  /** idle: nothing in flight; pushing: the current batch is in flight; waiting: it waits for a revive. */
+  readonly status: 'idle' | 'pushing' | 'waiting';
+  /** Revives the current batch may still spend on failures. */
+  readonly revivesLeft: number;
+  readonly acknowledged: { readonly batches: number; readonly bytes: number };
+}
+
+export type MapRequest =
+  | { readonly kind: 'register' }
+  | { readonly kind: 'push'; readonly partitionId: number; readonly location: PartitionLocation }
+  | { readonly kind: 'revive'; readonly requests: readonly ReviveRequest[] }
+  | { readonly kind: 'mapperEnd' };
+
+export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
+  if (config.records.length > config.numPartitions) {
+    throw new RangeError(
+      `map ${config.mapId} has records for ${config.records.length} partitions but the shuffle has ${config.numPartitions}`,
+    );
+  }
+  let nextBatchId = 0;
+  const partitions: PartitionPush[] = [];
+  for (let partitionId = 0; partitionId < config.numPartitions; partitionId += 1) {
+    const batches = planBatches(config.records[partitionId] ?? [], config.batchSizeBytes);
+    partitions.push({
+      partitionId,
+      payloads: batches.map(encodeRecords),
+      batchIds: batches.map(() => nextBatchId++),
+      current: 0,
+      status: 'idle',
+      revivesLeft: config.maxReviveRetries,
+      acknowledged: { batches: 0, bytes: 0 },
+    });
+  }
+  return {
+    config,
+    phase: 'registering',
+    requests: emptyRequests(),
+    locations: new Map(),
+    partitions,
+    reviving: new Set(),
+  };
+}
+
+/** Mutable working copy of the state within one step. */
+interface Draft {
+  readonly config: MapTaskConfig;
+  phase: MapTaskPhase;
+  requests: RequestTable<MapRequest>;
+  locations: Map<number, PartitionLocation>;
+  partitions: PartitionPush[];
+  reviving: Set<number>;
+  error?: string;
+  /** Revive requests gathered during this step: sent together as one Revive at its end. */
+  reviveQueue: ReviveRequest[];
+  readonly out: Outbox;
+}
+
+export const mapTaskMachine: Machine<MapTaskState> = {
+  step(state, input, now): Step<MapTaskState> {
+    const draft: Draft = {
+      ...state,
+      locations: new Map(state.locations),
+      partitions: [...state.partitions],
+      reviving: new Set(state.reviving),
+      reviveQueue: [],
+      out: newOutbox(now),
+    };
+    handle(draft, input);
+    flushRevives(draft);
+    const { out, reviveQueue: _queue, ...next } = draft;
+    return { state: next, effects: out.effects };
+  },
+};
+
+function handle(d: Draft, input: Input): void {
+  if (isSettled(d.phase)) return;
+  switch (input.kind) {
+    case 'start':
+      registerShuffle(d, 1);
+      return;
+    case 'receive':
+      onReceive(d, input.envelope);
+      return;
+    case 'timer': {
+      const expired = expire(d.requests, input.name);
+      d.requests = expired.table;
+      if (expired.request !== undefined)
+        onNoAnswer(d, expired.request.purpose, expired.request.attempt, 'timedOut');
+      return;
+    }
+    case 'sendFailed': {
+      const closed = settle(d.requests, d.out, input.requestId);
+      d.requests = closed.table;
+      if (closed.request !== undefined)
+        onNoAnswer(d, closed.request.purpose, closed.request.attempt, 'sendFailed');
+      return;
+    }
+    case 'ioDone':
+    case 'ioFailed':
+    case 'admin':
+      return;
+  }
+}
+
+function isSettled(phase: MapTaskPhase): boolean {
+  return phase === 'won' || phase === 'lost' || phase === 'failed';
+}
+
+function onReceive(d: Draft, envelope: Envelope): void {
+  const closed = settle(d.requests, d.out, envelope.inReplyTo);
+  d.requests = closed.table;
+  const request = closed.request;
+  if (request === undefined) return; // a late answer to a request that already timed out and was retried
+  const message = envelope.message;
+  switch (request.purpose.kind) {
+    case 'register':
+      if (message.type === 'RegisterShuffleResponse') onRegistered(d, message);
+      else unexpected(d, message, 'RegisterShuffleResponse');
+      return;
+    case 'push':
+      if (message.type === 'PushDataResponse') {
+        const { partitionId, location } = request.purpose;
+        react(
+          d,
+          partitionId,
+          location,
+          reactToPushReply(message.status, reactionContext(d, partitionId, location)),
+        );
+      } else unexpected(d, message, 'PushDataResponse');
+      return;
+    case 'revive':
+      if (message.type === 'ReviveResponse') onReviveResponse(d, request.purpose.requests, message);
+      else unexpected(d, message, 'ReviveResponse');
+      return;
+    case 'mapperEnd':
+      if (message.type === 'StatusResponse') onMapperEndAnswer(d, message);
+      else unexpected(d, message, 'StatusResponse');
+      return;
+  }
+}
+
+function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedOut' | 'sendFailed'): void {
+  switch (purpose.kind) {
+    case 'push': {
+      const cause = pushFailureCause({ kind: why });
+      count(d.out, 'PushDataFailCount', 1, { cause });
+      react(
+        d,
+        purpose.partitionId,
+        purpose.location,
+        reactToPushFailure(cause, reactionContext(d, purpose.partitionId, purpose.location)),
+      );
+      return;
+    }
+    case 'register':
+      if (attempt < d.config.maxRequestAttempts) registerShuffle(d, attempt + 1);
+      else fail(d, `the lifecycle manager did not answer RegisterShuffle ${attempt} times (${why})`);
+      return;
+    case 'mapperEnd':
+      if (attempt < d.config.maxRequestAttempts) sendMapperEnd(d, attempt + 1);
+      else fail(d, `the lifecycle manager did not answer MapperEnd ${attempt} times (${why})`);
+      return;
+    case 'revive':
+      if (attempt < d.config.maxRequestAttempts) {
+        d.requests = ask(
+          d.requests,
+          d.out,
+          {
+            to: d.config.lifecycleManager,
+            message: reviveMessage(d, purpose.requests),
+            purpose,
+            attempt: attempt + 1,
+          },
+          d.config.requestTimeoutMs,
+        );
+      } else {
+        fail(d, `the lifecycle manager did not answer a revive ${attempt} times (${why}); REVIVE_FAILED`);
+      }
+      return;
+  }
+}
+
+function registerShuffle(d: Draft, attempt: number): void {
+  const { appId, shuffleId, numMappers, numPartitions, lifecycleManager } = d.config;
+  d.requests = ask(
+    d.requests,
+    d.out,
+    {
+      to: lifecycleManager,
+      message: { type: 'RegisterShuffle', appId, shuffleId, numMappers, numPartitions },
+      purpose: { kind: 'register' },
+      attempt,
+    },
+    d.config.requestTimeoutMs,
+  );
+}
+
+function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): void {
+  if (message.status !== 'SUCCESS') {
+    fail(d, `shuffle registration failed with ${message.status}: ${message.message}`);
+    return;
+  }
+  for (const location of message.locations) d.locations.set(location.partitionId, location);
+  d.phase = 'pushing';
+  for (const partition of d.partitions) {
+    if (partition.payloads.length === 0) continue;
+    if (d.locations.has(partition.partitionId)) push(d, partition.partitionId);
+    else {
+      // The reference client's rule for a partition it has no location for: revive from epoch -1.
+      updatePartition(d, partition.partitionId, { status: 'waiting' });
+      queueRevive(d, partition.partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
+    }
+  }
+  maybeEnd(d);
+}
+
+function push(d: Draft, partitionId: number): void {
+  const partition = d.partitions[partitionId]!;
+  const location = d.locations.get(partitionId)!;
+  const { appId, shuffleId, mapId, attemptId } = d.config;
+  const batchId = partition.batchIds[partition.current]!;
+  const payload = encodeBatchFrame(
+    { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch },
+    partition.payloads[partition.current]!,
+  );
+  d.requests = ask(
+    d.requests,
+    d.out,
+    {
+      to: workerKey(location.worker),
+      message: {
+        type: 'PushData',
+        shuffleKey: shuffleKey(appId, shuffleId),
+        mode: 'PRIMARY',
+        partitionId,
+        epoch: location.epoch,
+        mapId,
+        attemptId,
+        batchId,
+        payload,
+      },
+      purpose: { kind: 'push', partitionId, location },
+    },
+    d.config.pushTimeoutMs,
+  );
+  updatePartition(d, partitionId, { status: 'pushing' });
+}
+
+function reactionContext(d: Draft, partitionId: number, location: PartitionLocation) {
+  const newest = d.locations.get(partitionId);
+  return {
+    location,
+    remainingRevives: d.partitions[partitionId]!.revivesLeft,
+    mapperEnded: false,
+    newerEpochKnown: newest !== undefined && newest.epoch > location.epoch,
+    excludeWorkerOnFailure: d.config.excludeWorkerOnFailure,
+  };
+}
+
+function react(d: Draft, partitionId: number, location: PartitionLocation, reaction: PushReaction): void {
+  if (d.phase !== 'pushing') return;
+  const partition = d.partitions[partitionId]!;
+  switch (reaction.kind) {
+    case 'done': {
+      const bytes = partition.payloads[partition.current]!.length;
+      updatePartition(d, partitionId, {
+        current: partition.current + 1,
+        status: 'idle',
+        revivesLeft: d.config.maxReviveRetries,
+        acknowledged: {
+          batches: partition.acknowledged.batches + 1,
+          bytes: partition.acknowledged.bytes + bytes,
+        },
+      });
+      if (reaction.reviveInBackground === true) queueRevive(d, partitionId, 'SOFT_SPLIT', location);
+      if (partition.current + 1 < partition.payloads.length) push(d, partitionId);
+      maybeEnd(d);
+      return;
+    }
+    case 'dropBatch':
+      lose(d, reaction.reason);
+      return;
+    case 'giveUp':
+      fail(d, reaction.message);
+      return;
+    case 'retry':
+      log(d.out, 'warn', 'push failed; retrying', {
+        partitionId,
+        epoch: location.epoch,
+        cause: reaction.cause,
+      });
+      updatePartition(d, partitionId, {
+        revivesLeft: partition.revivesLeft - (reaction.consumesRevive ? 1 : 0),
+        status: 'waiting',
+      });
+      if (reaction.revive) queueRevive(d, partitionId, reaction.cause, location);
+      else if (!d.reviving.has(partitionId)) push(d, partitionId); // a newer location is already known
+  }
+}
+
+function queueRevive(
+  d: Draft,
+  partitionId: number,
+  cause: StatusCode,
+  oldLocation: PartitionLocation | undefined,
+): void {
+  if (d.reviving.has(partitionId)) return; // one revive per partition at a time; its answer serves every need
+  d.reviving.add(partitionId);
+  d.reviveQueue.push({
+    partitionId,
+    epoch: oldLocation?.epoch ?? -1,
+    cause,
+    ...(oldLocation === undefined ? {} : { oldLocation }),
+  });
+}
+
+function flushRevives(d: Draft): void {
+  if (d.reviveQueue.length === 0 || d.phase !== 'pushing') return;
+  const requests = d.reviveQueue;
+  d.requests = ask(
+    d.requests,
+    d.out,
+    {
+      to: d.config.lifecycleManager,
+      message: reviveMessage(d, requests),
+      purpose: { kind: 'revive', requests },
+    },
+    d.config.requestTimeoutMs,
+  );
+}
+
+function reviveMessage(d: Draft, requests: readonly ReviveRequest[]): Message {
+  const { appId, shuffleId, mapId, attemptId } = d.config;
+  return { type: 'Revive', appId, shuffleId, mapId, attemptId, requests };
+}
+
+function onReviveResponse(
+  d: Draft,
+  asked: readonly ReviveRequest[],
+  message: MessageOf<'ReviveResponse'>,
+): void {
+  for (const request of asked) d.reviving.delete(request.partitionId);
+  if (message.endedMapIds.includes(d.config.mapId)) {
+    lose(d, `map ${d.config.mapId} has already ended (another attempt won)`);
+    return;
+  }
+  for (const request of asked) {
+    const { partitionId } = request;
+    const result = message.results.find((r) => r.partitionId === partitionId) ?? {
+      partitionId,
+      status: 'REVIVE_FAILED' as const,
+      oldAvailable: false,
+    };
+    const reaction = reactToReviveAnswer(
+      {
+        status: result.status,
+        ...(result.newLocation === undefined ? {} : { location: result.newLocation }),
+      },
+      { partitionId, cause: request.cause, mapperEnded: false },
+    );
+    const waiting = d.partitions[partitionId]!.status === 'waiting';
+    switch (reaction.kind) {
+      case 'pushTo': {
+        const known = d.locations.get(partitionId);
+        if (known === undefined || reaction.location.epoch > known.epoch)
+          d.locations.set(partitionId, reaction.location);
+        if (waiting) push(d, partitionId);
+        break;
+      }
+      case 'dropBatch':
+        lose(d, reaction.reason);
+        return;
+      case 'giveUp':
+        if (!waiting) {
+          // A background revive after a soft split: the old location still takes data, so carry on with it.
+          log(d.out, 'warn', 'background revive failed; keeping the current location', {
+            partitionId,
+            message: reaction.message,
+          });
+          break;
+        }
+        fail(d, reaction.message);
+        return;
+    }
+  }
+}
+
+function maybeEnd(d: Draft): void {
+  if (d.phase !== 'pushing') return;
+  const finished = d.partitions.every((p) => p.current === p.payloads.length && p.status === 'idle');
+  if (!finished) return;
+  d.phase = 'ending';
+  sendMapperEnd(d, 1);
+}
+
+function sendMapperEnd(d: Draft, attempt: number): void {
+  const { appId, shuffleId, mapId, attemptId, numMappers, lifecycleManager } = d.config;
+  const written: PartitionWritten[] = d.partitions
+    .filter((p) => p.acknowledged.batches > 0)
+    .map((p) => ({ partitionId: p.partitionId, ...p.acknowledged }));
+  d.requests = ask(
+    d.requests,
+    d.out,
+    {
+      to: lifecycleManager,
+      message: { type: 'MapperEnd', appId, shuffleId, mapId, attemptId, numMappers, written },
+      purpose: { kind: 'mapperEnd' },
+      attempt,
+    },
+    d.config.requestTimeoutMs,
+  );
+}
+
+function onMapperEndAnswer(d: Draft, message: MessageOf<'StatusResponse'>): void {
+  if (message.status === 'SUCCESS') {
+    d.phase = 'won';
+    log(d.out, 'info', 'map attempt won', { mapId: d.config.mapId, attemptId: d.config.attemptId });
+  } else if (message.status === 'MAP_ENDED') lose(d, message.message);
+  else fail(d, `MapperEnd refused with ${message.status}: ${message.message}`);
+}
+
+function updatePartition(d: Draft, partitionId: number, change: Partial<PartitionPush>): void {
+  d.partitions[partitionId] = { ...d.partitions[partitionId]!, ...change };
+}
+
+function lose(d: Draft, reason: string): void {
+  d.phase = 'lost';
+  d.error = reason;
+  log(d.out, 'info', 'map attempt stopped: another attempt or the stage ended first', {
+    mapId: d.config.mapId,
+    attemptId: d.config.attemptId,
+    reason,
+  });
+}
+
+function fail(d: Draft, message: string): void {
+  d.phase = 'failed';
+  d.error = message;
+  log(d.out, 'error', 'map task failed', { mapId: d.config.mapId, attemptId: d.config.attemptId, message });
+  count(d.out, 'MapTaskFailCount');
+}
+
+/** A reply of the wrong kind (a refusal arrives as StatusResponse): the request is closed, so the task fails. */
+function unexpected(d: Draft, message: Message, wanted: string): void {
+  if (message.type === 'StatusResponse') fail(d, `refused with ${message.status}: ${message.message}`);
+  else fail(d, `protocol error: expected ${wanted}, got ${message.type}`);
+}

@@ -1,0 +1,127 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import type { BatchFrame } from '../../protocol/batch-frame.ts';
+import { assemblePartition, type PartitionReadInput } from './reader.ts';
+import { encodeRecords } from './records.ts';
+
+/** A map attempt's batches for partition 7: batch b holds the records `m<map>a<attempt>b<b>r<i>`. */
+function batches(mapId: number, attemptId: number, count: number, recordsPer: number): BatchFrame[] {
+  return Array.from({ length: count }, (_, batchId) => ({
+    shuffleId: 1,
+    mapId,
+    attemptId,
+    batchId,
+    partitionId: 7,
+    epoch: 0,
+    payload: encodeRecords(
+      Array.from({ length: recordsPer }, (_, i) =>
+        new TextEncoder().encode(`m${mapId}a${attemptId}b${batchId}r${i}`),
+      ),
+    ),
+  }));
+}
+
+const text = (records: readonly Uint8Array[]) => records.map((r) => new TextDecoder().decode(r));
+
+const scenario = fc
+  .array(
+    fc.record({
+      attempts: fc.integer({ min: 1, max: 3 }),
+      winner: fc.nat(2),
+      batches: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 3, maxLength: 3 }),
+    }),
+    { minLength: 1, maxLength: 4 },
+  )
+  .map((maps) =>
+    maps.map((m) => ({ ...m, winner: m.winner % m.attempts, batches: m.batches.slice(0, m.attempts) })),
+  );
+
+function inputOf(
+  maps: readonly { attempts: number; winner: number; batches: readonly number[] }[],
+  frames: readonly BatchFrame[],
+): PartitionReadInput {
+  return {
+    shuffleId: 1,
+    partitionId: 7,
+    frames,
+    mapAttempts: maps.map((m) => m.winner),
+    expected: maps.map((m, mapId) => {
+      const winning = batches(mapId, m.winner, m.batches[m.winner]!, 2);
+      return {
+        mapId,
+        partitionId: 7,
+        batches: winning.length,
+        bytes: winning.reduce((n, f) => n + f.payload.length, 0),
+      };
+    }),
+    integrity: true,
+  };
+}
+
+describe('reader integrity layer', () => {
+  it('gives exactly the winning attempts’ records, once, whatever the duplicates, losers and order', () => {
+    fc.assert(
+      fc.property(scenario, fc.array(fc.nat(), { maxLength: 20 }), fc.nat(), (maps, duplicates, seed) => {
+        const all = maps.flatMap((m, mapId) =>
+          m.batches.flatMap((count, attemptId) => batches(mapId, attemptId, count, 2)),
+        );
+        const frames = [
+          ...all,
+          ...duplicates.filter(() => all.length > 0).map((d) => ({ ...all[d % all.length]!, epoch: 1 })),
+        ];
+        // A deterministic shuffle of the read order.
+        const order = frames.map((f, i) => ({ f, k: (i * 7919 + seed) % 104729 })).sort((a, b) => a.k - b.k);
+        const result = assemblePartition(
+          inputOf(
+            maps,
+            order.map((o) => o.f),
+          ),
+        );
+        assert.ok(result.ok, result.ok ? '' : result.message);
+        const expected = maps.flatMap((m, mapId) =>
+          Array.from({ length: m.batches[m.winner]! }, (_, b) => [
+            `m${mapId}a${m.winner}b${b}r0`,
+            `m${mapId}a${m.winner}b${b}r1`,
+          ]).flat(),
+        );
+        assert.deepEqual(text(result.records), expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('fails, naming the map, when a winning batch is missing or extra', () => {
+    const maps = [{ attempts: 1, winner: 0, batches: [2] }];
+    const frames = batches(0, 0, 2, 2);
+    const missing = assemblePartition(inputOf(maps, frames.slice(1)));
+    assert.ok(!missing.ok);
+    assert.match(
+      missing.message,
+      /map 0 reported 2 batches \(\d+ bytes\) at MapperEnd but the committed files hold 1 batches/,
+    );
+    const extra = assemblePartition({ ...inputOf(maps, frames), expected: [] });
+    assert.ok(!extra.ok);
+    assert.match(extra.message, /map 0 reported 0 batches/);
+  });
+
+  it('fails on a batch read twice with different contents, and on a frame of another partition', () => {
+    const maps = [{ attempts: 1, winner: 0, batches: [1] }];
+    const [frame] = batches(0, 0, 1, 2);
+    const forged = { ...frame!, payload: encodeRecords([new Uint8Array([9])]) };
+    const twice = assemblePartition(inputOf(maps, [frame!, forged]));
+    assert.ok(!twice.ok);
+    assert.match(twice.message, /read twice with different contents/);
+    const stranger = assemblePartition(inputOf(maps, [{ ...frame!, partitionId: 8 }]));
+    assert.ok(!stranger.ok);
+    assert.match(stranger.message, /partition 8 .* was found in a file of shuffle 1 partition 7/);
+  });
+
+  it('without the integrity layer (planted bug), hands out duplicates and losers as they come', () => {
+    const maps = [{ attempts: 2, winner: 1, batches: [1, 1] }];
+    const frames = [...batches(0, 0, 1, 1), ...batches(0, 1, 1, 1), ...batches(0, 1, 1, 1)];
+    const result = assemblePartition({ ...inputOf(maps, frames), integrity: false });
+    assert.ok(result.ok);
+    assert.deepEqual(text(result.records), ['m0a0b0r0', 'm0a1b0r0', 'm0a1b0r0']);
+  });
+});

@@ -1,0 +1,69 @@
+/**
+ * The records inside one batch payload: each record is a 32-bit big-endian length followed by its bytes. The frame
+ * around the payload (../../protocol/batch-frame.ts) carries the identity and the checksum; this is only the
+ * packing of the engine's records, so that a reader gives back exactly the records a map task wrote.
+ */
+const LENGTH_BYTES = 4;
+
+export function encodeRecords(records: readonly Uint8Array[]): Uint8Array {
+  const size = records.reduce((total, record) => total + LENGTH_BYTES + record.length, 0);
+  const payload = new Uint8Array(size);
+  const view = new DataView(payload.buffer);
+  let offset = 0;
+  for (const record of records) {
+    view.setUint32(offset, record.length);
+    payload.set(record, offset + LENGTH_BYTES);
+    offset += LENGTH_BYTES + record.length;
+  }
+  return payload;
+}
+
+export type DecodedRecords =
+  | { readonly ok: true; readonly records: readonly Uint8Array[] }
+  | { readonly ok: false; readonly message: string };
+
+/** Unpacks a payload; a record running past the end is an error (the frame's CRC passed, so the writer erred). */
+export function decodeRecords(payload: Uint8Array): DecodedRecords {
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const records: Uint8Array[] = [];
+  let offset = 0;
+  while (offset < payload.length) {
+    if (payload.length - offset < LENGTH_BYTES) {
+      return { ok: false, message: `record length at byte ${offset} of a batch is cut short` };
+    }
+    const length = view.getUint32(offset);
+    const start = offset + LENGTH_BYTES;
+    if (payload.length - start < length) {
+      return {
+        ok: false,
+        message: `record at byte ${offset} of a batch announces ${length} bytes but ${payload.length - start} remain`,
+      };
+    }
+    records.push(payload.subarray(start, start + length));
+    offset = start + length;
+  }
+  return { ok: true, records };
+}
+
+/**
+ * Groups one partition's records into batches of at most `maxBatchBytes` encoded bytes, in order; a record larger
+ * than the limit travels alone (a batch always holds at least one record).
+ */
+export function planBatches(records: readonly Uint8Array[], maxBatchBytes: number): Uint8Array[][] {
+  if (!(maxBatchBytes > 0)) throw new RangeError(`batch size must be positive, got ${maxBatchBytes}`);
+  const batches: Uint8Array[][] = [];
+  let current: Uint8Array[] = [];
+  let size = 0;
+  for (const record of records) {
+    const encoded = LENGTH_BYTES + record.length;
+    if (current.length > 0 && size + encoded > maxBatchBytes) {
+      batches.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(record);
+    size += encoded;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}

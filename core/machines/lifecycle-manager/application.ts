@@ -1,0 +1,81 @@
+import { applyMasterReport } from '../../client/index.ts';
+import { workerKey } from '../../domain/index.ts';
+import type { MessageOf } from '../../protocol/messages.ts';
+import { count, log, setTimer } from '../client/outbox.ts';
+import { request, type Draft } from './draft.ts';
+
+/**
+ * The application's standing with the master: registration at start (bounded retries), then a heartbeat every
+ * interval carrying what was committed since the last one, whose answer updates the workers to avoid.
+ */
+const HEARTBEAT_TIMER = 'heartbeat';
+
+export function registerApplication(d: Draft, attempt: number): void {
+  const { appId, user, master } = d.config;
+  request(d, master, { type: 'RegisterApplication', appId, user }, { kind: 'registerApp' }, attempt);
+}
+
+/** The master's answer to RegisterApplication; returns true when the application is now registered. */
+export function onApplicationAnswer(d: Draft, message: MessageOf<'StatusResponse'>): boolean {
+  if (message.status === 'SUCCESS') {
+    d.app = { status: 'registered' };
+    log(d.out, 'info', 'application registered', { appId: d.config.appId, release: d.config.release });
+    setTimer(d.out, HEARTBEAT_TIMER, d.out.now + d.config.heartbeatIntervalMs);
+    return true;
+  }
+  refuse(d, message.status, `the master refused application ${d.config.appId}: ${message.message}`);
+  return false;
+}
+
+export function onApplicationUnanswered(d: Draft, attempt: number): void {
+  if (attempt < d.config.maxRequestAttempts) {
+    registerApplication(d, attempt + 1);
+    return;
+  }
+  refuse(
+    d,
+    'REQUEST_FAILED',
+    `the master ${d.config.master} did not answer RegisterApplication after ${attempt} tries; check that it is ` +
+      'running and reachable from the application',
+  );
+}
+
+function refuse(
+  d: Draft,
+  code: 'REQUEST_FAILED' | MessageOf<'StatusResponse'>['status'],
+  message: string,
+): void {
+  d.app = { status: 'refused', code, message };
+  log(d.out, 'error', 'application not registered', { appId: d.config.appId, status: code, message });
+  count(d.out, 'RegisterApplicationFailCount', 1, { status: code });
+}
+
+export function isHeartbeatTimer(name: string): boolean {
+  return name === HEARTBEAT_TIMER;
+}
+
+export function sendHeartbeat(d: Draft): void {
+  if (d.app.status !== 'registered') return;
+  setTimer(d.out, HEARTBEAT_TIMER, d.out.now + d.config.heartbeatIntervalMs);
+  const { bytes, files } = d.unreported;
+  request(
+    d,
+    d.config.master,
+    { type: 'ApplicationHeartbeat', appId: d.config.appId, bytesWritten: bytes, fileCount: files },
+    { kind: 'heartbeat' },
+  );
+  d.unreported = { bytes: 0, files: 0 };
+}
+
+export function onHeartbeatAnswer(d: Draft, message: MessageOf<'ApplicationHeartbeatResponse'>): void {
+  d.workers = applyMasterReport(
+    d.workers,
+    {
+      excluded: message.excludedWorkers.map(workerKey),
+      unknown: message.unknownWorkers.map(workerKey),
+      shuttingDown: message.shuttingWorkers.map(workerKey),
+    },
+    d.out.now,
+    d.config.excludedWorkerExpireMs,
+  );
+}

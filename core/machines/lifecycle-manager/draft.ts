@@ -1,0 +1,67 @@
+import type { WorkerStatusView } from '../../client/index.ts';
+import type { ShuffleId } from '../../domain/index.ts';
+import type { Message } from '../../protocol/messages.ts';
+import type { Rng } from '../../rng.ts';
+import type { NodeId } from '../effects.ts';
+import { newOutbox, type Outbox } from '../client/outbox.ts';
+import { ask, type RequestTable } from '../client/requests.ts';
+import type { LifecycleManagerConfig } from './config.ts';
+import type {
+  AppRegistration,
+  LifecycleManagerState,
+  LmRequest,
+  LmShuffle,
+  ParkedFileGroup,
+  Reservation,
+  ReviveCall,
+} from './state.ts';
+
+/**
+ * A mutable working copy of the state for one step, with the step's outbox and random source. Handlers change it
+ * in place; the step freezes it back into a state. The input state is never touched.
+ */
+export interface Draft {
+  readonly config: LifecycleManagerConfig;
+  app: AppRegistration;
+  requests: RequestTable<LmRequest>;
+  workers: WorkerStatusView;
+  readonly shuffles: Map<ShuffleId, LmShuffle>;
+  readonly reservations: Map<number, Reservation>;
+  nextReservationId: number;
+  readonly reviveCalls: Map<number, ReviveCall>;
+  nextCallId: number;
+  readonly parkedFileGroups: Map<number, ParkedFileGroup>;
+  nextParkId: number;
+  reviveTimerArmed: boolean;
+  unreported: { readonly bytes: number; readonly files: number };
+  readonly out: Outbox;
+  readonly rng: Rng;
+}
+
+export function openDraft(state: LifecycleManagerState, now: number, rng: Rng): Draft {
+  return {
+    ...state,
+    shuffles: new Map(state.shuffles),
+    reservations: new Map(state.reservations),
+    reviveCalls: new Map(state.reviveCalls),
+    parkedFileGroups: new Map(state.parkedFileGroups),
+    out: newOutbox(now),
+    rng,
+  };
+}
+
+export function closeDraft(draft: Draft): LifecycleManagerState {
+  const { out: _out, rng: _rng, ...state } = draft;
+  return state;
+}
+
+export function updateShuffle(d: Draft, shuffleId: ShuffleId, change: Partial<LmShuffle>): LmShuffle {
+  const shuffle = { ...d.shuffles.get(shuffleId)!, ...change };
+  d.shuffles.set(shuffleId, shuffle);
+  return shuffle;
+}
+
+/** Sends a request with its timeout timer. */
+export function request(d: Draft, to: NodeId, message: Message, purpose: LmRequest, attempt = 1): void {
+  d.requests = ask(d.requests, d.out, { to, message, purpose, attempt }, d.config.requestTimeoutMs);
+}

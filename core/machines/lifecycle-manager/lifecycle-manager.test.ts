@@ -1,0 +1,655 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { workerKey, type PartitionLocation, type StatusCode, type WorkerId } from '../../domain/index.ts';
+import type { Message, MessageOf, RequestSlotsResponse } from '../../protocol/messages.ts';
+import type { Probe } from '../testing/in-memory-cluster.ts';
+import { ProbeHarness } from '../testing/probe-harness.ts';
+import {
+  initialLifecycleManagerState,
+  lifecycleManagerMachine,
+  type LifecycleManagerConfig,
+  type LifecycleManagerState,
+} from './index.ts';
+
+const LM = 'lm-app';
+const MASTER = 'master-0';
+
+const baseConfig: LifecycleManagerConfig = {
+  release: '0.6.0',
+  appId: 'app',
+  user: 'alice',
+  master: MASTER,
+  replicate: true,
+  rackAware: false,
+  availableTypes: ['HDD'],
+  maxWorkers: 10_000,
+  split: { thresholdBytes: 1 << 30, mode: 'SOFT' },
+  reviveBatchIntervalMs: 100,
+  reserveMaxRetries: 3,
+  requestSlotsMaxRetries: 1,
+  heartbeatIntervalMs: 10_000,
+  requestTimeoutMs: 5_000,
+  maxRequestAttempts: 3,
+  fileGroupWaitMs: 2_000,
+  excludePeerWorkerOnFailure: true,
+  excludedWorkerExpireMs: 180_000,
+};
+
+const worker = (i: number): WorkerId => ({
+  host: `w${i}`,
+  rpcPort: 1,
+  pushPort: 2,
+  fetchPort: 3,
+  replicatePort: 4,
+});
+
+/** An offer: partition p's primary on worker p mod n, its replica on the next worker; `padding` extra workers. */
+function offer(partitions: number, workers: number, padding: number, replicate = true): RequestSlotsResponse {
+  const resources = Array.from({ length: workers + padding }, (_, i) => ({
+    worker: worker(i),
+    primaries: [] as PartitionLocation[],
+    replicas: [] as PartitionLocation[],
+  }));
+  for (let p = 0; p < partitions; p += 1) {
+    const storage = { type: 'HDD' as const, mountPoint: '/d1', availableTypes: 2 };
+    const primary: PartitionLocation = {
+      partitionId: p,
+      epoch: 0,
+      worker: worker(p % workers),
+      mode: 'PRIMARY',
+      storage,
+    };
+    if (!replicate) {
+      resources[p % workers]!.primaries.push(primary);
+      continue;
+    }
+    const replica: PartitionLocation = {
+      partitionId: p,
+      epoch: 0,
+      worker: worker((p + 1) % workers),
+      mode: 'REPLICA',
+      storage,
+    };
+    resources[p % workers]!.primaries.push({ ...primary, peer: replica });
+    resources[(p + 1) % workers]!.replicas.push({ ...replica, peer: primary });
+  }
+  return {
+    type: 'RequestSlotsResponse',
+    status: 'SUCCESS',
+    workerResource: resources,
+    unplaced: [],
+    message: '',
+  };
+}
+
+/** The LM with probes standing in for the master, the workers and the tasks. */
+class Harness extends ProbeHarness<LifecycleManagerState> {
+  readonly lm;
+  readonly master: Probe;
+  readonly workers: Probe[];
+
+  constructor(config: Partial<LifecycleManagerConfig> = {}, workers = 4) {
+    super(
+      LM,
+      {
+        machine: lifecycleManagerMachine,
+        init: () => initialLifecycleManagerState({ ...baseConfig, ...config }),
+      },
+      { seed: 7 },
+    );
+    this.lm = this.node;
+    this.master = this.probe(MASTER);
+    this.workers = Array.from({ length: workers }, (_, i) => this.probe(workerKey(worker(i))));
+    this.start();
+    this.advance(10);
+  }
+
+  task(id: string): Probe {
+    return this.probe(id);
+  }
+
+  /** Task `from` sends a request to the LM. */
+  ask(from: string, message: Message, requestId = 1): void {
+    this.send(from, message, requestId);
+  }
+
+  registerApp(status: StatusCode = 'SUCCESS', message = ''): void {
+    this.answer(this.master, 'RegisterApplication', () => ({ type: 'StatusResponse', status, message }));
+    this.advance(10);
+  }
+
+  reserveAll(status: StatusCode = 'SUCCESS', only?: (worker: Probe) => boolean): void {
+    for (const w of this.workers) {
+      if (only !== undefined && !only(w)) continue;
+      this.answer(w, 'ReserveSlots', () => ({ type: 'StatusResponse', status, message: status }));
+    }
+    this.advance(10);
+  }
+
+  /** App registered, one shuffle of `partitions` × `maps` registered on `workers` workers with `padding` spares. */
+  registered(
+    partitions: number,
+    maps: number,
+    workers = 3,
+    padding = 1,
+  ): MessageOf<'RegisterShuffleResponse'> {
+    this.registerApp();
+    this.ask('map-0', {
+      type: 'RegisterShuffle',
+      appId: 'app',
+      shuffleId: 0,
+      numMappers: maps,
+      numPartitions: partitions,
+    });
+    this.advance(10);
+    this.answer(this.master, 'RequestSlots', () => offer(partitions, workers, padding));
+    this.advance(10);
+    this.reserveAll();
+    return this.last(this.task('map-0'), 'RegisterShuffleResponse');
+  }
+}
+
+describe('lifecycle manager: registration', () => {
+  it('registers the application, then asks once for slots however many tasks register the shuffle', () => {
+    const h = new Harness();
+    assert.deepEqual(h.last(h.master, 'RegisterApplication'), {
+      type: 'RegisterApplication',
+      appId: 'app',
+      user: 'alice',
+    });
+    for (const task of ['map-0', 'map-1', 'map-2']) {
+      h.ask(task, { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 3, numPartitions: 4 });
+    }
+    h.advance(10);
+    assert.equal(
+      h.received(h.master, 'RequestSlots').length,
+      0,
+      'no RequestSlots before the application is registered',
+    );
+    h.registerApp();
+    const requests = h.received(h.master, 'RequestSlots');
+    assert.equal(requests.length, 1);
+    assert.deepEqual(requests[0]!.partitionIds, [0, 1, 2, 3]);
+    assert.equal(requests[0]!.replicate, true);
+    assert.equal(requests[0]!.availableTypes, 2);
+
+    h.answer(h.master, 'RequestSlots', () => offer(4, 3, 1));
+    h.advance(10);
+    const reserves = h.workers.map((w) => h.received(w, 'ReserveSlots'));
+    assert.deepEqual(
+      reserves.map((r) => r.length),
+      [1, 1, 1, 0],
+      'one ReserveSlots per worker holding copies; none to the padding worker',
+    );
+    assert.equal(reserves[0]![0]!.memoryEnabled, false);
+    h.reserveAll();
+    for (const task of ['map-0', 'map-1', 'map-2']) {
+      const response = h.last(h.task(task), 'RegisterShuffleResponse');
+      assert.equal(response.status, 'SUCCESS');
+      assert.deepEqual(
+        response.locations.map((l) => [l.partitionId, l.epoch, l.worker.host, l.peer?.worker.host]),
+        [
+          [0, 0, 'w0', 'w1'],
+          [1, 0, 'w1', 'w2'],
+          [2, 0, 'w2', 'w0'],
+          [3, 0, 'w0', 'w1'],
+        ],
+      );
+    }
+    // A task registering later gets the locations at once.
+    h.ask('map-9', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 3, numPartitions: 4 });
+    h.advance(10);
+    assert.equal(h.last(h.task('map-9'), 'RegisterShuffleResponse').status, 'SUCCESS');
+    assert.equal(h.received(h.master, 'RequestSlots').length, 1);
+  });
+
+  it('gives every waiting task the master refusal, with its message', () => {
+    const h = new Harness({ release: '0.2.0' });
+    h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 1 });
+    const refusal = 'server release 0.6.0 refuses client release 0.2.0: upgrade the client';
+    h.registerApp('CLIENT_RELEASE_REFUSED', refusal);
+    const response = h.last(h.task('map-0'), 'RegisterShuffleResponse');
+    assert.equal(response.status, 'CLIENT_RELEASE_REFUSED');
+    assert.match(response.message, /refuses client release 0\.2\.0/);
+    h.ask('map-1', { type: 'RegisterShuffle', appId: 'app', shuffleId: 1, numMappers: 1, numPartitions: 1 });
+    h.advance(10);
+    assert.equal(h.last(h.task('map-1'), 'RegisterShuffleResponse').status, 'CLIENT_RELEASE_REFUSED');
+  });
+
+  it('retries an unanswered registration, then refuses with a clear message', () => {
+    const h = new Harness();
+    h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 1 });
+    h.advance(3 * baseConfig.requestTimeoutMs + 10);
+    assert.equal(h.received(h.master, 'RegisterApplication').length, 3);
+    const response = h.last(h.task('map-0'), 'RegisterShuffleResponse');
+    assert.equal(response.status, 'REQUEST_FAILED');
+    assert.match(response.message, /did not answer RegisterApplication after 3 tries/);
+  });
+
+  it('moves copies off a worker whose reserve fails, onto the padding worker, and releases the orphaned copies', () => {
+    const h = new Harness();
+    h.registerApp();
+    h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 3 });
+    h.advance(10);
+    h.answer(h.master, 'RequestSlots', () => offer(3, 3, 1));
+    h.advance(10);
+    h.reserveAll('SUCCESS', (w) => w.id !== workerKey(worker(1)));
+    h.reserveAll('RESERVE_SLOTS_FAILED', (w) => w.id === workerKey(worker(1)));
+    // w1 held partition 0's replica and partition 1's primary: both pairs move; their copies on w0 and w2 are released.
+    const destroyed = h.workers.flatMap((w) =>
+      h.received(w, 'DestroySlots').map((m) => [w.id.split(':')[0], m.primaryIds, m.replicaIds]),
+    );
+    assert.deepEqual(destroyed, [
+      ['w0', ['0-0'], []],
+      ['w2', [], ['1-0']],
+    ]);
+    h.reserveAll();
+    const response = h.last(h.task('map-0'), 'RegisterShuffleResponse');
+    assert.equal(response.status, 'SUCCESS');
+    for (const location of response.locations) {
+      assert.equal(location.epoch, 0, 'a reserve retry keeps the epoch');
+      assert.notEqual(location.worker.host, 'w1');
+      assert.notEqual(location.peer?.worker.host, 'w1');
+      assert.notEqual(location.worker.host, location.peer?.worker.host);
+    }
+    assert.ok(h.lm.state().workers.excluded.has(workerKey(worker(1))));
+  });
+
+  it('fails the registration with RESERVE_SLOTS_FAILED when the retries run out, and releases what was reserved', () => {
+    const h = new Harness({ reserveMaxRetries: 0 });
+    h.registerApp();
+    h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 2 });
+    h.advance(10);
+    h.answer(h.master, 'RequestSlots', () => offer(2, 2, 0, false));
+    h.advance(10);
+    h.reserveAll('SUCCESS', (w) => w.id === workerKey(worker(0)));
+    h.reserveAll('RESERVE_SLOTS_FAILED', (w) => w.id === workerKey(worker(1)));
+    const response = h.last(h.task('map-0'), 'RegisterShuffleResponse');
+    assert.equal(response.status, 'RESERVE_SLOTS_FAILED');
+    assert.match(response.message, /partition 1: reserve failed on w1/);
+    assert.deepEqual(h.last(h.workers[0]!, 'DestroySlots').primaryIds, ['0-0']);
+    assert.equal(
+      h.lm.state().shuffles.size,
+      0,
+      'a failed registration is forgotten so that a retried task starts afresh',
+    );
+  });
+
+  it('places partitions the master left unplaced on the offered workers, or names them', () => {
+    const h = new Harness({ replicate: false });
+    h.registerApp();
+    h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 3 });
+    h.advance(10);
+    const partial = offer(2, 2, 1, false);
+    h.answer(h.master, 'RequestSlots', () => ({
+      ...partial,
+      status: 'PARTIALLY_PLACED',
+      unplaced: [{ partitionId: 2, reason: 'no-capacity' }],
+    }));
+    h.advance(10);
+    h.reserveAll();
+    const response = h.last(h.task('map-0'), 'RegisterShuffleResponse');
+    assert.equal(response.status, 'SUCCESS');
+    assert.deepEqual(
+      response.locations.map((l) => l.partitionId),
+      [0, 1, 2],
+    );
+  });
+
+  it('asks again once when the master places nothing, then surfaces its answer', () => {
+    const h = new Harness();
+    h.registerApp();
+    h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 2 });
+    h.advance(10);
+    const none = (): RequestSlotsResponse => ({
+      type: 'RequestSlotsResponse',
+      status: 'SLOT_NOT_AVAILABLE',
+      workerResource: [],
+      unplaced: [],
+      message: 'no worker has a healthy disk',
+    });
+    h.answer(h.master, 'RequestSlots', none);
+    h.advance(10);
+    h.answer(h.master, 'RequestSlots', none);
+    h.advance(10);
+    assert.equal(h.received(h.master, 'RequestSlots').length, 2);
+    const response = h.last(h.task('map-0'), 'RegisterShuffleResponse');
+    assert.equal(response.status, 'SLOT_NOT_AVAILABLE');
+    assert.match(response.message, /no worker has a healthy disk/);
+  });
+});
+
+describe('lifecycle manager: revive', () => {
+  const revive = (
+    mapId: number,
+    partitionId: number,
+    old: PartitionLocation,
+    cause: StatusCode,
+  ): Message => ({
+    type: 'Revive',
+    appId: 'app',
+    shuffleId: 0,
+    mapId,
+    attemptId: 0,
+    requests: [{ partitionId, epoch: old.epoch, oldLocation: old, cause }],
+  });
+
+  it('collapses concurrent revives of a partition into one new location at epoch + 1, off the excluded worker', () => {
+    const h = new Harness();
+    const registered = h.registered(2, 3);
+    const old = registered.locations[0]!;
+    const before = h.workers.map((w) => h.received(w, 'ReserveSlots').length);
+    h.ask('map-0', revive(0, 0, old, 'PUSH_DATA_WRITE_FAIL_PRIMARY'), 5);
+    h.ask('map-1', revive(1, 0, old, 'PUSH_DATA_TIMEOUT_PRIMARY'), 5);
+    h.advance(150);
+    const reserves = h.workers.flatMap((w, i) => h.received(w, 'ReserveSlots').slice(before[i]));
+    assert.equal(reserves.flatMap((r) => r.primaries).length, 1, 'one new primary for two revives');
+    h.reserveAll();
+    const answers = ['map-0', 'map-1'].map((t) => h.last(h.task(t), 'ReviveResponse'));
+    for (const answer of answers) {
+      assert.equal(answer.results[0]!.status, 'SUCCESS');
+      assert.equal(answer.results[0]!.newLocation?.epoch, 1);
+      assert.notEqual(answer.results[0]!.newLocation?.worker.host, old.worker.host);
+      assert.equal(answer.results[0]!.oldAvailable, false);
+    }
+    assert.deepEqual(answers[0]!.results[0]!.newLocation, answers[1]!.results[0]!.newLocation);
+    // A revive about the old epoch now gets the new location at once.
+    h.ask('map-2', revive(2, 0, old, 'HARD_SPLIT'), 5);
+    h.advance(10);
+    assert.equal(h.last(h.task('map-2'), 'ReviveResponse').results[0]!.newLocation?.epoch, 1);
+  });
+
+  it('revived storage follows the client release (contract rules 3 and 4)', () => {
+    for (const [release, type, mask] of [
+      ['0.5.1', 'MEMORY', 0],
+      ['0.6.0', 'HDD', 2],
+    ] as const) {
+      const h = new Harness({ release });
+      const old = h.registered(1, 1).locations[0]!;
+      h.ask('map-0', revive(0, 0, old, 'SOFT_SPLIT'), 5);
+      h.advance(150);
+      h.reserveAll();
+      const location = h.last(h.task('map-0'), 'ReviveResponse').results[0]!.newLocation!;
+      assert.equal(location.storage.type, type, release);
+      assert.equal(location.storage.availableTypes, mask, release);
+    }
+  });
+
+  it('answers STAGE_ENDED once the stage has ended, and MAP_ENDED with the map listed once the map has', () => {
+    const h = new Harness();
+    const old = h.registered(1, 2).locations[0]!;
+    h.ask('map-0', {
+      type: 'MapperEnd',
+      appId: 'app',
+      shuffleId: 0,
+      mapId: 0,
+      attemptId: 0,
+      numMappers: 2,
+      written: [],
+    });
+    h.advance(10);
+    h.ask('map-0', revive(0, 0, old, 'HARD_SPLIT'), 6);
+    h.advance(10);
+    const mapEnded = h.last(h.task('map-0'), 'ReviveResponse');
+    assert.deepEqual(mapEnded.endedMapIds, [0]);
+    assert.equal(mapEnded.results[0]!.status, 'MAP_ENDED');
+
+    h.ask('map-1', revive(1, 0, old, 'HARD_SPLIT'), 7);
+    h.ask(
+      'map-1',
+      { type: 'MapperEnd', appId: 'app', shuffleId: 0, mapId: 1, attemptId: 0, numMappers: 2, written: [] },
+      8,
+    );
+    h.advance(150);
+    assert.equal(h.last(h.task('map-1'), 'ReviveResponse').results[0]!.status, 'STAGE_ENDED');
+  });
+
+  it('property: revived locations never use an excluded worker and their epochs only grow', () => {
+    const causes: StatusCode[] = [
+      'PUSH_DATA_WRITE_FAIL_PRIMARY',
+      'PUSH_DATA_WRITE_FAIL_REPLICA',
+      'PUSH_DATA_TIMEOUT_PRIMARY',
+      'PUSH_DATA_CONNECTION_EXCEPTION_REPLICA',
+      'HARD_SPLIT',
+      'SOFT_SPLIT',
+    ];
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ partition: fc.nat(3), cause: fc.constantFrom(...causes) }), {
+          minLength: 1,
+          maxLength: 6,
+        }),
+        (revives) => {
+          const h = new Harness({ reserveMaxRetries: 0 }, 8);
+          const latest = new Map(h.registered(4, 9, 4, 4).locations.map((l) => [l.partitionId, l]));
+          let requestId = 10;
+          for (const { partition, cause } of revives) {
+            const old = latest.get(partition)!;
+            const task = `map-${requestId}`;
+            h.ask(task, revive(0, partition, old, cause), requestId);
+            requestId += 1;
+            h.advance(150);
+            h.reserveAll();
+            const result = h.last(h.task(task), 'ReviveResponse').results[0]!;
+            const excluded = h.lm.state().workers.excluded;
+            if (result.status !== 'SUCCESS') {
+              assert.equal(result.status, 'SLOT_NOT_AVAILABLE');
+              continue;
+            }
+            const fresh = result.newLocation!;
+            assert.ok(fresh.epoch > old.epoch);
+            assert.ok(!excluded.has(workerKey(fresh.worker)));
+            assert.ok(!excluded.has(workerKey(fresh.peer!.worker)));
+            assert.notEqual(workerKey(fresh.worker), workerKey(fresh.peer!.worker));
+            latest.set(partition, fresh);
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('lifecycle manager: mapper end, commit and file groups', () => {
+  const mapperEnd = (
+    mapId: number,
+    attemptId: number,
+    written: { partitionId: number; batches: number; bytes: number }[],
+  ): Message => ({
+    type: 'MapperEnd',
+    appId: 'app',
+    shuffleId: 0,
+    mapId,
+    attemptId,
+    numMappers: 2,
+    written,
+  });
+
+  function commitAll(h: Harness, failIds: ReadonlySet<string> = new Set()): void {
+    for (const w of h.workers) {
+      h.answer(w, 'CommitFiles', ({ message }) => {
+        const file = (uniqueId: string, mode: 'PRIMARY' | 'REPLICA') => ({
+          uniqueId,
+          mode,
+          storage: { type: 'HDD' as const, mountPoint: '/d1', availableTypes: 2 },
+          bytes: 10,
+          chunkOffsets: [0, 10],
+        });
+        const ok = (id: string, mode: string) => !failIds.has(`${w.id.split(':')[0]}/${id}/${mode}`);
+        return {
+          type: 'CommitFilesResponse',
+          status: 'SUCCESS',
+          committedPrimaries: message.primaryIds
+            .filter((id) => ok(id, 'PRIMARY'))
+            .map((id) => file(id, 'PRIMARY')),
+          committedReplicas: message.replicaIds
+            .filter((id) => ok(id, 'REPLICA'))
+            .map((id) => file(id, 'REPLICA')),
+          failedPrimaryIds: message.primaryIds.filter((id) => !ok(id, 'PRIMARY')),
+          failedReplicaIds: message.replicaIds.filter((id) => !ok(id, 'REPLICA')),
+          message: '',
+        };
+      });
+    }
+    h.advance(10);
+  }
+
+  it('makes the first attempt to end the winner, commits every copy, and answers parked reducers', () => {
+    const h = new Harness();
+    h.registered(2, 2);
+    h.ask('reduce-0', { type: 'GetReducerFileGroup', appId: 'app', shuffleId: 0 }, 3);
+    h.ask('map-0-1', mapperEnd(0, 1, [{ partitionId: 0, batches: 2, bytes: 20 }]), 4);
+    h.ask('map-0-0', mapperEnd(0, 0, [{ partitionId: 0, batches: 9, bytes: 90 }]), 4);
+    h.advance(10);
+    assert.equal(h.last(h.task('map-0-1'), 'StatusResponse').status, 'SUCCESS');
+    const loser = h.last(h.task('map-0-0'), 'StatusResponse');
+    assert.equal(loser.status, 'MAP_ENDED');
+    assert.match(loser.message, /attempt 1 of map 0 ended first/);
+    assert.equal(
+      h.workers.flatMap((w) => h.received(w, 'CommitFiles')).length,
+      0,
+      'no commit before every map ended',
+    );
+
+    h.ask('map-1-0', mapperEnd(1, 0, [{ partitionId: 1, batches: 1, bytes: 5 }]), 4);
+    h.advance(10);
+    const commits = h.workers.flatMap((w) => h.received(w, 'CommitFiles'));
+    assert.equal(commits.length, 3);
+    for (const commit of commits) assert.deepEqual(commit.mapAttempts, [1, 0]);
+    assert.deepEqual(
+      commits.map((c) => [c.primaryIds, c.replicaIds]),
+      [
+        [['0-0'], []],
+        [['1-0'], ['0-0']],
+        [[], ['1-0']],
+      ],
+    );
+    commitAll(h);
+    const group = h.last(h.task('reduce-0'), 'GetReducerFileGroupResponse');
+    assert.equal(group.status, 'SUCCESS');
+    assert.deepEqual(group.mapAttempts, [1, 0]);
+    assert.deepEqual(group.fileGroups[0]!.expected, [{ mapId: 0, partitionId: 0, batches: 2, bytes: 20 }]);
+    assert.deepEqual(
+      group.fileGroups[0]!.locations.map((l) => [l.mode, l.worker.host]),
+      [
+        ['PRIMARY', 'w0'],
+        ['REPLICA', 'w1'],
+      ],
+    );
+    assert.equal(group.fileGroups[0]!.files.length, 2);
+    // A repeated MapperEnd of the winner is answered SUCCESS again (its first answer may have been lost).
+    h.ask('map-0-1', mapperEnd(0, 1, []), 9);
+    h.advance(10);
+    assert.equal(h.last(h.task('map-0-1'), 'StatusResponse').status, 'SUCCESS');
+  });
+
+  it('reports SHUFFLE_DATA_LOST when no copy of a location commits, and keeps a location with one copy', () => {
+    const h = new Harness();
+    h.registered(2, 1);
+    h.ask('map-0', { ...mapperEnd(0, 0, []), numMappers: 1 } as Message, 4);
+    h.advance(10);
+    commitAll(h, new Set(['w0/0-0/PRIMARY', 'w1/0-0/REPLICA', 'w1/1-0/PRIMARY']));
+    h.ask('reduce-0', { type: 'GetReducerFileGroup', appId: 'app', shuffleId: 0 }, 3);
+    h.advance(10);
+    const group = h.last(h.task('reduce-0'), 'GetReducerFileGroupResponse');
+    assert.equal(group.status, 'SHUFFLE_DATA_LOST');
+    assert.match(group.message, /partition 0 epoch 0/);
+    assert.doesNotMatch(group.message, /partition 1/);
+  });
+
+  it('answers a parked reducer STAGE_END_TIMEOUT after the wait, and an unknown shuffle SHUFFLE_UNREGISTERED', () => {
+    const h = new Harness();
+    h.registered(1, 2);
+    h.ask('reduce-0', { type: 'GetReducerFileGroup', appId: 'app', shuffleId: 0 }, 3);
+    h.advance(baseConfig.fileGroupWaitMs + 10);
+    const timeout = h.last(h.task('reduce-0'), 'GetReducerFileGroupResponse');
+    assert.equal(timeout.status, 'STAGE_END_TIMEOUT');
+    assert.match(timeout.message, /0 of 2 maps ended/);
+    h.ask('reduce-1', { type: 'GetReducerFileGroup', appId: 'app', shuffleId: 7 }, 3);
+    h.advance(10);
+    assert.equal(h.last(h.task('reduce-1'), 'GetReducerFileGroupResponse').status, 'SHUFFLE_UNREGISTERED');
+  });
+
+  it('sends heartbeats with committed bytes and avoids the workers the master reports', () => {
+    const h = new Harness();
+    h.registered(2, 1);
+    h.ask('map-0', { ...mapperEnd(0, 0, []), numMappers: 1 } as Message, 4);
+    h.advance(10);
+    commitAll(h);
+    h.advance(baseConfig.heartbeatIntervalMs);
+    const heartbeat = h.last(h.master, 'ApplicationHeartbeat');
+    assert.deepEqual(heartbeat, {
+      type: 'ApplicationHeartbeat',
+      appId: 'app',
+      bytesWritten: 20,
+      fileCount: 2,
+    });
+    h.answer(h.master, 'ApplicationHeartbeat', () => ({
+      type: 'ApplicationHeartbeatResponse',
+      excludedWorkers: [worker(2)],
+      unknownWorkers: [],
+      shuttingWorkers: [worker(3)],
+    }));
+    h.advance(10);
+    assert.ok(h.lm.state().workers.excluded.has(workerKey(worker(2))));
+    assert.ok(h.lm.state().workers.shuttingDown.has(workerKey(worker(3))));
+  });
+});
+
+describe('lifecycle manager: odd requests', () => {
+  it('answers a revive of a partition the shuffle does not have with PARTITION_NOT_FOUND', () => {
+    const h = new Harness();
+    const old = h.registered(2, 1).locations[0]!;
+    h.ask(
+      'map-0',
+      {
+        type: 'Revive',
+        appId: 'app',
+        shuffleId: 0,
+        mapId: 0,
+        attemptId: 0,
+        requests: [
+          { partitionId: 5, epoch: 0, cause: 'HARD_SPLIT' },
+          { partitionId: 0, epoch: 0, oldLocation: old, cause: 'HARD_SPLIT' },
+        ],
+      },
+      5,
+    );
+    h.advance(150);
+    h.reserveAll();
+    const response = h.last(h.task('map-0'), 'ReviveResponse');
+    assert.deepEqual(
+      response.results.map((r) => [r.partitionId, r.status]),
+      [
+        [5, 'PARTITION_NOT_FOUND'],
+        [0, 'SUCCESS'],
+      ],
+    );
+  });
+
+  it('answers MapperEnd and revives of an unknown shuffle SHUFFLE_UNREGISTERED', () => {
+    const h = new Harness();
+    h.registerApp();
+    h.ask('map-0', {
+      type: 'MapperEnd',
+      appId: 'app',
+      shuffleId: 3,
+      mapId: 0,
+      attemptId: 0,
+      numMappers: 1,
+      written: [],
+    });
+    h.ask('map-1', {
+      type: 'Revive',
+      appId: 'app',
+      shuffleId: 3,
+      mapId: 0,
+      attemptId: 0,
+      requests: [{ partitionId: 0, epoch: 0, cause: 'HARD_SPLIT' }],
+    });
+    h.advance(10);
+    assert.equal(h.last(h.task('map-0'), 'StatusResponse').status, 'SHUFFLE_UNREGISTERED');
+    assert.equal(h.last(h.task('map-1'), 'ReviveResponse').results[0]!.status, 'SHUFFLE_UNREGISTERED');
+  });
+});

@@ -1,0 +1,254 @@
+import { maskOf, type PartitionLocation, type ShuffleId, type StatusCode } from '../../domain/index.ts';
+import type { MessageOf, RegisterShuffle } from '../../protocol/messages.ts';
+import { emptyReviveBook, recordLocations } from '../../revive/index.ts';
+import { count, log, reply, type ReplyTo } from '../client/outbox.ts';
+import { request, updateShuffle, type Draft } from './draft.ts';
+import {
+  allocate,
+  candidatesOf,
+  copiesByWorker,
+  destroy,
+  pairOf,
+  startReservation,
+  type CompletedReservation,
+} from './reservation.ts';
+import type { LmShuffle, Pair, Reservation } from './state.ts';
+
+/**
+ * Registering a shuffle: however many tasks ask at once, one RequestSlots goes to the master; the offer is reserved
+ * on the workers (./reservation.ts); every waiting task gets the locations, or the one clear reason why not.
+ * Partitions the master could not place (PARTIALLY_PLACED) are placed on the offer's workers, padding included,
+ * before giving up on them.
+ */
+export function onRegisterShuffle(d: Draft, message: RegisterShuffle, replyTo: ReplyTo): void {
+  if (d.app.status === 'refused') {
+    answer(d, replyTo, d.app.code, [], d.app.message);
+    return;
+  }
+  if (message.numMappers <= 0) {
+    answer(
+      d,
+      replyTo,
+      'NUM_MAPPER_ZERO',
+      [],
+      `shuffle ${message.shuffleId} has no map tasks (numMappers ${message.numMappers})`,
+    );
+    return;
+  }
+  const known = d.shuffles.get(message.shuffleId);
+  if (known !== undefined) {
+    if (known.numMappers !== message.numMappers || known.numPartitions !== message.numPartitions) {
+      log(
+        d.out,
+        'warn',
+        'RegisterShuffle disagrees with the registered shuffle; keeping the registered numbers',
+        {
+          shuffleId: message.shuffleId,
+          registered: { numMappers: known.numMappers, numPartitions: known.numPartitions },
+          asked: { numMappers: message.numMappers, numPartitions: message.numPartitions },
+        },
+      );
+    }
+    if (isPlaced(known)) answer(d, replyTo, 'SUCCESS', latestLocations(known), '');
+    else updateShuffle(d, known.shuffleId, { registerWaiters: [...known.registerWaiters, replyTo] });
+    return;
+  }
+  const shuffle: LmShuffle = {
+    shuffleId: message.shuffleId,
+    numMappers: message.numMappers,
+    numPartitions: message.numPartitions,
+    phase: 'awaiting-app',
+    registerWaiters: [replyTo],
+    slotRequests: 0,
+    workers: [],
+    reserved: [],
+    book: emptyReviveBook(),
+    mapAttempts: new Array<number>(message.numMappers).fill(-1),
+    written: new Map(),
+    endedMaps: 0,
+  };
+  d.shuffles.set(shuffle.shuffleId, shuffle);
+  if (d.app.status === 'registered') requestSlots(d, shuffle.shuffleId);
+}
+
+function isPlaced(shuffle: LmShuffle): boolean {
+  return (
+    shuffle.phase === 'ready' ||
+    shuffle.phase === 'committing' ||
+    shuffle.phase === 'committed' ||
+    shuffle.phase === 'data-lost'
+  );
+}
+
+/** The application is registered now: shuffles registered before it ask for slots. */
+export function requestAwaitingSlots(d: Draft): void {
+  for (const shuffle of d.shuffles.values()) {
+    if (shuffle.phase === 'awaiting-app') requestSlots(d, shuffle.shuffleId);
+  }
+}
+
+/** The application was refused: shuffles registered before it fail with the same reason. */
+export function failAwaitingShuffles(d: Draft): void {
+  if (d.app.status !== 'refused') return;
+  for (const shuffle of [...d.shuffles.values()]) {
+    if (shuffle.phase === 'awaiting-app') failRegistration(d, shuffle.shuffleId, d.app.code, d.app.message);
+  }
+}
+
+export function requestSlots(d: Draft, shuffleId: ShuffleId, attempt = 1): void {
+  const shuffle = d.shuffles.get(shuffleId)!;
+  const { appId, replicate, rackAware, availableTypes, maxWorkers, master } = d.config;
+  request(
+    d,
+    master,
+    {
+      type: 'RequestSlots',
+      appId,
+      shuffleId,
+      partitionIds: Array.from({ length: shuffle.numPartitions }, (_, i) => i),
+      replicate,
+      rackAware,
+      availableTypes: maskOf(availableTypes),
+      excludedWorkers: [...d.workers.excluded.keys()],
+      maxWorkers,
+    },
+    { kind: 'requestSlots', shuffleId },
+    attempt,
+  );
+  updateShuffle(d, shuffleId, {
+    phase: 'requesting-slots',
+    slotRequests: shuffle.slotRequests + (attempt === 1 ? 1 : 0),
+  });
+}
+
+export function onSlotsUnanswered(d: Draft, shuffleId: ShuffleId, attempt: number): void {
+  if (attempt < d.config.maxRequestAttempts) requestSlots(d, shuffleId, attempt + 1);
+  else {
+    failRegistration(
+      d,
+      shuffleId,
+      'REQUEST_FAILED',
+      `the master ${d.config.master} did not answer RequestSlots after ${attempt} tries`,
+    );
+  }
+}
+
+export function onSlotsAnswer(
+  d: Draft,
+  shuffleId: ShuffleId,
+  message: MessageOf<'RequestSlotsResponse'> | MessageOf<'StatusResponse'>,
+): CompletedReservation | undefined {
+  const shuffle = d.shuffles.get(shuffleId);
+  if (shuffle?.phase !== 'requesting-slots') return undefined;
+  if (message.type === 'StatusResponse') {
+    failRegistration(d, shuffleId, message.status, `the master refused RequestSlots: ${message.message}`);
+    return undefined;
+  }
+  if (message.status !== 'SUCCESS' && message.status !== 'PARTIALLY_PLACED') {
+    if (shuffle.slotRequests <= d.config.requestSlotsMaxRetries) {
+      log(d.out, 'warn', 'the master placed nothing; asking again', { shuffleId, status: message.status });
+      requestSlots(d, shuffleId);
+    } else {
+      failRegistration(d, shuffleId, message.status, `the master could not offer slots: ${message.message}`);
+    }
+    return undefined;
+  }
+  const pairs = new Map<number, Pair>();
+  const replicas = new Map<number, PartitionLocation>();
+  for (const resource of message.workerResource) {
+    for (const replica of resource.replicas) replicas.set(replica.partitionId, replica);
+  }
+  for (const resource of message.workerResource) {
+    for (const primary of resource.primaries) {
+      const replica = replicas.get(primary.partitionId);
+      pairs.set(primary.partitionId, replica === undefined ? { primary } : { primary, replica });
+    }
+  }
+  updateShuffle(d, shuffleId, { phase: 'reserving', workers: candidatesOf(message.workerResource) });
+
+  const failed = new Map<number, { status: StatusCode; reason: string }>();
+  if (message.unplaced.length > 0) {
+    log(
+      d.out,
+      'warn',
+      'the master could not place every partition; placing the rest on the offered workers',
+      {
+        shuffleId,
+        unplaced: message.unplaced,
+      },
+    );
+    const reasons = new Map(message.unplaced.map((u) => [u.partitionId, u.reason]));
+    const targets = message.unplaced.map((u) => ({ partitionId: u.partitionId, epoch: 0 }));
+    for (const allocation of allocate(d, shuffleId, targets)) {
+      if (allocation.kind === 'placed') pairs.set(allocation.partitionId, pairOf(allocation));
+      else {
+        failed.set(allocation.partitionId, {
+          status: 'PARTIALLY_PLACED',
+          reason: `the master could not place it (${reasons.get(allocation.partitionId)}) and ${allocation.reason}`,
+        });
+      }
+    }
+  }
+  return startReservation(d, shuffleId, 'register', pairs, failed);
+}
+
+/** The first reservation of a shuffle ended: all placed → every waiting task gets the locations; else all fail. */
+export function completeRegistration(d: Draft, reservation: Reservation): void {
+  const shuffle = d.shuffles.get(reservation.shuffleId);
+  if (shuffle === undefined) return;
+  if (reservation.failed.size > 0) {
+    for (const [worker, copies] of copiesByWorker(reservation.confirmed))
+      destroy(d, shuffle.shuffleId, worker, copies);
+    const [first] = reservation.failed.values();
+    const lines = [...reservation.failed].map(
+      ([partitionId, { reason }]) => `partition ${partitionId}: ${reason}`,
+    );
+    failRegistration(
+      d,
+      shuffle.shuffleId,
+      first!.status,
+      `${reservation.failed.size} of ${shuffle.numPartitions} partitions could not be placed: ${lines.join('; ')}`,
+    );
+    return;
+  }
+  const primaries = [...reservation.confirmed.values()].map((pair) => pair.primary);
+  const reserved = [...reservation.confirmed.values()].flatMap((pair) =>
+    pair.replica === undefined ? [pair.primary] : [pair.primary, pair.replica],
+  );
+  const placed = updateShuffle(d, shuffle.shuffleId, {
+    phase: 'ready',
+    reserved,
+    book: recordLocations(shuffle.book, primaries),
+    registerWaiters: [],
+  });
+  log(d.out, 'info', 'shuffle registered', {
+    shuffleId: shuffle.shuffleId,
+    partitions: shuffle.numPartitions,
+    workers: placed.workers.length,
+  });
+  const locations = latestLocations(placed);
+  for (const waiter of shuffle.registerWaiters) answer(d, waiter, 'SUCCESS', locations, '');
+}
+
+function failRegistration(d: Draft, shuffleId: ShuffleId, status: StatusCode, message: string): void {
+  const shuffle = d.shuffles.get(shuffleId)!;
+  // Forgotten, so that a task retried by the engine starts a fresh registration.
+  d.shuffles.delete(shuffleId);
+  log(d.out, 'error', 'shuffle registration failed', { shuffleId, status, message });
+  count(d.out, 'RegisterShuffleFailCount', 1, { status });
+  for (const waiter of shuffle.registerWaiters) answer(d, waiter, status, [], message);
+}
+
+function latestLocations(shuffle: LmShuffle): PartitionLocation[] {
+  return [...shuffle.book.latest.values()].sort((a, b) => a.partitionId - b.partitionId);
+}
+
+function answer(
+  d: Draft,
+  to: ReplyTo,
+  status: StatusCode,
+  locations: readonly PartitionLocation[],
+  message: string,
+): void {
+  reply(d.out, to, { type: 'RegisterShuffleResponse', status, locations, message });
+}

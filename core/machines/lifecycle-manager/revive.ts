@@ -1,0 +1,233 @@
+import { lifecycleExclusion, excludeWorker } from '../../client/index.ts';
+import { workerKey, type PartitionLocation, type ShuffleId, type StatusCode } from '../../domain/index.ts';
+import type { Revive, ReviveResult } from '../../protocol/messages.ts';
+import {
+  finishRevives,
+  startRevives,
+  submitRevives,
+  type ReviveAnswer,
+  type ReviveResult as BookResult,
+} from '../../revive/index.ts';
+import { count, log, reply, setTimer, type ReplyTo } from '../client/outbox.ts';
+import { updateShuffle, type Draft } from './draft.ts';
+import {
+  allocate,
+  copiesByWorker,
+  destroy,
+  pairOf,
+  startReservation,
+  type CompletedReservation,
+} from './reservation.ts';
+import type { Pair, Reservation, ReviveWaiter } from './state.ts';
+
+/**
+ * Revives (reference §3.3): the failed location's worker is excluded by cause (core/client), requests join the
+ * shuffle's revive book (core/revive: concurrent revives of a partition collapse into one, a request about an old
+ * epoch gets the newer location at once), and every `reviveBatchIntervalMs` the pending ones are allocated at
+ * epoch + 1 on surviving candidates and reserved (./reservation.ts). Each Revive message is answered once all of
+ * its partitions have a result.
+ */
+const REVIVE_TIMER = 'revive-batch';
+
+export function isReviveTimer(name: string): boolean {
+  return name === REVIVE_TIMER;
+}
+
+export function onRevive(d: Draft, message: Revive, replyTo: ReplyTo): void {
+  const shuffle = d.shuffles.get(message.shuffleId);
+  const callId = d.nextCallId;
+  d.nextCallId += 1;
+  d.reviveCalls.set(callId, {
+    replyTo,
+    shuffleId: message.shuffleId,
+    mapId: message.mapId,
+    requests: message.requests,
+    results: new Map(),
+  });
+
+  if (shuffle === undefined || !['ready', 'committing', 'committed', 'data-lost'].includes(shuffle.phase)) {
+    answerAll(d, callId, 'SHUFFLE_UNREGISTERED');
+    return;
+  }
+  if (shuffle.phase !== 'ready') {
+    answerAll(d, callId, 'STAGE_ENDED');
+    return;
+  }
+  if ((shuffle.mapAttempts[message.mapId] ?? -1) !== -1) {
+    answerAll(d, callId, 'MAP_ENDED');
+    return;
+  }
+  const unknown = message.requests.filter(
+    (r) => !Number.isInteger(r.partitionId) || r.partitionId < 0 || r.partitionId >= shuffle.numPartitions,
+  );
+  if (unknown.length > 0) {
+    log(d.out, 'warn', 'revive of partitions the shuffle does not have', {
+      shuffleId: shuffle.shuffleId,
+      partitionIds: unknown.map((r) => r.partitionId),
+      numPartitions: shuffle.numPartitions,
+    });
+    deliver(
+      d,
+      unknown.map((r) => ({ waiter: { callId }, partitionId: r.partitionId, status: 'PARTITION_NOT_FOUND' })),
+    );
+  }
+  const requests = message.requests.filter((r) => !unknown.includes(r));
+  for (const revive of requests) {
+    if (revive.oldLocation === undefined) continue;
+    const exclusion = lifecycleExclusion(revive.cause, revive.oldLocation, {
+      excludePeerWorkerOnFailure: d.config.excludePeerWorkerOnFailure,
+    });
+    if (exclusion === undefined) continue;
+    d.workers = excludeWorker(d.workers, workerKey(exclusion.worker), exclusion.cause, d.out.now);
+    log(d.out, 'warn', 'worker excluded after a push failure', {
+      worker: workerKey(exclusion.worker),
+      role: exclusion.role,
+      cause: exclusion.cause,
+      partitionId: revive.partitionId,
+    });
+  }
+  const submitted = submitRevives<ReviveWaiter>(
+    shuffle.book,
+    requests.map((r) => ({
+      partitionId: r.partitionId,
+      epoch: r.epoch,
+      cause: r.cause,
+      waiter: { callId },
+    })),
+  );
+  updateShuffle(d, shuffle.shuffleId, { book: submitted.book });
+  deliver(d, submitted.answers);
+  if (submitted.book.pending.size > 0 && !d.reviveTimerArmed) {
+    d.reviveTimerArmed = true;
+    setTimer(d.out, REVIVE_TIMER, d.out.now + d.config.reviveBatchIntervalMs);
+  }
+}
+
+/** The batch timer: every shuffle's pending revives are allocated and reserved. */
+export function onReviveTimer(d: Draft): CompletedReservation[] {
+  d.reviveTimerArmed = false;
+  const completed: CompletedReservation[] = [];
+  for (const shuffle of [...d.shuffles.values()]) {
+    if (shuffle.phase !== 'ready') continue;
+    const started = startRevives(
+      shuffle.book,
+      d.config.plantedBug === undefined ? {} : { plantedBug: d.config.plantedBug },
+    );
+    if (started.started.length === 0) continue;
+    updateShuffle(d, shuffle.shuffleId, { book: started.book });
+    count(d.out, 'ReviveCount', started.started.length);
+    const pairs = new Map<number, Pair>();
+    const failed: BookResult[] = [];
+    const targets = started.started.map((s) => ({ partitionId: s.partitionId, epoch: s.newEpoch }));
+    for (const allocation of allocate(d, shuffle.shuffleId, targets)) {
+      if (allocation.kind === 'placed') pairs.set(allocation.partitionId, pairOf(allocation));
+      else
+        failed.push({
+          partitionId: allocation.partitionId,
+          status: allocation.status,
+          reason: allocation.reason,
+        });
+    }
+    if (failed.length > 0) finish(d, shuffle.shuffleId, failed);
+    const done = startReservation(d, shuffle.shuffleId, 'revive', pairs);
+    if (done !== undefined) completed.push(done);
+  }
+  return completed;
+}
+
+/** A revive reservation ended: its locations become the latest; every waiter is answered. */
+export function completeRevives(d: Draft, reservation: Reservation): void {
+  const shuffle = d.shuffles.get(reservation.shuffleId);
+  if (shuffle?.phase !== 'ready') {
+    // The stage ended while the copies were being reserved; every waiter already has STAGE_ENDED.
+    if (shuffle !== undefined) {
+      for (const [worker, copies] of copiesByWorker(reservation.confirmed))
+        destroy(d, shuffle.shuffleId, worker, copies);
+    }
+    return;
+  }
+  const copies = [...reservation.confirmed.values()].flatMap((pair) =>
+    pair.replica === undefined ? [pair.primary] : [pair.primary, pair.replica],
+  );
+  updateShuffle(d, shuffle.shuffleId, { reserved: [...shuffle.reserved, ...copies] });
+  finish(d, shuffle.shuffleId, [
+    ...[...reservation.confirmed].map(([partitionId, pair]) => ({ partitionId, location: pair.primary })),
+    ...[...reservation.failed].map(([partitionId, { status, reason }]) => ({ partitionId, status, reason })),
+  ]);
+}
+
+function finish(d: Draft, shuffleId: ShuffleId, results: readonly BookResult[]): void {
+  const shuffle = d.shuffles.get(shuffleId)!;
+  const finished = finishRevives(shuffle.book, results);
+  updateShuffle(d, shuffleId, { book: finished.book });
+  for (const result of results) {
+    if ('status' in result) {
+      log(d.out, 'error', 'revive failed', {
+        shuffleId,
+        partitionId: result.partitionId,
+        status: result.status,
+        reason: result.reason,
+      });
+      count(d.out, 'ReviveFailCount', 1, { status: result.status });
+    }
+  }
+  deliver(d, finished.answers);
+}
+
+/** The stage ended: pending revives will not be needed; their waiters learn so now. */
+export function endPendingRevives(d: Draft, shuffleId: ShuffleId): void {
+  const shuffle = d.shuffles.get(shuffleId)!;
+  const answers: ReviveAnswer<ReviveWaiter>[] = [];
+  for (const pending of shuffle.book.pending.values()) {
+    for (const waiter of pending.waiters)
+      answers.push({ waiter, partitionId: pending.partitionId, status: 'STAGE_ENDED' });
+  }
+  updateShuffle(d, shuffleId, { book: { latest: shuffle.book.latest, pending: new Map() } });
+  deliver(d, answers);
+}
+
+function deliver(d: Draft, answers: readonly ReviveAnswer<ReviveWaiter>[]): void {
+  for (const answer of answers) {
+    const call = d.reviveCalls.get(answer.waiter.callId);
+    if (call === undefined) continue;
+    const old = call.requests.find((r) => r.partitionId === answer.partitionId)?.oldLocation;
+    const result: ReviveResult = {
+      partitionId: answer.partitionId,
+      status: answer.status,
+      ...(answer.location === undefined ? {} : { newLocation: answer.location }),
+      oldAvailable: old !== undefined && isAvailable(d, old),
+    };
+    const results = new Map(call.results);
+    results.set(answer.partitionId, result);
+    d.reviveCalls.set(answer.waiter.callId, { ...call, results });
+    replyIfComplete(d, answer.waiter.callId);
+  }
+}
+
+function answerAll(d: Draft, callId: number, status: StatusCode): void {
+  const call = d.reviveCalls.get(callId)!;
+  deliver(
+    d,
+    call.requests.map((r) => ({ waiter: { callId }, partitionId: r.partitionId, status })),
+  );
+  replyIfComplete(d, callId);
+}
+
+function replyIfComplete(d: Draft, callId: number): void {
+  const call = d.reviveCalls.get(callId);
+  if (call === undefined) return;
+  const partitionIds = [...new Set(call.requests.map((r) => r.partitionId))];
+  if (!partitionIds.every((id) => call.results.has(id))) return;
+  d.reviveCalls.delete(callId);
+  const mapEnded = (d.shuffles.get(call.shuffleId)?.mapAttempts[call.mapId] ?? -1) !== -1;
+  reply(d.out, call.replyTo, {
+    type: 'ReviveResponse',
+    results: partitionIds.map((id) => call.results.get(id)!),
+    endedMapIds: mapEnded ? [call.mapId] : [],
+  });
+}
+
+function isAvailable(d: Draft, location: PartitionLocation): boolean {
+  const key = workerKey(location.worker);
+  return !d.workers.excluded.has(key) && !d.workers.shuttingDown.has(key);
+}

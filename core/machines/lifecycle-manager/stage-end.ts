@@ -1,0 +1,334 @@
+import {
+  uniqueId,
+  workerKey,
+  type PartitionLocation,
+  type ShuffleId,
+  type WorkerKey,
+} from '../../domain/index.ts';
+import type {
+  CommittedFile,
+  GetReducerFileGroupResponse,
+  MapperEnd,
+  MessageOf,
+  PartitionWritten,
+  ReducerFileGroup,
+} from '../../protocol/messages.ts';
+import { cancelTimer, count, log, reply, setTimer, type ReplyTo } from '../client/outbox.ts';
+import { request, updateShuffle, type Draft } from './draft.ts';
+import { endPendingRevives } from './revive.ts';
+import { copyKey, type CommitProgress, type LmShuffle } from './state.ts';
+
+/**
+ * The end of a map stage: MapperEnd records the first attempt of each map to end as its winner; when every map has
+ * ended, every worker holding a copy of the shuffle (primaries and replicas, all epochs) commits them with the
+ * winning attempts; the committed files become the reducers' file groups. A location none of whose copies could
+ * be committed makes the shuffle SHUFFLE_DATA_LOST: its content is unknown, so it is presumed to have held data.
+ */
+
+export function onMapperEnd(d: Draft, message: MapperEnd, replyTo: ReplyTo): void {
+  const shuffle = d.shuffles.get(message.shuffleId);
+  const status = (s: MessageOf<'StatusResponse'>['status'], text: string) =>
+    reply(d.out, replyTo, { type: 'StatusResponse', status: s, message: text });
+  if (
+    shuffle === undefined ||
+    shuffle.phase === 'awaiting-app' ||
+    shuffle.phase === 'requesting-slots' ||
+    shuffle.phase === 'reserving'
+  ) {
+    status(
+      'SHUFFLE_UNREGISTERED',
+      `shuffle ${message.shuffleId} is not registered with ${d.config.appId}'s lifecycle manager`,
+    );
+    return;
+  }
+  if (!Number.isInteger(message.mapId) || message.mapId < 0 || message.mapId >= shuffle.numMappers) {
+    status(
+      'REQUEST_FAILED',
+      `map ${message.mapId} is outside shuffle ${message.shuffleId}'s ${shuffle.numMappers} maps`,
+    );
+    return;
+  }
+  const winner = shuffle.mapAttempts[message.mapId]!;
+  if (winner === message.attemptId) {
+    status('SUCCESS', ''); // a repeated MapperEnd (its first answer was lost)
+    return;
+  }
+  if (winner !== -1) {
+    status(
+      'MAP_ENDED',
+      `attempt ${winner} of map ${message.mapId} ended first; attempt ${message.attemptId}'s data is ignored by readers`,
+    );
+    return;
+  }
+  if (shuffle.phase !== 'ready') {
+    status('STAGE_ENDED', `the map stage of shuffle ${message.shuffleId} has already ended`);
+    return;
+  }
+  const mapAttempts = [...shuffle.mapAttempts];
+  mapAttempts[message.mapId] = message.attemptId;
+  const written = new Map(shuffle.written);
+  written.set(message.mapId, message.written);
+  const ended = updateShuffle(d, shuffle.shuffleId, {
+    mapAttempts,
+    written,
+    endedMaps: shuffle.endedMaps + 1,
+  });
+  status('SUCCESS', '');
+  if (ended.endedMaps === ended.numMappers) startCommit(d, ended);
+}
+
+function startCommit(d: Draft, shuffle: LmShuffle): void {
+  updateShuffle(d, shuffle.shuffleId, { phase: 'committing' });
+  endPendingRevives(d, shuffle.shuffleId);
+  log(d.out, 'info', 'map stage ended; committing', {
+    shuffleId: shuffle.shuffleId,
+    copies: shuffle.reserved.length,
+  });
+  const byWorker = reservedByWorker(shuffle.reserved);
+  for (const worker of byWorker.keys()) sendCommit(d, shuffle, worker, 1);
+  updateShuffle(d, shuffle.shuffleId, {
+    commit: { awaiting: new Set(byWorker.keys()), committed: new Map(), failed: new Map() },
+  });
+  if (byWorker.size === 0) finishCommit(d, shuffle.shuffleId);
+}
+
+function sendCommit(d: Draft, shuffle: LmShuffle, worker: WorkerKey, attempt: number): void {
+  const copies = reservedByWorker(shuffle.reserved).get(worker) ?? [];
+  request(
+    d,
+    worker,
+    {
+      type: 'CommitFiles',
+      appId: d.config.appId,
+      shuffleId: shuffle.shuffleId,
+      primaryIds: copies.filter((c) => c.mode === 'PRIMARY').map(uniqueId),
+      replicaIds: copies.filter((c) => c.mode === 'REPLICA').map(uniqueId),
+      mapAttempts: shuffle.mapAttempts,
+    },
+    { kind: 'commit', shuffleId: shuffle.shuffleId, worker },
+    attempt,
+  );
+}
+
+export function onCommitUnanswered(
+  d: Draft,
+  shuffleId: ShuffleId,
+  worker: WorkerKey,
+  attempt: number,
+  why: string,
+): void {
+  const shuffle = d.shuffles.get(shuffleId);
+  if (shuffle?.commit === undefined || !shuffle.commit.awaiting.has(worker)) return;
+  if (why === 'timeout' && attempt < d.config.maxRequestAttempts) {
+    sendCommit(d, shuffle, worker, attempt + 1);
+    return;
+  }
+  commitAnswered(d, shuffleId, worker, [], `CommitFiles to ${worker} failed: ${why} (${attempt} tries)`);
+}
+
+export function onCommitAnswer(
+  d: Draft,
+  shuffleId: ShuffleId,
+  worker: WorkerKey,
+  message: MessageOf<'CommitFilesResponse'> | MessageOf<'StatusResponse'>,
+): void {
+  if (message.type === 'StatusResponse') {
+    commitAnswered(
+      d,
+      shuffleId,
+      worker,
+      [],
+      `${worker} refused CommitFiles with ${message.status}: ${message.message}`,
+    );
+    return;
+  }
+  const committed = [...message.committedPrimaries, ...message.committedReplicas];
+  commitAnswered(
+    d,
+    shuffleId,
+    worker,
+    committed,
+    `${worker} could not commit it (${message.status}: ${message.message})`,
+  );
+}
+
+/** Records a worker's commit outcome: `committed` files, and `reason` for every other copy it held. */
+function commitAnswered(
+  d: Draft,
+  shuffleId: ShuffleId,
+  worker: WorkerKey,
+  committed: readonly CommittedFile[],
+  reason: string,
+): void {
+  const shuffle = d.shuffles.get(shuffleId);
+  const progress = shuffle?.commit;
+  if (shuffle === undefined || progress === undefined || !progress.awaiting.has(worker)) return;
+  const next: {
+    awaiting: Set<WorkerKey>;
+    committed: Map<string, CommittedFile>;
+    failed: Map<string, string>;
+  } = {
+    awaiting: new Set(progress.awaiting),
+    committed: new Map(progress.committed),
+    failed: new Map(progress.failed),
+  };
+  next.awaiting.delete(worker);
+  for (const file of committed) next.committed.set(copyKey(file), file);
+  for (const copy of reservedByWorker(shuffle.reserved).get(worker) ?? []) {
+    const key = copyKey({ uniqueId: uniqueId(copy), mode: copy.mode });
+    if (!next.committed.has(key)) {
+      next.failed.set(key, reason);
+      count(d.out, 'CommitFilesFailCount');
+    }
+  }
+  updateShuffle(d, shuffleId, { commit: next });
+  if (next.awaiting.size === 0) finishCommit(d, shuffleId);
+}
+
+function finishCommit(d: Draft, shuffleId: ShuffleId): void {
+  const shuffle = d.shuffles.get(shuffleId)!;
+  const progress: CommitProgress = shuffle.commit ?? {
+    awaiting: new Set(),
+    committed: new Map(),
+    failed: new Map(),
+  };
+  const groups: ReducerFileGroup[] = [];
+  const lost: string[] = [];
+  const byPartition = new Map<number, PartitionLocation[]>();
+  for (const copy of shuffle.reserved) {
+    const copies = byPartition.get(copy.partitionId);
+    if (copies === undefined) byPartition.set(copy.partitionId, [copy]);
+    else copies.push(copy);
+  }
+  for (let partitionId = 0; partitionId < shuffle.numPartitions; partitionId += 1) {
+    const copies = byPartition.get(partitionId) ?? [];
+    const locations: PartitionLocation[] = [];
+    const files: CommittedFile[] = [];
+    for (const epoch of [...new Set(copies.map((c) => c.epoch))].sort((a, b) => a - b)) {
+      const ofEpoch = copies.filter((c) => c.epoch === epoch);
+      const committed = ofEpoch.filter((c) =>
+        progress.committed.has(copyKey({ uniqueId: uniqueId(c), mode: c.mode })),
+      );
+      if (committed.length === 0) {
+        const why = ofEpoch.map(
+          (c) =>
+            `${c.mode} on ${workerKey(c.worker)}: ${progress.failed.get(copyKey({ uniqueId: uniqueId(c), mode: c.mode })) ?? 'not committed'}`,
+        );
+        lost.push(`partition ${partitionId} epoch ${epoch} (${why.join('; ')})`);
+        continue;
+      }
+      for (const copy of committed) {
+        locations.push(copy);
+        files.push(progress.committed.get(copyKey({ uniqueId: uniqueId(copy), mode: copy.mode }))!);
+      }
+    }
+    groups.push({ partitionId, locations, files, expected: expectedFor(shuffle, partitionId) });
+  }
+  const primaries = [...progress.committed.values()].filter((f) => f.mode === 'PRIMARY');
+  d.unreported = {
+    bytes: d.unreported.bytes + primaries.reduce((sum, f) => sum + f.bytes, 0),
+    files: d.unreported.files + primaries.length,
+  };
+  const fileGroup: GetReducerFileGroupResponse =
+    lost.length === 0
+      ? {
+          type: 'GetReducerFileGroupResponse',
+          status: 'SUCCESS',
+          fileGroups: groups,
+          mapAttempts: shuffle.mapAttempts,
+          message: '',
+        }
+      : {
+          type: 'GetReducerFileGroupResponse',
+          status: 'SHUFFLE_DATA_LOST',
+          fileGroups: [],
+          mapAttempts: shuffle.mapAttempts,
+          message: `no copy of ${lost.length} location(s) could be committed: ${lost.join('; ')}`,
+        };
+  if (lost.length > 0) {
+    log(d.out, 'error', 'shuffle data lost', { shuffleId, message: fileGroup.message });
+    count(d.out, 'ShuffleDataLostCount');
+  } else {
+    log(d.out, 'info', 'shuffle committed', { shuffleId, files: progress.committed.size });
+  }
+  updateShuffle(d, shuffleId, { phase: lost.length === 0 ? 'committed' : 'data-lost', fileGroup });
+  for (const [parkId, parked] of [...d.parkedFileGroups]) {
+    if (parked.shuffleId !== shuffleId) continue;
+    d.parkedFileGroups.delete(parkId);
+    cancelTimer(d.out, fileGroupTimer(parkId));
+    reply(d.out, parked.replyTo, fileGroup);
+  }
+}
+
+function expectedFor(shuffle: LmShuffle, partitionId: number): (PartitionWritten & { mapId: number })[] {
+  const expected: (PartitionWritten & { mapId: number })[] = [];
+  for (const [mapId, written] of [...shuffle.written].sort(([a], [b]) => a - b)) {
+    const entry = written.find((w) => w.partitionId === partitionId);
+    if (entry !== undefined) expected.push({ mapId, ...entry });
+  }
+  return expected;
+}
+
+export function onGetReducerFileGroup(d: Draft, shuffleId: ShuffleId, replyTo: ReplyTo): void {
+  const shuffle = d.shuffles.get(shuffleId);
+  if (shuffle === undefined) {
+    reply(d.out, replyTo, {
+      type: 'GetReducerFileGroupResponse',
+      status: 'SHUFFLE_UNREGISTERED',
+      fileGroups: [],
+      mapAttempts: [],
+      message: `shuffle ${shuffleId} was never registered with ${d.config.appId}'s lifecycle manager`,
+    });
+    return;
+  }
+  if (shuffle.fileGroup !== undefined) {
+    reply(d.out, replyTo, shuffle.fileGroup);
+    return;
+  }
+  // Parked until the commit ends, bounded: the reducer is told to ask again rather than wait forever.
+  const parkId = d.nextParkId;
+  d.nextParkId += 1;
+  d.parkedFileGroups.set(parkId, { replyTo, shuffleId });
+  setTimer(d.out, fileGroupTimer(parkId), d.out.now + d.config.fileGroupWaitMs);
+}
+
+export function parkIdOfTimer(name: string): number | undefined {
+  return name.startsWith(FILE_GROUP_TIMER_PREFIX)
+    ? Number(name.slice(FILE_GROUP_TIMER_PREFIX.length))
+    : undefined;
+}
+
+export function onFileGroupWaitOver(d: Draft, parkId: number): void {
+  const parked = d.parkedFileGroups.get(parkId);
+  if (parked === undefined) return;
+  d.parkedFileGroups.delete(parkId);
+  const shuffle = d.shuffles.get(parked.shuffleId);
+  reply(d.out, parked.replyTo, {
+    type: 'GetReducerFileGroupResponse',
+    status: 'STAGE_END_TIMEOUT',
+    fileGroups: [],
+    mapAttempts: [],
+    message:
+      shuffle === undefined
+        ? `shuffle ${parked.shuffleId} is no longer registered`
+        : `the map stage of shuffle ${parked.shuffleId} has not ended yet (${shuffle.endedMaps} of ` +
+          `${shuffle.numMappers} maps ended, phase ${shuffle.phase}); ask again`,
+  });
+}
+
+const FILE_GROUP_TIMER_PREFIX = 'file-group:';
+
+function fileGroupTimer(parkId: number): string {
+  return `${FILE_GROUP_TIMER_PREFIX}${parkId}`;
+}
+
+function reservedByWorker(reserved: readonly PartitionLocation[]): Map<WorkerKey, PartitionLocation[]> {
+  const byWorker = new Map<WorkerKey, PartitionLocation[]>();
+  for (const copy of reserved) {
+    const key = workerKey(copy.worker);
+    const copies = byWorker.get(key);
+    if (copies === undefined) byWorker.set(key, [copy]);
+    else copies.push(copy);
+  }
+  return byWorker;
+}

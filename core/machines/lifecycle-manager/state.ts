@@ -1,0 +1,157 @@
+import type { WorkerStatusView } from '../../client/index.ts';
+import { emptyWorkerStatus } from '../../client/index.ts';
+import type { PartitionLocation, ShuffleId, StatusCode, WorkerKey } from '../../domain/index.ts';
+import type {
+  CommittedFile,
+  GetReducerFileGroupResponse,
+  PartitionWritten,
+  ReviveRequest,
+  ReviveResult,
+} from '../../protocol/messages.ts';
+import type { ReviveBook, ReviveCandidate } from '../../revive/index.ts';
+import type { ReplyTo } from '../client/outbox.ts';
+import { emptyRequests, type RequestTable } from '../client/requests.ts';
+import type { LifecycleManagerConfig } from './config.ts';
+
+/**
+ * The lifecycle manager's state: plain data, Maps in insertion order. docs/core/machines-client.md walks through it.
+ */
+export interface LifecycleManagerState {
+  readonly config: LifecycleManagerConfig;
+  readonly app: AppRegistration;
+  readonly requests: RequestTable<LmRequest>;
+  /** Workers to avoid: excluded by this client or the master, and shutting down (core/client). */
+  readonly workers: WorkerStatusView;
+  readonly shuffles: ReadonlyMap<ShuffleId, LmShuffle>;
+  readonly reservations: ReadonlyMap<number, Reservation>;
+  readonly nextReservationId: number;
+  readonly reviveCalls: ReadonlyMap<number, ReviveCall>;
+  readonly nextCallId: number;
+  readonly parkedFileGroups: ReadonlyMap<number, ParkedFileGroup>;
+  readonly nextParkId: number;
+  readonly reviveTimerArmed: boolean;
+  /** Committed primary bytes and files not yet reported in an application heartbeat (the master's size estimate). */
+  readonly unreported: { readonly bytes: number; readonly files: number };
+}
+
+export type AppRegistration =
+  | { readonly status: 'registering' }
+  | { readonly status: 'registered' }
+  /** The master refused the application (e.g. CLIENT_RELEASE_REFUSED) or never answered: every shuffle fails so. */
+  | { readonly status: 'refused'; readonly code: StatusCode; readonly message: string };
+
+/**
+ * - `awaiting-app`: registered by a task before the application itself was registered with the master.
+ * - `requesting-slots`, `reserving`: on the way to locations; tasks asking meanwhile wait in `registerWaiters`.
+ * - `ready`: locations known; pushes, revives and mapper ends go on.
+ * - `committing`: every map has ended; CommitFiles are out.
+ * - `committed` / `data-lost`: `fileGroup` holds the answer every reducer gets.
+ */
+export type ShufflePhase =
+  'awaiting-app' | 'requesting-slots' | 'reserving' | 'ready' | 'committing' | 'committed' | 'data-lost';
+
+export interface LmShuffle {
+  readonly shuffleId: ShuffleId;
+  readonly numMappers: number;
+  readonly numPartitions: number;
+  readonly phase: ShufflePhase;
+  readonly registerWaiters: readonly ReplyTo[];
+  /** RequestSlots sent so far (for the bounded retry of a reply that placed nothing). */
+  readonly slotRequests: number;
+  /** Every worker the master gave the shuffle, padding workers included: the revive candidates, in order. */
+  readonly workers: readonly ReviveCandidate[];
+  /** Every copy reserved successfully, primaries and replicas of all epochs, in order: what the commit covers. */
+  readonly reserved: readonly PartitionLocation[];
+  readonly book: ReviveBook<ReviveWaiter>;
+  /** The winning attempt of each map (index = mapId; -1 until it ends). */
+  readonly mapAttempts: readonly number[];
+  /** What each winning attempt acknowledged, by mapId. */
+  readonly written: ReadonlyMap<number, readonly PartitionWritten[]>;
+  readonly endedMaps: number;
+  readonly commit?: CommitProgress;
+  readonly fileGroup?: GetReducerFileGroupResponse;
+}
+
+export interface CommitProgress {
+  /** Workers whose CommitFilesResponse is still due. */
+  readonly awaiting: ReadonlySet<WorkerKey>;
+  /** Committed files by `uniqueId/mode` (a copy lives on exactly one worker). */
+  readonly committed: ReadonlyMap<string, CommittedFile>;
+  /** Copies that could not be committed, by `uniqueId/mode`, with the reason. */
+  readonly failed: ReadonlyMap<string, string>;
+}
+
+/** A partition's two copies at one epoch, as allocated (the primary carries the replica as its peer). */
+export interface Pair {
+  readonly primary: PartitionLocation;
+  readonly replica?: PartitionLocation;
+}
+
+/**
+ * Reserving copies on workers, in rounds: every worker with copies gets one ReserveSlots; copies of pairs that
+ * touched a failed worker are released and placed again on the remaining candidates, at the same epoch, up to
+ * `reserveMaxRetries` rounds. Used for a shuffle's first locations and for revives alike.
+ */
+export interface Reservation {
+  readonly id: number;
+  readonly shuffleId: ShuffleId;
+  readonly purpose: 'register' | 'revive';
+  /** Rounds sent so far. */
+  readonly round: number;
+  /** Pairs of the round under way, by partition. */
+  readonly pairs: ReadonlyMap<number, Pair>;
+  readonly awaiting: ReadonlySet<WorkerKey>;
+  /** Workers that failed this round (reason), kept out of later rounds. */
+  readonly failedWorkers: ReadonlyMap<WorkerKey, string>;
+  readonly confirmed: ReadonlyMap<number, Pair>;
+  readonly failed: ReadonlyMap<number, { readonly status: StatusCode; readonly reason: string }>;
+}
+
+export interface ReviveWaiter {
+  readonly callId: number;
+}
+
+/** One Revive message from a task, answered once every partition it named has a result. */
+export interface ReviveCall {
+  readonly replyTo: ReplyTo;
+  readonly shuffleId: ShuffleId;
+  readonly mapId: number;
+  readonly requests: readonly ReviveRequest[];
+  readonly results: ReadonlyMap<number, ReviveResult>;
+}
+
+export interface ParkedFileGroup {
+  readonly replyTo: ReplyTo;
+  readonly shuffleId: ShuffleId;
+}
+
+export type LmRequest =
+  | { readonly kind: 'registerApp' }
+  | { readonly kind: 'heartbeat' }
+  | { readonly kind: 'requestSlots'; readonly shuffleId: ShuffleId }
+  | { readonly kind: 'reserve'; readonly reservationId: number; readonly worker: WorkerKey }
+  | { readonly kind: 'commit'; readonly shuffleId: ShuffleId; readonly worker: WorkerKey }
+  | { readonly kind: 'destroy'; readonly shuffleId: ShuffleId; readonly worker: WorkerKey };
+
+export function initialLifecycleManagerState(config: LifecycleManagerConfig): LifecycleManagerState {
+  return {
+    config,
+    app: { status: 'registering' },
+    requests: emptyRequests(),
+    workers: emptyWorkerStatus(),
+    shuffles: new Map(),
+    reservations: new Map(),
+    nextReservationId: 1,
+    reviveCalls: new Map(),
+    nextCallId: 1,
+    parkedFileGroups: new Map(),
+    nextParkId: 1,
+    reviveTimerArmed: false,
+    unreported: { bytes: 0, files: 0 },
+  };
+}
+
+/** Keys a copy by what identifies it within a shuffle: its uniqueId and mode. */
+export function copyKey(copy: { readonly uniqueId: string; readonly mode: string }): string {
+  return `${copy.uniqueId}/${copy.mode}`;
+}

@@ -1,0 +1,246 @@
+import { shuffleKey } from '../../domain/index.ts';
+import {
+  availableWorkers,
+  bookOfferedSlots,
+  decommissioningWorkers,
+  excludedWorkers,
+  expireApplications,
+  lostWorkers,
+  recordApplicationHeartbeat,
+  registerShuffle,
+  shutdownWorkers,
+  takePartitionSizeSample,
+  unavailableWorkerKeys,
+  unregisterApplication,
+  unregisterShuffle,
+} from '../../lifecycle/index.ts';
+import type {
+  ApplicationHeartbeat,
+  RegisterApplication,
+  RequestSlots,
+  RequestSlotsResponse,
+  UnregisterApplication,
+  UnregisterShuffle,
+} from '../../protocol/messages.ts';
+import {
+  offerSlots,
+  updateEstimatedPartitionSize,
+  type OfferOptions,
+  type SlotOffer,
+} from '../../slots/index.ts';
+import type { Envelope } from '../effects.ts';
+import { admitted, replyToOf } from '../worker/admission.ts';
+import { count, log, reply } from '../worker/outbox.ts';
+import { withApplications, type MasterOutbox } from './outbox.ts';
+import type { MasterState } from './state.ts';
+
+/**
+ * The master's side of applications: admission by release, heartbeats (which feed the estimated partition size and
+ * tell the client which workers to avoid), slot offers through core/slots, shuffle and application release, and the
+ * expiry of applications that stopped heartbeating.
+ */
+export function handleRegisterApplication(
+  s: MasterState,
+  out: MasterOutbox,
+  envelope: Envelope,
+  message: RegisterApplication,
+): MasterState {
+  if (!admitted(out, 'master', s.config.release, envelope, true)) return s;
+  const known = s.durable.applications.apps.has(message.appId);
+  const { registry } = recordApplicationHeartbeat(
+    s.durable.applications,
+    { appId: message.appId, bytesWritten: 0, fileCount: 0 },
+    out.now,
+  );
+  log(out, 'info', 'master.application.registered', {
+    appId: message.appId,
+    user: message.user,
+    again: known,
+  });
+  reply(out, replyToOf(envelope), {
+    type: 'StatusResponse',
+    status: 'SUCCESS',
+    message: `application ${message.appId} registered with master release ${s.config.release}`,
+  });
+  return withApplications(s, out, registry);
+}
+
+export function handleApplicationHeartbeat(
+  s: MasterState,
+  out: MasterOutbox,
+  envelope: Envelope,
+  message: ApplicationHeartbeat,
+): MasterState {
+  if (!admitted(out, 'master', s.config.release, envelope)) return s;
+  const known = s.durable.applications.apps.has(message.appId);
+  const { registry, warning } = recordApplicationHeartbeat(s.durable.applications, message, out.now);
+  if (warning !== null) log(out, 'warn', 'master.application.badCounts', { appId: message.appId, warning });
+  const workers = s.durable.workers;
+  reply(out, replyToOf(envelope), {
+    type: 'ApplicationHeartbeatResponse',
+    excludedWorkers: excludedWorkers(workers),
+    // The reference answers which of the client's workers it does not know; the client sends no list here, so the
+    // master names the workers it knows to be gone: the lost ones.
+    unknownWorkers: lostWorkers(workers).map((lost) => lost.worker.id),
+    shuttingWorkers: [...shutdownWorkers(workers), ...decommissioningWorkers(workers)],
+  });
+  // Only a new application is worth a write; heartbeat times and byte counts are rebuilt after a restart.
+  return known
+    ? { ...s, durable: { ...s.durable, applications: registry } }
+    : withApplications(s, out, registry);
+}
+
+export function handleRequestSlots(
+  s: MasterState,
+  out: MasterOutbox,
+  envelope: Envelope,
+  message: RequestSlots,
+): MasterState {
+  if (!admitted(out, 'master', s.config.release, envelope)) return s;
+  const key = shuffleKey(message.appId, message.shuffleId);
+  const { config, durable } = s;
+  const options: OfferOptions = {
+    policy: config.slots.policy,
+    budgetMode: config.slots.budgetMode,
+    estimatedPartitionSize: durable.estimatedPartitionSize,
+    maxWorkers: config.slots.maxWorkers,
+    extraSlots: config.slots.extraSlots,
+    ...(config.slots.minWorkers === undefined ? {} : { minWorkers: config.slots.minWorkers }),
+    unavailable: unavailableWorkerKeys(durable.workers),
+    ...(config.plantedBug === undefined ? {} : { plantedBug: config.plantedBug }),
+  };
+  let offer: SlotOffer;
+  try {
+    offer = offerSlots(
+      {
+        partitionIds: message.partitionIds,
+        replicate: message.replicate,
+        rackAware: message.rackAware,
+        availableStorageTypes: message.availableTypes,
+        maxWorkers: message.maxWorkers,
+        excludedWorkers: new Set(message.excludedWorkers),
+      },
+      availableWorkers(durable.workers),
+      options,
+      out.rng,
+    );
+  } catch (error) {
+    // offerSlots throws only for invalid configuration: say so to the client and the operator alike.
+    const text = `the master cannot offer slots: ${error instanceof Error ? error.message : String(error)}`;
+    log(out, 'error', 'master.slots.misconfigured', { shuffle: key, message: text });
+    count(out, 'RequestSlotsFailed', 1, { statusCode: 'REQUEST_FAILED' });
+    reply(out, replyToOf(envelope), slotsResponse('REQUEST_FAILED', [], [], text));
+    return s;
+  }
+  const placed = offer.slots.reduce((sum, slots) => sum + slots.primaries.length, 0);
+  const text =
+    `offered ${placed} of ${message.partitionIds.length} partition(s) of ${key} on ${offer.slots.length} worker(s)` +
+    ` plus ${offer.padding.length} padding worker(s)` +
+    (offer.unplaced.length === 0 ? '' : `; ${offer.unplaced.length} could not be placed (see unplaced)`) +
+    (offer.overcommitted === 0 ? '' : `; ${offer.overcommitted} copies beyond disk budgets`);
+  const workerResource = [
+    ...offer.slots,
+    ...offer.padding.map((worker) => ({ worker, primaries: [], replicas: [] })),
+  ];
+  reply(out, replyToOf(envelope), slotsResponse(offer.status, workerResource, offer.unplaced, text));
+  if (offer.status !== 'SUCCESS') {
+    log(out, 'warn', 'master.slots.notAllPlaced', {
+      shuffle: key,
+      status: offer.status,
+      unplaced: offer.unplaced.length,
+      firstReason: offer.unplaced[0]?.reason,
+      available: availableWorkers(durable.workers).length,
+    });
+    count(out, 'RequestSlotsFailed', 1, { statusCode: offer.status });
+  }
+  if (offer.slots.length === 0) return s;
+  const booked = bookOfferedSlots(durable.workers, offer.diskAllocations, durable.estimatedPartitionSize);
+  if (booked.unmatched.length > 0)
+    log(out, 'warn', 'master.slots.unmatchedAllocation', { unmatched: booked.unmatched });
+  const registered = registerShuffle(durable.applications, message.appId, message.shuffleId, out.now);
+  // Booked slots last only until the worker's next heartbeat: persisted with the registry, but not a reason to write.
+  const state = { ...s, durable: { ...durable, workers: booked.registry } };
+  return registered.alreadyRegistered ? state : withApplications(state, out, registered.registry);
+}
+
+export function handleUnregisterShuffle(
+  s: MasterState,
+  out: MasterOutbox,
+  envelope: Envelope,
+  message: UnregisterShuffle,
+): MasterState {
+  if (!admitted(out, 'master', s.config.release, envelope)) return s;
+  const key = shuffleKey(message.appId, message.shuffleId);
+  const { registry, wasRegistered } = unregisterShuffle(
+    s.durable.applications,
+    message.appId,
+    message.shuffleId,
+  );
+  log(out, 'info', 'master.shuffle.unregistered', { shuffle: key, wasRegistered });
+  reply(out, replyToOf(envelope), {
+    type: 'StatusResponse',
+    status: 'SUCCESS',
+    message: wasRegistered
+      ? `${key} unregistered; workers release it at their next heartbeat`
+      : `${key} was not registered; nothing to do`,
+  });
+  return wasRegistered ? withApplications(s, out, registry) : s;
+}
+
+export function handleUnregisterApplication(
+  s: MasterState,
+  out: MasterOutbox,
+  envelope: Envelope,
+  message: UnregisterApplication,
+): MasterState {
+  if (!admitted(out, 'master', s.config.release, envelope)) return s;
+  const { registry, shuffles } = unregisterApplication(s.durable.applications, message.appId);
+  log(out, 'info', 'master.application.unregistered', { appId: message.appId, shuffles });
+  reply(out, replyToOf(envelope), {
+    type: 'StatusResponse',
+    status: 'SUCCESS',
+    message:
+      shuffles === null
+        ? `application ${message.appId} was not registered; nothing to do`
+        : `application ${message.appId} unregistered with ${shuffles.length} shuffle(s); workers release them at their next heartbeat`,
+  });
+  return shuffles === null ? s : withApplications(s, out, registry);
+}
+
+/** Every half application timeout: applications silent for longer than the timeout are lost. */
+export function checkApplications(s: MasterState, out: MasterOutbox): MasterState {
+  const timeout = s.config.applicationTimeoutMs;
+  const { registry, expired } = expireApplications(s.durable.applications, out.now, timeout);
+  if (expired.length === 0) return s;
+  for (const { appId, shuffles } of expired) {
+    log(out, 'warn', 'master.application.lost', {
+      appId,
+      shuffles,
+      cause: `no heartbeat for more than ${timeout} ms`,
+    });
+  }
+  return withApplications(s, out, registry);
+}
+
+/** Every update interval: the estimate becomes the average file size written since the last update (core/slots). */
+export function updatePartitionSize(s: MasterState, out: MasterOutbox): MasterState {
+  const { registry, sample } = takePartitionSizeSample(s.durable.applications);
+  const previous = s.durable.estimatedPartitionSize;
+  const estimate = updateEstimatedPartitionSize(
+    previous,
+    { bytesWritten: sample.bytes, fileCount: sample.files },
+    s.config.partitionSize,
+  );
+  if (estimate !== previous) log(out, 'info', 'master.partitionSize.updated', { previous, estimate, sample });
+  const state = withApplications(s, out, registry);
+  return { ...state, durable: { ...state.durable, estimatedPartitionSize: estimate } };
+}
+
+function slotsResponse(
+  status: RequestSlotsResponse['status'],
+  workerResource: RequestSlotsResponse['workerResource'],
+  unplaced: RequestSlotsResponse['unplaced'],
+  message: string,
+): RequestSlotsResponse {
+  return { type: 'RequestSlotsResponse', status, workerResource, unplaced, message };
+}

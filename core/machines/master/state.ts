@@ -1,0 +1,98 @@
+import {
+  emptyApplications,
+  emptyRegistry,
+  restoreApplications,
+  restoreRegistry,
+  snapshotApplications,
+  snapshotRegistry,
+  type ApplicationRegistry,
+  type ApplicationRegistrySnapshot,
+  type WorkerRegistry,
+  type WorkerRegistrySnapshot,
+} from '../../lifecycle/index.ts';
+import { initialPartitionSize } from '../../slots/index.ts';
+import type { MasterConfig } from './config.ts';
+
+/**
+ * What the master must not forget across a restart (and, later, what the masters of a high-availability group
+ * share): the worker registry, the applications with their shuffles, and the estimated partition size. One plain
+ * value, persisted as one JSON document under MASTER_STATE_KEY of the `coordination` store.
+ */
+export interface MasterDurableState {
+  readonly workers: WorkerRegistry;
+  readonly applications: ApplicationRegistry;
+  readonly estimatedPartitionSize: number;
+}
+
+/** The master machine's whole state: the durable part plus what is rebuilt after a restart. */
+export interface MasterState {
+  readonly config: MasterConfig;
+  readonly started: boolean;
+  readonly durable: MasterDurableState;
+  /** The gauge values last emitted, so that a step emits only the gauges that changed. */
+  readonly gauges: ReadonlyMap<string, number>;
+}
+
+export const MASTER_STATE_KEY = 'master/state';
+export const MASTER_SNAPSHOT_VERSION = 1;
+
+export function initialMasterState(config: MasterConfig): MasterState {
+  return {
+    config,
+    started: false,
+    durable: {
+      workers: emptyRegistry(),
+      applications: emptyApplications(),
+      estimatedPartitionSize: initialPartitionSize(config.partitionSize),
+    },
+    gauges: new Map(),
+  };
+}
+
+interface MasterSnapshot {
+  readonly version: number;
+  readonly workers: WorkerRegistrySnapshot;
+  readonly applications: ApplicationRegistrySnapshot;
+  readonly estimatedPartitionSize: number;
+}
+
+export function encodeDurableState(durable: MasterDurableState): string {
+  const snapshot: MasterSnapshot = {
+    version: MASTER_SNAPSHOT_VERSION,
+    workers: snapshotRegistry(durable.workers),
+    applications: snapshotApplications(durable.applications),
+    estimatedPartitionSize: durable.estimatedPartitionSize,
+  };
+  return JSON.stringify(snapshot);
+}
+
+/**
+ * Reads the persisted durable state back. Throws with what is wrong; the master then refuses to start rather than
+ * start empty, because an empty master would tell every worker that its shuffles expired.
+ */
+export function decodeDurableState(text: string): MasterDurableState {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new RangeError(`${MASTER_STATE_KEY} is not JSON`);
+  }
+  const snapshot = parsed as Partial<MasterSnapshot> | null;
+  if (typeof snapshot !== 'object' || snapshot === null || snapshot.version !== MASTER_SNAPSHOT_VERSION) {
+    throw new RangeError(
+      `${MASTER_STATE_KEY} has version ${String(snapshot?.version)}, this release reads version ${MASTER_SNAPSHOT_VERSION}`,
+    );
+  }
+  if (
+    snapshot.workers === undefined ||
+    snapshot.applications === undefined ||
+    typeof snapshot.estimatedPartitionSize !== 'number'
+  ) {
+    throw new RangeError(`${MASTER_STATE_KEY} lacks its workers, applications or estimatedPartitionSize`);
+  }
+  return {
+    workers: restoreRegistry(snapshot.workers),
+    applications: restoreApplications(snapshot.applications),
+    estimatedPartitionSize: snapshot.estimatedPartitionSize,
+  };
+}

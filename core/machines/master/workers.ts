@@ -1,0 +1,188 @@
+import { workerKey } from '../../domain/index.ts';
+import {
+  detectLostWorkers,
+  expireUnavailableInfo,
+  markWorkerLost,
+  recordHeartbeat,
+  registerWorker,
+  reportWorkersDecommissioning,
+  reportWorkersUnavailable,
+  shuffleLookup,
+} from '../../lifecycle/index.ts';
+import type {
+  RegisterWorker,
+  ReportWorkerDecommission,
+  ReportWorkerLost,
+  ReportWorkerUnavailable,
+  WorkerHeartbeat,
+} from '../../protocol/messages.ts';
+import type { Envelope } from '../effects.ts';
+import { log, reply } from '../worker/outbox.ts';
+import { replyToOf } from '../worker/admission.ts';
+import { withWorkers, type MasterOutbox } from './outbox.ts';
+import type { MasterState } from './state.ts';
+
+/**
+ * The master's side of worker membership, over core/lifecycle's registry: registration, heartbeats (with the
+ * expired shuffles and the pending operator event in the reply), the workers' own reports, lost-worker detection
+ * and the expiry of what the master remembers about unavailable workers.
+ */
+export function handleRegisterWorker(
+  s: MasterState,
+  out: MasterOutbox,
+  envelope: Envelope,
+  message: RegisterWorker,
+): MasterState {
+  const key = workerKey(message.worker);
+  const { registry, outcome } = registerWorker(
+    s.durable.workers,
+    { id: message.worker, disks: message.disks, networkLocation: message.networkLocation },
+    out.now,
+    s.config.hosts,
+  );
+  if (!outcome.accepted) {
+    log(out, 'warn', 'master.worker.registerRefused', { worker: key, reason: outcome.reason });
+    reply(out, replyToOf(envelope), {
+      type: 'RegisterWorkerResponse',
+      success: false,
+      message: outcome.reason,
+    });
+    return s;
+  }
+  log(out, 'info', outcome.reregistered ? 'master.worker.reregistered' : 'master.worker.registered', {
+    worker: key,
+    rack: message.networkLocation,
+    disks: message.disks.length,
+  });
+  reply(out, replyToOf(envelope), {
+    type: 'RegisterWorkerResponse',
+    success: true,
+    message: outcome.reregistered
+      ? `${key} registered again; its earlier exclusions and reports are cleared`
+      : `${key} registered`,
+  });
+  return withWorkers(s, out, registry);
+}
+
+export function handleWorkerHeartbeat(
+  s: MasterState,
+  out: MasterOutbox,
+  envelope: Envelope,
+  message: WorkerHeartbeat,
+): MasterState {
+  const key = workerKey(message.worker);
+  const {
+    registry,
+    reply: answer,
+    changes,
+  } = recordHeartbeat(
+    s.durable.workers,
+    {
+      id: message.worker,
+      disks: message.disks,
+      state: message.state,
+      highWorkload: message.highWorkload,
+      activeShuffleKeys: message.activeShuffleKeys,
+    },
+    out.now,
+    { ...s.config.exclusion, isShuffleRegistered: shuffleLookup(s.durable.applications) },
+  );
+  if (!answer.registered) {
+    log(out, 'warn', 'master.worker.unknownHeartbeat', { worker: key, hint: 'told to register again' });
+    reply(out, replyToOf(envelope), {
+      type: 'WorkerHeartbeatResponse',
+      registered: false,
+      expiredShuffleKeys: [],
+      workerEvent: 'None',
+    });
+    return s;
+  }
+  reply(out, replyToOf(envelope), {
+    type: 'WorkerHeartbeatResponse',
+    registered: true,
+    expiredShuffleKeys: answer.expiredShuffleKeys,
+    workerEvent: answer.event,
+  });
+  if (changes.autoExclusion?.change === 'excluded') {
+    log(out, 'warn', 'master.worker.excluded', { worker: key, reason: changes.autoExclusion.reason });
+  } else if (changes.autoExclusion?.change === 'released') {
+    log(out, 'info', 'master.worker.released', {
+      worker: key,
+      previousReason: changes.autoExclusion.previousReason,
+    });
+  }
+  if (changes.completedEvent !== null)
+    log(out, 'info', 'master.worker.eventCompleted', { worker: key, event: changes.completedEvent });
+  if (changes.backInService) log(out, 'info', 'master.worker.backInService', { worker: key });
+  const membershipChanged =
+    changes.autoExclusion !== null || changes.completedEvent !== null || changes.backInService;
+  // A heartbeat alone (disks, time) is not persisted: after a restart every worker gets a full timeout to report.
+  return membershipChanged
+    ? withWorkers(s, out, registry)
+    : { ...s, durable: { ...s.durable, workers: registry } };
+}
+
+export function handleWorkerReport(
+  s: MasterState,
+  out: MasterOutbox,
+  message: ReportWorkerUnavailable | ReportWorkerDecommission | ReportWorkerLost,
+): MasterState {
+  const key = workerKey(message.worker);
+  switch (message.type) {
+    case 'ReportWorkerUnavailable': {
+      const result = reportWorkersUnavailable(s.durable.workers, [key], out.now);
+      if (result.unknown.length > 0) return unknownReporter(s, out, key, message.type);
+      log(out, 'info', 'master.worker.shuttingDown', { worker: key });
+      return withWorkers(s, out, result.registry);
+    }
+    case 'ReportWorkerDecommission': {
+      const result = reportWorkersDecommissioning(s.durable.workers, [key], out.now);
+      if (result.unknown.length > 0) return unknownReporter(s, out, key, message.type);
+      log(out, 'info', 'master.worker.decommissioning', { worker: key });
+      return withWorkers(s, out, result.registry);
+    }
+    case 'ReportWorkerLost': {
+      const result = markWorkerLost(s.durable.workers, key, out.now);
+      if (result.outcome !== 'lost') return unknownReporter(s, out, key, message.type);
+      log(out, 'warn', 'master.worker.lost', {
+        worker: key,
+        cause: 'the worker reported that it exits immediately',
+      });
+      return withWorkers(s, out, result.registry);
+    }
+  }
+}
+
+/** Every heartbeat timeout: workers silent for longer than the timeout are lost. */
+export function checkLostWorkers(s: MasterState, out: MasterOutbox): MasterState {
+  const timeout = s.config.workerHeartbeatTimeoutMs;
+  const { registry, lost } = detectLostWorkers(s.durable.workers, out.now, timeout);
+  if (lost.length === 0) return s;
+  for (const key of lost)
+    log(out, 'warn', 'master.worker.lost', {
+      worker: key,
+      cause: `no heartbeat for more than ${timeout} ms`,
+    });
+  return withWorkers(s, out, registry);
+}
+
+/** Forgets lost workers after `svc.master.workerUnavailableInfo.expireTimeout`. */
+export function expireUnavailableWorkers(s: MasterState, out: MasterOutbox): MasterState {
+  const { registry, expired } = expireUnavailableInfo(
+    s.durable.workers,
+    out.now,
+    s.config.workerUnavailableInfo.expireTimeoutMs,
+  );
+  if (expired.length === 0) return s;
+  log(out, 'info', 'master.worker.unavailableInfoExpired', { workers: expired });
+  return withWorkers(s, out, registry);
+}
+
+function unknownReporter(s: MasterState, out: MasterOutbox, key: string, report: string): MasterState {
+  log(out, 'warn', 'master.worker.unknownReport', {
+    worker: key,
+    report,
+    hint: 'the worker is not registered (or already lost)',
+  });
+  return s;
+}

@@ -1,0 +1,261 @@
+import {
+  shuffleKey as shuffleKeyOf,
+  type PartitionMode,
+  type ShuffleKey,
+  type StatusCode,
+} from '../../domain/index.ts';
+import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
+import type { CommitFiles, CommittedFile, DestroySlots } from '../../protocol/messages.ts';
+import type { Envelope } from '../effects.ts';
+import { admitted, replyToOf } from './admission.ts';
+import { enqueueTask } from './file-queue.ts';
+import { committedFileOf, fileNameFor, getFile, putFile } from './files.ts';
+import { count, log, reply, withEntry, type Outbox } from './outbox.ts';
+import { failPushesOfFiles } from './push.ts';
+import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
+import type { CopyOutcome, PendingCommit, WorkerMachineState } from './state.ts';
+import { accountBytes } from './storage-view.ts';
+
+/**
+ * CommitFiles: flush each listed file after every write accepted before the commit, seal it, and answer with each
+ * committed file's final storage, length and chunk offsets, and the ids that could not be committed. The shuffle's
+ * committed files are written to the recovery store before the answer, so that an acknowledged commit survives a
+ * restart. A file sealed by an earlier write failure is committed with its acknowledged prefix.
+ */
+export function handleCommitFiles(
+  s: WorkerMachineState,
+  out: Outbox,
+  envelope: Envelope,
+  message: CommitFiles,
+): WorkerMachineState {
+  if (!admitted(out, 'worker', s.config.release, envelope)) return s;
+  const replyTo = replyToOf(envelope);
+  const key = shuffleKeyOf(message.appId, message.shuffleId);
+  const pending: PendingCommit = {
+    replyTo,
+    shuffleKey: key,
+    flushing: new Set(),
+    primaryIds: message.primaryIds,
+    replicaIds: message.replicaIds,
+  };
+  if (!STATE_POLICIES[s.lifecycle.state].servesCommitsAndFetches) {
+    return answerCommit(
+      s,
+      out,
+      pending,
+      'WORKER_SHUTDOWN',
+      `the worker is ${s.lifecycle.state} and commits nothing more`,
+    );
+  }
+  const shuffle = s.shuffles.get(key);
+  if (shuffle === undefined) {
+    return answerCommit(s, out, pending, undefined, `this worker holds no files of ${key}`);
+  }
+  const commitId = s.nextId;
+  let state: WorkerMachineState = {
+    ...s,
+    nextId: commitId + 1,
+    shuffles: withEntry(s.shuffles, key, { ...shuffle, mapAttempts: message.mapAttempts }),
+  };
+  const flushing = new Set<string>();
+  for (const [ids, mode] of [
+    [message.primaryIds, 'PRIMARY'],
+    [message.replicaIds, 'REPLICA'],
+  ] as const) {
+    for (const id of ids) {
+      const name = fileNameFor(id, mode);
+      const file = getFile(state, key, name);
+      if (file === undefined || file.status === 'committed' || flushing.has(name)) continue;
+      state = putFile(state, key, { ...file, status: 'committing' });
+      state = enqueueTask(state, out, key, name, { kind: 'flush', commitId });
+      flushing.add(name);
+    }
+  }
+  const next: PendingCommit = { ...pending, flushing };
+  if (flushing.size === 0) return answerCommit(state, out, next, undefined, 'nothing to flush');
+  return { ...state, commits: withEntry(state.commits, commitId, next) };
+}
+
+/** A file's flush for a commit ended: the file is committed, or it failed. */
+export function completeFlush(
+  s: WorkerMachineState,
+  out: Outbox,
+  commitId: number,
+  shuffleKey: ShuffleKey,
+  name: string,
+  outcome: CopyOutcome,
+): WorkerMachineState {
+  let state = s;
+  const file = getFile(state, shuffleKey, name);
+  if (file !== undefined) {
+    state = putFile(
+      state,
+      shuffleKey,
+      outcome.ok
+        ? { ...file, status: 'committed' }
+        : { ...file, status: 'failed', failure: `flush failed: ${outcome.error}` },
+    );
+  }
+  return flushSettled(state, out, commitId, name);
+}
+
+/**
+ * DestroySlots: delete the listed files (a reserve the client abandons). Unknown ids are ignored, so that a repeated
+ * destroy succeeds.
+ */
+export function handleDestroySlots(
+  s: WorkerMachineState,
+  out: Outbox,
+  envelope: Envelope,
+  message: DestroySlots,
+): WorkerMachineState {
+  if (!admitted(out, 'worker', s.config.release, envelope)) return s;
+  const key = shuffleKeyOf(message.appId, message.shuffleId);
+  const names = new Set([
+    ...message.primaryIds.map((id) => fileNameFor(id, 'PRIMARY')),
+    ...message.replicaIds.map((id) => fileNameFor(id, 'REPLICA')),
+  ]);
+  const before = s.shuffles.get(key)?.files.size ?? 0;
+  const state = removeFiles(s, out, key, names, 'the partition was destroyed by its lifecycle manager');
+  persistShuffle(state, out, key);
+  const removed = before - (state.shuffles.get(key)?.files.size ?? 0);
+  reply(out, replyToOf(envelope), {
+    type: 'StatusResponse',
+    status: 'SUCCESS',
+    message: `destroyed ${removed} of ${names.size} listed file(s) of ${key}`,
+  });
+  return state;
+}
+
+/** Forgets a whole shuffle: its files are deleted and its recovery entry removed (expired, or the worker exits). */
+export function dropShuffle(
+  s: WorkerMachineState,
+  out: Outbox,
+  key: ShuffleKey,
+  reason: string,
+): WorkerMachineState {
+  const shuffle = s.shuffles.get(key);
+  if (shuffle === undefined) return s;
+  const removed = removeFiles(s, out, key, new Set(shuffle.files.keys()), reason);
+  const state = { ...removed, shuffles: withEntry(removed.shuffles, key, undefined) };
+  persistShuffle(state, out, key);
+  log(out, 'info', 'worker.shuffle.dropped', { shuffle: key, reason });
+  return state;
+}
+
+/** Writes the shuffle's committed files to the recovery store (or deletes its key when there are none). */
+export function persistShuffle(s: WorkerMachineState, out: Outbox, key: ShuffleKey): void {
+  const shuffle = s.shuffles.get(key);
+  out.effects.push({
+    kind: 'persist',
+    store: 'recovery',
+    key: recoveryKey(key),
+    value: shuffle === undefined ? null : encodeShuffleRecord(shuffle),
+  });
+}
+
+function removeFiles(
+  s: WorkerMachineState,
+  out: Outbox,
+  key: ShuffleKey,
+  names: ReadonlySet<string>,
+  reason: string,
+): WorkerMachineState {
+  const shuffle = s.shuffles.get(key);
+  if (shuffle === undefined) return s;
+  let state = s;
+  const files = new Map(shuffle.files);
+  for (const name of names) {
+    const file = files.get(name);
+    if (file === undefined) continue;
+    out.effects.push({ kind: 'deleteFile', file: file.file });
+    state = accountBytes(state, file.file, -file.bytes);
+    files.delete(name);
+  }
+  if (files.size === shuffle.files.size) return s;
+  state =
+    files.size === 0
+      ? { ...state, shuffles: withEntry(state.shuffles, key, undefined) }
+      : { ...state, shuffles: withEntry(state.shuffles, key, { ...shuffle, files }) };
+  state = failPushesOfFiles(state, out, key, names, reason);
+  let streams = state.streams;
+  for (const [streamId, stream] of state.streams) {
+    if (stream.shuffleKey === key && names.has(stream.fileName))
+      streams = withEntry(streams, streamId, undefined);
+  }
+  state = { ...state, streams };
+  for (const [commitId, commit] of state.commits) {
+    if (commit.shuffleKey !== key) continue;
+    for (const name of names) if (commit.flushing.has(name)) state = flushSettled(state, out, commitId, name);
+  }
+  return state;
+}
+
+/** One of a commit's flushes is settled; answer the commit when none is left. */
+function flushSettled(
+  s: WorkerMachineState,
+  out: Outbox,
+  commitId: number,
+  name: string,
+): WorkerMachineState {
+  const pending = s.commits.get(commitId);
+  if (pending === undefined) return s;
+  const flushing = new Set(pending.flushing);
+  flushing.delete(name);
+  if (flushing.size > 0) return { ...s, commits: withEntry(s.commits, commitId, { ...pending, flushing }) };
+  const state = { ...s, commits: withEntry(s.commits, commitId, undefined) };
+  return answerCommit(state, out, { ...pending, flushing }, undefined, 'committed');
+}
+
+/**
+ * Answers a commit from the files' current state: SUCCESS when every listed file is committed, PARTIAL_SUCCESS
+ * when some are, COMMIT_FILE_EXCEPTION when none is (or `status` when the worker refuses to commit at all).
+ */
+function answerCommit(
+  s: WorkerMachineState,
+  out: Outbox,
+  pending: PendingCommit,
+  status: StatusCode | undefined,
+  note: string,
+): WorkerMachineState {
+  const key = pending.shuffleKey;
+  const split = (ids: readonly string[], mode: PartitionMode) => {
+    const committed: CommittedFile[] = [];
+    const failed: string[] = [];
+    for (const id of ids) {
+      const file = status === undefined ? getFile(s, key, fileNameFor(id, mode)) : undefined;
+      if (file?.status === 'committed') committed.push(committedFileOf(file));
+      else failed.push(id);
+    }
+    return { committed, failed };
+  };
+  const primaries = split(pending.primaryIds, 'PRIMARY');
+  const replicas = split(pending.replicaIds, 'REPLICA');
+  const failed = primaries.failed.length + replicas.failed.length;
+  const committed = primaries.committed.length + replicas.committed.length;
+  const finalStatus: StatusCode =
+    status ?? (failed === 0 ? 'SUCCESS' : committed > 0 ? 'PARTIAL_SUCCESS' : 'COMMIT_FILE_EXCEPTION');
+  if (committed > 0) persistShuffle(s, out, key);
+  if (failed > 0) {
+    count(out, 'CommitFilesFailCount', failed);
+    log(out, 'warn', 'worker.commit.failed', {
+      shuffle: key,
+      failedPrimaryIds: primaries.failed,
+      failedReplicaIds: replicas.failed,
+      note,
+    });
+  }
+  reply(out, pending.replyTo, {
+    type: 'CommitFilesResponse',
+    status: finalStatus,
+    committedPrimaries: primaries.committed,
+    committedReplicas: replicas.committed,
+    failedPrimaryIds: primaries.failed,
+    failedReplicaIds: replicas.failed,
+    message:
+      failed === 0
+        ? `committed ${committed} file(s) of ${key}`
+        : `committed ${committed} and failed ${failed} file(s) of ${key}: ${note}; a failed id is unknown to this worker or its flush failed`,
+  });
+  return s;
+}

@@ -1,0 +1,80 @@
+import { PARTITION_MODE_CODE, type PartitionMode, type ShuffleKey } from '../../domain/index.ts';
+import type { CommittedFile } from '../../protocol/messages.ts';
+import { withEntry } from './outbox.ts';
+import type { PartitionFile, WorkerMachineState, WorkerShuffle } from './state.ts';
+
+/** The name of a partition file from the uniqueId (`id-epoch`) a commit or a reader names, and its mode. */
+export function fileNameFor(uniqueId: string, mode: PartitionMode): string {
+  return `${uniqueId}-${PARTITION_MODE_CODE[mode]}`;
+}
+
+/** The file's id on this node (FileRef.id): unique across shuffles. */
+export function fileId(shuffleKey: ShuffleKey, name: string): string {
+  return `${shuffleKey}/${name}`;
+}
+
+export function getFile(
+  s: WorkerMachineState,
+  shuffleKey: ShuffleKey,
+  name: string,
+): PartitionFile | undefined {
+  return s.shuffles.get(shuffleKey)?.files.get(name);
+}
+
+/** Replaces (or adds) a file of an existing shuffle. */
+export function putFile(
+  s: WorkerMachineState,
+  shuffleKey: ShuffleKey,
+  file: PartitionFile,
+): WorkerMachineState {
+  const shuffle = s.shuffles.get(shuffleKey);
+  if (shuffle === undefined) return s;
+  return putShuffle(s, shuffleKey, { ...shuffle, files: withEntry(shuffle.files, file.name, file) });
+}
+
+export function putShuffle(
+  s: WorkerMachineState,
+  shuffleKey: ShuffleKey,
+  shuffle: WorkerShuffle,
+): WorkerMachineState {
+  return { ...s, shuffles: withEntry(s.shuffles, shuffleKey, shuffle) };
+}
+
+/** The file after `length` more bytes were appended: a chunk ends at this batch boundary once it reached the size. */
+export function appended(file: PartitionFile, length: number, chunkSizeBytes: number): PartitionFile {
+  const bytes = file.bytes + length;
+  const chunkStart = file.chunkStarts[file.chunkStarts.length - 1] ?? 0;
+  const chunkStarts = bytes - chunkStart >= chunkSizeBytes ? [...file.chunkStarts, bytes] : file.chunkStarts;
+  return { ...file, bytes, chunkStarts };
+}
+
+/** Chunk boundaries as readers get them: starting with 0, ending with the file's length, strictly increasing. */
+export function chunkOffsets(file: Pick<PartitionFile, 'bytes' | 'chunkStarts'>): number[] {
+  if (file.bytes === 0) return [0];
+  const inner = file.chunkStarts.filter((start) => start > 0 && start < file.bytes);
+  return [0, ...inner, file.bytes];
+}
+
+export function committedFileOf(file: PartitionFile): CommittedFile {
+  return {
+    uniqueId: `${file.location.partitionId}-${file.location.epoch}`,
+    mode: file.location.mode,
+    storage: {
+      type: file.file.tier,
+      mountPoint: file.file.mountPoint,
+      availableTypes: file.location.storage.availableTypes,
+    },
+    bytes: file.bytes,
+    chunkOffsets: chunkOffsets(file),
+  };
+}
+
+/** Files that still wait for a commit or destroy (a graceful shutdown waits for them). */
+export function uncommittedCount(s: WorkerMachineState): number {
+  let count = 0;
+  for (const shuffle of s.shuffles.values()) {
+    for (const file of shuffle.files.values())
+      if (file.status === 'open' || file.status === 'committing') count += 1;
+  }
+  return count;
+}

@@ -1,0 +1,260 @@
+import { initialLifecycle } from '../../lifecycle/worker-states.ts';
+import type { Rng } from '../../rng.ts';
+import type { Envelope, Input, IoError } from '../effects.ts';
+import type { Machine, Step } from '../machine.ts';
+import { handleCommitFiles, completeFlush, handleDestroySlots } from './commit.ts';
+import { completeEviction, completeFileTask, type FinishedTask } from './file-queue.ts';
+import {
+  DRAIN_CHECK_TIMER,
+  DRAIN_DEADLINE_TIMER,
+  checkDrain,
+  handleAdmin,
+  maybeFinishExit,
+  onDrainDeadline,
+} from './leaving.ts';
+import {
+  HEARTBEAT_TIMER,
+  REGISTER_TIMER,
+  attemptRegister,
+  masterRequestFailed,
+  onHeartbeatAnswer,
+  onHeartbeatTimer,
+  onRegisterAnswer,
+  startRegistration,
+} from './membership.ts';
+import { log, newOutbox, withEntry, type Outbox } from './outbox.ts';
+import { completeLocalWrite, completeReplica, handlePushData, replicaAnswer } from './push.ts';
+import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
+import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
+import { completeCreate, handleReserveSlots } from './reserve.ts';
+import type { WorkerMachineState } from './state.ts';
+import { accountBytes } from './storage-view.ts';
+
+/**
+ * The worker as a pure state machine. Each step routes one input to the module that owns it (reserve, push,
+ * commit, read, membership at the master, leaving the cluster) and returns the effects they decided, in order.
+ * docs/core/machines-master-worker.md lists every message, timer, persisted key and effect.
+ */
+export const workerMachine: Machine<WorkerMachineState> = {
+  step(state: WorkerMachineState, input: Input, now: number, rng: Rng): Step<WorkerMachineState> {
+    const out = newOutbox(now, rng);
+    const next = maybeFinishExit(dispatch(state, input, out), out);
+    return { state: next, effects: out.effects };
+  },
+};
+
+function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachineState {
+  if (input.kind === 'start') return onStart(s, out, input.recovered);
+  if (!s.started) {
+    log(out, 'error', 'worker.inputBeforeStart', {
+      input: input.kind,
+      hint: 'a driver must deliver start first',
+    });
+    return s;
+  }
+  switch (input.kind) {
+    case 'receive':
+      return onReceive(s, out, input.envelope);
+    case 'timer':
+      return onTimer(s, out, input.name);
+    case 'ioDone':
+      return onIo(s, out, input.op, { ok: true, bytes: input.bytes });
+    case 'ioFailed':
+      return onIo(s, out, input.op, { ok: false, error: input.error });
+    case 'sendFailed': {
+      const request = input.requestId === undefined ? undefined : s.requests.get(input.requestId);
+      if (input.requestId === undefined || request === undefined) {
+        log(out, 'debug', 'worker.sendFailed', { to: input.to, message: input.message.type });
+        return s;
+      }
+      if (request.kind === 'replicate')
+        return completeReplica(s, out, input.requestId, { kind: 'connectFailed' });
+      return masterRequestFailed(
+        s,
+        out,
+        input.requestId,
+        request,
+        `the master ${input.to} could not be reached`,
+      );
+    }
+    case 'admin':
+      return handleAdmin(s, out, input.command);
+  }
+}
+
+/** (Re)start: restore the committed files of the recovery store, then register with the master. */
+function onStart(
+  s: WorkerMachineState,
+  out: Outbox,
+  recovered: ReadonlyMap<string, string>,
+): WorkerMachineState {
+  if (s.started) {
+    log(out, 'error', 'worker.startedTwice', { hint: 'a restarted worker begins from its initial state' });
+    return s;
+  }
+  let state: WorkerMachineState = { ...s, started: true, lifecycle: initialLifecycle(out.now) };
+  if (s.config.plantedBug !== 'restart-forgets-committed') state = restore(state, out, recovered);
+  return startRegistration(state, out);
+}
+
+function restore(
+  s: WorkerMachineState,
+  out: Outbox,
+  recovered: ReadonlyMap<string, string>,
+): WorkerMachineState {
+  let state = s;
+  let files = 0;
+  for (const [key, value] of recovered) {
+    if (!key.startsWith(RECOVERY_KEY_PREFIX)) continue;
+    const decoded = decodeShuffleRecord(key, value);
+    if (!decoded.ok) {
+      log(out, 'error', 'worker.recovery.rejected', { key, error: decoded.error });
+      continue;
+    }
+    state = { ...state, shuffles: new Map(state.shuffles).set(decoded.shuffleKey, decoded.shuffle) };
+    for (const file of decoded.shuffle.files.values()) {
+      state = accountBytes(state, file.file, file.bytes);
+      files += 1;
+    }
+  }
+  if (files > 0) log(out, 'info', 'worker.recovery.restored', { shuffles: state.shuffles.size, files });
+  return state;
+}
+
+function onReceive(s: WorkerMachineState, out: Outbox, envelope: Envelope): WorkerMachineState {
+  const message = envelope.message;
+  const inReplyTo = envelope.inReplyTo;
+  switch (message.type) {
+    case 'ReserveSlots':
+      return handleReserveSlots(s, out, envelope, message);
+    case 'PushData':
+      return handlePushData(s, out, envelope, message);
+    case 'CommitFiles':
+      return handleCommitFiles(s, out, envelope, message);
+    case 'DestroySlots':
+      return handleDestroySlots(s, out, envelope, message);
+    case 'OpenStream':
+      return handleOpenStream(s, out, envelope, message);
+    case 'FetchChunk':
+      return handleFetchChunk(s, out, envelope, message);
+    case 'CloseStream':
+      return handleCloseStream(s, out, envelope, message);
+    case 'PushDataResponse':
+      if (inReplyTo !== undefined) return completeReplica(s, out, inReplyTo, replicaAnswer(message));
+      break;
+    case 'StatusResponse':
+      // A peer that refuses the forwarded push outright (for example by release) answers with a bare status.
+      if (inReplyTo !== undefined && s.requests.get(inReplyTo)?.kind === 'replicate') {
+        return completeReplica(s, out, inReplyTo, { kind: 'rejected', status: message.status });
+      }
+      break;
+    case 'RegisterWorkerResponse':
+      if (inReplyTo !== undefined) return onRegisterAnswer(s, out, inReplyTo, message);
+      break;
+    case 'WorkerHeartbeatResponse':
+      if (inReplyTo !== undefined) return onHeartbeatAnswer(s, out, inReplyTo, message);
+      break;
+    case 'RegisterWorker':
+    case 'WorkerHeartbeat':
+    case 'ReportWorkerUnavailable':
+    case 'ReportWorkerDecommission':
+    case 'ReportWorkerLost':
+    case 'RegisterApplication':
+    case 'ApplicationHeartbeat':
+    case 'ApplicationHeartbeatResponse':
+    case 'RequestSlots':
+    case 'RequestSlotsResponse':
+    case 'UnregisterShuffle':
+    case 'UnregisterApplication':
+    case 'CommitFilesResponse':
+    case 'RegisterShuffle':
+    case 'RegisterShuffleResponse':
+    case 'Revive':
+    case 'ReviveResponse':
+    case 'MapperEnd':
+    case 'GetReducerFileGroup':
+    case 'GetReducerFileGroupResponse':
+    case 'OpenStreamResponse':
+    case 'ChunkData':
+      // Messages for other roles: a misrouted envelope.
+      break;
+  }
+  log(out, 'warn', 'worker.unexpectedMessage', { type: message.type, from: envelope.from, inReplyTo });
+  return s;
+}
+
+function onTimer(s: WorkerMachineState, out: Outbox, name: string): WorkerMachineState {
+  switch (name) {
+    case HEARTBEAT_TIMER:
+      return onHeartbeatTimer(s, out);
+    case REGISTER_TIMER:
+      return attemptRegister(s, out);
+    case DRAIN_CHECK_TIMER:
+      return checkDrain(s, out);
+    case DRAIN_DEADLINE_TIMER:
+      return onDrainDeadline(s, out);
+  }
+  const requestId = name.startsWith('req:') ? Number(name.slice(4)) : Number.NaN;
+  const request = s.requests.get(requestId);
+  if (request === undefined) return s;
+  if (request.kind === 'replicate') return completeReplica(s, out, requestId, { kind: 'timedOut' });
+  return masterRequestFailed(
+    s,
+    out,
+    requestId,
+    request,
+    `no answer within ${s.config.masterRequestTimeoutMs} ms`,
+  );
+}
+
+type IoResult =
+  | { readonly ok: true; readonly bytes: Uint8Array | undefined }
+  | { readonly ok: false; readonly error: IoError };
+
+function onIo(s: WorkerMachineState, out: Outbox, op: number, result: IoResult): WorkerMachineState {
+  const purpose = s.ops.get(op);
+  if (purpose === undefined) {
+    log(out, 'warn', 'worker.io.unknownOp', { op });
+    return s;
+  }
+  const state: WorkerMachineState = { ...s, ops: withEntry(s.ops, op, undefined) };
+  switch (purpose.kind) {
+    case 'create':
+      return completeCreate(state, out, purpose, result);
+    case 'file-task': {
+      const step = completeFileTask(state, out, purpose, result);
+      return routeFinished(step.state, out, step.finished);
+    }
+    case 'evict-move': {
+      const step = completeEviction(state, out, purpose, result);
+      return routeFinished(step.state, out, step.finished);
+    }
+    case 'read':
+      return completeRead(state, out, purpose, readResult(result, purpose.length));
+  }
+}
+
+/** A read must return exactly the chunk's bytes; anything else would hand a reader a torn chunk. */
+function readResult(
+  result: IoResult,
+  length: number,
+): { readonly ok: true; readonly bytes: Uint8Array } | { readonly ok: false; readonly error: IoError } {
+  if (!result.ok) return result;
+  if (result.bytes === undefined || result.bytes.length !== length) return { ok: false, error: 'IO_ERROR' };
+  return { ok: true, bytes: result.bytes };
+}
+
+/** Hands each finished file task to its owner: a write to its push, a flush to its commit. */
+function routeFinished(
+  s: WorkerMachineState,
+  out: Outbox,
+  finished: readonly FinishedTask[],
+): WorkerMachineState {
+  let state = s;
+  for (const { shuffleKey, fileName, task, outcome } of finished) {
+    if (task.kind === 'write') state = completeLocalWrite(state, out, task.pushId, outcome);
+    else if (task.kind === 'flush')
+      state = completeFlush(state, out, task.commitId, shuffleKey, fileName, outcome);
+  }
+  return state;
+}

@@ -1,0 +1,160 @@
+import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
+import type { CloseStream, FetchChunk, OpenStream } from '../../protocol/messages.ts';
+import type { Envelope, IoError } from '../effects.ts';
+import { admitted, replyToOf } from './admission.ts';
+import { chunkOffsets, fileNameFor, getFile } from './files.ts';
+import { count, log, reply, withEntry, type Outbox } from './outbox.ts';
+import type { OpPurpose, ReplyTo, WorkerMachineState } from './state.ts';
+import { recordLatency } from './storage-view.ts';
+
+/**
+ * The read path: OpenStream on a committed file gives a stream id and the chunk offsets; FetchChunk reads one chunk
+ * (a run of whole batches); CloseStream forgets the stream. Only committed files are served: a reader must never see
+ * a file that is still being written.
+ */
+export function handleOpenStream(
+  s: WorkerMachineState,
+  out: Outbox,
+  envelope: Envelope,
+  message: OpenStream,
+): WorkerMachineState {
+  if (!admitted(out, 'worker', s.config.release, envelope)) return s;
+  const replyTo = replyToOf(envelope);
+  const name = fileNameFor(message.uniqueId, message.mode);
+  const file = getFile(s, message.shuffleKey, name);
+  const refusal = !STATE_POLICIES[s.lifecycle.state].servesCommitsAndFetches
+    ? `the worker is ${s.lifecycle.state} and serves no more reads`
+    : file === undefined
+      ? `this worker holds no ${message.mode} file ${message.uniqueId} of ${message.shuffleKey}`
+      : file.status !== 'committed'
+        ? `${message.mode} file ${message.uniqueId} of ${message.shuffleKey} is not committed (${file.status}); only committed files are served`
+        : null;
+  if (refusal !== null || file === undefined) {
+    count(out, 'OpenStreamFailCount');
+    log(out, 'warn', 'worker.read.openRefused', { shuffle: message.shuffleKey, file: name, reason: refusal });
+    reply(out, replyTo, {
+      type: 'OpenStreamResponse',
+      status: 'OPEN_STREAM_FAILED',
+      streamId: -1,
+      chunkOffsets: [],
+      message: refusal ?? '',
+    });
+    return s;
+  }
+  const streamId = s.nextId;
+  const offsets = chunkOffsets(file);
+  count(out, 'OpenStreamSuccessCount');
+  reply(out, replyTo, {
+    type: 'OpenStreamResponse',
+    status: 'SUCCESS',
+    streamId,
+    chunkOffsets: offsets,
+    message: '',
+  });
+  return {
+    ...s,
+    nextId: streamId + 1,
+    streams: withEntry(s.streams, streamId, {
+      shuffleKey: message.shuffleKey,
+      fileName: name,
+      chunkOffsets: offsets,
+    }),
+  };
+}
+
+export function handleFetchChunk(
+  s: WorkerMachineState,
+  out: Outbox,
+  envelope: Envelope,
+  message: FetchChunk,
+): WorkerMachineState {
+  if (!admitted(out, 'worker', s.config.release, envelope)) return s;
+  const replyTo = replyToOf(envelope);
+  const stream = s.streams.get(message.streamId);
+  const file = stream === undefined ? undefined : getFile(s, stream.shuffleKey, stream.fileName);
+  const start = stream?.chunkOffsets[message.chunkIndex];
+  const end = stream?.chunkOffsets[message.chunkIndex + 1];
+  if (stream === undefined || file === undefined || start === undefined || end === undefined) {
+    const reason =
+      stream === undefined
+        ? `stream ${message.streamId} is not open on this worker (open it again)`
+        : file === undefined
+          ? `the file of stream ${message.streamId} is gone (its shuffle expired or was destroyed)`
+          : `chunk ${message.chunkIndex} is out of range: the file has ${stream.chunkOffsets.length - 1} chunk(s)`;
+    failFetch(out, replyTo, message.streamId, message.chunkIndex, 'REQUEST_FAILED', reason);
+    return s;
+  }
+  const op = s.nextId;
+  out.effects.push({ kind: 'read', op, file: file.file, offset: start, length: end - start });
+  const purpose: OpPurpose = {
+    kind: 'read',
+    replyTo,
+    streamId: message.streamId,
+    chunkIndex: message.chunkIndex,
+    file: file.file,
+    length: end - start,
+    issuedAt: out.now,
+  };
+  return { ...s, nextId: op + 1, ops: withEntry(s.ops, op, purpose) };
+}
+
+export function handleCloseStream(
+  s: WorkerMachineState,
+  out: Outbox,
+  envelope: Envelope,
+  message: CloseStream,
+): WorkerMachineState {
+  if (!admitted(out, 'worker', s.config.release, envelope)) return s;
+  return s.streams.has(message.streamId)
+    ? { ...s, streams: withEntry(s.streams, message.streamId, undefined) }
+    : s;
+}
+
+export function completeRead(
+  s: WorkerMachineState,
+  out: Outbox,
+  purpose: Extract<OpPurpose, { kind: 'read' }>,
+  result: { readonly ok: true; readonly bytes: Uint8Array } | { readonly ok: false; readonly error: IoError },
+): WorkerMachineState {
+  if (!result.ok) {
+    failFetch(
+      out,
+      purpose.replyTo,
+      purpose.streamId,
+      purpose.chunkIndex,
+      result.error === 'TIMEOUT' ? 'FETCH_DATA_TIMEOUT' : 'REQUEST_FAILED',
+      `reading the chunk failed (${result.error}); read it from the other copy if there is one`,
+    );
+    return s;
+  }
+  count(out, 'FetchChunkSuccessCount');
+  reply(out, purpose.replyTo, {
+    type: 'ChunkData',
+    status: 'SUCCESS',
+    streamId: purpose.streamId,
+    chunkIndex: purpose.chunkIndex,
+    bytes: result.bytes,
+    message: '',
+  });
+  return recordLatency(s, purpose.file, 'fetch', out.now - purpose.issuedAt);
+}
+
+function failFetch(
+  out: Outbox,
+  to: ReplyTo,
+  streamId: number,
+  chunkIndex: number,
+  status: 'REQUEST_FAILED' | 'FETCH_DATA_TIMEOUT',
+  reason: string,
+): void {
+  count(out, 'FetchChunkFailCount');
+  log(out, 'warn', 'worker.read.fetchFailed', { streamId, chunkIndex, status, reason });
+  reply(out, to, {
+    type: 'ChunkData',
+    status,
+    streamId,
+    chunkIndex,
+    bytes: new Uint8Array(0),
+    message: reason,
+  });
+}

@@ -1,0 +1,216 @@
+import {
+  partitionFileName,
+  shuffleKey as shuffleKeyOf,
+  workerKey,
+  type PartitionLocation,
+} from '../../domain/index.ts';
+import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
+import type { ReserveSlots } from '../../protocol/messages.ts';
+import { chooseTierForNewFile } from '../../storage/index.ts';
+import type { Envelope, IoError } from '../effects.ts';
+import { admitted, replyToOf } from './admission.ts';
+import { fileId, getFile, putFile, putShuffle } from './files.ts';
+import { count, log, reply, withEntry, type Outbox } from './outbox.ts';
+import type { OpPurpose, PartitionFile, PendingReserve, WorkerMachineState } from './state.ts';
+import { hasAnyStorage, noteDiskFailure, storageView } from './storage-view.ts';
+
+/**
+ * ReserveSlots: create one file per location on the tier core/storage chooses, and answer SUCCESS once every file
+ * exists, or RESERVE_SLOTS_FAILED (after deleting what this request created) when any location could not get one.
+ */
+export function handleReserveSlots(
+  s: WorkerMachineState,
+  out: Outbox,
+  envelope: Envelope,
+  message: ReserveSlots,
+): WorkerMachineState {
+  const replyTo = replyToOf(envelope);
+  if (!admitted(out, 'worker', s.config.release, envelope, true)) return s;
+  const key = shuffleKeyOf(message.appId, message.shuffleId);
+  const refuse = (
+    status: 'WORKER_SHUTDOWN' | 'NO_AVAILABLE_WORKING_DIR' | 'RESERVE_SLOTS_FAILED',
+    text: string,
+  ) => {
+    log(out, 'warn', 'worker.reserve.refused', { shuffle: key, status, message: text });
+    reply(out, replyTo, { type: 'StatusResponse', status, message: text });
+    return s;
+  };
+  const refusal = STATE_POLICIES[s.lifecycle.state].reserveRefusal;
+  if (refusal !== null) {
+    return refuse(
+      refusal,
+      `worker ${workerKey(s.config.id)} is ${s.lifecycle.state} and takes no new slots; reserve on another worker`,
+    );
+  }
+  if (!hasAnyStorage(s)) {
+    return refuse(
+      'NO_AVAILABLE_WORKING_DIR',
+      `worker ${workerKey(s.config.id)} has no healthy disk with free space, no distributed tier and no memory tier`,
+    );
+  }
+  const self = workerKey(s.config.id);
+  const locations: PartitionLocation[] = [...message.primaries, ...message.replicas];
+  const foreign = locations.filter((location) => workerKey(location.worker) !== self);
+  if (foreign.length > 0) {
+    return refuse(
+      'RESERVE_SLOTS_FAILED',
+      `${foreign.length} location(s) name another worker (first: ${workerKey(foreign[0]!.worker)}), not ${self}; the reserve was sent to the wrong worker`,
+    );
+  }
+
+  const reserveId = s.nextId;
+  let state: WorkerMachineState = { ...s, nextId: reserveId + 1 };
+  let pending: PendingReserve = {
+    replyTo,
+    shuffleKey: key,
+    shuffle: {
+      appId: message.appId,
+      shuffleId: message.shuffleId,
+      splitThreshold: message.splitThreshold,
+      splitMode: message.splitMode,
+      memoryEnabled: message.memoryEnabled,
+    },
+    creating: new Set(),
+    created: [],
+    failures: [],
+  };
+  for (const location of locations) {
+    const name = partitionFileName(location);
+    const existing = getFile(state, key, name);
+    if (existing !== undefined) {
+      // A retried reserve finds its file open and is fine with it; any other state means the name is used up.
+      if (existing.status !== 'open')
+        pending = withFailure(pending, `${name}: the file exists already (${existing.status})`);
+      continue;
+    }
+    const file: PartitionFile = {
+      name,
+      location,
+      file: { id: fileId(key, name), tier: location.storage.type, mountPoint: location.storage.mountPoint },
+      status: 'open',
+      bytes: 0,
+      chunkStarts: [0],
+      queue: [],
+    };
+    const started = startCreate(state, out, reserveId, pending, file, 1);
+    state = started.state;
+    pending = started.pending;
+  }
+  return settle(state, out, reserveId, pending);
+}
+
+/** Completion of a createFile: the file joins the request, or another tier or disk is tried, or the location fails. */
+export function completeCreate(
+  s: WorkerMachineState,
+  out: Outbox,
+  purpose: Extract<OpPurpose, { kind: 'create' }>,
+  result: { readonly ok: true } | { readonly ok: false; readonly error: IoError },
+): WorkerMachineState {
+  const pending = s.reserves.get(purpose.reserveId);
+  const { file } = purpose;
+  if (pending === undefined) {
+    if (result.ok) out.effects.push({ kind: 'deleteFile', file: file.file });
+    return s;
+  }
+  const creating = new Set(pending.creating);
+  creating.delete(file.name);
+  let next: PendingReserve = { ...pending, creating };
+  let state = s;
+  if (result.ok) {
+    next = { ...next, created: [...next.created, file] };
+  } else {
+    state = noteDiskFailure(state, file.file, result.error);
+    log(out, 'warn', 'worker.reserve.createFailed', {
+      file: file.file.id,
+      tier: file.file.tier,
+      mountPoint: file.file.mountPoint,
+      error: result.error,
+      attempt: purpose.attempt,
+    });
+    if (result.error !== 'EXISTS' && purpose.attempt < s.config.createFileMaxAttempts) {
+      const retried = startCreate(state, out, purpose.reserveId, next, file, purpose.attempt + 1);
+      return settle(retried.state, out, purpose.reserveId, retried.pending);
+    }
+    next = withFailure(
+      next,
+      `${file.name}: creating it on ${describeTier(file.file.tier, file.file.mountPoint)} failed with ${result.error} (attempt ${purpose.attempt})`,
+    );
+  }
+  return settle(state, out, purpose.reserveId, next);
+}
+
+/** Chooses the tier for one location and issues its createFile; a location no tier can take fails at once. */
+function startCreate(
+  s: WorkerMachineState,
+  out: Outbox,
+  reserveId: number,
+  pending: PendingReserve,
+  file: PartitionFile,
+  attempt: number,
+): { state: WorkerMachineState; pending: PendingReserve } {
+  const choice = chooseTierForNewFile(s.config.createFilePolicy, file.location.storage, storageView(s), {
+    memoryNeedsExplicitGrant: s.config.memory.refuseImplicitMemory,
+  });
+  if (choice.kind === 'none') {
+    return { state: s, pending: withFailure(pending, `${file.name}: ${choice.message}`) };
+  }
+  if (choice.implicitMemory && !pending.shuffle.memoryEnabled) {
+    // Contract rule 4 in action: an old client's mask 0 lets its data into memory it never asked for.
+    log(out, 'warn', 'worker.reserve.implicitMemory', {
+      shuffle: pending.shuffleKey,
+      file: file.name,
+      hint: 'the application did not enable MEMORY; turn on the worker memory guard to refuse this',
+    });
+    count(out, 'ImplicitMemoryFileCount', 1, { applicationId: pending.shuffle.appId });
+  }
+  const placed: PartitionFile = {
+    ...file,
+    file: { ...file.file, tier: choice.tier, mountPoint: choice.mountPoint },
+  };
+  const op = s.nextId;
+  out.effects.push({ kind: 'createFile', op, file: placed.file });
+  const purpose: OpPurpose = { kind: 'create', reserveId, file: placed, attempt };
+  const creating = new Set(pending.creating).add(file.name);
+  return {
+    state: { ...s, nextId: op + 1, ops: withEntry(s.ops, op, purpose) },
+    pending: { ...pending, creating },
+  };
+}
+
+/** Stores the request while files are still being created; otherwise answers it. */
+function settle(
+  s: WorkerMachineState,
+  out: Outbox,
+  reserveId: number,
+  pending: PendingReserve,
+): WorkerMachineState {
+  if (pending.creating.size > 0) return { ...s, reserves: withEntry(s.reserves, reserveId, pending) };
+  const state = { ...s, reserves: withEntry(s.reserves, reserveId, undefined) };
+  const key = pending.shuffleKey;
+  if (pending.failures.length > 0) {
+    for (const file of pending.created) out.effects.push({ kind: 'deleteFile', file: file.file });
+    const text = `worker ${workerKey(s.config.id)} could not reserve ${pending.failures.length} location(s) of ${key}: ${pending.failures.join('; ')}`;
+    log(out, 'warn', 'worker.reserve.failed', { shuffle: key, failures: pending.failures });
+    reply(out, pending.replyTo, { type: 'StatusResponse', status: 'RESERVE_SLOTS_FAILED', message: text });
+    return state;
+  }
+  const shuffle = state.shuffles.get(key) ?? { ...pending.shuffle, files: new Map() };
+  let next = putShuffle(state, key, shuffle);
+  for (const file of pending.created) next = putFile(next, key, file);
+  count(out, 'SlotsAllocated', pending.created.length);
+  log(out, 'debug', 'worker.reserve.done', { shuffle: key, files: pending.created.length });
+  reply(out, pending.replyTo, {
+    type: 'StatusResponse',
+    status: 'SUCCESS',
+    message: `reserved ${pending.created.length} new location(s) of ${key}`,
+  });
+  return next;
+}
+
+function withFailure(pending: PendingReserve, failure: string): PendingReserve {
+  return { ...pending, failures: [...pending.failures, failure] };
+}
+
+function describeTier(tier: string, mountPoint: string): string {
+  return mountPoint === '' ? tier : `${tier} ${mountPoint}`;
+}

@@ -1,0 +1,223 @@
+import type { AppId, PartitionLocation, PartitionMode, ShuffleId, ShuffleKey } from '../../domain/index.ts';
+import { initialLifecycle, type WorkerLifecycle } from '../../lifecycle/worker-states.ts';
+import type { ReplicaOutcome, UnavailablePeers } from '../../replication/index.ts';
+import type { PartitionSplitMode } from '../../storage/index.ts';
+import type { FileRef, IoError, NodeId } from '../effects.ts';
+import type { WorkerConfig } from './config.ts';
+
+/** Who to answer: the requester's node and the request's id (absent for one-way messages). */
+export interface ReplyTo {
+  readonly node: NodeId;
+  readonly requestId: number | undefined;
+}
+
+/**
+ * One unit of work on one partition file. A file runs its tasks strictly one after another, so that appends land in
+ * the order they were accepted (concurrent appends to one file are not ordered by any file system), chunk offsets
+ * are batch boundaries, and a flush covers every write accepted before the commit.
+ */
+export type FileTask =
+  | { readonly kind: 'write'; readonly pushId: number; readonly bytes: Uint8Array }
+  | { readonly kind: 'flush'; readonly commitId: number }
+  /** Move the file off the memory tier (size limit, memory pressure, or graceful shutdown). */
+  | { readonly kind: 'evict'; readonly reason: EvictReason };
+
+export type EvictReason = 'file-size' | 'memory-pressure' | 'shutdown';
+
+/**
+ * - `open`: reserved, accepting pushes.
+ * - `committing`: a commit asked for it; writes accepted before are still finished, new pushes are refused as they
+ *   are for a committed file.
+ * - `committed`: flushed and sealed; served to readers, never written again.
+ * - `failed`: a write or flush failed; refuses pushes, cannot be committed. The client revives away.
+ */
+export type FileStatus = 'open' | 'committing' | 'committed' | 'failed';
+
+export interface PartitionFile {
+  /** partitionFileName(location): `id-epoch-mode`. Also the key in the shuffle's file map. */
+  readonly name: string;
+  readonly location: PartitionLocation;
+  readonly file: FileRef;
+  readonly status: FileStatus;
+  /** Why the file failed (with status 'failed'). */
+  readonly failure?: string;
+  /** Bytes appended successfully; every one of them belongs to a whole, acknowledged batch. */
+  readonly bytes: number;
+  /** Chunk start offsets so far: [0, ...batch boundaries past each chunk size]; the end is `bytes`. */
+  readonly chunkStarts: readonly number[];
+  /** Tasks waiting for the file, oldest first. */
+  readonly queue: readonly FileTask[];
+  /** The op in flight for this file, if any. */
+  readonly busyOp?: number;
+}
+
+/** A shuffle as one worker sees it: the files it holds, and how the client asked them to be split. */
+export interface WorkerShuffle {
+  readonly appId: AppId;
+  readonly shuffleId: ShuffleId;
+  readonly splitThreshold: number;
+  readonly splitMode: PartitionSplitMode;
+  /** Whether the application enabled the memory tier itself (svc.storage.availableTypes lists MEMORY). */
+  readonly memoryEnabled: boolean;
+  /** By file name (`id-epoch-mode`), in the order they were reserved. */
+  readonly files: ReadonlyMap<string, PartitionFile>;
+  /** The winning attempt of each map (index = mapId; -1: none), known once the shuffle was committed here. */
+  readonly mapAttempts?: readonly number[];
+}
+
+/** The outcome of one copy's part of a push. */
+export type CopyOutcome =
+  { readonly ok: true } | { readonly ok: false; readonly error: IoError | 'file-failed' };
+
+/** A push accepted by this worker and not yet answered. */
+export interface PendingPush {
+  readonly replyTo: ReplyTo;
+  readonly shuffleKey: ShuffleKey;
+  readonly fileName: string;
+  readonly mode: PartitionMode;
+  readonly mapId: number;
+  readonly attemptId: number;
+  readonly batchId: number;
+  readonly local: CopyOutcome | 'pending';
+  /** 'none' when there is no replica to forward to (no peer, or this is the replica). */
+  readonly replica: ReplicaOutcome | 'pending' | 'none';
+  /** The split check asked for a soft split: the push lands, and the reply tells the client to move soon. */
+  readonly softSplit: boolean;
+}
+
+/** A ReserveSlots request waiting for its files to be created. */
+export interface PendingReserve {
+  readonly replyTo: ReplyTo;
+  readonly shuffleKey: ShuffleKey;
+  /** The shuffle's settings from the request, for a shuffle this worker does not hold yet. */
+  readonly shuffle: Omit<WorkerShuffle, 'files' | 'mapAttempts'>;
+  /** Files still being created, by name. */
+  readonly creating: ReadonlySet<string>;
+  /** Files created for this request (undone if any other fails). */
+  readonly created: readonly PartitionFile[];
+  /** What failed, one line per location. */
+  readonly failures: readonly string[];
+}
+
+/** A CommitFiles request waiting for its flushes. */
+export interface PendingCommit {
+  readonly replyTo: ReplyTo;
+  readonly shuffleKey: ShuffleKey;
+  /** Files still flushing, by name. */
+  readonly flushing: ReadonlySet<string>;
+  readonly primaryIds: readonly string[];
+  readonly replicaIds: readonly string[];
+}
+
+/** What an op number stands for, so that its completion reaches the right handler. */
+export type OpPurpose =
+  | {
+      readonly kind: 'create';
+      readonly reserveId: number;
+      readonly file: PartitionFile;
+      /** 1 for the first attempt; a failed create is retried on another tier or disk up to the configured limit. */
+      readonly attempt: number;
+    }
+  | {
+      readonly kind: 'file-task';
+      readonly shuffleKey: ShuffleKey;
+      readonly fileName: string;
+      readonly issuedAt: number;
+    }
+  | {
+      readonly kind: 'evict-move';
+      readonly shuffleKey: ShuffleKey;
+      readonly fileName: string;
+      readonly to: FileRef;
+      /** An evict task is at the head of the file's queue (false: the move runs ahead of the write that needs it). */
+      readonly popsTask: boolean;
+    }
+  | {
+      readonly kind: 'read';
+      readonly replyTo: ReplyTo;
+      readonly streamId: number;
+      readonly chunkIndex: number;
+      readonly file: FileRef;
+      /** Bytes asked for: a read must return exactly this many. */
+      readonly length: number;
+      readonly issuedAt: number;
+    };
+
+/** Requests this worker sent and awaits an answer to. */
+export type OutstandingRequest =
+  | { readonly kind: 'register' }
+  | { readonly kind: 'heartbeat' }
+  | { readonly kind: 'replicate'; readonly pushId: number; readonly peer: NodeId };
+
+export interface ReadStream {
+  readonly shuffleKey: ShuffleKey;
+  readonly fileName: string;
+  readonly chunkOffsets: readonly number[];
+}
+
+export type Registration =
+  | { readonly status: 'unregistered' }
+  /** `since`: when this round of attempts began; the register timeout counts from there. */
+  | { readonly status: 'registering'; readonly since: number; readonly attempts: number }
+  | { readonly status: 'registered' };
+
+/** Moving averages the load-aware slot policy ranks disks by (reported in heartbeats, in ns). */
+export interface DiskTimings {
+  readonly avgFlushTimeNs: number;
+  readonly avgFetchTimeNs: number;
+}
+
+/**
+ * The worker machine's whole state: plain readonly data, replaced (never mutated) by each step. Only committed
+ * file infos are durable (the `recovery` store); everything else is rebuilt from the master and the clients.
+ */
+export interface WorkerMachineState {
+  readonly config: WorkerConfig;
+  readonly started: boolean;
+  readonly lifecycle: WorkerLifecycle;
+  readonly registration: Registration;
+  /** The next op, request, stream, push, reserve and commit id; one counter keeps every id unique on this node. */
+  readonly nextId: number;
+  readonly shuffles: ReadonlyMap<ShuffleKey, WorkerShuffle>;
+  readonly pushes: ReadonlyMap<number, PendingPush>;
+  readonly reserves: ReadonlyMap<number, PendingReserve>;
+  readonly commits: ReadonlyMap<number, PendingCommit>;
+  readonly ops: ReadonlyMap<number, OpPurpose>;
+  readonly requests: ReadonlyMap<number, OutstandingRequest>;
+  readonly streams: ReadonlyMap<number, ReadStream>;
+  /** Bytes held in the memory tier. */
+  readonly memoryUsedBytes: number;
+  /** Bytes written per local disk (by mount point), including files still open. */
+  readonly diskUsedBytes: ReadonlyMap<string, number>;
+  /** Disks marked unusable after an I/O error or a full disk, with why (until restart). */
+  readonly diskProblems: ReadonlyMap<string, 'READ_OR_WRITE_FAILURE' | 'HIGH_DISK_USAGE'>;
+  /** Per disk (mount point; a distributed tier by its name): moving averages of write, flush and read latency. */
+  readonly timings: ReadonlyMap<string, DiskTimings>;
+  /** Replica peers that could not be reached, with when; pushes fast-fail for them until the window passes. */
+  readonly unavailablePeers: UnavailablePeers;
+  /** Set when the worker reached Exit and waits for its memory files to move to disk before it stops. */
+  readonly exitPending: boolean;
+}
+
+export function initialWorkerState(config: WorkerConfig): WorkerMachineState {
+  return {
+    config,
+    started: false,
+    lifecycle: initialLifecycle(0),
+    registration: { status: 'unregistered' },
+    nextId: 1,
+    shuffles: new Map(),
+    pushes: new Map(),
+    reserves: new Map(),
+    commits: new Map(),
+    ops: new Map(),
+    requests: new Map(),
+    streams: new Map(),
+    memoryUsedBytes: 0,
+    diskUsedBytes: new Map(config.disks.map((disk) => [disk.mountPoint, 0])),
+    diskProblems: new Map(),
+    timings: new Map(),
+    unavailablePeers: new Map(),
+    exitPending: false,
+  };
+}

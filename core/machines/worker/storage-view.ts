@@ -1,0 +1,134 @@
+import type { DiskInfo, DiskStatus } from '../../domain/index.ts';
+import type { LocalDisk, WorkerStorage } from '../../storage/index.ts';
+import type { FileRef, IoError } from '../effects.ts';
+import { withEntry } from './outbox.ts';
+import type { DiskTimings, WorkerMachineState } from './state.ts';
+
+/** What core/storage needs to know about this worker's tiers right now. */
+export function storageView(s: WorkerMachineState): WorkerStorage {
+  return {
+    memory: { limitBytes: s.config.memory.capacityBytes, usedBytes: s.memoryUsedBytes },
+    disks: s.config.disks.map((disk): LocalDisk => ({
+      mountPoint: disk.mountPoint,
+      type: disk.type,
+      status: diskStatus(s, disk.mountPoint),
+      usableBytes: usableBytes(s, disk.mountPoint, disk.capacityBytes),
+    })),
+    distributed: s.config.distributed,
+  };
+}
+
+/**
+ * The disks as the master sees them (registration and heartbeats): local disks with their usable space, slots held
+ * and timings, then one pseudo-disk per distributed tier (mount point = the tier's name; no capacity limit known).
+ */
+export function diskInfos(s: WorkerMachineState): DiskInfo[] {
+  const openFiles = openFilesPerMount(s);
+  const local = s.config.disks.map((disk): DiskInfo => ({
+    mountPoint: disk.mountPoint,
+    type: disk.type,
+    usableBytes: usableBytes(s, disk.mountPoint, disk.capacityBytes),
+    totalBytes: disk.capacityBytes,
+    status: diskStatus(s, disk.mountPoint),
+    ...timingsOf(s, disk.mountPoint),
+    activeSlots: openFiles.get(disk.mountPoint) ?? 0,
+  }));
+  const distributed = s.config.distributed.map((type): DiskInfo => ({
+    mountPoint: type,
+    type,
+    usableBytes: Number.MAX_SAFE_INTEGER,
+    totalBytes: Number.MAX_SAFE_INTEGER,
+    status: 'HEALTHY',
+    ...timingsOf(s, type),
+    activeSlots: openFiles.get(type) ?? 0,
+  }));
+  return [...local, ...distributed];
+}
+
+/** Whether the worker has any tier at all that can take a new file. */
+export function hasAnyStorage(s: WorkerMachineState): boolean {
+  const view = storageView(s);
+  return (
+    view.distributed.length > 0 ||
+    view.memory.limitBytes > 0 ||
+    view.disks.some((disk) => disk.status === 'HEALTHY' && disk.usableBytes > 0)
+  );
+}
+
+/** Adds `delta` bytes to the tier the file lives on (memory, a local disk; distributed tiers are not counted). */
+export function accountBytes(s: WorkerMachineState, file: FileRef, delta: number): WorkerMachineState {
+  if (delta === 0) return s;
+  if (file.tier === 'MEMORY') return { ...s, memoryUsedBytes: Math.max(0, s.memoryUsedBytes + delta) };
+  if (file.tier === 'HDD' || file.tier === 'SSD') {
+    const used = s.diskUsedBytes.get(file.mountPoint) ?? 0;
+    return { ...s, diskUsedBytes: withEntry(s.diskUsedBytes, file.mountPoint, Math.max(0, used + delta)) };
+  }
+  return s;
+}
+
+/**
+ * Records what an I/O failure says about a local disk: out of space → HIGH_DISK_USAGE, any other error →
+ * READ_OR_WRITE_FAILURE. The disk is then skipped for new files and reported to the master (which may exclude the
+ * worker), until the worker restarts.
+ */
+export function noteDiskFailure(s: WorkerMachineState, file: FileRef, error: IoError): WorkerMachineState {
+  if (file.tier !== 'HDD' && file.tier !== 'SSD') return s;
+  if (error === 'EXISTS' || error === 'NOT_FOUND') return s;
+  const problem = error === 'NO_SPACE' ? 'HIGH_DISK_USAGE' : 'READ_OR_WRITE_FAILURE';
+  if (s.diskProblems.get(file.mountPoint) === problem) return s;
+  return { ...s, diskProblems: withEntry(s.diskProblems, file.mountPoint, problem) };
+}
+
+/**
+ * Folds one latency sample (ms of virtual or real time) into the file's disk timings, as an exponentially weighted
+ * moving average (the reference keeps a sliding window; a weight of 1/8 is as smooth and needs no buffer). Memory
+ * files have no disk and are not timed.
+ */
+export function recordLatency(
+  s: WorkerMachineState,
+  file: FileRef,
+  kind: 'flush' | 'fetch',
+  elapsedMs: number,
+): WorkerMachineState {
+  if (file.tier === 'MEMORY') return s;
+  const disk = diskOf(file);
+  const previous = timingsOf(s, disk);
+  const sampleNs = elapsedMs * 1e6;
+  const average = (old: number) => (old === 0 ? sampleNs : old + (sampleNs - old) / 8);
+  const next: DiskTimings =
+    kind === 'flush'
+      ? { ...previous, avgFlushTimeNs: average(previous.avgFlushTimeNs) }
+      : { ...previous, avgFetchTimeNs: average(previous.avgFetchTimeNs) };
+  return { ...s, timings: withEntry(s.timings, disk, next) };
+}
+
+/** The disk a file is on: its mount point, or for a distributed tier the tier's pseudo-disk. */
+function diskOf(file: FileRef): string {
+  return file.tier === 'HDD' || file.tier === 'SSD' ? file.mountPoint : file.tier;
+}
+
+function timingsOf(s: WorkerMachineState, disk: string): DiskTimings {
+  return s.timings.get(disk) ?? { avgFlushTimeNs: 0, avgFetchTimeNs: 0 };
+}
+
+function diskStatus(s: WorkerMachineState, mountPoint: string): DiskStatus {
+  return s.diskProblems.get(mountPoint) ?? 'HEALTHY';
+}
+
+function usableBytes(s: WorkerMachineState, mountPoint: string, capacityBytes: number): number {
+  return Math.max(0, capacityBytes - (s.diskUsedBytes.get(mountPoint) ?? 0));
+}
+
+/** Files still being written, per mount point (memory files are not on a disk and are not counted). */
+function openFilesPerMount(s: WorkerMachineState): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const shuffle of s.shuffles.values()) {
+    for (const file of shuffle.files.values()) {
+      if (file.status !== 'open' && file.status !== 'committing') continue;
+      const mount =
+        file.file.tier === 'HDD' || file.file.tier === 'SSD' ? file.file.mountPoint : file.file.tier;
+      counts.set(mount, (counts.get(mount) ?? 0) + 1);
+    }
+  }
+  return counts;
+}

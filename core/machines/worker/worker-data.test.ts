@@ -1,0 +1,504 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { workerKey } from '../../domain/index.ts';
+import { masterNodeId } from '../../protocol/node-ids.ts';
+import type { Effect } from '../effects.ts';
+import { initialWorkerState, workerMachine, type WorkerConfig, type WorkerMachineState } from './index.ts';
+import { testWorkerConfig } from './testing.ts';
+import { Harness, location, metricNames, ofKind, onlySent, pushData, sentOf, workerId } from './test-kit.ts';
+
+const SELF = workerId('w1');
+const PEER = workerId('w2');
+const CLIENT = 'lm-app';
+const MAPPER = 'map-app-1-0-0';
+const KEY = 'app-1';
+
+/** A started, registered worker. */
+function worker(overrides: Partial<WorkerConfig> = {}): Harness<WorkerMachineState> {
+  const harness = new Harness(workerMachine, initialWorkerState(testWorkerConfig(SELF, overrides)));
+  const register = onlySent(harness.start(), 'RegisterWorker');
+  harness.receive(
+    masterNodeId(),
+    { type: 'RegisterWorkerResponse', success: true, message: 'ok' },
+    { inReplyTo: register.requestId! },
+  );
+  return harness;
+}
+
+function reserve(
+  harness: Harness<WorkerMachineState>,
+  options: {
+    peer?: boolean;
+    replicas?: number[];
+    primaries?: number[];
+    memoryEnabled?: boolean;
+    splitThreshold?: number;
+  } = {},
+) {
+  const primaries = (options.primaries ?? [0]).map((id) =>
+    location(id, 0, 'PRIMARY', SELF, options.peer === true ? { peer: PEER } : {}),
+  );
+  const replicas = (options.replicas ?? []).map((id) => location(id, 0, 'REPLICA', SELF, { peer: PEER }));
+  return harness.receive(
+    CLIENT,
+    {
+      type: 'ReserveSlots',
+      appId: 'app',
+      shuffleId: 1,
+      primaries,
+      replicas,
+      splitThreshold: options.splitThreshold ?? 1024 ** 3,
+      splitMode: 'SOFT',
+      memoryEnabled: options.memoryEnabled ?? false,
+    },
+    { requestId: 77 },
+  );
+}
+
+/** A reserved shuffle with files created; returns the reserve's reply. */
+function reserved(harness: Harness<WorkerMachineState>, options: Parameters<typeof reserve>[1] = {}) {
+  const effects = reserve(harness, options);
+  const done = harness.completeIo(effects);
+  return onlySent(done, 'StatusResponse');
+}
+
+function writesOf(effects: readonly Effect[]) {
+  return ofKind(effects, 'write');
+}
+
+describe('worker: ReserveSlots', () => {
+  it('refuses a client whose release the worker does not admit, creating nothing', () => {
+    const harness = worker();
+    const effects = harness.receive(
+      CLIENT,
+      {
+        type: 'ReserveSlots',
+        appId: 'app',
+        shuffleId: 1,
+        primaries: [location(0, 0, 'PRIMARY', SELF)],
+        replicas: [],
+        splitThreshold: 1,
+        splitMode: 'SOFT',
+        memoryEnabled: false,
+      },
+      { requestId: 5, fromRelease: '0.2.0' },
+    );
+    const answer = onlySent(effects, 'StatusResponse');
+    assert.equal(answer.message.status, 'CLIENT_RELEASE_REFUSED');
+    assert.match(answer.message.message, /0\.6\.0/);
+    assert.match(answer.message.message, /0\.2\.0/);
+    assert.equal(answer.inReplyTo, 5);
+    assert.equal(ofKind(effects, 'createFile').length, 0);
+  });
+
+  it('creates one file per location and answers SUCCESS once all exist', () => {
+    const harness = worker();
+    const effects = reserve(harness, { primaries: [0, 1], replicas: [2] });
+    const creates = ofKind(effects, 'createFile');
+    assert.equal(creates.length, 3);
+    assert.equal(sentOf(effects, 'StatusResponse').length, 0, 'no answer before the files exist');
+    assert.ok(creates.every((c) => c.file.tier === 'HDD' && c.file.mountPoint.startsWith('/disk')));
+    harness.ioDone(creates[0]!.op);
+    harness.ioDone(creates[1]!.op);
+    const last = harness.ioDone(creates[2]!.op);
+    const answer = onlySent(last, 'StatusResponse');
+    assert.equal(answer.message.status, 'SUCCESS');
+    assert.equal(answer.inReplyTo, 77);
+    assert.deepEqual(metricNames(last), ['SlotsAllocated']);
+    assert.equal(harness.state.shuffles.get(KEY)?.files.size, 3);
+  });
+
+  it('tries another disk when creating a file fails, and marks the failed disk', () => {
+    const harness = worker();
+    const [create] = ofKind(reserve(harness), 'createFile');
+    const retry = ofKind(harness.ioFailed(create!.op, 'IO_ERROR'), 'createFile');
+    assert.equal(retry.length, 1);
+    assert.notEqual(retry[0]!.file.mountPoint, create!.file.mountPoint);
+    assert.equal(onlySent(harness.ioDone(retry[0]!.op), 'StatusResponse').message.status, 'SUCCESS');
+    assert.equal(harness.state.diskProblems.get(create!.file.mountPoint), 'READ_OR_WRITE_FAILURE');
+  });
+
+  it('answers RESERVE_SLOTS_FAILED and deletes what it created when a location gets no file', () => {
+    const harness = worker({ createFileMaxAttempts: 1 });
+    const [first, second] = ofKind(reserve(harness, { primaries: [0, 1] }), 'createFile');
+    harness.ioDone(first!.op);
+    const effects = harness.ioFailed(second!.op, 'NO_SPACE');
+    assert.equal(onlySent(effects, 'StatusResponse').message.status, 'RESERVE_SLOTS_FAILED');
+    assert.deepEqual(
+      ofKind(effects, 'deleteFile').map((d) => d.file.id),
+      [first!.file.id],
+    );
+    assert.equal(harness.state.shuffles.has(KEY), false);
+  });
+
+  it('refuses a location that names another worker', () => {
+    const harness = worker();
+    const effects = harness.receive(
+      CLIENT,
+      {
+        type: 'ReserveSlots',
+        appId: 'app',
+        shuffleId: 1,
+        primaries: [location(0, 0, 'PRIMARY', PEER)],
+        replicas: [],
+        splitThreshold: 1,
+        splitMode: 'SOFT',
+        memoryEnabled: false,
+      },
+      { requestId: 1 },
+    );
+    assert.equal(onlySent(effects, 'StatusResponse').message.status, 'RESERVE_SLOTS_FAILED');
+  });
+
+  it('keeps an old client out of memory with the guard on, and lets it in (and says so) with the guard off', () => {
+    // Contract rule 4: a client before 0.6.0 revives onto MEMORY with mask 0, which permits every tier.
+    const memory = { capacityBytes: 1024 ** 3, maxFileBytes: 8 * 1024 ** 2, evictRatio: 0.5 };
+    const revived = location(3, 1, 'PRIMARY', SELF, {
+      storage: { type: 'MEMORY', mountPoint: '', availableTypes: 0 },
+    });
+    const send = (harness: Harness<WorkerMachineState>) =>
+      harness.receive(
+        CLIENT,
+        {
+          type: 'ReserveSlots',
+          appId: 'app',
+          shuffleId: 1,
+          primaries: [revived],
+          replicas: [],
+          splitThreshold: 1,
+          splitMode: 'SOFT',
+          memoryEnabled: false,
+        },
+        { requestId: 1 },
+      );
+
+    const open = worker({ memory: { ...memory, refuseImplicitMemory: false } });
+    const openEffects = send(open);
+    assert.equal(ofKind(openEffects, 'createFile')[0]!.file.tier, 'MEMORY');
+    assert.ok(metricNames(openEffects).includes('ImplicitMemoryFileCount'));
+
+    const guarded = worker({ memory: { ...memory, refuseImplicitMemory: true } });
+    assert.equal(ofKind(send(guarded), 'createFile')[0]!.file.tier, 'HDD');
+  });
+});
+
+describe('worker: PushData', () => {
+  it('writes and forwards to the replica at once, and answers only after both (either order)', () => {
+    for (const replicaFirst of [true, false]) {
+      const harness = worker();
+      reserved(harness, { peer: true });
+      const effects = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 9 });
+      const [write] = writesOf(effects);
+      const forward = onlySent(effects, 'PushData');
+      assert.equal(forward.to, workerKey(PEER));
+      assert.equal(forward.message.mode, 'REPLICA');
+      assert.ok(write, 'the local write starts with the forward');
+      const ack = () =>
+        harness.receive(
+          workerKey(PEER),
+          { type: 'PushDataResponse', status: 'SUCCESS', message: '' },
+          { inReplyTo: forward.requestId! },
+        );
+      const first = replicaFirst ? ack() : harness.ioDone(write.op);
+      assert.equal(sentOf(first, 'PushDataResponse').length, 0, 'no answer while one copy is outstanding');
+      const second = replicaFirst ? harness.ioDone(write.op) : ack();
+      const answer = onlySent(second, 'PushDataResponse');
+      assert.equal(answer.message.status, 'SUCCESS');
+      assert.equal(answer.to, MAPPER);
+      assert.equal(answer.inReplyTo, 9);
+    }
+  });
+
+  it('answers PUSH_DATA_WRITE_FAIL_PRIMARY when the local write fails, and refuses later pushes to the file', () => {
+    const harness = worker();
+    reserved(harness);
+    const [write] = writesOf(harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 1 }));
+    const failed = harness.ioFailed(write!.op, 'IO_ERROR');
+    assert.equal(onlySent(failed, 'PushDataResponse').message.status, 'PUSH_DATA_WRITE_FAIL_PRIMARY');
+    assert.ok(metricNames(failed).includes('WriteDataFailCount'));
+    const later = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 1 }), { requestId: 2 });
+    assert.equal(onlySent(later, 'PushDataResponse').message.status, 'PUSH_DATA_WRITE_FAIL_PRIMARY');
+    assert.equal(writesOf(later).length, 0);
+  });
+
+  it('fails the queued writes of a file with the failed one, so no acknowledged batch follows a torn one', () => {
+    const harness = worker();
+    reserved(harness);
+    const first = writesOf(harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 1 }));
+    const second = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 1 }), { requestId: 2 });
+    assert.equal(writesOf(second).length, 0, 'one write at a time per file');
+    const failed = harness.ioFailed(first[0]!.op);
+    assert.deepEqual(
+      sentOf(failed, 'PushDataResponse').map((r) => [r.inReplyTo, r.message.status]),
+      [
+        [1, 'PUSH_DATA_WRITE_FAIL_PRIMARY'],
+        [2, 'PUSH_DATA_WRITE_FAIL_PRIMARY'],
+      ],
+    );
+  });
+
+  it('maps each replica failure to its REPLICA cause', () => {
+    const cases: {
+      name: string;
+      act: (h: Harness<WorkerMachineState>, requestId: number) => Effect[];
+      status: string;
+      metric: string;
+    }[] = [
+      {
+        name: 'timeout',
+        act: (h, requestId) => h.timer(`req:${requestId}`, h.now + 120_000),
+        status: 'PUSH_DATA_TIMEOUT_REPLICA',
+        metric: 'ReplicateDataTimeoutCount',
+      },
+      {
+        name: 'unreachable',
+        act: (h, requestId) =>
+          h.step({
+            kind: 'sendFailed',
+            to: workerKey(PEER),
+            requestId,
+            message: pushData(KEY, 0, 0, 'REPLICA'),
+          }),
+        status: 'PUSH_DATA_CREATE_CONNECTION_FAIL_REPLICA',
+        metric: 'ReplicateDataCreateConnectionFailCount',
+      },
+      {
+        name: 'replica write failed',
+        act: (h, requestId) =>
+          h.receive(
+            workerKey(PEER),
+            { type: 'PushDataResponse', status: 'PUSH_DATA_WRITE_FAIL_REPLICA', message: 'disk' },
+            { inReplyTo: requestId },
+          ),
+        status: 'PUSH_DATA_WRITE_FAIL_REPLICA',
+        metric: 'ReplicateDataWriteFailCount',
+      },
+      {
+        name: 'replica lost the location',
+        act: (h, requestId) =>
+          h.receive(
+            workerKey(PEER),
+            { type: 'PushDataResponse', status: 'PUSH_DATA_FAIL_PARTITION_NOT_FOUND', message: '' },
+            { inReplyTo: requestId },
+          ),
+        status: 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_REPLICA',
+        metric: 'ReplicateDataFailNonCriticalCauseCount',
+      },
+    ];
+    for (const { name, act, status, metric } of cases) {
+      const harness = worker();
+      reserved(harness, { peer: true });
+      const effects = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 3 });
+      harness.ioDone(writesOf(effects)[0]!.op);
+      const result = act(harness, onlySent(effects, 'PushData').requestId!);
+      assert.equal(onlySent(result, 'PushDataResponse').message.status, status, name);
+      assert.ok(metricNames(result).includes(metric), `${name}: ${metric}`);
+      assert.ok(metricNames(result).includes('ReplicateDataFailCount'), name);
+    }
+  });
+
+  it('fast-fails pushes for a peer it could not reach, without writing, until the window passes', () => {
+    const harness = worker();
+    reserved(harness, { peer: true });
+    const first = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 1 });
+    harness.ioDone(writesOf(first)[0]!.op);
+    harness.step({
+      kind: 'sendFailed',
+      to: workerKey(PEER),
+      requestId: onlySent(first, 'PushData').requestId!,
+      message: pushData(KEY, 0, 0, 'REPLICA'),
+    });
+    harness.now += 59_999;
+    const fast = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 1 }), { requestId: 2 });
+    assert.equal(
+      onlySent(fast, 'PushDataResponse').message.status,
+      'PUSH_DATA_CREATE_CONNECTION_FAIL_REPLICA',
+    );
+    assert.equal(writesOf(fast).length, 0);
+    assert.equal(sentOf(fast, 'PushData').length, 0);
+    harness.now += 1;
+    const again = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 2 }), { requestId: 3 });
+    assert.equal(sentOf(again, 'PushData').length, 1, 'the peer is tried again once the window has passed');
+  });
+
+  it('writes a REPLICA push locally and answers without forwarding it', () => {
+    const harness = worker();
+    reserved(harness, { primaries: [], replicas: [0] });
+    const effects = harness.receive(workerKey(PEER), pushData(KEY, 0, 0, 'REPLICA'), { requestId: 4 });
+    assert.equal(sentOf(effects, 'PushData').length, 0);
+    const done = harness.ioDone(writesOf(effects)[0]!.op);
+    assert.equal(onlySent(done, 'PushDataResponse').message.status, 'SUCCESS');
+    assert.equal(onlySent(done, 'PushDataResponse').to, workerKey(PEER));
+  });
+
+  it('refuses a damaged batch (CRC mismatch) without writing it', () => {
+    const harness = worker();
+    reserved(harness);
+    const push = pushData(KEY, 0, 0, 'PRIMARY');
+    const damaged = push.payload.slice();
+    damaged[damaged.length - 1]! ^= 0xff;
+    const effects = harness.receive(MAPPER, { ...push, payload: damaged }, { requestId: 1 });
+    const answer = onlySent(effects, 'PushDataResponse');
+    assert.equal(answer.message.status, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY');
+    assert.match(answer.message.message, /CRC/);
+    assert.equal(writesOf(effects).length, 0);
+  });
+
+  it('answers pushes to unknown locations with the reference rules', () => {
+    const harness = worker();
+    const unknownShuffle = harness.receive(MAPPER, pushData('other-3', 0, 0, 'PRIMARY'), { requestId: 1 });
+    assert.equal(
+      onlySent(unknownShuffle, 'PushDataResponse').message.status,
+      'PUSH_DATA_FAIL_PARTITION_NOT_FOUND',
+    );
+    reserved(harness);
+    const unknownEpoch = harness.receive(MAPPER, pushData(KEY, 0, 5, 'PRIMARY'), { requestId: 2 });
+    assert.equal(onlySent(unknownEpoch, 'PushDataResponse').message.status, 'HARD_SPLIT');
+    // After the commit the worker knows which maps ended: map 0 did, map 1 had no winner.
+    const commit = harness.receive(
+      CLIENT,
+      {
+        type: 'CommitFiles',
+        appId: 'app',
+        shuffleId: 1,
+        primaryIds: ['0-0'],
+        replicaIds: [],
+        mapAttempts: [0, -1],
+      },
+      { requestId: 3 },
+    );
+    harness.completeIo(commit);
+    const ended = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { mapId: 0 }), { requestId: 4 });
+    assert.equal(onlySent(ended, 'PushDataResponse').message.status, 'MAP_ENDED');
+    const running = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { mapId: 1 }), { requestId: 5 });
+    assert.equal(onlySent(running, 'PushDataResponse').message.status, 'HARD_SPLIT');
+  });
+
+  it('asks for a soft split past the client threshold, and still writes the batch', () => {
+    const harness = worker();
+    reserved(harness, { splitThreshold: 100 });
+    const first = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { size: 200 }), { requestId: 1 });
+    assert.equal(
+      onlySent(harness.ioDone(writesOf(first)[0]!.op), 'PushDataResponse').message.status,
+      'SUCCESS',
+    );
+    const second = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 1 }), { requestId: 2 });
+    assert.equal(writesOf(second).length, 1);
+    assert.equal(
+      onlySent(harness.ioDone(writesOf(second)[0]!.op), 'PushDataResponse').message.status,
+      'SOFT_SPLIT',
+    );
+  });
+
+  it('evicts a memory file to disk before a write would take it past the memory file limit', () => {
+    const harness = worker({
+      memory: { capacityBytes: 1024 * 1024, maxFileBytes: 100, evictRatio: 0.9, refuseImplicitMemory: false },
+    });
+    const effects = harness.receive(
+      CLIENT,
+      {
+        type: 'ReserveSlots',
+        appId: 'app',
+        shuffleId: 1,
+        primaries: [
+          location(0, 0, 'PRIMARY', SELF, { storage: { type: 'HDD', mountPoint: '', availableTypes: 3 } }),
+        ],
+        replicas: [],
+        splitThreshold: 1024 ** 3,
+        splitMode: 'SOFT',
+        memoryEnabled: true,
+      },
+      { requestId: 1 },
+    );
+    assert.equal(ofKind(effects, 'createFile')[0]!.file.tier, 'MEMORY');
+    harness.completeIo(effects);
+    const push = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { size: 80 }), { requestId: 2 });
+    const [move] = ofKind(push, 'moveFile');
+    assert.ok(move, 'the file moves before the write');
+    assert.equal(move.to.tier, 'HDD');
+    assert.equal(writesOf(push).length, 0);
+    const afterMove = harness.ioDone(move.op);
+    assert.equal(writesOf(afterMove)[0]!.file.tier, 'HDD');
+    assert.ok(metricNames(afterMove).includes('EvictedFileCount'));
+  });
+});
+
+describe('worker: DestroySlots', () => {
+  it('deletes the listed files, answers the pushes waiting on them, and succeeds again when repeated', () => {
+    const harness = worker();
+    reserved(harness, { primaries: [0, 1] });
+    const push = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 5 });
+    assert.equal(writesOf(push).length, 1);
+    const destroy = {
+      type: 'DestroySlots',
+      appId: 'app',
+      shuffleId: 1,
+      primaryIds: ['0-0'],
+      replicaIds: [],
+    } as const;
+    const effects = harness.receive(CLIENT, destroy, { requestId: 6 });
+    assert.equal(ofKind(effects, 'deleteFile').length, 1);
+    assert.equal(onlySent(effects, 'PushDataResponse').message.status, 'PUSH_DATA_FAIL_PARTITION_NOT_FOUND');
+    assert.equal(onlySent(effects, 'StatusResponse').message.status, 'SUCCESS');
+    assert.deepEqual([...harness.state.shuffles.get(KEY)!.files.keys()], ['1-0-0']);
+    assert.equal(
+      sentOf(harness.ioDone(writesOf(push)[0]!.op), 'PushDataResponse').length,
+      0,
+      'answered once',
+    );
+    const again = harness.receive(CLIENT, destroy, { requestId: 7 });
+    assert.equal(onlySent(again, 'StatusResponse').message.status, 'SUCCESS');
+    assert.equal(ofKind(again, 'deleteFile').length, 0);
+  });
+});
+
+describe('worker: chunk offsets', () => {
+  it('are batch boundaries from 0 to the file length, each chunk but the last at least the chunk size', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 50 }), { maxLength: 30 }),
+        fc.integer({ min: 1, max: 200 }),
+        (sizes, chunkSize) => {
+          const harness = worker({ chunkSizeBytes: chunkSize });
+          reserved(harness);
+          const boundaries = new Set<number>([0]);
+          let total = 0;
+          sizes.forEach((size, batchId) => {
+            const effects = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId, size }), {
+              requestId: batchId + 1,
+            });
+            const [write] = writesOf(effects);
+            total += write!.bytes.length;
+            boundaries.add(total);
+            harness.ioDone(write!.op);
+          });
+          const commit = harness.receive(
+            CLIENT,
+            {
+              type: 'CommitFiles',
+              appId: 'app',
+              shuffleId: 1,
+              primaryIds: ['0-0'],
+              replicaIds: [],
+              mapAttempts: [0],
+            },
+            { requestId: 999 },
+          );
+          const answer = onlySent(harness.completeIo(commit), 'CommitFilesResponse');
+          const [file] = answer.message.committedPrimaries;
+          const offsets = file!.chunkOffsets;
+          assert.equal(file!.bytes, total);
+          assert.equal(offsets[0], 0);
+          assert.equal(offsets[offsets.length - 1], total);
+          for (let i = 1; i < offsets.length; i += 1) {
+            assert.ok(offsets[i]! > offsets[i - 1]!, 'strictly increasing');
+            assert.ok(boundaries.has(offsets[i]!), 'a batch boundary');
+            if (i < offsets.length - 1) assert.ok(offsets[i]! - offsets[i - 1]! >= chunkSize, 'full chunk');
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});

@@ -1,0 +1,167 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { crc32 as zlibCrc32 } from 'node:zlib';
+import fc from 'fast-check';
+import { crc32 } from './crc32.ts';
+import {
+  FRAME_HEADER_BYTES,
+  decodeBatchFrame,
+  decodeBatchFrames,
+  encodeBatchFrame,
+  type BatchHeader,
+} from './batch-frame.ts';
+
+const u32 = fc.integer({ min: 0, max: 0xffffffff });
+const header: fc.Arbitrary<BatchHeader> = fc.record({
+  shuffleId: u32,
+  mapId: u32,
+  attemptId: u32,
+  batchId: u32,
+  partitionId: u32,
+  epoch: u32,
+});
+const payload = fc.uint8Array({ maxLength: 300 });
+
+describe('crc32', () => {
+  it('gives the standard check value for "123456789"', () => {
+    assert.equal(crc32(new TextEncoder().encode('123456789')), 0xcbf43926);
+    assert.equal(crc32(new Uint8Array(0)), 0);
+  });
+
+  it('agrees with zlib on any bytes, and continues across a split', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 500 }), fc.nat(), (bytes, cut) => {
+        const at = bytes.length === 0 ? 0 : cut % (bytes.length + 1);
+        assert.equal(crc32(bytes), zlibCrc32(bytes));
+        assert.equal(crc32(bytes.subarray(at), crc32(bytes.subarray(0, at))), zlibCrc32(bytes));
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('batch frame', () => {
+  it('round-trips every header and payload', () => {
+    fc.assert(
+      fc.property(header, payload, (h, p) => {
+        const bytes = encodeBatchFrame(h, p);
+        assert.equal(bytes.length, FRAME_HEADER_BYTES + p.length);
+        const decoded = decodeBatchFrame(bytes);
+        assert.ok(decoded.ok);
+        assert.deepEqual(
+          { ...decoded.value, payload: [...decoded.value.payload] },
+          { ...h, payload: [...p] },
+        );
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('has the documented layout', () => {
+    const bytes = encodeBatchFrame(
+      { shuffleId: 1, mapId: 2, attemptId: 3, batchId: 4, partitionId: 5, epoch: 6 },
+      new Uint8Array([0xaa, 0xbb]),
+    );
+    assert.deepEqual(
+      [...bytes.subarray(0, 36)],
+      [
+        0x53, 0x56, 0x43, 0x42, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0,
+        0, 6, 0, 0, 0, 2,
+      ],
+    );
+    const stored = new DataView(bytes.buffer).getUint32(36);
+    assert.equal(stored, zlibCrc32(bytes.subarray(40), zlibCrc32(bytes.subarray(0, 36))));
+    assert.deepEqual([...bytes.subarray(40)], [0xaa, 0xbb]);
+  });
+
+  it('decodes a concatenation of frames in order', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(header, payload), { maxLength: 8 }), (batches) => {
+        const frames = batches.map(([h, p]) => encodeBatchFrame(h, p));
+        const chunk = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+        let at = 0;
+        for (const f of frames) {
+          chunk.set(f, at);
+          at += f.length;
+        }
+        const decoded = decodeBatchFrames(chunk);
+        assert.ok(decoded.ok);
+        assert.deepEqual(
+          decoded.value.map((f) => [f.mapId, f.batchId, [...f.payload]]),
+          batches.map(([h, p]) => [h.mapId, h.batchId, [...p]]),
+        );
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('reports any single flipped bit, never returning data', () => {
+    fc.assert(
+      fc.property(header, payload, fc.nat(), fc.integer({ min: 0, max: 7 }), (h, p, where, bit) => {
+        const bytes = encodeBatchFrame(h, p);
+        const index = where % bytes.length;
+        bytes[index]! ^= 1 << bit;
+        const decoded = decodeBatchFrames(bytes);
+        assert.equal(decoded.ok, false);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reports a torn frame, whatever the cut', () => {
+    fc.assert(
+      fc.property(header, fc.uint8Array({ minLength: 1, maxLength: 100 }), fc.nat(), (h, p, cut) => {
+        const bytes = encodeBatchFrame(h, p);
+        const torn = bytes.subarray(0, cut % bytes.length);
+        if (torn.length === 0) return; // an empty run is zero frames, not a torn one
+        const decoded = decodeBatchFrames(torn);
+        assert.ok(!decoded.ok);
+        assert.equal(decoded.error.problem, 'TORN');
+        assert.match(decoded.error.message, /torn/);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('names each problem clearly', () => {
+    const good = encodeBatchFrame(
+      { shuffleId: 0, mapId: 0, attemptId: 0, batchId: 0, partitionId: 0, epoch: 0 },
+      new Uint8Array([1, 2, 3]),
+    );
+    const withTrailing = new Uint8Array([...good, 9]);
+    const single = decodeBatchFrame(withTrailing);
+    assert.ok(!single.ok);
+    assert.equal(single.error.problem, 'TRAILING_BYTES');
+
+    const badMagic = good.slice();
+    badMagic[0] = 0;
+    const magic = decodeBatchFrame(badMagic);
+    assert.ok(!magic.ok);
+    assert.equal(magic.error.problem, 'BAD_MAGIC');
+
+    const badVersion = good.slice();
+    badVersion[4] = 2;
+    const version = decodeBatchFrame(badVersion);
+    assert.ok(!version.ok);
+    assert.equal(version.error.problem, 'UNSUPPORTED_VERSION');
+    assert.match(version.error.message, /version 2/);
+
+    const badPayload = good.slice();
+    badPayload[41]! ^= 0xff;
+    const crc = decodeBatchFrame(badPayload);
+    assert.ok(!crc.ok);
+    assert.equal(crc.error.problem, 'CRC_MISMATCH');
+    assert.match(crc.error.message, /CRC-32/);
+
+    const second = decodeBatchFrames(new Uint8Array([...good, ...badPayload]));
+    assert.ok(!second.ok);
+    assert.equal(second.error.offset, good.length);
+  });
+
+  it('refuses header fields that do not fit 32 bits', () => {
+    const ok = { shuffleId: 0, mapId: 0, attemptId: 0, batchId: 0, partitionId: 0, epoch: 0 };
+    assert.throws(() => encodeBatchFrame({ ...ok, batchId: -1 }, new Uint8Array()), /batchId/);
+    assert.throws(() => encodeBatchFrame({ ...ok, epoch: 2 ** 32 }, new Uint8Array()), /epoch/);
+    assert.throws(() => encodeBatchFrame({ ...ok, mapId: 1.5 }, new Uint8Array()), /mapId/);
+  });
+});

@@ -1,0 +1,184 @@
+import { crc32 } from './crc32.ts';
+
+/**
+ * The framed batch: the unit a map task pushes, a worker appends unchanged, and a reader decodes (architecture rules 4
+ * and 5). Each frame names the batch it carries, so that a reader can de-duplicate by (map, attempt, batch), drop
+ * losing attempts and count what each map wrote, and a checksum, so that a damaged byte is an error instead of data.
+ *
+ * Layout, all integers unsigned 32-bit big-endian (docs/core/machines-client.md):
+ *
+ *   0  magic 'SVCB'        4  version (1 byte) + 3 reserved zero bytes
+ *   8  shuffleId          12  mapId          16  attemptId      20  batchId
+ *  24  partitionId        28  epoch          32  payload length
+ *  36  CRC-32 of bytes 0..35 followed by the payload
+ *  40  payload
+ *
+ * The checksum covers the header as well as the payload (more than a payload-only CRC): a flipped bit in the batch id
+ * or the map id would otherwise make a reader count or drop the wrong batch without noticing.
+ */
+export const FRAME_MAGIC = 0x53564342; // 'SVCB'
+export const FRAME_VERSION = 1;
+export const FRAME_HEADER_BYTES = 40;
+const CRC_OFFSET = 36;
+const MAX_U32 = 0xffffffff;
+
+/** Who a batch belongs to. Every field is an unsigned 32-bit integer. */
+export interface BatchHeader {
+  readonly shuffleId: number;
+  readonly mapId: number;
+  readonly attemptId: number;
+  readonly batchId: number;
+  readonly partitionId: number;
+  readonly epoch: number;
+}
+
+export interface BatchFrame extends BatchHeader {
+  /** A view into the decoded bytes (not a copy). */
+  readonly payload: Uint8Array;
+}
+
+export type FrameProblem =
+  'TORN' | 'BAD_MAGIC' | 'UNSUPPORTED_VERSION' | 'BAD_RESERVED' | 'CRC_MISMATCH' | 'TRAILING_BYTES';
+
+export interface FrameError {
+  readonly problem: FrameProblem;
+  /** Byte offset of the offending frame within the decoded bytes. */
+  readonly offset: number;
+  readonly message: string;
+}
+
+export type FrameResult<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: FrameError };
+
+const HEADER_FIELDS = ['shuffleId', 'mapId', 'attemptId', 'batchId', 'partitionId', 'epoch'] as const;
+
+/** Encodes one batch. Throws a RangeError when a header field is not an unsigned 32-bit integer (a caller's bug). */
+export function encodeBatchFrame(header: BatchHeader, payload: Uint8Array): Uint8Array {
+  for (const field of HEADER_FIELDS) {
+    const value = header[field];
+    if (!Number.isInteger(value) || value < 0 || value > MAX_U32) {
+      throw new RangeError(`batch frame ${field} must be an integer in [0, ${MAX_U32}], got ${value}`);
+    }
+  }
+  if (payload.length > MAX_U32) {
+    throw new RangeError(`batch payload of ${payload.length} bytes exceeds the frame limit of ${MAX_U32}`);
+  }
+  const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
+  const view = new DataView(frame.buffer);
+  view.setUint32(0, FRAME_MAGIC);
+  view.setUint8(4, FRAME_VERSION);
+  HEADER_FIELDS.forEach((field, i) => view.setUint32(8 + 4 * i, header[field]));
+  view.setUint32(32, payload.length);
+  frame.set(payload, FRAME_HEADER_BYTES);
+  view.setUint32(CRC_OFFSET, frameChecksum(frame.subarray(0, CRC_OFFSET), payload));
+  return frame;
+}
+
+/** Decodes exactly one frame: `bytes` must hold one whole frame and nothing else (a PushData payload). */
+export function decodeBatchFrame(bytes: Uint8Array): FrameResult<BatchFrame> {
+  const result = decodeAt(bytes, 0);
+  if (!result.ok) return result;
+  const end = FRAME_HEADER_BYTES + result.value.payload.length;
+  if (end !== bytes.length) {
+    return failure(
+      'TRAILING_BYTES',
+      0,
+      `${bytes.length - end} bytes follow the batch frame; a push carries exactly one frame (the sender framed it wrongly)`,
+    );
+  }
+  return result;
+}
+
+/**
+ * Decodes a run of whole frames (a fetched chunk, or a whole partition file). Any damage anywhere fails the whole
+ * run: a reader must not keep part of a chunk and silently lose the rest.
+ */
+export function decodeBatchFrames(bytes: Uint8Array): FrameResult<BatchFrame[]> {
+  const frames: BatchFrame[] = [];
+  let offset = 0;
+  while (offset < bytes.length) {
+    const result = decodeAt(bytes, offset);
+    if (!result.ok) return result;
+    frames.push(result.value);
+    offset += FRAME_HEADER_BYTES + result.value.payload.length;
+  }
+  return { ok: true, value: frames };
+}
+
+function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
+  const remaining = bytes.length - offset;
+  if (remaining < FRAME_HEADER_BYTES) {
+    return failure(
+      'TORN',
+      offset,
+      `batch frame at byte ${offset} is torn: ${remaining} bytes remain but a header needs ${FRAME_HEADER_BYTES}; the data was cut short (read it again or from the other copy)`,
+    );
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset + offset, FRAME_HEADER_BYTES);
+  const magic = view.getUint32(0);
+  if (magic !== FRAME_MAGIC) {
+    return failure(
+      'BAD_MAGIC',
+      offset,
+      `no batch frame at byte ${offset}: magic is 0x${magic.toString(16).padStart(8, '0')}, expected 0x${FRAME_MAGIC.toString(16)} ('SVCB'); the data is damaged or not a shuffle file`,
+    );
+  }
+  const version = view.getUint8(4);
+  if (version !== FRAME_VERSION) {
+    return failure(
+      'UNSUPPORTED_VERSION',
+      offset,
+      `batch frame at byte ${offset} has format version ${version}; this release reads version ${FRAME_VERSION} (upgrade the reader)`,
+    );
+  }
+  if (view.getUint8(5) !== 0 || view.getUint8(6) !== 0 || view.getUint8(7) !== 0) {
+    return failure(
+      'BAD_RESERVED',
+      offset,
+      `batch frame at byte ${offset} has non-zero reserved bytes; the data is damaged`,
+    );
+  }
+  const length = view.getUint32(32);
+  const start = offset + FRAME_HEADER_BYTES;
+  if (bytes.length - start < length) {
+    return failure(
+      'TORN',
+      offset,
+      `batch frame at byte ${offset} is torn: its header announces ${length} payload bytes but only ${bytes.length - start} remain; the data was cut short (read it again or from the other copy)`,
+    );
+  }
+  const payload = bytes.subarray(start, start + length);
+  const expected = view.getUint32(CRC_OFFSET);
+  const actual = frameChecksum(bytes.subarray(offset, offset + CRC_OFFSET), payload);
+  if (actual !== expected) {
+    return failure(
+      'CRC_MISMATCH',
+      offset,
+      `batch frame at byte ${offset} fails its CRC-32 check (stored 0x${hex(expected)}, computed 0x${hex(actual)}); the bytes were damaged in transit or on disk (read it from the other copy)`,
+    );
+  }
+  return {
+    ok: true,
+    value: {
+      shuffleId: view.getUint32(8),
+      mapId: view.getUint32(12),
+      attemptId: view.getUint32(16),
+      batchId: view.getUint32(20),
+      partitionId: view.getUint32(24),
+      epoch: view.getUint32(28),
+      payload,
+    },
+  };
+}
+
+function frameChecksum(headerBeforeCrc: Uint8Array, payload: Uint8Array): number {
+  return crc32(payload, crc32(headerBeforeCrc));
+}
+
+function failure(problem: FrameProblem, offset: number, message: string): { ok: false; error: FrameError } {
+  return { ok: false, error: { problem, offset, message } };
+}
+
+function hex(value: number): string {
+  return value.toString(16).padStart(8, '0');
+}
