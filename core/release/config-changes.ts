@@ -39,8 +39,8 @@ export type ConfigChange =
   | { readonly kind: 'renamed'; readonly key: string; readonly newKey: string }
   /** Every key under `prefix` moved under `replacement` (same rest of the name); the old names still work. */
   | { readonly kind: 'namespace-deprecated'; readonly prefix: string; readonly replacement: string }
-  /** Setting the key is refused from the release on; `instead` says what to do. */
-  | { readonly kind: 'removed'; readonly key: string; readonly instead: string }
+  /** Setting the key is refused from the release on; `reason` is the contract's explanation, when it gives one. */
+  | { readonly kind: 'removed'; readonly key: string; readonly reason?: string }
   /** Every key under `prefix` is refused from the release on. */
   | { readonly kind: 'prefix-removed'; readonly prefix: string; readonly instead: string }
   /** Keys under `prefix` are passed through to a component (here: the distributed filesystem's client). */
@@ -76,7 +76,6 @@ const REMOVED_IN_0_5_0 = [
   'svc.client.flink.inputGate.minMemory',
   'svc.client.flink.resultPartition.minMemory',
 ] as const;
-const NO_LONGER_READ = 'delete the line: nothing reads this key any more';
 
 function quotaRename(metric: string): ConfigChangeRow {
   return {
@@ -174,7 +173,7 @@ export const CONFIG_CHANGES: readonly ConfigChangeRow[] = [
       {
         kind: 'removed',
         key: 'svc.client.shuffle.mapPartition.split.enabled',
-        instead: 'delete the line: partition split is always on for MapPartition',
+        reason: 'partition split is on by default for MapPartition',
       },
     ],
   },
@@ -213,7 +212,7 @@ export const CONFIG_CHANGES: readonly ConfigChangeRow[] = [
     release: '0.5.0',
     subject: REMOVED_IN_0_5_0.join(', '),
     contract: 'Removed.',
-    changes: REMOVED_IN_0_5_0.map((key) => ({ kind: 'removed', key, instead: NO_LONGER_READ })),
+    changes: REMOVED_IN_0_5_0.map((key) => ({ kind: 'removed', key })),
   },
   {
     release: '0.5.0',
@@ -297,9 +296,7 @@ export const CONFIG_CHANGES: readonly ConfigChangeRow[] = [
     release: '0.4.0',
     subject: 'svc.worker.userResourceConsumption.update.interval',
     contract: 'Removed.',
-    changes: [
-      { kind: 'removed', key: 'svc.worker.userResourceConsumption.update.interval', instead: NO_LONGER_READ },
-    ],
+    changes: [{ kind: 'removed', key: 'svc.worker.userResourceConsumption.update.interval' }],
   },
   {
     release: '0.3.2',
@@ -400,14 +397,20 @@ type ChangeOf<Kind extends ConfigChange['kind']> = Extract<ConfigChange, { kind:
 export function changesOfKind<Kind extends ConfigChange['kind']>(
   kind: Kind,
 ): readonly DatedChange<ChangeOf<Kind>>[] {
-  const dated: DatedChange<ChangeOf<Kind>>[] = [];
+  return (DATED_CHANGES.get(kind) ?? []) as readonly DatedChange<ChangeOf<Kind>>[];
+}
+
+/** The table's changes by kind, oldest first, computed once: every lookup of a key's history goes through them. */
+const DATED_CHANGES: ReadonlyMap<ConfigChange['kind'], readonly DatedChange[]> = (() => {
+  const byKind = new Map<ConfigChange['kind'], DatedChange[]>();
   for (const row of CONFIG_CHANGES) {
     for (const change of row.changes) {
-      if (change.kind === kind) dated.push({ release: row.release, row, change: change as ChangeOf<Kind> });
+      byKind.set(change.kind, [...(byKind.get(change.kind) ?? []), { release: row.release, row, change }]);
     }
   }
-  return dated.sort((a, b) => compareReleases(a.release, b.release));
-}
+  for (const dated of byKind.values()) dated.sort((a, b) => compareReleases(a.release, b.release));
+  return byKind;
+})();
 
 /** What the table says a key's default is at a release: a plain value, or one the platform decides. */
 export type DefaultRule =
@@ -559,29 +562,37 @@ export function namespaceRenameOf(
   return undefined;
 }
 
-/** How and when the table removes `key` (an exact removal, or a removed prefix), if it does. */
-export interface Removal {
-  readonly release: Release;
-  readonly instead: string;
-  /** The removed prefix when the key is removed as part of one (`rss.`). */
-  readonly prefix?: string;
-  readonly row: ConfigChangeRow;
-}
+/** How and when the table removes `key`: on its own (with the contract's reason, if any) or with its prefix. */
+export type Removal =
+  | {
+      readonly kind: 'key';
+      readonly release: Release;
+      readonly reason?: string;
+      readonly row: ConfigChangeRow;
+    }
+  | {
+      readonly kind: 'prefix';
+      readonly release: Release;
+      readonly prefix: string;
+      readonly instead: string;
+      readonly row: ConfigChangeRow;
+    };
 
 export function removalOf(key: string): Removal | undefined {
   for (const dated of changesOfKind('removed')) {
-    if (dated.change.key === key)
-      return { release: dated.release, instead: dated.change.instead, row: dated.row };
+    if (dated.change.key !== key) continue;
+    const { reason } = dated.change;
+    return {
+      kind: 'key',
+      release: dated.release,
+      ...(reason === undefined ? {} : { reason }),
+      row: dated.row,
+    };
   }
   for (const dated of changesOfKind('prefix-removed')) {
-    if (key.startsWith(dated.change.prefix)) {
-      return {
-        release: dated.release,
-        instead: dated.change.instead,
-        prefix: dated.change.prefix,
-        row: dated.row,
-      };
-    }
+    if (!key.startsWith(dated.change.prefix)) continue;
+    const { prefix, instead } = dated.change;
+    return { kind: 'prefix', release: dated.release, prefix, instead, row: dated.row };
   }
   return undefined;
 }

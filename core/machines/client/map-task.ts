@@ -18,7 +18,7 @@ import type { Message, MessageOf, PartitionWritten, ReviveRequest } from '../../
 import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { count, log, newOutbox, type Outbox } from './outbox.ts';
+import { count, log, newOutbox, type Outbox } from '../outbox.ts';
 import { encodeRecords, planBatches } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
@@ -142,14 +142,14 @@ interface Draft {
 }
 
 export const mapTaskMachine: Machine<MapTaskState> = {
-  step(state, input, now): Step<MapTaskState> {
+  step(state, input, now, rng): Step<MapTaskState> {
     const draft: Draft = {
       ...state,
       locations: new Map(state.locations),
       partitions: [...state.partitions],
       reviving: new Set(state.reviving),
       reviveQueue: [],
-      out: newOutbox(now),
+      out: newOutbox(now, rng),
     };
     handle(draft, input);
     flushRevives(draft);

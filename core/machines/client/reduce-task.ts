@@ -12,7 +12,7 @@ import type { PartitionLocation } from '../../domain/index.ts';
 import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { count, log, newOutbox, setTimer, tell, type Outbox } from './outbox.ts';
+import { count, log, newOutbox, setTimer, tell, type Outbox } from '../outbox.ts';
 import { assemblePartition } from './reader.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
@@ -128,8 +128,8 @@ interface Draft {
 }
 
 export const reduceTaskMachine: Machine<ReduceTaskState> = {
-  step(state, input, now): Step<ReduceTaskState> {
-    const draft: Draft = { ...state, out: newOutbox(now) };
+  step(state, input, now, rng): Step<ReduceTaskState> {
+    const draft: Draft = { ...state, out: newOutbox(now, rng) };
     handle(draft, input);
     const { out, ...next } = draft;
     return { state: next, effects: out.effects };

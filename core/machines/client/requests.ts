@@ -1,6 +1,6 @@
 import type { Message } from '../../protocol/messages.ts';
 import type { NodeId } from '../effects.ts';
-import { cancelTimer, setTimer, type Outbox } from './outbox.ts';
+import { cancelTimer, setTimer, type Outbox } from '../outbox.ts';
 
 /**
  * The requests a machine has sent and still awaits, each with what it was for (`P`) and a timeout timer named

@@ -1,7 +1,7 @@
 import { applyMasterReport } from '../../client/index.ts';
 import { workerKey } from '../../domain/index.ts';
 import type { MessageOf } from '../../protocol/messages.ts';
-import { count, log, setTimer } from '../client/outbox.ts';
+import { count, log, setTimer } from '../outbox.ts';
 import { request, type Draft } from './draft.ts';
 
 /**

@@ -3,7 +3,7 @@ import type { ShuffleId } from '../../domain/index.ts';
 import type { Message } from '../../protocol/messages.ts';
 import type { Rng } from '../../rng.ts';
 import type { NodeId } from '../effects.ts';
-import { newOutbox, type Outbox } from '../client/outbox.ts';
+import { newOutbox, type Outbox } from '../outbox.ts';
 import { ask, type RequestTable } from '../client/requests.ts';
 import type { LifecycleManagerConfig } from './config.ts';
 import type {
@@ -45,7 +45,7 @@ export function openDraft(state: LifecycleManagerState, now: number, rng: Rng): 
     reservations: new Map(state.reservations),
     reviveCalls: new Map(state.reviveCalls),
     parkedFileGroups: new Map(state.parkedFileGroups),
-    out: newOutbox(now),
+    out: newOutbox(now, rng),
     rng,
   };
 }

@@ -1,6 +1,6 @@
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { log } from '../client/outbox.ts';
+import { log } from '../outbox.ts';
 import { expire, settle } from '../client/requests.ts';
 import {
   isHeartbeatTimer,

@@ -1,7 +1,7 @@
 import { maskOf, type PartitionLocation, type ShuffleId, type StatusCode } from '../../domain/index.ts';
 import type { MessageOf, RegisterShuffle } from '../../protocol/messages.ts';
 import { emptyReviveBook, recordLocations } from '../../revive/index.ts';
-import { count, log, reply, type ReplyTo } from '../client/outbox.ts';
+import { count, log, reply, type ReplyTo } from '../outbox.ts';
 import { request, updateShuffle, type Draft } from './draft.ts';
 import {
   allocate,

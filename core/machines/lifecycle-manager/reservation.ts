@@ -8,7 +8,7 @@ import {
   type WorkerKey,
 } from '../../domain/index.ts';
 import { allocateRevives, reviveCandidates, type ReviveCandidate } from '../../revive/index.ts';
-import { count, log } from '../client/outbox.ts';
+import { count, log } from '../outbox.ts';
 import { request, type Draft } from './draft.ts';
 import type { Pair, Reservation } from './state.ts';
 

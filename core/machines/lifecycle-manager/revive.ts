@@ -8,7 +8,7 @@ import {
   type ReviveAnswer,
   type ReviveResult as BookResult,
 } from '../../revive/index.ts';
-import { count, log, reply, setTimer, type ReplyTo } from '../client/outbox.ts';
+import { count, log, reply, setTimer, type ReplyTo } from '../outbox.ts';
 import { updateShuffle, type Draft } from './draft.ts';
 import {
   allocate,

@@ -13,7 +13,7 @@ import type {
   PartitionWritten,
   ReducerFileGroup,
 } from '../../protocol/messages.ts';
-import { cancelTimer, count, log, reply, setTimer, type ReplyTo } from '../client/outbox.ts';
+import { cancelTimer, count, log, reply, setTimer, type ReplyTo } from '../outbox.ts';
 import { request, updateShuffle, type Draft } from './draft.ts';
 import { endPendingRevives } from './revive.ts';
 import { copyKey, type CommitProgress, type LmShuffle } from './state.ts';

@@ -9,7 +9,7 @@ import type {
   ReviveResult,
 } from '../../protocol/messages.ts';
 import type { ReviveBook, ReviveCandidate } from '../../revive/index.ts';
-import type { ReplyTo } from '../client/outbox.ts';
+import type { ReplyTo } from '../outbox.ts';
 import { emptyRequests, type RequestTable } from '../client/requests.ts';
 import type { LifecycleManagerConfig } from './config.ts';
 

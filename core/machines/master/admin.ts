@@ -1,6 +1,6 @@
 import { excludeWorkers, parseWorkerEventType, sendWorkerEvent } from '../../lifecycle/index.ts';
 import type { AdminCommand } from '../effects.ts';
-import { log } from '../worker/outbox.ts';
+import { log } from '../outbox.ts';
 import { withWorkers, type MasterOutbox } from './outbox.ts';
 import type { MasterState } from './state.ts';
 

@@ -29,8 +29,9 @@ import {
   type SlotOffer,
 } from '../../slots/index.ts';
 import type { Envelope } from '../effects.ts';
-import { admitted, replyToOf } from '../worker/admission.ts';
-import { count, log, reply } from '../worker/outbox.ts';
+import { admitted } from '../admission.ts';
+import { replyToOf } from '../outbox.ts';
+import { count, log, reply } from '../outbox.ts';
 import { withApplications, type MasterOutbox } from './outbox.ts';
 import type { MasterState } from './state.ts';
 

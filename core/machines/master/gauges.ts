@@ -1,5 +1,5 @@
 import { registeredShuffleKeys, workerCounts } from '../../lifecycle/index.ts';
-import { gauge, withEntry } from '../worker/outbox.ts';
+import { gauge, withEntry } from '../outbox.ts';
 import type { MasterOutbox } from './outbox.ts';
 import type { MasterState } from './state.ts';
 

@@ -1,7 +1,7 @@
 import type { Rng } from '../../rng.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { log, setTimer } from '../worker/outbox.ts';
+import { log, setTimer } from '../outbox.ts';
 import { handleMasterAdmin } from './admin.ts';
 import {
   checkApplications,

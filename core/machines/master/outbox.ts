@@ -1,6 +1,6 @@
 import type { ApplicationRegistry, WorkerRegistry } from '../../lifecycle/index.ts';
 import type { Rng } from '../../rng.ts';
-import type { Outbox } from '../worker/outbox.ts';
+import type { Outbox } from '../outbox.ts';
 import type { MasterState } from './state.ts';
 
 /** The master's step outbox: the effects so far, plus whether the durable state changed and must be persisted. */

@@ -17,8 +17,8 @@ import type {
   WorkerHeartbeat,
 } from '../../protocol/messages.ts';
 import type { Envelope } from '../effects.ts';
-import { log, reply } from '../worker/outbox.ts';
-import { replyToOf } from '../worker/admission.ts';
+import { log, reply } from '../outbox.ts';
+import { replyToOf } from '../outbox.ts';
 import { withWorkers, type MasterOutbox } from './outbox.ts';
 import type { MasterState } from './state.ts';
 

@@ -7,10 +7,11 @@ import {
 import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
 import type { CommitFiles, CommittedFile, DestroySlots } from '../../protocol/messages.ts';
 import type { Envelope } from '../effects.ts';
-import { admitted, replyToOf } from './admission.ts';
+import { admitted } from '../admission.ts';
+import { replyToOf } from '../outbox.ts';
 import { enqueueTask } from './file-queue.ts';
 import { committedFileOf, fileNameFor, getFile, putFile } from './files.ts';
-import { count, log, reply, withEntry, type Outbox } from './outbox.ts';
+import { count, log, reply, withEntry, type Outbox } from '../outbox.ts';
 import { failPushesOfFiles } from './push.ts';
 import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
 import type { CopyOutcome, PendingCommit, WorkerMachineState } from './state.ts';

@@ -2,7 +2,7 @@ import type { ShuffleKey } from '../../domain/index.ts';
 import { chooseEvictionTarget, needsEvictionOnWrite, pickMemoryEvictions } from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
 import { appended, fileId, getFile, putFile } from './files.ts';
-import { count, log, withEntry, type Outbox } from './outbox.ts';
+import { count, log, withEntry, type Outbox } from '../outbox.ts';
 import type {
   CopyOutcome,
   EvictReason,

@@ -1,6 +1,6 @@
 import { PARTITION_MODE_CODE, type PartitionMode, type ShuffleKey } from '../../domain/index.ts';
 import type { CommittedFile } from '../../protocol/messages.ts';
-import { withEntry } from './outbox.ts';
+import { withEntry } from '../outbox.ts';
 import type { PartitionFile, WorkerMachineState, WorkerShuffle } from './state.ts';
 
 /** The name of a partition file from the uniqueId (`id-epoch`) a commit or a reader names, and its mode. */

@@ -12,7 +12,7 @@ import type { AdminCommand } from '../effects.ts';
 import { dropShuffle, persistShuffle } from './commit.ts';
 import { enqueueTask } from './file-queue.ts';
 import { uncommittedCount } from './files.ts';
-import { cancelTimer, gauge, log, send, setTimer, type Outbox } from './outbox.ts';
+import { cancelTimer, gauge, log, send, setTimer, type Outbox } from '../outbox.ts';
 import type { WorkerMachineState } from './state.ts';
 
 /**

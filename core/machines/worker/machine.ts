@@ -22,7 +22,7 @@ import {
   onRegisterAnswer,
   startRegistration,
 } from './membership.ts';
-import { log, newOutbox, withEntry, type Outbox } from './outbox.ts';
+import { log, newOutbox, withEntry, type Outbox } from '../outbox.ts';
 import { completeLocalWrite, completeReplica, handlePushData, replicaAnswer } from './push.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';

@@ -3,7 +3,7 @@ import type { RegisterWorkerResponse, WorkerHeartbeatResponse } from '../../prot
 import { purgeUnavailablePeers } from '../../replication/index.ts';
 import { dropShuffle } from './commit.ts';
 import { applyWorkerTrigger, checkDrain } from './leaving.ts';
-import { cancelTimer, count, log, send, setTimer, withEntry, type Outbox } from './outbox.ts';
+import { cancelTimer, count, log, send, setTimer, withEntry, type Outbox } from '../outbox.ts';
 import { requestTimer } from './push.ts';
 import type { OutstandingRequest, WorkerMachineState } from './state.ts';
 import { diskInfos } from './storage-view.ts';

@@ -13,9 +13,10 @@ import {
 } from '../../replication/index.ts';
 import { decideSplit } from '../../storage/index.ts';
 import type { Envelope } from '../effects.ts';
-import { admitted, replyToOf } from './admission.ts';
+import { admitted } from '../admission.ts';
+import { replyToOf } from '../outbox.ts';
 import { enqueueTask } from './file-queue.ts';
-import { cancelTimer, count, log, reply, send, setTimer, withEntry, type Outbox } from './outbox.ts';
+import { cancelTimer, count, log, reply, send, setTimer, withEntry, type Outbox } from '../outbox.ts';
 import type {
   CopyOutcome,
   PartitionFile,

@@ -1,9 +1,10 @@
 import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
 import type { CloseStream, FetchChunk, OpenStream } from '../../protocol/messages.ts';
 import type { Envelope, IoError } from '../effects.ts';
-import { admitted, replyToOf } from './admission.ts';
+import { admitted } from '../admission.ts';
+import { replyToOf } from '../outbox.ts';
 import { chunkOffsets, fileNameFor, getFile } from './files.ts';
-import { count, log, reply, withEntry, type Outbox } from './outbox.ts';
+import { count, log, reply, withEntry, type Outbox } from '../outbox.ts';
 import type { OpPurpose, ReplyTo, WorkerMachineState } from './state.ts';
 import { recordLatency } from './storage-view.ts';
 

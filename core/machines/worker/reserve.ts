@@ -8,9 +8,10 @@ import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
 import type { ReserveSlots } from '../../protocol/messages.ts';
 import { chooseTierForNewFile } from '../../storage/index.ts';
 import type { Envelope, IoError } from '../effects.ts';
-import { admitted, replyToOf } from './admission.ts';
+import { admitted } from '../admission.ts';
+import { replyToOf } from '../outbox.ts';
 import { fileId, getFile, putFile, putShuffle } from './files.ts';
-import { count, log, reply, withEntry, type Outbox } from './outbox.ts';
+import { count, log, reply, withEntry, type Outbox } from '../outbox.ts';
 import type { OpPurpose, PartitionFile, PendingReserve, WorkerMachineState } from './state.ts';
 import { hasAnyStorage, noteDiskFailure, storageView } from './storage-view.ts';
 

@@ -1,7 +1,7 @@
 import type { DiskInfo, DiskStatus } from '../../domain/index.ts';
 import type { LocalDisk, WorkerStorage } from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
-import { withEntry } from './outbox.ts';
+import { withEntry } from '../outbox.ts';
 import type { DiskTimings, WorkerMachineState } from './state.ts';
 
 /** What core/storage needs to know about this worker's tiers right now. */

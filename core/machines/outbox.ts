@@ -1,11 +1,11 @@
-import type { Message } from '../../protocol/messages.ts';
-import type { Rng } from '../../rng.ts';
-import type { Effect, LogLevel, NodeId } from '../effects.ts';
-import type { ReplyTo } from './state.ts';
+import type { Message } from '../protocol/messages.ts';
+import type { Rng } from '../rng.ts';
+import type { Effect, Envelope, LogLevel, NodeId } from './effects.ts';
 
 /**
- * What one step has decided so far: the effects, in the order the driver must execute them, plus the step's clock
- * and random source. Handlers append to it; the step returns its effects. Local to one step, never stored.
+ * What one step of a machine has decided so far: the effects, in the order the driver must execute them, plus the
+ * step's clock and random source. Handlers append to it; the step returns its effects. Local to one step, never
+ * stored in a state. Shared by every machine so that all of them emit effects the same way.
  */
 export interface Outbox {
   readonly now: number;
@@ -17,10 +17,25 @@ export function newOutbox(now: number, rng: Rng): Outbox {
   return { now, rng, effects: [] };
 }
 
+/** Who to answer: the requester's node and the id of its request (absent for a message that expects no reply). */
+export interface ReplyTo {
+  readonly node: NodeId;
+  readonly requestId: number | undefined;
+}
+
+export function replyToOf(envelope: Envelope): ReplyTo {
+  return { node: envelope.from, requestId: envelope.requestId };
+}
+
 export function send(out: Outbox, to: NodeId, message: Message, requestId?: number): void {
   out.effects.push(
     requestId === undefined ? { kind: 'send', to, message } : { kind: 'send', to, message, requestId },
   );
+}
+
+/** A one-way message: no reply expected, so no request id and no timer. */
+export function tell(out: Outbox, to: NodeId, message: Message): void {
+  send(out, to, message);
 }
 
 /** Answers a request; a one-way message (no requestId) gets its answer all the same, marked as a reply to nothing. */

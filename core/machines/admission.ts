@@ -1,12 +1,7 @@
-import { admitClient } from '../../release/admission.ts';
-import type { Release } from '../../release/version.ts';
-import type { Envelope } from '../effects.ts';
-import { count, log, reply, type Outbox } from './outbox.ts';
-import type { ReplyTo } from './state.ts';
-
-export function replyToOf(envelope: Envelope): ReplyTo {
-  return { node: envelope.from, requestId: envelope.requestId };
-}
+import { admitClient } from '../release/admission.ts';
+import type { Release } from '../release/version.ts';
+import type { Envelope } from './effects.ts';
+import { count, log, reply, replyToOf, type Outbox } from './outbox.ts';
 
 /**
  * Admission by release for a client request. A refused client gets StatusResponse CLIENT_RELEASE_REFUSED with a

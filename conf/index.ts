@@ -1,0 +1,56 @@
+/**
+ * The configuration of svc: the registry of keys, value parsing, release-aware resolution, dynamic configuration
+ * and the logic behind `svc conf`. Pure: the runtime reads files and the environment and passes them in.
+ *
+ *   const conf = resolveConfig({ release, role: 'master', fileText, env, overrides, platform });
+ *   if (conf.errors.length > 0) ...refuse to start, printing conf.errors.map(formatProblem)...
+ *   conf.getInt('svc.master.slot.assign.extraSlots');
+ */
+export { checkConfigText, type CheckOptions, type CheckReport } from './check.ts';
+export { renderConfigurationDocs } from './docs.ts';
+export {
+  CONFIG_LEVELS,
+  dynamicConfigPath,
+  dynamicView,
+  EMPTY_DYNAMIC_CONFIG,
+  parseDynamicConfig,
+  type ConfigLevel,
+  type DynamicConfig,
+  type DynamicScope,
+  type DynamicView,
+  type ValueLevel,
+} from './dynamic.ts';
+export { parseMasterUrl, type MasterUrl } from './master-url.ts';
+export {
+  formatMigrationReport,
+  migrateConfigText,
+  type DefaultChange,
+  type Edit,
+  type MigrateOptions,
+  type Migration,
+  type NewKey,
+} from './migrate.ts';
+export {
+  ConfigError,
+  formatLocation,
+  formatProblem,
+  hasErrors,
+  type Location,
+  type Problem,
+  type ProblemCode,
+  type Severity,
+} from './problems.ts';
+export { describeDefault, existsAt, isDynamicAt } from './registry/history.ts';
+export { REGISTRY, type ConfigEntry } from './registry/registry.ts';
+export { CONTROL_PLANE_MODULE, MODULES, ROLES, type Module, type Role } from './registry/spec.ts';
+export {
+  DEFAULT_FILE_NAME,
+  resolveConfig,
+  type Origin,
+  type Platform,
+  type ResolvedConfig,
+  type ResolveOptions,
+  type Resolution,
+  type ShownSetting,
+} from './resolve.ts';
+export { formatValue, parseValue, type ConfigValue, type ValueType } from './values.ts';

@@ -1,0 +1,93 @@
+/** Transport keys, one set per module (`svc.<module>.*`, contract 9.1 rule 3; modules in ../spec.ts). */
+import { ALL_ROLES, type KeySpec } from '../spec.ts';
+
+export const NETWORK_KEYS: readonly KeySpec[] = [
+  {
+    key: 'svc.<module>.io.mode',
+    type: 'enum',
+    values: ['NIO', 'EPOLL'],
+    roles: ALL_ROLES,
+    description: 'Event-loop backend of the module’s connections.',
+  },
+  {
+    key: 'svc.<module>.io.numConnectionsPerPeer',
+    type: 'int',
+    min: 1,
+    roles: ALL_ROLES,
+    description: 'Connections the module keeps open to each peer.',
+  },
+  {
+    key: 'svc.<module>.io.connectionTimeout',
+    type: 'time',
+    fallback: 'svc.network.timeout',
+    roles: ALL_ROLES,
+    description: 'Time after which an idle or unresponsive connection of the module is closed.',
+  },
+  {
+    key: 'svc.<module>.io.connectTimeout',
+    type: 'time',
+    fallback: 'svc.network.connect.timeout',
+    roles: ALL_ROLES,
+    description: 'Time allowed to establish a connection of the module.',
+  },
+  {
+    key: 'svc.<module>.io.maxRetries',
+    type: 'int',
+    default: '3',
+    min: 0,
+    roles: ALL_ROLES,
+    description: 'Retries of a request of the module after an I/O failure (0: no retry).',
+  },
+  {
+    key: 'svc.<module>.io.retryWait',
+    type: 'time',
+    default: '5s',
+    roles: ALL_ROLES,
+    description: 'Wait before retrying a request of the module after an I/O failure.',
+  },
+  {
+    key: 'svc.<module>.io.serverThreads',
+    type: 'int',
+    default: '0',
+    min: 0,
+    roles: ALL_ROLES,
+    description: 'Threads serving the module’s incoming connections (0: twice the number of cores).',
+  },
+  {
+    key: 'svc.<module>.io.clientThreads',
+    type: 'int',
+    default: '0',
+    min: 0,
+    roles: ALL_ROLES,
+    description: 'Threads serving the module’s outgoing connections (0: twice the number of cores).',
+  },
+  {
+    key: 'svc.<module>.io.backLog',
+    type: 'int',
+    default: '0',
+    min: 0,
+    roles: ALL_ROLES,
+    description: 'Length of the queue of connections waiting to be accepted (0: the system default).',
+  },
+  {
+    key: 'svc.<module>.io.sendBuffer',
+    type: 'bytes',
+    default: '0',
+    roles: ALL_ROLES,
+    description: 'Socket send buffer of the module (0: the system default).',
+  },
+  {
+    key: 'svc.<module>.io.receiveBuffer',
+    type: 'bytes',
+    default: '0',
+    roles: ALL_ROLES,
+    description: 'Socket receive buffer of the module (0: the system default).',
+  },
+  {
+    key: 'svc.<module>.heartbeat.interval',
+    type: 'time',
+    default: '60s',
+    roles: ALL_ROLES,
+    description: 'Interval of keep-alive messages on the module’s connections.',
+  },
+];

@@ -1,0 +1,400 @@
+/** Keys of the worker: ports, disks and tiers, memory limits, splitting, shutdown, congestion control. */
+import { STORAGE_TYPES } from '../../../core/domain/index.ts';
+import { evictPolicy, storageDirs } from '../checks.ts';
+import { WORKER, type KeySpec } from '../spec.ts';
+import { httpAuthKeys } from './master.ts';
+
+const PORT = { type: 'int', min: 0, max: 65535 } as const;
+const RATIO = { type: 'double', min: 0, max: 1 } as const;
+const TIERS_IN_ORDER = 'MEMORY,SSD,HDD,HDFS,S3,OSS';
+
+function workerPort(service: string, what: string): KeySpec {
+  return {
+    key: `svc.worker.${service}.port`,
+    ...PORT,
+    default: '0',
+    roles: WORKER,
+    description: `Port of the worker's ${what} server (0: any free port; graceful shutdown needs a fixed one).`,
+  };
+}
+
+function watermark(level: 'low' | 'high', measure: string, key: string): KeySpec {
+  const action = level === 'high' ? 'pushes are throttled above it' : 'throttling stops below it';
+  return {
+    key,
+    type: 'bytes',
+    default: 'unlimited',
+    unlimited: true,
+    dynamic: true,
+    roles: WORKER,
+    description: `Congestion control: ${measure}; ${action}.`,
+  };
+}
+
+/** `svc.worker.storage.baseDir.prefix` + `.number` describe the directories `<prefix>1` … `<prefix><number>`. */
+function dirsFromBaseDir(read: (key: string) => unknown): string {
+  const prefix = String(read('svc.worker.storage.baseDir.prefix'));
+  const count = Number(read('svc.worker.storage.baseDir.number'));
+  return Array.from({ length: count }, (_, index) => `${prefix}${index + 1}`).join(',');
+}
+
+export const WORKER_KEYS: readonly KeySpec[] = [
+  workerPort('rpc', 'control-plane'),
+  workerPort('push', 'push'),
+  workerPort('fetch', 'fetch'),
+  workerPort('replicate', 'replication'),
+  workerPort('internal', 'internal'),
+  {
+    key: 'svc.worker.http.host',
+    type: 'string',
+    default: '<localhost>',
+    roles: WORKER,
+    description: 'Host the worker’s management interface and metrics listen on.',
+  },
+  {
+    key: 'svc.worker.http.port',
+    ...PORT,
+    min: 1,
+    default: '9096',
+    roles: WORKER,
+    description: 'Port of the worker’s management interface and metrics.',
+  },
+  ...httpAuthKeys('worker'),
+  {
+    key: 'svc.worker.register.timeout',
+    type: 'time',
+    default: '180s',
+    roles: WORKER,
+    description: 'How long a starting worker keeps trying to register with the master before it exits.',
+  },
+  {
+    key: 'svc.worker.replicate.threads',
+    type: 'int',
+    default: '64',
+    min: 1,
+    roles: WORKER,
+    description: 'Threads forwarding pushed data to replica workers.',
+  },
+  {
+    key: 'svc.worker.replicate.fastFail.duration',
+    type: 'time',
+    default: '60s',
+    roles: WORKER,
+    description: 'How long a replica peer that could not be reached is failed at once instead of retried.',
+  },
+  {
+    key: 'svc.worker.storage.dirs',
+    type: 'list',
+    check: storageDirs,
+    legacy: {
+      keys: ['svc.worker.storage.baseDir.prefix', 'svc.worker.storage.baseDir.number'],
+      combine: dirsFromBaseDir,
+    },
+    roles: WORKER,
+    description:
+      'Local disk directories, each path[:capacity=SIZE][:disktype=HDD|SSD][:flushthread=N] (unset: no local disk).',
+  },
+  {
+    key: 'svc.worker.storage.baseDir.prefix',
+    type: 'string',
+    default: '/mnt/disk',
+    roles: WORKER,
+    description: 'Directories <prefix>1 … <prefix>N are the worker’s disks (see svc.worker.storage.dirs).',
+  },
+  {
+    key: 'svc.worker.storage.baseDir.number',
+    type: 'int',
+    default: '16',
+    min: 1,
+    roles: WORKER,
+    description: 'Number N of directories <prefix>1 … <prefix>N (see svc.worker.storage.dirs).',
+  },
+  {
+    key: 'svc.worker.storage.workingDir',
+    type: 'string',
+    roles: WORKER,
+    description: 'Directory, relative to each disk, that shuffle files are written under.',
+  },
+  {
+    key: 'svc.worker.storage.disk.reserve.size',
+    type: 'bytes',
+    default: '5g',
+    roles: WORKER,
+    description: 'Space kept free on every disk; a disk with less is not offered.',
+  },
+  {
+    key: 'svc.worker.storage.disk.reserve.ratio',
+    ...RATIO,
+    roles: WORKER,
+    description:
+      'Share of every disk kept free, when larger than the reserve size (unset: only the size applies).',
+  },
+  {
+    key: 'svc.worker.storage.expireDirs.timeout',
+    type: 'time',
+    default: '1h',
+    roles: WORKER,
+    description: 'Time after which local directories of expired applications are deleted.',
+  },
+  {
+    key: 'svc.worker.storage.storagePolicy.createFilePolicy',
+    type: 'list',
+    values: STORAGE_TYPES,
+    default: TIERS_IN_ORDER,
+    since: '0.5.1',
+    roles: WORKER,
+    description: 'Tiers a new partition file is tried on, in order.',
+  },
+  {
+    key: 'svc.worker.storage.storagePolicy.evictPolicy',
+    type: 'string',
+    default: TIERS_IN_ORDER,
+    check: evictPolicy,
+    since: '0.5.1',
+    roles: WORKER,
+    description: 'Per tier, the tiers its files are evicted to, in order (SRC,T1,T2|SRC2,…).',
+  },
+  {
+    key: 'svc.worker.directMemoryRatioForMemoryFileStorage',
+    ...RATIO,
+    default: '0.0',
+    since: '0.5.0',
+    roles: WORKER,
+    description: 'Share of the memory budget that the memory tier may hold (0: memory tier off).',
+  },
+  {
+    key: 'svc.worker.memoryFileStorage.maxFileSize',
+    type: 'bytes',
+    default: '8m',
+    since: '0.5.0',
+    roles: WORKER,
+    description: 'A partition file in memory larger than this is evicted to the next tier.',
+  },
+  {
+    key: 'svc.worker.memoryFileStorage.evict.aggressiveMode.enabled',
+    type: 'boolean',
+    default: 'false',
+    since: '0.5.0',
+    roles: WORKER,
+    description:
+      'Whether memory files are evicted whenever pushes are paused, not only under memory pressure.',
+  },
+  {
+    key: 'svc.worker.memoryFileStorage.evict.ratio',
+    ...RATIO,
+    default: '0.5',
+    since: '0.5.0',
+    roles: WORKER,
+    description:
+      'Memory files are evicted, largest first, once the memory tier holds this share of its budget.',
+  },
+  {
+    key: 'svc.worker.directMemoryRatioToPauseReceive',
+    ...RATIO,
+    default: '0.85',
+    roles: WORKER,
+    description: 'Share of the memory budget in use at which the worker stops accepting pushes.',
+  },
+  {
+    key: 'svc.worker.directMemoryRatioToPauseReplicate',
+    ...RATIO,
+    default: '0.95',
+    roles: WORKER,
+    description:
+      'Share of the memory budget in use at which the worker also stops accepting replicated data.',
+  },
+  {
+    key: 'svc.worker.directMemoryRatioToResume',
+    ...RATIO,
+    roles: WORKER,
+    description: 'Share of the memory budget in use below which a paused worker accepts data again.',
+  },
+  {
+    key: 'svc.worker.directMemoryRatioForReadBuffer',
+    ...RATIO,
+    default: '0.1',
+    roles: WORKER,
+    description: 'Share of the memory budget for buffers serving fetches.',
+  },
+  {
+    key: 'svc.worker.monitor.disk.enabled',
+    type: 'boolean',
+    default: 'true',
+    roles: WORKER,
+    description: 'Whether the worker checks its disks and stops using failing ones.',
+  },
+  {
+    key: 'svc.worker.monitor.disk.check.interval',
+    type: 'time',
+    roles: WORKER,
+    description: 'Interval between disk checks.',
+  },
+  {
+    key: 'svc.worker.flusher.buffer.size',
+    type: 'bytes',
+    default: '256k',
+    min: 1,
+    roles: WORKER,
+    description: 'Data of a partition buffered in memory before it is written to its file.',
+  },
+  {
+    key: 'svc.worker.commitFiles.timeout',
+    type: 'time',
+    default: '120s',
+    roles: WORKER,
+    description: 'Time allowed to commit a shuffle’s files when its stage ends.',
+  },
+  {
+    key: 'svc.worker.commitFiles.threads',
+    type: 'int',
+    default: '32',
+    min: 1,
+    roles: WORKER,
+    description: 'Threads committing files.',
+  },
+  {
+    key: 'svc.worker.shuffle.partitionSplit.enabled',
+    type: 'boolean',
+    default: 'true',
+    roles: WORKER,
+    description:
+      'Whether a partition file that grows too large is split (the client continues on a new location).',
+  },
+  {
+    key: 'svc.worker.shuffle.partitionSplit.min',
+    type: 'bytes',
+    default: '1m',
+    roles: WORKER,
+    description: 'A partition file is split for a full disk only once it is larger than this.',
+  },
+  {
+    key: 'svc.worker.shuffle.partitionSplit.max',
+    type: 'bytes',
+    default: '2g',
+    min: 1,
+    roles: WORKER,
+    description: 'A soft split becomes a hard split once the file is larger than this.',
+  },
+  {
+    key: 'svc.worker.writer.create.maxAttempts',
+    type: 'int',
+    default: '3',
+    min: 1,
+    roles: WORKER,
+    description: 'Attempts to create a partition file before the reservation fails.',
+  },
+  {
+    key: 'svc.worker.graceful.shutdown.enabled',
+    type: 'boolean',
+    default: 'false',
+    roles: WORKER,
+    description:
+      'Whether a stopping worker waits for its partitions to be committed and keeps them for its restart.',
+  },
+  {
+    key: 'svc.worker.graceful.shutdown.timeout',
+    type: 'time',
+    default: '600s',
+    roles: WORKER,
+    description: 'Longest a graceful shutdown may take.',
+  },
+  {
+    key: 'svc.worker.graceful.shutdown.checkSlotsFinished.interval',
+    type: 'time',
+    default: '1s',
+    roles: WORKER,
+    description: 'Graceful shutdown: interval of checks whether every partition is committed.',
+  },
+  {
+    key: 'svc.worker.graceful.shutdown.checkSlotsFinished.timeout',
+    type: 'time',
+    default: '480s',
+    roles: WORKER,
+    description: 'Graceful shutdown: longest wait for every partition to be committed.',
+  },
+  {
+    key: 'svc.worker.graceful.shutdown.recoverPath',
+    type: 'string',
+    default: '<tmp>/recover',
+    roles: WORKER,
+    description: 'Directory of the recovery store that a gracefully stopped worker restarts from.',
+  },
+  {
+    key: 'svc.worker.graceful.shutdown.recoverDbBackend',
+    type: 'enum',
+    values: ['ROCKSDB', 'LEVELDB'],
+    roles: WORKER,
+    description: 'Storage engine of the recovery store.',
+  },
+  {
+    key: 'svc.worker.graceful.shutdown.saveCommittedFileInfo.interval',
+    type: 'time',
+    default: '5s',
+    roles: WORKER,
+    description: 'Interval at which committed files are recorded in the recovery store.',
+  },
+  {
+    key: 'svc.worker.graceful.shutdown.saveCommittedFileInfo.sync',
+    type: 'boolean',
+    default: 'false',
+    roles: WORKER,
+    description: 'Whether each record in the recovery store is synced to disk.',
+  },
+  {
+    key: 'svc.worker.decommission.forceExitTimeout',
+    type: 'time',
+    default: '6h',
+    roles: WORKER,
+    description: 'Longest a decommissioning worker waits for its shuffles to end before it exits.',
+  },
+  {
+    key: 'svc.worker.decommission.checkInterval',
+    type: 'time',
+    default: '30s',
+    roles: WORKER,
+    description: 'Interval at which a decommissioning worker checks whether its shuffles have ended.',
+  },
+  {
+    key: 'svc.worker.activeConnection.max',
+    type: 'int',
+    min: 1,
+    roles: WORKER,
+    description: 'Connections above which the worker reports itself as highly loaded (unset: no limit).',
+  },
+  {
+    key: 'svc.worker.userResourceConsumption.update.interval',
+    type: 'time',
+    default: '30s',
+    roles: WORKER,
+    description: 'Interval at which the worker recomputed per-user resource use.',
+  },
+  {
+    key: 'svc.worker.congestionControl.enabled',
+    type: 'boolean',
+    default: 'false',
+    roles: WORKER,
+    description: 'Whether the worker throttles pushes when its buffers or users’ rates pass the watermarks.',
+  },
+  watermark('low', 'data buffered for disks', 'svc.worker.congestionControl.diskBuffer.low.watermark'),
+  watermark('high', 'data buffered for disks', 'svc.worker.congestionControl.diskBuffer.high.watermark'),
+  watermark(
+    'low',
+    'bytes per second pushed by one user',
+    'svc.worker.congestionControl.userProduceSpeed.low.watermark',
+  ),
+  watermark(
+    'high',
+    'bytes per second pushed by one user',
+    'svc.worker.congestionControl.userProduceSpeed.high.watermark',
+  ),
+  watermark(
+    'low',
+    'bytes per second pushed to the worker',
+    'svc.worker.congestionControl.workerProduceSpeed.low.watermark',
+  ),
+  watermark(
+    'high',
+    'bytes per second pushed to the worker',
+    'svc.worker.congestionControl.workerProduceSpeed.high.watermark',
+  ),
+];
