@@ -3,6 +3,7 @@
  * returns undefined when the value fits and otherwise the form that was expected.
  */
 import { STORAGE_TYPES } from '../../core/domain/index.ts';
+import { parseCreateFilePolicy, parseEvictPolicy } from '../../core/storage/policy.ts';
 import type { ConfigValue } from '../values.ts';
 
 function items(value: ConfigValue): readonly string[] {
@@ -60,15 +61,32 @@ const EVICT_FORM =
   'groups separated by |, each a comma-separated list of storage types: the tier to evict from, then the tiers ' +
   'to evict to in order (for example MEMORY,SSD,HDD,HDFS)';
 
-/** `SRC,T1,T2|SRC2,T3`: per source tier, the tiers its files are evicted to. */
-export function evictPolicy(value: ConfigValue): string | undefined {
-  for (const group of String(value).split('|')) {
-    const types = group.split(',').map((type) => type.trim().toUpperCase());
-    if (types.length < 2) return EVICT_FORM;
-    if (!types.every((type) => (STORAGE_TYPES as readonly string[]).includes(type))) return EVICT_FORM;
-  }
-  return undefined;
+const CREATE_FORM =
+  'a comma-separated list of distinct storage types with MEMORY, if listed, first (for example MEMORY,SSD,HDD,HDFS)';
+
+/**
+ * A check that runs the worker's own policy parser (core/storage), so that the rules a worker applies at start and
+ * the rules `svc conf check` reports are one and the same.
+ */
+function parsedBy(
+  parse: (text: string) => unknown,
+  form: string,
+): (value: ConfigValue) => string | undefined {
+  return (value) => {
+    try {
+      parse(items(value).join(','));
+      return undefined;
+    } catch (error) {
+      return `${form} (${error instanceof Error ? error.message : String(error)})`;
+    }
+  };
 }
+
+/** `SRC,T1,T2|SRC2,T3`: per source tier, the tiers its files are evicted to. */
+export const evictPolicy = parsedBy(parseEvictPolicy, EVICT_FORM);
+
+/** `MEMORY,SSD,HDD,...`: the tiers a new partition file is tried on. */
+export const createFilePolicy = parsedBy(parseCreateFilePolicy, CREATE_FORM);
 
 /** A regular expression (host patterns). */
 export function regularExpression(value: ConfigValue): string | undefined {

@@ -1,6 +1,6 @@
 /** Keys of the worker: ports, disks and tiers, memory limits, splitting, shutdown, congestion control. */
 import { STORAGE_TYPES } from '../../../core/domain/index.ts';
-import { evictPolicy, storageDirs } from '../checks.ts';
+import { createFilePolicy, evictPolicy, storageDirs } from '../checks.ts';
 import { WORKER, type KeySpec } from '../spec.ts';
 import { httpAuthKeys } from './master.ts';
 
@@ -141,6 +141,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'list',
     values: STORAGE_TYPES,
     default: TIERS_IN_ORDER,
+    check: createFilePolicy,
     since: '0.5.1',
     roles: WORKER,
     description: 'Tiers a new partition file is tried on, in order.',
@@ -161,6 +162,16 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     since: '0.5.0',
     roles: WORKER,
     description: 'Share of the memory budget that the memory tier may hold (0: memory tier off).',
+  },
+  {
+    key: 'svc.worker.memoryFileStorage.refuseImplicitMemory',
+    type: 'boolean',
+    default: 'false',
+    since: '0.6.0',
+    roles: WORKER,
+    description:
+      'svc addition: refuse the memory tier to a location that permits it only through mask 0 (a partition revived ' +
+      'by a client before 0.6.0), so that such a file goes to the next tier instead.',
   },
   {
     key: 'svc.worker.memoryFileStorage.maxFileSize',
