@@ -1,0 +1,7 @@
+export { offerSlots } from './offer.ts';
+export { diskBudget } from './eligible-disks.ts';
+export { groupRatios } from './load-aware.ts';
+export { paddingCount } from './padding.ts';
+export { initialPartitionSize, updateEstimatedPartitionSize } from './partition-size.ts';
+export type { PartitionSizeBounds, PartitionSizeObservation } from './partition-size.ts';
+export type * from './types.ts';
