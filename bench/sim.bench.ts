@@ -1,0 +1,103 @@
+/**
+ * Simulator speed on the standard scenario (20 workers, 4 applications of 200 partitions each, replication on,
+ * faults on): seeds per minute and simulated time per wall-clock second, on one core. Goals: at least 1,000 seeds a
+ * minute and at least 100x real time.
+ *
+ * The baseline, measured in the same run, is the simulator's own machinery without svc: the same number of events
+ * through the same world (queue, network, observers) driving trivial machines. The gap between the two is the cost
+ * of the core state machines and the checkers, which tells where to look when the goals are missed.
+ *
+ * Exit code (see bench/run.ts): 0 goals met, 2 a goal missed, 1 error.
+ */
+import { Bench } from 'tinybench';
+import type { Effect } from '../core/machines/effects.ts';
+import type { Machine } from '../core/machines/machine.ts';
+import { runSeed, type RunResult } from '../sim/run.ts';
+import { SCENARIOS } from '../sim/scenarios.ts';
+import { World } from '../sim/world/world.ts';
+
+const GOAL_SEEDS_PER_MINUTE = 1_000;
+const GOAL_REAL_TIME_FACTOR = 100;
+const GOAL_MISSED = 2;
+const SEEDS = 12;
+
+const scenario = SCENARIOS.standard!;
+
+// Warm up (JIT, configuration resolution) and learn the event count of a typical seed for the baseline.
+const warm = runSeed({ seed: 0, scenario });
+if (warm.violation)
+  console.log(`note: warm-up seed 0 failed ${warm.violation.invariant}: ${warm.violation.detail}`);
+
+let nextSeed = 1;
+const results: RunResult[] = [];
+
+/** A machine that answers every message to its sender; when `serve` is given it opens the rally on start. */
+function bounce(serve?: string): Machine<null> {
+  return {
+    step(state, input) {
+      const effects: Effect[] = [];
+      if (input.kind === 'start' && serve !== undefined) {
+        effects.push({
+          kind: 'send',
+          to: serve,
+          message: { type: 'StatusResponse', status: 'SUCCESS', message: '' },
+        });
+      } else if (input.kind === 'receive') {
+        effects.push({ kind: 'send', to: input.envelope.from, message: input.envelope.message });
+      }
+      return { state, effects };
+    },
+  };
+}
+
+/** Rallies between as many node pairs as the standard cluster has nodes, until `events` events ran. */
+function baseline(events: number): void {
+  const world = new World({ seed: 1 });
+  for (let i = 0; i < 24; i += 1) {
+    world.addNode({ id: `b-${i}`, role: 'b', machine: bounce(), initialState: () => null });
+    world.addNode({ id: `a-${i}`, role: 'a', machine: bounce(`b-${i}`), initialState: () => null });
+  }
+  for (let i = 0; i < 24; i += 1) world.start(`b-${i}`);
+  for (let i = 0; i < 24; i += 1) world.start(`a-${i}`);
+  world.run({ until: Infinity, maxEvents: events });
+}
+
+const bench = new Bench({ iterations: SEEDS, time: 0, warmup: false });
+bench
+  .add('standard scenario, one seed', () => {
+    results.push(runSeed({ seed: nextSeed++, scenario }));
+  })
+  .add(`baseline: ${warm.events} events of trivial machines`, () => baseline(warm.events));
+await bench.run();
+
+function meanMs(index: number): number {
+  const task = bench.tasks[index];
+  const result = task?.result;
+  if (!task || !result || result.state !== 'completed')
+    throw new Error(`${task?.name ?? index}: did not complete`);
+  return result.latency.mean;
+}
+const seedMs = meanMs(0);
+const baselineMs = meanMs(1);
+const simulatedMs = results.reduce((sum, r) => sum + r.simulatedMs, 0) / Math.max(1, results.length);
+const events = results.reduce((sum, r) => sum + r.events, 0) / Math.max(1, results.length);
+const failures = results.filter((r) => r.violation);
+
+const seedsPerMinute = 60_000 / seedMs;
+const realTimeFactor = simulatedMs / seedMs;
+console.log(`standard scenario: ${results.length} seeds, ${failures.length} failing`);
+console.log(
+  `  per seed:        ${seedMs.toFixed(1)} ms wall, ${(simulatedMs / 1000).toFixed(1)} s simulated, ${events.toFixed(0)} events`,
+);
+console.log(`  seeds/minute:    ${seedsPerMinute.toFixed(0)} (goal ≥ ${GOAL_SEEDS_PER_MINUTE})`);
+console.log(`  real-time factor: ${realTimeFactor.toFixed(0)}x (goal ≥ ${GOAL_REAL_TIME_FACTOR}x)`);
+console.log(`  events/s:        ${((events * 1000) / seedMs).toFixed(0)}`);
+console.log(
+  `baseline (the world alone, same event count): ${baselineMs.toFixed(1)} ms, ${((events * 1000) / baselineMs).toFixed(0)} events/s`,
+);
+console.log(`  svc machines and checkers cost ${(seedMs / baselineMs).toFixed(1)}x the bare simulator`);
+for (const failure of failures) console.log(`  seed ${failure.seed} failed: ${failure.violation?.invariant}`);
+
+const met = seedsPerMinute >= GOAL_SEEDS_PER_MINUTE && realTimeFactor >= GOAL_REAL_TIME_FACTOR;
+console.log(met ? 'goals met' : 'GOAL MISSED');
+process.exitCode = met ? 0 : GOAL_MISSED;

@@ -1,0 +1,210 @@
+// The simulator's command line: many seeds with a summary, one seed with its trace, a soak for nightly runs.
+// `npm run sim -- --help` lists the options. Wall-clock time is read here, never inside a run.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { PLANTED_BUGS, type PlantedBug } from '../core/planted-bugs.ts';
+import { parseFaults, parseKnobs, type Schedule } from './faults/plan.ts';
+import { INVARIANTS } from './invariants/catalogue.ts';
+import {
+  drawnSchedule,
+  replayCommand,
+  runSeed,
+  shrinkFailure,
+  type RunResult,
+  type Scenario,
+} from './run.ts';
+import { SCENARIOS, scenarioNamed } from './scenarios.ts';
+
+interface Options {
+  readonly seed?: number;
+  readonly seeds?: number;
+  readonly from: number;
+  readonly scenario: string;
+  readonly trace: boolean;
+  readonly faults?: string;
+  readonly knobs?: string;
+  readonly bug?: PlantedBug;
+  readonly shrink: boolean;
+  readonly shrinkRuns: number;
+  readonly soak: boolean;
+  readonly minutes: number;
+  readonly maxFailures: number;
+}
+
+const integer = (name: string) => (text: string) => {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidArgumentError(`${name} must be a non-negative whole number, got '${text}'`);
+  }
+  return value;
+};
+
+const program = new Command()
+  .name('npm run sim --')
+  .description('svc deterministic simulator: runs the core state machines under faults, from seeds')
+  .option('--seed <n>', 'run one seed (with --trace: print its trace)', integer('--seed'))
+  .option('--seeds <n>', 'run this many seeds and print a summary', integer('--seeds'))
+  .option('--from <n>', 'first seed of --seeds or --soak', integer('--from'), 0)
+  .addOption(
+    new Option('--scenario <name>', 'what to simulate').choices(Object.keys(SCENARIOS)).default('swarm'),
+  )
+  .option('--trace', 'print the readable trace of the run (with --seed)', false)
+  .option('--faults <schedule>', "replay this fault schedule instead of the seed's (see docs/simulation.md)")
+  .option('--knobs <knobs>', "replay with these fault rates instead of the seed's")
+  .addOption(
+    new Option('--bug <name>', 'switch on a planted bug (proof that the simulator bites)').choices(
+      PLANTED_BUGS,
+    ),
+  )
+  .option('--no-shrink', 'do not shrink failing seeds')
+  .option('--shrink-runs <n>', 'runs a shrink may spend per failing seed', integer('--shrink-runs'), 300)
+  .option('--soak', 'run seeds until --minutes have passed (nightly)', false)
+  .option('--minutes <m>', 'length of a soak', integer('--minutes'), 30)
+  .option(
+    '--max-failures <n>',
+    'failing seeds to shrink and print before stopping',
+    integer('--max-failures'),
+    5,
+  )
+  .action((options: Options) => {
+    try {
+      process.exitCode = main(options);
+    } catch (error) {
+      // Bad input (a malformed schedule, an unknown knob) is the user's to fix: say what, without a stack.
+      if (error instanceof RangeError || error instanceof InvalidArgumentError)
+        program.error(`error: ${error.message}`);
+      throw error;
+    }
+  });
+
+program.parse(process.argv);
+
+function main(options: Options): number {
+  const scenario = scenarioNamed(options.scenario);
+  if (options.seed !== undefined) return single(options, scenario, options.seed);
+  if (options.faults !== undefined || options.knobs !== undefined) {
+    throw new InvalidArgumentError('--faults and --knobs replay one seed: give --seed too');
+  }
+  const first = options.soak && options.from === 0 ? nightlySeed() : options.from;
+  const deadline = options.soak ? performance.now() + options.minutes * 60_000 : Infinity;
+  const count = options.soak ? Infinity : (options.seeds ?? 100);
+  return many(options, scenario, first, count, deadline);
+}
+
+function single(options: Options, scenario: Scenario, seed: number): number {
+  const schedule = replaySchedule(options, scenario, seed);
+  const started = performance.now();
+  const result = runSeed({
+    seed,
+    scenario,
+    trace: options.trace,
+    ...(schedule === undefined ? {} : { schedule }),
+    ...(options.bug === undefined ? {} : { plantedBug: options.bug }),
+  });
+  const wallMs = performance.now() - started;
+  if (options.trace) process.stdout.write(result.trace);
+  console.log(describeResult(result));
+  // Wall time goes to stderr so that stdout (trace and verdict) is byte-identical across replays.
+  console.error(
+    `simulated ${(result.simulatedMs / 1000).toFixed(3)} s in ${(wallMs / 1000).toFixed(3)} s wall, ${result.events} events`,
+  );
+  for (const note of result.report.notes) console.log(`  note: ${note}`);
+  if (result.violation && options.shrink && schedule === undefined)
+    report(shrinkAndDescribe(result, scenario, options));
+  return result.violation ? 1 : 0;
+}
+
+/** The schedule given on the command line, completed from the seed's own where only half is given. */
+function replaySchedule(options: Options, scenario: Scenario, seed: number): Schedule | undefined {
+  if (options.faults === undefined && options.knobs === undefined) return undefined;
+  const drawn = drawnSchedule(scenario, seed);
+  return {
+    knobs: options.knobs === undefined ? drawn.knobs : parseKnobs(options.knobs, drawn.knobs),
+    faults: options.faults === undefined ? drawn.faults : parseFaults(options.faults),
+  };
+}
+
+function many(options: Options, scenario: Scenario, first: number, count: number, deadline: number): number {
+  const started = performance.now();
+  let seeds = 0;
+  let simulatedMs = 0;
+  let events = 0;
+  const failures: RunResult[] = [];
+  const notes = new Map<string, number>();
+  for (let seed = first; seeds < count && performance.now() < deadline; seed += 1) {
+    const result = runSeed({
+      seed,
+      scenario,
+      ...(options.bug === undefined ? {} : { plantedBug: options.bug }),
+    });
+    seeds += 1;
+    simulatedMs += result.simulatedMs;
+    events += result.events;
+    for (const [name, value] of Object.entries(result.report.counts)) {
+      if (name.startsWith('apps.') || name === 'memoryWithoutEnabling')
+        notes.set(name, (notes.get(name) ?? 0) + value);
+    }
+    if (result.violation) {
+      failures.push(result);
+      console.log(describeResult(result));
+      if (failures.length >= options.maxFailures) {
+        console.log(`stopping after ${failures.length} failing seeds (--max-failures)`);
+        break;
+      }
+    }
+  }
+  const wallMs = performance.now() - started;
+  const last = first + seeds - 1;
+  console.log('');
+  const range = seeds > 0 ? `: seeds ${first}..${last}` : ': no seed ran';
+  console.log(`scenario ${scenario.name}${options.bug ? ` with planted bug ${options.bug}` : ''}${range}`);
+  console.log(`seeds:          ${seeds}`);
+  console.log(
+    `failures:       ${failures.length}${failures.length ? ` (${failures.map((f) => f.seed).join(', ')})` : ''}`,
+  );
+  console.log(
+    `simulated time: ${(simulatedMs / 1000).toFixed(1)} s (${(simulatedMs / Math.max(wallMs, 1)).toFixed(0)}x real time)`,
+  );
+  console.log(
+    `wall time:      ${(wallMs / 1000).toFixed(1)} s (${((seeds * 60_000) / Math.max(wallMs, 1)).toFixed(0)} seeds/minute)`,
+  );
+  console.log(`events:         ${events} (${((events * 1000) / Math.max(wallMs, 1)).toFixed(0)} events/s)`);
+  console.log(`outcomes:       ${[...notes].map(([name, value]) => `${name}=${value}`).join(' ') || '-'}`);
+  if (options.shrink) for (const failure of failures) report(shrinkAndDescribe(failure, scenario, options));
+  return failures.length > 0 ? 1 : 0;
+}
+
+function shrinkAndDescribe(failure: RunResult, scenario: Scenario, options: Options): string[] {
+  const shrunk = shrinkFailure(failure, scenario, { maxRuns: options.shrinkRuns });
+  const schedule = shrunk.schedule;
+  const replay = replayCommand(failure, schedule);
+  return [
+    '',
+    `seed ${failure.seed}: ${failure.violation?.invariant} — shrunk from ${failure.schedule.faults.length} to ${schedule.faults.length} fault(s) in ${shrunk.runs} runs`,
+    `  ${shrunk.result.violation ? describeViolation(shrunk.result) : 'the shrunk schedule no longer fails (flaky?)'}`,
+    `  replay: ${replay}`,
+  ];
+}
+
+function describeResult(result: RunResult): string {
+  return result.violation
+    ? `FAIL seed ${result.seed}: ${describeViolation(result)}`
+    : `ok   seed ${result.seed}`;
+}
+
+function describeViolation(result: RunResult): string {
+  const v = result.violation!;
+  const meaning = (INVARIANTS as Readonly<Record<string, string>>)[v.invariant];
+  return (
+    `${v.invariant}${meaning ? ` (${meaning})` : ''} at ${(v.time / 1000).toFixed(3)} s` +
+    `${v.node ? ` on ${v.node}` : ''}: ${v.detail}`
+  );
+}
+
+function report(lines: readonly string[]): void {
+  for (const line of lines) console.log(line);
+}
+
+/** A different range each night, printed in the summary so that any failure replays by its seed. */
+function nightlySeed(): number {
+  return Math.floor(Date.now() / 86_400_000) * 100_000;
+}

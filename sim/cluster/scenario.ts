@@ -1,0 +1,320 @@
+import type { NodeId } from '../../core/machines/effects.ts';
+import { initialMapTaskState, mapTaskMachine } from '../../core/machines/client/map-task.ts';
+import { initialReduceTaskState, reduceTaskMachine } from '../../core/machines/client/reduce-task.ts';
+import {
+  initialLifecycleManagerState,
+  lifecycleManagerMachine,
+} from '../../core/machines/lifecycle-manager/index.ts';
+import { initialMasterState, masterMachine, type MasterState } from '../../core/machines/master/index.ts';
+import { initialWorkerState, workerMachine } from '../../core/machines/worker/index.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
+import {
+  lifecycleManagerNodeId,
+  mapTaskNodeId,
+  masterNodeId,
+  reduceTaskNodeId,
+  workerNodeId,
+} from '../../core/protocol/node-ids.ts';
+import { admitClient } from '../../core/release/admission.ts';
+import type { Rng } from '../../core/rng.ts';
+import type { FaultTopology } from '../faults/inject.ts';
+import { calmFrom, type FaultTargets, type Schedule } from '../faults/plan.ts';
+import { admissionDecisions } from '../invariants/admission.ts';
+import { diskBudgets } from '../invariants/budget.ts';
+import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
+import { memoryUse } from '../invariants/memory.ts';
+import { committedReads } from '../invariants/reads.ts';
+import { noSlotsOnUnavailable } from '../invariants/slots.ts';
+import type { Scenario, ScenarioRun } from '../run.ts';
+import { Engine, type TaskFactory } from '../workload/engine.ts';
+import { mapRecords } from '../workload/records.ts';
+import type { AppShape, WorkloadShape } from '../workload/shape.ts';
+import { chance, pick, streamRng } from '../world/random.ts';
+import type { World } from '../world/world.ts';
+import {
+  availableTypesOf,
+  lifecycleManagerConfig,
+  mapTaskConfig,
+  masterConfig,
+  reduceTaskConfig,
+  stageRerunOf,
+  workerConfig,
+  workerId,
+} from './configs.ts';
+import { rollingUpgrade } from './upgrade.ts';
+
+/**
+ * How long after the last fault every job must have finished (virtual time). The slowest recoveries the defaults
+ * allow add up to a few minutes: a client's exclusion of a worker expires after 180 s
+ * (svc.client.excludedWorker.expireTimeout), a lost worker is noticed after 120 s plus a check period, and an
+ * unanswered request waits 60 s (svc.rpc.askTimeout) per attempt. Ten minutes covers them with room to spare.
+ */
+const LIVENESS_BOUND_MS = 10 * 60_000;
+
+/**
+ * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client
+ * releases running jobs through the compute-engine model, every invariant checker, and the fault topology. The
+ * workload shape comes from `shape(rng)` (swarm-drawn or fixed); everything else is the same for every scenario.
+ */
+export function clusterScenario(name: string, shape: (rng: Rng) => WorkloadShape): Scenario {
+  return {
+    name,
+    build(world, context) {
+      return buildCluster(
+        world,
+        shape(streamRng(context.seed, 'workload')),
+        context.seed,
+        context.plantedBug,
+      );
+    },
+  };
+}
+
+function buildCluster(
+  world: World,
+  workload: WorkloadShape,
+  seed: number,
+  plantedBug: PlantedBug | undefined,
+): ScenarioRun {
+  const { cluster, apps } = workload;
+  const settings = streamRng(seed, 'settings');
+  const master = masterNodeId(0);
+  const budgetMode = chance(settings, 0.5) ? 'strict' : 'overcommit';
+  const workerOverrides: Record<string, string> = {
+    'svc.shuffle.chunk.size': pick(settings, ['1k', '4k', '8m']),
+  };
+
+  world.addNode({
+    id: master,
+    role: 'master',
+    release: cluster.serverRelease,
+    machine: masterMachine,
+    initialState: (release) =>
+      initialMasterState(
+        masterConfig({
+          release,
+          dfs: cluster.dfs,
+          budgetMode,
+          ...(plantedBug === undefined ? {} : { plantedBug }),
+        }),
+      ),
+  });
+  world.schedule(0, 'start master', (w) => w.start(master));
+
+  const workerNodes = new Map<string, NodeId>();
+  cluster.workers.forEach((shape, index) => {
+    const id = workerNodeId(workerId(shape));
+    workerNodes.set(shape.token, id);
+    world.addNode({
+      id,
+      role: 'worker',
+      release: cluster.serverRelease,
+      machine: workerMachine,
+      disks: shape.disks,
+      dfs: cluster.dfs,
+      initialState: (release) =>
+        initialWorkerState(workerConfig(release, shape, cluster, workerOverrides, plantedBug)),
+    });
+    world.schedule(10 + index, `start worker ${shape.token}`, (w) => w.start(id));
+  });
+
+  const byAppId = new Map(apps.map((app) => [app.appId, app]));
+  const stageRerun = new Map(apps.map((app) => [app.appId, stageRerunOf(app)]));
+  const factory: TaskFactory = {
+    mapTask(app, job, mapId, attemptId) {
+      const ids = { shuffleId: job.shuffleId, mapId, attemptId };
+      return {
+        id: mapTaskNodeId(app.appId, job.shuffleId, mapId, attemptId),
+        role: 'map',
+        release: app.clientRelease,
+        machine: mapTaskMachine,
+        initialState: () => {
+          const records = mapRecords(
+            { appId: app.appId, ...ids },
+            job.shape.records[mapId] ?? [],
+            job.shape.recordBytes,
+          );
+          return initialMapTaskState(mapTaskConfig(app, ids, job.shape, records));
+        },
+      };
+    },
+    reduceTask(app, job, partitionId) {
+      return {
+        id: reduceTaskNodeId(app.appId, job.shuffleId, partitionId),
+        role: 'reduce',
+        release: app.clientRelease,
+        machine: reduceTaskMachine,
+        initialState: () =>
+          initialReduceTaskState(
+            reduceTaskConfig(app, { shuffleId: job.shuffleId, partitionId }, plantedBug),
+          ),
+      };
+    },
+  };
+
+  let schedule: Schedule | undefined;
+  const engine = new Engine(apps, factory, {
+    stageRerun: (app) => stageRerun.get(app.appId) ?? false,
+    dataLossPossible: () => (schedule === undefined ? true : dataLossPossible(schedule)),
+    expectedFailureAttempts: 3,
+    maxStageAttemptsAfterCalm: 4,
+    retryDelayMs: 1_000,
+    speculationDelayMs: 20,
+  });
+  for (const app of apps) {
+    const lm = lifecycleManagerNodeId(app.appId);
+    world.addNode({
+      id: lm,
+      role: 'lifecycle-manager',
+      release: app.clientRelease,
+      machine: lifecycleManagerMachine,
+      initialState: () => initialLifecycleManagerState(lifecycleManagerConfig(app, plantedBug)),
+    });
+    engine.attach(lm, app.token);
+    world.schedule(app.startAt, `start ${app.appId} (client ${app.clientRelease})`, (w) => w.start(lm));
+  }
+  engine.start(world);
+
+  const workerSet = new Set(workerNodes.values());
+  const isWorker = (node: NodeId) => workerSet.has(node);
+  const isMaster = (node: NodeId) => node === master;
+  const memory = memoryUse({
+    app: (appId) => {
+      const app = byAppId.get(appId);
+      return app && { release: app.clientRelease, memoryEnabled: availableTypesOf(app).includes('MEMORY') };
+    },
+    guardOn: () => cluster.memoryGuard,
+  });
+
+  const targets: FaultTargets = {
+    workers: cluster.workers.map((w) => ({ token: w.token, mounts: w.disks.map((d) => d.mountPoint) })),
+    masters: ['m0'],
+    apps: apps.map((a) => a.token),
+  };
+  const appGroups = new Map(apps.map((app) => [app.token, appMembership(app)]));
+  const topology: FaultTopology = {
+    node: (token) => (token === 'm0' ? master : workerNodes.get(token)),
+    group: (token) => {
+      const node = token === 'm0' ? master : workerNodes.get(token);
+      return node === undefined ? appGroups.get(token) : (candidate) => candidate === node;
+    },
+    master,
+    supervised: new Set([master, ...workerSet]),
+    supervisorDelayMs: 1_000,
+  };
+
+  const budgets =
+    budgetMode === 'strict'
+      ? [diskBudgets(isMaster, (node) => (world.stateOf(node) as MasterState).durable.estimatedPartitionSize)]
+      : [];
+  const upgrade = cluster.upgrade;
+  const upgrading = upgrade ? [rollingUpgrade(world, upgrade, master, [...workerSet])] : [];
+
+  return {
+    targets,
+    topology,
+    livenessBoundMs: LIVENESS_BOUND_MS,
+    observers: [
+      engine,
+      replicaPlacement(),
+      epochsIncrease(),
+      committedReads(isWorker),
+      noSlotsOnUnavailable(isMaster, (node) => world.roleOf(node) === 'lifecycle-manager'),
+      memory,
+      admissionDecisions(
+        (node) => isMaster(node) || isWorker(node),
+        (node) => CLIENT_ROLES.has(world.roleOf(node) ?? ''),
+      ),
+      ...budgets,
+      ...upgrading,
+    ],
+    useSchedule(chosen) {
+      schedule = chosen;
+      engine.setCalmAt(calmFrom(chosen));
+    },
+    finished: () => engine.finished(),
+    finalCheck() {
+      for (const { app, outcome } of engine.outcomes()) {
+        const refused = outcome.kind === 'failed' && outcome.reason.startsWith('refused by admission');
+        const expectation = expectedAdmission(app, cluster);
+        if (expectation === undefined) continue;
+        if (expectation.refused && outcome.kind === 'done') {
+          return {
+            invariant: 'admission',
+            detail: `${app.appId} (client ${app.clientRelease}) finished its jobs, but ${expectation.why}`,
+          };
+        }
+        if (!expectation.refused && refused) {
+          return {
+            invariant: 'admission',
+            detail: `${app.appId} (client ${app.clientRelease}) was refused, but ${expectation.why}: ${outcome.reason}`,
+          };
+        }
+      }
+      return undefined;
+    },
+    report() {
+      const notes: string[] = [];
+      const counts: Record<string, number> = { apps: apps.length, workers: cluster.workers.length };
+      for (const { app, outcome } of engine.outcomes()) {
+        counts[`apps.${outcome.kind}`] = (counts[`apps.${outcome.kind}`] ?? 0) + 1;
+        if (outcome.kind === 'failed') {
+          notes.push(`${app.appId} (client ${app.clientRelease}) failed: ${outcome.reason}`);
+        }
+      }
+      for (const finding of memory.findings()) {
+        notes.push(
+          `${finding.appId} (client ${finding.release}) had data in memory on ${finding.worker} without enabling MEMORY (contract rule 4)`,
+        );
+      }
+      counts['memoryWithoutEnabling'] = memory.findings().length;
+      notes.push(...engine.progress(world));
+      return { notes, counts };
+    },
+  };
+}
+
+function appMembership(app: AppShape): (node: NodeId) => boolean {
+  const lm = lifecycleManagerNodeId(app.appId);
+  const maps = `map-${app.appId}-`;
+  const reduces = `reduce-${app.appId}-`;
+  return (node) => node === lm || node.startsWith(maps) || node.startsWith(reduces);
+}
+
+/**
+ * Whether any fault of the schedule can make committed data unreadable, for a while or for good, and so explain a
+ * fetch failure: lost messages, failed I/O, and any worker that is down or cut off (a graceful restart too: the
+ * data survives it, but a reader that comes while the worker is away cannot fetch). Duplicates, reordering, slow
+ * disks and operator exclusions cannot.
+ */
+function dataLossPossible(schedule: Schedule): boolean {
+  const { knobs, faults } = schedule;
+  if (knobs.ioError > 0 || knobs.noSpace > 0 || knobs.drop > 0) return true;
+  return faults.some(
+    (fault) => fault.kind !== 'exclude' && !(fault.kind === 'disk' && fault.fault === 'slow'),
+  );
+}
+
+const CLIENT_ROLES: ReadonlySet<string> = new Set(['lifecycle-manager', 'map', 'reduce']);
+
+/**
+ * Whether the servers must refuse an application (and why), for the end-of-run admission check; undefined when it
+ * depends on timing (a client started before a rolling upgrade may reach old or upgraded servers — the message
+ * checker judges each answer then).
+ */
+function expectedAdmission(
+  app: AppShape,
+  cluster: WorkloadShape['cluster'],
+): { refused: boolean; why: string } | undefined {
+  const upgrade = cluster.upgrade;
+  if (upgrade && upgrade.newClients.includes(app.token)) {
+    if (upgrade.order === 'wrong') return undefined;
+    return { refused: false, why: `it started after every server was upgraded to ${upgrade.to}` };
+  }
+  const releases = upgrade ? [cluster.serverRelease, upgrade.to] : [cluster.serverRelease];
+  for (const server of releases) {
+    const admission = admitClient(server, app.clientRelease);
+    if (!admission.admitted) return { refused: true, why: admission.message };
+  }
+  return { refused: false, why: `servers of ${releases.join(' and ')} admit client ${app.clientRelease}` };
+}

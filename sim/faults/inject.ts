@@ -1,0 +1,184 @@
+import type { NodeId } from '../../core/machines/effects.ts';
+import type { DiskFaults } from '../world/storage.ts';
+import type { Observer, World } from '../world/world.ts';
+import type { DiskFault, Fault, Knobs, Schedule } from './plan.ts';
+
+/** How the tokens of a schedule map onto the nodes of one world (the scenario provides it). */
+export interface FaultTopology {
+  /** The node of a worker or master token (`w3`, `m0`). */
+  node(token: string): NodeId | undefined;
+  /** Membership of a token's group for partitions: one server, or an application with all its tasks. */
+  group(token: string): ((node: NodeId) => boolean) | undefined;
+  /** The master that takes operator commands. */
+  readonly master: NodeId;
+  /** Nodes a supervisor restarts when they exit (workers and masters, never tasks). */
+  readonly supervised: ReadonlySet<NodeId>;
+  /** How long the supervisor waits before restarting a process that exited on its own. */
+  readonly supervisorDelayMs: number;
+}
+
+const SLOW_DISK_FACTOR = 25;
+
+/**
+ * Turns a schedule into world actions: probabilistic rates for the storm and calm afterwards, each discrete fault
+ * at its time and its repair at its end. Returns the observer that plays the supervisor (restarting servers that
+ * exited) so the caller can register it. Overlapping windows of the same disk fault nest (a counter per switch),
+ * and a fault aimed at a node that is already down is skipped rather than stacked.
+ */
+export function injectSchedule(world: World, schedule: Schedule, topology: FaultTopology): Observer {
+  const stormy = stormRates(schedule.knobs);
+  world.network.setRates(stormy.network);
+  world.setIoRates(stormy.io);
+  world.schedule(schedule.knobs.stormMs, 'storm ends: network and disks calm', (w) => {
+    w.network.setRates({ ...stormy.network, drop: 0, duplicate: 0, reorder: 0 });
+    w.setIoRates({ ioError: 0, noSpace: 0 });
+  });
+
+  const restartDelay = new Map<NodeId, number>();
+  const diskSwitches = new Map<string, number>();
+
+  const restart = (node: NodeId) => (w: World) => {
+    if (!w.isUp(node)) w.start(node);
+  };
+
+  for (const fault of schedule.faults) {
+    const label = describeFault(fault);
+    switch (fault.kind) {
+      case 'crash': {
+        const node = topology.node(fault.target);
+        if (node === undefined) break;
+        world.schedule(fault.at, label, (w) => {
+          if (!w.isUp(node)) return;
+          w.crash(node);
+          w.schedule(w.now + fault.downFor, `restart ${fault.target} after crash`, restart(node));
+        });
+        break;
+      }
+      case 'graceful': {
+        const node = topology.node(fault.target);
+        if (node === undefined) break;
+        world.schedule(fault.at, label, (w) => {
+          if (!w.isUp(node)) return;
+          restartDelay.set(node, fault.downFor);
+          w.inject(node, { kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
+        });
+        break;
+      }
+      case 'partition': {
+        const sides = fault.targets.map((token) => topology.group(token)).filter((g) => g !== undefined);
+        if (sides.length === 0) break;
+        const inside = (node: NodeId) => sides.some((member) => member(node));
+        world.schedule(fault.at, label, (w) => {
+          const id = w.network.partition(inside, 'rest');
+          w.schedule(w.now + fault.duration, `heal ${label}`, (later) => later.network.heal(id));
+        });
+        break;
+      }
+      case 'disk': {
+        const node = topology.node(fault.target);
+        const faults = node === undefined ? undefined : world.storageOf(node)?.faultsOf(fault.mount);
+        if (faults === undefined) break;
+        const key = `${node}|${fault.mount}|${fault.fault}`;
+        world.schedule(fault.at, label, () => {
+          diskSwitches.set(key, (diskSwitches.get(key) ?? 0) + 1);
+          setDiskFault(faults, fault.fault, true);
+        });
+        world.schedule(fault.at + fault.duration, `repair ${label}`, () => {
+          const left = (diskSwitches.get(key) ?? 1) - 1;
+          diskSwitches.set(key, left);
+          if (left === 0) setDiskFault(faults, fault.fault, false);
+        });
+        break;
+      }
+      case 'exclude': {
+        const node = topology.node(fault.target);
+        if (node === undefined) break;
+        const command = (add: string[], remove: string[]) => ({
+          kind: 'admin' as const,
+          command: { type: 'excludeWorkers' as const, add, remove },
+        });
+        world.schedule(fault.at, label, (w) => {
+          if (w.isUp(topology.master)) w.inject(topology.master, command([node], []));
+        });
+        world.schedule(fault.at + fault.duration, `lift ${label}`, (w) => {
+          if (w.isUp(topology.master)) w.inject(topology.master, command([], [node]));
+        });
+        break;
+      }
+      case 'event': {
+        const node = topology.node(fault.target);
+        if (node === undefined) break;
+        const command = (eventType: string) => ({
+          kind: 'admin' as const,
+          command: { type: 'workerEvent' as const, eventType, workers: [node] },
+        });
+        world.schedule(fault.at, label, (w) => {
+          if (w.isUp(topology.master)) w.inject(topology.master, command(fault.event));
+        });
+        world.schedule(fault.at + fault.duration, `end ${label}`, (w) => {
+          if (w.isUp(topology.master)) w.inject(topology.master, command('Recommission'));
+        });
+        break;
+      }
+    }
+  }
+
+  return {
+    onExit(node, _code, _reason, w) {
+      if (!topology.supervised.has(node)) return;
+      const delay = restartDelay.get(node) ?? topology.supervisorDelayMs;
+      restartDelay.delete(node);
+      w.schedule(w.now + delay, `supervisor restarts ${node}`, restart(node));
+    },
+  };
+}
+
+function stormRates(knobs: Knobs) {
+  return {
+    network: {
+      latencyMs: knobs.latencyMs,
+      jitterMs: knobs.jitterMs,
+      drop: knobs.drop,
+      duplicate: knobs.duplicate,
+      reorder: knobs.reorder,
+    },
+    io: { ioError: knobs.ioError, noSpace: knobs.noSpace },
+  };
+}
+
+function setDiskFault(faults: DiskFaults, fault: DiskFault, on: boolean): void {
+  switch (fault) {
+    case 'write-errors':
+      faults.failWrites = on;
+      return;
+    case 'read-errors':
+      faults.failReads = on;
+      return;
+    case 'sync-errors':
+      faults.failSyncs = on;
+      return;
+    case 'full':
+      faults.full = on;
+      return;
+    case 'slow':
+      faults.slowFactor = on ? SLOW_DISK_FACTOR : 1;
+      return;
+  }
+}
+
+function describeFault(fault: Fault): string {
+  switch (fault.kind) {
+    case 'crash':
+      return `FAULT crash ${fault.target} (down ${fault.downFor}ms)`;
+    case 'graceful':
+      return `FAULT graceful exit of ${fault.target} (restart ${fault.downFor}ms after it exits)`;
+    case 'partition':
+      return `FAULT partition {${fault.targets.join(',')}} | rest for ${fault.duration}ms`;
+    case 'disk':
+      return `FAULT disk ${fault.target}${fault.mount} ${fault.fault} for ${fault.duration}ms`;
+    case 'exclude':
+      return `FAULT operator excludes ${fault.target} for ${fault.duration}ms`;
+    case 'event':
+      return `FAULT operator sends ${fault.event} to ${fault.target}, Recommission after ${fault.duration}ms`;
+  }
+}

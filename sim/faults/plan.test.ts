@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { streamRng } from '../world/random.ts';
+import {
+  CALM_KNOBS,
+  DISK_FAULTS,
+  WORKER_EVENTS,
+  drawSchedule,
+  faultEnd,
+  calmFrom,
+  formatFaults,
+  formatKnobs,
+  parseFaults,
+  parseKnobs,
+  type Fault,
+  type FaultTargets,
+  type Knobs,
+  type Schedule,
+} from './plan.ts';
+import { shrinkSchedule } from './shrink.ts';
+
+const token = fc.constantFrom('w0', 'w1', 'w12', 'm0', 'a3');
+const time = fc.nat(1_000_000);
+export const faultArb: fc.Arbitrary<Fault> = fc.oneof(
+  fc.record({
+    kind: fc.constantFrom('crash' as const, 'graceful' as const),
+    at: time,
+    target: token,
+    downFor: time,
+  }),
+  fc.record({ kind: fc.constant('exclude' as const), at: time, target: token, duration: time }),
+  fc.record({
+    kind: fc.constant('partition' as const),
+    at: time,
+    targets: fc.array(token, { minLength: 1, maxLength: 4 }),
+    duration: time,
+  }),
+  fc.record({
+    kind: fc.constant('event' as const),
+    at: time,
+    target: token,
+    event: fc.constantFrom(...WORKER_EVENTS),
+    duration: time,
+  }),
+  fc.record({
+    kind: fc.constant('disk' as const),
+    at: time,
+    target: token,
+    mount: fc.constantFrom('/mnt/disk0', '/data/ssd-1'),
+    fault: fc.constantFrom(...DISK_FAULTS),
+    duration: time,
+  }),
+);
+
+const knobsArb: fc.Arbitrary<Knobs> = fc.record({
+  stormMs: fc.nat(200_000),
+  latencyMs: fc.double({ min: 0, max: 10, noNaN: true }),
+  jitterMs: fc.double({ min: 0, max: 10, noNaN: true }),
+  drop: fc.double({ min: 0, max: 1, noNaN: true }),
+  duplicate: fc.double({ min: 0, max: 1, noNaN: true }),
+  reorder: fc.double({ min: 0, max: 1, noNaN: true }),
+  ioError: fc.double({ min: 0, max: 1, noNaN: true }),
+  noSpace: fc.double({ min: 0, max: 1, noNaN: true }),
+});
+
+const targets: FaultTargets = {
+  workers: [
+    { token: 'w0', mounts: ['/mnt/disk0'] },
+    { token: 'w1', mounts: ['/mnt/disk0', '/mnt/disk1'] },
+    { token: 'w2', mounts: [] },
+  ],
+  masters: ['m0'],
+  apps: ['a0', 'a1'],
+};
+
+describe('fault schedules', () => {
+  it('print and parse back to the same faults and knobs (the replay command depends on it)', () => {
+    fc.assert(
+      fc.property(fc.array(faultArb, { maxLength: 8 }), knobsArb, (faults, knobs) => {
+        // fc.record builds objects without a prototype; compare plain copies.
+        assert.deepEqual(
+          parseFaults(formatFaults(faults)),
+          faults.map((fault) => ({ ...fault })),
+        );
+        assert.deepEqual(parseKnobs(formatKnobs(knobs)), { ...knobs });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('say what is wrong with a malformed schedule', () => {
+    assert.throws(
+      () => parseFaults('crash w3'),
+      /'crash w3' is not a fault; expected kind\(args\)@atMs\+durationMs/,
+    );
+    assert.throws(() => parseFaults('explode(w1)@1+2'), /unknown fault kind 'explode'/);
+    assert.throws(() => parseFaults('disk(w1,/d,melted)@1+2'), /fault one of write-errors, read-errors/);
+    assert.throws(() => parseFaults('crash(w1,w2)@1+2'), /crash takes exactly one target/);
+    assert.throws(() => parseKnobs('storm=-1'), /knob storm needs a non-negative number, got '-1'/);
+    assert.throws(() => parseKnobs('loss=0.1'), /'loss' is not a knob; expected one of storm, latency/);
+    assert.deepEqual(parseKnobs('drop=0.5'), { ...CALM_KNOBS, drop: 0.5 });
+  });
+
+  it('are drawn from the seed alone, aim only at existing targets, and start inside the storm', () => {
+    fc.assert(
+      fc.property(fc.nat(), (seed) => {
+        const schedule = drawSchedule(streamRng(seed, 'faults'), targets);
+        assert.deepEqual(drawSchedule(streamRng(seed, 'faults'), targets), schedule);
+        const known = new Set(['w0', 'w1', 'w2', 'm0', 'a0', 'a1']);
+        for (const fault of schedule.faults) {
+          assert.ok(fault.at < schedule.knobs.stormMs);
+          assert.ok(calmFrom(schedule) >= faultEnd(fault));
+          const aimed = fault.kind === 'partition' ? fault.targets : [fault.target];
+          assert.ok(
+            aimed.every((t) => known.has(t)),
+            formatFaults([fault]),
+          );
+          if (fault.kind === 'disk') assert.notEqual(fault.target, 'w2', 'w2 has no disks');
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('vary from calm to storm across seeds (swarm testing)', () => {
+    const sizes = [...Array(200).keys()].map(
+      (seed) => drawSchedule(streamRng(seed, 'faults'), targets).faults.length,
+    );
+    assert.ok(sizes.includes(0), 'some seeds are calm');
+    assert.ok(Math.max(...sizes) >= 5, 'some seeds are storms');
+  });
+});
+
+describe('shrinkSchedule', () => {
+  it('finds the minimal schedule that still fails, through fast-check’s shrinker', () => {
+    fc.assert(
+      fc.property(fc.array(faultArb, { maxLength: 12 }), knobsArb, (noise, knobs) => {
+        const culprit: Fault = { kind: 'crash', at: 500, target: 'w9', downFor: 1000 };
+        const failing: Schedule = { knobs: { ...knobs, drop: 0.3 }, faults: [...noise, culprit] };
+        // The "bug": a crash of w9 that lasts at least 100 ms while messages are being dropped.
+        const fails = (s: Schedule) =>
+          s.knobs.drop > 0 &&
+          s.faults.some((f) => f.kind === 'crash' && f.target === 'w9' && f.downFor >= 100);
+        const { schedule, runs } = shrinkSchedule(failing, fails);
+        assert.ok(fails(schedule));
+        assert.equal(schedule.faults.length, 1);
+        assert.deepEqual({ ...schedule.faults[0], downFor: 0 }, { ...culprit, downFor: 0 });
+        assert.ok(schedule.faults[0]?.kind === 'crash' && schedule.faults[0].downFor < 200);
+        for (const key of ['duplicate', 'reorder', 'ioError', 'noSpace', 'jitterMs'] as const) {
+          assert.equal(schedule.knobs[key], 0, key);
+        }
+        assert.ok(runs <= 400);
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  it('stops after its run budget and returns the best schedule so far', () => {
+    const failing = {
+      knobs: CALM_KNOBS,
+      faults: [...Array(20).keys()].map((i): Fault => ({
+        kind: 'exclude',
+        at: i,
+        target: 'w0',
+        duration: 10,
+      })),
+    };
+    const { schedule, runs } = shrinkSchedule(failing, () => true, { maxRuns: 3 });
+    assert.equal(runs, 3);
+    assert.ok(schedule.faults.length < 20);
+  });
+});

@@ -1,0 +1,338 @@
+import type { Rng } from '../../core/rng.ts';
+import { chance, exponential, logUniform, pick, uniform } from '../world/random.ts';
+
+/**
+ * The faults of one run, as data: the swarm's probabilistic rates (knobs) and a schedule of discrete faults (plan).
+ * A seed draws both; a replay or a shrink passes them explicitly. Targets are topology tokens (`w3` the fourth
+ * worker, `m0` the master, `a1` the second application with all its tasks) so that a schedule stays readable and
+ * means the same thing in every run of the same seed.
+ */
+
+/** Probabilistic faults, active from time 0 until `stormMs`; afterwards the network and disks are calm. */
+export interface Knobs {
+  readonly stormMs: number;
+  readonly latencyMs: number;
+  readonly jitterMs: number;
+  readonly drop: number;
+  readonly duplicate: number;
+  readonly reorder: number;
+  readonly ioError: number;
+  readonly noSpace: number;
+}
+
+export const DISK_FAULTS = ['write-errors', 'read-errors', 'sync-errors', 'full', 'slow'] as const;
+export type DiskFault = (typeof DISK_FAULTS)[number];
+
+/** Worker events an operator sends through the master (Recommission ends each of them). */
+export const WORKER_EVENTS = ['Decommission', 'DecommissionThenIdle', 'Graceful', 'Immediately'] as const;
+export type WorkerEvent = (typeof WORKER_EVENTS)[number];
+
+export type Fault =
+  /** Power loss of a worker or master (`target`), restarted `downFor` ms later. */
+  | { readonly kind: 'crash'; readonly at: number; readonly target: string; readonly downFor: number }
+  /** An operator's graceful exit of a worker; the supervisor restarts it `downFor` ms after it exits. */
+  | { readonly kind: 'graceful'; readonly at: number; readonly target: string; readonly downFor: number }
+  /** The listed groups are cut off from everything else for `duration` ms. */
+  | {
+      readonly kind: 'partition';
+      readonly at: number;
+      readonly targets: readonly string[];
+      readonly duration: number;
+    }
+  /** A disk (`w3` + mount point) misbehaves for `duration` ms. */
+  | {
+      readonly kind: 'disk';
+      readonly at: number;
+      readonly target: string;
+      readonly mount: string;
+      readonly fault: DiskFault;
+      readonly duration: number;
+    }
+  /** An operator excludes a worker at the master, and removes the exclusion `duration` ms later. */
+  | { readonly kind: 'exclude'; readonly at: number; readonly target: string; readonly duration: number }
+  /** An operator sends a worker event through the master, and a Recommission `duration` ms later. */
+  | {
+      readonly kind: 'event';
+      readonly at: number;
+      readonly target: string;
+      readonly event: WorkerEvent;
+      readonly duration: number;
+    };
+
+export type FaultKind = Fault['kind'];
+
+export interface Schedule {
+  readonly knobs: Knobs;
+  readonly faults: readonly Fault[];
+}
+
+/** What the fault plan may aim at in one run. */
+export interface FaultTargets {
+  readonly workers: readonly { readonly token: string; readonly mounts: readonly string[] }[];
+  readonly masters: readonly string[];
+  readonly apps: readonly string[];
+}
+
+export const CALM_KNOBS: Knobs = {
+  stormMs: 0,
+  latencyMs: 0.3,
+  jitterMs: 0.2,
+  drop: 0,
+  duplicate: 0,
+  reorder: 0,
+  ioError: 0,
+  noSpace: 0,
+};
+
+/**
+ * Swarm testing: each seed switches every kind of fault on or off by a coin flip and draws its rate on a log
+ * scale, so one seed is calm, another drops messages and fills disks, another only reorders. Bugs that one fault
+ * masks (a drop hiding a reorder) are found by the seeds that leave it out.
+ */
+export function drawSchedule(rng: Rng, targets: FaultTargets): Schedule {
+  const calm = chance(rng, 0.15);
+  const knobs = drawKnobs(rng, calm);
+  return { knobs, faults: calm ? [] : drawFaults(rng, knobs, targets) };
+}
+
+function drawKnobs(rng: Rng, calm: boolean): Knobs {
+  const on = (p: number) => !calm && chance(rng, p);
+  return {
+    stormMs: Math.round(uniform(rng, 3_000, 40_000)),
+    latencyMs: logUniform(rng, 0.05, 2),
+    jitterMs: logUniform(rng, 0.01, 5),
+    drop: on(0.35) ? logUniform(rng, 1e-4, 0.02) : 0,
+    duplicate: on(0.35) ? logUniform(rng, 1e-4, 0.02) : 0,
+    reorder: on(0.35) ? logUniform(rng, 1e-3, 0.2) : 0,
+    ioError: on(0.3) ? logUniform(rng, 1e-5, 2e-3) : 0,
+    noSpace: on(0.2) ? logUniform(rng, 1e-5, 1e-3) : 0,
+  };
+}
+
+/** Mean faults per minute of storm for each kind, 0 when the swarm left the kind out. */
+type Rates = Readonly<Record<FaultKind, number>>;
+
+function drawRates(rng: Rng): Rates {
+  const rate = (p: number, low: number, high: number) => (chance(rng, p) ? logUniform(rng, low, high) : 0);
+  return {
+    crash: rate(0.45, 1, 12),
+    graceful: rate(0.35, 1, 8),
+    partition: rate(0.4, 1, 12),
+    disk: rate(0.4, 2, 20),
+    exclude: rate(0.25, 1, 8),
+    event: rate(0.25, 1, 6),
+  };
+}
+
+/** Draws the schedule of discrete faults for one storm. */
+function drawFaults(rng: Rng, knobs: Knobs, targets: FaultTargets): Fault[] {
+  const rates = drawRates(rng);
+  const faults: Fault[] = [];
+  const minutes = knobs.stormMs / 60_000;
+  for (const kind of Object.keys(rates) as FaultKind[]) {
+    const perMinute = rates[kind];
+    if (perMinute <= 0 || minutes <= 0) continue;
+    for (let at = exponential(rng, 1 / perMinute) * 60_000; at < knobs.stormMs;) {
+      const fault = drawFault(rng, kind, Math.round(at), targets);
+      if (fault) faults.push(fault);
+      at += exponential(rng, 1 / perMinute) * 60_000;
+    }
+  }
+  return faults.sort((a, b) => a.at - b.at);
+}
+
+function drawFault(rng: Rng, kind: FaultKind, at: number, targets: FaultTargets): Fault | undefined {
+  const workers = targets.workers;
+  if (workers.length === 0) return undefined;
+  const worker = pick(rng, workers);
+  switch (kind) {
+    case 'crash': {
+      const masterToo = targets.masters.length > 0 && chance(rng, 0.2);
+      const target = masterToo ? pick(rng, targets.masters) : worker.token;
+      return { kind, at, target, downFor: Math.round(logUniform(rng, 50, 30_000)) };
+    }
+    case 'graceful':
+      return { kind, at, target: worker.token, downFor: Math.round(logUniform(rng, 50, 10_000)) };
+    case 'partition': {
+      const groups = [...workers.map((w) => w.token), ...targets.masters, ...targets.apps];
+      const size = 1 + Math.floor(rng.next() * Math.min(3, groups.length - 1));
+      const chosen = new Set<string>();
+      while (chosen.size < size) chosen.add(pick(rng, groups));
+      return { kind, at, targets: [...chosen], duration: Math.round(logUniform(rng, 100, 20_000)) };
+    }
+    case 'disk': {
+      if (worker.mounts.length === 0) return undefined;
+      return {
+        kind,
+        at,
+        target: worker.token,
+        mount: pick(rng, worker.mounts),
+        fault: pick(rng, DISK_FAULTS),
+        duration: Math.round(logUniform(rng, 100, 30_000)),
+      };
+    }
+    case 'exclude':
+      return { kind, at, target: worker.token, duration: Math.round(logUniform(rng, 500, 30_000)) };
+    case 'event':
+      return {
+        kind,
+        at,
+        target: worker.token,
+        event: pick(rng, WORKER_EVENTS),
+        duration: Math.round(logUniform(rng, 500, 30_000)),
+      };
+  }
+}
+
+/** When the last fault of the schedule is over: from then on the run must make progress (liveness). */
+export function calmFrom(schedule: Schedule): number {
+  let end = schedule.knobs.stormMs;
+  for (const fault of schedule.faults) end = Math.max(end, faultEnd(fault));
+  return end;
+}
+
+export function faultEnd(fault: Fault): number {
+  switch (fault.kind) {
+    case 'crash':
+    case 'graceful':
+      return fault.at + fault.downFor;
+    case 'partition':
+    case 'disk':
+    case 'exclude':
+    case 'event':
+      return fault.at + fault.duration;
+  }
+}
+
+// ------------------------------------------------------------------------------------------- text form
+
+/** `crash(w3)@1200+3000; partition(w1,a0)@500+2000; disk(w4,/mnt/d1,full)@100+900`: one fault per clause. */
+export function formatFaults(faults: readonly Fault[]): string {
+  return faults.map(formatFault).join('; ');
+}
+
+function formatFault(fault: Fault): string {
+  switch (fault.kind) {
+    case 'crash':
+    case 'graceful':
+      return `${fault.kind}(${fault.target})@${fault.at}+${fault.downFor}`;
+    case 'partition':
+      return `partition(${fault.targets.join(',')})@${fault.at}+${fault.duration}`;
+    case 'disk':
+      return `disk(${fault.target},${fault.mount},${fault.fault})@${fault.at}+${fault.duration}`;
+    case 'exclude':
+      return `exclude(${fault.target})@${fault.at}+${fault.duration}`;
+    case 'event':
+      return `event(${fault.target},${fault.event})@${fault.at}+${fault.duration}`;
+  }
+}
+
+const CLAUSE = /^([a-z]+)\(([^)]*)\)@(\d+)\+(\d+)$/;
+
+export function parseFaults(text: string): Fault[] {
+  return text
+    .split(';')
+    .map((clause) => clause.trim())
+    .filter((clause) => clause.length > 0)
+    .map((clause) => {
+      const match = CLAUSE.exec(clause);
+      if (!match) {
+        throw new RangeError(
+          `'${clause}' is not a fault; expected kind(args)@atMs+durationMs, for example crash(w3)@1200+3000`,
+        );
+      }
+      const [, kind, argText, atText, lengthText] = match as unknown as [
+        string,
+        string,
+        string,
+        string,
+        string,
+      ];
+      const args = argText.split(',').map((arg) => arg.trim());
+      const at = Number(atText);
+      const length = Number(lengthText);
+      const one = () => {
+        if (args.length !== 1 || !args[0])
+          throw new RangeError(`'${clause}': ${kind} takes exactly one target`);
+        return args[0];
+      };
+      switch (kind) {
+        case 'crash':
+        case 'graceful':
+          return { kind, at, target: one(), downFor: length };
+        case 'exclude':
+          return { kind, at, target: one(), duration: length };
+        case 'partition':
+          if (args.some((arg) => arg.length === 0))
+            throw new RangeError(`'${clause}': empty partition target`);
+          return { kind, at, targets: args, duration: length };
+        case 'disk': {
+          const [target, mount, fault] = args;
+          if (
+            args.length !== 3 ||
+            !target ||
+            !mount ||
+            !(DISK_FAULTS as readonly string[]).includes(fault ?? '')
+          ) {
+            throw new RangeError(
+              `'${clause}': expected disk(worker,mount,fault) with fault one of ${DISK_FAULTS.join(', ')}`,
+            );
+          }
+          return { kind, at, target, mount, fault: fault as DiskFault, duration: length };
+        }
+        case 'event': {
+          const [target, event] = args;
+          if (args.length !== 2 || !target || !(WORKER_EVENTS as readonly string[]).includes(event ?? '')) {
+            throw new RangeError(
+              `'${clause}': expected event(worker,type) with type one of ${WORKER_EVENTS.join(', ')}`,
+            );
+          }
+          return { kind, at, target, event: event as WorkerEvent, duration: length };
+        }
+        default:
+          throw new RangeError(
+            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, disk, exclude or event`,
+          );
+      }
+    });
+}
+
+const KNOB_NAMES: Readonly<Record<keyof Knobs, string>> = {
+  stormMs: 'storm',
+  latencyMs: 'latency',
+  jitterMs: 'jitter',
+  drop: 'drop',
+  duplicate: 'dup',
+  reorder: 'reorder',
+  ioError: 'ioError',
+  noSpace: 'noSpace',
+};
+
+/** `storm=60000,latency=0.3,...`: every knob, with enough digits to replay the exact run. */
+export function formatKnobs(knobs: Knobs): string {
+  return (Object.keys(KNOB_NAMES) as (keyof Knobs)[])
+    .map((key) => `${KNOB_NAMES[key]}=${knobs[key]}`)
+    .join(',');
+}
+
+/** Parses knobs text; knobs it does not name keep the values of `base`. */
+export function parseKnobs(text: string, base: Knobs = CALM_KNOBS): Knobs {
+  const byName = new Map(Object.entries(KNOB_NAMES).map(([key, name]) => [name, key as keyof Knobs]));
+  const knobs: Record<keyof Knobs, number> = { ...base };
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0)) {
+    const [name, value] = pair.split('=');
+    const key = byName.get(name?.trim() ?? '');
+    const number = Number(value);
+    if (key === undefined) {
+      throw new RangeError(`'${name}' is not a knob; expected one of ${[...byName.keys()].join(', ')}`);
+    }
+    if (value === undefined || value.trim() === '' || !Number.isFinite(number) || number < 0) {
+      throw new RangeError(`knob ${name} needs a non-negative number, got '${value ?? ''}'`);
+    }
+    knobs[key] = number;
+  }
+  return knobs;
+}

@@ -1,0 +1,68 @@
+import { admitClient, type Admission } from '../../core/release/admission.ts';
+import type { Release } from '../../core/release/version.ts';
+import type { Effect, NodeId } from '../../core/machines/effects.ts';
+import type { Observer, World } from '../world/world.ts';
+
+/**
+ * admission, message by message: every CLIENT_RELEASE_REFUSED a server sends is one core/release's admitClient
+ * decides for the server's and the client's releases, with a message naming both; and a server never answers a
+ * client it must refuse with anything but that refusal. (That admitted clients get served shows in their jobs
+ * finishing.)
+ */
+export function admissionDecisions(
+  isServer: (node: NodeId) => boolean,
+  isClient: (node: NodeId) => boolean,
+): Observer {
+  // One decision per pair of releases: the checker looks at every answer, so it must stay cheap.
+  const decisions = new Map<string, Admission>();
+  const decide = (server: Release, client: Release): Admission => {
+    const key = `${server}|${client}`;
+    let decision = decisions.get(key);
+    if (decision === undefined) {
+      decision = admitClient(server, client);
+      decisions.set(key, decision);
+    }
+    return decision;
+  };
+  return {
+    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
+      if (!isServer(node)) return;
+      for (const effect of effects) {
+        if (effect.kind !== 'send' || !world.hasNode(effect.to)) continue;
+        const message = effect.message;
+        const server = world.releaseOf(node);
+        const client = world.releaseOf(effect.to);
+        const refusal = 'status' in message && message.status === 'CLIENT_RELEASE_REFUSED';
+        if (!refusal) {
+          if (effect.inReplyTo === undefined || !isClient(effect.to)) continue;
+          const decision = decide(server, client);
+          if (decision.admitted) continue;
+          world.fail({
+            invariant: 'admission',
+            node,
+            detail: `answered ${effect.to} (client ${client}) with ${message.type} although a ${server} server must refuse it: ${decision.message}`,
+          });
+          return;
+        }
+        const decision = decide(server, client);
+        const text = 'message' in message ? message.message : '';
+        if (decision.admitted) {
+          world.fail({
+            invariant: 'admission',
+            node,
+            detail: `refused ${effect.to} (client ${client}) although a ${server} server admits it: ${text}`,
+          });
+          return;
+        }
+        if (!text.includes(server) || !text.includes(client)) {
+          world.fail({
+            invariant: 'admission',
+            node,
+            detail: `the refusal of ${effect.to} does not name both releases (server ${server}, client ${client}): '${text}'`,
+          });
+          return;
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * Every property the simulator checks, by the name a violation carries. docs/simulation.md lists the same names;
+ * a failing seed's report starts with one of them.
+ */
+export const INVARIANTS = {
+  'exactly-once':
+    'every record of every winning map attempt is read exactly once by its reducer, and no record of a losing attempt',
+  integrity:
+    'a reducer never finds data that does not match what the winning attempts reported (counts, CRC)',
+  'one-winner': 'at most one attempt of a map wins',
+  'replica-placement': "a replica is never placed on its primary's worker",
+  'disk-budget':
+    'in strict budget mode, no disk is offered more slots than its budget between two of its heartbeats',
+  'no-slots-on-unavailable':
+    'excluded, lost and shutting-down workers receive no new slots (offers and revives)',
+  'epoch-increase': 'a revive always answers with an epoch greater than the one that failed',
+  'read-committed': 'a worker serves only committed files to readers',
+  'committed-survives-graceful-restart':
+    'a worker restarted after a graceful shutdown still serves every file it had committed',
+  'memory-without-enabling':
+    'a client of 0.6.0 or later never has data in memory unless it enabled memory; with the worker guard on, no client does',
+  admission:
+    'servers refuse exactly the clients core/release says they refuse, with a message naming both releases',
+  'unexpected-fetch-failure': 'a fetch failure only happens when some fault could have lost data',
+  liveness: 'once faults stop, every job finishes within a bounded time or fails with an expected error',
+  'machine-threw': 'a state machine never throws',
+} as const;
+
+export type InvariantName = keyof typeof INVARIANTS;

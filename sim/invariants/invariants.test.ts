@@ -1,0 +1,359 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { PartitionLocation, WorkerId } from '../../core/domain/index.ts';
+import type { Effect, Envelope, Input } from '../../core/machines/effects.ts';
+import type { Message } from '../../core/protocol/messages.ts';
+import { World, type Observer } from '../world/world.ts';
+import { admissionDecisions } from './admission.ts';
+import { diskBudgets } from './budget.ts';
+import { epochsIncrease, replicaPlacement } from './locations.ts';
+import { memoryUse } from './memory.ts';
+import { committedReads } from './reads.ts';
+import { noSlotsOnUnavailable } from './slots.ts';
+
+// The checkers read only messages and effects, so each is fed hand-made ones here, through a world that records
+// the violation (its nodes never run).
+
+const worker = (n: number): WorkerId => ({
+  host: `h${n}`,
+  rpcPort: 1,
+  pushPort: 2,
+  fetchPort: 3,
+  replicatePort: 4,
+});
+const key = (n: number) => `h${n}:1:2:3:4`;
+const storage = { type: 'HDD' as const, mountPoint: '/d', availableTypes: 2 };
+
+function location(partitionId: number, epoch: number, primary: number, replica?: number): PartitionLocation {
+  const base = { partitionId, epoch, worker: worker(primary), mode: 'PRIMARY' as const, storage };
+  return replica === undefined
+    ? base
+    : { ...base, peer: { ...base, worker: worker(replica), mode: 'REPLICA' } };
+}
+
+function receive(from: string, to: string, message: Message, ids: Partial<Envelope> = {}): Input {
+  return { kind: 'receive', envelope: { from, to, fromRelease: '0.6.0', message, ...ids } };
+}
+
+function send(to: string, message: Message, ids: { requestId?: number; inReplyTo?: number } = {}): Effect {
+  return { kind: 'send', to, message, ...ids };
+}
+
+function harness(observer: Observer) {
+  const world = new World({ seed: 0 });
+  return {
+    world,
+    input: (node: string, input: Input) => observer.onInput?.(node, input, world),
+    effects: (node: string, effects: Effect[]) => observer.onEffects?.(node, effects, world),
+    violation: () => world.violation,
+  };
+}
+
+describe('invariant checkers', () => {
+  it('replica-placement: fails an offer with a replica on its primary’s worker, passes a proper pair', () => {
+    const h = harness(replicaPlacement());
+    const offer = (replica: number): Message => ({
+      type: 'RequestSlotsResponse',
+      status: 'SUCCESS',
+      workerResource: [{ worker: worker(1), primaries: [location(0, 0, 1, replica)], replicas: [] }],
+      unplaced: [],
+      message: '',
+    });
+    h.effects('master-0', [send('lm-a', offer(2))]);
+    assert.equal(h.violation(), undefined);
+    h.effects('master-0', [send('lm-a', offer(1))]);
+    assert.equal(h.violation()?.invariant, 'replica-placement');
+    assert.match(
+      h.violation()?.detail ?? '',
+      /partition 0 epoch 0 PRIMARY and its REPLICA both on h1:1:2:3:4/,
+    );
+  });
+
+  it('epoch-increase: a revive must answer with a newer epoch than the one that failed', () => {
+    const h = harness(epochsIncrease());
+    const revive: Message = {
+      type: 'Revive',
+      appId: 'a',
+      shuffleId: 0,
+      mapId: 0,
+      attemptId: 0,
+      requests: [{ partitionId: 4, epoch: 2, cause: 'HARD_SPLIT' }],
+    };
+    h.effects('map-a', [send('lm-a', revive, { requestId: 7 })]);
+    const answer = (epoch: number): Input =>
+      receive(
+        'lm-a',
+        'map-a',
+        {
+          type: 'ReviveResponse',
+          results: [
+            { partitionId: 4, status: 'SUCCESS', newLocation: location(4, epoch, 1), oldAvailable: true },
+          ],
+          endedMapIds: [],
+        },
+        { inReplyTo: 7 },
+      );
+    h.input('map-a', answer(3));
+    assert.equal(h.violation(), undefined);
+    h.input('map-a', answer(2));
+    assert.equal(h.violation()?.invariant, 'epoch-increase');
+  });
+
+  it('read-committed and committed-survives-graceful-restart follow commits, restarts and releases', () => {
+    const w = key(1);
+    const committed: Message = {
+      type: 'CommitFilesResponse',
+      status: 'SUCCESS',
+      committedPrimaries: [{ uniqueId: '3-0', mode: 'PRIMARY', storage, bytes: 10, chunkOffsets: [0, 10] }],
+      committedReplicas: [],
+      failedPrimaryIds: [],
+      failedReplicaIds: [],
+      message: '',
+    };
+    /** A worker that committed file 3-0 of a-0 (or not), went through `between`, and is asked for it again. */
+    const story = (options: { commit: boolean; between: 'nothing' | 'graceful' | 'crash' | 'destroy' }) => {
+      const checker = committedReads((node) => node.startsWith('h'));
+      const h = harness(checker);
+      checker.onStart?.(w, h.world);
+      if (options.commit) {
+        const commit: Message = {
+          type: 'CommitFiles',
+          appId: 'a',
+          shuffleId: 0,
+          primaryIds: ['3-0'],
+          replicaIds: [],
+          mapAttempts: [0],
+        };
+        h.effects('lm-a', [send(w, commit, { requestId: 1 })]);
+        h.effects(w, [send('lm-a', committed, { inReplyTo: 1 })]);
+      }
+      if (options.between === 'graceful') {
+        h.input(w, { kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
+        checker.onExit?.(w, 0, 'graceful', h.world);
+      } else if (options.between === 'crash') {
+        checker.onCrash?.(w, h.world);
+      } else if (options.between === 'destroy') {
+        h.input(
+          w,
+          receive('lm-a', w, {
+            type: 'DestroySlots',
+            appId: 'a',
+            shuffleId: 0,
+            primaryIds: ['3-0'],
+            replicaIds: [],
+          }),
+        );
+      }
+      if (options.between !== 'nothing') checker.onStart?.(w, h.world);
+      const served = (status: 'SUCCESS' | 'OPEN_STREAM_FAILED') => {
+        h.effects('reduce-a', [
+          send(
+            w,
+            { type: 'OpenStream', shuffleKey: 'a-0', uniqueId: '3-0', mode: 'PRIMARY' },
+            { requestId: 5 },
+          ),
+        ]);
+        h.effects(w, [
+          send(
+            'reduce-a',
+            { type: 'OpenStreamResponse', status, streamId: 1, chunkOffsets: [0], message: 'gone' },
+            { inReplyTo: 5 },
+          ),
+        ]);
+        return h.violation()?.invariant;
+      };
+      return served;
+    };
+    assert.equal(story({ commit: true, between: 'nothing' })('SUCCESS'), undefined);
+    assert.equal(story({ commit: false, between: 'nothing' })('SUCCESS'), 'read-committed');
+    assert.equal(
+      story({ commit: true, between: 'graceful' })('OPEN_STREAM_FAILED'),
+      'committed-survives-graceful-restart',
+    );
+    assert.equal(
+      story({ commit: true, between: 'crash' })('OPEN_STREAM_FAILED'),
+      undefined,
+      'a power loss may lose it',
+    );
+    assert.equal(
+      story({ commit: true, between: 'destroy' })('OPEN_STREAM_FAILED'),
+      undefined,
+      'it was destroyed',
+    );
+  });
+
+  it('no-slots-on-unavailable: the master may not offer what it was told is unavailable, nor a revive use it', () => {
+    const observer = noSlotsOnUnavailable(
+      (node) => node === 'master-0',
+      (node) => node.startsWith('lm-'),
+    );
+    const h = harness(observer);
+    const offer = (n: number): Effect =>
+      send('lm-a', {
+        type: 'RequestSlotsResponse',
+        status: 'SUCCESS',
+        workerResource: [{ worker: worker(n), primaries: [], replicas: [] }],
+        unplaced: [],
+        message: '',
+      });
+    h.input('master-0', { kind: 'admin', command: { type: 'excludeWorkers', add: [key(1)], remove: [] } });
+    h.input('master-0', receive(key(2), 'master-0', { type: 'ReportWorkerUnavailable', worker: worker(2) }));
+    h.input(
+      'master-0',
+      receive(key(2), 'master-0', {
+        type: 'RegisterWorker',
+        worker: worker(2),
+        disks: [],
+        networkLocation: '/r',
+      }),
+    );
+    h.effects('master-0', [offer(2), offer(3)]);
+    assert.equal(h.violation(), undefined, 'a worker that registered again is available again');
+    h.effects('master-0', [offer(1)]);
+    assert.equal(h.violation()?.invariant, 'no-slots-on-unavailable');
+    assert.match(h.violation()?.detail ?? '', /a padding slot on h1:1:2:3:4 .* excluded by the operator/);
+
+    const lm = harness(
+      noSlotsOnUnavailable(
+        () => false,
+        (node) => node.startsWith('lm-'),
+      ),
+    );
+    lm.input(
+      'lm-a',
+      receive('master-0', 'lm-a', {
+        type: 'ApplicationHeartbeatResponse',
+        excludedWorkers: [],
+        unknownWorkers: [],
+        shuttingWorkers: [worker(4)],
+      }),
+    );
+    const reserve = (epoch: number): Effect =>
+      send(key(4), {
+        type: 'ReserveSlots',
+        appId: 'a',
+        shuffleId: 0,
+        primaries: [location(2, epoch, 4)],
+        replicas: [],
+        splitThreshold: 1,
+        splitMode: 'SOFT',
+        memoryEnabled: false,
+      });
+    lm.effects('lm-a', [reserve(1)]);
+    assert.equal(lm.violation()?.invariant, 'no-slots-on-unavailable');
+  });
+
+  it('disk-budget: offers between two disk reports never exceed usable / estimate, counting earlier offers', () => {
+    const h = harness(
+      diskBudgets(
+        (node) => node === 'master-0',
+        () => 100,
+      ),
+    );
+    const disk = {
+      mountPoint: '/d',
+      type: 'HDD' as const,
+      usableBytes: 350,
+      totalBytes: 1000,
+      status: 'HEALTHY' as const,
+    };
+    const report = { ...disk, avgFlushTimeNs: 0, avgFetchTimeNs: 0, activeSlots: 0 };
+    h.input(
+      'master-0',
+      receive(key(1), 'master-0', {
+        type: 'RegisterWorker',
+        worker: worker(1),
+        disks: [report],
+        networkLocation: '/r',
+      }),
+    );
+    const offer = (partitions: number[]): Effect =>
+      send('lm-a', {
+        type: 'RequestSlotsResponse',
+        status: 'SUCCESS',
+        workerResource: [
+          { worker: worker(1), primaries: partitions.map((p) => location(p, 0, 1)), replicas: [] },
+        ],
+        unplaced: [],
+        message: '',
+      });
+    h.effects('master-0', [offer([0, 1])]);
+    assert.equal(h.violation(), undefined, '2 of a budget of 3');
+    h.effects('master-0', [offer([2, 3])]);
+    assert.equal(h.violation()?.invariant, 'disk-budget', 'only 1 slot was left');
+    assert.match(h.violation()?.detail ?? '', /offered 2 slots on h1:1:2:3:4 disk \/d .* budget is 1/);
+  });
+
+  it('memory-without-enabling: reports old clients, fails new clients and guarded workers', () => {
+    const run = (release: '0.5.1' | '0.6.0', guard: boolean) => {
+      const observer = memoryUse({ app: () => ({ release, memoryEnabled: false }), guardOn: () => guard });
+      const h = harness(observer);
+      h.effects(key(1), [
+        { kind: 'createFile', op: 1, file: { id: 'app-1-0/3-1-0', tier: 'MEMORY', mountPoint: '' } },
+      ]);
+      return { violation: h.violation(), findings: observer.findings() };
+    };
+    const old = run('0.5.1', false);
+    assert.equal(old.violation, undefined);
+    assert.deepEqual(
+      old.findings.map((f) => f.appId),
+      ['app-1'],
+    );
+    assert.equal(run('0.6.0', false).violation?.invariant, 'memory-without-enabling');
+    assert.equal(run('0.5.1', true).violation?.invariant, 'memory-without-enabling');
+  });
+
+  it('admission: a refusal must be one core/release decides, naming both releases', () => {
+    const check = (server: '0.6.0' | '0.3.0', client: '0.2.0' | '0.6.0', message: string) => {
+      const h = harness(
+        admissionDecisions(
+          (node) => node === 'master-0',
+          (node) => node.startsWith('lm-'),
+        ),
+      );
+      const machine = { step: () => ({ state: null, effects: [] }) };
+      h.world.addNode({ id: 'master-0', role: 'master', release: server, machine, initialState: () => null });
+      h.world.addNode({
+        id: 'lm-a',
+        role: 'lifecycle-manager',
+        release: client,
+        machine,
+        initialState: () => null,
+      });
+      h.effects('master-0', [
+        send('lm-a', { type: 'StatusResponse', status: 'CLIENT_RELEASE_REFUSED', message }),
+      ]);
+      return h.violation();
+    };
+    assert.equal(check('0.6.0', '0.2.0', 'server release 0.6.0 refuses client release 0.2.0'), undefined);
+    assert.match(check('0.6.0', '0.2.0', 'refused')?.detail ?? '', /does not name both releases/);
+    assert.match(
+      check('0.3.0', '0.2.0', 'server 0.3.0 refuses 0.2.0')?.detail ?? '',
+      /although a 0.3.0 server admits it/,
+    );
+
+    // Serving a client the server must refuse is a violation too.
+    const h = harness(
+      admissionDecisions(
+        (node) => node === 'master-0',
+        (node) => node.startsWith('lm-'),
+      ),
+    );
+    const machine = { step: () => ({ state: null, effects: [] }) };
+    h.world.addNode({ id: 'master-0', role: 'master', release: '0.5.0', machine, initialState: () => null });
+    h.world.addNode({
+      id: 'lm-a',
+      role: 'lifecycle-manager',
+      release: '0.6.0',
+      machine,
+      initialState: () => null,
+    });
+    h.effects('master-0', [
+      send('lm-a', { type: 'StatusResponse', status: 'SUCCESS', message: '' }, { inReplyTo: 1 }),
+    ]);
+    assert.match(
+      h.violation()?.detail ?? '',
+      /answered lm-a \(client 0.6.0\) with StatusResponse although a 0.5.0 server must refuse it/,
+    );
+  });
+});

@@ -1,0 +1,118 @@
+import { shuffleKey } from '../../core/domain/index.ts';
+import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
+import type { Observer, World } from '../world/world.ts';
+import { RequestLog } from './requests.ts';
+
+interface WorkerHistory {
+  /** Incremented at every start; a commit remembers the generation that made it. */
+  generation: number;
+  /** The newest generation that ended without a graceful shutdown (crash, immediate exit); -1 if none. */
+  lastUngracefulEnd: number;
+  gracefulRequested: boolean;
+  /** Committed files: `shuffleKey|uniqueId|mode` → generation of the commit. */
+  readonly committed: Map<string, number>;
+  /** Shuffles this worker was told to drop (destroyed or expired): their files may legitimately be gone. */
+  readonly released: Set<string>;
+}
+
+/**
+ * read-committed and committed-survives-graceful-restart, from the messages alone: a worker's CommitFilesResponse
+ * says what it committed, its OpenStreamResponse says what it serves. Serving a file it never reported committed is
+ * a violation; refusing a file it committed, after nothing but graceful restarts and no instruction to drop the
+ * shuffle, is one too (the planted bug 'restart-forgets-committed' shows up exactly so).
+ */
+export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
+  const requests = new RequestLog(new Set(['CommitFiles', 'OpenStream']));
+  const workers = new Map<NodeId, WorkerHistory>();
+  const history = (node: NodeId): WorkerHistory => {
+    let entry = workers.get(node);
+    if (!entry) {
+      entry = {
+        generation: 0,
+        lastUngracefulEnd: -1,
+        gracefulRequested: false,
+        committed: new Map(),
+        released: new Set(),
+      };
+      workers.set(node, entry);
+    }
+    return entry;
+  };
+
+  return {
+    onStart(node) {
+      if (isWorker(node)) history(node).generation += 1;
+    },
+    onCrash(node) {
+      if (isWorker(node)) history(node).lastUngracefulEnd = history(node).generation;
+    },
+    onExit(node) {
+      if (!isWorker(node)) return;
+      const entry = history(node);
+      if (!entry.gracefulRequested) entry.lastUngracefulEnd = entry.generation;
+      entry.gracefulRequested = false;
+    },
+    onInput(node: NodeId, input: Input) {
+      if (!isWorker(node)) return;
+      const entry = history(node);
+      if (input.kind === 'admin' && input.command.type === 'exit') {
+        entry.gracefulRequested = input.command.exitType === 'GRACEFUL';
+      }
+      if (input.kind !== 'receive') return;
+      const message = input.envelope.message;
+      if (message.type === 'WorkerHeartbeatResponse') {
+        for (const key of message.expiredShuffleKeys) entry.released.add(key);
+        if (message.workerEvent === 'Graceful') entry.gracefulRequested = true;
+      } else if (message.type === 'DestroySlots') {
+        entry.released.add(shuffleKey(message.appId, message.shuffleId));
+      }
+    },
+    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
+      requests.record(node, effects);
+      if (!isWorker(node)) return;
+      const entry = history(node);
+      for (const effect of effects) {
+        if (effect.kind !== 'send') continue;
+        const message = effect.message;
+        if (message.type === 'CommitFilesResponse') {
+          const commit = requests.find(effect.to, effect.inReplyTo, 'CommitFiles');
+          if (!commit) continue;
+          const key = shuffleKey(commit.appId, commit.shuffleId);
+          for (const file of [...message.committedPrimaries, ...message.committedReplicas]) {
+            const id = `${key}|${file.uniqueId}|${file.mode}`;
+            if (!entry.committed.has(id)) entry.committed.set(id, entry.generation);
+          }
+        } else if (message.type === 'OpenStreamResponse') {
+          const open = requests.find(effect.to, effect.inReplyTo, 'OpenStream');
+          if (!open) continue;
+          const id = `${open.shuffleKey}|${open.uniqueId}|${open.mode}`;
+          const committedIn = entry.committed.get(id);
+          if (message.status === 'SUCCESS' && committedIn === undefined) {
+            world.fail({
+              invariant: 'read-committed',
+              node,
+              detail: `served ${open.mode} file ${open.uniqueId} of ${open.shuffleKey} to ${effect.to}, but never reported it committed`,
+            });
+            return;
+          }
+          if (
+            message.status === 'OPEN_STREAM_FAILED' &&
+            committedIn !== undefined &&
+            committedIn < entry.generation &&
+            entry.lastUngracefulEnd < committedIn &&
+            !entry.released.has(open.shuffleKey)
+          ) {
+            world.fail({
+              invariant: 'committed-survives-graceful-restart',
+              node,
+              detail:
+                `after ${entry.generation - committedIn} graceful restart(s) the worker refuses ${open.mode} file ` +
+                `${open.uniqueId} of ${open.shuffleKey}, which it had committed: ${message.message}`,
+            });
+            return;
+          }
+        }
+      }
+    },
+  };
+}

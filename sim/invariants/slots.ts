@@ -1,0 +1,121 @@
+import { shuffleKey, workerKey, type WorkerKey } from '../../core/domain/index.ts';
+import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
+import type { Observer, World } from '../world/world.ts';
+
+const EXCLUDED = 'excluded by the operator';
+const IN_EVENT = 'in the operator’s worker event';
+
+/** What a worker's own report tells the master, until it registers again. */
+const REPORTS: ReadonlyMap<string, string> = new Map([
+  ['ReportWorkerUnavailable', 'shutting down (it reported so)'],
+  ['ReportWorkerDecommission', 'decommissioning (it reported so)'],
+  ['ReportWorkerLost', 'lost (it reported its exit)'],
+]);
+
+/**
+ * no-slots-on-unavailable, checked against what each decider had been told (never against its internals):
+ * - the master: workers it was told are shutting down, decommissioning or lost (their own reports, until they
+ *   register again) and workers the operator excluded (until the operator lifts it) get nothing in an offer, neither
+ *   locations nor padding. This knowledge is kept across master restarts: an operator's exclusion and a worker's
+ *   shutdown do not end because the master restarted.
+ * - each lifecycle manager: a worker its last application heartbeat listed as excluded or shutting down gets no
+ *   revived location (a reserve the master did not offer that way).
+ */
+export function noSlotsOnUnavailable(
+  isMaster: (node: NodeId) => boolean,
+  isLifecycleManager: (node: NodeId) => boolean,
+): Observer {
+  const toldMaster = new Map<WorkerKey, string>();
+  const lmKnows = new Map<NodeId, Map<WorkerKey, string>>();
+  /** `lm|partitionId|epoch|mode|worker` for every copy the master offered (any shuffle: errs towards silence). */
+  const offered = new Set<string>();
+
+  return {
+    onInput(node: NodeId, input: Input) {
+      if (isMaster(node)) {
+        if (input.kind === 'admin' && input.command.type === 'excludeWorkers') {
+          for (const key of input.command.add) toldMaster.set(key, EXCLUDED);
+          for (const key of input.command.remove) {
+            if (toldMaster.get(key) === EXCLUDED) toldMaster.delete(key);
+          }
+        }
+        if (input.kind === 'admin' && input.command.type === 'workerEvent') {
+          const ending = input.command.eventType === 'None' || input.command.eventType === 'Recommission';
+          for (const key of input.command.workers) {
+            const why = toldMaster.get(key);
+            if (ending && why?.startsWith(IN_EVENT)) toldMaster.delete(key);
+            else if (!ending && why !== EXCLUDED)
+              toldMaster.set(key, `${IN_EVENT} ${input.command.eventType}`);
+          }
+        }
+        if (input.kind !== 'receive') return;
+        const message = input.envelope.message;
+        const reported = REPORTS.get(message.type);
+        if (reported !== undefined && 'worker' in message) {
+          toldMaster.set(workerKey(message.worker), reported);
+        } else if (message.type === 'RegisterWorker') {
+          const key = workerKey(message.worker);
+          if (toldMaster.get(key) !== EXCLUDED) toldMaster.delete(key);
+        }
+        return;
+      }
+      if (isLifecycleManager(node) && input.kind === 'receive') {
+        const message = input.envelope.message;
+        if (message.type === 'ApplicationHeartbeatResponse') {
+          const known = new Map<WorkerKey, string>();
+          for (const worker of message.excludedWorkers) known.set(workerKey(worker), 'excluded');
+          for (const worker of message.shuttingWorkers) known.set(workerKey(worker), 'shutting down');
+          lmKnows.set(node, known);
+        } else if (message.type === 'RequestSlotsResponse') {
+          for (const resource of message.workerResource) {
+            const key = workerKey(resource.worker);
+            for (const location of [...resource.primaries, ...resource.replicas]) {
+              offered.add(`${node}|${location.partitionId}|${location.epoch}|${location.mode}|${key}`);
+            }
+          }
+        }
+      }
+    },
+    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
+      for (const effect of effects) {
+        if (effect.kind !== 'send') continue;
+        const message = effect.message;
+        if (isMaster(node) && message.type === 'RequestSlotsResponse') {
+          for (const resource of message.workerResource) {
+            const key = workerKey(resource.worker);
+            const why = toldMaster.get(key);
+            if (why === undefined) continue;
+            const what =
+              resource.primaries.length + resource.replicas.length > 0
+                ? `${resource.primaries.length} primaries and ${resource.replicas.length} replicas`
+                : 'a padding slot';
+            world.fail({
+              invariant: 'no-slots-on-unavailable',
+              node,
+              detail: `offered ${what} on ${key} to ${effect.to}, which the master had been told is ${why}`,
+            });
+            return;
+          }
+        }
+        if (isLifecycleManager(node) && message.type === 'ReserveSlots') {
+          const known = lmKnows.get(node);
+          const why = known?.get(effect.to);
+          if (why === undefined) continue;
+          for (const location of [...message.primaries, ...message.replicas]) {
+            const asOffered = `${node}|${location.partitionId}|${location.epoch}|${location.mode}|${effect.to}`;
+            if (offered.has(asOffered)) continue;
+            world.fail({
+              invariant: 'no-slots-on-unavailable',
+              node,
+              detail:
+                `reserved partition ${location.partitionId} epoch ${location.epoch} ${location.mode} of ` +
+                `${shuffleKey(message.appId, message.shuffleId)} on ${effect.to}, which the master's last heartbeat ` +
+                `answer listed as ${why}`,
+            });
+            return;
+          }
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,23 @@
+import { clusterScenario } from './cluster/scenario.ts';
+import type { Scenario } from './run.ts';
+import { drawWorkload, standardWorkload, upgradeWorkload } from './workload/shape.ts';
+
+/** The scenarios the command line and the tests run, by name. */
+export const SCENARIOS: Readonly<Record<string, Scenario>> = {
+  /** Every seed draws its own cluster, applications, releases and tiers (swarm testing). */
+  swarm: clusterScenario('swarm', drawWorkload),
+  /** The benchmark's fixed shape: 20 workers, 4 applications of 200 partitions, replication on. */
+  standard: clusterScenario('standard', standardWorkload),
+  /** A rolling upgrade of the servers to 0.6.0, then new clients: the order the contract prescribes. */
+  'upgrade-right-order': clusterScenario('upgrade-right-order', upgradeWorkload('right')),
+  /** New clients before the servers are upgraded: admission must refuse them and harm no one else's data. */
+  'upgrade-wrong-order': clusterScenario('upgrade-wrong-order', upgradeWorkload('wrong')),
+};
+
+export function scenarioNamed(name: string): Scenario {
+  const scenario = SCENARIOS[name];
+  if (!scenario) {
+    throw new RangeError(`'${name}' is not a scenario; expected one of ${Object.keys(SCENARIOS).join(', ')}`);
+  }
+  return scenario;
+}

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { formatFaults, formatKnobs, parseFaults, parseKnobs } from './faults/plan.ts';
+import { drawnSchedule, replayCommand, runSeed } from './run.ts';
+import { SCENARIOS } from './scenarios.ts';
+
+const swarm = SCENARIOS.swarm!;
+
+/** The fixed range `npm test` runs; a longer range is the soak's job (`npm run sim -- --soak`). */
+const TEST_SEEDS = 100;
+
+describe('the simulator on the swarm scenario', () => {
+  it(`finds no violation in seeds 0..${TEST_SEEDS - 1}`, () => {
+    const failures: string[] = [];
+    for (let seed = 0; seed < TEST_SEEDS; seed += 1) {
+      const result = runSeed({ seed, scenario: swarm });
+      if (result.violation) {
+        failures.push(
+          `seed ${seed}: ${result.violation.invariant}: ${result.violation.detail}\n  replay: ${replayCommand(result, result.schedule)}`,
+        );
+      }
+    }
+    assert.deepEqual(failures, []);
+  });
+
+  it('replays a seed byte for byte, and another seed differs', () => {
+    const first = runSeed({ seed: 11, scenario: swarm, trace: true });
+    const again = runSeed({ seed: 11, scenario: swarm, trace: true });
+    assert.ok(first.trace.length > 1000, 'the trace says what happened');
+    assert.equal(again.trace, first.trace);
+    assert.notEqual(runSeed({ seed: 12, scenario: swarm, trace: true }).trace, first.trace);
+  });
+
+  it('runs the same with the schedule given as text as with the schedule the seed draws', () => {
+    for (const seed of [3, 4, 5]) {
+      const drawn = runSeed({ seed, scenario: swarm, trace: true });
+      const schedule = drawnSchedule(swarm, seed);
+      assert.deepEqual(schedule, drawn.schedule);
+      const text = { faults: formatFaults(schedule.faults), knobs: formatKnobs(schedule.knobs) };
+      const replayed = runSeed({
+        seed,
+        scenario: swarm,
+        trace: true,
+        schedule: { faults: parseFaults(text.faults), knobs: parseKnobs(text.knobs) },
+      });
+      assert.equal(replayed.trace, drawn.trace, `seed ${seed}`);
+    }
+  });
+
+  it('upgrades servers in the right order without refusing anyone, and refuses new clients in the wrong order', () => {
+    const notes = (name: string) => {
+      const all: string[] = [];
+      for (let seed = 0; seed < 15; seed += 1) {
+        const result = runSeed({ seed, scenario: SCENARIOS[name]! });
+        assert.equal(result.violation, undefined, `${name} seed ${seed}: ${result.violation?.detail ?? ''}`);
+        all.push(...result.report.notes);
+      }
+      return all;
+    };
+    assert.deepEqual(
+      notes('upgrade-right-order').filter((note) => note.includes('refused by admission')),
+      [],
+    );
+    const refusals = notes('upgrade-wrong-order').filter((note) => note.includes('refused by admission'));
+    assert.ok(refusals.length > 0, 'the wrong order is refused');
+    for (const refusal of refusals) {
+      assert.match(
+        refusal,
+        /client 0\.6\.0\) failed: refused by admission: server release 0\.[345]\.\d refuses client release 0\.6\.0/,
+      );
+      assert.match(refusal, /upgrade masters and workers first, then clients/);
+    }
+  });
+
+  it('prints the same trace from the command line twice', () => {
+    const run = () =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--seed', '7', '--trace'], {
+        cwd: new URL('..', import.meta.url).pathname,
+        encoding: 'utf8',
+      });
+    const first = run();
+    const second = run();
+    assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /ok {3}seed 7/);
+    assert.equal(second.stdout, first.stdout);
+  });
+});

@@ -1,0 +1,532 @@
+import type { Input, NodeId } from '../../core/machines/effects.ts';
+import type { MapTaskState } from '../../core/machines/client/map-task.ts';
+import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
+import type { NodeDefinition, Observer, World } from '../world/world.ts';
+import { compareOutput, recordKey } from './records.ts';
+import type { AppShape, JobShape } from './shape.ts';
+
+/**
+ * The compute engine around the shuffle service (the part of a batch engine's driver that schedules tasks): it
+ * launches map attempts (and speculative ones), launches reducers once every map is done, checks each
+ * reducer's output against the records the winning attempts wrote, retries failed tasks, reruns a stage on a fetch
+ * failure when stage rerun is enabled, and gives every job an outcome. It is the simulator's model of the user of
+ * svc, not part of svc: its decisions are the engine's, and svc's machines are driven only through messages.
+ */
+
+/** One run of one job's shuffle: a stage attempt writes a fresh shuffle id. */
+export interface JobRun {
+  readonly jobIndex: number;
+  readonly stageAttempt: number;
+  readonly shuffleId: number;
+  readonly shape: JobShape;
+}
+
+/** Builds the nodes of tasks (the scenario resolves their configuration as of the application's release). */
+export interface TaskFactory {
+  mapTask(app: AppShape, job: JobRun, mapId: number, attemptId: number): NodeDefinition<MapTaskState>;
+  reduceTask(app: AppShape, job: JobRun, partitionId: number): NodeDefinition<ReduceTaskState>;
+}
+
+export type AppOutcome =
+  | { readonly kind: 'running' }
+  | { readonly kind: 'done' }
+  /** Failed with an error the run considers expected (admission refused, data lost without stage rerun, ...). */
+  | { readonly kind: 'failed'; readonly reason: string };
+
+export interface EngineOptions {
+  /** Whether an application's jobs run with stage rerun (`svc.client.spark.stageRerun.enabled` as resolved). */
+  readonly stageRerun: (app: AppShape) => boolean;
+  /** Whether the schedule had any fault that can make committed data unreadable (crash, disk fault, loss). */
+  readonly dataLossPossible: () => boolean;
+  /**
+   * Failures of one reducer after the faults stopped before a job without stage rerun gives up with the expected
+   * "data lost" failure (earlier failures may be an unreachable lifecycle manager, which a retry cures).
+   */
+  readonly expectedFailureAttempts: number;
+  /** Stage attempts of one job started after the faults stopped; more means data keeps vanishing in calm. */
+  readonly maxStageAttemptsAfterCalm: number;
+  /** First delay before relaunching a failed task; doubled per failure up to 8 times this. */
+  readonly retryDelayMs: number;
+  /** Delay of a speculative attempt after its map's first attempt. */
+  readonly speculationDelayMs: number;
+}
+
+interface MapRun {
+  /** The attempt the engine saw win (its MapperEnd was acknowledged as the winner). */
+  winner?: number;
+  /**
+   * The lifecycle manager told an attempt that the map had already ended: some other attempt won, perhaps one
+   * whose acknowledgement was lost. For the engine the map is done, as it is for a batch engine's scheduler.
+   */
+  endedElsewhere: boolean;
+  nextAttempt: number;
+  readonly running: Set<number>;
+  failures: number;
+  lastError?: string;
+}
+
+interface ReduceRun {
+  status: 'running' | 'done';
+  failures: number;
+  failuresAfterCalm: number;
+  lastError?: string;
+}
+
+interface AppRun {
+  readonly shape: AppShape;
+  outcome: AppOutcome;
+  job?: JobRun;
+  maps: MapRun[];
+  reducers: ReduceRun[];
+  reducersLaunched: boolean;
+  doneReducers: number;
+  /** 1 for the first read of the job's shuffle, 2 for the re-read (JobShape.rereadAfterMs). */
+  readRound: number;
+  stageAttemptsAfterCalm: number;
+  /** The refusal a server sent this application's nodes, if any. */
+  refusal?: string;
+  /** The winning attempt of each map, as the lifecycle manager told a reducer of the current job. */
+  lmWinners?: readonly number[];
+}
+
+type TaskRef =
+  | {
+      readonly kind: 'map';
+      readonly app: AppRun;
+      readonly shuffleId: number;
+      readonly mapId: number;
+      readonly attemptId: number;
+    }
+  | {
+      readonly kind: 'reduce';
+      readonly app: AppRun;
+      readonly shuffleId: number;
+      readonly partitionId: number;
+    };
+
+export class Engine implements Observer {
+  private readonly apps: AppRun[];
+  private readonly tasks = new Map<NodeId, TaskRef>();
+  private readonly settled = new Set<NodeId>();
+  private readonly byNode = new Map<NodeId, AppRun>();
+  private calmAt = Infinity;
+  private running: number;
+
+  constructor(
+    apps: readonly AppShape[],
+    private readonly factory: TaskFactory,
+    private readonly options: EngineOptions,
+  ) {
+    this.apps = apps.map((shape) => ({
+      shape,
+      outcome: { kind: 'running' },
+      maps: [],
+      reducers: [],
+      reducersLaunched: false,
+      doneReducers: 0,
+      readRound: 1,
+      stageAttemptsAfterCalm: 0,
+    }));
+    this.running = this.apps.length;
+  }
+
+  /** When the last fault ends (see EngineOptions). */
+  setCalmAt(ms: number): void {
+    this.calmAt = ms;
+  }
+
+  /** Registers an application's lifecycle manager so that refusals it receives are attributed to the app. */
+  attach(node: NodeId, appToken: string): void {
+    const app = this.apps.find((a) => a.shape.token === appToken);
+    if (app) this.byNode.set(node, app);
+  }
+
+  /** Schedules the first job of every application at its start time. */
+  start(world: World): void {
+    for (const app of this.apps) {
+      world.schedule(app.shape.startAt, `engine: ${app.shape.appId} starts job 0`, (w) =>
+        this.startJob(w, app, 0, 0),
+      );
+    }
+  }
+
+  finished(): boolean {
+    return this.running === 0;
+  }
+
+  /** What each unfinished application is waiting for (for the liveness report). */
+  progress(world: World): string[] {
+    const lines: string[] = [];
+    for (const app of this.apps) {
+      if (app.outcome.kind !== 'running') continue;
+      const job = app.job;
+      if (!job) {
+        lines.push(`${app.shape.appId} has not started a job`);
+        continue;
+      }
+      const waiting: string[] = [];
+      app.maps.forEach((map, mapId) => {
+        if (mapDone(map)) return;
+        const attempts = [...map.running].map((attemptId) => {
+          const node = this.factory.mapTask(app.shape, job, mapId, attemptId).id;
+          const state = world.stateOf(node) as MapTaskState | undefined;
+          return `attempt ${attemptId} ${state?.phase ?? 'not started'}`;
+        });
+        waiting.push(
+          `map ${mapId} (${attempts.join(', ') || 'no attempt running'}${map.lastError ? `; last error: ${map.lastError}` : ''})`,
+        );
+      });
+      const reducers = app.reducers.filter((r) => r.status !== 'done');
+      if (app.reducersLaunched && reducers.length > 0) {
+        const lastError = reducers.find((r) => r.lastError)?.lastError;
+        waiting.push(`${reducers.length} reducer(s)${lastError ? ` (last error: ${lastError})` : ''}`);
+      }
+      lines.push(
+        `${app.shape.appId} job ${job.jobIndex} (shuffle ${job.shuffleId}) waits for ${waiting.join('; ')}`,
+      );
+    }
+    return lines;
+  }
+
+  outcomes(): readonly { readonly app: AppShape; readonly outcome: AppOutcome }[] {
+    return this.apps.map((a) => ({ app: a.shape, outcome: a.outcome }));
+  }
+
+  onInput(node: NodeId, input: Input, world: World): void {
+    if (input.kind !== 'receive') return;
+    const message = input.envelope.message;
+    if (message.type === 'GetReducerFileGroupResponse' && message.status === 'SUCCESS') {
+      this.onFileGroup(world, node, message.mapAttempts);
+      return;
+    }
+    if (!('status' in message) || message.status !== 'CLIENT_RELEASE_REFUSED') return;
+    const app = this.byNode.get(node) ?? this.tasks.get(node)?.app;
+    if (app && app.refusal === undefined) app.refusal = 'message' in message ? message.message : 'refused';
+  }
+
+  onEffects(node: NodeId, _effects: unknown, world: World): void {
+    const ref = this.tasks.get(node);
+    if (ref === undefined || this.settled.has(node)) return;
+    const app = ref.app;
+    if (app.outcome.kind !== 'running' || app.job?.shuffleId !== ref.shuffleId) return;
+    if (ref.kind === 'map') this.onMapStep(world, node, ref, world.stateOf(node) as MapTaskState);
+    else this.onReduceStep(world, node, ref, world.stateOf(node) as ReduceTaskState);
+  }
+
+  /**
+   * A reducer learnt the winners from the lifecycle manager. Every attempt the engine saw win must be the one the
+   * lifecycle manager names (one-winner), and every reducer of the job must be told the same winners.
+   */
+  private onFileGroup(world: World, node: NodeId, winners: readonly number[]): void {
+    const ref = this.tasks.get(node);
+    if (ref?.kind !== 'reduce') return;
+    const app = ref.app;
+    if (app.job?.shuffleId !== ref.shuffleId) return;
+    const disagreement = app.maps.findIndex(
+      (map, mapId) => map.winner !== undefined && map.winner !== winners[mapId],
+    );
+    const previous = app.lmWinners;
+    if (disagreement >= 0 || (previous && previous.join() !== winners.join())) {
+      world.fail({
+        invariant: 'one-winner',
+        node,
+        detail:
+          disagreement >= 0
+            ? `attempt ${app.maps[disagreement]!.winner} of map ${disagreement} of ${app.shape.appId} shuffle ${ref.shuffleId} won, but the lifecycle manager names attempt ${winners[disagreement]}`
+            : `reducers of ${app.shape.appId} shuffle ${ref.shuffleId} were told different winners: [${previous!.join(',')}] and [${winners.join(',')}]`,
+      });
+      return;
+    }
+    app.lmWinners = winners;
+  }
+
+  // ------------------------------------------------------------------------------------------ jobs
+
+  private startJob(world: World, app: AppRun, jobIndex: number, stageAttempt: number): void {
+    if (app.outcome.kind !== 'running') return;
+    const shape = app.shape.jobs[jobIndex]!;
+    const job: JobRun = { jobIndex, stageAttempt, shuffleId: jobIndex * 100 + stageAttempt, shape };
+    app.job = job;
+    app.maps = [...Array(shape.numMappers).keys()].map(() => ({
+      nextAttempt: 0,
+      running: new Set<number>(),
+      failures: 0,
+      endedElsewhere: false,
+    }));
+    app.lmWinners = undefined;
+    if (world.now >= this.calmAt) app.stageAttemptsAfterCalm += 1;
+    app.reducers = [];
+    app.reducersLaunched = false;
+    app.doneReducers = 0;
+    app.readRound = 1;
+    for (let mapId = 0; mapId < shape.numMappers; mapId += 1) {
+      this.launchMap(world, app, mapId);
+      if (shape.speculative.includes(mapId)) {
+        world.schedule(world.now + this.options.speculationDelayMs, `engine: speculate map ${mapId}`, (w) => {
+          const map = app.maps[mapId];
+          if (app.job === job && map && !mapDone(map)) this.launchMap(w, app, mapId);
+        });
+      }
+    }
+  }
+
+  private launchMap(world: World, app: AppRun, mapId: number): void {
+    const job = app.job!;
+    const map = app.maps[mapId]!;
+    const attemptId = map.nextAttempt++;
+    const def = this.factory.mapTask(app.shape, job, mapId, attemptId);
+    this.tasks.set(def.id, { kind: 'map', app, shuffleId: job.shuffleId, mapId, attemptId });
+    map.running.add(attemptId);
+    world.addNode(def);
+    world.start(def.id);
+  }
+
+  private onMapStep(
+    world: World,
+    node: NodeId,
+    ref: Extract<TaskRef, { kind: 'map' }>,
+    state: MapTaskState,
+  ): void {
+    const app = ref.app;
+    const map = app.maps[ref.mapId]!;
+    switch (state.phase) {
+      case 'won':
+        this.settled.add(node);
+        map.running.delete(ref.attemptId);
+        if (map.winner !== undefined && map.winner !== ref.attemptId) {
+          world.fail({
+            invariant: 'one-winner',
+            node,
+            detail: `attempts ${map.winner} and ${ref.attemptId} of map ${ref.mapId} of ${app.shape.appId} shuffle ${ref.shuffleId} both won`,
+          });
+          return;
+        }
+        map.winner = ref.attemptId;
+        if (app.maps.every(mapDone)) this.launchReducers(world, app);
+        return;
+      case 'lost':
+        this.settled.add(node);
+        map.running.delete(ref.attemptId);
+        map.endedElsewhere = true;
+        if (app.maps.every(mapDone)) this.launchReducers(world, app);
+        return;
+      case 'failed':
+        this.settled.add(node);
+        map.running.delete(ref.attemptId);
+        map.lastError = state.error ?? 'no reason given';
+        if (this.failOnRefusal(app)) return;
+        if (mapDone(map) || map.running.size > 0) return;
+        // Retried for as long as it takes: the run's liveness deadline judges whether that is too long.
+        map.failures += 1;
+        world.schedule(
+          world.now + this.backoff(map.failures),
+          `engine: retry map ${ref.mapId} of ${app.shape.appId}`,
+          (w) => {
+            if (app.job?.shuffleId === ref.shuffleId && !mapDone(map) && map.running.size === 0) {
+              this.launchMap(w, app, ref.mapId);
+            }
+          },
+        );
+        return;
+      case 'registering':
+      case 'pushing':
+      case 'ending':
+        return;
+    }
+  }
+
+  private launchReducers(world: World, app: AppRun): void {
+    if (app.reducersLaunched) return;
+    app.reducersLaunched = true;
+    const job = app.job!;
+    app.reducers = [...Array(job.shape.numPartitions).keys()].map(() => ({
+      status: 'running' as const,
+      failures: 0,
+      failuresAfterCalm: 0,
+    }));
+    for (let partitionId = 0; partitionId < job.shape.numPartitions; partitionId += 1) {
+      this.launchReduce(world, app, partitionId);
+    }
+  }
+
+  private launchReduce(world: World, app: AppRun, partitionId: number): void {
+    const job = app.job!;
+    const def = this.factory.reduceTask(app.shape, job, partitionId);
+    this.tasks.set(def.id, { kind: 'reduce', app, shuffleId: job.shuffleId, partitionId });
+    this.settled.delete(def.id);
+    if (world.hasNode(def.id)) {
+      // A retry of the same reducer: a new process in the same slot.
+      world.relaunch(def.id);
+    } else {
+      world.addNode(def);
+      world.start(def.id);
+    }
+  }
+
+  private onReduceStep(
+    world: World,
+    node: NodeId,
+    ref: Extract<TaskRef, { kind: 'reduce' }>,
+    state: ReduceTaskState,
+  ): void {
+    const app = ref.app;
+    const reducer = app.reducers[ref.partitionId]!;
+    if (state.phase === 'done') {
+      this.settled.add(node);
+      const problem = compareOutput(state.output ?? [], this.expectedKeys(app, ref.partitionId));
+      if (problem !== undefined) {
+        world.fail({
+          invariant: 'exactly-once',
+          node,
+          detail: `reducer of partition ${ref.partitionId} of ${app.shape.appId} shuffle ${ref.shuffleId} read the wrong records: ${problem}`,
+        });
+        return;
+      }
+      reducer.status = 'done';
+      app.doneReducers += 1;
+      if (app.doneReducers === app.reducers.length) this.finishRead(world, app);
+      return;
+    }
+    if (state.phase !== 'failed') return;
+    this.settled.add(node);
+    const error = state.error ?? { kind: 'failure' as const, message: 'no reason given' };
+    if (this.failOnRefusal(app)) return;
+    if (error.kind === 'integrity') {
+      world.fail({
+        invariant: 'integrity',
+        node,
+        detail: `reducer of partition ${ref.partitionId} of ${app.shape.appId} shuffle ${ref.shuffleId}: ${error.message}`,
+      });
+      return;
+    }
+    if (error.kind === 'fetch-failure') {
+      this.onFetchFailure(world, app, node, error.message);
+      return;
+    }
+    reducer.failures += 1;
+    reducer.lastError = error.message;
+    if (world.now >= this.calmAt) reducer.failuresAfterCalm += 1;
+    if (
+      reducer.failuresAfterCalm > this.options.expectedFailureAttempts &&
+      !this.options.stageRerun(app.shape) &&
+      this.options.dataLossPossible()
+    ) {
+      this.end(app, {
+        kind: 'failed',
+        reason: `fetch failure with stage rerun disabled (svc.client.spark.stageRerun.enabled=false): ${error.message}`,
+      });
+      return;
+    }
+    world.schedule(
+      world.now + this.backoff(reducer.failures),
+      `engine: retry reducer ${ref.partitionId} of ${app.shape.appId}`,
+      (w) => {
+        if (app.job?.shuffleId === ref.shuffleId && app.outcome.kind === 'running')
+          this.launchReduce(w, app, ref.partitionId);
+      },
+    );
+  }
+
+  private onFetchFailure(world: World, app: AppRun, node: NodeId, message: string): void {
+    const job = app.job!;
+    if (!this.options.dataLossPossible()) {
+      world.fail({
+        invariant: 'unexpected-fetch-failure',
+        node,
+        detail: `${app.shape.appId} shuffle ${job.shuffleId}: a fetch failure although no fault could have lost data: ${message}`,
+      });
+      return;
+    }
+    if (app.stageAttemptsAfterCalm >= this.options.maxStageAttemptsAfterCalm) {
+      world.fail({
+        invariant: 'liveness',
+        node,
+        detail:
+          `${app.shape.appId} job ${job.jobIndex} reran its map stage ${app.stageAttemptsAfterCalm} times after the ` +
+          `faults stopped and still lost data: ${message}`,
+      });
+      return;
+    }
+    const next = job.stageAttempt + 1;
+    world.schedule(
+      world.now,
+      `engine: ${app.shape.appId} reruns the map stage of job ${job.jobIndex} (fetch failure)`,
+      (w) => this.startJob(w, app, job.jobIndex, next),
+    );
+  }
+
+  /** Every reducer read its partition: read the shuffle once more later, or finish the job. */
+  private finishRead(world: World, app: AppRun): void {
+    const job = app.job!;
+    if (app.readRound > 1 || job.shape.rereadAfterMs === undefined) {
+      this.finishJob(world, app);
+      return;
+    }
+    app.readRound = 2;
+    world.schedule(
+      world.now + job.shape.rereadAfterMs,
+      `engine: ${app.shape.appId} reads shuffle ${job.shuffleId} again`,
+      (w) => {
+        if (app.job !== job || app.outcome.kind !== 'running') return;
+        app.doneReducers = 0;
+        for (const reducer of app.reducers) reducer.status = 'running';
+        for (let partitionId = 0; partitionId < app.reducers.length; partitionId += 1)
+          this.launchReduce(w, app, partitionId);
+      },
+    );
+  }
+
+  private finishJob(world: World, app: AppRun): void {
+    const next = app.job!.jobIndex + 1;
+    if (next < app.shape.jobs.length) {
+      world.schedule(world.now, `engine: ${app.shape.appId} starts job ${next}`, (w) =>
+        this.startJob(w, app, next, 0),
+      );
+    } else {
+      this.end(app, { kind: 'done' });
+    }
+  }
+
+  /** A task failed after a server refused the application: the job ends with the admission error. */
+  private failOnRefusal(app: AppRun): boolean {
+    if (app.refusal === undefined) return false;
+    this.end(app, { kind: 'failed', reason: `refused by admission: ${app.refusal}` });
+    return true;
+  }
+
+  private end(app: AppRun, outcome: Exclude<AppOutcome, { kind: 'running' }>): void {
+    if (app.outcome.kind !== 'running') return;
+    app.outcome = outcome;
+    this.running -= 1;
+  }
+
+  private expectedKeys(app: AppRun, partitionId: number): string[] {
+    const job = app.job!;
+    const keys: string[] = [];
+    for (let mapId = 0; mapId < job.shape.numMappers; mapId += 1) {
+      const attemptId = app.maps[mapId]!.winner ?? app.lmWinners?.[mapId] ?? -1;
+      const count = job.shape.records[mapId]?.[partitionId] ?? 0;
+      for (let index = 0; index < count; index += 1) {
+        keys.push(
+          recordKey({
+            appId: app.shape.appId,
+            shuffleId: job.shuffleId,
+            mapId,
+            attemptId,
+            partitionId,
+            index,
+          }),
+        );
+      }
+    }
+    return keys;
+  }
+
+  private backoff(failures: number): number {
+    return this.options.retryDelayMs * 2 ** Math.min(3, Math.max(0, failures - 1));
+  }
+}
+
+function mapDone(map: MapRun): boolean {
+  return map.winner !== undefined || map.endedElsewhere;
+}

@@ -1,0 +1,253 @@
+import type { StorageType } from '../../core/domain/index.ts';
+import { admitClient } from '../../core/release/admission.ts';
+import { isAtLeast, KNOWN_RELEASES, type Release } from '../../core/release/version.ts';
+import type { Rng } from '../../core/rng.ts';
+import { chance, pick, uniform } from '../world/random.ts';
+import type { DiskSpec } from '../world/storage.ts';
+
+/**
+ * The shape of one run's cluster and workload, as plain data drawn from the seed (swarm testing: small and large,
+ * old and new clients, replication on and off, every tier) or fixed (the standard benchmark scenario).
+ */
+export interface ClusterShape {
+  /** Release of masters and workers at the start. */
+  readonly serverRelease: Release;
+  readonly workers: readonly WorkerShape[];
+  /** Whether the cluster has a distributed filesystem (HDFS) that workers write to. */
+  readonly dfs: boolean;
+  /** The worker-side memory guard: refuse memory to applications that did not enable it (see docs). */
+  readonly memoryGuard: boolean;
+  /** A rolling upgrade of the servers during the run, if any. */
+  readonly upgrade?: UpgradeShape;
+}
+
+export interface WorkerShape {
+  /** `w<n>`: how fault schedules name the worker. */
+  readonly token: string;
+  readonly host: string;
+  readonly rack: string;
+  readonly disks: readonly DiskSpec[];
+  /** Bytes of the memory tier; 0 turns it off. */
+  readonly memoryBytes: number;
+}
+
+/**
+ * A rolling upgrade to `to`, starting at `at`: one server at a time is shut down gracefully and started on the
+ * new release. In the right order masters and workers go first and clients of the new release only start after;
+ * in the wrong order the new clients start first and must be refused.
+ */
+export interface UpgradeShape {
+  readonly to: Release;
+  readonly at: number;
+  /** Time between two servers' upgrades (one server at a time: the master, then each worker). */
+  readonly gapMs: number;
+  readonly order: 'right' | 'wrong';
+  /** Applications (tokens) on the new client release: started after the servers (right) or before (wrong). */
+  readonly newClients: readonly string[];
+}
+
+export interface AppShape {
+  /** `a<n>`: how fault schedules name the application (its lifecycle manager and all its tasks). */
+  readonly token: string;
+  readonly appId: string;
+  readonly clientRelease: Release;
+  /** `svc.client.push.replicate.enabled`; undefined = the default of the client's release. */
+  readonly replicate?: boolean;
+  /** `svc.storage.availableTypes` of the application. */
+  readonly availableTypes: readonly StorageType[];
+  /** `svc.client.spark.stageRerun.enabled`; undefined = the default of the client's release. */
+  readonly stageRerun?: boolean;
+  /** `svc.client.shuffle.partitionSplit.threshold`; undefined = the default (small values force splits). */
+  readonly splitThresholdBytes?: number;
+  /**
+   * `svc.client.application.heartbeatInterval`; undefined = the default. Short intervals let the lifecycle manager
+   * learn of excluded and shutting workers while its jobs still revive.
+   */
+  readonly heartbeatIntervalMs?: number;
+  readonly startAt: number;
+  /** Jobs run one after another; each writes one shuffle and reads it back. */
+  readonly jobs: readonly JobShape[];
+}
+
+export interface JobShape {
+  readonly numMappers: number;
+  readonly numPartitions: number;
+  /** Records each map writes to each partition: `records[map][partition]`. */
+  readonly records: readonly (readonly number[])[];
+  readonly recordBytes: number;
+  /** Maps that run a second, speculative attempt. */
+  readonly speculative: readonly number[];
+  /**
+   * When set, the shuffle is read a second time this long after the first read finished (a later job reusing the
+   * map output), so that restarts and faults between commit and read get their chance.
+   */
+  readonly rereadAfterMs?: number;
+}
+
+export interface WorkloadShape {
+  readonly cluster: ClusterShape;
+  readonly apps: readonly AppShape[];
+}
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+const CLIENT_RELEASES: readonly Release[] = KNOWN_RELEASES.filter(
+  (r) => isAtLeast(r, '0.2.0') && isAtLeast('0.6.0', r),
+);
+
+function workers(count: number, rng: Rng, options: { memory: boolean }): WorkerShape[] {
+  const racks = Math.max(1, Math.min(4, Math.ceil(count / 3)));
+  return [...Array(count).keys()].map((i) => {
+    const diskCount = 1 + Math.floor(rng.next() * 3);
+    const disks = [...Array(diskCount).keys()].map((d): DiskSpec => ({
+      mountPoint: `/mnt/disk${d}`,
+      type: chance(rng, 0.5) ? 'SSD' : 'HDD',
+      capacityBytes: Math.round(uniform(rng, 4, 64)) * GiB,
+    }));
+    return {
+      token: `w${i}`,
+      host: `host${i}`,
+      rack: `/rack${i % racks}`,
+      disks,
+      memoryBytes: options.memory ? 64 * MiB : 0,
+    };
+  });
+}
+
+function job(rng: Rng, maxMappers: number, maxPartitions: number): JobShape {
+  const numMappers = 1 + Math.floor(rng.next() * maxMappers);
+  const numPartitions = 1 + Math.floor(rng.next() * maxPartitions);
+  const density = rng.next();
+  const records = [...Array(numMappers).keys()].map(() =>
+    [...Array(numPartitions).keys()].map(() => (chance(rng, density) ? 1 + Math.floor(rng.next() * 4) : 0)),
+  );
+  const speculative = [...Array(numMappers).keys()].filter(() => chance(rng, 0.2));
+  const recordBytes = 16 + Math.floor(rng.next() * 200);
+  const reread = chance(rng, 0.5) ? { rereadAfterMs: Math.round(uniform(rng, 500, 20_000)) } : {};
+  return { numMappers, numPartitions, records, recordBytes, speculative, ...reread };
+}
+
+/** Swarm: a workload shape drawn from the seed, from one tiny application to several busy ones. */
+export function drawWorkload(rng: Rng): WorkloadShape {
+  const dfs = chance(rng, 0.25);
+  const memory = chance(rng, 0.4);
+  const serverRelease: Release = chance(rng, 0.7)
+    ? '0.6.0'
+    : pick(
+        rng,
+        CLIENT_RELEASES.filter((r) => isAtLeast(r, '0.3.0')),
+      );
+  const workerCount = 2 + Math.floor(rng.next() * 9);
+  const cluster: ClusterShape = {
+    serverRelease,
+    workers: workers(workerCount, rng, { memory }),
+    dfs,
+    memoryGuard: chance(rng, 0.3),
+  };
+  const appCount = 1 + Math.floor(rng.next() * 3);
+  const apps = [...Array(appCount).keys()].map((i): AppShape => {
+    // Mostly clients the servers admit; now and then one they must refuse.
+    const admitted = CLIENT_RELEASES.filter((r) => admitClient(serverRelease, r).admitted);
+    const clientRelease = chance(rng, 0.9) ? pick(rng, admitted) : pick(rng, CLIENT_RELEASES);
+    const tiers: StorageType[][] = [['HDD'], ['SSD', 'HDD'], ['MEMORY', 'HDD']];
+    if (dfs) tiers.push(['HDFS'], ['HDD', 'HDFS']);
+    return {
+      token: `a${i}`,
+      appId: `app-${i}`,
+      clientRelease,
+      ...(chance(rng, 0.7) ? { replicate: chance(rng, 0.5) } : {}),
+      availableTypes: pick(rng, tiers),
+      ...(chance(rng, 0.3) ? { stageRerun: chance(rng, 0.5) } : {}),
+      ...(chance(rng, 0.3) ? { splitThresholdBytes: Math.round(uniform(rng, 256, 4096)) } : {}),
+      ...(chance(rng, 0.5) ? { heartbeatIntervalMs: pick(rng, [500, 1_000, 3_000]) } : {}),
+      startAt: Math.round(uniform(rng, 0, 10_000)),
+      jobs: [...Array(1 + Math.floor(rng.next() * 3)).keys()].map(() => job(rng, 6, 24)),
+    };
+  });
+  return { cluster, apps };
+}
+
+/**
+ * The benchmark's standard scenario: 20 workers in 4 racks, 4 applications of the current release with
+ * replication on, each one job of 200 partitions.
+ */
+export function standardWorkload(rng: Rng): WorkloadShape {
+  const cluster: ClusterShape = {
+    serverRelease: '0.6.0',
+    workers: workers(20, rng, { memory: false }),
+    dfs: false,
+    memoryGuard: false,
+  };
+  const apps = [...Array(4).keys()].map((i): AppShape => ({
+    token: `a${i}`,
+    appId: `app-${i}`,
+    clientRelease: '0.6.0',
+    replicate: true,
+    availableTypes: ['HDD'],
+    startAt: i * 200,
+    jobs: [
+      {
+        numMappers: 4,
+        numPartitions: 200,
+        records: [...Array(4).keys()].map(() => [...Array(200).keys()].map(() => 1)),
+        recordBytes: 64,
+        speculative: [0],
+      },
+    ],
+  }));
+  return { cluster, apps };
+}
+
+/** Server releases a rolling upgrade starts from: every line that 0.6.0 clients of the old line can run against. */
+const UPGRADE_FROM: readonly Release[] = ['0.3.0', '0.3.2', '0.4.0', '0.4.1', '0.5.0', '0.5.1'];
+
+/**
+ * A rolling upgrade of the servers to 0.6.0 while applications of the old release run, and applications of the new
+ * release start: after every server was upgraded (the right order) or before (the wrong order, which admission
+ * must refuse without harming anyone else's data).
+ */
+export function upgradeWorkload(order: 'right' | 'wrong') {
+  return (rng: Rng): WorkloadShape => {
+    const from = pick(rng, UPGRADE_FROM);
+    const workerCount = 3 + Math.floor(rng.next() * 5);
+    const at = Math.round(uniform(rng, 2_000, 6_000));
+    const gapMs = Math.round(uniform(rng, 1_000, 3_000));
+    const upgradeEnds = at + gapMs * (workerCount + 1);
+    const oldApps = [...Array(2).keys()].map((i): AppShape => ({
+      token: `a${i}`,
+      appId: `app-${i}`,
+      // Old clients the new servers still admit (0.3.0 or newer), usually the servers' own release.
+      clientRelease: chance(rng, 0.6)
+        ? from
+        : pick(
+            rng,
+            CLIENT_RELEASES.filter((r) => isAtLeast(r, '0.3.0') && isAtLeast(from, r)),
+          ),
+      availableTypes: ['HDD'],
+      startAt: Math.round(uniform(rng, 0, at)),
+      jobs: [...Array(2 + Math.floor(rng.next() * 3)).keys()].map(() => job(rng, 4, 16)),
+    }));
+    const newApps = [...Array(1 + Math.floor(rng.next() * 2)).keys()].map((i): AppShape => ({
+      token: `a${oldApps.length + i}`,
+      appId: `app-${oldApps.length + i}`,
+      clientRelease: '0.6.0',
+      availableTypes: ['HDD'],
+      startAt:
+        order === 'right'
+          ? upgradeEnds + Math.round(uniform(rng, 1_000, 5_000))
+          : Math.round(uniform(rng, 0, at)),
+      jobs: [job(rng, 4, 16)],
+    }));
+    const memory = chance(rng, 0.5);
+    return {
+      cluster: {
+        serverRelease: from,
+        workers: workers(workerCount, rng, { memory }),
+        dfs: false,
+        memoryGuard: false,
+        upgrade: { to: '0.6.0', at, gapMs, order, newClients: newApps.map((a) => a.token) },
+      },
+      apps: [...oldApps, ...newApps],
+    };
+  };
+}

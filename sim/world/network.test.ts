@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { replayRng } from '../../core/rng.ts';
+import { CALM_NETWORK, Network } from './network.ts';
+
+const nodes = ['m', 'w1', 'w2', 'w3', 'app'];
+
+describe('Network partitions', () => {
+  it('cut exactly the links between the two sides, both ways, until healed', () => {
+    fc.assert(
+      fc.property(
+        fc.subarray(nodes, { minLength: 1 }),
+        fc.oneof(fc.constant('rest' as const), fc.subarray(nodes)),
+        (a, b) => {
+          const network = new Network(replayRng([0.5]), CALM_NETWORK);
+          const id = network.partition(a, b);
+          for (const from of nodes) {
+            for (const to of nodes) {
+              const inA = (n: string) => a.includes(n);
+              const inB = (n: string) => (b === 'rest' ? !a.includes(n) : b.includes(n));
+              const expected = from !== to && ((inA(from) && inB(to)) || (inA(to) && inB(from)));
+              assert.equal(network.blocked(from, to), expected, `${from}->${to}`);
+              assert.equal(network.arrivals(from, to, 0).length, expected ? 0 : 1);
+            }
+          }
+          network.heal(id);
+          assert.ok(nodes.every((from) => nodes.every((to) => !network.blocked(from, to))));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('heals one partition by id and leaves the others', () => {
+    const network = new Network(replayRng([0.5]), CALM_NETWORK);
+    const first = network.partition(['w1'], 'rest');
+    network.partition(['w2'], ['m']);
+    network.heal(first);
+    assert.equal(network.blocked('w1', 'm'), false);
+    assert.equal(network.blocked('m', 'w2'), true);
+    network.heal();
+    assert.equal(network.partitionCount, 0);
+  });
+
+  it('adds latency and jitter to every arrival', () => {
+    const network = new Network(replayRng([0.5]), { ...CALM_NETWORK, latencyMs: 2, jitterMs: 1 });
+    const [at] = network.arrivals('m', 'w1', 10);
+    assert.ok(at !== undefined && at > 12);
+  });
+});

@@ -1,0 +1,41 @@
+import seedrandom from 'seedrandom';
+import type { Rng } from '../../core/rng.ts';
+
+/**
+ * The run's only source of randomness. Each purpose (the network, one node's machine, one disk, the fault plan, the
+ * workload) draws from its own stream, seeded with `<seed>:<purpose>`, so an extra draw in one place never shifts
+ * the draws of another: a run stays comparable when a fault is removed while shrinking. Alea is seedrandom's fastest
+ * generator and passes the usual statistical batteries; cryptographic quality is irrelevant here.
+ */
+export function streamRng(seed: number | string, purpose: string): Rng {
+  const prng = seedrandom.alea(`${seed}:${purpose}`);
+  return { next: () => prng() };
+}
+
+/** True with probability `p` (p ≤ 0 never draws, so disabling a fault leaves its stream untouched). */
+export function chance(rng: Rng, p: number): boolean {
+  if (p <= 0) return false;
+  return rng.next() < p;
+}
+
+/** A uniform draw in [low, high). */
+export function uniform(rng: Rng, low: number, high: number): number {
+  return low + (high - low) * rng.next();
+}
+
+/** A log-uniform draw in [low, high): every order of magnitude is as likely as any other (swarm rates). */
+export function logUniform(rng: Rng, low: number, high: number): number {
+  if (low <= 0 || high <= low) throw new RangeError(`logUniform needs 0 < low < high, got ${low}, ${high}`);
+  return Math.exp(uniform(rng, Math.log(low), Math.log(high)));
+}
+
+/** An exponential draw with the given mean (latency jitter, time between faults). */
+export function exponential(rng: Rng, mean: number): number {
+  return -mean * Math.log(1 - rng.next());
+}
+
+/** One element of a non-empty list. */
+export function pick<T>(rng: Rng, items: readonly T[]): T {
+  if (items.length === 0) throw new RangeError('pick from an empty list');
+  return items[Math.min(items.length - 1, Math.floor(rng.next() * items.length))]!;
+}

@@ -1,0 +1,492 @@
+import type { Effect, Envelope, Input, NodeId } from '../../core/machines/effects.ts';
+import type { Machine } from '../../core/machines/machine.ts';
+import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
+import type { Rng } from '../../core/rng.ts';
+import type { InvariantName } from '../invariants/catalogue.ts';
+import { EventQueue } from './event-queue.ts';
+import { CALM_NETWORK, Network, type NetworkRates } from './network.ts';
+import { streamRng } from './random.ts';
+import { NodeStorage, SharedDfs, type DiskSpec, type FileEffect, type IoRates } from './storage.ts';
+import { describe, Trace } from './trace.ts';
+
+/** A node of the simulated cluster: a core state machine and what the simulator needs to run it. */
+export interface NodeDefinition<S = unknown> {
+  readonly id: NodeId;
+  /** master, worker, lifecycle-manager, map task, ...: only for traces and fault targeting. */
+  readonly role: string;
+  /** The release the node runs; stamped on every envelope it sends (the handshake's job on a real wire). */
+  readonly release?: Release;
+  readonly machine: Machine<S>;
+  /** The state of a freshly started process (first start and every restart), for the release it now runs. */
+  readonly initialState: (release: Release) => S;
+  readonly disks?: readonly DiskSpec[];
+  /** Whether the node writes to the shared distributed filesystem. */
+  readonly dfs?: boolean;
+  /**
+   * The durable store handed back in `start`: a worker's own recovery store, or the masters' shared coordination
+   * store. Default: coordination for `master-*` ids, recovery otherwise.
+   */
+  readonly durableStore?: 'recovery' | 'coordination';
+}
+
+/** Something went wrong that the run must report: an invariant broke, or a machine threw. */
+export interface Violation {
+  /** The invariant broken, by its name in invariants/catalogue.ts. */
+  readonly invariant: InvariantName;
+  readonly time: number;
+  readonly node?: NodeId;
+  readonly detail: string;
+}
+
+/** Hooks through which invariant checkers and workload models watch a run. All optional. */
+export interface Observer {
+  /** Before the node's machine sees `input`. */
+  onInput?(node: NodeId, input: Input, world: World): void;
+  /** After the node's machine stepped, with the effects it asked for (executed right after this hook). */
+  onEffects?(node: NodeId, effects: readonly Effect[], world: World): void;
+  onCrash?(node: NodeId, world: World): void;
+  onExit?(node: NodeId, code: number, reason: string, world: World): void;
+  onStart?(node: NodeId, world: World): void;
+}
+
+export interface WorldOptions {
+  readonly seed: number;
+  readonly trace?: boolean;
+  readonly network?: NetworkRates;
+  readonly io?: IoRates;
+}
+
+export type RunOutcome = 'stopped' | 'idle' | 'time-limit' | 'event-limit' | 'failed';
+
+type SimEvent =
+  | { readonly kind: 'input'; readonly node: NodeId; readonly incarnation: number; readonly input: Input }
+  | {
+      readonly kind: 'timer';
+      readonly node: NodeId;
+      readonly incarnation: number;
+      readonly name: string;
+      readonly generation: number;
+    }
+  | { readonly kind: 'action'; readonly label: string; readonly run: (world: World) => void };
+
+interface SimNode {
+  readonly def: NodeDefinition;
+  release: Release;
+  state: unknown;
+  up: boolean;
+  /** Bumped on every crash and exit: completions, timers and messages meant for an earlier process are dropped. */
+  incarnation: number;
+  readonly timers: Map<string, number>;
+  timerGeneration: number;
+  readonly rng: Rng;
+  readonly storage: NodeStorage | undefined;
+  /** The worker's graceful-shutdown store; survives crashes and exits. */
+  readonly recovery: Map<string, string>;
+}
+
+/**
+ * The simulated world: a virtual clock, one event queue, the network, the disks and the nodes. It executes exactly
+ * the effect vocabulary of core/machines/effects.ts and adds no decisions of its own; every random choice comes from
+ * a stream derived from the seed, and nothing reads the real clock, so a seed replays exactly.
+ */
+export class World {
+  readonly trace: Trace;
+  readonly network: Network;
+  /** The masters' shared coordination store (high availability); survives every crash. */
+  readonly coordination = new Map<string, string>();
+  readonly seed: number;
+  private readonly queue = new EventQueue<SimEvent>();
+  private readonly nodes = new Map<NodeId, SimNode>();
+  private readonly observers: Observer[] = [];
+  private readonly dfs = new SharedDfs();
+  /** Shared by every node's storage, so that the end of the storm calms every disk at once. */
+  private readonly ioRates: { ioError: number; noSpace: number };
+  private clock = 0;
+  private stopped = false;
+  private failure: Violation | undefined;
+  private processed = 0;
+
+  constructor(options: WorldOptions) {
+    this.seed = options.seed;
+    this.trace = new Trace(options.trace ?? false);
+    this.network = new Network(streamRng(options.seed, 'network'), options.network ?? CALM_NETWORK);
+    this.ioRates = { ...(options.io ?? { ioError: 0, noSpace: 0 }) };
+  }
+
+  /** Changes the background I/O fault rates of every disk from now on. */
+  setIoRates(rates: IoRates): void {
+    this.ioRates.ioError = rates.ioError;
+    this.ioRates.noSpace = rates.noSpace;
+  }
+
+  get now(): number {
+    return this.clock;
+  }
+
+  get eventsProcessed(): number {
+    return this.processed;
+  }
+
+  get violation(): Violation | undefined {
+    return this.failure;
+  }
+
+  observe(observer: Observer): void {
+    this.observers.push(observer);
+  }
+
+  addNode<S>(def: NodeDefinition<S>): void {
+    if (this.nodes.has(def.id)) throw new RangeError(`node ${def.id} is defined twice`);
+    const storage =
+      def.disks !== undefined || def.dfs === true
+        ? new NodeStorage(
+            def.id,
+            def.disks ?? [],
+            def.dfs === true ? this.dfs : undefined,
+            streamRng(this.seed, `disk:${def.id}`),
+            this.ioRates,
+          )
+        : undefined;
+    this.nodes.set(def.id, {
+      def,
+      release: def.release ?? CURRENT_RELEASE,
+      state: undefined,
+      up: false,
+      incarnation: 0,
+      timers: new Map(),
+      timerGeneration: 0,
+      rng: streamRng(this.seed, `node:${def.id}`),
+      storage,
+      recovery: new Map(),
+    });
+  }
+
+  hasNode(id: NodeId): boolean {
+    return this.nodes.has(id);
+  }
+
+  roleOf(id: NodeId): string | undefined {
+    return this.nodes.get(id)?.def.role;
+  }
+
+  isUp(id: NodeId): boolean {
+    return this.nodes.get(id)?.up ?? false;
+  }
+
+  /** The machine state of a node, for checkers that need to look inside (read only). */
+  stateOf(id: NodeId): unknown {
+    return this.nodes.get(id)?.state;
+  }
+
+  storageOf(id: NodeId): NodeStorage | undefined {
+    return this.nodes.get(id)?.storage;
+  }
+
+  releaseOf(id: NodeId): Release {
+    return this.node(id).release;
+  }
+
+  /** Changes the release a node runs from its next start on (a rolling upgrade restarts it on the new binary). */
+  upgrade(id: NodeId, release: Release): void {
+    const node = this.node(id);
+    if (node.up) throw new Error(`node ${id} is running; stop it before installing release ${release}`);
+    node.release = release;
+  }
+
+  /** Schedules a world action (a fault, a workload step) at virtual time `at`. */
+  schedule(at: number, label: string, run: (world: World) => void): void {
+    this.queue.push(Math.max(at, this.clock), { kind: 'action', label, run });
+  }
+
+  /** Starts (or restarts) a process with a fresh state; it first sees `start` with its recovery store. */
+  start(id: NodeId): void {
+    const node = this.node(id);
+    if (node.up) throw new Error(`node ${id} is already running; crash or exit it before starting it again`);
+    node.up = true;
+    node.state = node.def.initialState(node.release);
+    this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
+    for (const observer of this.observers) observer.onStart?.(id, this);
+    const store = this.durableStoreOf(node) === 'coordination' ? this.coordination : node.recovery;
+    this.enqueue(node, this.clock, { kind: 'start', recovered: new Map(store) });
+  }
+
+  /** Power loss: the process dies, memory is gone, disks keep only synced bytes; the recovery store survives. */
+  crash(id: NodeId): void {
+    const node = this.node(id);
+    if (!node.up) return;
+    this.stop_(node);
+    node.storage?.crash();
+    this.trace.line(this.clock, id, 'CRASH');
+    for (const observer of this.observers) observer.onCrash?.(id, this);
+  }
+
+  /**
+   * Replaces a running process with a fresh one (a task retried in the same slot): no power loss, nothing of the
+   * old process survives but its durable store.
+   */
+  relaunch(id: NodeId): void {
+    const node = this.node(id);
+    if (node.up) {
+      this.stop_(node);
+      node.storage?.processExit();
+    }
+    this.trace.line(this.clock, id, 'RELAUNCH');
+    this.start(id);
+  }
+
+  /** Hands an input to a node from outside the cluster (an operator command, a task launch) at time `at`. */
+  inject(id: NodeId, input: Input, at = this.clock): void {
+    const node = this.node(id);
+    this.enqueue(node, at, input);
+  }
+
+  /** Ends the run at the current event (the workload reached its goal). */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Records a violation and ends the run. The first violation wins: later ones are consequences. */
+  fail(violation: Omit<Violation, 'time'>): void {
+    if (this.failure) return;
+    this.failure = { ...violation, time: this.clock };
+    this.trace.line(
+      this.clock,
+      violation.node ?? '-',
+      `VIOLATION ${violation.invariant}: ${violation.detail}`,
+    );
+  }
+
+  /** Runs events until the world is stopped, fails, runs out of events, or reaches a limit. */
+  run(limits: { readonly until: number; readonly maxEvents: number }): RunOutcome {
+    while (!this.stopped && !this.failure) {
+      const next = this.queue.peek();
+      if (next === undefined) return 'idle';
+      if (next.time > limits.until) {
+        this.clock = limits.until;
+        return 'time-limit';
+      }
+      if (this.processed >= limits.maxEvents) return 'event-limit';
+      this.queue.pop();
+      this.clock = next.time;
+      this.processed += 1;
+      this.dispatch(next.event);
+    }
+    return this.failure ? 'failed' : 'stopped';
+  }
+
+  private dispatch(event: SimEvent): void {
+    if (event.kind === 'action') {
+      this.trace.line(this.clock, '-', event.label);
+      event.run(this);
+      return;
+    }
+    const node = this.nodes.get(event.node)!;
+    if (!node.up || node.incarnation !== event.incarnation) return;
+    if (event.kind === 'timer') {
+      if (node.timers.get(event.name) !== event.generation) return;
+      node.timers.delete(event.name);
+      this.step(node, { kind: 'timer', name: event.name });
+      return;
+    }
+    this.step(node, event.input);
+  }
+
+  private step(node: SimNode, input: Input): void {
+    const id = node.def.id;
+    if (this.trace.enabled) this.trace.line(this.clock, id, traceInput(input));
+    for (const observer of this.observers) observer.onInput?.(id, input, this);
+    let effects: readonly Effect[];
+    try {
+      const step = node.def.machine.step(node.state, input, this.clock, node.rng);
+      node.state = step.state;
+      effects = step.effects;
+    } catch (error) {
+      this.fail({
+        invariant: 'machine-threw',
+        node: id,
+        detail: `${node.def.role} machine threw on ${input.kind}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      });
+      return;
+    }
+    for (const observer of this.observers) observer.onEffects?.(id, effects, this);
+    for (const effect of effects) {
+      if (!node.up) {
+        this.trace.line(this.clock, id, `ignored after exit: ${effect.kind}`);
+        continue;
+      }
+      this.execute(node, effect);
+    }
+  }
+
+  private execute(node: SimNode, effect: Effect): void {
+    const id = node.def.id;
+    const now = this.clock;
+    switch (effect.kind) {
+      case 'send':
+        this.send(node, effect);
+        return;
+      case 'setTimer': {
+        const generation = ++node.timerGeneration;
+        node.timers.set(effect.name, generation);
+        this.queue.push(Math.max(effect.at, now), {
+          kind: 'timer',
+          node: id,
+          incarnation: node.incarnation,
+          name: effect.name,
+          generation,
+        });
+        return;
+      }
+      case 'cancelTimer':
+        node.timers.delete(effect.name);
+        return;
+      case 'createFile':
+      case 'write':
+      case 'flush':
+      case 'read':
+      case 'moveFile':
+      case 'deleteFile': {
+        if (this.trace.enabled) this.trace.line(now, id, traceEffect(effect));
+        if (!node.storage) {
+          if (effect.kind !== 'deleteFile') {
+            this.enqueue(node, now, { kind: 'ioFailed', op: effect.op, error: 'NOT_FOUND' });
+          }
+          return;
+        }
+        const completion = node.storage.execute(effect, now);
+        if (completion) this.enqueue(node, completion.at, completion.input);
+        return;
+      }
+      case 'persist': {
+        const store = effect.store === 'recovery' ? node.recovery : this.coordination;
+        if (effect.value === null) store.delete(effect.key);
+        else store.set(effect.key, effect.value);
+        if (this.trace.enabled) this.trace.line(now, id, `persist ${effect.store} ${effect.key}`);
+        return;
+      }
+      case 'log':
+        this.trace.count(`log.${effect.level}.${effect.event}`);
+        if (this.trace.enabled) {
+          this.trace.line(now, id, `log ${effect.level} ${effect.event} ${describe(effect.fields ?? {})}`);
+        }
+        return;
+      case 'metric': {
+        const name = `metric.${effect.name}`;
+        if (effect.op === 'set') this.trace.set(name, effect.value);
+        else this.trace.count(name, effect.value);
+        return;
+      }
+      case 'exit':
+        this.trace.line(now, id, `EXIT code=${effect.code} ${effect.reason}`);
+        this.stop_(node);
+        node.storage?.processExit();
+        for (const observer of this.observers) observer.onExit?.(id, effect.code, effect.reason, this);
+        return;
+    }
+  }
+
+  private send(node: SimNode, effect: Extract<Effect, { kind: 'send' }>): void {
+    const from = node.def.id;
+    const envelope: Envelope = {
+      from,
+      to: effect.to,
+      fromRelease: node.release,
+      message: effect.message,
+      ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
+      ...(effect.inReplyTo === undefined ? {} : { inReplyTo: effect.inReplyTo }),
+    };
+    const target = this.nodes.get(effect.to);
+    if (target === undefined || !target.up) {
+      // Nobody listens at that address: the connection is refused, and the sender hears so after a round trip.
+      if (this.trace.enabled) this.trace.line(this.clock, from, `send ${traceEnvelope(envelope)} REFUSED`);
+      this.enqueue(node, this.clock + this.network.roundTrip(), {
+        kind: 'sendFailed',
+        to: effect.to,
+        message: effect.message,
+        ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
+      });
+      return;
+    }
+    const arrivals = this.network.arrivals(from, effect.to, this.clock);
+    if (this.trace.enabled) {
+      const fate = arrivals.length === 0 ? ' LOST' : arrivals.length > 1 ? ' DUPLICATED' : '';
+      this.trace.line(this.clock, from, `send ${traceEnvelope(envelope)}${fate}`);
+    }
+    for (const at of arrivals) {
+      this.queue.push(at, {
+        kind: 'input',
+        node: effect.to,
+        incarnation: target.incarnation,
+        input: { kind: 'receive', envelope },
+      });
+    }
+  }
+
+  private enqueue(node: SimNode, at: number, input: Input): void {
+    this.queue.push(Math.max(at, this.clock), {
+      kind: 'input',
+      node: node.def.id,
+      incarnation: node.incarnation,
+      input,
+    });
+  }
+
+  private durableStoreOf(node: SimNode): 'recovery' | 'coordination' {
+    return node.def.durableStore ?? (node.def.id.startsWith('master-') ? 'coordination' : 'recovery');
+  }
+
+  private stop_(node: SimNode): void {
+    node.up = false;
+    node.incarnation += 1;
+    node.timers.clear();
+  }
+
+  private node(id: NodeId): SimNode {
+    const node = this.nodes.get(id);
+    if (!node) throw new RangeError(`no node ${id} in this world`);
+    return node;
+  }
+}
+
+function traceInput(input: Input): string {
+  switch (input.kind) {
+    case 'start':
+      return `start recovered=${input.recovered.size}`;
+    case 'receive':
+      return `recv ${traceEnvelope(input.envelope)}`;
+    case 'timer':
+      return `timer ${input.name}`;
+    case 'ioDone':
+      return `ioDone op=${input.op}${input.bytes ? ` bytes=${input.bytes.length}` : ''}`;
+    case 'ioFailed':
+      return `ioFailed op=${input.op} ${input.error}`;
+    case 'sendFailed':
+      return `sendFailed to=${input.to} ${input.message.type}`;
+    case 'admin':
+      return `admin ${describe(input.command)}`;
+  }
+}
+
+function traceEnvelope(envelope: Envelope): string {
+  const { type, ...fields } = envelope.message as unknown as { type: string } & Record<string, unknown>;
+  const ids =
+    (envelope.requestId === undefined ? '' : ` #${envelope.requestId}`) +
+    (envelope.inReplyTo === undefined ? '' : ` re#${envelope.inReplyTo}`);
+  return `${envelope.from}->${envelope.to} ${type}${ids} ${describe(fields)}`;
+}
+
+function traceEffect(effect: FileEffect): string {
+  switch (effect.kind) {
+    case 'createFile':
+    case 'flush':
+      return `${effect.kind} op=${effect.op} ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id}`;
+    case 'write':
+      return `write op=${effect.op} ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id} +${effect.bytes.length}`;
+    case 'read':
+      return `read op=${effect.op} ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id} @${effect.offset}+${effect.length}`;
+    case 'moveFile':
+      return `move op=${effect.op} ${effect.file.tier}:${effect.file.id} -> ${effect.to.tier}${effect.to.mountPoint}`;
+    case 'deleteFile':
+      return `delete ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id}`;
+  }
+}
