@@ -31,11 +31,12 @@ export function candidateWorkers(
 
 /**
  * How many workers receive partitions (reference §2.2 step 3): the request's maxWorkers capped by the master's
- * (a request's value of 0 or less means the master's), at least two when replicating, at most what is available.
+ * (a request's value of 0 or less, or not a number, means the master's), at least two when replicating, at most
+ * what is available.
  */
 export function workerCount(request: SlotRequest, options: OfferOptions, available: number): number {
-  const requested =
-    request.maxWorkers <= 0 ? options.maxWorkers : Math.min(options.maxWorkers, request.maxWorkers);
+  const asked = Number.isFinite(request.maxWorkers) ? Math.floor(request.maxWorkers) : 0;
+  const requested = asked <= 0 ? options.maxWorkers : Math.min(options.maxWorkers, asked);
   return Math.min(Math.max(request.replicate ? 2 : 1, requested), available);
 }
 

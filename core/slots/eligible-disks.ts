@@ -35,16 +35,16 @@ export function eligibleDisks(
   mask: number,
   estimatedPartitionSize: number,
 ): EligibleDisk[] {
-  const local: EligibleDisk[] = [];
-  const distributed: EligibleDisk[] = [];
+  const disks: EligibleDisk[] = [];
+  let distributed: EligibleDisk[] | undefined;
   for (const info of worker.disks) {
     if (!eligible(info, mask)) continue;
     if (isDfsType(info.type)) {
       const storage = { type: info.type, mountPoint: '', availableTypes: mask };
-      distributed.push({ info, storage, dfs: true, capacity: Number.POSITIVE_INFINITY });
+      (distributed ??= []).push({ info, storage, dfs: true, capacity: Number.POSITIVE_INFINITY });
     } else {
       const storage = { type: info.type, mountPoint: info.mountPoint, availableTypes: mask };
-      local.push({
+      disks.push({
         info,
         storage,
         dfs: false,
@@ -52,7 +52,7 @@ export function eligibleDisks(
       });
     }
   }
-  return local.concat(distributed);
+  return distributed ? disks.concat(distributed) : disks;
 }
 
 /** Whether the worker has any disk an offer with this mask could use (a padding worker must have one). */

@@ -412,6 +412,66 @@ describe('offerSlots: properties', () => {
     );
   });
 
+  it('finds the few workers on other racks when one rack holds nearly all (skewed racks)', () => {
+    const skewed = fc
+      .record({
+        majority: fc.integer({ min: 15, max: 40 }),
+        minority: fc.integer({ min: 1, max: 3 }),
+        slots: fc.integer({ min: 1, max: 30 }),
+        partitions: fc.integer({ min: 1, max: 80 }),
+        budgetMode: fc.constantFrom('strict' as const, 'overcommit' as const),
+        draws: drawsArb,
+      })
+      .map(({ majority, minority, slots, partitions, budgetMode, draws }): Scenario => {
+        const hdd = { type: 'HDD' as const, slots, spare: 0, status: 'HEALTHY' as const };
+        const timing = { avgFlushTimeNs: 0, avgFetchTimeNs: 0, activeSlots: 0 };
+        const specs = Array.from({ length: majority + minority }, (_, i) => ({
+          rack: i < minority ? 1 + i : 0,
+          state: 'Normal' as const,
+          disks: [{ ...hdd, ...timing }],
+        }));
+        return {
+          workers: buildWorkers(specs),
+          request: {
+            partitionIds: Array.from({ length: partitions }, (_, i) => i),
+            replicate: true,
+            rackAware: true,
+            availableStorageTypes: MASK.LOCAL,
+            maxWorkers: 0,
+            excludedWorkers: new Set(),
+          },
+          options: {
+            policy: { name: 'ROUNDROBIN' },
+            budgetMode,
+            estimatedPartitionSize: EST,
+            maxWorkers: 10_000,
+            extraSlots: 2,
+          },
+          draws,
+        };
+      });
+    fc.assert(
+      fc.property(skewed, (scenario) => {
+        const result = offer(scenario);
+        const rackOf = new Map(scenario.workers.map((w) => [workerKey(w.id), w.networkLocation]));
+        for (const primary of result.slots.flatMap((slot) => slot.primaries)) {
+          const rack = rackOf.get(workerKey(primary.worker));
+          if (rackOf.get(workerKey(primary.peer!.worker)) !== rack) continue;
+          const elsewhere = scenario.workers.filter(
+            (w) => w.networkLocation !== rack && hasRoomLeft(w, scenario, result),
+          );
+          assert.deepEqual(
+            elsewhere.map((w) => workerKey(w.id)),
+            [],
+            `partition ${primary.partitionId} shares rack ${rack}`,
+          );
+        }
+        if (scenario.options.budgetMode === 'overcommit') assert.equal(result.status, 'SUCCESS');
+      }),
+      RUNS,
+    );
+  });
+
   it('gives a reason for every unplaced partition that the cluster confirms', () => {
     fc.assert(
       fc.property(scenarioArb({ allCandidatesUsed: true }), (scenario) => {
@@ -555,6 +615,199 @@ describe('offerSlots: properties', () => {
         offerSlots(request, workers, { ...options, plantedBug: 'replica-on-primary' }, replayRng([0.3])),
       ),
       8,
+    );
+  });
+});
+
+describe('offerSlots: examples', () => {
+  const disk = (type: StorageType, slots: number, j = 0): DiskInfo => ({
+    mountPoint: isDfsType(type) ? type : `/mnt/disk${j}`,
+    type,
+    usableBytes: slots * EST,
+    totalBytes: 2 ** 42,
+    status: 'HEALTHY',
+    avgFlushTimeNs: 0,
+    avgFetchTimeNs: 0,
+    activeSlots: 0,
+  });
+  const worker = (i: number, rack: string, disks: DiskInfo[]): WorkerInfo => ({
+    id: { host: `host${i}`, rpcPort: 1, pushPort: 2, fetchPort: 3, replicatePort: 4 },
+    networkLocation: rack,
+    state: 'Normal',
+    lastHeartbeat: 0,
+    highWorkload: false,
+    disks,
+  });
+  const ask = (partitionIds: number[], overrides: Partial<SlotRequest> = {}): SlotRequest => ({
+    partitionIds,
+    replicate: false,
+    rackAware: false,
+    availableStorageTypes: MASK.LOCAL,
+    maxWorkers: 0,
+    excludedWorkers: new Set(),
+    ...overrides,
+  });
+  const strict: OfferOptions = {
+    policy: { name: 'ROUNDROBIN' },
+    budgetMode: 'strict',
+    estimatedPartitionSize: EST,
+    maxWorkers: 100,
+    extraSlots: 2,
+  };
+  const rng = (): ReturnType<typeof replayRng> => replayRng([0.42, 0.17, 0.9, 0.3]);
+  const copies = (result: SlotOffer): PartitionLocation[] =>
+    result.slots.flatMap((slot) => [...slot.primaries, ...slot.replicas]);
+
+  it('answers WORKER_EXCLUDED, listing every partition, when every worker is excluded or unavailable', () => {
+    const workers = [worker(0, '/r', [disk('HDD', 9)]), worker(1, '/r', [disk('HDD', 9)])];
+    const result = offerSlots(
+      ask([0, 1], { excludedWorkers: new Set([workerKey(workers[0]!.id)]) }),
+      workers,
+      { ...strict, unavailable: new Set([workerKey(workers[1]!.id)]) },
+      rng(),
+    );
+    assert.equal(result.status, 'WORKER_EXCLUDED');
+    assert.deepEqual(result.unplaced, [
+      { partitionId: 0, reason: 'no-candidate-workers' },
+      { partitionId: 1, reason: 'no-candidate-workers' },
+    ]);
+    assert.deepEqual(result.padding, []);
+  });
+
+  it('never offers memory: a memory-only request gets SLOT_NOT_AVAILABLE with no-permitted-storage', () => {
+    const workers = [worker(0, '/r', [disk('HDD', 9), disk('MEMORY', 9, 1)])];
+    const result = offerSlots(ask([0], { availableStorageTypes: MASK.MEMORY }), workers, strict, rng());
+    assert.equal(result.status, 'SLOT_NOT_AVAILABLE');
+    assert.deepEqual(result.unplaced, [{ partitionId: 0, reason: 'no-permitted-storage' }]);
+  });
+
+  it('reports no-replica-candidate when only one worker could hold copies', () => {
+    const workers = [worker(0, '/r', [disk('HDD', 9)]), worker(1, '/r', [disk('HDD', 0)])];
+    const result = offerSlots(ask([0], { replicate: true }), workers, strict, rng());
+    assert.equal(result.status, 'SLOT_NOT_AVAILABLE');
+    assert.deepEqual(result.unplaced, [{ partitionId: 0, reason: 'no-replica-candidate' }]);
+  });
+
+  it('in strict mode places what fits, lowest ids first, and reports the rest as no-capacity', () => {
+    const workers = [worker(0, '/r', [disk('HDD', 3)]), worker(1, '/r', [disk('HDD', 3)])];
+    const result = offerSlots(ask([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]), workers, strict, rng());
+    assert.equal(result.status, 'PARTIALLY_PLACED');
+    assert.deepEqual(
+      copies(result)
+        .map((l) => l.partitionId)
+        .sort((a, b) => a - b),
+      [0, 1, 2, 3, 4, 5],
+    );
+    assert.deepEqual(
+      result.unplaced.map((u) => `${u.partitionId}:${u.reason}`),
+      ['6:no-capacity', '7:no-capacity', '8:no-capacity', '9:no-capacity'],
+    );
+    assert.deepEqual(result.diskAllocations.get(workerKey(workers[0]!.id)), new Map([['/mnt/disk0', 3]]));
+  });
+
+  it('in overcommit mode places the rest beyond the budgets and counts them', () => {
+    const workers = [worker(0, '/r', [disk('HDD', 3)]), worker(1, '/r', [disk('HDD', 3)])];
+    const result = offerSlots(
+      ask([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]),
+      workers,
+      { ...strict, budgetMode: 'overcommit' },
+      rng(),
+    );
+    assert.equal(result.status, 'SUCCESS');
+    assert.equal(result.overcommitted, 4);
+  });
+
+  it('uses local disks up to their budgets before a distributed tier, which has no budget', () => {
+    const workers = [0, 1].map((i) => worker(i, '/r', [disk('HDD', 2), disk('HDFS', 0)]));
+    const result = offerSlots(
+      ask([0, 1, 2, 3, 4, 5, 6, 7], { availableStorageTypes: MASK.LOCAL | MASK.HDFS }),
+      workers,
+      strict,
+      rng(),
+    );
+    assert.equal(result.status, 'SUCCESS');
+    const byType = copies(result).map((l) => `${l.partitionId}:${l.storage.type}:${l.storage.mountPoint}`);
+    assert.deepEqual(byType.filter((t) => t.includes('HDD')).length, 4);
+    assert.ok(
+      byType.filter((t) => t.includes('HDFS')).every((t) => t.endsWith(':')),
+      'a DFS location has a mount point',
+    );
+    for (const id of [0, 1, 2, 3])
+      assert.ok(byType.includes(`${id}:HDD:/mnt/disk0`), `${id} is not on a local disk`);
+  });
+
+  it('pairs copies across tiers when that is the only way: disk room on one worker, HDFS on another', () => {
+    const workers = [worker(0, '/a', [disk('HDD', 10)]), worker(1, '/b', [disk('HDFS', 0)])];
+    const result = offerSlots(
+      ask([0, 1, 2], { replicate: true, rackAware: true, availableStorageTypes: MASK.LOCAL | MASK.HDFS }),
+      workers,
+      strict,
+      rng(),
+    );
+    assert.equal(result.status, 'SUCCESS');
+    for (const primary of result.slots.flatMap((slot) => slot.primaries)) {
+      assert.notEqual(primary.worker.host, primary.peer!.worker.host);
+      assert.notEqual(primary.storage.type, primary.peer!.storage.type);
+    }
+  });
+
+  it('reports invalid ids and treats a repeated id as one request', () => {
+    const workers = [worker(0, '/r', [disk('HDD', 9)])];
+    const result = offerSlots(ask([2, 2, -1, 0.5, 0]), workers, strict, rng());
+    assert.equal(result.status, 'PARTIALLY_PLACED');
+    assert.deepEqual(
+      copies(result)
+        .map((l) => l.partitionId)
+        .sort(),
+      [0, 2],
+    );
+    assert.deepEqual(result.unplaced, [
+      { partitionId: -1, reason: 'invalid-partition-id' },
+      { partitionId: 0.5, reason: 'invalid-partition-id' },
+    ]);
+  });
+
+  it('pads with the 0.6.0 defaults up to 100 workers in all, from workers outside maxWorkers too', () => {
+    const workers = Array.from({ length: 30 }, (_, i) => worker(i, `/r${i % 3}`, [disk('SSD', 50)]));
+    const result = offerSlots(
+      ask([0, 1, 2], { maxWorkers: 3 }),
+      workers,
+      { ...strict, extraSlots: 100, minWorkers: 100 },
+      rng(),
+    );
+    assert.equal(result.slots.length, 3);
+    assert.equal(result.padding.length, 27);
+    const before = offerSlots(ask([0, 1, 2], { maxWorkers: 3 }), workers, strict, rng());
+    assert.equal(before.padding.length, 2);
+  });
+
+  it('reads a request maxWorkers that is not a number as the master’s limit', () => {
+    const workers = Array.from({ length: 6 }, (_, i) => worker(i, '/r', [disk('HDD', 50)]));
+    const ids = Array.from({ length: 12 }, (_, i) => i);
+    for (const maxWorkers of [Number.NaN, Infinity, -3]) {
+      const result = offerSlots(ask(ids, { maxWorkers }), workers, { ...strict, maxWorkers: 4 }, rng());
+      assert.equal(result.slots.length, 4, `maxWorkers ${maxWorkers}`);
+    }
+    assert.equal(offerSlots(ask(ids, { maxWorkers: 2.7 }), workers, strict, rng()).slots.length, 2);
+  });
+
+  it('refuses options that cannot work, naming the key', () => {
+    const workers = [worker(0, '/r', [disk('HDD', 9)])];
+    assert.throws(
+      () => offerSlots(ask([0]), workers, { ...strict, maxWorkers: 0 }, rng()),
+      /slot\.assign\.maxWorkers/,
+    );
+    assert.throws(
+      () => offerSlots(ask([0]), workers, { ...strict, extraSlots: -1 }, rng()),
+      /slot\.assign\.extraSlots/,
+    );
+    assert.throws(
+      () => offerSlots(ask([0]), workers, { ...strict, minWorkers: 1.5 }, rng()),
+      /slot\.assign\.minWorkers/,
+    );
+    assert.throws(
+      () => offerSlots(ask([0]), workers, { ...strict, estimatedPartitionSize: 0 }, rng()),
+      /estimated partition size/,
     );
   });
 });

@@ -83,15 +83,7 @@ export function offerSlots(
     rng,
   );
 
-  const slots: WorkerSlots[] = [];
-  const usedKeys = new Set<WorkerKey>();
-  ring.forEach((worker, w) => {
-    const primaries = placement.primaries[w];
-    const replicas = placement.replicas[w];
-    if (!primaries && !replicas) return;
-    slots.push({ worker: worker.id, primaries: primaries ?? [], replicas: replicas ?? [] });
-    usedKeys.add(worker.key);
-  });
+  const { slots, usedKeys } = workerSlots(ring, placement);
   const unplaced = unplacedList(invalid, placement.unplaced, placement.unplacedReason);
   const status = offerStatus(valid.length + invalid.length, unplaced.length);
   const padding =
@@ -187,20 +179,40 @@ function quotasFor(ring: readonly RingWorker[], copies: number, settings: LoadAw
   return loadAwareQuotas(disks, copies, settings);
 }
 
+/** The workers that received locations, in ring order, and their keys. */
+function workerSlots(
+  ring: readonly OfferWorker[],
+  placement: Placement,
+): { slots: WorkerSlots[]; usedKeys: Set<WorkerKey> } {
+  const slots: WorkerSlots[] = [];
+  const usedKeys = new Set<WorkerKey>();
+  for (let w = 0; w < ring.length; w += 1) {
+    const primaries = placement.primaries[w];
+    const replicas = placement.replicas[w];
+    if (!primaries && !replicas) continue;
+    slots.push({ worker: ring[w]!.id, primaries: primaries ?? [], replicas: replicas ?? [] });
+    usedKeys.add(ring[w]!.key);
+  }
+  return { slots, usedKeys };
+}
+
 function diskAllocations(
   ring: readonly OfferWorker[],
   placement: Placement,
 ): Map<WorkerKey, Map<string, number>> {
   const allocations = new Map<WorkerKey, Map<string, number>>();
-  ring.forEach((worker, w) => {
+  for (let w = 0; w < ring.length; w += 1) {
+    const { key, disks } = ring[w]!;
     const start = placement.diskStart[w]!;
-    worker.disks.forEach((disk, i) => {
+    let perDisk: Map<string, number> | undefined;
+    for (let i = 0; i < disks.length; i += 1) {
       const count = placement.used[start + i]!;
-      if (disk.dfs || count === 0) return;
-      const perDisk = allocations.get(worker.key) ?? new Map<string, number>();
-      allocations.set(worker.key, perDisk.set(disk.info.mountPoint, count));
-    });
-  });
+      if (count === 0 || disks[i]!.dfs) continue;
+      perDisk ??= new Map<string, number>();
+      perDisk.set(disks[i]!.info.mountPoint, count);
+    }
+    if (perDisk) allocations.set(key, perDisk);
+  }
   return allocations;
 }
 

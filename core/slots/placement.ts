@@ -3,6 +3,7 @@ import { randomInt } from '../rng.ts';
 import type { Rng } from '../rng.ts';
 import type { EligibleDisk } from './eligible-disks.ts';
 import { isLive, liveRing, nextLive, removeLive } from './live-ring.ts';
+import { appendLocationPair, soleLocation } from './locations.ts';
 import type { LiveRing } from './live-ring.ts';
 import type { UnplacedReason } from './types.ts';
 
@@ -346,54 +347,22 @@ function retire(state: State, worker: number): void {
 
 function placeSingle(state: State, partitionId: number, worker: number): void {
   const storage = state.storage[takeDisk(state, worker)]!;
-  const location: PartitionLocation = {
-    partitionId,
-    epoch: 0,
-    worker: state.workerIds[worker]!,
-    mode: 'PRIMARY',
-    storage,
-  };
-  (state.primaries[worker] ??= []).push(location);
+  (state.primaries[worker] ??= []).push(soleLocation(partitionId, 0, state.workerIds[worker]!, storage));
 }
 
 function placePair(state: State, partitionId: number, primary: number, replica: number): void {
   const primaryStorage = state.storage[takeDisk(state, primary)]!;
   const replicaStorage = state.storage[takeDisk(state, replica)]!;
-  const primaryId = state.workerIds[primary]!;
-  const replicaId = state.workerIds[replica]!;
-  // Peers are linked both ways without a cycle: each side's `peer` is the other copy without its own peer.
-  const primaryPeer = {
+  appendLocationPair(
+    (state.primaries[primary] ??= []),
+    (state.replicas[replica] ??= []),
     partitionId,
-    epoch: 0,
-    worker: primaryId,
-    mode: 'PRIMARY',
-    storage: primaryStorage,
-  } as const;
-  const replicaPeer = {
-    partitionId,
-    epoch: 0,
-    worker: replicaId,
-    mode: 'REPLICA',
-    storage: replicaStorage,
-  } as const;
-  const primaryLocation: PartitionLocation = {
-    partitionId,
-    epoch: 0,
-    worker: primaryId,
-    mode: 'PRIMARY',
-    storage: primaryStorage,
-    peer: replicaPeer,
-  };
-  const replicaLocation: PartitionLocation = {
-    partitionId,
-    epoch: 0,
-    worker: replicaId,
-    mode: 'REPLICA',
-    storage: replicaStorage,
-    peer: primaryPeer,
-  };
-  (state.primaries[primary] ??= []).push(primaryLocation);
-  (state.replicas[replica] ??= []).push(replicaLocation);
+    0,
+    state.workerIds[primary]!,
+    primaryStorage,
+    state.workerIds[replica]!,
+    replicaStorage,
+  );
 }
 
 /** Index of the first element ≥ value in an ascending array, or 0 when there is none (the ring wraps). */
