@@ -126,6 +126,17 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     description: 'How the master spreads partitions over disks: round-robin, or by disk speed (load-aware).',
   },
   {
+    key: 'svc.master.slot.assign.budgetMode',
+    type: 'enum',
+    values: ['OVERCOMMIT', 'STRICT'],
+    default: 'OVERCOMMIT',
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: whether the master may place partitions on local disks beyond their slot budgets when nothing ' +
+      'else has room (OVERCOMMIT, as the reference does) or reports them unplaced instead (STRICT).',
+  },
+  {
     key: 'svc.master.slot.assign.maxWorkers',
     type: 'int',
     default: '10000',
