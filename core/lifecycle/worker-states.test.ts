@@ -268,7 +268,7 @@ describe('worker lifecycle: the table', () => {
 });
 
 describe('worker lifecycle: documentation', () => {
-  it('shows in docs/core/lifecycle.md exactly the transition table of the code', () => {
+  it('shows in docs/core/lifecycle.md and docs/core.md exactly the transition table of the code', () => {
     const states = Object.keys(TRANSITIONS) as WorkerState[];
     const cell = (state: WorkerState, trigger: LifecycleTrigger): string => {
       const entry = TRANSITIONS[state][trigger];
@@ -279,8 +279,10 @@ describe('worker lifecycle: documentation', () => {
       `| --- | ${LIFECYCLE_TRIGGERS.map(() => '---').join(' | ')} |`,
       ...states.map((state) => `| ${state} | ${LIFECYCLE_TRIGGERS.map((t) => cell(state, t)).join(' | ')} |`),
     ].join('\n');
-    const doc = readFileSync(path.join(import.meta.dirname, '../../docs/core/lifecycle.md'), 'utf8');
-    assert.ok(doc.includes(table), `docs/core/lifecycle.md must contain:\n${table}`);
+    for (const page of ['docs/core/lifecycle.md', 'docs/core.md']) {
+      const doc = readFileSync(path.join(import.meta.dirname, '../..', page), 'utf8');
+      assert.ok(doc.includes(table), `${page} must contain:\n${table}`);
+    }
   });
 });
 
