@@ -45,6 +45,7 @@ const ids: readonly WorkerId[] = [1, 2, 3, 4].map((n) => ({
 }));
 const keys = ids.map(workerKey);
 const id0 = ids[0]!;
+const id1 = ids[1]!;
 const key0 = keys[0]!;
 
 function disk(mountPoint: string, status: DiskStatus = 'HEALTHY'): DiskInfo {
@@ -416,6 +417,20 @@ describe('worker registry: heartbeats', () => {
     assert.equal(back.changes.backInService, true);
     assert.deepEqual(decommissioningWorkers(back.registry), [], 'reference quirk 8 fixed');
     assert.ok(isAvailable(back.registry, key0));
+  });
+
+  it('lists a leaving worker from its heartbeat state when its own report to the master was lost', () => {
+    let registry = register(register(emptyRegistry(), id0, 0), id1, 0);
+    registry = heartbeat(registry, id0, 10, { state: 'InGraceful' }).registry;
+    registry = heartbeat(registry, id1, 10, { state: 'InDecommission' }).registry;
+    assert.deepEqual(shutdownWorkers(registry), [id0], 'a graceful shutdown is visible without its report');
+    assert.deepEqual(decommissioningWorkers(registry), [id1], 'a decommission is visible without its report');
+    const later = heartbeat(registry, id0, 20, { state: 'InGraceful' }).registry;
+    assert.equal(
+      later.shutdown.get(key0)?.since,
+      10,
+      'a repeated heartbeat keeps the time the worker began leaving',
+    );
   });
 });
 

@@ -191,6 +191,13 @@ const NO_CHANGES: HeartbeatChanges = {
  * availability checks those sets (unlike the reference, quirk 8), a recommissioned worker would otherwise
  * stay unusable until it re-registered.
  */
+/** Reported states that put a worker in the shutdown set even when its own report to the master was lost. */
+const SHUTTING_DOWN_STATES: ReadonlySet<WorkerState> = new Set(['InGraceful', 'InExit']);
+const DECOMMISSIONING_STATES: ReadonlySet<WorkerState> = new Set([
+  'InDecommission',
+  'InDecommissionThenIdle',
+]);
+
 export function recordHeartbeat(
   registry: WorkerRegistry,
   heartbeat: WorkerHeartbeat,
@@ -237,16 +244,30 @@ export function recordHeartbeat(
   const backInService =
     heartbeat.state === 'Normal' && (registry.shutdown.has(key) || registry.decommissioning.has(key));
 
+  // The worker's own report (ReportWorkerUnavailable / ReportWorkerDecommission) is sent once and may be lost;
+  // its state, repeated in every heartbeat, says the same, so a leaving worker is listed from either source.
+  const membership = { id: worker.id, since: now };
+  const shuttingDown = SHUTTING_DOWN_STATES.has(heartbeat.state) && !registry.shutdown.has(key);
+  const decommissioning = DECOMMISSIONING_STATES.has(heartbeat.state) && !registry.decommissioning.has(key);
+  const shutdown = backInService
+    ? withoutKeys(registry.shutdown, [key])
+    : shuttingDown
+      ? withEntry(registry.shutdown, key, membership)
+      : registry.shutdown;
+  const decommissioningSet = backInService
+    ? withoutKeys(registry.decommissioning, [key])
+    : decommissioning
+      ? withEntry(registry.decommissioning, key, membership)
+      : registry.decommissioning;
+
   return {
     registry: {
       ...registry,
       workers: withEntry(registry.workers, key, worker),
       autoExcluded,
       events,
-      shutdown: backInService ? withoutKeys(registry.shutdown, [key]) : registry.shutdown,
-      decommissioning: backInService
-        ? withoutKeys(registry.decommissioning, [key])
-        : registry.decommissioning,
+      shutdown,
+      decommissioning: decommissioningSet,
     },
     reply: {
       registered: true,
