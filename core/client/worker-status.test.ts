@@ -5,6 +5,7 @@ import {
   applyMasterReport,
   emptyWorkerStatus,
   excludeWorker,
+  expireExclusions,
   isLastingCause,
   releaseWorkers,
 } from './worker-status.ts';
@@ -27,7 +28,62 @@ describe('the client view of worker status', () => {
           const report = { excluded: listed ? ['w1'] : [], unknown: [], shuttingDown: [] };
           const after = applyMasterReport(view, report, since + elapsed, expire);
           assert.equal(after.excluded.has('w1'), listed || elapsed < expire);
-          if (after.excluded.has('w1')) assert.deepEqual(after.excluded.get('w1'), { cause, since });
+          if (elapsed < expire) assert.deepEqual(after.excluded.get('w1'), { cause, since });
+          // Expired but re-confirmed: the master's entry, which lasts as long as the master lists the worker.
+          else if (listed)
+            assert.deepEqual(after.excluded.get('w1'), { cause: 'WORKER_EXCLUDED', since: since + elapsed });
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('expires a lasting exclusion at exactly the timeout at any step, without waiting for a report', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(
+          'PUSH_DATA_TIMEOUT_PRIMARY' as const,
+          'PUSH_DATA_CREATE_CONNECTION_FAIL_PRIMARY' as const,
+          'RESERVE_SLOTS_FAILED' as const,
+          'PUSH_DATA_WRITE_FAIL_PRIMARY' as const,
+          'WORKER_EXCLUDED' as const,
+        ),
+        fc.nat(10 ** 6),
+        fc.integer({ min: 1, max: 10 ** 6 }),
+        fc.nat(2 * 10 ** 6),
+        (cause, since, expire, elapsed) => {
+          const view = excludeWorker(emptyWorkerStatus(), 'w1', cause, since);
+          const { view: after, expired } = expireExclusions(view, since + elapsed, expire);
+          // Only lasting causes expire by time; the others follow the master's lists.
+          const gone = isLastingCause(cause) && elapsed >= expire;
+          assert.equal(after.excluded.has('w1'), !gone);
+          assert.deepEqual(expired, gone ? ['w1'] : []);
+          if (!gone) assert.equal(after, view);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('does not let a re-confirmed exclusion flap between two reports', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10 ** 5 }),
+        fc.array(fc.integer({ min: 1, max: 10 ** 5 }), { minLength: 1, maxLength: 20 }),
+        (expire, gaps) => {
+          let view = excludeWorker(emptyWorkerStatus(), 'w1', 'PUSH_DATA_TIMEOUT_PRIMARY', 0);
+          let now = 0;
+          for (const gap of gaps) {
+            now += gap;
+            view = expireExclusions(view, now, expire).view;
+            view = applyMasterReport(view, { excluded: ['w1'], unknown: [], shuttingDown: [] }, now, expire);
+            // Listed by the master at every report: excluded after every report and between them.
+            assert.equal(view.excluded.has('w1'), true);
+            assert.equal(
+              expireExclusions(view, now + expire * 2, expire).view.excluded.has('w1'),
+              !isLastingCause(view.excluded.get('w1')!.cause),
+            );
+          }
         },
       ),
       { numRuns: 200 },

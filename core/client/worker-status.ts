@@ -72,10 +72,36 @@ export function releaseWorkers(view: WorkerStatusView, workers: readonly WorkerK
   return { ...view, excluded };
 }
 
+/** Whether an entry was recorded for a lasting cause and is now older than `expireTimeoutMs`. */
+function hasExpired(entry: ExcludedWorker, now: number, expireTimeoutMs: number): boolean {
+  return isLastingCause(entry.cause) && now - entry.since >= expireTimeoutMs;
+}
+
+/**
+ * Drops the lasting entries older than `expireTimeoutMs` (reference §3.5), and returns which workers they were.
+ * Called before every decision that reads the view, not only when a heartbeat answer arrives: otherwise an expired
+ * exclusion would keep a worker out of revives until the next answer, and forever while the master is unreachable.
+ */
+export function expireExclusions(
+  view: WorkerStatusView,
+  now: number,
+  expireTimeoutMs: number,
+): { readonly view: WorkerStatusView; readonly expired: readonly WorkerKey[] } {
+  const expired = [...view.excluded]
+    .filter(([, entry]) => hasExpired(entry, now, expireTimeoutMs))
+    .map(([worker]) => worker);
+  if (expired.length === 0) return { view, expired };
+  const excluded = new Map(view.excluded);
+  for (const worker of expired) excluded.delete(worker);
+  return { view: { ...view, excluded }, expired };
+}
+
 /**
  * Applies the master's heartbeat answer: lasting entries stay until they expire (`now - since >= expireTimeoutMs`),
  * other entries stay only while the master lists the worker; the master's excluded and unknown workers are added
  * (as WORKER_EXCLUDED and WORKER_UNKNOWN) unless already present; the shutting-down set becomes the master's.
+ * An expired lasting entry the master still lists is re-confirmed: it becomes the master's entry (its cause, from
+ * now), so that it stays exactly as long as the master lists it instead of expiring again between two answers.
  */
 export function applyMasterReport(
   view: WorkerStatusView,
@@ -83,17 +109,21 @@ export function applyMasterReport(
   now: number,
   expireTimeoutMs: number,
 ): WorkerStatusView {
-  const listed = new Set([...report.excluded, ...report.unknown]);
+  const masterCause = new Map<WorkerKey, StatusCode>();
+  for (const worker of report.excluded) masterCause.set(worker, 'WORKER_EXCLUDED');
+  for (const worker of report.unknown)
+    if (!masterCause.has(worker)) masterCause.set(worker, 'WORKER_UNKNOWN');
   const excluded = new Map<WorkerKey, ExcludedWorker>();
   for (const [worker, entry] of view.excluded) {
-    const lasting = isLastingCause(entry.cause) && now - entry.since < expireTimeoutMs;
-    if (lasting || listed.has(worker)) excluded.set(worker, entry);
+    const cause = masterCause.get(worker);
+    if (hasExpired(entry, now, expireTimeoutMs)) {
+      if (cause !== undefined) excluded.set(worker, { cause, since: now });
+    } else if (isLastingCause(entry.cause) || cause !== undefined) {
+      excluded.set(worker, entry);
+    }
   }
-  for (const worker of report.excluded) {
-    if (!excluded.has(worker)) excluded.set(worker, { cause: 'WORKER_EXCLUDED', since: now });
-  }
-  for (const worker of report.unknown) {
-    if (!excluded.has(worker)) excluded.set(worker, { cause: 'WORKER_UNKNOWN', since: now });
+  for (const [worker, cause] of masterCause) {
+    if (!excluded.has(worker)) excluded.set(worker, { cause, since: now });
   }
   return { excluded, shuttingDown: new Set(report.shuttingDown) };
 }

@@ -78,10 +78,18 @@ export function cancelTimer(out: Outbox, name: string): void {
   out.effects.push({ kind: 'cancelTimer', name });
 }
 
-/** A copy of `map` with `key` set to `value`, or removed when `value` is undefined. Insertion order is kept. */
-export function withEntry<K, V>(map: ReadonlyMap<K, V>, key: K, value: V | undefined): ReadonlyMap<K, V> {
-  const copy = new Map(map);
-  if (value === undefined) copy.delete(key);
-  else copy.set(key, value);
-  return copy;
+/**
+ * Sets `key` to `value` in `map`, or removes it when `value` is undefined, in place, and returns the same map.
+ * Insertion order is kept (an existing key keeps its place).
+ *
+ * For a machine's own state only: a machine owns its state (see machine.ts), so a step updates its maps in place
+ * instead of copying them (copying a shuffle's file map on every push dominated the simulator's profile). The state
+ * types expose these maps as ReadonlyMap so that everyone else reads them only; every one of them is a Map the
+ * machine itself created.
+ */
+export function setEntry<K, V>(map: ReadonlyMap<K, V>, key: K, value: V | undefined): ReadonlyMap<K, V> {
+  const owned = map as Map<K, V>;
+  if (value === undefined) owned.delete(key);
+  else owned.set(key, value);
+  return owned;
 }

@@ -62,6 +62,23 @@ export function oldestAcceptedClient(serverRelease: Release): Release {
  * does not exist yet (for example the 0.6.0 revive storage), so running it is an upgrade done in the wrong order.
  */
 export function admitClient(serverRelease: Release, clientRelease: Release): Admission {
+  // Asked for every message a server receives, always about the same few pairs: decide each pair once.
+  const key = `${serverRelease}/${clientRelease}`;
+  const known = ADMISSIONS.get(key);
+  if (known !== undefined) return known;
+  const admission = decideAdmission(serverRelease, clientRelease);
+  if (ADMISSIONS.size < MAX_REMEMBERED_PAIRS) ADMISSIONS.set(key, admission);
+  return admission;
+}
+
+/**
+ * admitClient's answers by `server/client` release pair. Bounded, because a release arrives from the wire: past the
+ * bound (far more pairs than real clusters have) further pairs are decided afresh each time.
+ */
+const ADMISSIONS = new Map<string, Admission>();
+const MAX_REMEMBERED_PAIRS = 1_024;
+
+function decideAdmission(serverRelease: Release, clientRelease: Release): Admission {
   const oldest = oldestAcceptedClient(serverRelease);
   if (compareReleases(clientRelease, oldest) < 0) {
     return {

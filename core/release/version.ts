@@ -29,13 +29,25 @@ export function parseRelease(text: string): Release {
   return `${Number(match[1])}.${Number(match[2])}.${Number(match[3] ?? 0)}`;
 }
 
-function parts(release: Release): [number, number, number] {
+/**
+ * Parsed releases, by their text. Releases are compared on every admitted message, so each is split once. Bounded,
+ * because a release can arrive from the wire: past the bound, further releases are parsed afresh each time.
+ */
+const PARSED = new Map<Release, readonly [number, number, number]>();
+const MAX_PARSED = 1_024;
+
+function parts(release: Release): readonly [number, number, number] {
+  const cached = PARSED.get(release);
+  if (cached !== undefined) return cached;
   const [major, minor, patch] = release.split('.').map(Number);
-  return [major ?? 0, minor ?? 0, patch ?? 0];
+  const parsed = [major ?? 0, minor ?? 0, patch ?? 0] as const;
+  if (PARSED.size < MAX_PARSED) PARSED.set(release, parsed);
+  return parsed;
 }
 
 /** Negative when a < b, zero when equal, positive when a > b. */
 export function compareReleases(a: Release, b: Release): number {
+  if (a === b) return 0;
   const pa = parts(a);
   const pb = parts(b);
   for (let i = 0; i < 3; i += 1) {

@@ -58,6 +58,7 @@ function optional<T>(conf: ResolvedConfig, key: string, read: (key: string) => T
 const UNLIMITED_WORKERS = 10_000;
 const MEMORY_MAX_FILE = 'svc.worker.memoryFileStorage.maxFileSize';
 const MEMORY_EVICT_RATIO = 'svc.worker.memoryFileStorage.evict.ratio';
+const FILTER_EXCLUDED = 'svc.client.shuffle.register.filterExcludedWorker.enabled';
 
 /** The reference's hard-coded intervals (no configuration key exists for them). */
 const REFERENCE = {
@@ -188,6 +189,9 @@ export function workerConfig(
       checkIntervalMs: conf.getDurationMs('svc.worker.decommission.checkInterval'),
       forceExitTimeoutMs: conf.getDurationMs('svc.worker.decommission.forceExitTimeout'),
     },
+    ...(conf.getBoolean('svc.worker.monitor.disk.enabled')
+      ? { diskCheckIntervalMs: conf.getDurationMs('svc.worker.monitor.disk.check.interval') }
+      : {}),
     ...(plantedBug === undefined ? {} : { plantedBug }),
   };
 }
@@ -253,6 +257,10 @@ export function lifecycleManagerConfig(app: AppShape, plantedBug?: PlantedBug): 
     fileGroupWaitMs: askTimeout / 2,
     excludePeerWorkerOnFailure: conf.getBoolean('svc.client.excludePeerWorkerOnFailure.enabled'),
     excludedWorkerExpireMs: conf.getDurationMs('svc.client.excludedWorker.expireTimeout'),
+    // Before 0.4.0 the key did not exist: the current default stands in.
+    filterExcludedWorkers:
+      optional(conf, FILTER_EXCLUDED, (k) => conf.getBoolean(k)) ??
+      configFor(CURRENT_RELEASE, 'client').getBoolean(FILTER_EXCLUDED),
     ...(plantedBug === undefined ? {} : { plantedBug }),
   };
 }

@@ -1,4 +1,5 @@
 import type { Input, NodeId } from '../../core/machines/effects.ts';
+import type { Message } from '../../core/protocol/messages.ts';
 import type { MapTaskState } from '../../core/machines/client/map-task.ts';
 import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import type { NodeDefinition, Observer, World } from '../world/world.ts';
@@ -11,6 +12,11 @@ import type { AppShape, JobShape } from './shape.ts';
  * reducer's output against the records the winning attempts wrote, retries failed tasks, reruns a stage on a fetch
  * failure when stage rerun is enabled, and gives every job an outcome. It is the simulator's model of the user of
  * svc, not part of svc: its decisions are the engine's, and svc's machines are driven only through messages.
+ *
+ * Like a batch engine's driver, it tells the application's lifecycle manager when a shuffle is finished (every
+ * reducer of its last read is done, or its stage was abandoned for a rerun) and when the application ends, so that
+ * svc releases the slots and files: UnregisterShuffle / UnregisterApplication, handed to the lifecycle manager
+ * directly (it lives in the driver's process, so no network lies between them).
  */
 
 /** One run of one job's shuffle: a stage attempt writes a fresh shuffle id. */
@@ -74,6 +80,8 @@ interface ReduceRun {
 
 interface AppRun {
   readonly shape: AppShape;
+  /** The application's lifecycle manager (attach). */
+  lm?: NodeId;
   outcome: AppOutcome;
   job?: JobRun;
   maps: MapRun[];
@@ -111,6 +119,7 @@ export class Engine implements Observer {
   private readonly byNode = new Map<NodeId, AppRun>();
   private calmAt = Infinity;
   private running: number;
+  private nextDriverRequest = 1;
 
   constructor(
     apps: readonly AppShape[],
@@ -138,7 +147,9 @@ export class Engine implements Observer {
   /** Registers an application's lifecycle manager so that refusals it receives are attributed to the app. */
   attach(node: NodeId, appToken: string): void {
     const app = this.apps.find((a) => a.shape.token === appToken);
-    if (app) this.byNode.set(node, app);
+    if (!app) return;
+    this.byNode.set(node, app);
+    app.lm = node;
   }
 
   /** Schedules the first job of every application at its start time. */
@@ -314,7 +325,7 @@ export class Engine implements Observer {
         this.settled.add(node);
         map.running.delete(ref.attemptId);
         map.lastError = state.error ?? 'no reason given';
-        if (this.failOnRefusal(app)) return;
+        if (this.failOnRefusal(world, app)) return;
         if (mapDone(map) || map.running.size > 0) return;
         // Retried for as long as it takes: the run's liveness deadline judges whether that is too long.
         map.failures += 1;
@@ -390,7 +401,7 @@ export class Engine implements Observer {
     if (state.phase !== 'failed') return;
     this.settled.add(node);
     const error = state.error ?? { kind: 'failure' as const, message: 'no reason given' };
-    if (this.failOnRefusal(app)) return;
+    if (this.failOnRefusal(world, app)) return;
     if (error.kind === 'integrity') {
       world.fail({
         invariant: 'integrity',
@@ -411,7 +422,7 @@ export class Engine implements Observer {
       !this.options.stageRerun(app.shape) &&
       this.options.dataLossPossible()
     ) {
-      this.end(app, {
+      this.end(world, app, {
         kind: 'failed',
         reason: `fetch failure with stage rerun disabled (svc.client.spark.stageRerun.enabled=false): ${error.message}`,
       });
@@ -451,7 +462,13 @@ export class Engine implements Observer {
     world.schedule(
       world.now,
       `engine: ${app.shape.appId} reruns the map stage of job ${job.jobIndex} (fetch failure)`,
-      (w) => this.startJob(w, app, job.jobIndex, next),
+      (w) => {
+        // Several reducers may report the same fetch failure before the rerun starts: it starts once.
+        if (app.job !== job || app.outcome.kind !== 'running') return;
+        // The abandoned shuffle is released: the rerun writes a new one, and no task of the old one counts any more.
+        this.unregisterShuffle(w, app, job.shuffleId);
+        this.startJob(w, app, job.jobIndex, next);
+      },
     );
   }
 
@@ -477,27 +494,53 @@ export class Engine implements Observer {
   }
 
   private finishJob(world: World, app: AppRun): void {
+    // Every reducer of the shuffle's last read is done: nothing reads it any more.
+    this.unregisterShuffle(world, app, app.job!.shuffleId);
     const next = app.job!.jobIndex + 1;
     if (next < app.shape.jobs.length) {
       world.schedule(world.now, `engine: ${app.shape.appId} starts job ${next}`, (w) =>
         this.startJob(w, app, next, 0),
       );
     } else {
-      this.end(app, { kind: 'done' });
+      this.end(world, app, { kind: 'done' });
     }
   }
 
   /** A task failed after a server refused the application: the job ends with the admission error. */
-  private failOnRefusal(app: AppRun): boolean {
+  private failOnRefusal(world: World, app: AppRun): boolean {
     if (app.refusal === undefined) return false;
-    this.end(app, { kind: 'failed', reason: `refused by admission: ${app.refusal}` });
+    this.end(world, app, { kind: 'failed', reason: `refused by admission: ${app.refusal}` });
     return true;
   }
 
-  private end(app: AppRun, outcome: Exclude<AppOutcome, { kind: 'running' }>): void {
+  /** The application ends, however it went: the driver unregisters it, which releases whatever it still holds. */
+  private end(world: World, app: AppRun, outcome: Exclude<AppOutcome, { kind: 'running' }>): void {
     if (app.outcome.kind !== 'running') return;
     app.outcome = outcome;
     this.running -= 1;
+    this.tellLifecycleManager(world, app, { type: 'UnregisterApplication', appId: app.shape.appId });
+  }
+
+  private unregisterShuffle(world: World, app: AppRun, shuffleId: number): void {
+    this.tellLifecycleManager(world, app, { type: 'UnregisterShuffle', appId: app.shape.appId, shuffleId });
+  }
+
+  /**
+   * Hands a driver request to the lifecycle manager. The driver is no node of the world, so the manager's answer is
+   * refused on the way back and ignored: the engine, like a batch engine's driver, does not wait for it.
+   */
+  private tellLifecycleManager(world: World, app: AppRun, message: Message): void {
+    if (app.lm === undefined || !world.isUp(app.lm)) return;
+    world.inject(app.lm, {
+      kind: 'receive',
+      envelope: {
+        from: `driver-${app.shape.appId}`,
+        to: app.lm,
+        fromRelease: app.shape.clientRelease,
+        requestId: this.nextDriverRequest++,
+        message,
+      },
+    });
   }
 
   private expectedKeys(app: AppRun, partitionId: number): string[] {

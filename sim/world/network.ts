@@ -41,7 +41,8 @@ interface Partition {
  */
 export class Network {
   private readonly partitions: Partition[] = [];
-  private readonly lastArrival = new Map<string, number>();
+  /** The latest arrival time on each link, by sender then receiver (nested maps: no key string per message). */
+  private readonly lastArrival = new Map<NodeId, Map<NodeId, number>>();
   private nextPartitionId = 1;
 
   constructor(
@@ -121,9 +122,13 @@ export class Network {
   ): number {
     const at = now + this.rates.latencyMs + draw.jitter;
     if (draw.overtakes) return at;
-    const link = `${from}>${to}`;
-    const fifo = Math.max(at, this.lastArrival.get(link) ?? 0);
-    this.lastArrival.set(link, fifo);
+    let links = this.lastArrival.get(from);
+    if (links === undefined) {
+      links = new Map();
+      this.lastArrival.set(from, links);
+    }
+    const fifo = Math.max(at, links.get(to) ?? 0);
+    links.set(to, fifo);
     return fifo;
   }
 }

@@ -74,7 +74,7 @@ export function healthyDisk(): DiskFaults {
 }
 
 /**
- * Everything a worker node can store files on: its local disks (one memfs volume each), its memory tier and its
+ * Everything a worker node can store files on: its local disks (one volume each), its memory tier and its
  * share of the DFS. Executes the file effects of the node's machine: the change happens when the effect is issued,
  * in issue order, and the completion (ioDone / ioFailed) arrives after the device's latency, in the order the device
  * accepted the operations. Injected faults fail an operation without changing anything.

@@ -127,7 +127,7 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   };
 }
 
-/** Mutable working copy of the state within one step. */
+/** The state as one step works on it: its own collections, changed in place, plus the step's outbox. */
 interface Draft {
   readonly config: MapTaskConfig;
   phase: MapTaskPhase;
@@ -143,11 +143,12 @@ interface Draft {
 
 export const mapTaskMachine: Machine<MapTaskState> = {
   step(state, input, now, rng): Step<MapTaskState> {
+    // The machine owns its state (machine.ts): the draft works on the state's own collections, in place.
     const draft: Draft = {
       ...state,
-      locations: new Map(state.locations),
-      partitions: [...state.partitions],
-      reviving: new Set(state.reviving),
+      locations: state.locations as Map<number, PartitionLocation>,
+      partitions: state.partitions as PartitionPush[],
+      reviving: state.reviving as Set<number>,
       reviveQueue: [],
       out: newOutbox(now, rng),
     };

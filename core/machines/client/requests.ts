@@ -1,11 +1,14 @@
 import type { Message } from '../../protocol/messages.ts';
 import type { NodeId } from '../effects.ts';
-import { cancelTimer, setTimer, type Outbox } from '../outbox.ts';
+import { cancelTimer, setEntry, setTimer, type Outbox } from '../outbox.ts';
 
 /**
  * The requests a machine has sent and still awaits, each with what it was for (`P`) and a timeout timer named
  * `req:<id>`, because networks drop messages. A reply settles its request; a reply to an id that is no longer open
  * (it timed out and was retried under a new id) is stale and must be ignored by the caller.
+ *
+ * Part of its machine's state, which the machine owns (machine.ts): asking and settling update the table's map in
+ * place (a map task keeps a request open per partition, and copying that map on every reply was quadratic).
  */
 export interface RequestTable<P> {
   readonly nextId: number;
@@ -37,8 +40,7 @@ export function ask<P>(
   const id = table.nextId;
   out.effects.push({ kind: 'send', to: request.to, message: request.message, requestId: id });
   setTimer(out, requestTimer(id), out.now + timeoutMs);
-  const open = new Map(table.open);
-  open.set(id, {
+  const open = setEntry(table.open, id, {
     id,
     to: request.to,
     message: request.message,
@@ -57,9 +59,8 @@ export function settle<P>(
   const request = id === undefined ? undefined : table.open.get(id);
   if (request === undefined) return { table };
   cancelTimer(out, requestTimer(request.id));
-  const open = new Map(table.open);
-  open.delete(request.id);
-  return { table: { ...table, open }, request };
+  setEntry(table.open, request.id, undefined);
+  return { table, request };
 }
 
 /** The request whose timeout a timer named `name` is, closed; undefined when the timer is not a request timeout. */
@@ -70,9 +71,8 @@ export function expire<P>(
   if (!name.startsWith(TIMER_PREFIX)) return { table };
   const request = table.open.get(Number(name.slice(TIMER_PREFIX.length)));
   if (request === undefined) return { table };
-  const open = new Map(table.open);
-  open.delete(request.id);
-  return { table: { ...table, open }, request };
+  setEntry(table.open, request.id, undefined);
+  return { table, request };
 }
 
 export function requestTimer(id: number): string {

@@ -1,7 +1,7 @@
 import { applyMasterReport } from '../../client/index.ts';
 import { workerKey } from '../../domain/index.ts';
 import type { MessageOf } from '../../protocol/messages.ts';
-import { count, log, setTimer } from '../outbox.ts';
+import { cancelTimer, count, log, setTimer } from '../outbox.ts';
 import { request, type Draft } from './draft.ts';
 
 /**
@@ -65,6 +65,11 @@ export function sendHeartbeat(d: Draft): void {
     { kind: 'heartbeat' },
   );
   d.unreported = { bytes: 0, files: 0 };
+}
+
+/** The application ended: no more heartbeats (the master would otherwise register it again). */
+export function stopHeartbeat(d: Draft): void {
+  cancelTimer(d.out, HEARTBEAT_TIMER);
 }
 
 export function onHeartbeatAnswer(d: Draft, message: MessageOf<'ApplicationHeartbeatResponse'>): void {

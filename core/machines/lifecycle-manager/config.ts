@@ -41,8 +41,13 @@ export interface LifecycleManagerConfig {
   readonly fileGroupWaitMs: number;
   /** `svc.client.excludePeerWorkerOnFailure.enabled`. */
   readonly excludePeerWorkerOnFailure: boolean;
-  /** `svc.client.excludedWorker.expireTimeout`. */
+  /** `svc.client.excludedWorker.expireTimeout`: how long an exclusion for a lasting cause holds. */
   readonly excludedWorkerExpireMs: number;
+  /**
+   * `svc.client.shuffle.register.filterExcludedWorker.enabled` (default false): whether RequestSlots names the
+   * workers this client excluded itself, so that the master offers none of them.
+   */
+  readonly filterExcludedWorkers: boolean;
   /** Test-only deliberate bug ('epoch-not-increased', 'revive-ignores-excluded', 'replica-on-primary'). */
   readonly plantedBug?: PlantedBug;
 }

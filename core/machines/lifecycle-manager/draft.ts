@@ -18,7 +18,9 @@ import type {
 
 /**
  * A mutable working copy of the state for one step, with the step's outbox and random source. Handlers change it
- * in place; the step freezes it back into a state. The input state is never touched.
+ * in place; the step freezes it back into a state. Under the machine contract (core/machines/machine.ts) the step
+ * owns the state it was given, so the request table is updated in place; the other maps are still copied into the
+ * draft, which is the next performance step (docs/core.md, Performance).
  */
 export interface Draft {
   readonly config: LifecycleManagerConfig;
@@ -26,6 +28,7 @@ export interface Draft {
   requests: RequestTable<LmRequest>;
   workers: WorkerStatusView;
   readonly shuffles: Map<ShuffleId, LmShuffle>;
+  unregisteredShuffles: ReadonlySet<ShuffleId>;
   readonly reservations: Map<number, Reservation>;
   nextReservationId: number;
   readonly reviveCalls: Map<number, ReviveCall>;

@@ -34,6 +34,7 @@ const baseConfig: LifecycleManagerConfig = {
   fileGroupWaitMs: 2_000,
   excludePeerWorkerOnFailure: true,
   excludedWorkerExpireMs: 180_000,
+  filterExcludedWorkers: false,
 };
 
 const worker = (i: number): WorkerId => ({
@@ -651,5 +652,385 @@ describe('lifecycle manager: odd requests', () => {
     h.advance(10);
     assert.equal(h.last(h.task('map-0'), 'StatusResponse').status, 'SHUFFLE_UNREGISTERED');
     assert.equal(h.last(h.task('map-1'), 'ReviveResponse').results[0]!.status, 'SHUFFLE_UNREGISTERED');
+  });
+});
+
+describe('lifecycle manager: worker exclusions', () => {
+  const revive = (mapId: number, old: PartitionLocation, cause: StatusCode): Message => ({
+    type: 'Revive',
+    appId: 'app',
+    shuffleId: 0,
+    mapId,
+    attemptId: 0,
+    requests: [{ partitionId: old.partitionId, epoch: old.epoch, oldLocation: old, cause }],
+  });
+
+  it('lets a lasting exclusion expire after the timeout even when no heartbeat is answered', () => {
+    const h = new Harness();
+    const old = h.registered(2, 3, 2, 0).locations[0]!;
+    h.ask('map-0', revive(0, old, 'PUSH_DATA_TIMEOUT_PRIMARY'), 5);
+    h.advance(150);
+    // Two workers, one excluded, replication on: nowhere to go.
+    assert.equal(h.last(h.task('map-0'), 'ReviveResponse').results[0]!.status, 'SLOT_NOT_AVAILABLE');
+    // The master is silent from now on: only the expiry can bring the worker back.
+    h.advance(baseConfig.excludedWorkerExpireMs);
+    h.ask('map-1', revive(1, old, 'HARD_SPLIT'), 6);
+    h.advance(150);
+    h.reserveAll();
+    const result = h.last(h.task('map-1'), 'ReviveResponse').results[0]!;
+    assert.equal(result.status, 'SUCCESS');
+    assert.equal(result.newLocation?.epoch, 1);
+  });
+
+  it('treats a reserve refused for shutdown as shutting down, which the master report then clears', () => {
+    const h = new Harness();
+    h.registerApp();
+    h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 2 });
+    h.advance(10);
+    h.answer(h.master, 'RequestSlots', () => offer(2, 3, 1));
+    h.advance(10);
+    h.reserveAll('WORKER_SHUTDOWN', (w) => w === h.workers[0]);
+    h.reserveAll('SUCCESS', (w) => w !== h.workers[0]);
+    const key = workerKey(worker(0));
+    assert.ok(h.lm.state().workers.shuttingDown.has(key));
+    assert.equal(h.lm.state().workers.excluded.has(key), false, 'no lasting exclusion for a shutdown');
+    h.advance(baseConfig.heartbeatIntervalMs);
+    h.answer(h.master, 'ApplicationHeartbeat', () => ({
+      type: 'ApplicationHeartbeatResponse',
+      excludedWorkers: [],
+      unknownWorkers: [],
+      shuttingWorkers: [],
+    }));
+    h.advance(10);
+    assert.equal(h.lm.state().workers.shuttingDown.has(key), false);
+  });
+
+  for (const filter of [false, true]) {
+    it(`names its own excluded workers in RequestSlots only when filterExcludedWorkers is ${filter}`, () => {
+      const h = new Harness({ filterExcludedWorkers: filter });
+      const old = h.registered(2, 3).locations[0]!;
+      h.ask('map-0', revive(0, old, 'PUSH_DATA_TIMEOUT_PRIMARY'), 5);
+      h.advance(150);
+      h.ask('map-9', {
+        type: 'RegisterShuffle',
+        appId: 'app',
+        shuffleId: 1,
+        numMappers: 1,
+        numPartitions: 1,
+      });
+      h.advance(10);
+      const request = h.last(h.master, 'RequestSlots');
+      assert.equal(request.shuffleId, 1);
+      assert.deepEqual(request.excludedWorkers, filter ? [workerKey(old.worker)] : []);
+    });
+  }
+});
+
+describe('lifecycle manager: unregister', () => {
+  const DRIVER = 'driver-app';
+  const unregisterShuffle = (shuffleId: number): Message => ({
+    type: 'UnregisterShuffle',
+    appId: 'app',
+    shuffleId,
+  });
+  const unregisterApp: Message = { type: 'UnregisterApplication', appId: 'app' };
+  const register = (shuffleId: number): Message => ({
+    type: 'RegisterShuffle',
+    appId: 'app',
+    shuffleId,
+    numMappers: 2,
+    numPartitions: 2,
+  });
+
+  it('forgets a committed shuffle, tells the master, and refuses to register it again', () => {
+    const h = new Harness();
+    h.registered(2, 1);
+    h.ask('map-0', {
+      type: 'MapperEnd',
+      appId: 'app',
+      shuffleId: 0,
+      mapId: 0,
+      attemptId: 0,
+      numMappers: 1,
+      written: [],
+    });
+    h.advance(10);
+    assert.equal(h.lm.state().shuffles.get(0)?.phase, 'committing');
+    h.ask(DRIVER, unregisterShuffle(0), 1);
+    h.advance(10);
+    const answer = h.last(h.task(DRIVER), 'StatusResponse');
+    assert.equal(answer.status, 'SUCCESS');
+    assert.deepEqual(h.last(h.master, 'UnregisterShuffle'), unregisterShuffle(0));
+    assert.equal(h.lm.state().shuffles.size, 0);
+    assert.deepEqual(
+      [...h.lm.state().requests.open.values()].map((r) => r.purpose.kind),
+      ['unregisterShuffle'],
+      'the commits in flight are dropped; only the unregister is awaited',
+    );
+    // Late commit answers are stale and change nothing.
+    for (const w of h.workers) {
+      h.answer(w, 'CommitFiles', () => ({
+        type: 'CommitFilesResponse',
+        status: 'SUCCESS',
+        committedPrimaries: [],
+        committedReplicas: [],
+        failedPrimaryIds: [],
+        failedReplicaIds: [],
+        message: '',
+      }));
+    }
+    h.advance(10);
+    assert.equal(h.lm.state().shuffles.size, 0);
+
+    h.ask('reduce-0', { type: 'GetReducerFileGroup', appId: 'app', shuffleId: 0 }, 2);
+    h.ask('map-late', register(0), 3);
+    h.advance(10);
+    const group = h.last(h.task('reduce-0'), 'GetReducerFileGroupResponse');
+    assert.equal(group.status, 'SHUFFLE_UNREGISTERED');
+    assert.match(group.message, /unregistered by the driver/);
+    const late = h.last(h.task('map-late'), 'RegisterShuffleResponse');
+    assert.equal(late.status, 'SHUFFLE_UNREGISTERED');
+    assert.match(late.message, /never registered again/);
+    assert.equal(h.received(h.master, 'RequestSlots').length, 1, 'no slots booked again for a dead shuffle');
+  });
+
+  it('answers every task still waiting on the shuffle with SHUFFLE_UNREGISTERED', () => {
+    const h = new Harness();
+    const old = h.registered(2, 2).locations[0]!;
+    h.ask(
+      'map-1',
+      {
+        type: 'Revive',
+        appId: 'app',
+        shuffleId: 0,
+        mapId: 1,
+        attemptId: 0,
+        requests: [{ partitionId: 0, epoch: 0, oldLocation: old, cause: 'HARD_SPLIT' }],
+      },
+      4,
+    );
+    h.ask('reduce-1', { type: 'GetReducerFileGroup', appId: 'app', shuffleId: 0 }, 5);
+    h.advance(150); // the revive is being reserved; the reducer is parked
+    assert.equal(h.lm.state().reservations.size, 1);
+    h.ask(DRIVER, unregisterShuffle(0), 1);
+    h.advance(10);
+    const revive = h.last(h.task('map-1'), 'ReviveResponse');
+    assert.deepEqual(
+      revive.results.map((r) => r.status),
+      ['SHUFFLE_UNREGISTERED'],
+    );
+    assert.equal(h.last(h.task('reduce-1'), 'GetReducerFileGroupResponse').status, 'SHUFFLE_UNREGISTERED');
+    const state = h.lm.state();
+    assert.equal(state.reservations.size, 0);
+    assert.equal(state.reviveCalls.size, 0);
+    assert.equal(state.parkedFileGroups.size, 0);
+    // The parked reducer's wait timer was cancelled: no second answer later.
+    h.advance(baseConfig.fileGroupWaitMs + 10);
+    assert.equal(h.received(h.task('reduce-1'), 'GetReducerFileGroupResponse').length, 1);
+  });
+
+  it('retries an unconfirmed unregister a bounded number of times, then logs what it means', () => {
+    const h = new Harness();
+    h.registered(1, 1);
+    h.ask(DRIVER, unregisterShuffle(0), 1);
+    h.advance(10 * baseConfig.requestTimeoutMs);
+    assert.equal(h.received(h.master, 'UnregisterShuffle').length, baseConfig.maxRequestAttempts);
+    const warning = h.cluster.logs.find((l) => l.event === 'the master did not confirm the unregister');
+    assert.ok(warning, 'the give-up is logged');
+    assert.match(String(warning.fields?.consequence), /until the application is unregistered or expires/);
+    assert.deepEqual(
+      [...h.lm.state().requests.open.values()].filter((r) => r.purpose.kind !== 'heartbeat'),
+      [],
+    );
+  });
+
+  it('forwards an unregister even for a shuffle whose registration failed after the master registered it', () => {
+    const h = new Harness({ reserveMaxRetries: 0 });
+    h.registerApp();
+    h.ask('map-0', register(3));
+    h.advance(10);
+    h.answer(h.master, 'RequestSlots', () => offer(2, 2, 0, false));
+    h.advance(10);
+    h.reserveAll('RESERVE_SLOTS_FAILED');
+    assert.equal(h.last(h.task('map-0'), 'RegisterShuffleResponse').status, 'RESERVE_SLOTS_FAILED');
+    h.ask(DRIVER, unregisterShuffle(3), 1);
+    h.advance(10);
+    assert.deepEqual(h.last(h.master, 'UnregisterShuffle'), unregisterShuffle(3));
+  });
+
+  it('ends the application: unregisters at the master, stops heartbeating, refuses new shuffles', () => {
+    const h = new Harness();
+    h.registered(2, 1);
+    h.advance(baseConfig.heartbeatIntervalMs);
+    const heartbeats = h.received(h.master, 'ApplicationHeartbeat').length;
+    assert.ok(heartbeats >= 1);
+    h.ask(DRIVER, unregisterApp, 1);
+    h.advance(10);
+    assert.equal(h.last(h.task(DRIVER), 'StatusResponse').status, 'SUCCESS');
+    assert.deepEqual(h.last(h.master, 'UnregisterApplication'), unregisterApp);
+    assert.equal(
+      h.received(h.master, 'UnregisterShuffle').length,
+      0,
+      'the application unregister covers them',
+    );
+    assert.equal(h.lm.state().app.status, 'unregistered');
+    assert.equal(h.lm.state().shuffles.size, 0);
+    h.answer(h.master, 'UnregisterApplication', () => ({
+      type: 'StatusResponse',
+      status: 'SUCCESS',
+      message: '',
+    }));
+    h.advance(5 * baseConfig.heartbeatIntervalMs);
+    assert.equal(
+      h.received(h.master, 'ApplicationHeartbeat').length,
+      heartbeats,
+      'no heartbeat after the end',
+    );
+    assert.equal(h.received(h.master, 'UnregisterApplication').length, 1, 'confirmed: not sent again');
+
+    h.ask('map-9', register(7), 2);
+    h.advance(10);
+    const refused = h.last(h.task('map-9'), 'RegisterShuffleResponse');
+    assert.equal(refused.status, 'SHUFFLE_UNREGISTERED');
+    assert.match(refused.message, /application app was unregistered by its driver/);
+    assert.equal(h.received(h.master, 'RequestSlots').length, 1);
+
+    h.ask(DRIVER, unregisterApp, 3);
+    h.advance(10);
+    assert.equal(h.received(h.task(DRIVER), 'StatusResponse').length, 2, 'a repeat is answered');
+    assert.equal(h.received(h.master, 'UnregisterApplication').length, 1, 'and not forwarded again');
+  });
+
+  it('does not ask a master that refused the application', () => {
+    const h = new Harness({ release: '0.2.0' });
+    h.registerApp('CLIENT_RELEASE_REFUSED', 'server release 0.6.0 refuses client release 0.2.0');
+    h.ask(DRIVER, unregisterShuffle(0), 1);
+    h.ask(DRIVER, unregisterApp, 2);
+    h.advance(10);
+    assert.equal(h.received(h.master, 'UnregisterShuffle').length, 0);
+    assert.equal(h.received(h.master, 'UnregisterApplication').length, 0);
+    assert.deepEqual(
+      h.received(h.task(DRIVER), 'StatusResponse').map((r) => r.status),
+      ['SUCCESS', 'SUCCESS'],
+    );
+  });
+
+  it('refuses an unregister meant for another application', () => {
+    const h = new Harness();
+    h.registered(1, 1);
+    h.ask(DRIVER, { type: 'UnregisterApplication', appId: 'other' }, 1);
+    h.advance(10);
+    const answer = h.last(h.task(DRIVER), 'StatusResponse');
+    assert.equal(answer.status, 'REQUEST_FAILED');
+    assert.match(answer.message, /serves application app, not other; send it to lm-other/);
+    assert.equal(h.lm.state().app.status, 'registered');
+    assert.equal(h.lm.state().shuffles.size, 1);
+  });
+
+  type Stage = 'requesting' | 'reserving' | 'reviving' | 'parked' | 'committing';
+  const stages: Stage[] = ['requesting', 'reserving', 'reviving', 'parked', 'committing'];
+
+  it('property: whatever stage each shuffle is in, unregistering answers every waiting task once and leaves nothing behind', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...stages), { minLength: 1, maxLength: 3 }).chain((shuffleStages) =>
+          fc.tuple(
+            fc.constant(shuffleStages),
+            fc.shuffledSubarray(
+              shuffleStages.map((_, s) => s),
+              { minLength: shuffleStages.length },
+            ),
+            fc.boolean(),
+          ),
+        ),
+        ([shuffleStages, order, endApp]) => {
+          const h = new Harness();
+          h.registerApp();
+          const asked = new Map<string, number>();
+          let requestId = 100;
+          const ask = (from: string, message: Message) => {
+            asked.set(from, (asked.get(from) ?? 0) + 1);
+            h.ask(from, message, requestId++);
+          };
+          const ok = { type: 'StatusResponse' as const, status: 'SUCCESS' as const, message: '' };
+          shuffleStages.forEach((stage, s) => {
+            ask(`map-${s}-0`, register(s));
+            h.advance(10);
+            if (stage === 'requesting') return;
+            h.answer(h.master, 'RequestSlots', (e) =>
+              e.message.shuffleId === s ? offer(2, 3, 1) : undefined,
+            );
+            h.advance(10);
+            if (stage === 'reserving') return;
+            for (const w of h.workers)
+              h.answer(w, 'ReserveSlots', (e) => (e.message.shuffleId === s ? ok : undefined));
+            h.advance(10);
+            const location = h.last(h.task(`map-${s}-0`), 'RegisterShuffleResponse').locations[0]!;
+            if (stage === 'reviving') {
+              ask(`map-${s}-1`, {
+                type: 'Revive',
+                appId: 'app',
+                shuffleId: s,
+                mapId: 1,
+                attemptId: 0,
+                requests: [{ partitionId: 0, epoch: 0, oldLocation: location, cause: 'HARD_SPLIT' }],
+              });
+              h.advance(150);
+              return;
+            }
+            const mapperEnd = (mapId: number): Message => ({
+              type: 'MapperEnd',
+              appId: 'app',
+              shuffleId: s,
+              mapId,
+              attemptId: 0,
+              numMappers: 2,
+              written: [],
+            });
+            ask(`map-${s}-0`, mapperEnd(0));
+            if (stage === 'committing') ask(`map-${s}-1`, mapperEnd(1));
+            ask(`reduce-${s}`, { type: 'GetReducerFileGroup', appId: 'app', shuffleId: s });
+            h.advance(10);
+          });
+          const sent = () =>
+            (['RequestSlots', 'ReserveSlots', 'CommitFiles'] as const).map((type) =>
+              [h.master, ...h.workers].reduce((sum, p) => sum + h.received(p, type).length, 0),
+            );
+          const before = sent();
+
+          if (endApp) ask(DRIVER, unregisterApp);
+          else for (const s of order) ask(DRIVER, unregisterShuffle(s));
+          h.advance(10);
+
+          const state = h.lm.state();
+          assert.equal(state.shuffles.size, 0);
+          assert.equal(state.reservations.size, 0);
+          assert.equal(state.reviveCalls.size, 0);
+          assert.equal(state.parkedFileGroups.size, 0);
+          for (const open of state.requests.open.values()) {
+            assert.ok(
+              ['unregisterShuffle', 'unregisterApp', 'heartbeat', 'destroy'].includes(open.purpose.kind),
+              `request ${open.purpose.kind} left open`,
+            );
+          }
+          h.advance(5 * baseConfig.requestTimeoutMs);
+          const after = sent();
+          assert.deepEqual(after, before, 'nothing more is asked for a forgotten shuffle');
+          for (const [task, count] of asked) {
+            const answers = h.task(task).inbox.length;
+            assert.equal(answers, count, `${task} asked ${count} time(s) and got ${answers} answer(s)`);
+          }
+          assert.equal(
+            h.received(h.master, 'UnregisterShuffle').length,
+            endApp ? 0 : shuffleStages.length * baseConfig.maxRequestAttempts,
+          );
+          assert.equal(
+            h.received(h.master, 'UnregisterApplication').length,
+            endApp ? baseConfig.maxRequestAttempts : 0,
+          );
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { expireExclusions } from '../../client/index.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { log } from '../outbox.ts';
@@ -30,6 +31,12 @@ import {
   parkIdOfTimer,
 } from './stage-end.ts';
 import type { LifecycleManagerState, LmRequest } from './state.ts';
+import {
+  onUnregisterAnswer,
+  onUnregisterApplication,
+  onUnregisterShuffle,
+  onUnregisterUnanswered,
+} from './unregister.ts';
 
 /**
  * The lifecycle manager: the client-side coordinator of one application (node `lm-<appId>`). It registers the
@@ -40,6 +47,7 @@ import type { LifecycleManagerState, LmRequest } from './state.ts';
 export const lifecycleManagerMachine: Machine<LifecycleManagerState> = {
   step(state, input, now, rng): Step<LifecycleManagerState> {
     const d = openDraft(state, now, rng);
+    expireOwnExclusions(d);
     handle(d, input);
     return { state: closeDraft(d), effects: d.out.effects };
   },
@@ -79,6 +87,17 @@ function handle(d: Draft, input: Input): void {
   }
 }
 
+/** Lasting exclusions end after `excludedWorkerExpireMs` whatever the step, not only at a heartbeat answer. */
+function expireOwnExclusions(d: Draft): void {
+  const { view, expired } = expireExclusions(d.workers, d.out.now, d.config.excludedWorkerExpireMs);
+  if (expired.length === 0) return;
+  d.workers = view;
+  log(d.out, 'info', 'worker exclusion expired; the worker is a candidate again', {
+    workers: expired,
+    expireTimeoutMs: d.config.excludedWorkerExpireMs,
+  });
+}
+
 function onTaskMessage(d: Draft, envelope: Envelope): void {
   const replyTo = { node: envelope.from, requestId: envelope.requestId };
   const message = envelope.message;
@@ -86,6 +105,9 @@ function onTaskMessage(d: Draft, envelope: Envelope): void {
   else if (message.type === 'Revive') onRevive(d, message, replyTo);
   else if (message.type === 'MapperEnd') onMapperEnd(d, message, replyTo);
   else if (message.type === 'GetReducerFileGroup') onGetReducerFileGroup(d, message.shuffleId, replyTo);
+  // From the driver: a shuffle's readers are all done (or its stage was abandoned), or the application ends.
+  else if (message.type === 'UnregisterShuffle') onUnregisterShuffle(d, message, replyTo);
+  else if (message.type === 'UnregisterApplication') onUnregisterApplication(d, message, replyTo);
   else {
     log(d.out, 'warn', 'message not meant for a lifecycle manager ignored', {
       type: message.type,
@@ -130,7 +152,7 @@ function onReply(d: Draft, envelope: Envelope): void {
           purpose.worker,
           message.status === 'SUCCESS'
             ? undefined
-            : { reason: `${message.status}: ${message.message}`, answered: true },
+            : { reason: `${message.status}: ${message.message}`, answered: true, status: message.status },
         ),
       );
       return;
@@ -142,6 +164,11 @@ function onReply(d: Draft, envelope: Envelope): void {
       if (message.type !== 'StatusResponse') break;
       if (message.status !== 'SUCCESS')
         onUnanswered(d, purpose, request.attempt, `${message.status}: ${message.message}`);
+      return;
+    case 'unregisterShuffle':
+    case 'unregisterApp':
+      if (message.type !== 'StatusResponse') break;
+      onUnregisterAnswer(d, purpose, message);
       return;
   }
   log(d.out, 'error', 'protocol error: unexpected reply', {
@@ -204,6 +231,10 @@ function onUnanswered(d: Draft, purpose: LmRequest, attempt: number, why: string
         worker: purpose.worker,
         why,
       });
+      return;
+    case 'unregisterShuffle':
+    case 'unregisterApp':
+      onUnregisterUnanswered(d, purpose, attempt, why);
       return;
   }
 }

@@ -25,6 +25,29 @@ export function onRegisterShuffle(d: Draft, message: RegisterShuffle, replyTo: R
     answer(d, replyTo, d.app.code, [], d.app.message);
     return;
   }
+  if (d.app.status === 'unregistered') {
+    answer(
+      d,
+      replyTo,
+      'SHUFFLE_UNREGISTERED',
+      [],
+      `application ${d.config.appId} was unregistered by its driver and registers no more shuffles; ` +
+        'a new run of the application starts a new lifecycle manager',
+    );
+    return;
+  }
+  if (d.unregisteredShuffles.has(message.shuffleId)) {
+    // A task of a finished or abandoned stage, late: registering again would book slots nobody will read.
+    answer(
+      d,
+      replyTo,
+      'SHUFFLE_UNREGISTERED',
+      [],
+      `shuffle ${message.shuffleId} of ${d.config.appId} was unregistered by the driver (its stage finished or ` +
+        'was abandoned); a shuffle id is never registered again, a rerun stage writes a new shuffle',
+    );
+    return;
+  }
   if (message.numMappers <= 0) {
     answer(
       d,
@@ -109,7 +132,9 @@ export function requestSlots(d: Draft, shuffleId: ShuffleId, attempt = 1): void 
       replicate,
       rackAware,
       availableTypes: maskOf(availableTypes),
-      excludedWorkers: [...d.workers.excluded.keys()],
+      // Off by default, as in the reference: the master's own exclusions already apply, and a client exclusion
+      // (one failed push) must not starve a small cluster of every worker.
+      excludedWorkers: d.config.filterExcludedWorkers ? [...d.workers.excluded.keys()] : [],
       maxWorkers,
     },
     { kind: 'requestSlots', shuffleId },

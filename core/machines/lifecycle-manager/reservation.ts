@@ -5,6 +5,7 @@ import {
   workerKey,
   type PartitionLocation,
   type ShuffleId,
+  type StatusCode,
   type WorkerKey,
 } from '../../domain/index.ts';
 import { allocateRevives, reviveCandidates, type ReviveCandidate } from '../../revive/index.ts';
@@ -79,6 +80,13 @@ function sendRound(d: Draft, reservation: Reservation): CompletedReservation | u
   return undefined;
 }
 
+/** Why a worker's reserve failed; `status` is the worker's answer, absent when it never answered. */
+export interface ReserveFailure {
+  readonly reason: string;
+  readonly answered: boolean;
+  readonly status?: StatusCode;
+}
+
 /**
  * A worker's answer to a ReserveSlots (`failure` undefined on success). Returns the reservation when this answer
  * completed it; the caller then acts on its `confirmed` and `failed` pairs.
@@ -87,7 +95,7 @@ export function onReserveAnswer(
   d: Draft,
   reservationId: number,
   worker: WorkerKey,
-  failure: { readonly reason: string; readonly answered: boolean } | undefined,
+  failure: ReserveFailure | undefined,
 ): CompletedReservation | undefined {
   const reservation = d.reservations.get(reservationId);
   if (reservation === undefined || !reservation.awaiting.has(worker)) return undefined;
@@ -96,7 +104,11 @@ export function onReserveAnswer(
   let failedWorkers = reservation.failedWorkers;
   if (failure !== undefined) {
     failedWorkers = new Map([...failedWorkers, [worker, failure.reason]]);
-    d.workers = excludeWorker(d.workers, worker, 'RESERVE_SLOTS_FAILED', d.out.now);
+    // A worker that says it is shutting down is not faulty: it joins the shutting-down set, which the master's
+    // next report replaces, so it is a candidate again as soon as it is back (a lasting exclusion would keep a
+    // restarted worker out for the whole expiry timeout).
+    const cause = failure.status === 'WORKER_SHUTDOWN' ? 'WORKER_SHUTDOWN' : 'RESERVE_SLOTS_FAILED';
+    d.workers = excludeWorker(d.workers, worker, cause, d.out.now);
     log(d.out, 'warn', 'reserve failed; moving its copies to other workers', {
       shuffleId: reservation.shuffleId,
       worker,

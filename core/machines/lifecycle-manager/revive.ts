@@ -186,6 +186,19 @@ export function endPendingRevives(d: Draft, shuffleId: ShuffleId): void {
   deliver(d, answers);
 }
 
+/** The shuffle is being unregistered: every revive still waiting for one of its partitions is answered so. */
+export function abandonRevives(d: Draft, shuffleId: ShuffleId): void {
+  const answers: ReviveAnswer<ReviveWaiter>[] = [];
+  for (const [callId, call] of d.reviveCalls) {
+    if (call.shuffleId !== shuffleId) continue;
+    for (const { partitionId } of call.requests) {
+      if (!call.results.has(partitionId))
+        answers.push({ waiter: { callId }, partitionId, status: 'SHUFFLE_UNREGISTERED' });
+    }
+  }
+  deliver(d, answers);
+}
+
 function deliver(d: Draft, answers: readonly ReviveAnswer<ReviveWaiter>[]): void {
   for (const answer of answers) {
     const call = d.reviveCalls.get(answer.waiter.callId);

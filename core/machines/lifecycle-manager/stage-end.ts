@@ -272,13 +272,15 @@ function expectedFor(shuffle: LmShuffle, partitionId: number): (PartitionWritten
 export function onGetReducerFileGroup(d: Draft, shuffleId: ShuffleId, replyTo: ReplyTo): void {
   const shuffle = d.shuffles.get(shuffleId);
   if (shuffle === undefined) {
-    reply(d.out, replyTo, {
-      type: 'GetReducerFileGroupResponse',
-      status: 'SHUFFLE_UNREGISTERED',
-      fileGroups: [],
-      mapAttempts: [],
-      message: `shuffle ${shuffleId} was never registered with ${d.config.appId}'s lifecycle manager`,
-    });
+    reply(
+      d.out,
+      replyTo,
+      unregistered(
+        d.unregisteredShuffles.has(shuffleId)
+          ? `shuffle ${shuffleId} of ${d.config.appId} was unregistered by the driver; its files are released`
+          : `shuffle ${shuffleId} was never registered with ${d.config.appId}'s lifecycle manager`,
+      ),
+    );
     return;
   }
   if (shuffle.fileGroup !== undefined) {
@@ -290,6 +292,26 @@ export function onGetReducerFileGroup(d: Draft, shuffleId: ShuffleId, replyTo: R
   d.nextParkId += 1;
   d.parkedFileGroups.set(parkId, { replyTo, shuffleId });
   setTimer(d.out, fileGroupTimer(parkId), d.out.now + d.config.fileGroupWaitMs);
+}
+
+/** The shuffle is being unregistered: reducers parked on its file group are told so, with `why`. */
+export function abandonParkedFileGroups(d: Draft, shuffleId: ShuffleId, why: string): void {
+  for (const [parkId, parked] of [...d.parkedFileGroups]) {
+    if (parked.shuffleId !== shuffleId) continue;
+    d.parkedFileGroups.delete(parkId);
+    cancelTimer(d.out, fileGroupTimer(parkId));
+    reply(d.out, parked.replyTo, unregistered(why));
+  }
+}
+
+function unregistered(message: string): GetReducerFileGroupResponse {
+  return {
+    type: 'GetReducerFileGroupResponse',
+    status: 'SHUFFLE_UNREGISTERED',
+    fileGroups: [],
+    mapAttempts: [],
+    message,
+  };
 }
 
 export function parkIdOfTimer(name: string): number | undefined {

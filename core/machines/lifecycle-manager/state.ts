@@ -23,6 +23,11 @@ export interface LifecycleManagerState {
   /** Workers to avoid: excluded by this client or the master, and shutting down (core/client). */
   readonly workers: WorkerStatusView;
   readonly shuffles: ReadonlyMap<ShuffleId, LmShuffle>;
+  /**
+   * Shuffles the driver unregistered: a RegisterShuffle for one of them (a task of an abandoned stage, late) is
+   * refused instead of booking slots again for data nobody will read. One number per shuffle of the application.
+   */
+  readonly unregisteredShuffles: ReadonlySet<ShuffleId>;
   readonly reservations: ReadonlyMap<number, Reservation>;
   readonly nextReservationId: number;
   readonly reviveCalls: ReadonlyMap<number, ReviveCall>;
@@ -38,7 +43,9 @@ export type AppRegistration =
   | { readonly status: 'registering' }
   | { readonly status: 'registered' }
   /** The master refused the application (e.g. CLIENT_RELEASE_REFUSED) or never answered: every shuffle fails so. */
-  | { readonly status: 'refused'; readonly code: StatusCode; readonly message: string };
+  | { readonly status: 'refused'; readonly code: StatusCode; readonly message: string }
+  /** The driver unregistered the application: no heartbeat, no new shuffle; kept until the process ends. */
+  | { readonly status: 'unregistered' };
 
 /**
  * - `awaiting-app`: registered by a task before the application itself was registered with the master.
@@ -131,7 +138,9 @@ export type LmRequest =
   | { readonly kind: 'requestSlots'; readonly shuffleId: ShuffleId }
   | { readonly kind: 'reserve'; readonly reservationId: number; readonly worker: WorkerKey }
   | { readonly kind: 'commit'; readonly shuffleId: ShuffleId; readonly worker: WorkerKey }
-  | { readonly kind: 'destroy'; readonly shuffleId: ShuffleId; readonly worker: WorkerKey };
+  | { readonly kind: 'destroy'; readonly shuffleId: ShuffleId; readonly worker: WorkerKey }
+  | { readonly kind: 'unregisterShuffle'; readonly shuffleId: ShuffleId }
+  | { readonly kind: 'unregisterApp' };
 
 export function initialLifecycleManagerState(config: LifecycleManagerConfig): LifecycleManagerState {
   return {
@@ -140,6 +149,7 @@ export function initialLifecycleManagerState(config: LifecycleManagerConfig): Li
     requests: emptyRequests(),
     workers: emptyWorkerStatus(),
     shuffles: new Map(),
+    unregisteredShuffles: new Set(),
     reservations: new Map(),
     nextReservationId: 1,
     reviveCalls: new Map(),

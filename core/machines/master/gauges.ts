@@ -1,5 +1,5 @@
 import { registeredShuffleKeys, workerCounts } from '../../lifecycle/index.ts';
-import { gauge, withEntry } from '../outbox.ts';
+import { gauge, setEntry } from '../outbox.ts';
 import type { MasterOutbox } from './outbox.ts';
 import type { MasterState } from './state.ts';
 
@@ -21,7 +21,7 @@ export function emitGauges(s: MasterState, out: MasterOutbox): MasterState {
   for (const [name, value] of Object.entries(values)) {
     if (gauges.get(name) === value) continue;
     gauge(out, name, value);
-    gauges = withEntry(gauges, name, value);
+    gauges = setEntry(gauges, name, value);
   }
   return gauges === s.gauges ? s : { ...s, gauges };
 }

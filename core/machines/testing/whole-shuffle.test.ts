@@ -93,6 +93,7 @@ function buildCluster(scenario: Scenario, seed = 42) {
     rackAware: true,
     availableTypes: ['HDD'],
     maxWorkers: 10_000,
+    filterExcludedWorkers: false,
     split: { thresholdBytes: scenario.splitThresholdBytes, mode: scenario.splitMode },
     reviveBatchIntervalMs: 100,
     reserveMaxRetries: 3,

@@ -11,7 +11,7 @@ import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { enqueueTask } from './file-queue.ts';
 import { committedFileOf, fileNameFor, getFile, putFile } from './files.ts';
-import { count, log, reply, withEntry, type Outbox } from '../outbox.ts';
+import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
 import { failPushesOfFiles } from './push.ts';
 import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
 import type { CopyOutcome, PendingCommit, WorkerMachineState } from './state.ts';
@@ -56,7 +56,7 @@ export function handleCommitFiles(
   let state: WorkerMachineState = {
     ...s,
     nextId: commitId + 1,
-    shuffles: withEntry(s.shuffles, key, { ...shuffle, mapAttempts: message.mapAttempts }),
+    shuffles: setEntry(s.shuffles, key, { ...shuffle, mapAttempts: message.mapAttempts }),
   };
   const flushing = new Set<string>();
   for (const [ids, mode] of [
@@ -74,7 +74,8 @@ export function handleCommitFiles(
   }
   const next: PendingCommit = { ...pending, flushing };
   if (flushing.size === 0) return answerCommit(state, out, next, undefined, 'nothing to flush');
-  return { ...state, commits: withEntry(state.commits, commitId, next) };
+  setEntry(state.commits, commitId, next);
+  return state;
 }
 
 /** A file's flush for a commit ended: the file is committed, or it failed. */
@@ -138,10 +139,10 @@ export function dropShuffle(
   const shuffle = s.shuffles.get(key);
   if (shuffle === undefined) return s;
   const removed = removeFiles(s, out, key, new Set(shuffle.files.keys()), reason);
-  const state = { ...removed, shuffles: withEntry(removed.shuffles, key, undefined) };
-  persistShuffle(state, out, key);
+  setEntry(removed.shuffles, key, undefined);
+  persistShuffle(removed, out, key);
   log(out, 'info', 'worker.shuffle.dropped', { shuffle: key, reason });
-  return state;
+  return removed;
 }
 
 /** Writes the shuffle's committed files to the recovery store (or deletes its key when there are none). */
@@ -176,13 +177,13 @@ function removeFiles(
   if (files.size === shuffle.files.size) return s;
   state =
     files.size === 0
-      ? { ...state, shuffles: withEntry(state.shuffles, key, undefined) }
-      : { ...state, shuffles: withEntry(state.shuffles, key, { ...shuffle, files }) };
+      ? { ...state, shuffles: setEntry(state.shuffles, key, undefined) }
+      : { ...state, shuffles: setEntry(state.shuffles, key, { ...shuffle, files }) };
   state = failPushesOfFiles(state, out, key, names, reason);
   let streams = state.streams;
   for (const [streamId, stream] of state.streams) {
     if (stream.shuffleKey === key && names.has(stream.fileName))
-      streams = withEntry(streams, streamId, undefined);
+      streams = setEntry(streams, streamId, undefined);
   }
   state = { ...state, streams };
   for (const [commitId, commit] of state.commits) {
@@ -203,9 +204,9 @@ function flushSettled(
   if (pending === undefined) return s;
   const flushing = new Set(pending.flushing);
   flushing.delete(name);
-  if (flushing.size > 0) return { ...s, commits: withEntry(s.commits, commitId, { ...pending, flushing }) };
-  const state = { ...s, commits: withEntry(s.commits, commitId, undefined) };
-  return answerCommit(state, out, { ...pending, flushing }, undefined, 'committed');
+  if (flushing.size > 0) return { ...s, commits: setEntry(s.commits, commitId, { ...pending, flushing }) };
+  setEntry(s.commits, commitId, undefined);
+  return answerCommit(s, out, { ...pending, flushing }, undefined, 'committed');
 }
 
 /**

@@ -2,7 +2,7 @@ import type { ShuffleKey } from '../../domain/index.ts';
 import { chooseEvictionTarget, needsEvictionOnWrite, pickMemoryEvictions } from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
 import { appended, fileId, getFile, putFile } from './files.ts';
-import { count, log, withEntry, type Outbox } from '../outbox.ts';
+import { count, log, setEntry, type Outbox } from '../outbox.ts';
 import type {
   CopyOutcome,
   EvictReason,
@@ -60,9 +60,11 @@ export function startNextTask(
     if (file === undefined || head === undefined || file.busyOp !== undefined) return state;
     switch (head.kind) {
       case 'write': {
-        const view = storageView(state);
         const max = state.config.memory.maxFileBytes;
-        if (file.file.tier === 'MEMORY' && needsEvictionOnWrite(file.bytes, head.bytes.length, max, view)) {
+        if (
+          file.file.tier === 'MEMORY' &&
+          needsEvictionOnWrite(file.bytes, head.bytes.length, max, storageView(state))
+        ) {
           const evicting = startEviction(state, out, shuffleKey, file, 'file-size', false);
           if (evicting !== undefined) return evicting;
         }
@@ -220,7 +222,7 @@ function issue(
   const op = s.nextId;
   out.effects.push({ ...effect, op });
   const purpose: OpPurpose = { kind: 'file-task', shuffleKey, fileName: file.name, issuedAt: out.now };
-  const next = { ...s, nextId: op + 1, ops: withEntry(s.ops, op, purpose) };
+  const next = { ...s, nextId: op + 1, ops: setEntry(s.ops, op, purpose) };
   return putFile(next, shuffleKey, { ...file, busyOp: op });
 }
 
@@ -247,7 +249,7 @@ function startEviction(
   const op = s.nextId;
   out.effects.push({ kind: 'moveFile', op, file: file.file, to });
   const purpose: OpPurpose = { kind: 'evict-move', shuffleKey, fileName: file.name, to, popsTask };
-  const next = { ...s, nextId: op + 1, ops: withEntry(s.ops, op, purpose) };
+  const next = { ...s, nextId: op + 1, ops: setEntry(s.ops, op, purpose) };
   return putFile(next, shuffleKey, { ...file, busyOp: op });
 }
 

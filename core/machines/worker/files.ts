@@ -1,6 +1,6 @@
 import { PARTITION_MODE_CODE, type PartitionMode, type ShuffleKey } from '../../domain/index.ts';
 import type { CommittedFile } from '../../protocol/messages.ts';
-import { withEntry } from '../outbox.ts';
+import { setEntry } from '../outbox.ts';
 import type { PartitionFile, WorkerMachineState, WorkerShuffle } from './state.ts';
 
 /** The name of a partition file from the uniqueId (`id-epoch`) a commit or a reader names, and its mode. */
@@ -21,15 +21,18 @@ export function getFile(
   return s.shuffles.get(shuffleKey)?.files.get(name);
 }
 
-/** Replaces (or adds) a file of an existing shuffle. */
+/**
+ * Replaces (or adds) a file of an existing shuffle, in the shuffle's own file map (the machine owns its state, see
+ * machine.ts): the hottest update of the worker, once per write, flush and completion.
+ */
 export function putFile(
   s: WorkerMachineState,
   shuffleKey: ShuffleKey,
   file: PartitionFile,
 ): WorkerMachineState {
   const shuffle = s.shuffles.get(shuffleKey);
-  if (shuffle === undefined) return s;
-  return putShuffle(s, shuffleKey, { ...shuffle, files: withEntry(shuffle.files, file.name, file) });
+  if (shuffle !== undefined) setEntry(shuffle.files, file.name, file);
+  return s;
 }
 
 export function putShuffle(
@@ -37,7 +40,8 @@ export function putShuffle(
   shuffleKey: ShuffleKey,
   shuffle: WorkerShuffle,
 ): WorkerMachineState {
-  return { ...s, shuffles: withEntry(s.shuffles, shuffleKey, shuffle) };
+  setEntry(s.shuffles, shuffleKey, shuffle);
+  return s;
 }
 
 /** The file after `length` more bytes were appended: a chunk ends at this batch boundary once it reached the size. */

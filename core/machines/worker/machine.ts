@@ -3,6 +3,7 @@ import type { Rng } from '../../rng.ts';
 import type { Envelope, Input, IoError } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { handleCommitFiles, completeFlush, handleDestroySlots } from './commit.ts';
+import { DISK_CHECK_TIMER, armDiskCheck, isProbeOp, onDiskCheckTimer, onProbeIo } from './disk-health.ts';
 import { completeEviction, completeFileTask, type FinishedTask } from './file-queue.ts';
 import {
   DRAIN_CHECK_TIMER,
@@ -22,7 +23,7 @@ import {
   onRegisterAnswer,
   startRegistration,
 } from './membership.ts';
-import { log, newOutbox, withEntry, type Outbox } from '../outbox.ts';
+import { log, newOutbox, setEntry, type Outbox } from '../outbox.ts';
 import { completeLocalWrite, completeReplica, handlePushData, replicaAnswer } from './push.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
@@ -94,6 +95,7 @@ function onStart(
   }
   let state: WorkerMachineState = { ...s, started: true, lifecycle: initialLifecycle(out.now) };
   if (s.config.plantedBug !== 'restart-forgets-committed') state = restore(state, out, recovered);
+  armDiskCheck(state, out);
   return startRegistration(state, out);
 }
 
@@ -193,6 +195,8 @@ function onTimer(s: WorkerMachineState, out: Outbox, name: string): WorkerMachin
       return checkDrain(s, out);
     case DRAIN_DEADLINE_TIMER:
       return onDrainDeadline(s, out);
+    case DISK_CHECK_TIMER:
+      return onDiskCheckTimer(s, out);
   }
   const requestId = name.startsWith('req:') ? Number(name.slice(4)) : Number.NaN;
   const request = s.requests.get(requestId);
@@ -212,25 +216,26 @@ type IoResult =
   | { readonly ok: false; readonly error: IoError };
 
 function onIo(s: WorkerMachineState, out: Outbox, op: number, result: IoResult): WorkerMachineState {
+  if (isProbeOp(op)) return onProbeIo(s, out, op, result.ok ? undefined : result.error);
   const purpose = s.ops.get(op);
   if (purpose === undefined) {
     log(out, 'warn', 'worker.io.unknownOp', { op });
     return s;
   }
-  const state: WorkerMachineState = { ...s, ops: withEntry(s.ops, op, undefined) };
+  setEntry(s.ops, op, undefined);
   switch (purpose.kind) {
     case 'create':
-      return completeCreate(state, out, purpose, result);
+      return completeCreate(s, out, purpose, result);
     case 'file-task': {
-      const step = completeFileTask(state, out, purpose, result);
+      const step = completeFileTask(s, out, purpose, result);
       return routeFinished(step.state, out, step.finished);
     }
     case 'evict-move': {
-      const step = completeEviction(state, out, purpose, result);
+      const step = completeEviction(s, out, purpose, result);
       return routeFinished(step.state, out, step.finished);
     }
     case 'read':
-      return completeRead(state, out, purpose, readResult(result, purpose.length));
+      return completeRead(s, out, purpose, readResult(result, purpose.length));
   }
 }
 

@@ -3,7 +3,7 @@ import type { RegisterWorkerResponse, WorkerHeartbeatResponse } from '../../prot
 import { purgeUnavailablePeers } from '../../replication/index.ts';
 import { dropShuffle } from './commit.ts';
 import { applyWorkerTrigger, checkDrain } from './leaving.ts';
-import { cancelTimer, count, log, send, setTimer, withEntry, type Outbox } from '../outbox.ts';
+import { cancelTimer, count, log, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
 import { requestTimer } from './push.ts';
 import type { OutstandingRequest, WorkerMachineState } from './state.ts';
 import { diskInfos } from './storage-view.ts';
@@ -40,7 +40,7 @@ export function attemptRegister(s: WorkerMachineState, out: Outbox): WorkerMachi
   return {
     ...s,
     nextId: requestId + 1,
-    requests: withEntry(s.requests, requestId, { kind: 'register' }),
+    requests: setEntry(s.requests, requestId, { kind: 'register' }),
     registration: { ...s.registration, attempts: s.registration.attempts + 1 },
   };
 }
@@ -101,7 +101,7 @@ export function onHeartbeatTimer(s: WorkerMachineState, out: Outbox): WorkerMach
   const state: WorkerMachineState = {
     ...s,
     nextId: requestId + 1,
-    requests: withEntry(s.requests, requestId, { kind: 'heartbeat' }),
+    requests: setEntry(s.requests, requestId, { kind: 'heartbeat' }),
     unavailablePeers: purgeUnavailablePeers(
       s.unavailablePeers,
       out.now,
@@ -141,11 +141,11 @@ export function masterRequestFailed(
   request: OutstandingRequest,
   reason: string,
 ): WorkerMachineState {
-  const state = { ...s, requests: withEntry(s.requests, requestId, undefined) };
+  setEntry(s.requests, requestId, undefined);
   cancelTimer(out, requestTimer(requestId));
-  if (request.kind === 'register') return registerFailed(state, out, reason);
+  if (request.kind === 'register') return registerFailed(s, out, reason);
   log(out, 'warn', 'worker.heartbeat.failed', { reason });
-  return state;
+  return s;
 }
 
 /** Removes an answered request; undefined when the answer is stale (timed out already, or not ours). */
@@ -160,5 +160,6 @@ function settleRequest(
     return undefined;
   }
   cancelTimer(out, requestTimer(requestId));
-  return { ...s, requests: withEntry(s.requests, requestId, undefined) };
+  setEntry(s.requests, requestId, undefined);
+  return s;
 }

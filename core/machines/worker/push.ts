@@ -16,7 +16,7 @@ import type { Envelope } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { enqueueTask } from './file-queue.ts';
-import { cancelTimer, count, log, reply, send, setTimer, withEntry, type Outbox } from '../outbox.ts';
+import { cancelTimer, count, log, reply, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
 import type {
   CopyOutcome,
   PartitionFile,
@@ -101,7 +101,7 @@ export function handlePushData(
     replica: decision.replicate ? 'pending' : 'none',
     softSplit: decision.softSplit,
   };
-  state = { ...state, pushes: withEntry(state.pushes, pushId, push) };
+  setEntry(state.pushes, pushId, push);
   if (decision.replicate && peer !== undefined) {
     const requestId = state.nextId;
     const to = workerNodeId(peer.worker);
@@ -110,7 +110,7 @@ export function handlePushData(
     state = {
       ...state,
       nextId: requestId + 1,
-      requests: withEntry(state.requests, requestId, { kind: 'replicate', pushId, peer: to }),
+      requests: setEntry(state.requests, requestId, { kind: 'replicate', pushId, peer: to }),
     };
   }
   return enqueueTask(state, out, message.shuffleKey, name, { kind: 'write', pushId, bytes: message.payload });
@@ -138,7 +138,8 @@ export function completeReplica(
   const request = s.requests.get(requestId);
   if (request?.kind !== 'replicate') return s;
   cancelTimer(out, requestTimer(requestId));
-  let state: WorkerMachineState = { ...s, requests: withEntry(s.requests, requestId, undefined) };
+  setEntry(s.requests, requestId, undefined);
+  let state: WorkerMachineState = s;
   if (outcome.kind === 'connectFailed') {
     state = {
       ...state,
@@ -172,7 +173,7 @@ export function failPushesOfFiles(
       shuffle: shuffleKey,
       file: push.fileName,
     });
-    pushes = withEntry(pushes, pushId, undefined);
+    pushes = setEntry(pushes, pushId, undefined);
   }
   return pushes === s.pushes ? s : { ...s, pushes };
 }
@@ -255,7 +256,8 @@ function finishIfDone(
   push: PendingPush,
 ): WorkerMachineState {
   if (push.local === 'pending' || push.replica === 'pending') {
-    return { ...s, pushes: withEntry(s.pushes, pushId, push) };
+    setEntry(s.pushes, pushId, push);
+    return s;
   }
   const replica = push.replica === 'none' ? undefined : push.replica;
   const status = pushReply({
@@ -277,7 +279,8 @@ function finishIfDone(
     attempt: push.attemptId,
     batch: push.batchId,
   });
-  return { ...s, pushes: withEntry(s.pushes, pushId, undefined) };
+  setEntry(s.pushes, pushId, undefined);
+  return s;
 }
 
 function describeReplica(outcome: Exclude<ReplicaOutcome, { kind: 'acked' }>): string {

@@ -4,7 +4,7 @@ import type { Envelope, IoError } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { chunkOffsets, fileNameFor, getFile } from './files.ts';
-import { count, log, reply, withEntry, type Outbox } from '../outbox.ts';
+import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
 import type { OpPurpose, ReplyTo, WorkerMachineState } from './state.ts';
 import { recordLatency } from './storage-view.ts';
 
@@ -55,7 +55,7 @@ export function handleOpenStream(
   return {
     ...s,
     nextId: streamId + 1,
-    streams: withEntry(s.streams, streamId, {
+    streams: setEntry(s.streams, streamId, {
       shuffleKey: message.shuffleKey,
       fileName: name,
       chunkOffsets: offsets,
@@ -96,7 +96,7 @@ export function handleFetchChunk(
     length: end - start,
     issuedAt: out.now,
   };
-  return { ...s, nextId: op + 1, ops: withEntry(s.ops, op, purpose) };
+  return { ...s, nextId: op + 1, ops: setEntry(s.ops, op, purpose) };
 }
 
 export function handleCloseStream(
@@ -107,7 +107,7 @@ export function handleCloseStream(
 ): WorkerMachineState {
   if (!admitted(out, 'worker', s.config.release, envelope)) return s;
   return s.streams.has(message.streamId)
-    ? { ...s, streams: withEntry(s.streams, message.streamId, undefined) }
+    ? { ...s, streams: setEntry(s.streams, message.streamId, undefined) }
     : s;
 }
 

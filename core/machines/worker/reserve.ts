@@ -11,7 +11,7 @@ import type { Envelope, IoError } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { fileId, getFile, putFile, putShuffle } from './files.ts';
-import { count, log, reply, withEntry, type Outbox } from '../outbox.ts';
+import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
 import type { OpPurpose, PartitionFile, PendingReserve, WorkerMachineState } from './state.ts';
 import { hasAnyStorage, noteDiskFailure, storageView } from './storage-view.ts';
 
@@ -173,7 +173,7 @@ function startCreate(
   const purpose: OpPurpose = { kind: 'create', reserveId, file: placed, attempt };
   const creating = new Set(pending.creating).add(file.name);
   return {
-    state: { ...s, nextId: op + 1, ops: withEntry(s.ops, op, purpose) },
+    state: { ...s, nextId: op + 1, ops: setEntry(s.ops, op, purpose) },
     pending: { ...pending, creating },
   };
 }
@@ -185,18 +185,18 @@ function settle(
   reserveId: number,
   pending: PendingReserve,
 ): WorkerMachineState {
-  if (pending.creating.size > 0) return { ...s, reserves: withEntry(s.reserves, reserveId, pending) };
-  const state = { ...s, reserves: withEntry(s.reserves, reserveId, undefined) };
+  if (pending.creating.size > 0) return { ...s, reserves: setEntry(s.reserves, reserveId, pending) };
+  setEntry(s.reserves, reserveId, undefined);
   const key = pending.shuffleKey;
   if (pending.failures.length > 0) {
     for (const file of pending.created) out.effects.push({ kind: 'deleteFile', file: file.file });
     const text = `worker ${workerKey(s.config.id)} could not reserve ${pending.failures.length} location(s) of ${key}: ${pending.failures.join('; ')}`;
     log(out, 'warn', 'worker.reserve.failed', { shuffle: key, failures: pending.failures });
     reply(out, pending.replyTo, { type: 'StatusResponse', status: 'RESERVE_SLOTS_FAILED', message: text });
-    return state;
+    return s;
   }
-  const shuffle = state.shuffles.get(key) ?? { ...pending.shuffle, files: new Map() };
-  let next = putShuffle(state, key, shuffle);
+  const shuffle = s.shuffles.get(key) ?? { ...pending.shuffle, files: new Map() };
+  let next = putShuffle(s, key, shuffle);
   for (const file of pending.created) next = putFile(next, key, file);
   count(out, 'SlotsAllocated', pending.created.length);
   log(out, 'debug', 'worker.reserve.done', { shuffle: key, files: pending.created.length });

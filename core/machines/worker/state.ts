@@ -168,8 +168,9 @@ export interface DiskTimings {
 }
 
 /**
- * The worker machine's whole state: plain readonly data, replaced (never mutated) by each step. Only committed
- * file infos are durable (the `recovery` store); everything else is rebuilt from the master and the clients.
+ * The worker machine's whole state: plain data the machine owns (machine.ts) and updates in place (its maps) or
+ * replaces (its records); everyone else only reads it. Only committed file infos are durable (the `recovery`
+ * store); everything else is rebuilt from the master and the clients.
  */
 export interface WorkerMachineState {
   readonly config: WorkerConfig;

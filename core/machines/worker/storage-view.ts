@@ -1,7 +1,7 @@
 import type { DiskInfo, DiskStatus } from '../../domain/index.ts';
 import type { LocalDisk, WorkerStorage } from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
-import { withEntry } from '../outbox.ts';
+import { setEntry } from '../outbox.ts';
 import type { DiskTimings, WorkerMachineState } from './state.ts';
 
 /** What core/storage needs to know about this worker's tiers right now. */
@@ -61,7 +61,8 @@ export function accountBytes(s: WorkerMachineState, file: FileRef, delta: number
   if (file.tier === 'MEMORY') return { ...s, memoryUsedBytes: Math.max(0, s.memoryUsedBytes + delta) };
   if (file.tier === 'HDD' || file.tier === 'SSD') {
     const used = s.diskUsedBytes.get(file.mountPoint) ?? 0;
-    return { ...s, diskUsedBytes: withEntry(s.diskUsedBytes, file.mountPoint, Math.max(0, used + delta)) };
+    setEntry(s.diskUsedBytes, file.mountPoint, Math.max(0, used + delta));
+    return s;
   }
   return s;
 }
@@ -76,7 +77,8 @@ export function noteDiskFailure(s: WorkerMachineState, file: FileRef, error: IoE
   if (error === 'EXISTS' || error === 'NOT_FOUND') return s;
   const problem = error === 'NO_SPACE' ? 'HIGH_DISK_USAGE' : 'READ_OR_WRITE_FAILURE';
   if (s.diskProblems.get(file.mountPoint) === problem) return s;
-  return { ...s, diskProblems: withEntry(s.diskProblems, file.mountPoint, problem) };
+  setEntry(s.diskProblems, file.mountPoint, problem);
+  return s;
 }
 
 /**
@@ -94,12 +96,17 @@ export function recordLatency(
   const disk = diskOf(file);
   const previous = timingsOf(s, disk);
   const sampleNs = elapsedMs * 1e6;
-  const average = (old: number) => (old === 0 ? sampleNs : old + (sampleNs - old) / 8);
   const next: DiskTimings =
     kind === 'flush'
-      ? { ...previous, avgFlushTimeNs: average(previous.avgFlushTimeNs) }
-      : { ...previous, avgFetchTimeNs: average(previous.avgFetchTimeNs) };
-  return { ...s, timings: withEntry(s.timings, disk, next) };
+      ? { ...previous, avgFlushTimeNs: movingAverage(previous.avgFlushTimeNs, sampleNs) }
+      : { ...previous, avgFetchTimeNs: movingAverage(previous.avgFetchTimeNs, sampleNs) };
+  setEntry(s.timings, disk, next);
+  return s;
+}
+
+/** The average after one more sample, weighting it 1/8; the first sample is the average. */
+function movingAverage(average: number, sampleNs: number): number {
+  return average === 0 ? sampleNs : average + (sampleNs - average) / 8;
 }
 
 /** The disk a file is on: its mount point, or for a distributed tier the tier's pseudo-disk. */

@@ -1,0 +1,71 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { SimVolume } from './volume.ts';
+
+type Op =
+  | { readonly kind: 'append'; readonly bytes: Uint8Array }
+  | { readonly kind: 'sync' }
+  | { readonly kind: 'crash' }
+  | { readonly kind: 'read'; readonly offset: number; readonly length: number };
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant('append' as const), bytes: fc.uint8Array({ maxLength: 9 }) }),
+  fc.record({ kind: fc.constant('sync' as const) }),
+  fc.record({ kind: fc.constant('crash' as const) }),
+  fc.record({ kind: fc.constant('read' as const), offset: fc.nat(40), length: fc.nat(40) }),
+);
+
+describe('SimVolume', () => {
+  it('reads back exactly what a flat byte array model holds, through appends, syncs and crashes', () => {
+    fc.assert(
+      fc.property(fc.boolean(), fc.array(op, { maxLength: 40 }), (volatile, ops) => {
+        const volume = new SimVolume(Infinity, volatile);
+        assert.equal(volume.create('/f'), undefined);
+        let model: number[] = [];
+        let synced = 0;
+        let exists = true;
+        for (const step of ops) {
+          if (step.kind === 'append') {
+            const result = volume.append('/f', step.bytes);
+            if (!exists) {
+              assert.equal(result, 'NOT_FOUND');
+              continue;
+            }
+            assert.equal(result, undefined);
+            model.push(...step.bytes);
+            // The volume keeps its own copy: changing the caller's buffer afterwards changes nothing.
+            step.bytes.fill(255);
+          } else if (step.kind === 'sync') {
+            if (exists) synced = model.length;
+            volume.sync('/f');
+          } else if (step.kind === 'crash') {
+            volume.crash();
+            if (volatile) exists = false;
+            else model = model.slice(0, synced);
+          } else {
+            const read = volume.read('/f', step.offset, step.length);
+            if (!exists) assert.equal(read, 'NOT_FOUND');
+            else
+              assert.deepEqual(
+                [...(read as Uint8Array)],
+                model.slice(step.offset, step.offset + step.length),
+              );
+          }
+          assert.equal(volume.length('/f'), exists ? model.length : undefined);
+          assert.equal(volume.used, exists ? model.length : 0);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses an append past its capacity, whole', () => {
+    const volume = new SimVolume(10, false);
+    volume.create('/f');
+    assert.equal(volume.append('/f', new Uint8Array(8)), undefined);
+    assert.equal(volume.append('/f', new Uint8Array(3)), 'NO_SPACE');
+    assert.equal(volume.length('/f'), 8);
+    assert.equal(volume.create('/f'), 'EXISTS');
+  });
+});
