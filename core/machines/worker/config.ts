@@ -87,11 +87,11 @@ export interface WorkerConfig {
     /** `svc.worker.decommission.forceExitTimeout`. */
     readonly forceExitTimeoutMs: number;
   };
-  /** Test-only switch for a deliberate bug ('restart-forgets-committed'); production never sets it. */
   /**
    * `svc.worker.monitor.disk.check.interval` when `svc.worker.monitor.disk.enabled`; undefined: no disk monitor,
    * a failed disk stays failed until the worker restarts (./disk-health.ts).
    */
   readonly diskCheckIntervalMs?: number;
+  /** Test-only switch for a deliberate bug ('restart-forgets-committed'); production never sets it. */
   readonly plantedBug?: PlantedBug;
 }

@@ -1,5 +1,10 @@
 import type { ShuffleKey } from '../../domain/index.ts';
-import { chooseEvictionTarget, needsEvictionOnWrite, pickMemoryEvictions } from '../../storage/index.ts';
+import {
+  chooseEvictionTarget,
+  needsEvictionOnWrite,
+  pickMemoryEvictions,
+  type TierChoice,
+} from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
 import { appended, fileId, getFile, putFile } from './files.ts';
 import { count, log, setEntry, type Outbox } from '../outbox.ts';
@@ -226,6 +231,17 @@ function issue(
   return putFile(next, shuffleKey, { ...file, busyOp: op });
 }
 
+/** Where the evict policy would move the file now (kind 'none' with the reason when no tier can take it). */
+export function evictionTarget(s: WorkerMachineState, file: PartitionFile): TierChoice {
+  return chooseEvictionTarget(s.config.evictPolicy, file.file.tier, file.location.storage, storageView(s));
+}
+
+/** Whether a move off the memory tier is queued for the file or already under way. */
+export function isEvicting(s: WorkerMachineState, file: PartitionFile): boolean {
+  if (file.queue.some((task) => task.kind === 'evict')) return true;
+  return file.busyOp !== undefined && s.ops.get(file.busyOp)?.kind === 'evict-move';
+}
+
 /** Moves a memory file to the tier the evict policy names; undefined (and a log line) when no tier can take it. */
 function startEviction(
   s: WorkerMachineState,
@@ -235,12 +251,7 @@ function startEviction(
   reason: EvictReason,
   popsTask: boolean,
 ): WorkerMachineState | undefined {
-  const choice = chooseEvictionTarget(
-    s.config.evictPolicy,
-    file.file.tier,
-    file.location.storage,
-    storageView(s),
-  );
+  const choice = evictionTarget(s, file);
   if (choice.kind === 'none') {
     log(out, 'warn', 'worker.evict.noTarget', { file: file.file.id, reason, message: choice.message });
     return undefined;

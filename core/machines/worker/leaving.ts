@@ -7,19 +7,20 @@ import {
   STATE_POLICIES,
   type LifecycleTrigger,
 } from '../../lifecycle/worker-states.ts';
-import type { WorkerState } from '../../domain/index.ts';
+import type { ShuffleKey, WorkerState } from '../../domain/index.ts';
 import type { AdminCommand } from '../effects.ts';
 import { dropShuffle, persistShuffle } from './commit.ts';
-import { enqueueTask } from './file-queue.ts';
+import { enqueueTask, evictionTarget, isEvicting } from './file-queue.ts';
 import { uncommittedCount } from './files.ts';
-import { cancelTimer, gauge, log, send, setTimer, type Outbox } from '../outbox.ts';
-import type { WorkerMachineState } from './state.ts';
+import { cancelTimer, count, gauge, log, send, setTimer, type Outbox } from '../outbox.ts';
+import type { PartitionFile, WorkerMachineState } from './state.ts';
 
 /**
  * The worker's way out of the cluster, driven by core/lifecycle's transition table: operator events (from the
  * master's heartbeat reply) and the worker's own exit endpoint (admin `exit`) become triggers; entering a state
  * announces it to the master, then the worker waits for what the state drains (partitions committed or destroyed,
- * or no shuffle held), bounded by the state's deadline, and finally exits as its exit kind's plan says.
+ * or no shuffle held; a graceful shutdown also for its committed memory files to reach disk), bounded by the state's
+ * deadline, and finally exits as its exit kind's plan says.
  */
 export const DRAIN_CHECK_TIMER = 'drain:check';
 export const DRAIN_DEADLINE_TIMER = 'drain:deadline';
@@ -77,22 +78,44 @@ export function handleAdmin(s: WorkerMachineState, out: Outbox, command: AdminCo
   return applyWorkerTrigger(s, out, event, `admin exit ${exitType}`);
 }
 
-/** Whether what the current state waits for has happened; fires `drained` if so, else checks again later. */
+/**
+ * Whether what the current state waits for has happened; fires `drained` if so, else checks again later. A state
+ * whose exit keeps the data (graceful) also waits until every committed memory file is on a durable tier: each check
+ * starts the moves that can start now, so a disk that came back (disk monitor) is used at the next check at the
+ * latest. The state's deadline still bounds the whole wait.
+ */
 export function checkDrain(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   const state = s.lifecycle.state;
   if (STATE_POLICIES[state].drainUntil === null) return s;
-  if (isDrained(state, { partitions: uncommittedCount(s), shuffleKeys: s.shuffles.size })) {
-    cancelTimer(out, DRAIN_CHECK_TIMER);
-    return applyWorkerTrigger(s, out, 'drained', 'drain check');
+  let next = s;
+  let inMemory = 0;
+  if (keepsMemoryFiles(state)) {
+    const saving = saveMemoryFiles(s, out);
+    next = noteAwaitingDisk(saving.state, out, saving.stranded);
+    inMemory = saving.inMemory;
   }
-  setTimer(out, DRAIN_CHECK_TIMER, out.now + drainCheckInterval(s, state));
-  return s;
+  const holdings = { partitions: uncommittedCount(next), shuffleKeys: next.shuffles.size };
+  if (inMemory === 0 && isDrained(state, holdings)) {
+    cancelTimer(out, DRAIN_CHECK_TIMER);
+    return applyWorkerTrigger(next, out, 'drained', 'drain check');
+  }
+  setTimer(out, DRAIN_CHECK_TIMER, out.now + drainCheckInterval(next, state));
+  return next;
+}
+
+/**
+ * Storage changed in a way that may let a graceful shutdown move on (a disk recovered, a memory file reached disk):
+ * check at once rather than at the next poll.
+ */
+export function recheckGracefulDrain(s: WorkerMachineState, out: Outbox): WorkerMachineState {
+  return keepsMemoryFiles(s.lifecycle.state) ? checkDrain(s, out) : s;
 }
 
 export function onDrainDeadline(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   log(out, 'warn', 'worker.lifecycle.drainTimedOut', {
     state: s.lifecycle.state,
     uncommittedPartitions: uncommittedCount(s),
+    committedMemoryFiles: committedMemoryFiles(s).length,
     shuffles: s.shuffles.size,
   });
   return applyWorkerTrigger(s, out, 'drainTimedOut', 'drain deadline');
@@ -134,24 +157,21 @@ function enterState(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   return checkDrain(s, out);
 }
 
+/**
+ * Exit: with a plan that keeps the data, a last attempt to move what is still in memory (normally nothing: the
+ * graceful wait moved it, unless its deadline passed); the exit completes once those moves ended.
+ */
 function beginExit(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   const plan = EXIT_PLANS[s.lifecycle.exitKind ?? 'IMMEDIATELY'];
   if (!plan.evictMemoryToDisk) return finishExit(s, out);
-  let state: WorkerMachineState = { ...s, exitPending: true };
-  for (const [key, shuffle] of s.shuffles) {
-    for (const file of shuffle.files.values()) {
-      if (file.file.tier === 'MEMORY' && file.status === 'committed') {
-        state = enqueueTask(state, out, key, file.name, { kind: 'evict', reason: 'shutdown' });
-      }
-    }
-  }
-  return state;
+  return saveMemoryFiles({ ...s, exitPending: true }, out).state;
 }
 
 function finishExit(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   const kind = s.lifecycle.exitKind ?? 'IMMEDIATELY';
   const plan = EXIT_PLANS[kind];
   let state: WorkerMachineState = { ...s, exitPending: false };
+  if (plan.evictMemoryToDisk) reportLostMemoryFiles(state, out);
   if (plan.persistCommittedFileInfos) {
     for (const key of state.shuffles.keys()) persistShuffle(state, out, key);
   }
@@ -163,6 +183,91 @@ function finishExit(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   log(out, 'info', 'worker.exit', { kind, shufflesKept: state.shuffles.size });
   out.effects.push({ kind: 'exit', code: 0, reason: `worker exit (${kind})` });
   return state;
+}
+
+/** Whether the state ends in an exit that keeps the worker's data, and so must first save its memory files. */
+function keepsMemoryFiles(state: WorkerState): boolean {
+  const kind = STATE_POLICIES[state].exitKind;
+  return kind !== null && EXIT_PLANS[kind].evictMemoryToDisk;
+}
+
+interface MemoryFileRef {
+  readonly shuffleKey: ShuffleKey;
+  readonly file: PartitionFile;
+}
+
+/** Committed files still on the memory tier: they die with the process unless they move first. */
+function committedMemoryFiles(s: WorkerMachineState): MemoryFileRef[] {
+  const found: MemoryFileRef[] = [];
+  for (const [shuffleKey, shuffle] of s.shuffles) {
+    for (const file of shuffle.files.values()) {
+      if (file.file.tier === 'MEMORY' && file.status === 'committed') found.push({ shuffleKey, file });
+    }
+  }
+  return found;
+}
+
+/**
+ * Starts moving every committed memory file that is not moving yet and has a tier to go to now. Returns how many
+ * are still in memory (moving or not) and the ids of those with nowhere to go.
+ */
+function saveMemoryFiles(
+  s: WorkerMachineState,
+  out: Outbox,
+): { readonly state: WorkerMachineState; readonly inMemory: number; readonly stranded: readonly string[] } {
+  const files = committedMemoryFiles(s);
+  let state = s;
+  const stranded: string[] = [];
+  for (const { shuffleKey, file } of files) {
+    if (isEvicting(state, file)) continue;
+    if (evictionTarget(state, file).kind === 'none') {
+      stranded.push(file.file.id);
+      continue;
+    }
+    state = enqueueTask(state, out, shuffleKey, file.name, { kind: 'evict', reason: 'shutdown' });
+  }
+  return { state, inMemory: files.length, stranded };
+}
+
+/** Says (once per change, not at every poll) that the shutdown waits for a disk to take committed memory files. */
+function noteAwaitingDisk(
+  s: WorkerMachineState,
+  out: Outbox,
+  stranded: readonly string[],
+): WorkerMachineState {
+  if (stranded.length === s.memoryFilesAwaitingDisk) return s;
+  if (stranded.length > 0) {
+    log(out, 'warn', 'worker.graceful.awaitingDisk', {
+      files: stranded,
+      note:
+        'no healthy tier can take these committed memory files; the shutdown waits for a disk to recover ' +
+        `(retried every ${s.config.gracefulShutdown.checkIntervalMs} ms and when the disk monitor clears a disk) ` +
+        `and exits without them when svc.worker.graceful.shutdown.checkSlotsFinished.timeout passes`,
+    });
+  }
+  return { ...s, memoryFilesAwaitingDisk: stranded.length };
+}
+
+/**
+ * A graceful exit that still holds committed memory files (its deadline passed before a tier could take them) loses
+ * them: an error per file naming it and its shuffle, and GracefulShutdownLostFileCount. The recovery store never
+ * lists memory files (recovery.ts), so the restarted worker does not claim them: readers get a clear refusal and
+ * the engine recomputes or reads the replica, instead of a file that is silently empty.
+ */
+function reportLostMemoryFiles(s: WorkerMachineState, out: Outbox): void {
+  const lost = committedMemoryFiles(s);
+  if (lost.length === 0) return;
+  for (const { shuffleKey, file } of lost) {
+    log(out, 'error', 'worker.graceful.memoryFileLost', {
+      shuffle: shuffleKey,
+      file: file.name,
+      bytes: file.bytes,
+      reason: 'no tier could take it before svc.worker.graceful.shutdown.checkSlotsFinished.timeout passed',
+      ...(file.failure === undefined ? {} : { lastFailure: file.failure }),
+      consequence: 'the restarted worker will not serve it; readers recompute it or read its replica',
+    });
+  }
+  count(out, 'GracefulShutdownLostFileCount', lost.length);
 }
 
 function drainCheckInterval(s: WorkerMachineState, state: WorkerState): number {

@@ -12,6 +12,7 @@ import {
   handleAdmin,
   maybeFinishExit,
   onDrainDeadline,
+  recheckGracefulDrain,
 } from './leaving.ts';
 import {
   HEARTBEAT_TIMER,
@@ -216,7 +217,12 @@ type IoResult =
   | { readonly ok: false; readonly error: IoError };
 
 function onIo(s: WorkerMachineState, out: Outbox, op: number, result: IoResult): WorkerMachineState {
-  if (isProbeOp(op)) return onProbeIo(s, out, op, result.ok ? undefined : result.error);
+  if (isProbeOp(op)) {
+    // diskProblems is updated in place: remember its size before the probe can clear a disk.
+    const failedDisks = s.diskProblems.size;
+    const next = onProbeIo(s, out, op, result.ok ? undefined : result.error);
+    return next.diskProblems.size < failedDisks ? recheckGracefulDrain(next, out) : next;
+  }
   const purpose = s.ops.get(op);
   if (purpose === undefined) {
     log(out, 'warn', 'worker.io.unknownOp', { op });
@@ -232,7 +238,7 @@ function onIo(s: WorkerMachineState, out: Outbox, op: number, result: IoResult):
     }
     case 'evict-move': {
       const step = completeEviction(s, out, purpose, result);
-      return routeFinished(step.state, out, step.finished);
+      return recheckGracefulDrain(routeFinished(step.state, out, step.finished), out);
     }
     case 'read':
       return completeRead(s, out, purpose, readResult(result, purpose.length));

@@ -14,7 +14,8 @@ import type { PartitionFile, WorkerShuffle } from './state.ts';
  * The worker's recovery store (the reference's recovery DB): one key per shuffle, `shuffle/<appId-shuffleId>`, whose
  * value is a versioned JSON record of the shuffle's committed files. It is written whenever a commit completes and
  * once more before a graceful exit, so that a restarted worker serves every committed file it still has on disk.
- * Memory files are left out: they do not survive a restart (a graceful exit moves them to disk first).
+ * Memory files are left out: they do not survive a restart. A graceful exit moves them to disk first; one it could
+ * not move before its deadline is reported lost (leaving.ts) and, being absent here, is not claimed after restart.
  */
 export const RECOVERY_KEY_PREFIX = 'shuffle/';
 export const RECOVERY_RECORD_VERSION = 1;

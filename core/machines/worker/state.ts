@@ -198,6 +198,11 @@ export interface WorkerMachineState {
   readonly unavailablePeers: UnavailablePeers;
   /** Set when the worker reached Exit and waits for its memory files to move to disk before it stops. */
   readonly exitPending: boolean;
+  /**
+   * Committed memory files a graceful shutdown found no tier for at its last check (a failed or full disk): it
+   * waits for them, and says so again only when this number changes.
+   */
+  readonly memoryFilesAwaitingDisk: number;
 }
 
 export function initialWorkerState(config: WorkerConfig): WorkerMachineState {
@@ -220,5 +225,6 @@ export function initialWorkerState(config: WorkerConfig): WorkerMachineState {
     timings: new Map(),
     unavailablePeers: new Map(),
     exitPending: false,
+    memoryFilesAwaitingDisk: 0,
   };
 }
