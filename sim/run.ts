@@ -83,7 +83,7 @@ export function runSeed(options: RunOptions): RunResult {
   world.observe(injectSchedule(world, schedule, run.topology));
   for (const observer of run.observers) world.observe(observer);
   world.observe({
-    onEffects(_node, _effects, w) {
+    onStep(_node, _effects, w) {
       if (run.finished()) w.stop();
     },
   });

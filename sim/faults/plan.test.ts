@@ -123,6 +123,15 @@ describe('fault schedules', () => {
     );
   });
 
+  it('never draw a fault at the last instant of the storm (seeds that once rounded up onto it)', () => {
+    for (const seed of [31149, 32646, 45425]) {
+      const schedule = drawSchedule(streamRng(seed, 'faults'), targets);
+      for (const fault of schedule.faults) {
+        assert.ok(fault.at < schedule.knobs.stormMs, `seed ${seed}: ${formatFaults([fault])}`);
+      }
+    }
+  });
+
   it('vary from calm to storm across seeds (swarm testing)', () => {
     const sizes = [...Array(200).keys()].map(
       (seed) => drawSchedule(streamRng(seed, 'faults'), targets).faults.length,

@@ -133,7 +133,7 @@ function drawFaults(rng: Rng, knobs: Knobs, targets: FaultTargets): Fault[] {
     const perMinute = rates[kind];
     if (perMinute <= 0 || minutes <= 0) continue;
     for (let at = exponential(rng, 1 / perMinute) * 60_000; at < knobs.stormMs;) {
-      const fault = drawFault(rng, kind, Math.round(at), targets);
+      const fault = drawFault(rng, kind, Math.floor(at), targets);
       if (fault) faults.push(fault);
       at += exponential(rng, 1 / perMinute) * 60_000;
     }

@@ -25,43 +25,43 @@ export function admissionDecisions(
     return decision;
   };
   return {
-    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
+    // Every send: a refusal may come as any answer, and every answer to a client must be one admission allows.
+    effects: ['send'],
+    onEffect(node: NodeId, effect: Effect, world: World) {
       if (!isServer(node)) return;
-      for (const effect of effects) {
-        if (effect.kind !== 'send' || !world.hasNode(effect.to)) continue;
-        const message = effect.message;
-        const server = world.releaseOf(node);
-        const client = world.releaseOf(effect.to);
-        const refusal = 'status' in message && message.status === 'CLIENT_RELEASE_REFUSED';
-        if (!refusal) {
-          if (effect.inReplyTo === undefined || !isClient(effect.to)) continue;
-          const decision = decide(server, client);
-          if (decision.admitted) continue;
-          world.fail({
-            invariant: 'admission',
-            node,
-            detail: `answered ${effect.to} (client ${client}) with ${message.type} although a ${server} server must refuse it: ${decision.message}`,
-          });
-          return;
-        }
+      if (effect.kind !== 'send' || !world.hasNode(effect.to)) return;
+      const message = effect.message;
+      const server = world.releaseOf(node);
+      const client = world.releaseOf(effect.to);
+      const refusal = 'status' in message && message.status === 'CLIENT_RELEASE_REFUSED';
+      if (!refusal) {
+        if (effect.inReplyTo === undefined || !isClient(effect.to)) return;
         const decision = decide(server, client);
-        const text = 'message' in message ? message.message : '';
-        if (decision.admitted) {
-          world.fail({
-            invariant: 'admission',
-            node,
-            detail: `refused ${effect.to} (client ${client}) although a ${server} server admits it: ${text}`,
-          });
-          return;
-        }
-        if (!text.includes(server) || !text.includes(client)) {
-          world.fail({
-            invariant: 'admission',
-            node,
-            detail: `the refusal of ${effect.to} does not name both releases (server ${server}, client ${client}): '${text}'`,
-          });
-          return;
-        }
+        if (decision.admitted) return;
+        world.fail({
+          invariant: 'admission',
+          node,
+          detail: `answered ${effect.to} (client ${client}) with ${message.type} although a ${server} server must refuse it: ${decision.message}`,
+        });
+        return;
+      }
+      const decision = decide(server, client);
+      const text = 'message' in message ? message.message : '';
+      if (decision.admitted) {
+        world.fail({
+          invariant: 'admission',
+          node,
+          detail: `refused ${effect.to} (client ${client}) although a ${server} server admits it: ${text}`,
+        });
+        return;
+      }
+      if (!text.includes(server) || !text.includes(client)) {
+        world.fail({
+          invariant: 'admission',
+          node,
+          detail: `the refusal of ${effect.to} does not name both releases (server ${server}, client ${client}): '${text}'`,
+        });
+        return;
       }
     },
   };

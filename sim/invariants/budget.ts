@@ -22,6 +22,7 @@ export function diskBudgets(
     for (const disk of disks) books.set(`${worker}|${disk.mountPoint}`, { usable: disk.usableBytes });
   };
   return {
+    inputs: ['RegisterWorker', 'WorkerHeartbeat'],
     onInput(node: NodeId, input: Input) {
       if (!isMaster(node) || input.kind !== 'receive') return;
       const message = input.envelope.message;
@@ -29,36 +30,35 @@ export function diskBudgets(
         report(workerKey(message.worker), message.disks);
       }
     },
-    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
+    effects: ['RequestSlotsResponse'],
+    onEffect(node: NodeId, effect: Effect, world: World) {
       if (!isMaster(node)) return;
-      for (const effect of effects) {
-        if (effect.kind !== 'send' || effect.message.type !== 'RequestSlotsResponse') continue;
-        const size = estimate(node);
-        const placed = new Map<string, number>();
-        for (const resource of effect.message.workerResource) {
-          const worker = workerKey(resource.worker);
-          for (const location of [...resource.primaries, ...resource.replicas]) {
-            if (!isLocalType(location.storage.type) || location.storage.mountPoint === '') continue;
-            const disk = `${worker}|${location.storage.mountPoint}`;
-            placed.set(disk, (placed.get(disk) ?? 0) + 1);
-          }
+      if (effect.kind !== 'send' || effect.message.type !== 'RequestSlotsResponse') return;
+      const size = estimate(node);
+      const placed = new Map<string, number>();
+      for (const resource of effect.message.workerResource) {
+        const worker = workerKey(resource.worker);
+        for (const location of [...resource.primaries, ...resource.replicas]) {
+          if (!isLocalType(location.storage.type) || location.storage.mountPoint === '') continue;
+          const disk = `${worker}|${location.storage.mountPoint}`;
+          placed.set(disk, (placed.get(disk) ?? 0) + 1);
         }
-        for (const [disk, slots] of placed) {
-          const book = books.get(disk);
-          if (!book) continue;
-          const budget = Math.floor(Math.max(0, book.usable) / size);
-          if (slots > budget) {
-            world.fail({
-              invariant: 'disk-budget',
-              node,
-              detail:
-                `offered ${slots} slots on ${disk.replace('|', ' disk ')} to ${effect.to}, but its budget is ${budget} ` +
-                `(${book.usable} usable bytes left since its last report / estimated partition size ${size})`,
-            });
-            return;
-          }
-          book.usable = Math.max(0, book.usable - slots * size);
+      }
+      for (const [disk, slots] of placed) {
+        const book = books.get(disk);
+        if (!book) continue;
+        const budget = Math.floor(Math.max(0, book.usable) / size);
+        if (slots > budget) {
+          world.fail({
+            invariant: 'disk-budget',
+            node,
+            detail:
+              `offered ${slots} slots on ${disk.replace('|', ' disk ')} to ${effect.to}, but its budget is ${budget} ` +
+              `(${book.usable} usable bytes left since its last report / estimated partition size ${size})`,
+          });
+          return;
         }
+        book.usable = Math.max(0, book.usable - slots * size);
       }
     },
   };

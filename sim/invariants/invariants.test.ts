@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { PartitionLocation, WorkerId } from '../../core/domain/index.ts';
 import type { Effect, Envelope, Input } from '../../core/machines/effects.ts';
 import type { Message } from '../../core/protocol/messages.ts';
+import { Observers } from '../world/observers.ts';
 import { World, type Observer } from '../world/world.ts';
 import { admissionDecisions } from './admission.ts';
 import { diskBudgets } from './budget.ts';
@@ -39,12 +40,15 @@ function send(to: string, message: Message, ids: { requestId?: number; inReplyTo
   return { kind: 'send', to, message, ...ids };
 }
 
+// Through the world's own dispatch, so that a checker that does not subscribe to what it checks fails here.
 function harness(observer: Observer) {
   const world = new World({ seed: 0 });
+  const observers = new Observers();
+  observers.add(observer);
   return {
     world,
-    input: (node: string, input: Input) => observer.onInput?.(node, input, world),
-    effects: (node: string, effects: Effect[]) => observer.onEffects?.(node, effects, world),
+    input: (node: string, input: Input) => observers.input(node, input, world),
+    effects: (node: string, effects: Effect[]) => observers.effects(node, effects, world),
     violation: () => world.violation,
   };
 }

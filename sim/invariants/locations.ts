@@ -1,8 +1,16 @@
 import { workerKey, type PartitionLocation } from '../../core/domain/index.ts';
 import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
-import type { Message } from '../../core/protocol/messages.ts';
+import type { Message, MessageType } from '../../core/protocol/messages.ts';
 import type { Observer, World } from '../world/world.ts';
 import { RequestLog } from './requests.ts';
+
+/** The messages that carry partition locations (see locationsIn). */
+export const LOCATION_MESSAGES: readonly MessageType[] = [
+  'RequestSlotsResponse',
+  'ReserveSlots',
+  'RegisterShuffleResponse',
+  'ReviveResponse',
+];
 
 /** Every partition location a message carries (offers, reserves, registrations, revives). */
 export function* locationsIn(message: Message): Generator<PartitionLocation> {
@@ -24,20 +32,19 @@ export function* locationsIn(message: Message): Generator<PartitionLocation> {
 /** replica-placement: no location handed out anywhere has its peer on its own worker. */
 export function replicaPlacement(): Observer {
   return {
-    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
-      for (const effect of effects) {
-        if (effect.kind !== 'send') continue;
-        for (const location of locationsIn(effect.message)) {
-          if (location.peer && workerKey(location.peer.worker) === workerKey(location.worker)) {
-            world.fail({
-              invariant: 'replica-placement',
-              node,
-              detail:
-                `${effect.message.type} to ${effect.to} places partition ${location.partitionId} epoch ` +
-                `${location.epoch} ${location.mode} and its ${location.peer.mode} both on ${workerKey(location.worker)}`,
-            });
-            return;
-          }
+    effects: LOCATION_MESSAGES,
+    onEffect(node: NodeId, effect: Effect, world: World) {
+      if (effect.kind !== 'send') return;
+      for (const location of locationsIn(effect.message)) {
+        if (location.peer && workerKey(location.peer.worker) === workerKey(location.worker)) {
+          world.fail({
+            invariant: 'replica-placement',
+            node,
+            detail:
+              `${effect.message.type} to ${effect.to} places partition ${location.partitionId} epoch ` +
+              `${location.epoch} ${location.mode} and its ${location.peer.mode} both on ${workerKey(location.worker)}`,
+          });
+          return;
         }
       }
     },
@@ -51,9 +58,11 @@ export function replicaPlacement(): Observer {
 export function epochsIncrease(): Observer {
   const requests = new RequestLog(new Set(['Revive']));
   return {
-    onEffects(node, effects) {
-      requests.record(node, effects);
+    effects: requests.kept,
+    onEffect(node, effect) {
+      requests.record(node, effect);
     },
+    inputs: ['ReviveResponse'],
     onInput(node: NodeId, input: Input, world: World) {
       if (input.kind !== 'receive' || input.envelope.message.type !== 'ReviveResponse') return;
       const revive = requests.find(node, input.envelope.inReplyTo, 'Revive');

@@ -56,11 +56,10 @@ export function memoryUse(policy: MemoryPolicy): Observer & { findings(): readon
   };
   return {
     findings: () => findings,
-    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
-      for (const effect of effects) {
-        if (effect.kind === 'createFile') check(node, effect.file, world);
-        else if (effect.kind === 'moveFile') check(node, effect.to, world);
-      }
+    effects: ['createFile', 'moveFile'],
+    onEffect(node: NodeId, effect: Effect, world: World) {
+      if (effect.kind === 'createFile') check(node, effect.file, world);
+      else if (effect.kind === 'moveFile') check(node, effect.to, world);
     },
   };
 }

@@ -52,6 +52,7 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
       if (!entry.gracefulRequested) entry.lastUngracefulEnd = entry.generation;
       entry.gracefulRequested = false;
     },
+    inputs: ['admin', 'WorkerHeartbeatResponse', 'DestroySlots'],
     onInput(node: NodeId, input: Input) {
       if (!isWorker(node)) return;
       const entry = history(node);
@@ -67,50 +68,48 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
         entry.released.add(shuffleKey(message.appId, message.shuffleId));
       }
     },
-    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
-      requests.record(node, effects);
-      if (!isWorker(node)) return;
+    effects: [...requests.kept, 'CommitFilesResponse', 'OpenStreamResponse'],
+    onEffect(node: NodeId, effect: Effect, world: World) {
+      requests.record(node, effect);
+      if (!isWorker(node) || effect.kind !== 'send') return;
       const entry = history(node);
-      for (const effect of effects) {
-        if (effect.kind !== 'send') continue;
-        const message = effect.message;
-        if (message.type === 'CommitFilesResponse') {
-          const commit = requests.find(effect.to, effect.inReplyTo, 'CommitFiles');
-          if (!commit) continue;
-          const key = shuffleKey(commit.appId, commit.shuffleId);
-          for (const file of [...message.committedPrimaries, ...message.committedReplicas]) {
-            const id = `${key}|${file.uniqueId}|${file.mode}`;
-            if (!entry.committed.has(id)) entry.committed.set(id, entry.generation);
-          }
-        } else if (message.type === 'OpenStreamResponse') {
-          const open = requests.find(effect.to, effect.inReplyTo, 'OpenStream');
-          if (!open) continue;
-          const id = `${open.shuffleKey}|${open.uniqueId}|${open.mode}`;
-          const committedIn = entry.committed.get(id);
-          if (message.status === 'SUCCESS' && committedIn === undefined) {
-            world.fail({
-              invariant: 'read-committed',
-              node,
-              detail: `served ${open.mode} file ${open.uniqueId} of ${open.shuffleKey} to ${effect.to}, but never reported it committed`,
-            });
-            return;
-          }
-          if (
-            message.status === 'OPEN_STREAM_FAILED' &&
-            committedIn !== undefined &&
-            committedIn < entry.generation &&
-            entry.lastUngracefulEnd < committedIn &&
-            !entry.released.has(open.shuffleKey)
-          ) {
-            world.fail({
-              invariant: 'committed-survives-graceful-restart',
-              node,
-              detail:
-                `after ${entry.generation - committedIn} graceful restart(s) the worker refuses ${open.mode} file ` +
-                `${open.uniqueId} of ${open.shuffleKey}, which it had committed: ${message.message}`,
-            });
-            return;
-          }
+      const message = effect.message;
+      if (message.type === 'CommitFilesResponse') {
+        const commit = requests.find(effect.to, effect.inReplyTo, 'CommitFiles');
+        if (!commit) return;
+        const key = shuffleKey(commit.appId, commit.shuffleId);
+        for (const file of [...message.committedPrimaries, ...message.committedReplicas]) {
+          const id = `${key}|${file.uniqueId}|${file.mode}`;
+          if (!entry.committed.has(id)) entry.committed.set(id, entry.generation);
+        }
+      } else if (message.type === 'OpenStreamResponse') {
+        const open = requests.find(effect.to, effect.inReplyTo, 'OpenStream');
+        if (!open) return;
+        const id = `${open.shuffleKey}|${open.uniqueId}|${open.mode}`;
+        const committedIn = entry.committed.get(id);
+        if (message.status === 'SUCCESS' && committedIn === undefined) {
+          world.fail({
+            invariant: 'read-committed',
+            node,
+            detail: `served ${open.mode} file ${open.uniqueId} of ${open.shuffleKey} to ${effect.to}, but never reported it committed`,
+          });
+          return;
+        }
+        if (
+          message.status === 'OPEN_STREAM_FAILED' &&
+          committedIn !== undefined &&
+          committedIn < entry.generation &&
+          entry.lastUngracefulEnd < committedIn &&
+          !entry.released.has(open.shuffleKey)
+        ) {
+          world.fail({
+            invariant: 'committed-survives-graceful-restart',
+            node,
+            detail:
+              `after ${entry.generation - committedIn} graceful restart(s) the worker refuses ${open.mode} file ` +
+              `${open.uniqueId} of ${open.shuffleKey}, which it had committed: ${message.message}`,
+          });
+          return;
         }
       }
     },

@@ -10,12 +10,15 @@ export class RequestLog {
 
   constructor(private readonly types: ReadonlySet<MessageType>) {}
 
-  /** Call from onEffects: records the node's requests of the kept types. */
-  record(from: NodeId, effects: readonly Effect[]): void {
-    for (const effect of effects) {
-      if (effect.kind === 'send' && effect.requestId !== undefined && this.types.has(effect.message.type)) {
-        this.requests.set(`${from}#${effect.requestId}`, { to: effect.to, message: effect.message });
-      }
+  /** The message types kept, for an observer's `effects` subscription. */
+  get kept(): readonly MessageType[] {
+    return [...this.types];
+  }
+
+  /** Call from onEffect: records the effect if it is a request of a kept type. */
+  record(from: NodeId, effect: Effect): void {
+    if (effect.kind === 'send' && effect.requestId !== undefined && this.types.has(effect.message.type)) {
+      this.requests.set(`${from}#${effect.requestId}`, { to: effect.to, message: effect.message });
     }
   }
 
@@ -29,9 +32,4 @@ export class RequestLog {
     const entry = this.requests.get(`${requester}#${requestId}`);
     return entry?.message.type === type ? (entry.message as MessageOf<T>) : undefined;
   }
-}
-
-/** The sends among a step's effects. */
-export function* sends(effects: readonly Effect[]): Generator<Extract<Effect, { kind: 'send' }>> {
-  for (const effect of effects) if (effect.kind === 'send') yield effect;
 }

@@ -1,12 +1,13 @@
 import { shuffleKey, workerKey, type WorkerKey } from '../../core/domain/index.ts';
 import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
+import type { MessageType } from '../../core/protocol/messages.ts';
 import type { Observer, World } from '../world/world.ts';
 
 const EXCLUDED = 'excluded by the operator';
 const IN_EVENT = 'in the operator’s worker event';
 
 /** What a worker's own report tells the master, until it registers again. */
-const REPORTS: ReadonlyMap<string, string> = new Map([
+const REPORTS: ReadonlyMap<MessageType, string> = new Map<MessageType, string>([
   ['ReportWorkerUnavailable', 'shutting down (it reported so)'],
   ['ReportWorkerDecommission', 'decommissioning (it reported so)'],
   ['ReportWorkerLost', 'lost (it reported its exit)'],
@@ -31,6 +32,13 @@ export function noSlotsOnUnavailable(
   const offered = new Set<string>();
 
   return {
+    inputs: [
+      'admin',
+      ...REPORTS.keys(),
+      'RegisterWorker',
+      'ApplicationHeartbeatResponse',
+      'RequestSlotsResponse',
+    ],
     onInput(node: NodeId, input: Input) {
       if (isMaster(node)) {
         if (input.kind === 'admin' && input.command.type === 'excludeWorkers') {
@@ -76,44 +84,43 @@ export function noSlotsOnUnavailable(
         }
       }
     },
-    onEffects(node: NodeId, effects: readonly Effect[], world: World) {
-      for (const effect of effects) {
-        if (effect.kind !== 'send') continue;
-        const message = effect.message;
-        if (isMaster(node) && message.type === 'RequestSlotsResponse') {
-          for (const resource of message.workerResource) {
-            const key = workerKey(resource.worker);
-            const why = toldMaster.get(key);
-            if (why === undefined) continue;
-            const what =
-              resource.primaries.length + resource.replicas.length > 0
-                ? `${resource.primaries.length} primaries and ${resource.replicas.length} replicas`
-                : 'a padding slot';
-            world.fail({
-              invariant: 'no-slots-on-unavailable',
-              node,
-              detail: `offered ${what} on ${key} to ${effect.to}, which the master had been told is ${why}`,
-            });
-            return;
-          }
-        }
-        if (isLifecycleManager(node) && message.type === 'ReserveSlots') {
-          const known = lmKnows.get(node);
-          const why = known?.get(effect.to);
+    effects: ['RequestSlotsResponse', 'ReserveSlots'],
+    onEffect(node: NodeId, effect: Effect, world: World) {
+      if (effect.kind !== 'send') return;
+      const message = effect.message;
+      if (isMaster(node) && message.type === 'RequestSlotsResponse') {
+        for (const resource of message.workerResource) {
+          const key = workerKey(resource.worker);
+          const why = toldMaster.get(key);
           if (why === undefined) continue;
-          for (const location of [...message.primaries, ...message.replicas]) {
-            const asOffered = `${node}|${location.partitionId}|${location.epoch}|${location.mode}|${effect.to}`;
-            if (offered.has(asOffered)) continue;
-            world.fail({
-              invariant: 'no-slots-on-unavailable',
-              node,
-              detail:
-                `reserved partition ${location.partitionId} epoch ${location.epoch} ${location.mode} of ` +
-                `${shuffleKey(message.appId, message.shuffleId)} on ${effect.to}, which the master's last heartbeat ` +
-                `answer listed as ${why}`,
-            });
-            return;
-          }
+          const what =
+            resource.primaries.length + resource.replicas.length > 0
+              ? `${resource.primaries.length} primaries and ${resource.replicas.length} replicas`
+              : 'a padding slot';
+          world.fail({
+            invariant: 'no-slots-on-unavailable',
+            node,
+            detail: `offered ${what} on ${key} to ${effect.to}, which the master had been told is ${why}`,
+          });
+          return;
+        }
+      }
+      if (isLifecycleManager(node) && message.type === 'ReserveSlots') {
+        const known = lmKnows.get(node);
+        const why = known?.get(effect.to);
+        if (why === undefined) return;
+        for (const location of [...message.primaries, ...message.replicas]) {
+          const asOffered = `${node}|${location.partitionId}|${location.epoch}|${location.mode}|${effect.to}`;
+          if (offered.has(asOffered)) continue;
+          world.fail({
+            invariant: 'no-slots-on-unavailable',
+            node,
+            detail:
+              `reserved partition ${location.partitionId} epoch ${location.epoch} ${location.mode} of ` +
+              `${shuffleKey(message.appId, message.shuffleId)} on ${effect.to}, which the master's last heartbeat ` +
+              `answer listed as ${why}`,
+          });
+          return;
         }
       }
     },

@@ -203,6 +203,9 @@ export class Engine implements Observer {
     return this.apps.map((a) => ({ app: a.shape, outcome: a.outcome }));
   }
 
+  /** Every received message: a refusal may come in any answer (see onInput). */
+  readonly inputs = ['receive'] as const;
+
   onInput(node: NodeId, input: Input, world: World): void {
     if (input.kind !== 'receive') return;
     const message = input.envelope.message;
@@ -215,7 +218,7 @@ export class Engine implements Observer {
     if (app && app.refusal === undefined) app.refusal = 'message' in message ? message.message : 'refused';
   }
 
-  onEffects(node: NodeId, _effects: unknown, world: World): void {
+  onStep(node: NodeId, _effects: unknown, world: World): void {
     const ref = this.tasks.get(node);
     if (ref === undefined || this.settled.has(node)) return;
     const app = ref.app;

@@ -4,10 +4,13 @@ import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { InvariantName } from '../invariants/catalogue.ts';
 import { EventQueue } from './event-queue.ts';
+import { Observers, type Observer } from './observers.ts';
 import { CALM_NETWORK, Network, type NetworkRates } from './network.ts';
 import { streamRng } from './random.ts';
 import { NodeStorage, SharedDfs, type DiskSpec, type FileEffect, type IoRates } from './storage.ts';
 import { describe, Trace } from './trace.ts';
+
+export type { EffectKey, InputKey, Observer } from './observers.ts';
 
 /** A node of the simulated cluster: a core state machine and what the simulator needs to run it. */
 export interface NodeDefinition<S = unknown> {
@@ -36,17 +39,6 @@ export interface Violation {
   readonly time: number;
   readonly node?: NodeId;
   readonly detail: string;
-}
-
-/** Hooks through which invariant checkers and workload models watch a run. All optional. */
-export interface Observer {
-  /** Before the node's machine sees `input`. */
-  onInput?(node: NodeId, input: Input, world: World): void;
-  /** After the node's machine stepped, with the effects it asked for (executed right after this hook). */
-  onEffects?(node: NodeId, effects: readonly Effect[], world: World): void;
-  onCrash?(node: NodeId, world: World): void;
-  onExit?(node: NodeId, code: number, reason: string, world: World): void;
-  onStart?(node: NodeId, world: World): void;
 }
 
 export interface WorldOptions {
@@ -97,7 +89,7 @@ export class World {
   readonly seed: number;
   private readonly queue = new EventQueue<SimEvent>();
   private readonly nodes = new Map<NodeId, SimNode>();
-  private readonly observers: Observer[] = [];
+  private readonly observers = new Observers();
   private readonly dfs = new SharedDfs();
   /** Shared by every node's storage, so that the end of the storm calms every disk at once. */
   private readonly ioRates: { ioError: number; noSpace: number };
@@ -132,7 +124,7 @@ export class World {
   }
 
   observe(observer: Observer): void {
-    this.observers.push(observer);
+    this.observers.add(observer);
   }
 
   addNode<S>(def: NodeDefinition<S>): void {
@@ -205,7 +197,7 @@ export class World {
     node.up = true;
     node.state = node.def.initialState(node.release);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
-    for (const observer of this.observers) observer.onStart?.(id, this);
+    this.observers.start(id, this);
     const store = this.durableStoreOf(node) === 'coordination' ? this.coordination : node.recovery;
     this.enqueue(node, this.clock, { kind: 'start', recovered: new Map(store) });
   }
@@ -217,7 +209,7 @@ export class World {
     this.stop_(node);
     node.storage?.crash();
     this.trace.line(this.clock, id, 'CRASH');
-    for (const observer of this.observers) observer.onCrash?.(id, this);
+    this.observers.crash(id, this);
   }
 
   /**
@@ -294,7 +286,7 @@ export class World {
   private step(node: SimNode, input: Input): void {
     const id = node.def.id;
     if (this.trace.enabled) this.trace.line(this.clock, id, traceInput(input));
-    for (const observer of this.observers) observer.onInput?.(id, input, this);
+    this.observers.input(id, input, this);
     let effects: readonly Effect[];
     try {
       const step = node.def.machine.step(node.state, input, this.clock, node.rng);
@@ -308,7 +300,7 @@ export class World {
       });
       return;
     }
-    for (const observer of this.observers) observer.onEffects?.(id, effects, this);
+    this.observers.effects(id, effects, this);
     for (const effect of effects) {
       if (!node.up) {
         this.trace.line(this.clock, id, `ignored after exit: ${effect.kind}`);
@@ -380,7 +372,7 @@ export class World {
         this.trace.line(now, id, `EXIT code=${effect.code} ${effect.reason}`);
         this.stop_(node);
         node.storage?.processExit();
-        for (const observer of this.observers) observer.onExit?.(id, effect.code, effect.reason, this);
+        this.observers.exit(id, effect.code, effect.reason, this);
         return;
     }
   }

@@ -85,15 +85,20 @@ function startCommit(d: Draft, shuffle: LmShuffle): void {
     copies: shuffle.reserved.length,
   });
   const byWorker = reservedByWorker(shuffle.reserved);
-  for (const worker of byWorker.keys()) sendCommit(d, shuffle, worker, 1);
-  updateShuffle(d, shuffle.shuffleId, {
-    commit: { awaiting: new Set(byWorker.keys()), committed: new Map(), failed: new Map() },
+  const committing = updateShuffle(d, shuffle.shuffleId, {
+    commit: {
+      copiesByWorker: byWorker,
+      awaiting: new Set(byWorker.keys()),
+      committed: new Map(),
+      failed: new Map(),
+    },
   });
+  for (const worker of byWorker.keys()) sendCommit(d, committing, worker, 1);
   if (byWorker.size === 0) finishCommit(d, shuffle.shuffleId);
 }
 
 function sendCommit(d: Draft, shuffle: LmShuffle, worker: WorkerKey, attempt: number): void {
-  const copies = reservedByWorker(shuffle.reserved).get(worker) ?? [];
+  const copies = shuffle.commit?.copiesByWorker.get(worker) ?? [];
   request(
     d,
     worker,
@@ -163,31 +168,27 @@ function commitAnswered(
   const shuffle = d.shuffles.get(shuffleId);
   const progress = shuffle?.commit;
   if (shuffle === undefined || progress === undefined || !progress.awaiting.has(worker)) return;
-  const next: {
-    awaiting: Set<WorkerKey>;
-    committed: Map<string, CommittedFile>;
-    failed: Map<string, string>;
-  } = {
-    awaiting: new Set(progress.awaiting),
-    committed: new Map(progress.committed),
-    failed: new Map(progress.failed),
-  };
-  next.awaiting.delete(worker);
-  for (const file of committed) next.committed.set(copyKey(file), file);
-  for (const copy of reservedByWorker(shuffle.reserved).get(worker) ?? []) {
+  // The progress is this machine's own (machine.ts: a step updates its state in place); copying its maps per answer
+  // made a commit round quadratic in the copies.
+  const awaiting = progress.awaiting as Set<WorkerKey>;
+  const committedFiles = progress.committed as Map<string, CommittedFile>;
+  const failed = progress.failed as Map<string, string>;
+  awaiting.delete(worker);
+  for (const file of committed) committedFiles.set(copyKey(file), file);
+  for (const copy of progress.copiesByWorker.get(worker) ?? []) {
     const key = copyKey({ uniqueId: uniqueId(copy), mode: copy.mode });
-    if (!next.committed.has(key)) {
-      next.failed.set(key, reason);
+    if (!committedFiles.has(key)) {
+      failed.set(key, reason);
       count(d.out, 'CommitFilesFailCount');
     }
   }
-  updateShuffle(d, shuffleId, { commit: next });
-  if (next.awaiting.size === 0) finishCommit(d, shuffleId);
+  if (awaiting.size === 0) finishCommit(d, shuffleId);
 }
 
 function finishCommit(d: Draft, shuffleId: ShuffleId): void {
   const shuffle = d.shuffles.get(shuffleId)!;
   const progress: CommitProgress = shuffle.commit ?? {
+    copiesByWorker: new Map(),
     awaiting: new Set(),
     committed: new Map(),
     failed: new Map(),

@@ -80,6 +80,11 @@ export interface LmShuffle {
 }
 
 export interface CommitProgress {
+  /**
+   * The reserved copies each worker holds, grouped once when the commit starts (the reserved copies no longer change
+   * then): every CommitFiles and every answer needs its worker's copies.
+   */
+  readonly copiesByWorker: ReadonlyMap<WorkerKey, readonly PartitionLocation[]>;
   /** Workers whose CommitFilesResponse is still due. */
   readonly awaiting: ReadonlySet<WorkerKey>;
   /** Committed files by `uniqueId/mode` (a copy lives on exactly one worker). */
