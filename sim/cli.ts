@@ -108,6 +108,7 @@ function single(options: Options, scenario: Scenario, seed: number): number {
     `simulated ${(result.simulatedMs / 1000).toFixed(3)} s in ${(wallMs / 1000).toFixed(3)} s wall, ${result.events} events`,
   );
   for (const note of result.report.notes) console.log(`  note: ${note}`);
+  console.log(`outcomes: ${formatCounts(result.report.counts)}`);
   if (result.violation && options.shrink && schedule === undefined)
     report(shrinkAndDescribe(result, scenario, options));
   return result.violation ? 1 : 0;
@@ -183,6 +184,14 @@ function shrinkAndDescribe(failure: RunResult, scenario: Scenario, options: Opti
     `  ${shrunk.result.violation ? describeViolation(shrunk.result) : 'the shrunk schedule no longer fails (flaky?)'}`,
     `  replay: ${replay}`,
   ];
+}
+
+function formatCounts(counts: Readonly<Record<string, number>>): string {
+  return (
+    Object.entries(counts)
+      .map(([name, value]) => `${name}=${value}`)
+      .join(' ') || '-'
+  );
 }
 
 function describeResult(result: RunResult): string {

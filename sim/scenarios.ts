@@ -1,6 +1,6 @@
 import { clusterScenario } from './cluster/scenario.ts';
 import type { Scenario } from './run.ts';
-import { drawWorkload, standardWorkload, upgradeWorkload } from './workload/shape.ts';
+import { demoWorkload, drawWorkload, standardWorkload, upgradeWorkload } from './workload/shape.ts';
 
 /** The scenarios the command line and the tests run, by name. */
 export const SCENARIOS: Readonly<Record<string, Scenario>> = {
@@ -8,6 +8,8 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   swarm: clusterScenario('swarm', drawWorkload),
   /** The benchmark's fixed shape: 20 workers, 4 applications of 200 partitions, replication on. */
   standard: clusterScenario('standard', standardWorkload),
+  /** `npm start`: three workers, one replicated application, one job (run without faults). */
+  demo: clusterScenario('demo', demoWorkload),
   /** A rolling upgrade of the servers to 0.6.0, then new clients: the order the contract prescribes. */
   'upgrade-right-order': clusterScenario('upgrade-right-order', upgradeWorkload('right')),
   /** New clients before the servers are upgraded: admission must refuse them and harm no one else's data. */

@@ -17,6 +17,14 @@ program
         'The cluster it will start, and the configuration it resolves:\n',
     );
     console.log(localClusterConfiguration().join('\n'));
+    console.log(
+      '\nNext, the demo job: one application (release 0.6.0, replication on) writes 8 maps × 24 partitions × 40\n' +
+        'records of 1 KiB, with a speculative second attempt of map 3, through the real master, worker, lifecycle-\n' +
+        'manager and task state machines of core/, in an in-process cluster of three workers run by the\n' +
+        "deterministic simulator without faults. Its invariants check that every reducer reads each winning map's\n" +
+        'records exactly once. To see every message:\n' +
+        "  npm run sim -- --scenario demo --seed 1 --faults '' --knobs storm=0 --trace\n",
+    );
   });
 
 program.addCommand(confCommand());

@@ -198,6 +198,37 @@ export function standardWorkload(rng: Rng): WorkloadShape {
   return { cluster, apps };
 }
 
+/**
+ * The `npm start` demo: a local cluster of three workers and one application with replication on, whose job writes
+ * 8 maps × 24 partitions × 40 records of 1 KiB (7.5 MiB), with a speculative second attempt of one map.
+ */
+export function demoWorkload(rng: Rng): WorkloadShape {
+  const cluster: ClusterShape = {
+    serverRelease: '0.6.0',
+    workers: workers(3, rng, { memory: false }),
+    dfs: false,
+    memoryGuard: false,
+  };
+  const app: AppShape = {
+    token: 'a0',
+    appId: 'demo',
+    clientRelease: '0.6.0',
+    replicate: true,
+    availableTypes: ['HDD'],
+    startAt: 0,
+    jobs: [
+      {
+        numMappers: 8,
+        numPartitions: 24,
+        records: [...Array(8).keys()].map(() => [...Array(24).keys()].map(() => 40)),
+        recordBytes: 1024,
+        speculative: [3],
+      },
+    ],
+  };
+  return { cluster, apps: [app] };
+}
+
 /** Server releases a rolling upgrade starts from: every line that 0.6.0 clients of the old line can run against. */
 const UPGRADE_FROM: readonly Release[] = ['0.3.0', '0.3.2', '0.4.0', '0.4.1', '0.5.0', '0.5.1'];
 
