@@ -87,6 +87,17 @@ export type Effect =
       readonly value: number;
       readonly labels?: Readonly<Record<string, string>>;
     }
+  /**
+   * The answer to an operator command (`admin` input): exactly one per command, with the command's id. The
+   * management interface turns it into its `{ success, message }` response; the message names every worker the
+   * command could not apply to and why.
+   */
+  | {
+      readonly kind: 'adminReply';
+      readonly commandId: number | undefined;
+      readonly success: boolean;
+      readonly message: string;
+    }
   /** Stop the process (after the driver has executed the effects before this one). */
   | { readonly kind: 'exit'; readonly code: number; readonly reason: string };
 
@@ -109,8 +120,11 @@ export type Input =
       readonly requestId?: number;
       readonly message: Message;
     }
-  /** An operator command from the management interface (HTTP or CLI), already validated. */
-  | { readonly kind: 'admin'; readonly command: AdminCommand };
+  /**
+   * An operator command from the management interface (HTTP or CLI). The machine answers it with one `adminReply`
+   * effect carrying the same `commandId`, which the driver chooses to match the answer to its caller.
+   */
+  | { readonly kind: 'admin'; readonly command: AdminCommand; readonly commandId?: number };
 
 export type AdminCommand =
   | { readonly type: 'excludeWorkers'; readonly add: readonly string[]; readonly remove: readonly string[] }

@@ -70,6 +70,16 @@ export function gauge(out: Outbox, name: string, value: number): void {
   out.effects.push({ kind: 'metric', name, op: 'set', value });
 }
 
+/** The one answer to an operator command: success and a message saying what was done and what was not. */
+export function adminReply(
+  out: Outbox,
+  commandId: number | undefined,
+  success: boolean,
+  message: string,
+): void {
+  out.effects.push({ kind: 'adminReply', commandId, success, message });
+}
+
 export function setTimer(out: Outbox, name: string, at: number): void {
   out.effects.push({ kind: 'setTimer', name, at });
 }

@@ -368,6 +368,12 @@ export class World {
         else this.trace.count(name, effect.value);
         return;
       }
+      case 'adminReply':
+        this.trace.count(`admin.${effect.success ? 'done' : 'refused'}`);
+        if (this.trace.enabled) {
+          this.trace.line(now, id, `admin reply ${effect.success ? 'ok' : 'refused'}: ${effect.message}`);
+        }
+        return;
       case 'exit':
         this.trace.line(now, id, `EXIT code=${effect.code} ${effect.reason}`);
         this.stop_(node);

@@ -1,7 +1,7 @@
 import type { Rng } from '../../rng.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { log, setTimer } from '../outbox.ts';
+import { adminReply, log, setTimer } from '../outbox.ts';
 import { handleMasterAdmin } from './admin.ts';
 import {
   checkApplications,
@@ -67,6 +67,7 @@ function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState 
       input: input.kind,
       hint: 'a driver must deliver start first',
     });
+    if (input.kind === 'admin') adminReply(out, input.commandId, false, 'the master has not started yet');
     return s;
   }
   switch (input.kind) {
@@ -75,7 +76,7 @@ function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState 
     case 'timer':
       return onTimer(s, out, input.name);
     case 'admin':
-      return handleMasterAdmin(s, out, input.command);
+      return handleMasterAdmin(s, out, input.command, input.commandId);
     case 'sendFailed':
       log(out, 'debug', 'master.sendFailed', { to: input.to, message: input.message.type });
       return s;

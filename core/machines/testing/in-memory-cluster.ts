@@ -165,6 +165,14 @@ export class InMemoryCluster {
   readonly delivered: Delivery[] = [];
   readonly dropped: Envelope[] = [];
   readonly exits: { at: number; node: NodeId; code: number; reason: string }[] = [];
+  /** Answers to operator commands, in order. */
+  readonly adminReplies: {
+    at: number;
+    node: NodeId;
+    commandId: number | undefined;
+    success: boolean;
+    message: string;
+  }[] = [];
 
   constructor(options: ClusterOptions = {}) {
     this.seed = options.seed ?? 1;
@@ -221,8 +229,13 @@ export class InMemoryCluster {
     this.transmit({ ...envelope, fromRelease: envelope.fromRelease ?? CURRENT_RELEASE });
   }
 
-  admin(id: NodeId, command: AdminCommand): void {
-    this.enqueue(this.node(id), this.clock, { kind: 'admin', command });
+  /** Delivers an operator command; its answer lands in `adminReplies` with the same `commandId`. */
+  admin(id: NodeId, command: AdminCommand, commandId?: number): void {
+    this.enqueue(
+      this.node(id),
+      this.clock,
+      commandId === undefined ? { kind: 'admin', command } : { kind: 'admin', command, commandId },
+    );
   }
 
   /**
@@ -394,6 +407,15 @@ export class InMemoryCluster {
           level: effect.level,
           event: effect.event,
           ...(effect.fields === undefined ? {} : { fields: effect.fields }),
+        });
+        return;
+      case 'adminReply':
+        this.adminReplies.push({
+          at: this.clock,
+          node: node.id,
+          commandId: effect.commandId,
+          success: effect.success,
+          message: effect.message,
         });
         return;
       case 'metric':

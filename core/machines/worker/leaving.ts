@@ -5,6 +5,7 @@ import {
   isDrained,
   parseExitType,
   STATE_POLICIES,
+  transition,
   type LifecycleTrigger,
 } from '../../lifecycle/worker-states.ts';
 import type { ShuffleKey, WorkerState } from '../../domain/index.ts';
@@ -12,7 +13,7 @@ import type { AdminCommand } from '../effects.ts';
 import { dropShuffle, persistShuffle } from './commit.ts';
 import { enqueueTask, evictionTarget, isEvicting } from './file-queue.ts';
 import { uncommittedCount } from './files.ts';
-import { cancelTimer, count, gauge, log, send, setTimer, type Outbox } from '../outbox.ts';
+import { adminReply, cancelTimer, count, gauge, log, send, setTimer, type Outbox } from '../outbox.ts';
 import type { PartitionFile, WorkerMachineState } from './state.ts';
 
 /**
@@ -56,26 +57,58 @@ export function applyWorkerTrigger(
   }
 }
 
-/** The worker's exit endpoint (admin `exit {type}`); the other admin commands belong to the master. */
-export function handleAdmin(s: WorkerMachineState, out: Outbox, command: AdminCommand): WorkerMachineState {
+/**
+ * The worker's exit endpoint (admin `exit {type}`); the other admin commands belong to the master. The answer says
+ * what the worker does now, or why it refuses (the transition table's reason).
+ */
+export function handleAdmin(
+  s: WorkerMachineState,
+  out: Outbox,
+  command: AdminCommand,
+  commandId?: number,
+): WorkerMachineState {
   if (command.type !== 'exit') {
     log(out, 'warn', 'worker.admin.unsupported', {
       command: command.type,
       hint: 'send this command to the master',
     });
+    adminReply(out, commandId, false, `${command.type} is a master command: send it to the master`);
     return s;
   }
   let exitType;
   try {
     exitType = parseExitType(command.exitType);
   } catch (error) {
-    log(out, 'error', 'worker.admin.badExitType', {
-      message: error instanceof Error ? error.message : String(error),
-    });
+    const message = error instanceof Error ? error.message : String(error);
+    log(out, 'error', 'worker.admin.badExitType', { message });
+    adminReply(out, commandId, false, message);
     return s;
   }
   const event = eventForExitType(exitType, { gracefulShutdownEnabled: s.config.gracefulShutdown.enabled });
-  return applyWorkerTrigger(s, out, event, `admin exit ${exitType}`);
+  const verdict = transition(s.lifecycle.state, event);
+  const next = applyWorkerTrigger(s, out, event, `admin exit ${exitType}`);
+  switch (verdict.outcome) {
+    case 'move':
+      adminReply(
+        out,
+        commandId,
+        true,
+        `exit ${exitType}: the worker is now ${verdict.to} (was ${s.lifecycle.state})`,
+      );
+      break;
+    case 'stay':
+      adminReply(out, commandId, true, `exit ${exitType}: nothing to do (${verdict.note})`);
+      break;
+    case 'refuse':
+      adminReply(
+        out,
+        commandId,
+        false,
+        `exit ${exitType} refused in state ${s.lifecycle.state}: ${verdict.reason}`,
+      );
+      break;
+  }
+  return next;
 }
 
 /**

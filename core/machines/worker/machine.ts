@@ -24,7 +24,7 @@ import {
   onRegisterAnswer,
   startRegistration,
 } from './membership.ts';
-import { log, newOutbox, setEntry, type Outbox } from '../outbox.ts';
+import { adminReply, log, newOutbox, setEntry, type Outbox } from '../outbox.ts';
 import { completeLocalWrite, completeReplica, handlePushData, replicaAnswer } from './push.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
@@ -52,6 +52,7 @@ function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachi
       input: input.kind,
       hint: 'a driver must deliver start first',
     });
+    if (input.kind === 'admin') adminReply(out, input.commandId, false, 'the worker has not started yet');
     return s;
   }
   switch (input.kind) {
@@ -80,7 +81,7 @@ function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachi
       );
     }
     case 'admin':
-      return handleAdmin(s, out, input.command);
+      return handleAdmin(s, out, input.command, input.commandId);
   }
 }
 
