@@ -103,6 +103,8 @@ export interface RequestSlots {
 }
 export interface WorkerResource {
   readonly worker: WorkerId;
+  /** The worker's rack as the master knows it, so that revives can keep a replica off its primary's rack. */
+  readonly networkLocation: string;
   readonly primaries: readonly PartitionLocation[];
   readonly replicas: readonly PartitionLocation[];
 }

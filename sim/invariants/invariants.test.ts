@@ -59,7 +59,14 @@ describe('invariant checkers', () => {
     const offer = (replica: number): Message => ({
       type: 'RequestSlotsResponse',
       status: 'SUCCESS',
-      workerResource: [{ worker: worker(1), primaries: [location(0, 0, 1, replica)], replicas: [] }],
+      workerResource: [
+        {
+          worker: worker(1),
+          networkLocation: '/rack-1',
+          primaries: [location(0, 0, 1, replica)],
+          replicas: [],
+        },
+      ],
       unplaced: [],
       message: '',
     });
@@ -196,7 +203,7 @@ describe('invariant checkers', () => {
       send('lm-a', {
         type: 'RequestSlotsResponse',
         status: 'SUCCESS',
-        workerResource: [{ worker: worker(n), primaries: [], replicas: [] }],
+        workerResource: [{ worker: worker(n), networkLocation: '/rack-1', primaries: [], replicas: [] }],
         unplaced: [],
         message: '',
       });
@@ -276,7 +283,12 @@ describe('invariant checkers', () => {
         type: 'RequestSlotsResponse',
         status: 'SUCCESS',
         workerResource: [
-          { worker: worker(1), primaries: partitions.map((p) => location(p, 0, 1)), replicas: [] },
+          {
+            worker: worker(1),
+            networkLocation: '/rack-1',
+            primaries: partitions.map((p) => location(p, 0, 1)),
+            replicas: [],
+          },
         ],
         unplaced: [],
         message: '',

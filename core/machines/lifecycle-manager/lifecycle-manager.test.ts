@@ -49,6 +49,7 @@ const worker = (i: number): WorkerId => ({
 function offer(partitions: number, workers: number, padding: number, replicate = true): RequestSlotsResponse {
   const resources = Array.from({ length: workers + padding }, (_, i) => ({
     worker: worker(i),
+    networkLocation: `/rack-${i % 2}`,
     primaries: [] as PartitionLocation[],
     replicas: [] as PartitionLocation[],
   }));
@@ -359,6 +360,26 @@ describe('lifecycle manager: revive', () => {
     h.ask('map-2', revive(2, 0, old, 'HARD_SPLIT'), 5);
     h.advance(10);
     assert.equal(h.last(h.task('map-2'), 'ReviveResponse').results[0]!.newLocation?.epoch, 1);
+  });
+
+  it('keeps a revived replica off the rack of its primary, using the racks the master reported', () => {
+    const h = new Harness();
+    const registered = h.registered(6, 6);
+    const rackOf = (id: WorkerId) => `/rack-${Number(id.host.slice(1)) % 2}`;
+    registered.locations.forEach((old, p) =>
+      h.ask(`map-${p}`, revive(p, old.partitionId, old, 'HARD_SPLIT'), 5),
+    );
+    h.advance(150);
+    h.reserveAll();
+    registered.locations.forEach((_old, p) => {
+      const revived = h.last(h.task(`map-${p}`), 'ReviveResponse').results[0]!.newLocation;
+      assert.ok(revived?.peer, `partition ${p} was revived as a replicated pair`);
+      assert.notEqual(
+        rackOf(revived.worker),
+        rackOf(revived.peer.worker),
+        `partition ${p}: primary and replica racks`,
+      );
+    });
   });
 
   it('revived storage follows the client release (contract rules 3 and 4)', () => {

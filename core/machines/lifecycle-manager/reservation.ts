@@ -1,6 +1,5 @@
 import { excludeWorker } from '../../client/index.ts';
 import {
-  DEFAULT_RACK,
   uniqueId,
   workerKey,
   type PartitionLocation,
@@ -203,11 +202,9 @@ export function pairOf(allocation: {
 
 /** The workers a shuffle's slot offer named, as revive candidates. */
 export function candidatesOf(
-  workers: readonly { readonly worker: ReviveCandidate['id'] }[],
+  workers: readonly { readonly worker: ReviveCandidate['id']; readonly networkLocation: string }[],
 ): ReviveCandidate[] {
-  // RequestSlotsResponse does not carry racks, so every candidate is on the default rack: a revived replica is on
-  // another worker but not necessarily another rack (docs/core/machines-client.md).
-  return workers.map(({ worker }) => ({ id: worker, networkLocation: DEFAULT_RACK }));
+  return workers.map(({ worker, networkLocation }) => ({ id: worker, networkLocation }));
 }
 
 /**

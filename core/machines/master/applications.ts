@@ -1,4 +1,4 @@
-import { shuffleKey } from '../../domain/index.ts';
+import { DEFAULT_RACK, shuffleKey, workerKey, type WorkerId } from '../../domain/index.ts';
 import {
   availableWorkers,
   bookOfferedSlots,
@@ -139,9 +139,16 @@ export function handleRequestSlots(
     ` plus ${offer.padding.length} padding worker(s)` +
     (offer.unplaced.length === 0 ? '' : `; ${offer.unplaced.length} could not be placed (see unplaced)`) +
     (offer.overcommitted === 0 ? '' : `; ${offer.overcommitted} copies beyond disk budgets`);
+  const rackOf = (worker: WorkerId): string =>
+    s.durable.workers.workers.get(workerKey(worker))?.networkLocation ?? DEFAULT_RACK;
   const workerResource = [
-    ...offer.slots,
-    ...offer.padding.map((worker) => ({ worker, primaries: [], replicas: [] })),
+    ...offer.slots.map((slots) => ({ ...slots, networkLocation: rackOf(slots.worker) })),
+    ...offer.padding.map((worker) => ({
+      worker,
+      networkLocation: rackOf(worker),
+      primaries: [],
+      replicas: [],
+    })),
   ];
   reply(out, replyToOf(envelope), slotsResponse(offer.status, workerResource, offer.unplaced, text));
   if (offer.status !== 'SUCCESS') {
