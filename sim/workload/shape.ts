@@ -1,5 +1,6 @@
 import type { StorageType } from '../../core/domain/index.ts';
 import { admitClient } from '../../core/release/admission.ts';
+import { oldestAcceptedClient } from '../../core/release/admission.ts';
 import { isAtLeast, KNOWN_RELEASES, type Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import { chance, pick, uniform } from '../world/random.ts';
@@ -247,12 +248,13 @@ export function upgradeWorkload(order: 'right' | 'wrong') {
     const oldApps = [...Array(2).keys()].map((i): AppShape => ({
       token: `a${i}`,
       appId: `app-${i}`,
-      // Old clients the new servers still admit (0.3.0 or newer), usually the servers' own release.
+      // Old clients the upgraded servers will still admit (core/release decides which), usually the servers' own
+      // release.
       clientRelease: chance(rng, 0.6)
         ? from
         : pick(
             rng,
-            CLIENT_RELEASES.filter((r) => isAtLeast(r, '0.3.0') && isAtLeast(from, r)),
+            CLIENT_RELEASES.filter((r) => isAtLeast(r, oldestAcceptedClient('0.6.0')) && isAtLeast(from, r)),
           ),
       availableTypes: ['HDD'],
       startAt: Math.round(uniform(rng, 0, at)),
