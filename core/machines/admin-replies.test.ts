@@ -58,6 +58,25 @@ describe('answers to operator commands', () => {
     assert.match(reply.message, /unknown to this master[^:]*: ghost:1:2:3:4/, reply.message);
   });
 
+  it('answers a command that arrives before start, at master and worker alike', () => {
+    for (const [role, h] of [
+      ['master', new Harness(masterMachine, initialMasterState(testMasterConfig()))],
+      ['worker', new Harness(workerMachine, initialWorkerState(testWorkerConfig(WORKERS[0]!)))],
+    ] as const) {
+      const effects = h.step({
+        kind: 'admin',
+        command: { type: 'exit', exitType: 'GRACEFUL' },
+        commandId: 9,
+      });
+      const replies = effects.filter((e) => e.kind === 'adminReply');
+      assert.deepEqual(
+        replies,
+        [{ kind: 'adminReply', commandId: 9, success: false, message: `the ${role} has not started yet` }],
+        role,
+      );
+    }
+  });
+
   it('a worker event to registered workers succeeds; an unknown event type fails with the valid names', () => {
     const c = cluster();
     c.admin(MASTER, { type: 'workerEvent', eventType: 'Decommission', workers: [workerKey(WORKERS[1]!)] }, 2);

@@ -1,6 +1,6 @@
 import type { Message } from '../protocol/messages.ts';
 import type { Rng } from '../rng.ts';
-import type { Effect, Envelope, LogLevel, NodeId } from './effects.ts';
+import type { Effect, Envelope, Input, LogLevel, NodeId } from './effects.ts';
 
 /**
  * What one step of a machine has decided so far: the effects, in the order the driver must execute them, plus the
@@ -78,6 +78,28 @@ export function adminReply(
   message: string,
 ): void {
   out.effects.push({ kind: 'adminReply', commandId, success, message });
+}
+
+/**
+ * An input that arrived before `start` is a driver error: it is logged, and an operator command still gets its one
+ * answer, so that no caller waits for a reply that never comes.
+ */
+export function inputBeforeStart(out: Outbox, role: string, input: Input): void {
+  log(out, 'error', `${role}.inputBeforeStart`, {
+    input: input.kind,
+    hint: 'a driver must deliver start first',
+  });
+  if (input.kind === 'admin') adminReply(out, input.commandId, false, `the ${role} has not started yet`);
+}
+
+/** The answer of a machine that takes no operator commands (the client side: lifecycle manager and tasks). */
+export function refuseAdmin(out: Outbox, role: string, input: Extract<Input, { kind: 'admin' }>): void {
+  adminReply(
+    out,
+    input.commandId,
+    false,
+    `the ${role} takes no operator commands; send ${input.command.type} to the master or a worker`,
+  );
 }
 
 export function setTimer(out: Outbox, name: string, at: number): void {

@@ -18,7 +18,7 @@ import type { Message, MessageOf, PartitionWritten, ReviveRequest } from '../../
 import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { count, log, newOutbox, type Outbox } from '../outbox.ts';
+import { count, log, newOutbox, refuseAdmin, type Outbox } from '../outbox.ts';
 import { encodeRecords, planBatches } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
@@ -184,7 +184,9 @@ function handle(d: Draft, input: Input): void {
     }
     case 'ioDone':
     case 'ioFailed':
+      return;
     case 'admin':
+      refuseAdmin(d.out, 'map task', input);
       return;
   }
 }

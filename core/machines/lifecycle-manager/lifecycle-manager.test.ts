@@ -152,6 +152,18 @@ class Harness extends ProbeHarness<LifecycleManagerState> {
   }
 }
 
+describe('lifecycle manager: operator commands', () => {
+  it('answers an operator command with a refusal that says where to send it, rather than dropping it', () => {
+    const h = new Harness();
+    h.cluster.admin(LM, { type: 'excludeWorkers', add: ['w1:1:2:3:4'], remove: [] }, 7);
+    h.advance(1);
+    const replies = h.cluster.adminReplies.filter((reply) => reply.commandId === 7);
+    assert.equal(replies.length, 1, 'exactly one answer');
+    assert.equal(replies[0]!.success, false);
+    assert.match(replies[0]!.message, /takes no operator commands; send excludeWorkers to the master/);
+  });
+});
+
 describe('lifecycle manager: registration', () => {
   it('registers the application, then asks once for slots however many tasks register the shuffle', () => {
     const h = new Harness();

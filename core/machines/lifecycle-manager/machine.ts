@@ -1,7 +1,7 @@
 import { expireExclusions } from '../../client/index.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { log } from '../outbox.ts';
+import { log, refuseAdmin } from '../outbox.ts';
 import { expire, settle } from '../client/requests.ts';
 import {
   isHeartbeatTimer,
@@ -82,7 +82,9 @@ function handle(d: Draft, input: Input): void {
     }
     case 'ioDone':
     case 'ioFailed':
+      return;
     case 'admin':
+      refuseAdmin(d.out, 'lifecycle manager', input);
       return;
   }
 }

@@ -1,7 +1,7 @@
 import type { Rng } from '../../rng.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { adminReply, log, setTimer } from '../outbox.ts';
+import { inputBeforeStart, log, setTimer } from '../outbox.ts';
 import { handleMasterAdmin } from './admin.ts';
 import {
   checkApplications,
@@ -63,11 +63,7 @@ export const masterMachine: Machine<MasterState> = {
 function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState {
   if (input.kind === 'start') return onStart(s, out, input.recovered);
   if (!s.started) {
-    log(out, 'error', 'master.inputBeforeStart', {
-      input: input.kind,
-      hint: 'a driver must deliver start first',
-    });
-    if (input.kind === 'admin') adminReply(out, input.commandId, false, 'the master has not started yet');
+    inputBeforeStart(out, 'master', input);
     return s;
   }
   switch (input.kind) {

@@ -24,7 +24,7 @@ import {
   onRegisterAnswer,
   startRegistration,
 } from './membership.ts';
-import { adminReply, log, newOutbox, setEntry, type Outbox } from '../outbox.ts';
+import { inputBeforeStart, log, newOutbox, setEntry, type Outbox } from '../outbox.ts';
 import { completeLocalWrite, completeReplica, handlePushData, replicaAnswer } from './push.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
@@ -48,11 +48,7 @@ export const workerMachine: Machine<WorkerMachineState> = {
 function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachineState {
   if (input.kind === 'start') return onStart(s, out, input.recovered);
   if (!s.started) {
-    log(out, 'error', 'worker.inputBeforeStart', {
-      input: input.kind,
-      hint: 'a driver must deliver start first',
-    });
-    if (input.kind === 'admin') adminReply(out, input.commandId, false, 'the worker has not started yet');
+    inputBeforeStart(out, 'worker', input);
     return s;
   }
   switch (input.kind) {
