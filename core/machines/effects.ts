@@ -65,6 +65,12 @@ export type Effect =
   | { readonly kind: 'moveFile'; readonly op: number; readonly file: FileRef; readonly to: FileRef }
   | { readonly kind: 'deleteFile'; readonly file: FileRef }
   /**
+   * Several I/O operations handed to the disks at once (a worker's step may create, write or flush many files).
+   * Each runs as if issued alone, in order; one `ioBatchDone` input reports all of their completions once the
+   * last one completed. It spares the machine one step per operation.
+   */
+  | { readonly kind: 'ioBatch'; readonly ops: readonly BatchableIo[] }
+  /**
    * Write a key of a durable store synchronously before the next input: `recovery` is a worker's graceful-shutdown
    * store, `coordination` the masters' shared store (high availability). A null value deletes the key.
    */
@@ -103,6 +109,12 @@ export type Effect =
 
 export type EffectKind = Effect['kind'];
 
+/** The I/O effects an `ioBatch` may carry: those that complete with `ioDone` or `ioFailed`. */
+export type BatchableIo = Extract<Effect, { kind: 'createFile' | 'write' | 'flush' | 'read' | 'moveFile' }>;
+
+/** How one I/O operation ended: the input it would have completed with on its own. */
+export type IoCompletion = Extract<Input, { kind: 'ioDone' | 'ioFailed' }>;
+
 /** Kinds of I/O failure a driver reports; the simulator injects each of them. */
 export type IoError = 'NO_SPACE' | 'IO_ERROR' | 'NOT_FOUND' | 'EXISTS' | 'TIMEOUT';
 
@@ -113,6 +125,8 @@ export type Input =
   | { readonly kind: 'timer'; readonly name: string }
   | { readonly kind: 'ioDone'; readonly op: number; readonly bytes?: Uint8Array }
   | { readonly kind: 'ioFailed'; readonly op: number; readonly error: IoError }
+  /** The completions of an `ioBatch`, one per operation, in the batch's order. */
+  | { readonly kind: 'ioBatchDone'; readonly completions: readonly IoCompletion[] }
   /** A send to `to` could not be attempted (no route, connection refused). */
   | {
       readonly kind: 'sendFailed';

@@ -282,6 +282,34 @@ export interface PushDataResponse {
   readonly status: StatusCode;
   readonly message: string;
 }
+/** One batch of a merged push: the partition location (id and epoch) it is for, and its frame (as PushData's). */
+export interface MergedBatch {
+  readonly partitionId: number;
+  readonly epoch: number;
+  readonly batchId: number;
+  readonly payload: Uint8Array;
+}
+/**
+ * Several batches of one map attempt in one message (the reference's PushMergedData). The client groups batches
+ * whose primaries are on the same worker and whose replicas are on the same peer worker (or that have none), so
+ * that the primary forwards the batches it takes to that peer in one message too (mode REPLICA). Each batch is
+ * judged on its own: the worker answers with one status per batch.
+ */
+export interface PushMergedData {
+  readonly type: 'PushMergedData';
+  readonly shuffleKey: ShuffleKey;
+  readonly mode: PartitionMode;
+  readonly mapId: number;
+  readonly attemptId: number;
+  readonly batches: readonly MergedBatch[];
+}
+export interface PushMergedDataResponse {
+  readonly type: 'PushMergedDataResponse';
+  /** One per batch, in the order of the request's batches: what a PushDataResponse would have said of it. */
+  readonly statuses: readonly StatusCode[];
+  /** Why batches were not written (one clause per distinct reason); empty when every batch succeeded. */
+  readonly message: string;
+}
 export interface OpenStream {
   readonly type: 'OpenStream';
   readonly shuffleKey: ShuffleKey;
@@ -342,6 +370,8 @@ export type Message =
   | GetReducerFileGroupResponse
   | PushData
   | PushDataResponse
+  | PushMergedData
+  | PushMergedDataResponse
   | OpenStream
   | OpenStreamResponse
   | FetchChunk

@@ -1,4 +1,4 @@
-import type { Effect, FileRef, Input, IoError } from '../../core/machines/effects.ts';
+import type { Effect, FileRef, IoCompletion, IoError } from '../../core/machines/effects.ts';
 import type { Rng } from '../../core/rng.ts';
 import { isDfsType } from '../../core/domain/index.ts';
 import { SimVolume } from './volume.ts';
@@ -35,7 +35,7 @@ export type FileEffect = Extract<
 /** A completion to deliver to the node at virtual time `at`. */
 export interface Completion {
   readonly at: number;
-  readonly input: Input;
+  readonly input: IoCompletion;
 }
 
 interface Device {
@@ -175,7 +175,7 @@ export class NodeStorage {
       case 'read': {
         const error = this.injected(device, 'read');
         const bytes = error ?? device.volume.read(path, effect.offset, effect.length);
-        const input: Input =
+        const input: IoCompletion =
           typeof bytes === 'string'
             ? { kind: 'ioFailed', op: effect.op, error: bytes }
             : { kind: 'ioDone', op: effect.op, bytes };
@@ -244,7 +244,7 @@ export class NodeStorage {
   }
 
   /** Queues the completion behind the device's earlier operations; `bytes` < 0 means a sync. */
-  private complete(device: Device | undefined, now: number, bytes: number, input: Input): Completion {
+  private complete(device: Device | undefined, now: number, bytes: number, input: IoCompletion): Completion {
     if (!device) return { at: now, input };
     const latency = device.latency;
     const cost = bytes < 0 ? latency.sync : latency.op + bytes * latency.perByte;
@@ -264,6 +264,6 @@ function pathOf(device: Device, file: FileRef): string {
   return device.prefix + file.id.replaceAll('/', '%2F');
 }
 
-function result(op: number, error: IoError | undefined): Input {
+function result(op: number, error: IoError | undefined): IoCompletion {
   return error === undefined ? { kind: 'ioDone', op } : { kind: 'ioFailed', op, error };
 }

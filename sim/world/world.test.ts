@@ -218,6 +218,49 @@ describe('World', () => {
     assert.equal(world.storageOf('w')?.fileLength(memoryFile), undefined);
   });
 
+  it('runs an ioBatch as its operations one by one and reports them together when the slowest completed', () => {
+    const other: FileRef = { id: 'app-1-0/1-0-0', tier: 'HDD', mountPoint: '/d1' };
+    const world = new World({ seed: 3, trace: true });
+    world.addNode({
+      id: 'w',
+      role: 'worker',
+      disks,
+      initialState: () => [] as Input[],
+      machine: scripted((input) =>
+        input.kind === 'start'
+          ? [
+              { kind: 'createFile', op: 1, file },
+              {
+                kind: 'ioBatch',
+                ops: [
+                  { kind: 'write', op: 2, file, bytes: new Uint8Array(10) },
+                  { kind: 'write', op: 3, file: other, bytes: new Uint8Array(5) },
+                  { kind: 'flush', op: 4, file },
+                ],
+              },
+            ]
+          : [],
+      ),
+    });
+    world.start('w');
+    world.run({ until: 1000, maxEvents: 100 });
+    const inputs = world.stateOf('w') as Input[];
+    assert.deepEqual(
+      inputs.map((i) => i.kind),
+      ['start', 'ioDone', 'ioBatchDone'],
+      'one input for the create, one for the whole batch',
+    );
+    const batch = inputs[2];
+    assert.ok(batch?.kind === 'ioBatchDone');
+    assert.deepEqual(
+      batch.completions.map((c) => (c.kind === 'ioFailed' ? `${c.op}:${c.error}` : `${c.op}`)),
+      ['2', '3:NOT_FOUND', '4'],
+      'each operation completes as it would alone, in the batch order: the never-created file is not found',
+    );
+    assert.equal(world.storageOf('w')?.fileLength(file), 10);
+    assert.match(world.trace.text(), /write op=2 .*\n.*write op=3 .*\n.*flush op=4/);
+  });
+
   it('drops completions and messages meant for an earlier incarnation of a node', () => {
     const world = new World({ seed: 5 });
     world.addNode({

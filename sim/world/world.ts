@@ -1,4 +1,4 @@
-import type { Effect, Envelope, Input, NodeId } from '../../core/machines/effects.ts';
+import type { Effect, Envelope, Input, IoCompletion, NodeId } from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
 import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
@@ -349,6 +349,23 @@ export class World {
         if (completion) this.enqueue(node, completion.at, completion.input);
         return;
       }
+      case 'ioBatch': {
+        // Each operation runs now, as if issued alone; the machine hears of all of them when the last completed.
+        let at = now;
+        const completions: IoCompletion[] = [];
+        for (const op of effect.ops) {
+          if (this.trace.enabled) this.trace.line(now, id, traceEffect(op));
+          const completion = node.storage?.execute(op, now);
+          if (completion === undefined) {
+            completions.push({ kind: 'ioFailed', op: op.op, error: 'NOT_FOUND' });
+            continue;
+          }
+          at = Math.max(at, completion.at);
+          completions.push(completion.input);
+        }
+        this.enqueue(node, at, { kind: 'ioBatchDone', completions });
+        return;
+      }
       case 'persist': {
         const store = effect.store === 'recovery' ? node.recovery : this.coordination;
         if (effect.value === null) store.delete(effect.key);
@@ -460,6 +477,8 @@ function traceInput(input: Input): string {
       return `ioDone op=${input.op}${input.bytes ? ` bytes=${input.bytes.length}` : ''}`;
     case 'ioFailed':
       return `ioFailed op=${input.op} ${input.error}`;
+    case 'ioBatchDone':
+      return `ioBatchDone ${input.completions.map((c) => (c.kind === 'ioDone' ? `op=${c.op}${c.bytes ? ` bytes=${c.bytes.length}` : ''}` : `op=${c.op} ${c.error}`)).join(', ')}`;
     case 'sendFailed':
       return `sendFailed to=${input.to} ${input.message.type}`;
     case 'admin':

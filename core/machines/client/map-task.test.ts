@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { workerKey, type PartitionLocation, type StatusCode, type WorkerId } from '../../domain/index.ts';
 import { decodeBatchFrame } from '../../protocol/batch-frame.ts';
-import type { MessageOf } from '../../protocol/messages.ts';
-import type { Envelope } from '../effects.ts';
+import type { Message, MessageOf } from '../../protocol/messages.ts';
+import { replayRng } from '../../rng.ts';
+import type { Effect, Envelope, Input } from '../effects.ts';
 import type { Probe } from '../testing/in-memory-cluster.ts';
 import { ProbeHarness } from '../testing/probe-harness.ts';
 import { initialMapTaskState, mapTaskMachine, type MapTaskConfig, type MapTaskState } from './map-task.ts';
@@ -26,7 +27,14 @@ const location = (partitionId: number, epoch: number, on: number): PartitionLoca
   mode: 'PRIMARY',
   storage: { type: 'HDD', mountPoint: '', availableTypes: 2 },
 });
+/** A replicated location: primary on worker `on`, its replica on worker `peer`. */
+const replicated = (partitionId: number, epoch: number, on: number, peer: number): PartitionLocation => {
+  const primary = location(partitionId, epoch, on);
+  return { ...primary, peer: { ...primary, worker: worker(peer), mode: 'REPLICA' } };
+};
 const text = (s: string) => new TextEncoder().encode(s);
+/** One record of 6 bytes is a records payload of 10 bytes, framed in 50. */
+const FRAME_OF_ONE_RECORD = 50;
 
 /** Records of 6 bytes each: with a batch size of 20 bytes, two records (2 × (4 + 6)) fill a batch. */
 const baseConfig: MapTaskConfig = {
@@ -79,6 +87,35 @@ class Harness extends ProbeHarness<MapTaskState> {
     return pending;
   }
 
+  /** Answers every pending merged push on worker i with `statuses(request)`. */
+  merged(
+    i: number,
+    statuses: (request: MessageOf<'PushMergedData'>) => readonly StatusCode[],
+  ): Envelope<MessageOf<'PushMergedData'>>[] {
+    const pending = this.pending(this.w(i), 'PushMergedData');
+    this.answer(this.w(i), 'PushMergedData', ({ message }) => ({
+      type: 'PushMergedDataResponse',
+      statuses: statuses(message),
+      message: '',
+    }));
+    this.advance(5);
+    return pending;
+  }
+
+  /** Revives every asked partition to `at(partitionId)` at epoch `epoch`. */
+  reviveTo(epoch: number, at: (partitionId: number) => PartitionLocation): void {
+    this.reviveWith((request) => ({
+      type: 'ReviveResponse',
+      results: request.requests.map((r) => ({
+        partitionId: r.partitionId,
+        status: 'SUCCESS',
+        newLocation: { ...at(r.partitionId), epoch },
+        oldAvailable: true,
+      })),
+      endedMapIds: [],
+    }));
+  }
+
   reviveWith(results: (request: MessageOf<'Revive'>) => MessageOf<'ReviveResponse'>): void {
     this.answer(this.lm, 'Revive', ({ message }) => results(message));
     this.advance(5);
@@ -86,11 +123,31 @@ class Harness extends ProbeHarness<MapTaskState> {
 }
 
 function framesOf(pushes: readonly Envelope<MessageOf<'PushData'>>[]) {
-  return pushes.map(({ message }) => {
-    const frame = decodeBatchFrame(message.payload);
-    assert.ok(frame.ok);
-    return frame.value;
+  return pushes.map(({ message }) => frameOf(message.payload));
+}
+
+function frameOf(payload: Uint8Array) {
+  const frame = decodeBatchFrame(payload);
+  assert.ok(frame.ok);
+  return frame.value;
+}
+
+/** `[partitionId, batchId, epoch]` of each batch of a merged push, checked against its frame. */
+function batchesOf(push: Envelope<MessageOf<'PushMergedData'>>): [number, number, number][] {
+  return push.message.batches.map((b) => {
+    const frame = frameOf(b.payload);
+    assert.deepEqual(
+      [frame.partitionId, frame.batchId, frame.epoch],
+      [b.partitionId, b.batchId, b.epoch],
+      'each batch is framed exactly as its PushData would be',
+    );
+    return [b.partitionId, b.batchId, b.epoch];
   });
+}
+
+/** One record per partition (at most 10), so each partition is one batch framed in FRAME_OF_ONE_RECORD bytes. */
+function oneRecordEach(partitions: number): readonly (readonly Uint8Array[])[] {
+  return Array.from({ length: partitions }, (_, p) => [text(`p${p}-r00`)]);
 }
 
 describe('map task', () => {
@@ -257,18 +314,31 @@ describe('map task', () => {
     ];
     fc.assert(
       fc.property(
-        fc.array(fc.array(fc.string({ maxLength: 12 }), { maxLength: 6 }), { minLength: 1, maxLength: 3 }),
+        fc.array(fc.array(fc.string({ maxLength: 12 }), { maxLength: 6 }), { minLength: 1, maxLength: 5 }),
+        // From batches that never merge (every frame is over the cap) to several batches per merged push.
+        fc.integer({ min: 20, max: 160 }),
         fc.infiniteStream(fc.constantFrom(...statuses)),
-        (records, outcomes) => {
+        (records, batchSizeBytes, outcomes) => {
           const encoded = records.map((rs) => rs.map(text));
-          const h = new Harness({ numPartitions: encoded.length, records: encoded, maxReviveRetries: 1000 });
-          h.register(encoded.map((_, p) => location(p, 0, p % 4)));
+          const h = new Harness({
+            numPartitions: encoded.length,
+            records: encoded,
+            maxReviveRetries: 1000,
+            batchSizeBytes,
+          });
+          const outcome = () => outcomes.next().value as StatusCode;
+          h.register(encoded.map((_, p) => location(p, 0, p % 2)));
           let epoch = 1;
           for (let round = 0; round < 200 && h.node.state().phase === 'pushing'; round += 1) {
             for (let i = 0; i < 4; i += 1) {
               h.answer(h.w(i), 'PushData', () => ({
                 type: 'PushDataResponse',
-                status: outcomes.next().value as StatusCode,
+                status: outcome(),
+                message: '',
+              }));
+              h.answer(h.w(i), 'PushMergedData', ({ message }) => ({
+                type: 'PushMergedDataResponse',
+                statuses: message.batches.map(outcome),
                 message: '',
               }));
             }
@@ -277,7 +347,7 @@ describe('map task', () => {
               results: message.requests.map((r) => ({
                 partitionId: r.partitionId,
                 status: 'SUCCESS',
-                newLocation: location(r.partitionId, epoch++, epoch % 4),
+                newLocation: location(r.partitionId, epoch++, epoch % 2),
                 oldAvailable: true,
               })),
               endedMapIds: [],
@@ -301,3 +371,391 @@ describe('map task', () => {
     );
   });
 });
+
+describe('map task: merged pushes', () => {
+  it('merges the batches of one step bound for the same primary and peer; other pairs and lone batches go apart', () => {
+    const h = new Harness({ numPartitions: 5, records: oneRecordEach(5), batchSizeBytes: 1_000 });
+    h.register([
+      replicated(0, 0, 0, 1),
+      replicated(1, 0, 0, 1),
+      replicated(2, 0, 0, 2), // same primary, another peer
+      location(3, 0, 0), // same primary, no peer
+      replicated(4, 0, 0, 1),
+    ]);
+    const merged = h.pending(h.w(0), 'PushMergedData');
+    assert.equal(merged.length, 1);
+    assert.deepEqual(
+      batchesOf(merged[0]!),
+      [
+        [0, 0, 0],
+        [1, 1, 0],
+        [4, 4, 0],
+      ],
+      'in the order the batches were queued',
+    );
+    const { batches: _batches, ...header } = merged[0]!.message;
+    assert.deepEqual(header, {
+      type: 'PushMergedData',
+      shuffleKey: 'app-0',
+      mode: 'PRIMARY',
+      mapId: 0,
+      attemptId: 0,
+    });
+    const single = h.pending(h.w(0), 'PushData');
+    assert.deepEqual(
+      single.map(({ message }) => [message.partitionId, message.batchId, message.epoch]),
+      [
+        [2, 2, 0],
+        [3, 3, 0],
+      ],
+      'a message of one batch is a PushData, as without merging',
+    );
+    for (let i = 1; i < 4; i += 1) {
+      assert.equal(h.pending(h.w(i), 'PushData').length + h.pending(h.w(i), 'PushMergedData').length, 0);
+    }
+  });
+
+  it('cuts a group into messages of at most batchSizeBytes of frames, each holding at least one batch', () => {
+    const h = new Harness({
+      numPartitions: 5,
+      records: oneRecordEach(5),
+      batchSizeBytes: 2 * FRAME_OF_ONE_RECORD + 10,
+    });
+    h.register([0, 1, 2, 3, 4].map((p) => location(p, 0, 0)));
+    assert.deepEqual(h.pending(h.w(0), 'PushMergedData').map(batchesOf), [
+      [
+        [0, 0, 0],
+        [1, 1, 0],
+      ],
+      [
+        [2, 2, 0],
+        [3, 3, 0],
+      ],
+    ]);
+    assert.deepEqual(
+      h.pending(h.w(0), 'PushData').map(({ message }) => message.partitionId),
+      [4],
+    );
+
+    const tiny = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 20 });
+    tiny.register([location(0, 0, 0), location(1, 0, 0)]);
+    assert.equal(tiny.pending(tiny.w(0), 'PushData').length, 2, 'a frame larger than the cap travels alone');
+    assert.equal(tiny.pending(tiny.w(0), 'PushMergedData').length, 0);
+  });
+
+  it('reacts to each status of a mixed answer on its own, and merges the re-pushes after the revive', () => {
+    const records = [[new Uint8Array(600), new Uint8Array(600)], [text('p1-r00')], [text('p2-r00')]];
+    const h = new Harness({ numPartitions: 3, records, maxReviveRetries: 1, batchSizeBytes: 1_000 });
+    h.register([0, 1, 2].map((p) => replicated(p, 0, 0, 1)));
+    const first = h.merged(0, () => ['SUCCESS', 'HARD_SPLIT', 'PUSH_DATA_WRITE_FAIL_PRIMARY']);
+    assert.deepEqual(batchesOf(first[0]!), [
+      [0, 0, 0],
+      [1, 2, 0],
+      [2, 3, 0],
+    ]);
+
+    const revive = h.last(h.lm, 'Revive');
+    assert.deepEqual(
+      revive.requests.map((r) => [r.partitionId, r.epoch, r.cause]),
+      [
+        [1, 0, 'HARD_SPLIT'],
+        [2, 0, 'PUSH_DATA_WRITE_FAIL_PRIMARY'],
+      ],
+      'one Revive for both, each with its own cause',
+    );
+    const state = h.node.state();
+    assert.deepEqual(
+      state.partitions.map((p) => [p.current, p.status, p.revivesLeft]),
+      [
+        [1, 'pushing', 1],
+        [0, 'waiting', 1],
+        [0, 'waiting', 0],
+      ],
+      'the success moves on; the split is free; the failure spends a revive',
+    );
+    const next = h.pending(h.w(0), 'PushData');
+    assert.deepEqual(
+      next.map(({ message }) => [message.partitionId, message.batchId]),
+      [[0, 1]],
+      'partition 0 pushes its next batch at once',
+    );
+
+    h.reviveTo(1, (p) => replicated(p, 1, 2, 3));
+    const again = h.pending(h.w(2), 'PushMergedData');
+    assert.equal(again.length, 1, 're-pushes learnt in one step merge too');
+    assert.deepEqual(batchesOf(again[0]!), [
+      [1, 2, 1],
+      [2, 3, 1],
+    ]);
+  });
+
+  it('a batch whose status ends the attempt stops it: later batches of the answer and queued pushes are dropped', () => {
+    const records = [[new Uint8Array(600), new Uint8Array(600)], [text('p1-r00')], [text('p2-r00')]];
+    const h = new Harness({ numPartitions: 3, records, batchSizeBytes: 1_000 });
+    h.register([0, 1, 2].map((p) => location(p, 0, 0)));
+    h.merged(0, () => ['SUCCESS', 'MAP_ENDED', 'HARD_SPLIT']);
+    const state = h.node.state();
+    assert.equal(state.phase, 'lost');
+    assert.equal(h.pending(h.w(0), 'PushData').length, 0, "partition 0's next batch is not sent");
+    assert.equal(h.received(h.lm, 'Revive').length, 0, 'the split after the end asks for nothing');
+  });
+
+  it('a merged push that times out fails every batch of it, counted per batch', () => {
+    const h = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 1_000 });
+    h.register([location(0, 0, 0), location(1, 0, 0)]);
+    assert.equal(h.pending(h.w(0), 'PushMergedData').length, 1);
+    h.advance(baseConfig.pushTimeoutMs + 5);
+    assert.deepEqual(
+      h.last(h.lm, 'Revive').requests.map((r) => [r.partitionId, r.cause]),
+      [
+        [0, 'PUSH_DATA_TIMEOUT_PRIMARY'],
+        [1, 'PUSH_DATA_TIMEOUT_PRIMARY'],
+      ],
+    );
+    const failures = h.cluster.metrics.filter((m) => m.name === 'PushDataFailCount');
+    assert.deepEqual(
+      failures.map((m) => [m.value, m.labels?.['cause']]),
+      [[2, 'PUSH_DATA_TIMEOUT_PRIMARY']],
+    );
+    assert.deepEqual(
+      h.node.state().partitions.map((p) => p.revivesLeft),
+      [1, 1],
+    );
+
+    const down = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 1_000 });
+    const nowhere = (p: number) => ({ ...location(p, 0, 0), worker: worker(9) });
+    down.register([nowhere(0), nowhere(1)]);
+    assert.deepEqual(
+      down.last(down.lm, 'Revive').requests.map((r) => [r.partitionId, r.cause]),
+      [
+        [0, 'PUSH_DATA_CREATE_CONNECTION_FAIL_PRIMARY'],
+        [1, 'PUSH_DATA_CREATE_CONNECTION_FAIL_PRIMARY'],
+      ],
+    );
+  });
+
+  it('an answer of the wrong length or type is a logged protocol error for every batch; a refusal fails the task', () => {
+    const short = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 1_000 });
+    short.register([location(0, 0, 0), location(1, 0, 0)]);
+    short.merged(0, () => ['SUCCESS']);
+    assert.deepEqual(
+      short.last(short.lm, 'Revive').requests.map((r) => [r.partitionId, r.cause]),
+      [
+        [0, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY'],
+        [1, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY'],
+      ],
+      'not even the first batch counts as written',
+    );
+    assert.deepEqual(
+      short.node.state().partitions.map((p) => p.acknowledged.batches),
+      [0, 0],
+    );
+    const logged = short.cluster.logs.filter((l) => l.level === 'error' && l.node === ME);
+    assert.equal(logged.length, 1);
+    assert.deepEqual(logged[0]!.fields?.['partitions'], [0, 1]);
+
+    const wrongType = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 1_000 });
+    wrongType.register([location(0, 0, 0), location(1, 0, 0)]);
+    wrongType.answer(wrongType.w(0), 'PushMergedData', () => ({
+      type: 'PushDataResponse',
+      status: 'SUCCESS',
+      message: '',
+    }));
+    wrongType.advance(5);
+    assert.deepEqual(
+      wrongType.last(wrongType.lm, 'Revive').requests.map((r) => r.cause),
+      ['PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY'],
+    );
+
+    const refused = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 1_000 });
+    refused.register([location(0, 0, 0), location(1, 0, 0)]);
+    refused.answer(refused.w(0), 'PushMergedData', () => ({
+      type: 'StatusResponse',
+      status: 'CLIENT_RELEASE_REFUSED',
+      message: 'server release 0.6.0 refuses client release 0.2.0',
+    }));
+    refused.advance(5);
+    assert.equal(refused.node.state().phase, 'failed');
+    assert.match(refused.node.state().error ?? '', /CLIENT_RELEASE_REFUSED/);
+  });
+
+  it('sends MapperEnd only once every batch of every merged push is acknowledged', () => {
+    const records = [[new Uint8Array(600), new Uint8Array(600)], [text('p1-r00')], [text('p2-r00')]];
+    const h = new Harness({ numPartitions: 3, records, batchSizeBytes: 1_000 });
+    h.register([0, 1, 2].map((p) => location(p, 0, 0)));
+    h.merged(0, () => ['SUCCESS', 'SUCCESS', 'HARD_SPLIT']);
+    assert.equal(h.received(h.lm, 'MapperEnd').length, 0);
+    h.reviveTo(1, (p) => location(p, 1, 0));
+    // Partition 0's second batch and partition 2's re-push were queued in different steps: two PushData.
+    const answerPushOf = (partitionId: number) => {
+      h.answer(h.w(0), 'PushData', ({ message }) =>
+        message.partitionId === partitionId
+          ? { type: 'PushDataResponse', status: 'SUCCESS', message: '' }
+          : undefined,
+      );
+      h.advance(5);
+    };
+    answerPushOf(2);
+    assert.equal(h.received(h.lm, 'MapperEnd').length, 0, 'partition 0 still has a batch in flight');
+    assert.equal(h.node.state().phase, 'pushing');
+    answerPushOf(0);
+    assert.equal(h.node.state().phase, 'ending');
+    assert.deepEqual(h.last(h.lm, 'MapperEnd').written, [
+      { partitionId: 0, batches: 2, bytes: 1_208 },
+      { partitionId: 1, batches: 1, bytes: 10 },
+      { partitionId: 2, batches: 1, bytes: 10 },
+    ]);
+  });
+
+  it('property: each step sends every batch it queued exactly once, in messages within the cap, one pair each', () => {
+    const placement = fc.record({
+      primary: fc.integer({ min: 0, max: 3 }),
+      peer: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
+    });
+    const partition = fc.tuple(placement, fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 4 }));
+    fc.assert(
+      fc.property(
+        fc.array(partition, { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 20, max: 400 }),
+        (spec, batchSizeBytes) => {
+          const locations = spec.map(([{ primary, peer }], p) =>
+            peer === undefined ? location(p, 0, primary) : replicated(p, 0, primary, peer),
+          );
+          const driver = new Driver({
+            ...baseConfig,
+            numPartitions: spec.length,
+            records: spec.map(([, sizes]) => sizes.map((n) => new Uint8Array(n))),
+            batchSizeBytes,
+          });
+          const registration = sentOf(driver.step({ kind: 'start', recovered: new Map() }))[0]!;
+          let effects = driver.answer(registration, {
+            type: 'RegisterShuffleResponse',
+            status: 'SUCCESS',
+            locations,
+            message: '',
+          });
+          // What the step must push: the current batch of each partition it started or acknowledged.
+          let expected = driver.state.partitions
+            .filter((p) => p.payloads.length > 0)
+            .map((p) => p.partitionId);
+          const inFlight: PushSend[] = [];
+          const sent = new Set<number>();
+          while (driver.state.phase === 'pushing') {
+            const pushes = sentOf(effects).filter(isPush);
+            const batches = pushes.flatMap((push) => checkPush(push, locations, batchSizeBytes));
+            assert.deepEqual(
+              batches.map((b) => b.partitionId).sort((a, b) => a - b),
+              expected.sort((a, b) => a - b),
+              'every queued batch is sent once in the step that queued it',
+            );
+            for (const { partitionId, batchId } of batches) {
+              const current = driver.state.partitions[partitionId]!;
+              assert.equal(
+                batchId,
+                current.batchIds[current.current],
+                'the partition pushes its current batch',
+              );
+              assert.ok(!sent.has(batchId), `batch ${batchId} sent twice`);
+              sent.add(batchId);
+            }
+            inFlight.push(...pushes);
+            const next = inFlight.shift();
+            assert.ok(next !== undefined, 'a pushing task has a push in flight');
+            effects = driver.answer(next, succeeded(next.message));
+            expected = partitionsOf(next.message).filter((p) => {
+              const after = driver.state.partitions[p]!;
+              return after.current < after.payloads.length;
+            });
+          }
+          assert.equal(driver.state.phase, 'ending');
+          assert.equal(
+            sent.size,
+            driver.state.partitions.reduce((n, p) => n + p.payloads.length, 0),
+          );
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
+
+type SendEffect = Extract<Effect, { kind: 'send' }>;
+type PushSend = SendEffect & { readonly message: MessageOf<'PushData'> | MessageOf<'PushMergedData'> };
+
+/** Steps the machine directly, so that a test sees exactly what each step sends. */
+class Driver {
+  state: MapTaskState;
+  private now = 0;
+  private readonly rng = replayRng([]);
+
+  constructor(config: MapTaskConfig) {
+    this.state = initialMapTaskState(config);
+  }
+
+  step(input: Input): readonly Effect[] {
+    this.now += 1;
+    const result = mapTaskMachine.step(this.state, input, this.now, this.rng);
+    this.state = result.state;
+    return result.effects;
+  }
+
+  answer(request: SendEffect, message: Message): readonly Effect[] {
+    const { requestId } = request;
+    assert.ok(requestId !== undefined);
+    return this.step({
+      kind: 'receive',
+      envelope: { from: request.to, to: ME, fromRelease: '0.6.0', inReplyTo: requestId, message },
+    });
+  }
+}
+
+function sentOf(effects: readonly Effect[]): SendEffect[] {
+  return effects.filter((e): e is SendEffect => e.kind === 'send');
+}
+
+function isPush(send: SendEffect): send is PushSend {
+  return send.message.type === 'PushData' || send.message.type === 'PushMergedData';
+}
+
+function partitionsOf(message: PushSend['message']): number[] {
+  return message.type === 'PushData' ? [message.partitionId] : message.batches.map((b) => b.partitionId);
+}
+
+function succeeded(message: PushSend['message']): Message {
+  return message.type === 'PushData'
+    ? { type: 'PushDataResponse', status: 'SUCCESS', message: '' }
+    : { type: 'PushMergedDataResponse', statuses: message.batches.map(() => 'SUCCESS'), message: '' };
+}
+
+/**
+ * A push goes to the primary of each of its batches, all of which share that primary and its peer; a merged one
+ * holds two or more batches whose frames total at most the cap; every batch is framed for its location.
+ */
+function checkPush(push: PushSend, locations: readonly PartitionLocation[], cap: number) {
+  const { message } = push;
+  const batches =
+    message.type === 'PushData'
+      ? [
+          {
+            partitionId: message.partitionId,
+            epoch: message.epoch,
+            batchId: message.batchId,
+            payload: message.payload,
+          },
+        ]
+      : message.batches;
+  if (message.type === 'PushMergedData') {
+    assert.ok(batches.length >= 2, 'a merged push holds two batches or more');
+    assert.ok(batches.reduce((n, b) => n + b.payload.length, 0) <= cap, 'a merged push stays within the cap');
+  }
+  const peerOf = (l: PartitionLocation) => (l.peer === undefined ? 'none' : workerKey(l.peer.worker));
+  const first = locations[batches[0]!.partitionId]!;
+  return batches.map((b) => {
+    const at = locations[b.partitionId]!;
+    assert.equal(workerKey(at.worker), push.to, 'sent to the primary');
+    assert.equal(peerOf(at), peerOf(first), 'one peer per message');
+    const frame = frameOf(b.payload);
+    assert.deepEqual([frame.partitionId, frame.batchId, frame.epoch], [b.partitionId, b.batchId, at.epoch]);
+    return { partitionId: b.partitionId, batchId: b.batchId };
+  });
+}

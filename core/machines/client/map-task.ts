@@ -3,6 +3,7 @@ import {
   reactToPushFailure,
   reactToPushReply,
   reactToReviveAnswer,
+  type PushFailureStatus,
   type PushReaction,
 } from '../../client/index.ts';
 import {
@@ -14,7 +15,13 @@ import {
   type StatusCode,
 } from '../../domain/index.ts';
 import { encodeBatchFrame } from '../../protocol/batch-frame.ts';
-import type { Message, MessageOf, PartitionWritten, ReviveRequest } from '../../protocol/messages.ts';
+import type {
+  MergedBatch,
+  Message,
+  MessageOf,
+  PartitionWritten,
+  ReviveRequest,
+} from '../../protocol/messages.ts';
 import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
@@ -24,9 +31,10 @@ import { ask, emptyRequests, expire, settle, type RequestTable } from './request
 
 /**
  * One attempt of one map task (node `map-<app>-<shuffle>-<map>-<attempt>`): registers the shuffle with its lifecycle
- * manager, pushes its records as framed batches to each partition's primary (one batch in flight per partition),
- * follows splits and failures through revives (core/client decides each reaction), and reports what was
- * acknowledged with MapperEnd. It then stays idle: a task is part of an engine's executor, not a process to stop.
+ * manager, pushes its records as framed batches to each partition's primary (one batch in flight per partition;
+ * the batches one step sends to the same primary and peer travel merged in one PushMergedData), follows splits and
+ * failures through revives (core/client decides each reaction), and reports what was acknowledged with MapperEnd.
+ * It then stays idle: a task is part of an engine's executor, not a process to stop.
  * docs/core/machines-client.md describes the messages, timers and outcomes.
  */
 export interface MapTaskConfig {
@@ -40,7 +48,10 @@ export interface MapTaskConfig {
   readonly lifecycleManager: NodeId;
   /** What this attempt writes: the records of each partition (index = partitionId), in order. */
   readonly records: readonly (readonly Uint8Array[])[];
-  /** `svc.client.push.buffer.max.size`: records are packed into batches of at most this many bytes. */
+  /**
+   * `svc.client.push.buffer.max.size`: records are packed into batches of at most this many bytes, and a merged push
+   * carries frames of at most this many bytes in all (a larger frame travels alone).
+   */
   readonly batchSizeBytes: number;
   /** `svc.client.push.revive.maxRetries`: revives one batch may ask for after failures (splits are free). */
   readonly maxReviveRetries: number;
@@ -93,9 +104,16 @@ export interface PartitionPush {
 
 export type MapRequest =
   | { readonly kind: 'register' }
-  | { readonly kind: 'push'; readonly partitionId: number; readonly location: PartitionLocation }
+  /** A PushData (one batch) or a PushMergedData (several, in this order); each batch answers for itself. */
+  | { readonly kind: 'push'; readonly batches: readonly PushedBatch[] }
   | { readonly kind: 'revive'; readonly requests: readonly ReviveRequest[] }
   | { readonly kind: 'mapperEnd' };
+
+/** One batch of a push request: the partition's current batch, sent to this location. */
+export interface PushedBatch {
+  readonly partitionId: number;
+  readonly location: PartitionLocation;
+}
 
 export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   if (config.records.length > config.numPartitions) {
@@ -136,6 +154,8 @@ interface Draft {
   partitions: PartitionPush[];
   reviving: Set<number>;
   error?: string;
+  /** Partitions whose current batch this step decided to push: sent, merged by worker pair, at its end. */
+  pushQueue: number[];
   /** Revive requests gathered during this step: sent together as one Revive at its end. */
   reviveQueue: ReviveRequest[];
   readonly out: Outbox;
@@ -149,12 +169,14 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       locations: state.locations as Map<number, PartitionLocation>,
       partitions: state.partitions as PartitionPush[],
       reviving: state.reviving as Set<number>,
+      pushQueue: [],
       reviveQueue: [],
       out: newOutbox(now, rng),
     };
     handle(draft, input);
+    flushPushes(draft);
     flushRevives(draft);
-    const { out, reviveQueue: _queue, ...next } = draft;
+    const { out, pushQueue: _pushes, reviveQueue: _revives, ...next } = draft;
     return { state: next, effects: out.effects };
   },
 };
@@ -184,6 +206,7 @@ function handle(d: Draft, input: Input): void {
     }
     case 'ioDone':
     case 'ioFailed':
+    case 'ioBatchDone':
       return;
     case 'admin':
       refuseAdmin(d.out, 'map task', input);
@@ -207,15 +230,7 @@ function onReceive(d: Draft, envelope: Envelope): void {
       else unexpected(d, message, 'RegisterShuffleResponse');
       return;
     case 'push':
-      if (message.type === 'PushDataResponse') {
-        const { partitionId, location } = request.purpose;
-        react(
-          d,
-          partitionId,
-          location,
-          reactToPushReply(message.status, reactionContext(d, partitionId, location)),
-        );
-      } else unexpected(d, message, 'PushDataResponse');
+      onPushAnswer(d, request.purpose.batches, message);
       return;
     case 'revive':
       if (message.type === 'ReviveResponse') onReviveResponse(d, request.purpose.requests, message);
@@ -230,17 +245,9 @@ function onReceive(d: Draft, envelope: Envelope): void {
 
 function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedOut' | 'sendFailed'): void {
   switch (purpose.kind) {
-    case 'push': {
-      const cause = pushFailureCause({ kind: why });
-      count(d.out, 'PushDataFailCount', 1, { cause });
-      react(
-        d,
-        purpose.partitionId,
-        purpose.location,
-        reactToPushFailure(cause, reactionContext(d, purpose.partitionId, purpose.location)),
-      );
+    case 'push':
+      failPushedBatches(d, purpose.batches, pushFailureCause({ kind: why }));
       return;
-    }
     case 'register':
       if (attempt < d.config.maxRequestAttempts) registerShuffle(d, attempt + 1);
       else fail(d, `the lifecycle manager did not answer RegisterShuffle ${attempt} times (${why})`);
@@ -303,36 +310,160 @@ function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): 
   maybeEnd(d);
 }
 
+/** Queues the partition's current batch; the step's end sends it (see flushPushes). */
 function push(d: Draft, partitionId: number): void {
+  d.pushQueue.push(partitionId);
+  updatePartition(d, partitionId, { status: 'pushing' });
+}
+
+/** A queued batch, framed for the location it goes to. */
+interface OutgoingBatch extends PushedBatch {
+  readonly batchId: number;
+  readonly frame: Uint8Array;
+}
+
+/**
+ * Sends the batches queued during the step, merged by worker pair: batches whose primary is on the same worker and
+ * whose replica is on the same peer (or that have none) go in one message, so that the primary can forward what it
+ * takes to that peer in one message too. A group is cut, in queue order, into messages of at most `batchSizeBytes`
+ * of frames (at least one batch each). A task that stopped during the step sends nothing.
+ */
+function flushPushes(d: Draft): void {
+  if (d.pushQueue.length === 0 || d.phase !== 'pushing') return;
+  const groups = new Map<string, OutgoingBatch[]>();
+  for (const partitionId of d.pushQueue) {
+    const batch = frameCurrentBatch(d, partitionId);
+    const pair = workerPairOf(batch.location);
+    const group = groups.get(pair);
+    if (group === undefined) groups.set(pair, [batch]);
+    else group.push(batch);
+  }
+  const cap = d.config.batchSizeBytes;
+  for (const group of groups.values()) {
+    let message: OutgoingBatch[] = [];
+    let bytes = 0;
+    for (const batch of group) {
+      if (message.length > 0 && bytes + batch.frame.length > cap) {
+        sendPush(d, message);
+        message = [];
+        bytes = 0;
+      }
+      message.push(batch);
+      bytes += batch.frame.length;
+    }
+    sendPush(d, message);
+  }
+}
+
+function frameCurrentBatch(d: Draft, partitionId: number): OutgoingBatch {
   const partition = d.partitions[partitionId]!;
   const location = d.locations.get(partitionId)!;
-  const { appId, shuffleId, mapId, attemptId } = d.config;
+  const { shuffleId, mapId, attemptId } = d.config;
   const batchId = partition.batchIds[partition.current]!;
-  const payload = encodeBatchFrame(
+  const frame = encodeBatchFrame(
     { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch },
     partition.payloads[partition.current]!,
   );
+  return { partitionId, location, batchId, frame };
+}
+
+/** The merge key of a location: its primary's worker and its peer's (none when the partition is not replicated). */
+function workerPairOf(location: PartitionLocation): string {
+  const primary = workerKey(location.worker);
+  return location.peer === undefined ? primary : `${primary} ${workerKey(location.peer.worker)}`;
+}
+
+/** One batch: a PushData, exactly as without merging. Several: a PushMergedData, answered with a status each. */
+function sendPush(d: Draft, batches: readonly OutgoingBatch[]): void {
+  const { appId, shuffleId, mapId, attemptId } = d.config;
+  const first = batches[0]!;
+  const message: Message =
+    batches.length === 1
+      ? {
+          type: 'PushData',
+          shuffleKey: shuffleKey(appId, shuffleId),
+          mode: 'PRIMARY',
+          partitionId: first.partitionId,
+          epoch: first.location.epoch,
+          mapId,
+          attemptId,
+          batchId: first.batchId,
+          payload: first.frame,
+        }
+      : {
+          type: 'PushMergedData',
+          shuffleKey: shuffleKey(appId, shuffleId),
+          mode: 'PRIMARY',
+          mapId,
+          attemptId,
+          batches: batches.map((b): MergedBatch => ({
+            partitionId: b.partitionId,
+            epoch: b.location.epoch,
+            batchId: b.batchId,
+            payload: b.frame,
+          })),
+        };
   d.requests = ask(
     d.requests,
     d.out,
-    {
-      to: workerKey(location.worker),
-      message: {
-        type: 'PushData',
-        shuffleKey: shuffleKey(appId, shuffleId),
-        mode: 'PRIMARY',
-        partitionId,
-        epoch: location.epoch,
-        mapId,
-        attemptId,
-        batchId,
-        payload,
-      },
-      purpose: { kind: 'push', partitionId, location },
-    },
+    { to: workerKey(first.location.worker), message, purpose: { kind: 'push', batches } },
     d.config.pushTimeoutMs,
   );
-  updatePartition(d, partitionId, { status: 'pushing' });
+}
+
+/**
+ * The answer to a push: each batch, in request order, reacts to its own status as it would to a PushDataResponse.
+ * A refusal (StatusResponse, e.g. by release) fails the task as for any request. An answer that does not fit the
+ * request (another type, or not one status per batch) is a protocol error, which every batch of it treats as a
+ * non-critical failure: it revives, and the revive budget bounds a worker that keeps answering nonsense.
+ */
+function onPushAnswer(d: Draft, batches: readonly PushedBatch[], message: Message): void {
+  if (message.type === 'StatusResponse') {
+    unexpected(d, message, batches.length === 1 ? 'PushDataResponse' : 'PushMergedDataResponse');
+    return;
+  }
+  const statuses = statusPerBatch(message, batches.length);
+  if (statuses === undefined) {
+    log(d.out, 'error', 'push answer does not fit the push; every batch of it counts as failed', {
+      batches: batches.length,
+      answer: message.type,
+      ...(message.type === 'PushMergedDataResponse' ? { statuses: message.statuses.length } : {}),
+      partitions: batches.map((b) => b.partitionId),
+    });
+    failPushedBatches(d, batches, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY');
+    return;
+  }
+  for (let i = 0; i < batches.length; i += 1) {
+    const { partitionId, location } = batches[i]!;
+    react(
+      d,
+      partitionId,
+      location,
+      reactToPushReply(statuses[i]!, reactionContext(d, partitionId, location)),
+    );
+  }
+  maybeEnd(d);
+}
+
+/** The status the answer gives each batch, in request order; undefined when it is not an answer to this push. */
+function statusPerBatch(message: Message, batches: number): readonly StatusCode[] | undefined {
+  if (batches === 1 && message.type === 'PushDataResponse') return [message.status];
+  if (batches > 1 && message.type === 'PushMergedDataResponse' && message.statuses.length === batches) {
+    return message.statuses;
+  }
+  return undefined;
+}
+
+/**
+ * A push that failed as the client saw it (no answer, no connection, an unreadable answer): every batch of it reacts
+ * to `cause`. PushDataFailCount counts batches, as the reference's does, so that it means the same with or without
+ * merging.
+ */
+function failPushedBatches(d: Draft, batches: readonly PushedBatch[], cause: PushFailureStatus): void {
+  count(d.out, 'PushDataFailCount', batches.length, { cause });
+  for (const { partitionId, location } of batches) {
+    react(d, partitionId, location, reactToPushFailure(cause, reactionContext(d, partitionId, location)));
+  }
 }
 
 function reactionContext(d: Draft, partitionId: number, location: PartitionLocation) {
@@ -363,7 +494,6 @@ function react(d: Draft, partitionId: number, location: PartitionLocation, react
       });
       if (reaction.reviveInBackground === true) queueRevive(d, partitionId, 'SOFT_SPLIT', location);
       if (partition.current + 1 < partition.payloads.length) push(d, partitionId);
-      maybeEnd(d);
       return;
     }
     case 'dropBatch':

@@ -166,6 +166,7 @@ function handle(d: Draft, input: Input): void {
     }
     case 'ioDone':
     case 'ioFailed':
+    case 'ioBatchDone':
       return;
     case 'admin':
       refuseAdmin(d.out, 'reduce task', input);

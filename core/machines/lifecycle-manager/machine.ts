@@ -82,6 +82,7 @@ function handle(d: Draft, input: Input): void {
     }
     case 'ioDone':
     case 'ioFailed':
+    case 'ioBatchDone':
       return;
     case 'admin':
       refuseAdmin(d.out, 'lifecycle manager', input);

@@ -78,9 +78,10 @@ function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState 
       return s;
     case 'ioDone':
     case 'ioFailed':
+    case 'ioBatchDone':
       log(out, 'warn', 'master.io.unexpected', {
         input: input.kind,
-        op: input.op,
+        ...(input.kind === 'ioBatchDone' ? { ops: input.completions.length } : { op: input.op }),
         hint: 'the master issues no file I/O',
       });
       return s;
@@ -179,6 +180,8 @@ function onReceive(s: MasterState, out: MasterOutbox, envelope: Envelope): Maste
     case 'GetReducerFileGroupResponse':
     case 'PushData':
     case 'PushDataResponse':
+    case 'PushMergedData':
+    case 'PushMergedDataResponse':
     case 'OpenStream':
     case 'OpenStreamResponse':
     case 'FetchChunk':

@@ -46,6 +46,7 @@ const toyMachine: Machine<Toy> = {
       case 'admin':
       case 'ioDone':
       case 'ioFailed':
+      case 'ioBatchDone':
       case 'sendFailed':
         seen = [...seen, input.kind];
     }

@@ -3,7 +3,9 @@ import { CURRENT_RELEASE, type Release } from '../../release/version.ts';
 import type { Rng } from '../../rng.ts';
 import type {
   AdminCommand,
+  BatchableIo,
   Effect,
+  IoCompletion,
   Envelope,
   FileRef,
   Input,
@@ -87,7 +89,7 @@ export interface Delivery {
   readonly envelope: Envelope;
 }
 
-export type IoEffect = Extract<Effect, { kind: 'createFile' | 'write' | 'flush' | 'read' | 'moveFile' }>;
+export type IoEffect = BatchableIo;
 
 /** What made `run` return. */
 export type RunEnd = 'condition' | 'quiescent' | 'time-limit' | 'event-limit';
@@ -389,7 +391,13 @@ export class InMemoryCluster {
       case 'flush':
       case 'read':
       case 'moveFile':
-        this.io(node, effect);
+        this.enqueue(node, this.clock + this.ioLatency, this.io(node, effect));
+        return;
+      case 'ioBatch':
+        this.enqueue(node, this.clock + this.ioLatency, {
+          kind: 'ioBatchDone',
+          completions: effect.ops.map((op) => this.io(node, op)),
+        });
         return;
       case 'deleteFile':
         node.files.delete(effect.file.id);
@@ -481,22 +489,17 @@ export class InMemoryCluster {
     this.enqueue(target, this.clock + this.networkLatency, { kind: 'receive', envelope });
   }
 
-  private io(node: NodeEntry, effect: IoEffect): void {
-    const at = this.clock + this.ioLatency;
+  /** Performs one I/O effect now (or fails it by an I/O rule) and returns its completion. */
+  private io(node: NodeEntry, effect: IoEffect): IoCompletion {
     const rule = this.ioRules.find((r) => r.remaining > 0 && r.match({ node: node.id, effect }));
     if (rule !== undefined) {
       rule.remaining -= 1;
-      this.enqueue(node, at, { kind: 'ioFailed', op: effect.op, error: rule.error });
-      return;
+      return { kind: 'ioFailed', op: effect.op, error: rule.error };
     }
     const outcome = performIo(node.files, effect);
-    this.enqueue(
-      node,
-      at,
-      typeof outcome === 'string'
-        ? { kind: 'ioFailed', op: effect.op, error: outcome }
-        : { kind: 'ioDone', op: effect.op, ...(outcome === undefined ? {} : { bytes: outcome }) },
-    );
+    return typeof outcome === 'string'
+      ? { kind: 'ioFailed', op: effect.op, error: outcome }
+      : { kind: 'ioDone', op: effect.op, ...(outcome === undefined ? {} : { bytes: outcome }) };
   }
 }
 

@@ -14,7 +14,7 @@ import { committedFileOf, fileNameFor, getFile, putFile } from './files.ts';
 import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
 import { failPushesOfFiles } from './push.ts';
 import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
-import type { CopyOutcome, PendingCommit, WorkerMachineState } from './state.ts';
+import { owned, takeId, type CopyOutcome, type PendingCommit, type WorkerMachineState } from './state.ts';
 import { accountBytes } from './storage-view.ts';
 
 /**
@@ -52,12 +52,9 @@ export function handleCommitFiles(
   if (shuffle === undefined) {
     return answerCommit(s, out, pending, undefined, `this worker holds no files of ${key}`);
   }
-  const commitId = s.nextId;
-  let state: WorkerMachineState = {
-    ...s,
-    nextId: commitId + 1,
-    shuffles: setEntry(s.shuffles, key, { ...shuffle, mapAttempts: message.mapAttempts }),
-  };
+  const commitId = takeId(s);
+  setEntry(s.shuffles, key, { ...shuffle, mapAttempts: message.mapAttempts });
+  let state = s;
   const flushing = new Set<string>();
   for (const [ids, mode] of [
     [message.primaryIds, 'PRIMARY'],
@@ -202,11 +199,10 @@ function flushSettled(
 ): WorkerMachineState {
   const pending = s.commits.get(commitId);
   if (pending === undefined) return s;
-  const flushing = new Set(pending.flushing);
-  flushing.delete(name);
-  if (flushing.size > 0) return { ...s, commits: setEntry(s.commits, commitId, { ...pending, flushing }) };
+  owned(pending.flushing).delete(name);
+  if (pending.flushing.size > 0) return s;
   setEntry(s.commits, commitId, undefined);
-  return answerCommit(s, out, { ...pending, flushing }, undefined, 'committed');
+  return answerCommit(s, out, pending, undefined, 'committed');
 }
 
 /**

@@ -29,12 +29,19 @@ export function armDiskCheck(s: WorkerMachineState, out: Outbox): void {
 /** The check timer: probe every failed disk, then arm the next check. */
 export function onDiskCheckTimer(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   armDiskCheck(s, out);
+  // A probe file left behind by an earlier round would make the create fail with EXISTS: every delete goes first,
+  // so that the creates, handed to the disks as one batch (io-batch.ts), all come after them.
+  for (const disk of s.config.disks) {
+    if (s.diskProblems.has(disk.mountPoint))
+      out.effects.push({ kind: 'deleteFile', file: probeFile(disk.mountPoint, disk.type) });
+  }
   s.config.disks.forEach((disk, index) => {
     if (!s.diskProblems.has(disk.mountPoint)) return;
-    const file = probeFile(disk.mountPoint, disk.type);
-    // A probe file left behind by an earlier round would make the create fail with EXISTS.
-    out.effects.push({ kind: 'deleteFile', file });
-    out.effects.push({ kind: 'createFile', op: probeOp(index, 'create'), file });
+    out.effects.push({
+      kind: 'createFile',
+      op: probeOp(index, 'create'),
+      file: probeFile(disk.mountPoint, disk.type),
+    });
   });
   return s;
 }

@@ -8,13 +8,14 @@ import {
 import type { FileRef, IoError } from '../effects.ts';
 import { appended, fileId, getFile, putFile } from './files.ts';
 import { count, log, setEntry, type Outbox } from '../outbox.ts';
-import type {
-  CopyOutcome,
-  EvictReason,
-  FileTask,
-  OpPurpose,
-  PartitionFile,
-  WorkerMachineState,
+import {
+  takeId,
+  type CopyOutcome,
+  type EvictReason,
+  type FileTask,
+  type OpPurpose,
+  type PartitionFile,
+  type WorkerMachineState,
 } from './state.ts';
 import { accountBytes, noteDiskFailure, recordLatency, storageView } from './storage-view.ts';
 
@@ -224,11 +225,10 @@ function issue(
     | { kind: 'write'; op: number; file: FileRef; bytes: Uint8Array }
     | { kind: 'flush'; op: number; file: FileRef },
 ): WorkerMachineState {
-  const op = s.nextId;
+  const op = takeId(s);
   out.effects.push({ ...effect, op });
-  const purpose: OpPurpose = { kind: 'file-task', shuffleKey, fileName: file.name, issuedAt: out.now };
-  const next = { ...s, nextId: op + 1, ops: setEntry(s.ops, op, purpose) };
-  return putFile(next, shuffleKey, { ...file, busyOp: op });
+  setEntry(s.ops, op, { kind: 'file-task', shuffleKey, fileName: file.name, issuedAt: out.now });
+  return putFile(s, shuffleKey, { ...file, busyOp: op });
 }
 
 /** Where the evict policy would move the file now (kind 'none' with the reason when no tier can take it). */
@@ -257,11 +257,10 @@ function startEviction(
     return undefined;
   }
   const to: FileRef = { id: file.file.id, tier: choice.tier, mountPoint: choice.mountPoint };
-  const op = s.nextId;
+  const op = takeId(s);
   out.effects.push({ kind: 'moveFile', op, file: file.file, to });
-  const purpose: OpPurpose = { kind: 'evict-move', shuffleKey, fileName: file.name, to, popsTask };
-  const next = { ...s, nextId: op + 1, ops: setEntry(s.ops, op, purpose) };
-  return putFile(next, shuffleKey, { ...file, busyOp: op });
+  setEntry(s.ops, op, { kind: 'evict-move', shuffleKey, fileName: file.name, to, popsTask });
+  return putFile(s, shuffleKey, { ...file, busyOp: op });
 }
 
 /** Under memory pressure, queues the eviction of the largest open memory files (core/storage picks them). */

@@ -25,7 +25,8 @@ import {
   startRegistration,
 } from './membership.ts';
 import { inputBeforeStart, log, newOutbox, setEntry, type Outbox } from '../outbox.ts';
-import { completeLocalWrite, completeReplica, handlePushData, replicaAnswer } from './push.ts';
+import { groupIo } from './io-batch.ts';
+import { completeForward, completeLocalWrite, handlePush } from './push.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
 import { completeCreate, handleReserveSlots } from './reserve.ts';
@@ -34,16 +35,21 @@ import { accountBytes } from './storage-view.ts';
 
 /**
  * The worker as a pure state machine. Each step routes one input to the module that owns it (reserve, push,
- * commit, read, membership at the master, leaving the cluster) and returns the effects they decided, in order.
+ * commit, read, membership at the master, leaving the cluster) and returns the effects they decided, in order,
+ * with its I/O operations handed to the disks as one batch (io-batch.ts).
  * docs/core/machines-master-worker.md lists every message, timer, persisted key and effect.
  */
 export const workerMachine: Machine<WorkerMachineState> = {
   step(state: WorkerMachineState, input: Input, now: number, rng: Rng): Step<WorkerMachineState> {
     const out = newOutbox(now, rng);
-    const next = maybeFinishExit(dispatch(state, input, out), out);
-    return { state: next, effects: out.effects };
+    const next = handle(state, input, out);
+    return { state: next, effects: groupIo(out.effects) };
   },
 };
+
+function handle(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachineState {
+  return maybeFinishExit(dispatch(s, input, out), out);
+}
 
 function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachineState {
   if (input.kind === 'start') return onStart(s, out, input.recovered);
@@ -60,14 +66,24 @@ function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachi
       return onIo(s, out, input.op, { ok: true, bytes: input.bytes });
     case 'ioFailed':
       return onIo(s, out, input.op, { ok: false, error: input.error });
+    case 'ioBatchDone': {
+      // Each completion is handled exactly as its own ioDone or ioFailed input would be (machine-io.test.ts).
+      let state = s;
+      for (const completion of input.completions) state = handle(state, completion, out);
+      return state;
+    }
     case 'sendFailed': {
       const request = input.requestId === undefined ? undefined : s.requests.get(input.requestId);
       if (input.requestId === undefined || request === undefined) {
         log(out, 'debug', 'worker.sendFailed', { to: input.to, message: input.message.type });
         return s;
       }
-      if (request.kind === 'replicate')
-        return completeReplica(s, out, input.requestId, { kind: 'connectFailed' });
+      if (request.kind === 'replicate') {
+        return completeForward(s, out, input.requestId, {
+          kind: 'whole',
+          outcome: { kind: 'connectFailed' },
+        });
+      }
       return masterRequestFailed(
         s,
         out,
@@ -128,7 +144,8 @@ function onReceive(s: WorkerMachineState, out: Outbox, envelope: Envelope): Work
     case 'ReserveSlots':
       return handleReserveSlots(s, out, envelope, message);
     case 'PushData':
-      return handlePushData(s, out, envelope, message);
+    case 'PushMergedData':
+      return handlePush(s, out, envelope, message);
     case 'CommitFiles':
       return handleCommitFiles(s, out, envelope, message);
     case 'DestroySlots':
@@ -140,12 +157,20 @@ function onReceive(s: WorkerMachineState, out: Outbox, envelope: Envelope): Work
     case 'CloseStream':
       return handleCloseStream(s, out, envelope, message);
     case 'PushDataResponse':
-      if (inReplyTo !== undefined) return completeReplica(s, out, inReplyTo, replicaAnswer(message));
+      if (inReplyTo !== undefined)
+        return completeForward(s, out, inReplyTo, { kind: 'perBatch', statuses: [message.status] });
+      break;
+    case 'PushMergedDataResponse':
+      if (inReplyTo !== undefined)
+        return completeForward(s, out, inReplyTo, { kind: 'perBatch', statuses: message.statuses });
       break;
     case 'StatusResponse':
       // A peer that refuses the forwarded push outright (for example by release) answers with a bare status.
       if (inReplyTo !== undefined && s.requests.get(inReplyTo)?.kind === 'replicate') {
-        return completeReplica(s, out, inReplyTo, { kind: 'rejected', status: message.status });
+        return completeForward(s, out, inReplyTo, {
+          kind: 'whole',
+          outcome: { kind: 'rejected', status: message.status },
+        });
       }
       break;
     case 'RegisterWorkerResponse':
@@ -199,7 +224,8 @@ function onTimer(s: WorkerMachineState, out: Outbox, name: string): WorkerMachin
   const requestId = name.startsWith('req:') ? Number(name.slice(4)) : Number.NaN;
   const request = s.requests.get(requestId);
   if (request === undefined) return s;
-  if (request.kind === 'replicate') return completeReplica(s, out, requestId, { kind: 'timedOut' });
+  if (request.kind === 'replicate')
+    return completeForward(s, out, requestId, { kind: 'whole', outcome: { kind: 'timedOut' } });
   return masterRequestFailed(
     s,
     out,
@@ -260,7 +286,7 @@ function routeFinished(
 ): WorkerMachineState {
   let state = s;
   for (const { shuffleKey, fileName, task, outcome } of finished) {
-    if (task.kind === 'write') state = completeLocalWrite(state, out, task.pushId, outcome);
+    if (task.kind === 'write') state = completeLocalWrite(state, out, task.pushId, task.batch, outcome);
     else if (task.kind === 'flush')
       state = completeFlush(state, out, task.commitId, shuffleKey, fileName, outcome);
   }

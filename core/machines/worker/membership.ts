@@ -5,7 +5,7 @@ import { dropShuffle } from './commit.ts';
 import { applyWorkerTrigger, checkDrain } from './leaving.ts';
 import { cancelTimer, count, log, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
 import { requestTimer } from './push.ts';
-import type { OutstandingRequest, WorkerMachineState } from './state.ts';
+import { takeId, type OutstandingRequest, type WorkerMachineState } from './state.ts';
 import { diskInfos } from './storage-view.ts';
 
 /**
@@ -24,7 +24,7 @@ export function startRegistration(s: WorkerMachineState, out: Outbox): WorkerMac
 
 export function attemptRegister(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   if (s.registration.status !== 'registering') return s;
-  const requestId = s.nextId;
+  const requestId = takeId(s);
   send(
     out,
     s.config.master,
@@ -39,7 +39,6 @@ export function attemptRegister(s: WorkerMachineState, out: Outbox): WorkerMachi
   setTimer(out, requestTimer(requestId), out.now + s.config.masterRequestTimeoutMs);
   return {
     ...s,
-    nextId: requestId + 1,
     requests: setEntry(s.requests, requestId, { kind: 'register' }),
     registration: { ...s.registration, attempts: s.registration.attempts + 1 },
   };
@@ -83,7 +82,7 @@ export function onRegisterAnswer(
 export function onHeartbeatTimer(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   if (s.registration.status !== 'registered') return s;
   setTimer(out, HEARTBEAT_TIMER, out.now + s.config.heartbeatIntervalMs);
-  const requestId = s.nextId;
+  const requestId = takeId(s);
   send(
     out,
     s.config.master,
@@ -100,7 +99,6 @@ export function onHeartbeatTimer(s: WorkerMachineState, out: Outbox): WorkerMach
   setTimer(out, requestTimer(requestId), out.now + s.config.masterRequestTimeoutMs);
   const state: WorkerMachineState = {
     ...s,
-    nextId: requestId + 1,
     requests: setEntry(s.requests, requestId, { kind: 'heartbeat' }),
     unavailablePeers: purgeUnavailablePeers(
       s.unavailablePeers,

@@ -1,7 +1,7 @@
 import { partitionFileName, workerKey, type PartitionMode, type StatusCode } from '../../domain/index.ts';
 import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
 import { decodeBatchFrame } from '../../protocol/batch-frame.ts';
-import type { PushData, PushDataResponse } from '../../protocol/messages.ts';
+import type { MergedBatch, PushData, PushMergedData } from '../../protocol/messages.ts';
 import { workerNodeId } from '../../protocol/node-ids.ts';
 import {
   admitPush,
@@ -11,19 +11,23 @@ import {
   type PushTarget,
   type ReplicaOutcome,
 } from '../../replication/index.ts';
-import { decideSplit } from '../../storage/index.ts';
-import type { Envelope } from '../effects.ts';
+import { decideSplit, type WorkerStorage } from '../../storage/index.ts';
+import type { Envelope, NodeId } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { enqueueTask } from './file-queue.ts';
 import { cancelTimer, count, log, reply, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
-import type {
-  CopyOutcome,
-  PartitionFile,
-  PendingPush,
-  ReplyTo,
-  WorkerMachineState,
-  WorkerShuffle,
+import {
+  owned,
+  takeId,
+  type CopyOutcome,
+  type PartitionFile,
+  type PendingPush,
+  type PushBatch,
+  type SettledBatch,
+  type WaitingBatch,
+  type WorkerMachineState,
+  type WorkerShuffle,
 } from './state.ts';
 import { storageView } from './storage-view.ts';
 
@@ -33,129 +37,183 @@ export function requestTimer(requestId: number): string {
 }
 
 /**
- * PushData. A primary with a peer writes locally and forwards the same message (mode REPLICA) to the peer at once,
- * and answers only when both are done; core/replication decides whether to take the push and what to answer.
+ * PushData and PushMergedData, one code path: a PushData is a merged push of its one batch, answered with a
+ * PushDataResponse. Each batch is judged on its own, exactly as a PushData of it would be: the frame must be whole
+ * and name the batch, and core/replication decides whether to take it (missing location, shutting down, failed
+ * writer, split, peer fast-fail). The accepted batches are written (one task each on their file's queue, so appends
+ * never interleave) and, on a primary, forwarded to the file's peer: one message per distinct peer (mode REPLICA,
+ * the original's type), with one request id and one timeout each. The message is answered once, when every batch's
+ * status is known (`pushReply` for the accepted ones).
  */
-export function handlePushData(
+export function handlePush(
   s: WorkerMachineState,
   out: Outbox,
   envelope: Envelope,
-  message: PushData,
+  message: PushData | PushMergedData,
 ): WorkerMachineState {
   // A replica push comes from the primary worker: server traffic, not admitted by client release.
   if (message.mode === 'PRIMARY' && !admitted(out, 'worker', s.config.release, envelope)) return s;
-  const replyTo = replyToOf(envelope);
-  const shuffle = s.shuffles.get(message.shuffleKey);
-  const name = partitionFileName({
-    partitionId: message.partitionId,
-    epoch: message.epoch,
-    mode: message.mode,
-  });
-  const file = shuffle?.files.get(name);
-  const peer = file?.location.peer;
-  const decision = admitPush({
-    mode: message.mode,
-    target: pushTarget(s, shuffle, file, message),
-    shuttingDown: STATE_POLICIES[s.lifecycle.state].pushRedirect !== null,
-    peerUnavailable:
-      peer !== undefined &&
-      isPeerUnavailable(
-        s.unavailablePeers,
-        workerKey(peer.worker),
-        out.now,
-        s.config.replicate.fastFailDurationMs,
-      ),
-  });
-  if (decision.kind === 'reply') {
-    answer(out, replyTo, message.mode, decision.status, decision.reason, {
-      shuffle: message.shuffleKey,
-      file: name,
+  const { shuffleKey, mode } = message;
+  const batches: readonly MergedBatch[] = message.type === 'PushData' ? [message] : message.batches;
+  const shuffle = s.shuffles.get(shuffleKey);
+  const shuttingDown = STATE_POLICIES[s.lifecycle.state].pushRedirect !== null;
+  const checkPeers = mode === 'PRIMARY' && s.unavailablePeers.size > 0;
+  // Enqueueing a write changes no tier's usage: one view of the storage serves every batch of the message.
+  let view: WorkerStorage | undefined;
+  let state = s;
+  let pushId: number | undefined;
+  let waiting = 0;
+  let forwards: Map<NodeId, number[]> | undefined;
+  const judged: PushBatch[] = [];
+  for (let index = 0; index < batches.length; index += 1) {
+    const batch = batches[index]!;
+    const fileName = partitionFileName({ partitionId: batch.partitionId, epoch: batch.epoch, mode });
+    const file = shuffle?.files.get(fileName);
+    const peer = file?.location.peer?.worker;
+    let target: PushTarget;
+    if (
+      shuffle === undefined ||
+      file === undefined ||
+      file.status === 'committed' ||
+      file.status === 'committing'
+    ) {
+      target = missingTarget(shuffle, message.mapId);
+    } else {
+      view ??= storageView(state);
+      target = foundTarget(state, shuffle, file, mode, view);
+    }
+    const decision = admitPush({
+      mode,
+      target,
+      shuttingDown,
+      peerUnavailable:
+        checkPeers &&
+        peer !== undefined &&
+        isPeerUnavailable(
+          state.unavailablePeers,
+          workerKey(peer),
+          out.now,
+          state.config.replicate.fastFailDurationMs,
+        ),
     });
-    return s;
-  }
-  const frameProblem = checkFrame(message);
-  if (frameProblem !== null) {
-    const status =
-      message.mode === 'PRIMARY'
-        ? 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY'
-        : 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_REPLICA';
-    answer(out, replyTo, message.mode, status, frameProblem, {
-      shuffle: message.shuffleKey,
-      file: name,
-      from: envelope.from,
+    if (decision.kind === 'reply') {
+      judged.push(settled(fileName, batch.batchId, decision.status, decision.reason));
+      continue;
+    }
+    const frameProblem = checkFrame(batch, message);
+    if (frameProblem !== null) {
+      const status =
+        mode === 'PRIMARY'
+          ? 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY'
+          : 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_REPLICA';
+      judged.push(settled(fileName, batch.batchId, status, frameProblem));
+      continue;
+    }
+    judged.push({
+      kind: 'waiting',
+      fileName,
+      batchId: batch.batchId,
+      local: 'pending',
+      replica: decision.replicate ? 'pending' : 'none',
+      softSplit: decision.softSplit,
     });
-    return s;
+    waiting += 1;
+    if (decision.replicate && peer !== undefined) {
+      forwards ??= new Map();
+      const to = workerNodeId(peer);
+      const group = forwards.get(to);
+      if (group === undefined) forwards.set(to, [index]);
+      else group.push(index);
+    }
+    if (pushId === undefined) pushId = takeId(state);
+    state = enqueueTask(state, out, shuffleKey, fileName, {
+      kind: 'write',
+      pushId,
+      batch: index,
+      bytes: batch.payload,
+    });
   }
 
-  const pushId = s.nextId;
-  let state: WorkerMachineState = { ...s, nextId: pushId + 1 };
   const push: PendingPush = {
-    replyTo,
-    shuffleKey: message.shuffleKey,
-    fileName: name,
-    mode: message.mode,
+    replyTo: replyToOf(envelope),
+    shuffleKey,
+    mode,
     mapId: message.mapId,
     attemptId: message.attemptId,
-    batchId: message.batchId,
-    local: 'pending',
-    replica: decision.replicate ? 'pending' : 'none',
-    softSplit: decision.softSplit,
+    answer: message.type === 'PushData' ? 'PushDataResponse' : 'PushMergedDataResponse',
+    batches: judged,
+    waiting,
   };
-  setEntry(state.pushes, pushId, push);
-  if (decision.replicate && peer !== undefined) {
-    const requestId = state.nextId;
-    const to = workerNodeId(peer.worker);
-    send(out, to, { ...message, mode: 'REPLICA' }, requestId);
-    setTimer(out, requestTimer(requestId), out.now + state.config.replicate.timeoutMs);
-    state = {
-      ...state,
-      nextId: requestId + 1,
-      requests: setEntry(state.requests, requestId, { kind: 'replicate', pushId, peer: to }),
-    };
+  if (pushId === undefined) {
+    answerPush(out, push);
+    return state;
   }
-  return enqueueTask(state, out, message.shuffleKey, name, { kind: 'write', pushId, bytes: message.payload });
+  if (forwards !== undefined) forward(state, out, message, batches, pushId, forwards);
+  setEntry(state.pushes, pushId, push);
+  return state;
 }
 
-/** The local write of a push ended. */
+/** The local write of batch `batch` of a push ended. */
 export function completeLocalWrite(
   s: WorkerMachineState,
   out: Outbox,
   pushId: number,
+  batch: number,
   outcome: CopyOutcome,
 ): WorkerMachineState {
   const push = s.pushes.get(pushId);
-  if (push === undefined) return s;
-  return finishIfDone(s, out, pushId, { ...push, local: outcome });
+  const current = push?.batches[batch];
+  if (push === undefined || current?.kind !== 'waiting') return s;
+  settleIfDone(s, out, pushId, push, batch, { ...current, local: outcome });
+  return s;
 }
 
-/** The replica's answer, its timeout, or the failure to reach it. */
-export function completeReplica(
+/**
+ * How a forward to the replica ended: the replica's statuses, one per forwarded batch in the forward's order, or one
+ * outcome for all of them (its timer fired, the peer could not be reached, or it refused the message as a whole).
+ */
+export type ForwardResult =
+  | { readonly kind: 'perBatch'; readonly statuses: readonly StatusCode[] }
+  | { readonly kind: 'whole'; readonly outcome: ReplicaOutcome };
+
+/** The replica's answer, its timeout, or the failure to reach it: the replica outcome of each forwarded batch. */
+export function completeForward(
   s: WorkerMachineState,
   out: Outbox,
   requestId: number,
-  outcome: ReplicaOutcome,
+  result: ForwardResult,
 ): WorkerMachineState {
   const request = s.requests.get(requestId);
   if (request?.kind !== 'replicate') return s;
   cancelTimer(out, requestTimer(requestId));
   setEntry(s.requests, requestId, undefined);
   let state: WorkerMachineState = s;
-  if (outcome.kind === 'connectFailed') {
+  let whole = result.kind === 'whole' ? result.outcome : undefined;
+  if (whole?.kind === 'connectFailed') {
     state = {
       ...state,
       unavailablePeers: markPeerUnavailable(state.unavailablePeers, request.peer, out.now),
     };
   }
-  const push = state.pushes.get(request.pushId);
-  if (push === undefined) return state;
-  return finishIfDone(state, out, request.pushId, { ...push, replica: outcome });
-}
-
-/** How the primary reads the replica's answer: a success code (possibly a split or congestion) or a failure. */
-export function replicaAnswer(response: PushDataResponse): ReplicaOutcome {
-  return REPLICA_SUCCESS_CODES.has(response.status)
-    ? { kind: 'acked', body: response.status }
-    : { kind: 'rejected', status: response.status };
+  if (result.kind === 'perBatch' && result.statuses.length !== request.batches.length) {
+    log(out, 'warn', 'worker.replicate.malformedAnswer', {
+      peer: request.peer,
+      forwarded: request.batches.length,
+      statuses: result.statuses.length,
+      note: 'the replica answered a different number of statuses than batches forwarded: each counts as refused',
+    });
+    whole = { kind: 'rejected', status: 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_REPLICA' };
+  }
+  for (let k = 0; k < request.batches.length; k += 1) {
+    const push = state.pushes.get(request.pushId);
+    if (push === undefined) break;
+    const index = request.batches[k]!;
+    const batch = push.batches[index];
+    if (batch?.kind !== 'waiting' || batch.replica !== 'pending') continue;
+    const replica = whole ?? replicaOutcomeOf(result, k);
+    settleIfDone(state, out, request.pushId, push, index, { ...batch, replica });
+  }
+  return state;
 }
 
 /** Answers every push still waiting on a file that is going away (destroyed, or its shuffle expired). */
@@ -166,16 +224,111 @@ export function failPushesOfFiles(
   fileNames: ReadonlySet<string> | 'all',
   reason: string,
 ): WorkerMachineState {
-  let pushes = s.pushes;
-  for (const [pushId, push] of s.pushes) {
-    if (push.shuffleKey !== shuffleKey || (fileNames !== 'all' && !fileNames.has(push.fileName))) continue;
-    answer(out, push.replyTo, push.mode, 'PUSH_DATA_FAIL_PARTITION_NOT_FOUND', reason, {
-      shuffle: shuffleKey,
-      file: push.fileName,
-    });
-    pushes = setEntry(pushes, pushId, undefined);
+  for (const [pushId, pending] of s.pushes) {
+    if (pending.shuffleKey !== shuffleKey) continue;
+    let push: PendingPush | undefined = pending;
+    for (let index = 0; push !== undefined && index < push.batches.length; index += 1) {
+      const batch = push.batches[index]!;
+      if (batch.kind !== 'waiting' || (fileNames !== 'all' && !fileNames.has(batch.fileName))) continue;
+      const status = 'PUSH_DATA_FAIL_PARTITION_NOT_FOUND';
+      push = settle(s, out, pushId, push, index, settled(batch.fileName, batch.batchId, status, reason));
+    }
   }
-  return pushes === s.pushes ? s : { ...s, pushes };
+  return s;
+}
+
+/** Sends the batches each peer must replicate in one message per peer, each with its own request and timer. */
+function forward(
+  s: WorkerMachineState,
+  out: Outbox,
+  message: PushData | PushMergedData,
+  batches: readonly MergedBatch[],
+  pushId: number,
+  forwards: ReadonlyMap<NodeId, readonly number[]>,
+): void {
+  for (const [peer, indexes] of forwards) {
+    const requestId = takeId(s);
+    send(
+      out,
+      peer,
+      message.type === 'PushData'
+        ? { ...message, mode: 'REPLICA' }
+        : {
+            type: 'PushMergedData',
+            shuffleKey: message.shuffleKey,
+            mode: 'REPLICA',
+            mapId: message.mapId,
+            attemptId: message.attemptId,
+            batches: indexes.map((index) => batches[index]!),
+          },
+      requestId,
+    );
+    setTimer(out, requestTimer(requestId), out.now + s.config.replicate.timeoutMs);
+    setEntry(s.requests, requestId, { kind: 'replicate', pushId, peer, batches: indexes });
+  }
+}
+
+function replicaOutcomeOf(result: ForwardResult, k: number): ReplicaOutcome {
+  if (result.kind === 'whole') return result.outcome;
+  const status = result.statuses[k]!;
+  return REPLICA_SUCCESS_CODES.has(status) ? { kind: 'acked', body: status } : { kind: 'rejected', status };
+}
+
+/** Stores a batch that still waits for a copy, or settles it with `pushReply`'s status once both are known. */
+function settleIfDone(
+  s: WorkerMachineState,
+  out: Outbox,
+  pushId: number,
+  push: PendingPush,
+  index: number,
+  batch: WaitingBatch,
+): void {
+  if (batch.local === 'pending' || batch.replica === 'pending') {
+    owned(push.batches)[index] = batch;
+    return;
+  }
+  const replica = batch.replica === 'none' ? undefined : batch.replica;
+  const status = pushReply({
+    mode: push.mode,
+    localWritten: batch.local.ok,
+    ...(replica === undefined ? {} : { replica }),
+    softSplit: batch.softSplit,
+    congested: false,
+  });
+  const reason = batch.local.ok
+    ? replica !== undefined && replica.kind !== 'acked'
+      ? `forwarding to the replica failed (${describeReplica(replica)})`
+      : 'written'
+    : `writing the ${push.mode === 'PRIMARY' ? 'primary' : 'replica'} copy failed (${batch.local.error})`;
+  settle(s, out, pushId, push, index, settled(batch.fileName, batch.batchId, status, reason));
+}
+
+/**
+ * Records a batch's final status (in place, in the push's own array); the push is answered and forgotten when it
+ * was the last one waiting. Returns the push as it stands, or undefined once answered.
+ */
+function settle(
+  s: WorkerMachineState,
+  out: Outbox,
+  pushId: number,
+  push: PendingPush,
+  index: number,
+  batch: SettledBatch,
+): PendingPush | undefined {
+  owned(push.batches)[index] = batch;
+  const waiting = push.waiting - 1;
+  if (waiting > 0) {
+    const next = { ...push, waiting };
+    setEntry(s.pushes, pushId, next);
+    return next;
+  }
+  setEntry(s.pushes, pushId, undefined);
+  answerPush(out, push);
+  return undefined;
+}
+
+function settled(fileName: string, batchId: number, status: StatusCode, reason: string): SettledBatch {
+  return { kind: 'settled', fileName, batchId, status, reason };
 }
 
 const REPLICA_SUCCESS_CODES: ReadonlySet<StatusCode> = new Set<StatusCode>([
@@ -187,37 +340,35 @@ const REPLICA_SUCCESS_CODES: ReadonlySet<StatusCode> = new Set<StatusCode>([
   'PUSH_DATA_SUCCESS_REPLICA_CONGESTED',
 ]);
 
-function pushTarget(
-  s: WorkerMachineState,
-  shuffle: WorkerShuffle | undefined,
-  file: PartitionFile | undefined,
-  message: PushData,
-): PushTarget {
+/** A push to a location this worker does not hold (or no longer takes writes for: committed or committing). */
+function missingTarget(shuffle: WorkerShuffle | undefined, mapId: number): PushTarget {
   // A committed (or committing) file is sealed: to a push it is as gone as it is in the reference after commit.
-  if (
-    shuffle === undefined ||
-    file === undefined ||
-    file.status === 'committed' ||
-    file.status === 'committing'
-  ) {
-    const attempts = shuffle?.mapAttempts;
-    const attempt = attempts?.[message.mapId];
-    return {
-      kind: 'missing',
-      mapper:
-        attempts === undefined ? 'unknown' : attempt !== undefined && attempt >= 0 ? 'ended' : 'running',
-      shuffleKnown: shuffle !== undefined,
-    };
-  }
-  const queued = file.queue.reduce((sum, task) => sum + (task.kind === 'write' ? task.bytes.length : 0), 0);
+  const attempts = shuffle?.mapAttempts;
+  const attempt = attempts?.[mapId];
+  return {
+    kind: 'missing',
+    mapper: attempts === undefined ? 'unknown' : attempt !== undefined && attempt >= 0 ? 'ended' : 'running',
+    shuffleKnown: shuffle !== undefined,
+  };
+}
+
+function foundTarget(
+  s: WorkerMachineState,
+  shuffle: WorkerShuffle,
+  file: PartitionFile,
+  mode: PartitionMode,
+  view: WorkerStorage,
+): PushTarget {
+  let queued = 0;
+  for (const task of file.queue) if (task.kind === 'write') queued += task.bytes.length;
   const split = decideSplit(
     {
       tier: file.file.tier,
       mountPoint: file.file.mountPoint,
       fileBytes: file.bytes + queued,
-      mode: message.mode,
+      mode,
     },
-    storageView(s),
+    view,
     {
       enabled: s.config.split.enabled,
       mode: shuffle.splitMode,
@@ -235,52 +386,30 @@ function pushTarget(
   };
 }
 
-/** The frame must be whole, pass its CRC, and name the batch the message names (core/protocol/batch-frame.ts). */
-function checkFrame(message: PushData): string | null {
-  const decoded = decodeBatchFrame(message.payload);
+/** The frame must be whole, pass its CRC, and name the batch and the map attempt the message names. */
+function checkFrame(batch: MergedBatch, message: PushData | PushMergedData): string | null {
+  const decoded = decodeBatchFrame(batch.payload);
   if (!decoded.ok) return `the pushed batch is damaged: ${decoded.error.message}`;
   const frame = decoded.value;
+  if (
+    frame.partitionId === batch.partitionId &&
+    frame.mapId === message.mapId &&
+    frame.attemptId === message.attemptId &&
+    frame.batchId === batch.batchId
+  )
+    return null;
+  const expected = {
+    partitionId: batch.partitionId,
+    mapId: message.mapId,
+    attemptId: message.attemptId,
+    batchId: batch.batchId,
+  };
   const mismatched = (['partitionId', 'mapId', 'attemptId', 'batchId'] as const).filter(
-    (field) => frame[field] !== message[field],
+    (field) => frame[field] !== expected[field],
   );
-  if (mismatched.length === 0) return null;
   return `the pushed batch's frame does not match its message (${mismatched
-    .map((field) => `${field} ${frame[field]} vs ${message[field]}`)
+    .map((field) => `${field} ${frame[field]} vs ${expected[field]}`)
     .join(', ')}); the client framed it wrongly`;
-}
-
-function finishIfDone(
-  s: WorkerMachineState,
-  out: Outbox,
-  pushId: number,
-  push: PendingPush,
-): WorkerMachineState {
-  if (push.local === 'pending' || push.replica === 'pending') {
-    setEntry(s.pushes, pushId, push);
-    return s;
-  }
-  const replica = push.replica === 'none' ? undefined : push.replica;
-  const status = pushReply({
-    mode: push.mode,
-    localWritten: push.local.ok,
-    ...(replica === undefined ? {} : { replica }),
-    softSplit: push.softSplit,
-    congested: false,
-  });
-  const reason = push.local.ok
-    ? replica !== undefined && replica.kind !== 'acked'
-      ? `forwarding to the replica failed (${describeReplica(replica)})`
-      : 'written'
-    : `writing the ${push.mode === 'PRIMARY' ? 'primary' : 'replica'} copy failed (${push.local.error})`;
-  answer(out, push.replyTo, push.mode, status, reason, {
-    shuffle: push.shuffleKey,
-    file: push.fileName,
-    map: push.mapId,
-    attempt: push.attemptId,
-    batch: push.batchId,
-  });
-  setEntry(s.pushes, pushId, undefined);
-  return s;
 }
 
 function describeReplica(outcome: Exclude<ReplicaOutcome, { kind: 'acked' }>): string {
@@ -296,33 +425,79 @@ function describeReplica(outcome: Exclude<ReplicaOutcome, { kind: 'acked' }>): s
   }
 }
 
-/** Replies to a push and counts it under the contract's worker metrics. */
-function answer(
-  out: Outbox,
-  to: ReplyTo,
-  mode: PartitionMode,
-  status: StatusCode,
-  reason: string,
-  fields: Readonly<Record<string, unknown>>,
-): void {
-  reply(out, to, { type: 'PushDataResponse', status, message: reason });
-  for (const name of pushMetrics(mode, status)) count(out, name);
-  if (
-    status === 'SUCCESS' ||
-    status === 'SOFT_SPLIT' ||
-    status === 'MAP_ENDED' ||
-    status.endsWith('_CONGESTED')
-  )
-    return;
-  log(out, status === 'HARD_SPLIT' ? 'debug' : 'warn', 'worker.push.notWritten', {
-    status,
-    reason,
-    ...fields,
+/** Statuses of a batch that was written (a split or congestion code still means the bytes landed). */
+const WRITTEN: ReadonlySet<StatusCode> = new Set<StatusCode>([
+  'SUCCESS',
+  'SOFT_SPLIT',
+  'PUSH_DATA_SUCCESS_PRIMARY_CONGESTED',
+  'PUSH_DATA_SUCCESS_REPLICA_CONGESTED',
+]);
+
+/**
+ * Answers a push whose batches are all settled: a PushDataResponse (its one batch's status and reason) or a
+ * PushMergedDataResponse (every batch's status, and one clause per distinct reason a batch was not written). Its
+ * counters are emitted once per name with the number of batches that moved them, and at most one log line
+ * summarises the batches that failed (warn; debug when they were only hard splits).
+ */
+function answerPush(out: Outbox, push: PendingPush): void {
+  const statuses: StatusCode[] = [];
+  const counters = new Map<string, number>();
+  let notWritten: Map<string, { status: StatusCode; reason: string; batches: number }> | undefined;
+  let failed = 0;
+  let firstFailure: SettledBatch | undefined;
+  let firstWarning: SettledBatch | undefined;
+  for (const batch of push.batches) {
+    if (batch.kind !== 'settled') throw new Error(`push answered while batch ${batch.batchId} still waits`);
+    const { status } = batch;
+    statuses.push(status);
+    for (const name of pushMetrics(push.mode, status)) counters.set(name, (counters.get(name) ?? 0) + 1);
+    if (WRITTEN.has(status)) continue;
+    notWritten ??= new Map();
+    const key = `${status}\n${batch.reason}`;
+    const clause = notWritten.get(key);
+    if (clause === undefined) notWritten.set(key, { status, reason: batch.reason, batches: 1 });
+    else clause.batches += 1;
+    if (status === 'MAP_ENDED') continue;
+    failed += 1;
+    firstFailure ??= batch;
+    if (status !== 'HARD_SPLIT') firstWarning ??= batch;
+  }
+  const single = push.answer === 'PushDataResponse' ? push.batches[0] : undefined;
+  if (single?.kind === 'settled') {
+    reply(out, push.replyTo, { type: 'PushDataResponse', status: single.status, message: single.reason });
+  } else {
+    const clauses = notWritten === undefined ? [] : [...notWritten.values()];
+    reply(out, push.replyTo, {
+      type: 'PushMergedDataResponse',
+      statuses,
+      message: clauses
+        .map((clause) => `${clause.batches} batch(es) ${clause.status}: ${clause.reason}`)
+        .join('; '),
+    });
+  }
+  for (const [name, n] of counters) count(out, name, n);
+  const first = firstWarning ?? firstFailure;
+  if (first === undefined) return;
+  const summary = new Map<StatusCode, number>();
+  for (const status of statuses) {
+    if (!WRITTEN.has(status) && status !== 'MAP_ENDED') summary.set(status, (summary.get(status) ?? 0) + 1);
+  }
+  log(out, firstWarning === undefined ? 'debug' : 'warn', 'worker.push.notWritten', {
+    shuffle: push.shuffleKey,
+    mode: push.mode,
+    map: push.mapId,
+    attempt: push.attemptId,
+    failed,
+    of: statuses.length,
+    statuses: [...summary].map(([status, n]) => `${status}×${n}`).join(', '),
+    reason: first.reason,
+    file: first.fileName,
+    batch: first.batchId,
   });
 }
 
 /**
- * The counters a push's answer moves. A *_REPLICA failure on a primary is the forward's failure (ReplicateData*);
+ * The counters a batch's status moves. A *_REPLICA failure on a primary is the forward's failure (ReplicateData*);
  * the same code answered by the replica itself is that worker's own write failure (WriteDataFailCount).
  */
 function pushMetrics(mode: PartitionMode, status: StatusCode): readonly string[] {

@@ -5,7 +5,7 @@ import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { chunkOffsets, fileNameFor, getFile } from './files.ts';
 import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
-import type { OpPurpose, ReplyTo, WorkerMachineState } from './state.ts';
+import { takeId, type OpPurpose, type ReplyTo, type WorkerMachineState } from './state.ts';
 import { recordLatency } from './storage-view.ts';
 
 /**
@@ -42,7 +42,7 @@ export function handleOpenStream(
     });
     return s;
   }
-  const streamId = s.nextId;
+  const streamId = takeId(s);
   const offsets = chunkOffsets(file);
   count(out, 'OpenStreamSuccessCount');
   reply(out, replyTo, {
@@ -54,7 +54,6 @@ export function handleOpenStream(
   });
   return {
     ...s,
-    nextId: streamId + 1,
     streams: setEntry(s.streams, streamId, {
       shuffleKey: message.shuffleKey,
       fileName: name,
@@ -85,7 +84,7 @@ export function handleFetchChunk(
     failFetch(out, replyTo, message.streamId, message.chunkIndex, 'REQUEST_FAILED', reason);
     return s;
   }
-  const op = s.nextId;
+  const op = takeId(s);
   out.effects.push({ kind: 'read', op, file: file.file, offset: start, length: end - start });
   const purpose: OpPurpose = {
     kind: 'read',
@@ -96,7 +95,8 @@ export function handleFetchChunk(
     length: end - start,
     issuedAt: out.now,
   };
-  return { ...s, nextId: op + 1, ops: setEntry(s.ops, op, purpose) };
+  setEntry(s.ops, op, purpose);
+  return s;
 }
 
 export function handleCloseStream(

@@ -12,7 +12,14 @@ import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { fileId, getFile, putFile, putShuffle } from './files.ts';
 import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
-import type { OpPurpose, PartitionFile, PendingReserve, WorkerMachineState } from './state.ts';
+import {
+  owned,
+  takeId,
+  type OpPurpose,
+  type PartitionFile,
+  type PendingReserve,
+  type WorkerMachineState,
+} from './state.ts';
 import { hasAnyStorage, noteDiskFailure, storageView } from './storage-view.ts';
 
 /**
@@ -59,8 +66,8 @@ export function handleReserveSlots(
     );
   }
 
-  const reserveId = s.nextId;
-  let state: WorkerMachineState = { ...s, nextId: reserveId + 1 };
+  const reserveId = takeId(s);
+  let state = s;
   let pending: PendingReserve = {
     replyTo,
     shuffleKey: key,
@@ -113,12 +120,11 @@ export function completeCreate(
     if (result.ok) out.effects.push({ kind: 'deleteFile', file: file.file });
     return s;
   }
-  const creating = new Set(pending.creating);
-  creating.delete(file.name);
-  let next: PendingReserve = { ...pending, creating };
+  owned(pending.creating).delete(file.name);
+  let next = pending;
   let state = s;
   if (result.ok) {
-    next = { ...next, created: [...next.created, file] };
+    owned(pending.created).push(file);
   } else {
     state = noteDiskFailure(state, file.file, result.error);
     log(out, 'warn', 'worker.reserve.createFailed', {
@@ -168,14 +174,11 @@ function startCreate(
     ...file,
     file: { ...file.file, tier: choice.tier, mountPoint: choice.mountPoint },
   };
-  const op = s.nextId;
+  const op = takeId(s);
   out.effects.push({ kind: 'createFile', op, file: placed.file });
-  const purpose: OpPurpose = { kind: 'create', reserveId, file: placed, attempt };
-  const creating = new Set(pending.creating).add(file.name);
-  return {
-    state: { ...s, nextId: op + 1, ops: setEntry(s.ops, op, purpose) },
-    pending: { ...pending, creating },
-  };
+  setEntry(s.ops, op, { kind: 'create', reserveId, file: placed, attempt });
+  owned(pending.creating).add(file.name);
+  return { state: s, pending };
 }
 
 /** Stores the request while files are still being created; otherwise answers it. */
@@ -185,7 +188,10 @@ function settle(
   reserveId: number,
   pending: PendingReserve,
 ): WorkerMachineState {
-  if (pending.creating.size > 0) return { ...s, reserves: setEntry(s.reserves, reserveId, pending) };
+  if (pending.creating.size > 0) {
+    setEntry(s.reserves, reserveId, pending);
+    return s;
+  }
   setEntry(s.reserves, reserveId, undefined);
   const key = pending.shuffleKey;
   if (pending.failures.length > 0) {

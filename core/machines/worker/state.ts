@@ -1,4 +1,11 @@
-import type { AppId, PartitionLocation, PartitionMode, ShuffleId, ShuffleKey } from '../../domain/index.ts';
+import type {
+  AppId,
+  PartitionLocation,
+  PartitionMode,
+  ShuffleId,
+  ShuffleKey,
+  StatusCode,
+} from '../../domain/index.ts';
 import { initialLifecycle, type WorkerLifecycle } from '../../lifecycle/worker-states.ts';
 import type { ReplicaOutcome, UnavailablePeers } from '../../replication/index.ts';
 import type { PartitionSplitMode } from '../../storage/index.ts';
@@ -17,7 +24,8 @@ export interface ReplyTo {
  * are batch boundaries, and a flush covers every write accepted before the commit.
  */
 export type FileTask =
-  | { readonly kind: 'write'; readonly pushId: number; readonly bytes: Uint8Array }
+  /** Batch `batch` (its index in the push message) of push `pushId`. */
+  | { readonly kind: 'write'; readonly pushId: number; readonly batch: number; readonly bytes: Uint8Array }
   | { readonly kind: 'flush'; readonly commitId: number }
   /** Move the file off the memory tier (size limit, memory pressure, or graceful shutdown). */
   | { readonly kind: 'evict'; readonly reason: EvictReason };
@@ -69,20 +77,49 @@ export interface WorkerShuffle {
 export type CopyOutcome =
   { readonly ok: true } | { readonly ok: false; readonly error: IoError | 'file-failed' };
 
-/** A push accepted by this worker and not yet answered. */
+/**
+ * A push message (PushData, or PushMergedData with its batches) with at least one batch this worker accepted, not
+ * yet answered. Each batch is judged on its own; the message is answered once, when every batch's status is known.
+ */
 export interface PendingPush {
   readonly replyTo: ReplyTo;
   readonly shuffleKey: ShuffleKey;
-  readonly fileName: string;
   readonly mode: PartitionMode;
   readonly mapId: number;
   readonly attemptId: number;
+  /** PushData is answered with a PushDataResponse for its one batch, PushMergedData with one status per batch. */
+  readonly answer: 'PushDataResponse' | 'PushMergedDataResponse';
+  /**
+   * One per batch of the message, in its order. The machine owns the array and replaces a batch in its slot when a
+   * copy of it ends (like the maps of the state, see setEntry in outbox.ts).
+   */
+  readonly batches: readonly PushBatch[];
+  /** Batches whose status is not known yet; the push is answered when this reaches 0. */
+  readonly waiting: number;
+}
+
+/** One batch of a push: waiting for its copies, or settled with the status its answer carries. */
+export type PushBatch = WaitingBatch | SettledBatch;
+
+export interface WaitingBatch {
+  readonly kind: 'waiting';
+  /** The partition file it goes to (`id-epoch-mode`). */
+  readonly fileName: string;
   readonly batchId: number;
   readonly local: CopyOutcome | 'pending';
   /** 'none' when there is no replica to forward to (no peer, or this is the replica). */
   readonly replica: ReplicaOutcome | 'pending' | 'none';
-  /** The split check asked for a soft split: the push lands, and the reply tells the client to move soon. */
+  /** The split check asked for a soft split: the batch lands, and the answer tells the client to move soon. */
   readonly softSplit: boolean;
+}
+
+export interface SettledBatch {
+  readonly kind: 'settled';
+  readonly fileName: string;
+  readonly batchId: number;
+  readonly status: StatusCode;
+  /** Why, in words: 'written', or what refused or failed it. */
+  readonly reason: string;
 }
 
 /** A ReserveSlots request waiting for its files to be created. */
@@ -147,7 +184,13 @@ export type OpPurpose =
 export type OutstandingRequest =
   | { readonly kind: 'register' }
   | { readonly kind: 'heartbeat' }
-  | { readonly kind: 'replicate'; readonly pushId: number; readonly peer: NodeId };
+  /** A forward of some batches of push `pushId` (their indexes in it, in the forward's order) to one peer. */
+  | {
+      readonly kind: 'replicate';
+      readonly pushId: number;
+      readonly peer: NodeId;
+      readonly batches: readonly number[];
+    };
 
 export interface ReadStream {
   readonly shuffleKey: ShuffleKey;
@@ -203,6 +246,27 @@ export interface WorkerMachineState {
    * waits for them, and says so again only when this number changes.
    */
   readonly memoryFilesAwaitingDisk: number;
+}
+
+/**
+ * Takes the next id of the node's one counter (op, request, stream, push, reserve, commit), in place: the machine owns
+ * its state record as it owns its maps (see setEntry in outbox.ts), and the hot paths (one op per write) should not
+ * copy the whole record for it.
+ */
+export function takeId(s: WorkerMachineState): number {
+  const id = s.nextId;
+  (s as { nextId: number }).nextId = id + 1;
+  return id;
+}
+
+/**
+ * A set or array of the machine's state, writable: the machine owns its state and updates it in place (like its
+ * maps, see setEntry in outbox.ts) where copying it on every change would cost time in proportion to its size.
+ */
+export function owned<T>(collection: ReadonlySet<T>): Set<T>;
+export function owned<T>(collection: readonly T[]): T[];
+export function owned<T>(collection: ReadonlySet<T> | readonly T[]): Set<T> | T[] {
+  return collection as Set<T> | T[];
 }
 
 export function initialWorkerState(config: WorkerConfig): WorkerMachineState {

@@ -1,10 +1,16 @@
 import type { PartitionLocation, PartitionMode, StorageInfo, WorkerId } from '../../domain/index.ts';
 import { encodeBatchFrame } from '../../protocol/batch-frame.ts';
-import type { Message, MessageOf, MessageType, PushData } from '../../protocol/messages.ts';
+import { masterNodeId } from '../../protocol/node-ids.ts';
+import type { Message, MessageOf, MessageType, PushData, PushMergedData } from '../../protocol/messages.ts';
 import { CURRENT_RELEASE, type Release } from '../../release/version.ts';
 import { replayRng } from '../../rng.ts';
-import type { Effect, Input, IoError, NodeId } from '../effects.ts';
+import type { BatchableIo, Effect, Input, IoCompletion, IoError, NodeId } from '../effects.ts';
 import type { Machine } from '../machine.ts';
+import { isBatchable } from './io-batch.ts';
+import type { WorkerConfig } from './config.ts';
+import { workerMachine } from './machine.ts';
+import { initialWorkerState, type WorkerMachineState } from './state.ts';
+import { testWorkerConfig } from './testing.ts';
 
 /**
  * Test support for the master and worker machines: a hand-cranked driver that feeds inputs one at a time and keeps
@@ -64,36 +70,60 @@ export class Harness<S> {
     return this.step({ kind: 'ioFailed', op, error });
   }
 
-  /** Completes every I/O effect in `effects` (and in what their completions cause) successfully, in order. */
+  /**
+   * Completes every I/O operation in `effects` (and in what their completions cause) successfully, in order: a lone
+   * operation with its ioDone, an `ioBatch` with one ioBatchDone, as a driver would.
+   */
   completeIo(
     effects: readonly Effect[],
     read: (file: string, offset: number, length: number) => Uint8Array = (_f, _o, l) => new Uint8Array(l),
   ): Effect[] {
+    const done = (op: IoEffect): IoCompletion =>
+      op.kind === 'read'
+        ? { kind: 'ioDone', op: op.op, bytes: read(op.file.id, op.offset, op.length) }
+        : { kind: 'ioDone', op: op.op };
     const produced: Effect[] = [];
-    let pending = ioOps(effects);
+    let pending = ioUnits(effects);
     while (pending.length > 0) {
       const [next, ...rest] = pending;
       const more =
-        next!.kind === 'read'
-          ? this.ioDone(next!.op, read(next!.file.id, next!.offset, next!.length))
-          : this.ioDone(next!.op);
+        next!.kind === 'ioBatch'
+          ? this.step({ kind: 'ioBatchDone', completions: next!.ops.map(done) })
+          : this.step(done(next!));
       produced.push(...more);
-      pending = [...rest, ...ioOps(more)];
+      pending = [...rest, ...ioUnits(more)];
     }
     return produced;
   }
 }
 
-export type IoEffect = Extract<Effect, { kind: 'createFile' | 'write' | 'flush' | 'read' | 'moveFile' }>;
+/** A started worker, registered with the master. */
+export function registeredWorker(
+  id: WorkerId,
+  overrides: Partial<WorkerConfig> = {},
+): Harness<WorkerMachineState> {
+  const harness = new Harness(workerMachine, initialWorkerState(testWorkerConfig(id, overrides)));
+  const register = onlySent(harness.start(), 'RegisterWorker');
+  harness.receive(
+    masterNodeId(),
+    { type: 'RegisterWorkerResponse', success: true, message: 'ok' },
+    { inReplyTo: register.requestId! },
+  );
+  return harness;
+}
 
+export type IoEffect = BatchableIo;
+
+/** Every I/O operation the effects issue, alone or inside an `ioBatch`, in order. */
 export function ioOps(effects: readonly Effect[]): IoEffect[] {
+  return ioUnits(effects).flatMap((unit) => (unit.kind === 'ioBatch' ? unit.ops : [unit]));
+}
+
+/** The effects that a driver completes: lone I/O operations and batches. */
+function ioUnits(effects: readonly Effect[]): (IoEffect | Extract<Effect, { kind: 'ioBatch' }>)[] {
   return effects.filter(
-    (effect): effect is IoEffect =>
-      effect.kind === 'createFile' ||
-      effect.kind === 'write' ||
-      effect.kind === 'flush' ||
-      effect.kind === 'read' ||
-      effect.kind === 'moveFile',
+    (effect): effect is IoEffect | Extract<Effect, { kind: 'ioBatch' }> =>
+      effect.kind === 'ioBatch' || isBatchable(effect),
   );
 }
 
@@ -169,4 +199,53 @@ export function pushData(
     new Uint8Array(batch.size ?? 16).fill(batch.fill ?? 7),
   );
   return { type: 'PushData', shuffleKey, mode, partitionId, epoch, mapId, attemptId, batchId, payload };
+}
+
+/** One batch of a merged push for a test: its location, and the frame's batch id, size and fill. */
+export interface TestBatch {
+  readonly partitionId: number;
+  readonly epoch?: number;
+  readonly batchId?: number;
+  readonly size?: number;
+  readonly fill?: number;
+}
+
+/** A PushMergedData of one map attempt whose batches are correctly framed (batch ids default to their index). */
+export function pushMergedData(
+  shuffleKey: string,
+  mode: PartitionMode,
+  batches: readonly TestBatch[],
+  attempt: { mapId?: number; attemptId?: number } = {},
+): PushMergedData {
+  const mapId = attempt.mapId ?? 0;
+  const attemptId = attempt.attemptId ?? 0;
+  return {
+    type: 'PushMergedData',
+    shuffleKey,
+    mode,
+    mapId,
+    attemptId,
+    batches: batches.map((batch, index) => {
+      const single = pushData(shuffleKey, batch.partitionId, batch.epoch ?? 0, mode, {
+        mapId,
+        attemptId,
+        batchId: batch.batchId ?? index,
+        size: batch.size ?? 16,
+        fill: batch.fill ?? 7,
+      });
+      return {
+        partitionId: single.partitionId,
+        epoch: single.epoch,
+        batchId: single.batchId,
+        payload: single.payload,
+      };
+    }),
+  };
+}
+
+/** The payload with its last byte flipped: the frame's CRC no longer matches. */
+export function damaged(payload: Uint8Array): Uint8Array {
+  const copy = payload.slice();
+  copy[copy.length - 1]! ^= 0xff;
+  return copy;
 }

@@ -2,11 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { workerKey } from '../../domain/index.ts';
-import { masterNodeId } from '../../protocol/node-ids.ts';
 import type { Effect } from '../effects.ts';
-import { initialWorkerState, workerMachine, type WorkerConfig, type WorkerMachineState } from './index.ts';
-import { testWorkerConfig } from './testing.ts';
-import { Harness, location, metricNames, ofKind, onlySent, pushData, sentOf, workerId } from './test-kit.ts';
+import type { WorkerConfig, WorkerMachineState } from './index.ts';
+import type { Harness } from './test-kit.ts';
+import {
+  ioOps,
+  registeredWorker,
+  location,
+  metricNames,
+  ofKind,
+  onlySent,
+  pushData,
+  sentOf,
+  workerId,
+} from './test-kit.ts';
 
 const SELF = workerId('w1');
 const PEER = workerId('w2');
@@ -16,14 +25,7 @@ const KEY = 'app-1';
 
 /** A started, registered worker. */
 function worker(overrides: Partial<WorkerConfig> = {}): Harness<WorkerMachineState> {
-  const harness = new Harness(workerMachine, initialWorkerState(testWorkerConfig(SELF, overrides)));
-  const register = onlySent(harness.start(), 'RegisterWorker');
-  harness.receive(
-    masterNodeId(),
-    { type: 'RegisterWorkerResponse', success: true, message: 'ok' },
-    { inReplyTo: register.requestId! },
-  );
-  return harness;
+  return registeredWorker(SELF, overrides);
 }
 
 function reserve(
@@ -64,7 +66,7 @@ function reserved(harness: Harness<WorkerMachineState>, options: Parameters<type
 }
 
 function writesOf(effects: readonly Effect[]) {
-  return ofKind(effects, 'write');
+  return ofKind(ioOps(effects), 'write');
 }
 
 describe('worker: ReserveSlots', () => {
@@ -95,7 +97,8 @@ describe('worker: ReserveSlots', () => {
   it('creates one file per location and answers SUCCESS once all exist', () => {
     const harness = worker();
     const effects = reserve(harness, { primaries: [0, 1], replicas: [2] });
-    const creates = ofKind(effects, 'createFile');
+    assert.equal(ofKind(effects, 'ioBatch').length, 1, 'the creates go to the disks as one batch');
+    const creates = ofKind(ioOps(effects), 'createFile');
     assert.equal(creates.length, 3);
     assert.equal(sentOf(effects, 'StatusResponse').length, 0, 'no answer before the files exist');
     assert.ok(creates.every((c) => c.file.tier === 'HDD' && c.file.mountPoint.startsWith('/disk')));
@@ -121,7 +124,7 @@ describe('worker: ReserveSlots', () => {
 
   it('answers RESERVE_SLOTS_FAILED and deletes what it created when a location gets no file', () => {
     const harness = worker({ createFileMaxAttempts: 1 });
-    const [first, second] = ofKind(reserve(harness, { primaries: [0, 1] }), 'createFile');
+    const [first, second] = ofKind(ioOps(reserve(harness, { primaries: [0, 1] })), 'createFile');
     harness.ioDone(first!.op);
     const effects = harness.ioFailed(second!.op, 'NO_SPACE');
     assert.equal(onlySent(effects, 'StatusResponse').message.status, 'RESERVE_SLOTS_FAILED');
