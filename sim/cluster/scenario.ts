@@ -161,6 +161,19 @@ function buildCluster(
     retryDelayMs: 1_000,
     speculationDelayMs: 20,
   });
+  // New clients of a right-order upgrade start once every server runs the new release (startAt counts from then).
+  const afterUpgrade = new Set(
+    cluster.upgrade?.order === 'right' ? cluster.upgrade.newClients : ([] as readonly string[]),
+  );
+  const startAfterUpgrade = (w: World) => {
+    for (const app of apps) {
+      if (!afterUpgrade.has(app.token)) continue;
+      const lm = lifecycleManagerNodeId(app.appId);
+      const at = w.now + app.startAt;
+      w.schedule(at, `start ${app.appId} (client ${app.clientRelease})`, (later) => later.start(lm));
+      engine.startApp(w, app.token, at);
+    }
+  };
   for (const app of apps) {
     const lm = lifecycleManagerNodeId(app.appId);
     world.addNode({
@@ -171,9 +184,10 @@ function buildCluster(
       initialState: () => initialLifecycleManagerState(lifecycleManagerConfig(app, plantedBug)),
     });
     engine.attach(lm, app.token);
-    world.schedule(app.startAt, `start ${app.appId} (client ${app.clientRelease})`, (w) => w.start(lm));
+    if (!afterUpgrade.has(app.token))
+      world.schedule(app.startAt, `start ${app.appId} (client ${app.clientRelease})`, (w) => w.start(lm));
   }
-  engine.start(world);
+  engine.start(world, afterUpgrade);
 
   const workerSet = new Set(workerNodes.values());
   const isWorker = (node: NodeId) => workerSet.has(node);
@@ -208,7 +222,9 @@ function buildCluster(
       ? [diskBudgets(isMaster, (node) => (world.stateOf(node) as MasterState).durable.estimatedPartitionSize)]
       : [];
   const upgrade = cluster.upgrade;
-  const upgrading = upgrade ? [rollingUpgrade(world, upgrade, master, [...workerSet])] : [];
+  const upgrading = upgrade
+    ? [rollingUpgrade(world, upgrade, master, [...workerSet], startAfterUpgrade)]
+    : [];
 
   return {
     targets,

@@ -152,13 +152,21 @@ export class Engine implements Observer {
     app.lm = node;
   }
 
-  /** Schedules the first job of every application at its start time. */
-  start(world: World): void {
+  /**
+   * Schedules the first job of every application at its start time, except those `deferred` names (by token): they
+   * start when startApp is called for them.
+   */
+  start(world: World, deferred: ReadonlySet<string> = new Set()): void {
     for (const app of this.apps) {
-      world.schedule(app.shape.startAt, `engine: ${app.shape.appId} starts job 0`, (w) =>
-        this.startJob(w, app, 0, 0),
-      );
+      if (!deferred.has(app.shape.token)) this.startApp(world, app.shape.token, app.shape.startAt);
     }
+  }
+
+  /** Schedules the first job of one application at `at`. */
+  startApp(world: World, token: string, at: number): void {
+    const app = this.apps.find((a) => a.shape.token === token);
+    if (!app) throw new RangeError(`no application ${token} in this workload`);
+    world.schedule(at, `engine: ${app.shape.appId} starts job 0`, (w) => this.startJob(w, app, 0, 0));
   }
 
   finished(): boolean {

@@ -43,7 +43,10 @@ export interface UpgradeShape {
   /** Time between two servers' upgrades (one server at a time: the master, then each worker). */
   readonly gapMs: number;
   readonly order: 'right' | 'wrong';
-  /** Applications (tokens) on the new client release: started after the servers (right) or before (wrong). */
+  /**
+   * Applications (tokens) on the new client release: started after the servers (right; their startAt then counts
+   * from the end of the upgrade) or before (wrong).
+   */
   readonly newClients: readonly string[];
 }
 
@@ -244,7 +247,6 @@ export function upgradeWorkload(order: 'right' | 'wrong') {
     const workerCount = 3 + Math.floor(rng.next() * 5);
     const at = Math.round(uniform(rng, 2_000, 6_000));
     const gapMs = Math.round(uniform(rng, 1_000, 3_000));
-    const upgradeEnds = at + gapMs * (workerCount + 1);
     const oldApps = [...Array(2).keys()].map((i): AppShape => ({
       token: `a${i}`,
       appId: `app-${i}`,
@@ -265,10 +267,8 @@ export function upgradeWorkload(order: 'right' | 'wrong') {
       appId: `app-${oldApps.length + i}`,
       clientRelease: '0.6.0',
       availableTypes: ['HDD'],
-      startAt:
-        order === 'right'
-          ? upgradeEnds + Math.round(uniform(rng, 1_000, 5_000))
-          : Math.round(uniform(rng, 0, at)),
+      // In the right order, counted from the moment every server runs the new release (sim/cluster/upgrade.ts).
+      startAt: order === 'right' ? Math.round(uniform(rng, 1_000, 5_000)) : Math.round(uniform(rng, 0, at)),
       jobs: [job(rng, 4, 16)],
     }));
     const memory = chance(rng, 0.5);

@@ -387,7 +387,7 @@ function onChunk(d: Draft, chunkIndex: number, message: MessageOf<'ChunkData'>):
 
 function copyDone(d: Draft): void {
   const cursor = d.cursor!;
-  closeStream(d, cursor.streamId);
+  // No CloseStream: the worker ends a stream by itself once its last chunk was served.
   d.chunks = [...d.chunks, ...cursor.chunks];
   d.cursor = { epochIndex: cursor.epochIndex + 1, copyIndex: 0, chunkIndex: 0, chunks: [] };
   openCopy(d);

@@ -179,6 +179,15 @@ describe('master and workers in the in-memory cluster', () => {
       assert.equal(chunk.status, 'SUCCESS', chunk.message);
       chunks.push(chunk.bytes);
     }
+    const again = ask(
+      c,
+      reader,
+      workerKey(primary.worker),
+      { type: 'FetchChunk', streamId: opened.streamId, chunkIndex: 0 },
+      'ChunkData',
+    );
+    assert.equal(again.status, 'REQUEST_FAILED', 'the stream ended by itself once its last chunk was served');
+    assert.match(again.message, /is not open/);
     const frames = decodeBatchFrames(Uint8Array.from(chunks.flatMap((chunk) => [...chunk])));
     assert.ok(frames.ok);
     assert.deepEqual(

@@ -10,8 +10,9 @@ import { recordLatency } from './storage-view.ts';
 
 /**
  * The read path: OpenStream on a committed file gives a stream id and the chunk offsets; FetchChunk reads one chunk
- * (a run of whole batches); CloseStream forgets the stream. Only committed files are served: a reader must never see
- * a file that is still being written.
+ * (a run of whole batches). A stream ends by itself once its last chunk was served (as Spark's and the reference's
+ * stream managers do), so a reader that read everything sends nothing more; CloseStream is for a reader that gives a
+ * stream up early. Only committed files are served: a reader must never see a file that is still being written.
  */
 export function handleOpenStream(
   s: WorkerMachineState,
@@ -52,14 +53,11 @@ export function handleOpenStream(
     chunkOffsets: offsets,
     message: '',
   });
-  return {
-    ...s,
-    streams: setEntry(s.streams, streamId, {
-      shuffleKey: message.shuffleKey,
-      fileName: name,
-      chunkOffsets: offsets,
-    }),
-  };
+  // A stream without chunks (an empty file) is over as soon as it is open: nothing to remember.
+  if (offsets.length > 1) {
+    setEntry(s.streams, streamId, { shuffleKey: message.shuffleKey, fileName: name, chunkOffsets: offsets });
+  }
+  return s;
 }
 
 export function handleFetchChunk(
@@ -106,9 +104,10 @@ export function handleCloseStream(
   message: CloseStream,
 ): WorkerMachineState {
   if (!admitted(out, 'worker', s.config.release, envelope)) return s;
-  return s.streams.has(message.streamId)
-    ? { ...s, streams: setEntry(s.streams, message.streamId, undefined) }
-    : s;
+  // An unknown id is fine: the stream may have ended by itself after its last chunk (a client that closes every
+  // stream it read, as the reference's do, races with that end).
+  setEntry(s.streams, message.streamId, undefined);
+  return s;
 }
 
 export function completeRead(
@@ -129,6 +128,10 @@ export function completeRead(
     return s;
   }
   count(out, 'FetchChunkSuccessCount');
+  const stream = s.streams.get(purpose.streamId);
+  if (stream !== undefined && purpose.chunkIndex === stream.chunkOffsets.length - 2) {
+    setEntry(s.streams, purpose.streamId, undefined);
+  }
   reply(out, purpose.replyTo, {
     type: 'ChunkData',
     status: 'SUCCESS',
