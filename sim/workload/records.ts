@@ -26,19 +26,27 @@ export function mapRecords(
   perPartition: readonly number[],
   recordBytes: number,
 ): Uint8Array[][] {
+  // Built byte by byte rather than through padded strings: every map attempt of a run makes its records here.
+  const prefix = `${base.appId}/s${base.shuffleId}/m${base.mapId}/t${base.attemptId}/p`;
   return perPartition.map((count, partitionId) => {
     const records: Uint8Array[] = [];
     for (let index = 0; index < count; index += 1) {
-      const key = recordKey({ ...base, partitionId, index });
-      records.push(
-        encoder.encode(
-          key.length >= recordBytes ? key : `${key}|${'x'.repeat(recordBytes - key.length - 1)}`,
-        ),
-      );
+      const key = encoder.encode(`${prefix}${partitionId}/r${index}`);
+      if (key.length >= recordBytes) {
+        records.push(key);
+        continue;
+      }
+      const record = new Uint8Array(recordBytes).fill(PAD);
+      record.set(key);
+      record[key.length] = BAR;
+      records.push(record);
     }
     return records;
   });
 }
+
+const PAD = 'x'.charCodeAt(0);
+const BAR = '|'.charCodeAt(0);
 
 /** The record's key (its origin), whatever its padding. */
 export function keyOf(record: Uint8Array): string {

@@ -252,7 +252,13 @@ function onFileGroup(d: Draft, message: MessageOf<'GetReducerFileGroupResponse'>
     fail(d, 'failure', `GetReducerFileGroup failed with ${message.status}: ${message.message}`);
     return;
   }
-  const group = message.fileGroups.find((g) => g.partitionId === d.config.partitionId);
+  // Our lifecycle manager lists the groups by partition id, so the group is usually at its own index.
+  const { partitionId } = d.config;
+  const atIndex = message.fileGroups[partitionId];
+  const group =
+    atIndex?.partitionId === partitionId
+      ? atIndex
+      : message.fileGroups.find((g) => g.partitionId === partitionId);
   const plan = readPlan(group, message.mapAttempts);
   if (typeof plan === 'string') {
     fetchFailure(d, plan);
