@@ -315,6 +315,12 @@ export interface OpenStream {
   readonly shuffleKey: ShuffleKey;
   readonly uniqueId: string;
   readonly mode: PartitionMode;
+  /**
+   * svc addition: answer with the stream's first chunk (`firstChunk`), saving the reader one round trip per copy
+   * (most reduce partitions are one chunk). A server that ignores it answers without `firstChunk`, and the reader
+   * fetches chunk 0 as usual.
+   */
+  readonly readFirstChunk?: boolean;
 }
 export interface OpenStreamResponse {
   readonly type: 'OpenStreamResponse';
@@ -322,6 +328,8 @@ export interface OpenStreamResponse {
   readonly streamId: number;
   readonly chunkOffsets: readonly number[];
   readonly message: string;
+  /** Chunk 0's bytes, when the request asked for them and the stream has a chunk. */
+  readonly firstChunk?: Uint8Array;
 }
 export interface FetchChunk {
   readonly type: 'FetchChunk';

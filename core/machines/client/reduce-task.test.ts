@@ -119,6 +119,14 @@ function group(copies: readonly Copy[]): GetReducerFileGroupResponse {
   };
 }
 
+/** Chunk `index` of a served copy, its last byte flipped when the copy is the damaged one. */
+function chunkOf(served: Copy, index: number, damage: { corrupt?: Copy }): Uint8Array {
+  const offsets = served.file.chunkOffsets;
+  const bytes = served.bytes.slice(offsets[index], offsets[index + 1]);
+  if (served === damage.corrupt) bytes[bytes.length - 1]! ^= 0xff;
+  return bytes;
+}
+
 class Harness extends ProbeHarness<ReduceTaskState> {
   readonly lm: Probe;
   private nextStream = 1;
@@ -136,7 +144,12 @@ class Harness extends ProbeHarness<ReduceTaskState> {
   }
 
   /** Serves the copies from the worker probes; `corrupt` flips a byte of that copy's chunks, `refuse` refuses it. */
-  serve(copies: readonly Copy[], damage: { corrupt?: Copy; refuse?: Copy } = {}): void {
+  /** `inlineFirstChunk`: answer an OpenStream that asks for it with chunk 0, as our workers do. */
+  serve(
+    copies: readonly Copy[],
+    damage: { corrupt?: Copy; refuse?: Copy } = {},
+    inlineFirstChunk = false,
+  ): void {
     for (let round = 0; round < 20; round += 1) {
       for (let i = 0; i < 4; i += 1) {
         const w = this.probe(workerKey(worker(i)));
@@ -158,19 +171,20 @@ class Harness extends ProbeHarness<ReduceTaskState> {
           }
           const streamId = this.nextStream++;
           this.streams.set(streamId, found);
+          const offsets = found.file.chunkOffsets;
+          const inline = inlineFirstChunk && message.readFirstChunk === true && offsets.length > 1;
           return {
             type: 'OpenStreamResponse',
             status: 'SUCCESS',
             streamId,
-            chunkOffsets: found.file.chunkOffsets,
+            chunkOffsets: offsets,
             message: '',
+            ...(inline ? { firstChunk: chunkOf(found, 0, damage) } : {}),
           };
         });
         this.answer(w, 'FetchChunk', ({ message }): Message => {
           const served = this.streams.get(message.streamId)!;
-          const offsets = served.file.chunkOffsets;
-          const bytes = served.bytes.slice(offsets[message.chunkIndex], offsets[message.chunkIndex + 1]);
-          if (served === damage.corrupt) bytes[bytes.length - 1]! ^= 0xff;
+          const bytes = chunkOf(served, message.chunkIndex, damage);
           return {
             type: 'ChunkData',
             status: 'SUCCESS',
@@ -225,6 +239,31 @@ describe('reduce task', () => {
       0,
       'a stream read to its end is ended by the worker: nothing to close',
     );
+  });
+
+  it('takes chunk 0 from the OpenStream answer when the worker sends it, and fetches only the rest', () => {
+    for (const damage of [{}, { corrupt: copies[0] }] as const) {
+      const h = new Harness();
+      h.answer(h.lm, 'GetReducerFileGroup', () => group(copies));
+      h.advance(5);
+      h.serve(copies, damage, true);
+      const state = h.node.state();
+      assert.equal(state.phase, 'done', state.error?.message);
+      assert.deepEqual(h.output(), ['a', 'b', 'c']);
+      const opens = h.received(h.probe(workerKey(worker(0))), 'OpenStream');
+      assert.ok(opens.length > 0 && opens.every((o) => o.readFirstChunk === true));
+      for (const copy of copies) {
+        const chunks = copy.file.chunkOffsets.length - 1;
+        const fetched = h
+          .received(h.probe(workerKey(copy.location.worker)), 'FetchChunk')
+          .filter((f) => f.chunkIndex === 0);
+        assert.equal(fetched.length, 0, `chunk 0 of ${copy.file.uniqueId} came with the open (${chunks} chunks)`);
+      }
+      if ('corrupt' in damage) {
+        assert.equal(state.copyFailures.length, 1, 'a corrupt inline chunk fails its copy like a fetched one');
+        assert.equal(h.received(h.probe(workerKey(worker(1))), 'OpenStream').length, 1);
+      }
+    }
   });
 
   it('reads the replica when the primary refuses, is unreachable, or serves a corrupt chunk', () => {

@@ -319,6 +319,7 @@ function openCopy(d: Draft): void {
         shuffleKey: shuffleKey(appId, shuffleId),
         uniqueId: copy.file.uniqueId,
         mode: copy.file.mode,
+        readFirstChunk: true,
       },
       purpose: { kind: 'open' },
     },
@@ -342,7 +343,9 @@ function onStreamOpened(d: Draft, message: MessageOf<'OpenStreamResponse'>): voi
     return;
   }
   d.cursor = { ...d.cursor!, streamId: message.streamId, chunkOffsets: offsets, chunkIndex: 0, chunks: [] };
-  fetchNextChunk(d);
+  // The worker answered with chunk 0 (OpenStream.readFirstChunk); a server that does not only gives the offsets.
+  if (message.firstChunk !== undefined && offsets.length > 1) acceptChunk(d, 0, message.firstChunk);
+  else fetchNextChunk(d);
 }
 
 function fetchNextChunk(d: Draft): void {
@@ -366,22 +369,23 @@ function fetchNextChunk(d: Draft): void {
 }
 
 function onChunk(d: Draft, chunkIndex: number, message: MessageOf<'ChunkData'>): void {
-  const cursor = d.cursor!;
   if (message.status !== 'SUCCESS') {
-    copyFailed(d, `chunk ${chunkIndex} refused with ${message.status}: ${message.message}`, cursor.streamId);
+    copyFailed(d, `chunk ${chunkIndex} refused with ${message.status}: ${message.message}`, d.cursor!.streamId);
     return;
   }
+  acceptChunk(d, chunkIndex, message.bytes);
+}
+
+/** A chunk arrived (in ChunkData, or chunk 0 in the OpenStreamResponse): check it, keep its frames, go on. */
+function acceptChunk(d: Draft, chunkIndex: number, bytes: Uint8Array): void {
+  const cursor = d.cursor!;
   const offsets = cursor.chunkOffsets!;
   const length = offsets[chunkIndex + 1]! - offsets[chunkIndex]!;
-  if (message.bytes.length !== length) {
-    copyFailed(
-      d,
-      `chunk ${chunkIndex} has ${message.bytes.length} bytes, expected ${length}`,
-      cursor.streamId,
-    );
+  if (bytes.length !== length) {
+    copyFailed(d, `chunk ${chunkIndex} has ${bytes.length} bytes, expected ${length}`, cursor.streamId);
     return;
   }
-  const decoded = decodeBatchFrames(message.bytes);
+  const decoded = decodeBatchFrames(bytes);
   if (!decoded.ok) {
     count(d.out, 'FetchChunkCorruptCount');
     copyFailed(d, `chunk ${chunkIndex}: ${decoded.error.message}`, cursor.streamId);

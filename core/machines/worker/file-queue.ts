@@ -6,7 +6,7 @@ import {
   type TierChoice,
 } from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
-import { appended, fileId, getFile, putFile } from './files.ts';
+import { appendBytes, fileId, getFile, putFile, type FileDraft } from './files.ts';
 import { count, log, setEntry, type Outbox } from '../outbox.ts';
 import {
   takeId,
@@ -24,6 +24,10 @@ import { accountBytes, noteDiskFailure, recordLatency, storageView } from './sto
  * were accepted, so that appends never interleave, chunk boundaries are batch boundaries and a flush covers every
  * write accepted before it. A failure seals the file: queued writes fail at once, while flushes still run, so that
  * the acknowledged prefix of the file can be committed (docs/core/machines-master-worker.md, "Write failures").
+ *
+ * This is the worker's hottest path (every batch of every push is one write and one completion here), so each
+ * transition copies the file's record once into a draft (files.ts FileDraft), fills it in and stores it once, rather
+ * than storing a new record per change; stored records are never changed, so nothing that holds one is affected.
  */
 
 /** A task that ended, and how; the machine routes it to the push, commit or shutdown logic. */
@@ -39,6 +43,12 @@ export interface QueueStep {
   readonly finished: readonly FinishedTask[];
 }
 
+/** The queue of an idle file with nothing to do, shared: a queue is never changed in place, only replaced. */
+const NO_TASKS: readonly FileTask[] = [];
+
+/** The outcome of every task that succeeded, shared: outcomes are read, never changed. */
+const SUCCEEDED: CopyOutcome = { ok: true };
+
 export function enqueueTask(
   s: WorkerMachineState,
   out: Outbox,
@@ -48,52 +58,48 @@ export function enqueueTask(
 ): WorkerMachineState {
   const file = getFile(s, shuffleKey, name);
   if (file === undefined) return s;
-  const next = putFile(s, shuffleKey, { ...file, queue: [...file.queue, task] });
-  return startNextTask(next, out, shuffleKey, name);
+  return advance(s, out, shuffleKey, { ...file, queue: [...file.queue, task] });
 }
 
-/** Starts the file's next task if it is idle. An evict task for a file no longer in memory is dropped. */
-export function startNextTask(
+/** Starts the stored file's next task if it is idle. */
+function startNextTask(
   s: WorkerMachineState,
   out: Outbox,
   shuffleKey: ShuffleKey,
   name: string,
 ): WorkerMachineState {
-  let state = s;
+  const file = getFile(s, shuffleKey, name);
+  if (file === undefined || file.busyOp !== undefined || file.queue.length === 0) return s;
+  return advance(s, out, shuffleKey, { ...file });
+}
+
+/**
+ * Starts the draft's next task if it is idle, then stores the draft: the one new record of the transition (a write
+ * to an idle file, the completion of its task). An evict task for a file no longer in memory is dropped.
+ */
+function advance(
+  s: WorkerMachineState,
+  out: Outbox,
+  shuffleKey: ShuffleKey,
+  file: FileDraft,
+): WorkerMachineState {
   for (;;) {
-    const file = getFile(state, shuffleKey, name);
-    const head = file?.queue[0];
-    if (file === undefined || head === undefined || file.busyOp !== undefined) return state;
-    switch (head.kind) {
-      case 'write': {
-        const max = state.config.memory.maxFileBytes;
-        if (
-          file.file.tier === 'MEMORY' &&
-          needsEvictionOnWrite(file.bytes, head.bytes.length, max, storageView(state))
-        ) {
-          const evicting = startEviction(state, out, shuffleKey, file, 'file-size', false);
-          if (evicting !== undefined) return evicting;
-        }
-        return issue(state, out, shuffleKey, file, {
-          kind: 'write',
-          op: 0,
-          file: file.file,
-          bytes: head.bytes,
-        });
-      }
-      case 'flush':
-        return issue(state, out, shuffleKey, file, { kind: 'flush', op: 0, file: file.file });
-      case 'evict': {
-        const evicting =
-          file.file.tier === 'MEMORY'
-            ? startEviction(state, out, shuffleKey, file, head.reason, true)
-            : undefined;
-        if (evicting !== undefined) return evicting;
-        state = putFile(state, shuffleKey, { ...file, queue: file.queue.slice(1) });
-        break;
-      }
+    const head = file.queue[0];
+    if (head === undefined || file.busyOp !== undefined) break;
+    if (head.kind === 'evict') {
+      if (file.file.tier === 'MEMORY' && startEviction(s, out, shuffleKey, file, head.reason, true)) break;
+      file.queue = rest(file.queue);
+      continue;
     }
+    const evictFirst =
+      head.kind === 'write' &&
+      file.file.tier === 'MEMORY' &&
+      needsEvictionOnWrite(file.bytes, head.bytes.length, s.config.memory.maxFileBytes, storageView(s));
+    if (!(evictFirst && startEviction(s, out, shuffleKey, file, 'file-size', false)))
+      issue(s, out, shuffleKey, file, head);
+    break;
   }
+  return putFile(s, shuffleKey, file);
 }
 
 /** Completion of a write or flush: the file moves on, or is sealed by the failure. */
@@ -107,36 +113,28 @@ export function completeFileTask(
   const file = getFile(s, shuffleKey, fileName);
   const head = file?.queue[0];
   if (file === undefined || head === undefined || head.kind === 'evict') return { state: s, finished: [] };
-  const done = { ...file, busyOp: undefined, queue: file.queue.slice(1) };
+  const next: FileDraft = { ...file, busyOp: undefined, queue: rest(file.queue) };
   if (!result.ok) {
-    const sealed = sealFile(
-      noteDiskFailure(s, file.file, result.error),
-      out,
-      shuffleKey,
-      done,
-      `${head.kind} failed: ${result.error}`,
-    );
+    const state = noteDiskFailure(s, file.file, result.error);
+    const dropped = sealFile(out, shuffleKey, next, `${head.kind} failed: ${result.error}`);
     return {
-      state: startNextTask(sealed.state, out, shuffleKey, fileName),
+      state: advance(state, out, shuffleKey, next),
       finished: [
         { shuffleKey, fileName, task: head, outcome: { ok: false, error: result.error } },
-        ...sealed.finished,
+        ...dropped,
       ],
     };
   }
+  const finished: FinishedTask[] = [{ shuffleKey, fileName, task: head, outcome: SUCCEEDED }];
   // Writes and flushes both move bytes to the disk: their latency is its flush time for the load-aware policy.
   let state = recordLatency(s, file.file, 'flush', out.now - purpose.issuedAt);
-  if (head.kind === 'write') {
-    state = putFile(state, shuffleKey, appended(done, head.bytes.length, s.config.chunkSizeBytes));
-    state = accountBytes(state, file.file, head.bytes.length);
-    if (file.file.tier === 'MEMORY') state = evictUnderPressure(state, out);
-  } else {
-    state = putFile(state, shuffleKey, done);
-  }
-  return {
-    state: startNextTask(state, out, shuffleKey, fileName),
-    finished: [{ shuffleKey, fileName, task: head, outcome: { ok: true } }],
-  };
+  if (head.kind === 'flush') return { state: advance(state, out, shuffleKey, next), finished };
+  appendBytes(next, head.bytes.length, s.config.chunkSizeBytes);
+  state = accountBytes(state, file.file, head.bytes.length);
+  if (file.file.tier !== 'MEMORY') return { state: advance(state, out, shuffleKey, next), finished };
+  // The pressure check weighs every memory file, this one with its new bytes, and may queue this one's eviction.
+  state = evictUnderPressure(putFile(state, shuffleKey, next), out);
+  return { state: startNextTask(state, out, shuffleKey, fileName), finished };
 }
 
 /**
@@ -157,8 +155,11 @@ export function completeEviction(
     if (result.ok) out.effects.push({ kind: 'deleteFile', file: to });
     return { state: s, finished: [] };
   }
-  const queue = purpose.popsTask ? file.queue.slice(1) : file.queue;
-  const idle = { ...file, busyOp: undefined, queue };
+  const next: FileDraft = {
+    ...file,
+    busyOp: undefined,
+    queue: purpose.popsTask ? rest(file.queue) : file.queue,
+  };
   if (!result.ok) {
     log(out, 'warn', 'worker.evict.failed', {
       file: file.file.id,
@@ -166,18 +167,13 @@ export function completeEviction(
       mountPoint: to.mountPoint,
       error: result.error,
     });
-    const sealed = sealFile(
-      noteDiskFailure(s, to, result.error),
-      out,
-      shuffleKey,
-      idle,
-      `eviction to ${to.tier} failed: ${result.error}`,
-    );
-    return { state: startNextTask(sealed.state, out, shuffleKey, fileName), finished: sealed.finished };
+    const state = noteDiskFailure(s, to, result.error);
+    const dropped = sealFile(out, shuffleKey, next, `eviction to ${to.tier} failed: ${result.error}`);
+    return { state: advance(state, out, shuffleKey, next), finished: dropped };
   }
   let state = accountBytes(s, file.file, -file.bytes);
   state = accountBytes(state, to, file.bytes);
-  state = putFile(state, shuffleKey, { ...idle, file: to });
+  next.file = to;
   count(out, 'EvictedFileCount');
   log(out, 'debug', 'worker.evict.done', {
     file: file.file.id,
@@ -185,50 +181,48 @@ export function completeEviction(
     mountPoint: to.mountPoint,
     bytes: file.bytes,
   });
-  return { state: startNextTask(state, out, shuffleKey, fileName), finished: [] };
+  return { state: advance(state, out, shuffleKey, next), finished: [] };
 }
 
-/** Seals a file after a failure: it refuses further pushes; its queued writes fail now, flushes and evictions stay. */
-function sealFile(
-  s: WorkerMachineState,
-  out: Outbox,
-  shuffleKey: ShuffleKey,
-  file: PartitionFile,
-  failure: string,
-): QueueStep {
+/**
+ * Seals a file after a failure: it refuses further pushes; its queued writes fail now (returned), flushes and
+ * evictions stay.
+ */
+function sealFile(out: Outbox, shuffleKey: ShuffleKey, file: FileDraft, failure: string): FinishedTask[] {
   const failedWrites = file.queue.filter((task) => task.kind === 'write');
-  const status = file.status === 'open' ? 'failed' : file.status;
-  const sealed: PartitionFile = {
-    ...file,
-    status,
-    failure,
-    queue: file.queue.filter((task) => task.kind !== 'write'),
-  };
+  if (file.status === 'open') file.status = 'failed';
+  file.failure = failure;
+  file.queue = file.queue.filter((task) => task.kind !== 'write');
   log(out, 'warn', 'worker.file.sealed', { file: file.file.id, failure, droppedWrites: failedWrites.length });
-  return {
-    state: putFile(s, shuffleKey, sealed),
-    finished: failedWrites.map((task) => ({
-      shuffleKey,
-      fileName: file.name,
-      task,
-      outcome: { ok: false, error: 'file-failed' },
-    })),
-  };
+  return failedWrites.map((task) => ({
+    shuffleKey,
+    fileName: file.name,
+    task,
+    outcome: { ok: false, error: 'file-failed' },
+  }));
 }
 
+/** Issues the file's head task; its completion comes back to completeFileTask. */
 function issue(
   s: WorkerMachineState,
   out: Outbox,
   shuffleKey: ShuffleKey,
-  file: PartitionFile,
-  effect:
-    | { kind: 'write'; op: number; file: FileRef; bytes: Uint8Array }
-    | { kind: 'flush'; op: number; file: FileRef },
-): WorkerMachineState {
+  file: FileDraft,
+  task: Exclude<FileTask, { kind: 'evict' }>,
+): void {
   const op = takeId(s);
-  out.effects.push({ ...effect, op });
+  out.effects.push(
+    task.kind === 'write'
+      ? { kind: 'write', op, file: file.file, bytes: task.bytes }
+      : { kind: 'flush', op, file: file.file },
+  );
   setEntry(s.ops, op, { kind: 'file-task', shuffleKey, fileName: file.name, issuedAt: out.now });
-  return putFile(s, shuffleKey, { ...file, busyOp: op });
+  file.busyOp = op;
+}
+
+/** The queue without its head task. */
+function rest(queue: readonly FileTask[]): readonly FileTask[] {
+  return queue.length <= 1 ? NO_TASKS : queue.slice(1);
 }
 
 /** Where the evict policy would move the file now (kind 'none' with the reason when no tier can take it). */
@@ -242,25 +236,26 @@ export function isEvicting(s: WorkerMachineState, file: PartitionFile): boolean 
   return file.busyOp !== undefined && s.ops.get(file.busyOp)?.kind === 'evict-move';
 }
 
-/** Moves a memory file to the tier the evict policy names; undefined (and a log line) when no tier can take it. */
+/** Moves a memory file to the tier the evict policy names; false (and a log line) when no tier can take it. */
 function startEviction(
   s: WorkerMachineState,
   out: Outbox,
   shuffleKey: ShuffleKey,
-  file: PartitionFile,
+  file: FileDraft,
   reason: EvictReason,
   popsTask: boolean,
-): WorkerMachineState | undefined {
+): boolean {
   const choice = evictionTarget(s, file);
   if (choice.kind === 'none') {
     log(out, 'warn', 'worker.evict.noTarget', { file: file.file.id, reason, message: choice.message });
-    return undefined;
+    return false;
   }
   const to: FileRef = { id: file.file.id, tier: choice.tier, mountPoint: choice.mountPoint };
   const op = takeId(s);
   out.effects.push({ kind: 'moveFile', op, file: file.file, to });
   setEntry(s.ops, op, { kind: 'evict-move', shuffleKey, fileName: file.name, to, popsTask });
-  return putFile(s, shuffleKey, { ...file, busyOp: op });
+  file.busyOp = op;
+  return true;
 }
 
 /** Under memory pressure, queues the eviction of the largest open memory files (core/storage picks them). */

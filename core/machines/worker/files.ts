@@ -44,12 +44,21 @@ export function putShuffle(
   return s;
 }
 
-/** The file after `length` more bytes were appended: a chunk ends at this batch boundary once it reached the size. */
-export function appended(file: PartitionFile, length: number, chunkSizeBytes: number): PartitionFile {
+/**
+ * A file record one transition is building: a fresh copy of the stored record that nobody else holds yet, so the
+ * transition fills it in step by step and stores it once (putFile) instead of storing a new record per change. Once
+ * stored, it is a PartitionFile like any other and is never changed again: later transitions draft a new copy, so
+ * whoever still holds an older record (a test, an op's purpose) keeps seeing what it saw.
+ */
+export type FileDraft = { -readonly [K in keyof PartitionFile]: PartitionFile[K] };
+
+/** Appends `length` bytes to the draft: a chunk ends at this batch boundary once it reached the size. */
+export function appendBytes(file: FileDraft, length: number, chunkSizeBytes: number): void {
   const bytes = file.bytes + length;
   const chunkStart = file.chunkStarts[file.chunkStarts.length - 1] ?? 0;
-  const chunkStarts = bytes - chunkStart >= chunkSizeBytes ? [...file.chunkStarts, bytes] : file.chunkStarts;
-  return { ...file, bytes, chunkStarts };
+  // A new array when a chunk ends: the old one may still be shared with the records this draft was copied from.
+  if (bytes - chunkStart >= chunkSizeBytes) file.chunkStarts = [...file.chunkStarts, bytes];
+  file.bytes = bytes;
 }
 
 /** Chunk boundaries as readers get them: starting with 0, ending with the file's length, strictly increasing. */

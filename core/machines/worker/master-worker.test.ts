@@ -188,6 +188,41 @@ describe('master and workers in the in-memory cluster', () => {
     );
     assert.equal(again.status, 'REQUEST_FAILED', 'the stream ended by itself once its last chunk was served');
     assert.match(again.message, /is not open/);
+
+    // Asked for it, the open comes with chunk 0; the rest is fetched as usual.
+    const inline = ask(
+      c,
+      reader,
+      workerKey(primary.worker),
+      { type: 'OpenStream', shuffleKey: 'app-1', uniqueId: '0-0', mode: 'PRIMARY', readFirstChunk: true },
+      'OpenStreamResponse',
+    );
+    assert.equal(inline.status, 'SUCCESS', inline.message);
+    assert.deepEqual(inline.chunkOffsets, opened.chunkOffsets);
+    assert.deepEqual([...(inline.firstChunk ?? [])], [...chunks[0]!]);
+    if (chunks.length > 1) {
+      const second = ask(
+        c,
+        reader,
+        workerKey(primary.worker),
+        { type: 'FetchChunk', streamId: inline.streamId, chunkIndex: 1 },
+        'ChunkData',
+      );
+      assert.deepEqual([...second.bytes], [...chunks[1]!]);
+    }
+
+    // A failed read of chunk 0 fails the open itself: the reader moves on to the other copy.
+    c.failIo(({ effect }) => effect.kind === 'read', 'IO_ERROR', 1);
+    const broken = ask(
+      c,
+      reader,
+      workerKey(primary.worker),
+      { type: 'OpenStream', shuffleKey: 'app-1', uniqueId: '0-0', mode: 'PRIMARY', readFirstChunk: true },
+      'OpenStreamResponse',
+    );
+    assert.equal(broken.status, 'REQUEST_FAILED');
+    assert.equal(broken.firstChunk, undefined);
+    assert.match(broken.message, /IO_ERROR/);
     const frames = decodeBatchFrames(Uint8Array.from(chunks.flatMap((chunk) => [...chunk])));
     assert.ok(frames.ok);
     assert.deepEqual(

@@ -10,8 +10,8 @@ import { recordLatency } from './storage-view.ts';
 
 /**
  * The read path: OpenStream on a committed file gives a stream id and the chunk offsets; FetchChunk reads one chunk
- * (a run of whole batches). A stream ends by itself once its last chunk was served (as Spark's and the reference's
- * stream managers do), so a reader that read everything sends nothing more; CloseStream is for a reader that gives a
+ * (a run of whole batches). A stream ends by itself once its last chunk was served (as Spark's block-transfer
+ * stream manager does), so a reader that read everything sends nothing more; CloseStream is for a reader that gives a
  * stream up early. Only committed files are served: a reader must never see a file that is still being written.
  */
 export function handleOpenStream(
@@ -46,6 +46,15 @@ export function handleOpenStream(
   const streamId = takeId(s);
   const offsets = chunkOffsets(file);
   count(out, 'OpenStreamSuccessCount');
+  // A stream without chunks (an empty file) is over as soon as it is open: nothing to remember.
+  if (offsets.length > 1) {
+    setEntry(s.streams, streamId, { shuffleKey: message.shuffleKey, fileName: name, chunkOffsets: offsets });
+  }
+  if (message.readFirstChunk === true && offsets.length > 1) {
+    // Answered once chunk 0 is read (completeRead), with its bytes.
+    startRead(s, out, { replyTo, answer: 'open', streamId, chunkIndex: 0, file: file.file }, offsets);
+    return s;
+  }
   reply(out, replyTo, {
     type: 'OpenStreamResponse',
     status: 'SUCCESS',
@@ -53,11 +62,24 @@ export function handleOpenStream(
     chunkOffsets: offsets,
     message: '',
   });
-  // A stream without chunks (an empty file) is over as soon as it is open: nothing to remember.
-  if (offsets.length > 1) {
-    setEntry(s.streams, streamId, { shuffleKey: message.shuffleKey, fileName: name, chunkOffsets: offsets });
-  }
   return s;
+}
+
+/** Reads chunk `chunkIndex` of a stream; completeRead answers the request with it. */
+function startRead(
+  s: WorkerMachineState,
+  out: Outbox,
+  request: Pick<
+    Extract<OpPurpose, { kind: 'read' }>,
+    'replyTo' | 'answer' | 'streamId' | 'chunkIndex' | 'file'
+  >,
+  offsets: readonly number[],
+): void {
+  const start = offsets[request.chunkIndex]!;
+  const length = offsets[request.chunkIndex + 1]! - start;
+  const op = takeId(s);
+  out.effects.push({ kind: 'read', op, file: request.file, offset: start, length });
+  setEntry(s.ops, op, { kind: 'read', ...request, length, issuedAt: out.now });
 }
 
 export function handleFetchChunk(
@@ -82,18 +104,12 @@ export function handleFetchChunk(
     failFetch(out, replyTo, message.streamId, message.chunkIndex, 'REQUEST_FAILED', reason);
     return s;
   }
-  const op = takeId(s);
-  out.effects.push({ kind: 'read', op, file: file.file, offset: start, length: end - start });
-  const purpose: OpPurpose = {
-    kind: 'read',
-    replyTo,
-    streamId: message.streamId,
-    chunkIndex: message.chunkIndex,
-    file: file.file,
-    length: end - start,
-    issuedAt: out.now,
-  };
-  setEntry(s.ops, op, purpose);
+  startRead(
+    s,
+    out,
+    { replyTo, answer: 'chunk', streamId: message.streamId, chunkIndex: message.chunkIndex, file: file.file },
+    stream.chunkOffsets,
+  );
   return s;
 }
 
@@ -105,7 +121,7 @@ export function handleCloseStream(
 ): WorkerMachineState {
   if (!admitted(out, 'worker', s.config.release, envelope)) return s;
   // An unknown id is fine: the stream may have ended by itself after its last chunk (a client that closes every
-  // stream it read, as the reference's do, races with that end).
+  // stream it read races with that end).
   setEntry(s.streams, message.streamId, undefined);
   return s;
 }
@@ -116,21 +132,59 @@ export function completeRead(
   purpose: Extract<OpPurpose, { kind: 'read' }>,
   result: { readonly ok: true; readonly bytes: Uint8Array } | { readonly ok: false; readonly error: IoError },
 ): WorkerMachineState {
+  const stream = s.streams.get(purpose.streamId);
   if (!result.ok) {
-    failFetch(
-      out,
-      purpose.replyTo,
-      purpose.streamId,
-      purpose.chunkIndex,
-      result.error === 'TIMEOUT' ? 'FETCH_DATA_TIMEOUT' : 'REQUEST_FAILED',
-      `reading the chunk failed (${result.error}); read it from the other copy if there is one`,
-    );
+    const status = result.error === 'TIMEOUT' ? 'FETCH_DATA_TIMEOUT' : 'REQUEST_FAILED';
+    const reason = `reading the chunk failed (${result.error}); read it from the other copy if there is one`;
+    if (purpose.answer === 'chunk') {
+      failFetch(out, purpose.replyTo, purpose.streamId, purpose.chunkIndex, status, reason);
+      return s;
+    }
+    // The open is answered with the failure: the reader moves to the next copy, so the stream is of no use.
+    setEntry(s.streams, purpose.streamId, undefined);
+    count(out, 'FetchChunkFailCount');
+    log(out, 'warn', 'worker.read.fetchFailed', {
+      streamId: purpose.streamId,
+      chunkIndex: 0,
+      status,
+      reason,
+    });
+    reply(out, purpose.replyTo, {
+      type: 'OpenStreamResponse',
+      status,
+      streamId: purpose.streamId,
+      chunkOffsets: [],
+      message: reason,
+    });
     return s;
   }
   count(out, 'FetchChunkSuccessCount');
-  const stream = s.streams.get(purpose.streamId);
   if (stream !== undefined && purpose.chunkIndex === stream.chunkOffsets.length - 2) {
     setEntry(s.streams, purpose.streamId, undefined);
+  }
+  if (purpose.answer === 'open') {
+    reply(
+      out,
+      purpose.replyTo,
+      stream === undefined
+        ? {
+            type: 'OpenStreamResponse',
+            status: 'REQUEST_FAILED',
+            streamId: purpose.streamId,
+            chunkOffsets: [],
+            message:
+              'the stream was closed while its first chunk was read (its shuffle expired or was destroyed)',
+          }
+        : {
+            type: 'OpenStreamResponse',
+            status: 'SUCCESS',
+            streamId: purpose.streamId,
+            chunkOffsets: stream.chunkOffsets,
+            message: '',
+            firstChunk: result.bytes,
+          },
+    );
+    return recordLatency(s, purpose.file, 'fetch', out.now - purpose.issuedAt);
   }
   reply(out, purpose.replyTo, {
     type: 'ChunkData',

@@ -172,6 +172,8 @@ export type OpPurpose =
   | {
       readonly kind: 'read';
       readonly replyTo: ReplyTo;
+      /** What the bytes answer: a FetchChunk, or an OpenStream that asked for its first chunk. */
+      readonly answer: 'chunk' | 'open';
       readonly streamId: number;
       readonly chunkIndex: number;
       readonly file: FileRef;

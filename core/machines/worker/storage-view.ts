@@ -85,6 +85,9 @@ export function noteDiskFailure(s: WorkerMachineState, file: FileRef, error: IoE
  * Folds one latency sample (ms of virtual or real time) into the file's disk timings, as an exponentially weighted
  * moving average (the reference keeps a sliding window; a weight of 1/8 is as smooth and needs no buffer). Memory
  * files have no disk and are not timed.
+ *
+ * The entry is updated in place (one sample per write, flush and read): the machine created it and owns it, and its
+ * only reader, diskInfos, copies the numbers out rather than keeping the entry.
  */
 export function recordLatency(
   s: WorkerMachineState,
@@ -94,15 +97,19 @@ export function recordLatency(
 ): WorkerMachineState {
   if (file.tier === 'MEMORY') return s;
   const disk = diskOf(file);
-  const previous = timingsOf(s, disk);
+  let timings: OwnedTimings | undefined = s.timings.get(disk);
+  if (timings === undefined) {
+    timings = { avgFlushTimeNs: 0, avgFetchTimeNs: 0 };
+    setEntry(s.timings, disk, timings);
+  }
   const sampleNs = elapsedMs * 1e6;
-  const next: DiskTimings =
-    kind === 'flush'
-      ? { ...previous, avgFlushTimeNs: movingAverage(previous.avgFlushTimeNs, sampleNs) }
-      : { ...previous, avgFetchTimeNs: movingAverage(previous.avgFetchTimeNs, sampleNs) };
-  setEntry(s.timings, disk, next);
+  if (kind === 'flush') timings.avgFlushTimeNs = movingAverage(timings.avgFlushTimeNs, sampleNs);
+  else timings.avgFetchTimeNs = movingAverage(timings.avgFetchTimeNs, sampleNs);
   return s;
 }
+
+/** A disk's timings as recordLatency updates them: writable, because only the machine's own step changes them. */
+type OwnedTimings = { -readonly [K in keyof DiskTimings]: DiskTimings[K] };
 
 /** The average after one more sample, weighting it 1/8; the first sample is the average. */
 function movingAverage(average: number, sampleNs: number): number {

@@ -1,0 +1,236 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import type { Effect, IoCompletion, IoError } from '../effects.ts';
+import type { PartitionFile, WorkerMachineState } from './state.ts';
+import {
+  HDD_MASK_STORAGE,
+  ioOps,
+  location,
+  pushData,
+  pushMergedData,
+  registeredWorker,
+  workerId,
+  type Harness,
+  type IoEffect,
+} from './test-kit.ts';
+
+/**
+ * The per-file task runner (file-queue.ts) builds one new record per transition and never changes a stored one. For
+ * generated histories of plain and merged pushes to disk and memory files, commits, and I/O completions that succeed
+ * or fail in any order: a file has at most one operation in flight and it is the one its record names, writes reach
+ * the disk in the order they were accepted, a file's length and chunk starts are exactly what its successful writes
+ * make them, and every record the worker ever stored still reads as it did when it was stored.
+ */
+
+const SELF = workerId('w1');
+const CLIENT = 'lm-app';
+const MAPPER = 'map-app-1-0-0';
+const KEY = 'app-1';
+const PARTITIONS = 4;
+const CHUNK_BYTES = 64;
+
+type Action =
+  | { kind: 'push'; batches: { partitionId: number; size: number }[] }
+  | { kind: 'complete'; index: number; error: IoError | null }
+  | { kind: 'commit'; partitionId: number };
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('push'),
+      batches: fc.array(
+        fc.record({
+          partitionId: fc.integer({ min: 0, max: PARTITIONS - 1 }),
+          size: fc.integer({ min: 1, max: 50 }),
+        }),
+        { minLength: 1, maxLength: 4 },
+      ),
+    }),
+  },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('complete'),
+      // Mostly the oldest operation, as disks tend to complete them.
+      index: fc.oneof(fc.constant(0), fc.nat()),
+      error: fc.oneof(
+        { weight: 8, arbitrary: fc.constant(null) },
+        { weight: 1, arbitrary: fc.constantFrom<IoError>('IO_ERROR', 'NO_SPACE') },
+      ),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('commit'),
+      partitionId: fc.integer({ min: 0, max: PARTITIONS - 1 }),
+    }),
+  },
+);
+
+/** Even partitions may live in memory (and move to disk as they grow or memory fills up); odd ones are on disk. */
+function newWorker(): Harness<WorkerMachineState> {
+  const worker = registeredWorker(SELF, {
+    memory: { capacityBytes: 300, maxFileBytes: 120, evictRatio: 0.6, refuseImplicitMemory: false },
+    chunkSizeBytes: CHUNK_BYTES,
+    split: { enabled: false, minBytes: 1, maxBytes: 10_000 },
+  });
+  const primaries = Array.from({ length: PARTITIONS }, (_, id) =>
+    location(id, 0, 'PRIMARY', SELF, {
+      storage: id % 2 === 0 ? { type: 'HDD', mountPoint: '', availableTypes: 3 } : HDD_MASK_STORAGE,
+    }),
+  );
+  const reserve = worker.receive(
+    CLIENT,
+    {
+      type: 'ReserveSlots',
+      appId: 'app',
+      shuffleId: 1,
+      primaries,
+      replicas: [],
+      splitThreshold: 10_000,
+      splitMode: 'SOFT',
+      memoryEnabled: true,
+    },
+    { requestId: 1 },
+  );
+  worker.completeIo(reserve);
+  return worker;
+}
+
+function filesOf(state: WorkerMachineState): PartitionFile[] {
+  return [...(state.shuffles.get(KEY)?.files.values() ?? [])];
+}
+
+/** A value as plain data (typed arrays as their bytes), so that a later change to the original shows. */
+function snapshot(value: unknown): unknown {
+  if (value instanceof Uint8Array) return { bytes: [...value] };
+  if (Array.isArray(value)) return value.map(snapshot);
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, snapshot(v)]));
+  return value;
+}
+
+/** The chunk starts the worker's rule gives for these batch lengths, appended in order. */
+function expectedChunkStarts(lengths: readonly number[]): number[] {
+  const starts = [0];
+  let bytes = 0;
+  for (const length of lengths) {
+    bytes += length;
+    if (bytes - starts[starts.length - 1]! >= CHUNK_BYTES) starts.push(bytes);
+  }
+  return starts;
+}
+
+function keyOf(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('base64');
+}
+
+/** How often the histories exercised what the property is about (checked after the run, so it cannot be vacuous). */
+const seen = { queuedWrites: 0, writes: 0, flushes: 0, moves: 0, failures: 0 };
+
+describe('worker: the per-file task runner', () => {
+  it('runs one task per file in order, derives length and chunks from the writes, and never changes a stored record', () => {
+    fc.assert(
+      fc.property(fc.array(actionArb, { minLength: 5, maxLength: 60 }), (actions) => {
+        const worker = newWorker();
+        const outstanding: IoEffect[] = [];
+        const held = new Map<PartitionFile, unknown>();
+        /** Per file id: the lengths of its successful writes, in order. */
+        const written = new Map<string, number[]>();
+        /** Per payload: its place in the order the pushes were sent; per file id, the last one written. */
+        const pushOrder = new Map<string, number>();
+        const lastWritten = new Map<string, number>();
+        let nextBatchId = 0;
+
+        const observe = (effects: readonly Effect[]): void => {
+          for (const op of ioOps(effects)) {
+            if (op.kind === 'write') {
+              const order = pushOrder.get(keyOf(op.bytes));
+              assert.ok(order !== undefined, 'a write carries the bytes of a pushed batch');
+              assert.ok(order > (lastWritten.get(op.file.id) ?? -1), `${op.file.id}: writes in push order`);
+              lastWritten.set(op.file.id, order);
+            }
+            if (op.kind === 'moveFile') seen.moves += 1;
+            if (op.kind === 'flush') seen.flushes += 1;
+            outstanding.push(op);
+          }
+          for (const file of filesOf(worker.state)) {
+            if (!held.has(file)) held.set(file, snapshot(file));
+            const inFlight = outstanding.filter((op) => op.file.id === file.file.id);
+            assert.ok(inFlight.length <= 1, `${file.name}: one operation at a time`);
+            assert.equal(file.busyOp, inFlight[0]?.op, `${file.name}: busy with the operation in flight`);
+            if (file.queue.filter((task) => task.kind === 'write').length > 1) seen.queuedWrites += 1;
+          }
+        };
+
+        observe([]);
+        for (const action of actions) {
+          worker.now += 5;
+          switch (action.kind) {
+            case 'push': {
+              const batches = action.batches.map((batch) => ({ ...batch, batchId: nextBatchId++ }));
+              const message =
+                batches.length === 1
+                  ? pushData(KEY, batches[0]!.partitionId, 0, 'PRIMARY', batches[0])
+                  : pushMergedData(KEY, 'PRIMARY', batches);
+              const payloads =
+                message.type === 'PushData' ? [message.payload] : message.batches.map((b) => b.payload);
+              for (const payload of payloads) pushOrder.set(keyOf(payload), pushOrder.size);
+              observe(worker.receive(MAPPER, message, { requestId: worker.now }));
+              break;
+            }
+            case 'commit':
+              observe(
+                worker.receive(
+                  CLIENT,
+                  {
+                    type: 'CommitFiles',
+                    appId: 'app',
+                    shuffleId: 1,
+                    primaryIds: [`${action.partitionId}-0`],
+                    replicaIds: [],
+                    mapAttempts: [-1],
+                  },
+                  { requestId: worker.now },
+                ),
+              );
+              break;
+            case 'complete': {
+              if (outstanding.length === 0) break;
+              const [op] = outstanding.splice(action.index % outstanding.length, 1);
+              const completion: IoCompletion =
+                action.error === null
+                  ? { kind: 'ioDone', op: op!.op }
+                  : { kind: 'ioFailed', op: op!.op, error: action.error };
+              if (action.error !== null) seen.failures += 1;
+              else if (op!.kind === 'write') {
+                seen.writes += 1;
+                const lengths = written.get(op!.file.id) ?? [];
+                written.set(op!.file.id, [...lengths, op!.bytes.length]);
+              }
+              observe(worker.step(completion));
+              break;
+            }
+          }
+        }
+
+        for (const file of filesOf(worker.state)) {
+          const lengths = written.get(file.file.id) ?? [];
+          assert.equal(
+            file.bytes,
+            lengths.reduce((sum, length) => sum + length, 0),
+            `${file.name}: length`,
+          );
+          assert.deepEqual(file.chunkStarts, expectedChunkStarts(lengths), `${file.name}: chunk starts`);
+        }
+        for (const [record, before] of held)
+          assert.deepEqual(snapshot(record), before, `${record.name}: a stored record never changes`);
+      }),
+      { numRuns: 200 },
+    );
+    for (const [what, times] of Object.entries(seen)) assert.ok(times > 0, `the histories never had ${what}`);
+  });
+});
