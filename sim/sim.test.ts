@@ -73,6 +73,16 @@ describe('the simulator on the swarm scenario', () => {
     }
   });
 
+  it('keeps seeds that once found bugs passing (a sealed file re-excluding its worker forever)', () => {
+    for (const [name, seed] of [
+      ['swarm', 2496],
+      ['standard', 202],
+    ] as const) {
+      const result = runSeed({ seed, scenario: SCENARIOS[name]! });
+      assert.equal(result.violation, undefined, `${name} seed ${seed}: ${result.violation?.detail ?? ''}`);
+    }
+  });
+
   it('prints the same trace from the command line twice', () => {
     const run = () =>
       spawnSync(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--seed', '7', '--trace'], {

@@ -374,6 +374,32 @@ describe('lifecycle manager: revive', () => {
     assert.equal(h.last(h.task('map-2'), 'ReviveResponse').results[0]!.newLocation?.epoch, 1);
   });
 
+  it('excludes a worker once per broken copy, so that a partition whose only other candidate it is can be revived', () => {
+    const h = new Harness({}, 2);
+    const old = h.registered(1, 3, 2, 0).locations[0]!;
+    h.ask('map-0', revive(0, 0, old, 'PUSH_DATA_WRITE_FAIL_PRIMARY'), 5);
+    h.advance(150);
+    const first = h.last(h.task('map-0'), 'ReviveResponse').results[0]!;
+    assert.equal(first.status, 'SLOT_NOT_AVAILABLE', 'replication needs two workers and one is excluded');
+    // The master does not list the worker: the exclusion (not a lasting cause) ends with its next report.
+    h.advance(baseConfig.heartbeatIntervalMs);
+    h.answer(h.master, 'ApplicationHeartbeat', () => ({
+      type: 'ApplicationHeartbeatResponse',
+      excludedWorkers: [],
+      unknownWorkers: [],
+      shuttingWorkers: [],
+    }));
+    h.advance(10);
+    assert.equal(h.lm.state().workers.excluded.size, 0);
+    // A retried map pushes to the same broken copy: no new evidence, so no new exclusion, and the revive succeeds.
+    h.ask('map-1', revive(1, 0, old, 'PUSH_DATA_WRITE_FAIL_PRIMARY'), 5);
+    h.advance(150);
+    h.reserveAll();
+    const second = h.last(h.task('map-1'), 'ReviveResponse').results[0]!;
+    assert.equal(second.status, 'SUCCESS', 'revived');
+    assert.equal(second.newLocation?.epoch, 1);
+  });
+
   it('keeps a revived replica off the rack of its primary, using the racks the master reported', () => {
     const h = new Harness();
     const registered = h.registered(6, 6);

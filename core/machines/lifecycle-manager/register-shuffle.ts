@@ -86,6 +86,7 @@ export function onRegisterShuffle(d: Draft, message: RegisterShuffle, replyTo: R
     workers: [],
     reserved: [],
     book: emptyReviveBook(),
+    blamedCopies: new Set(),
     mapAttempts: new Array<number>(message.numMappers).fill(-1),
     written: new Map(),
     endedMaps: 0,

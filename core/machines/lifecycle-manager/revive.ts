@@ -78,6 +78,10 @@ export function onRevive(d: Draft, message: Revive, replyTo: ReplyTo): void {
       excludePeerWorkerOnFailure: d.config.excludePeerWorkerOnFailure,
     });
     if (exclusion === undefined) continue;
+    const blamed = shuffle.blamedCopies as Set<string>;
+    const copy = `${workerKey(exclusion.worker)}|${revive.partitionId}-${revive.oldLocation.epoch}|${exclusion.role}`;
+    if (blamed.has(copy)) continue;
+    blamed.add(copy);
     d.workers = excludeWorker(d.workers, workerKey(exclusion.worker), exclusion.cause, d.out.now);
     log(d.out, 'warn', 'worker excluded after a push failure', {
       worker: workerKey(exclusion.worker),

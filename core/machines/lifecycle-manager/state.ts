@@ -70,6 +70,13 @@ export interface LmShuffle {
   /** Every copy reserved successfully, primaries and replicas of all epochs, in order: what the commit covers. */
   readonly reserved: readonly PartitionLocation[];
   readonly book: ReviveBook<ReviveWaiter>;
+  /**
+   * Copies whose failure already excluded their worker once (`worker|partitionId-epoch|role`). Another attempt that
+   * pushes to the same broken copy before a revive replaced it is no new evidence against the worker; excluding it
+   * again would keep a partition whose only other candidate is that worker from ever being revived (the simulator
+   * found that livelock: two workers, replication on, one sealed file).
+   */
+  readonly blamedCopies: ReadonlySet<string>;
   /** The winning attempt of each map (index = mapId; -1 until it ends). */
   readonly mapAttempts: readonly number[];
   /** What each winning attempt acknowledged, by mapId. */

@@ -4,13 +4,17 @@ import fc from 'fast-check';
 import type { Effect, IoCompletion, IoError } from '../effects.ts';
 import type { PartitionFile, WorkerMachineState } from './state.ts';
 import {
+  CLIENT,
   HDD_MASK_STORAGE,
   ioOps,
+  KEY,
   location,
+  MAPPER,
+  plainData,
   pushData,
   pushMergedData,
   registeredWorker,
-  workerId,
+  SELF,
   type Harness,
   type IoEffect,
 } from './test-kit.ts';
@@ -23,10 +27,6 @@ import {
  * make them, and every record the worker ever stored still reads as it did when it was stored.
  */
 
-const SELF = workerId('w1');
-const CLIENT = 'lm-app';
-const MAPPER = 'map-app-1-0-0';
-const KEY = 'app-1';
 const PARTITIONS = 4;
 const CHUNK_BYTES = 64;
 
@@ -104,15 +104,6 @@ function filesOf(state: WorkerMachineState): PartitionFile[] {
   return [...(state.shuffles.get(KEY)?.files.values() ?? [])];
 }
 
-/** A value as plain data (typed arrays as their bytes), so that a later change to the original shows. */
-function snapshot(value: unknown): unknown {
-  if (value instanceof Uint8Array) return { bytes: [...value] };
-  if (Array.isArray(value)) return value.map(snapshot);
-  if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, snapshot(v)]));
-  return value;
-}
-
 /** The chunk starts the worker's rule gives for these batch lengths, appended in order. */
 function expectedChunkStarts(lengths: readonly number[]): number[] {
   const starts = [0];
@@ -158,7 +149,7 @@ describe('worker: the per-file task runner', () => {
             outstanding.push(op);
           }
           for (const file of filesOf(worker.state)) {
-            if (!held.has(file)) held.set(file, snapshot(file));
+            if (!held.has(file)) held.set(file, plainData(file));
             const inFlight = outstanding.filter((op) => op.file.id === file.file.id);
             assert.ok(inFlight.length <= 1, `${file.name}: one operation at a time`);
             assert.equal(file.busyOp, inFlight[0]?.op, `${file.name}: busy with the operation in flight`);
@@ -227,7 +218,7 @@ describe('worker: the per-file task runner', () => {
           assert.deepEqual(file.chunkStarts, expectedChunkStarts(lengths), `${file.name}: chunk starts`);
         }
         for (const [record, before] of held)
-          assert.deepEqual(snapshot(record), before, `${record.name}: a stored record never changes`);
+          assert.deepEqual(plainData(record), before, `${record.name}: a stored record never changes`);
       }),
       { numRuns: 200 },
     );

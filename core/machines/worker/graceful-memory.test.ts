@@ -7,7 +7,18 @@ import { DISK_CHECK_TIMER } from './disk-health.ts';
 import { DRAIN_CHECK_TIMER, DRAIN_DEADLINE_TIMER } from './leaving.ts';
 import { initialWorkerState, workerMachine, type WorkerConfig, type WorkerMachineState } from './index.ts';
 import { testWorkerConfig } from './testing.ts';
-import { Harness, ioOps, location, metricNames, ofKind, onlySent, pushData, workerId } from './test-kit.ts';
+import {
+  CLIENT,
+  Harness,
+  ioOps,
+  KEY,
+  location,
+  metricNames,
+  ofKind,
+  onlySent,
+  pushData,
+  SELF,
+} from './test-kit.ts';
 
 /**
  * A graceful shutdown must not lose committed memory files because the only disk is failed at that moment: it waits
@@ -15,11 +26,8 @@ import { Harness, ioOps, location, metricNames, ofKind, onlySent, pushData, work
  * without them, loudly and without claiming them in the recovery store.
  */
 
-const SELF = workerId('w1');
 const MASTER = masterNodeId();
-const CLIENT = 'lm-app';
 const READER = 'reduce-app-1-0';
-const KEY = 'app-1';
 const DISK = '/disk1';
 const DISK_CHECK_MS = 30_000;
 const MEMORY_STORAGE = { type: 'HDD' as const, mountPoint: '', availableTypes: 3 };

@@ -7,13 +7,19 @@ import { DISK_CHECK_TIMER } from './disk-health.ts';
 import { isBatchable } from './io-batch.ts';
 import type { WorkerMachineState } from './index.ts';
 import {
+  CLIENT,
   HDD_MASK_STORAGE,
   ioOps,
+  KEY,
   location,
+  MAPPER,
+  OTHER_PEER,
+  PEER,
   pushData,
+  plainData,
   pushMergedData,
   registeredWorker,
-  workerId,
+  SELF,
   type Harness,
   type IoEffect,
 } from './test-kit.ts';
@@ -25,12 +31,6 @@ import {
  * (I/O operations unfolded from their batch), as a worker that gets them one by one as ioDone / ioFailed inputs.
  */
 
-const SELF = workerId('w1');
-const PEER = workerId('w2');
-const OTHER_PEER = workerId('w3');
-const CLIENT = 'lm-app';
-const MAPPER = 'map-app-1-0-0';
-const KEY = 'app-1';
 const PARTITIONS = 6;
 
 type Action =
@@ -272,17 +272,6 @@ function completionOf(op: IoEffect, error: IoError | null): IoCompletion {
     : { kind: 'ioDone', op: op.op };
 }
 
-/** The state as plain data in which the order of every map and set counts. */
-function ordered(value: unknown): unknown {
-  if (value instanceof Map) return { map: [...value].map(([k, v]) => [ordered(k), ordered(v)]) };
-  if (value instanceof Set) return { set: [...value].map(ordered) };
-  if (value instanceof Uint8Array) return { bytes: [...value] };
-  if (Array.isArray(value)) return value.map(ordered);
-  if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, ordered(v)]));
-  return value;
-}
-
 function unfold(effects: readonly Effect[]): Effect[] {
   return effects.flatMap((effect): readonly Effect[] => (effect.kind === 'ioBatch' ? effect.ops : [effect]));
 }
@@ -354,7 +343,7 @@ describe('worker: ioBatchDone', () => {
               'several I/O operations, no batch',
             );
           }
-          assert.deepEqual(ordered(batched.state), ordered(single.state), 'the same state');
+          assert.deepEqual(plainData(batched.state), plainData(single.state), 'the same state');
           note(completions, together);
           track(outstanding, together);
         }

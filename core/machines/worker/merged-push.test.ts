@@ -7,25 +7,23 @@ import type { Effect } from '../effects.ts';
 import type { WorkerConfig, WorkerMachineState } from './index.ts';
 import type { Harness } from './test-kit.ts';
 import {
+  CLIENT,
   damaged,
   ioOps,
+  KEY,
   location,
+  MAPPER,
   ofKind,
   onlySent,
+  OTHER_PEER,
+  PEER,
   pushData,
   pushMergedData,
   registeredWorker,
+  SELF,
   sentOf,
-  workerId,
   type TestBatch,
 } from './test-kit.ts';
-
-const SELF = workerId('w1');
-const PEER = workerId('w2');
-const OTHER_PEER = workerId('w3');
-const CLIENT = 'lm-app';
-const MAPPER = 'map-app-1-0-0';
-const KEY = 'app-1';
 
 interface Slot {
   readonly partitionId: number;

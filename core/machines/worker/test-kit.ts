@@ -164,6 +164,14 @@ export function workerId(host: string, base = 9000): WorkerId {
   return { host, rpcPort: base + 1, pushPort: base + 2, fetchPort: base + 3, replicatePort: base + 4 };
 }
 
+/** The cast of the worker tests: the worker under test, its replica peers, and the application talking to it. */
+export const SELF = workerId('w1');
+export const PEER = workerId('w2');
+export const OTHER_PEER = workerId('w3');
+export const CLIENT = 'lm-app';
+export const MAPPER = 'map-app-1-0-0';
+export const KEY = 'app-1';
+
 export const HDD_MASK_STORAGE: StorageInfo = { type: 'HDD', mountPoint: '', availableTypes: 2 };
 
 export function location(
@@ -248,4 +256,18 @@ export function damaged(payload: Uint8Array): Uint8Array {
   const copy = payload.slice();
   copy[copy.length - 1]! ^= 0xff;
   return copy;
+}
+
+/**
+ * A value as plain data, with typed arrays as their bytes and maps and sets as their entries in order: equal results
+ * mean equal contents and equal iteration order, and a later change to the original does not show in the copy.
+ */
+export function plainData(value: unknown): unknown {
+  if (value instanceof Map) return { map: [...value].map(([k, v]) => [plainData(k), plainData(v)]) };
+  if (value instanceof Set) return { set: [...value].map(plainData) };
+  if (value instanceof Uint8Array) return { bytes: [...value] };
+  if (Array.isArray(value)) return value.map(plainData);
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plainData(v)]));
+  return value;
 }

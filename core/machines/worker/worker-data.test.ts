@@ -6,22 +6,20 @@ import type { Effect } from '../effects.ts';
 import type { WorkerConfig, WorkerMachineState } from './index.ts';
 import type { Harness } from './test-kit.ts';
 import {
+  CLIENT,
   ioOps,
-  registeredWorker,
+  KEY,
   location,
+  MAPPER,
   metricNames,
   ofKind,
   onlySent,
+  PEER,
   pushData,
+  registeredWorker,
+  SELF,
   sentOf,
-  workerId,
 } from './test-kit.ts';
-
-const SELF = workerId('w1');
-const PEER = workerId('w2');
-const CLIENT = 'lm-app';
-const MAPPER = 'map-app-1-0-0';
-const KEY = 'app-1';
 
 /** A started, registered worker. */
 function worker(overrides: Partial<WorkerConfig> = {}): Harness<WorkerMachineState> {

@@ -10,14 +10,22 @@ import {
   type WorkerMachineState,
 } from './index.ts';
 import { testWorkerConfig } from './testing.ts';
-import { Harness, location, metricNames, ofKind, onlySent, pushData, sentOf, workerId } from './test-kit.ts';
+import {
+  CLIENT,
+  Harness,
+  KEY,
+  location,
+  MAPPER,
+  metricNames,
+  ofKind,
+  onlySent,
+  pushData,
+  SELF,
+  sentOf,
+} from './test-kit.ts';
 
-const SELF = workerId('w1');
 const MASTER = masterNodeId();
-const CLIENT = 'lm-app';
-const MAPPER = 'map-app-1-0-0';
 const READER = 'reduce-app-1-0';
-const KEY = 'app-1';
 
 function fresh(overrides: Partial<WorkerConfig> = {}) {
   return new Harness(workerMachine, initialWorkerState(testWorkerConfig(SELF, overrides)));
