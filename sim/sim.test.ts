@@ -73,10 +73,12 @@ describe('the simulator on the swarm scenario', () => {
     }
   });
 
-  it('keeps seeds that once found bugs passing (a sealed file re-excluding its worker forever)', () => {
+  it('keeps seeds that once failed passing (a sealed file re-excluding its worker; an exclusion the master refused; a drain plus an exclusion outlasting the liveness bound)', () => {
     for (const [name, seed] of [
       ['swarm', 2496],
       ['standard', 202],
+      ['swarm', 3808],
+      ['swarm', 4697],
     ] as const) {
       const result = runSeed({ seed, scenario: SCENARIOS[name]! });
       assert.equal(result.violation, undefined, `${name} seed ${seed}: ${result.violation?.detail ?? ''}`);

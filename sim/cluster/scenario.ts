@@ -16,6 +16,7 @@ import {
   workerNodeId,
 } from '../../core/protocol/node-ids.ts';
 import { admitClient } from '../../core/release/admission.ts';
+import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { FaultTopology } from '../faults/inject.ts';
 import { calmFrom, type FaultTargets, type Schedule } from '../faults/plan.ts';
@@ -33,6 +34,7 @@ import { chance, pick, streamRng } from '../world/random.ts';
 import type { World } from '../world/world.ts';
 import {
   availableTypesOf,
+  configFor,
   lifecycleManagerConfig,
   mapTaskConfig,
   masterConfig,
@@ -44,12 +46,23 @@ import {
 import { rollingUpgrade } from './upgrade.ts';
 
 /**
- * How long after the last fault every job must have finished (virtual time). The slowest recoveries the defaults
- * allow add up to a few minutes: a client's exclusion of a worker expires after 180 s
- * (svc.client.excludedWorker.expireTimeout), a lost worker is noticed after 120 s plus a check period, and an
- * unanswered request waits 60 s (svc.rpc.askTimeout) per attempt. Ten minutes covers them with room to spare.
+ * How long after the last fault every job must have finished (virtual time), from the defaults of the current
+ * release. The slowest recovery the configuration allows is a chain: a worker asked to shut down gracefully during
+ * the storm may drain until its deadline (svc.worker.graceful.shutdown.checkSlotsFinished.timeout, 480 s: it waits
+ * for shuffles that cannot progress without it), and a client that failed to reach it meanwhile keeps it excluded for
+ * svc.client.excludedWorker.expireTimeout (180 s) after that. Four more minutes cover noticing a lost worker (120 s
+ * plus a check period), unanswered requests (svc.rpc.askTimeout, 60 s each) and the engine's retry backoff.
+ * (A fixed ten minutes was shorter than that chain: swarm seed 4697.)
  */
-const LIVENESS_BOUND_MS = 10 * 60_000;
+const LIVENESS_BOUND_MS = (() => {
+  const worker = configFor(CURRENT_RELEASE, 'worker');
+  const client = configFor(CURRENT_RELEASE, 'client');
+  return (
+    worker.getDurationMs('svc.worker.graceful.shutdown.checkSlotsFinished.timeout') +
+    client.getDurationMs('svc.client.excludedWorker.expireTimeout') +
+    4 * 60_000
+  );
+})();
 
 /**
  * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client

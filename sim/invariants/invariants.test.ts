@@ -207,6 +207,13 @@ describe('invariant checkers', () => {
         unplaced: [],
         message: '',
       });
+    // The master refuses to exclude a worker it never registered: such an exclusion is not counted.
+    h.input('master-0', { kind: 'admin', command: { type: 'excludeWorkers', add: [key(5)], remove: [] } });
+    h.effects('master-0', [offer(5)]);
+    assert.equal(h.violation(), undefined, 'an exclusion of an unknown worker was refused, so it never held');
+    h.effects('master-0', [
+      send(key(1), { type: 'RegisterWorkerResponse', success: true, message: 'registered' }),
+    ]);
     h.input('master-0', { kind: 'admin', command: { type: 'excludeWorkers', add: [key(1)], remove: [] } });
     h.input('master-0', receive(key(2), 'master-0', { type: 'ReportWorkerUnavailable', worker: worker(2) }));
     h.input(

@@ -30,6 +30,11 @@ export function noSlotsOnUnavailable(
   const lmKnows = new Map<NodeId, Map<WorkerKey, string>>();
   /** `lm|partitionId|epoch|mode|worker` for every copy the master offered (any shuffle: errs towards silence). */
   const offered = new Set<string>();
+  /**
+   * Workers the master accepted a registration from. The master refuses to exclude a worker it never knew (a typo
+   * must not create a phantom exclusion; docs/core/machines-master-worker.md), so only these can be excluded.
+   */
+  const registered = new Set<WorkerKey>();
 
   return {
     inputs: [
@@ -42,7 +47,7 @@ export function noSlotsOnUnavailable(
     onInput(node: NodeId, input: Input) {
       if (isMaster(node)) {
         if (input.kind === 'admin' && input.command.type === 'excludeWorkers') {
-          for (const key of input.command.add) toldMaster.set(key, EXCLUDED);
+          for (const key of input.command.add) if (registered.has(key)) toldMaster.set(key, EXCLUDED);
           for (const key of input.command.remove) {
             if (toldMaster.get(key) === EXCLUDED) toldMaster.delete(key);
           }
@@ -84,10 +89,14 @@ export function noSlotsOnUnavailable(
         }
       }
     },
-    effects: ['RequestSlotsResponse', 'ReserveSlots'],
+    effects: ['RequestSlotsResponse', 'ReserveSlots', 'RegisterWorkerResponse'],
     onEffect(node: NodeId, effect: Effect, world: World) {
       if (effect.kind !== 'send') return;
       const message = effect.message;
+      if (isMaster(node) && message.type === 'RegisterWorkerResponse') {
+        if (message.success) registered.add(effect.to);
+        return;
+      }
       if (isMaster(node) && message.type === 'RequestSlotsResponse') {
         for (const resource of message.workerResource) {
           const key = workerKey(resource.worker);
