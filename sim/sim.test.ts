@@ -73,12 +73,14 @@ describe('the simulator on the swarm scenario', () => {
     }
   });
 
-  it('keeps seeds that once failed passing (a sealed file re-excluding its worker; an exclusion the master refused; a drain plus an exclusion outlasting the liveness bound)', () => {
+  it('keeps seeds that once failed passing (a sealed file re-excluding its worker; an exclusion the master refused; a drain plus an exclusion outlasting the liveness bound; a lift lost to a master restart; shuffle ids reused after 100 stage reruns)', () => {
     for (const [name, seed] of [
       ['swarm', 2496],
       ['standard', 202],
       ['swarm', 3808],
       ['swarm', 4697],
+      ['swarm', 5846],
+      ['swarm', 6281],
     ] as const) {
       const result = runSeed({ seed, scenario: SCENARIOS[name]! });
       assert.equal(result.violation, undefined, `${name} seed ${seed}: ${result.violation?.detail ?? ''}`);

@@ -14,8 +14,19 @@ export interface WorkerId {
 
 export type WorkerKey = string;
 
+/**
+ * Keys are needed on every push, forward and reply, and a worker id travels by reference inside locations, so each
+ * id object is keyed once. Ids are immutable (readonly), which is what makes remembering the key safe.
+ */
+const KEYS = new WeakMap<WorkerId, WorkerKey>();
+
 export function workerKey(id: WorkerId): WorkerKey {
-  return `${id.host}:${id.rpcPort}:${id.pushPort}:${id.fetchPort}:${id.replicatePort}`;
+  let key = KEYS.get(id);
+  if (key === undefined) {
+    key = `${id.host}:${id.rpcPort}:${id.pushPort}:${id.fetchPort}:${id.replicatePort}`;
+    KEYS.set(id, key);
+  }
+  return key;
 }
 
 export function parseWorkerKey(key: string): WorkerId {

@@ -1,4 +1,4 @@
-import type { NodeId } from '../../core/machines/effects.ts';
+import type { Input, NodeId } from '../../core/machines/effects.ts';
 import type { DiskFaults } from '../world/storage.ts';
 import type { Observer, World } from '../world/world.ts';
 import type { DiskFault, Fault, Knobs, Schedule } from './plan.ts';
@@ -18,6 +18,35 @@ export interface FaultTopology {
 }
 
 const SLOW_DISK_FACTOR = 25;
+/** How often an operator tries again a command the master was down for. */
+const OPERATOR_RETRY_MS = 1_000;
+
+type OperatorCommand = Extract<Input, { kind: 'admin' }>;
+
+/**
+ * The operator at the management interface: commands reach the master in the order they were given; one the
+ * master is down for is tried again every second until it is taken, as a person or a script retries a refused
+ * request. (Dropping it instead left an exclusion in place forever once its lift met a master restart: seed 5846.)
+ */
+function operatorConsole(master: NodeId) {
+  const queue: OperatorCommand[] = [];
+  let retrying = false;
+  const drain = (w: World): void => {
+    while (queue.length > 0 && w.isUp(master)) w.inject(master, queue.shift()!);
+    if (queue.length === 0 || retrying) return;
+    retrying = true;
+    w.schedule(w.now + OPERATOR_RETRY_MS, 'operator retries: the master was down', (later) => {
+      retrying = false;
+      drain(later);
+    });
+  };
+  return {
+    submit(w: World, command: OperatorCommand): void {
+      queue.push(command);
+      drain(w);
+    },
+  };
+}
 
 /**
  * Turns a schedule into world actions: probabilistic rates for the storm and calm afterwards, each discrete fault
@@ -36,6 +65,7 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
 
   const restartDelay = new Map<NodeId, number>();
   const diskSwitches = new Map<string, number>();
+  const operator = operatorConsole(topology.master);
 
   const restart = (node: NodeId) => (w: World) => {
     if (!w.isUp(node)) w.start(node);
@@ -97,12 +127,10 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
           kind: 'admin' as const,
           command: { type: 'excludeWorkers' as const, add, remove },
         });
-        world.schedule(fault.at, label, (w) => {
-          if (w.isUp(topology.master)) w.inject(topology.master, command([node], []));
-        });
-        world.schedule(fault.at + fault.duration, `lift ${label}`, (w) => {
-          if (w.isUp(topology.master)) w.inject(topology.master, command([], [node]));
-        });
+        world.schedule(fault.at, label, (w) => operator.submit(w, command([node], [])));
+        world.schedule(fault.at + fault.duration, `lift ${label}`, (w) =>
+          operator.submit(w, command([], [node])),
+        );
         break;
       }
       case 'event': {
@@ -112,12 +140,10 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
           kind: 'admin' as const,
           command: { type: 'workerEvent' as const, eventType, workers: [node] },
         });
-        world.schedule(fault.at, label, (w) => {
-          if (w.isUp(topology.master)) w.inject(topology.master, command(fault.event));
-        });
-        world.schedule(fault.at + fault.duration, `end ${label}`, (w) => {
-          if (w.isUp(topology.master)) w.inject(topology.master, command('Recommission'));
-        });
+        world.schedule(fault.at, label, (w) => operator.submit(w, command(fault.event)));
+        world.schedule(fault.at + fault.duration, `end ${label}`, (w) =>
+          operator.submit(w, command('Recommission')),
+        );
         break;
       }
     }

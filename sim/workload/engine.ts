@@ -80,6 +80,11 @@ interface ReduceRun {
 
 interface AppRun {
   readonly shape: AppShape;
+  /**
+   * The shuffle id the next stage attempt writes: every attempt of every job gets a fresh one, as an engine's
+   * shuffle dependency does (a scheme like job × 100 + attempt collided once a storm forced 100 reruns: seed 6281).
+   */
+  nextShuffleId: number;
   /** The application's lifecycle manager (attach). */
   lm?: NodeId;
   outcome: AppOutcome;
@@ -128,6 +133,7 @@ export class Engine implements Observer {
   ) {
     this.apps = apps.map((shape) => ({
       shape,
+      nextShuffleId: 0,
       outcome: { kind: 'running' },
       maps: [],
       reducers: [],
@@ -267,7 +273,7 @@ export class Engine implements Observer {
   private startJob(world: World, app: AppRun, jobIndex: number, stageAttempt: number): void {
     if (app.outcome.kind !== 'running') return;
     const shape = app.shape.jobs[jobIndex]!;
-    const job: JobRun = { jobIndex, stageAttempt, shuffleId: jobIndex * 100 + stageAttempt, shape };
+    const job: JobRun = { jobIndex, stageAttempt, shuffleId: app.nextShuffleId++, shape };
     app.job = job;
     app.maps = [...Array(shape.numMappers).keys()].map(() => ({
       nextAttempt: 0,
