@@ -24,6 +24,8 @@ export const INVARIANTS = {
   'unexpected-fetch-failure': 'a fetch failure only happens when some fault could have lost data',
   liveness: 'once faults stop, every job finishes within a bounded time or fails with an expected error',
   'machine-threw': 'a state machine never throws',
+  'simulator-threw':
+    "the simulator's own models (engine, fault injector, checkers) never throw: a throw there is a simulator bug, reported like a violation so that a long run goes on and the seed replays",
 } as const;
 
 export type InvariantName = keyof typeof INVARIANTS;

@@ -285,6 +285,17 @@ describe('World', () => {
     );
   });
 
+  it('turns a scheduled action of the simulator that throws into a violation that names it and ends the run', () => {
+    const world = new World({ seed: 1 });
+    world.schedule(5, 'engine: a buggy model', () => {
+      throw new Error('model bug');
+    });
+    world.schedule(6, 'never reached', () => assert.fail('the run should have ended'));
+    assert.equal(world.run({ until: 10, maxEvents: 10 }), 'failed');
+    assert.equal(world.violation?.invariant, 'simulator-threw');
+    assert.match(world.violation?.detail ?? '', /engine: a buggy model: Error: model bug/);
+  });
+
   it('turns a machine that throws into a violation that names the node and ends the run', () => {
     const world = new World({ seed: 1 });
     world.addNode({

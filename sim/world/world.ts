@@ -269,7 +269,14 @@ export class World {
   private dispatch(event: SimEvent): void {
     if (event.kind === 'action') {
       this.trace.line(this.clock, '-', event.label);
-      event.run(this);
+      try {
+        event.run(this);
+      } catch (error) {
+        this.fail({
+          invariant: 'simulator-threw',
+          detail: `${event.label}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        });
+      }
       return;
     }
     const node = this.nodes.get(event.node)!;
