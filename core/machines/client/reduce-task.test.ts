@@ -257,10 +257,18 @@ describe('reduce task', () => {
         const fetched = h
           .received(h.probe(workerKey(copy.location.worker)), 'FetchChunk')
           .filter((f) => f.chunkIndex === 0);
-        assert.equal(fetched.length, 0, `chunk 0 of ${copy.file.uniqueId} came with the open (${chunks} chunks)`);
+        assert.equal(
+          fetched.length,
+          0,
+          `chunk 0 of ${copy.file.uniqueId} came with the open (${chunks} chunks)`,
+        );
       }
       if ('corrupt' in damage) {
-        assert.equal(state.copyFailures.length, 1, 'a corrupt inline chunk fails its copy like a fetched one');
+        assert.equal(
+          state.copyFailures.length,
+          1,
+          'a corrupt inline chunk fails its copy like a fetched one',
+        );
         assert.equal(h.received(h.probe(workerKey(worker(1))), 'OpenStream').length, 1);
       }
     }

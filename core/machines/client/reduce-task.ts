@@ -370,7 +370,11 @@ function fetchNextChunk(d: Draft): void {
 
 function onChunk(d: Draft, chunkIndex: number, message: MessageOf<'ChunkData'>): void {
   if (message.status !== 'SUCCESS') {
-    copyFailed(d, `chunk ${chunkIndex} refused with ${message.status}: ${message.message}`, d.cursor!.streamId);
+    copyFailed(
+      d,
+      `chunk ${chunkIndex} refused with ${message.status}: ${message.message}`,
+      d.cursor!.streamId,
+    );
     return;
   }
   acceptChunk(d, chunkIndex, message.bytes);
