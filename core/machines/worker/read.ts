@@ -101,7 +101,7 @@ export function handleFetchChunk(
         : file === undefined
           ? `the file of stream ${message.streamId} is gone (its shuffle expired or was destroyed)`
           : `chunk ${message.chunkIndex} is out of range: the file has ${stream.chunkOffsets.length - 1} chunk(s)`;
-    failFetch(out, replyTo, message.streamId, message.chunkIndex, 'REQUEST_FAILED', reason);
+    failFetch(out, replyTo, 'chunk', message.streamId, message.chunkIndex, 'REQUEST_FAILED', reason);
     return s;
   }
   startRead(
@@ -136,26 +136,9 @@ export function completeRead(
   if (!result.ok) {
     const status = result.error === 'TIMEOUT' ? 'FETCH_DATA_TIMEOUT' : 'REQUEST_FAILED';
     const reason = `reading the chunk failed (${result.error}); read it from the other copy if there is one`;
-    if (purpose.answer === 'chunk') {
-      failFetch(out, purpose.replyTo, purpose.streamId, purpose.chunkIndex, status, reason);
-      return s;
-    }
-    // The open is answered with the failure: the reader moves to the next copy, so the stream is of no use.
-    setEntry(s.streams, purpose.streamId, undefined);
-    count(out, 'FetchChunkFailCount');
-    log(out, 'warn', 'worker.read.fetchFailed', {
-      streamId: purpose.streamId,
-      chunkIndex: 0,
-      status,
-      reason,
-    });
-    reply(out, purpose.replyTo, {
-      type: 'OpenStreamResponse',
-      status,
-      streamId: purpose.streamId,
-      chunkOffsets: [],
-      message: reason,
-    });
+    // A failed open is of no use to the reader (it moves to the next copy): the stream ends with it.
+    if (purpose.answer === 'open') setEntry(s.streams, purpose.streamId, undefined);
+    failFetch(out, purpose.replyTo, purpose.answer, purpose.streamId, purpose.chunkIndex, status, reason);
     return s;
   }
   count(out, 'FetchChunkSuccessCount');
@@ -197,9 +180,11 @@ export function completeRead(
   return recordLatency(s, purpose.file, 'fetch', out.now - purpose.issuedAt);
 }
 
+/** A chunk that cannot be served, answered as the request expects: a ChunkData, or the OpenStream that asked for it. */
 function failFetch(
   out: Outbox,
   to: ReplyTo,
+  answer: 'chunk' | 'open',
   streamId: number,
   chunkIndex: number,
   status: 'REQUEST_FAILED' | 'FETCH_DATA_TIMEOUT',
@@ -207,12 +192,11 @@ function failFetch(
 ): void {
   count(out, 'FetchChunkFailCount');
   log(out, 'warn', 'worker.read.fetchFailed', { streamId, chunkIndex, status, reason });
-  reply(out, to, {
-    type: 'ChunkData',
-    status,
-    streamId,
-    chunkIndex,
-    bytes: new Uint8Array(0),
-    message: reason,
-  });
+  reply(
+    out,
+    to,
+    answer === 'open'
+      ? { type: 'OpenStreamResponse', status, streamId, chunkOffsets: [], message: reason }
+      : { type: 'ChunkData', status, streamId, chunkIndex, bytes: new Uint8Array(0), message: reason },
+  );
 }
