@@ -3,9 +3,10 @@
  * faults on): simulated time per wall-clock second on one core, and seeds per minute on every core of the machine.
  * Goals: at least 1,000 seeds a minute and at least 100x real time.
  *
- * Seeds per minute uses both cores the way `npm run sim` over a seed range could: child processes over disjoint seed
- * ranges, each deterministic on its own, started together; their seeds over the wall time of the slowest. The
- * real-time factor is one seed on one core (a single run cannot be spread over cores).
+ * Seeds per minute uses every core the way `npm run sim -- --seeds N` does: its pool of child processes (sim/pool.ts),
+ * one per core, each handed the next seed when it is free; seeds over wall time, from the first seed handed out to
+ * the last result (process start-up and a warm-up seed per child left out, as in a long run). The real-time factor
+ * is one seed on one core (a single run cannot be spread over cores).
  *
  * The baseline, measured in the same run, is the simulator's own machinery without svc: the same number of events
  * through the same world (queue, network, observers) driving trivial machines. The gap between the two is the cost
@@ -13,11 +14,11 @@
  *
  * Exit code (see bench/run.ts): 0 goals met, 2 a goal missed, 1 error.
  */
-import { fork } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { Bench } from 'tinybench';
 import type { Effect } from '../core/machines/effects.ts';
 import type { Machine } from '../core/machines/machine.ts';
+import { runPool } from '../sim/pool.ts';
 import { runSeed, type RunResult } from '../sim/run.ts';
 import { SCENARIOS } from '../sim/scenarios.ts';
 import { World } from '../sim/world/world.ts';
@@ -28,25 +29,6 @@ const GOAL_MISSED = 2;
 const SEEDS = 12;
 
 const scenario = SCENARIOS.standard!;
-
-/** The message a child process sends back: how many seeds it ran, how many failed, in how long (after start-up). */
-interface ChildReport {
-  readonly seeds: number;
-  readonly failures: number;
-  readonly ms: number;
-}
-
-/** Set in a child process: the first seed and the count of the range it runs. */
-const CHILD_RANGE = process.env.SVC_SIM_BENCH_RANGE;
-if (CHILD_RANGE !== undefined) {
-  const [from, count] = CHILD_RANGE.split(':').map(Number) as [number, number];
-  let failures = 0;
-  const started = performance.now();
-  for (let seed = from; seed < from + count; seed += 1)
-    if (runSeed({ seed, scenario }).violation) failures += 1;
-  process.send!({ seeds: count, failures, ms: performance.now() - started } satisfies ChildReport);
-  process.exit(0);
-}
 
 // Warm up (JIT, configuration resolution) and learn the event count of a typical seed for the baseline.
 const warm = runSeed({ seed: 0, scenario });
@@ -102,36 +84,20 @@ function meanMs(index: number): number {
     throw new Error(`${task?.name ?? index}: did not complete`);
   return result.latency.mean;
 }
-/**
- * Runs `SEEDS` seeds in each of `processes` child processes at once (disjoint ranges); the time is the slowest
- * child's, from its first seed to its last (process start-up and module loading are left out, as in a long run).
- */
-async function parallelSeeds(processes: number): Promise<{ ms: number; seeds: number; failures: number }> {
-  const reports = await Promise.all(
-    [...Array(processes).keys()].map(
-      (index) =>
-        new Promise<ChildReport>((resolve, reject) => {
-          const child = fork(import.meta.filename, [], {
-            env: { ...process.env, SVC_SIM_BENCH_RANGE: `${1_000 + index * SEEDS}:${SEEDS}` },
-            execArgv: ['--import', 'tsx'],
-          });
-          child.once('message', (report) => resolve(report as ChildReport));
-          child.once('error', reject);
-          child.once('exit', (code) => {
-            if (code !== 0) reject(new Error(`bench child ${index} exited with ${code}`));
-          });
-        }),
-    ),
-  );
-  return {
-    ms: Math.max(...reports.map((r) => r.ms)),
-    seeds: reports.reduce((sum, r) => sum + r.seeds, 0),
-    failures: reports.reduce((sum, r) => sum + r.failures, 0),
-  };
-}
-
 const cores = Math.max(1, availableParallelism());
-const parallel = await parallelSeeds(cores);
+// The same pool `npm run sim -- --seeds N --jobs <cores>` uses; its clock starts once every child is loaded and warm.
+const pooled = await runPool({
+  scenario: scenario.name,
+  first: 1_000,
+  count: SEEDS * cores,
+  jobs: cores,
+  warmUp: true,
+});
+const parallel = {
+  ms: pooled.wallMs,
+  seeds: pooled.results.length,
+  failures: pooled.results.filter((r) => r.violation).length,
+};
 
 const seedMs = meanMs(0);
 const baselineMs = meanMs(1);

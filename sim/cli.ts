@@ -1,5 +1,6 @@
 // The simulator's command line: many seeds with a summary, one seed with its trace, a soak for nightly runs.
 // `npm run sim -- --help` lists the options. Wall-clock time is read here, never inside a run.
+import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { PLANTED_BUGS, type PlantedBug } from '../core/planted-bugs.ts';
 import { parseFaults, parseKnobs, type Schedule } from './faults/plan.ts';
@@ -12,6 +13,7 @@ import {
   type RunResult,
   type Scenario,
 } from './run.ts';
+import { runPool } from './pool.ts';
 import { SCENARIOS, scenarioNamed } from './scenarios.ts';
 
 interface Options {
@@ -28,6 +30,7 @@ interface Options {
   readonly soak: boolean;
   readonly minutes: number;
   readonly maxFailures: number;
+  readonly jobs: number;
 }
 
 const integer = (name: string) => (text: string) => {
@@ -65,9 +68,15 @@ const program = new Command()
     integer('--max-failures'),
     5,
   )
-  .action((options: Options) => {
+  .option(
+    '--jobs <n>',
+    'processes running seeds at once for --seeds and --soak (1: in this process)',
+    integer('--jobs'),
+    availableParallelism(),
+  )
+  .action(async (options: Options) => {
     try {
-      process.exitCode = main(options);
+      process.exitCode = await main(options);
     } catch (error) {
       // Bad input (a malformed schedule, an unknown knob) is the user's to fix: say what, without a stack.
       if (error instanceof RangeError || error instanceof InvalidArgumentError)
@@ -76,9 +85,9 @@ const program = new Command()
     }
   });
 
-program.parse(process.argv);
+await program.parseAsync(process.argv);
 
-function main(options: Options): number {
+async function main(options: Options): Promise<number> {
   const scenario = scenarioNamed(options.scenario);
   if (options.seed !== undefined) return single(options, scenario, options.seed);
   if (options.faults !== undefined || options.knobs !== undefined) {
@@ -87,6 +96,7 @@ function main(options: Options): number {
   const first = options.soak && options.from === 0 ? nightlySeed() : options.from;
   const deadline = options.soak ? performance.now() + options.minutes * 60_000 : Infinity;
   const count = options.soak ? Infinity : (options.seeds ?? 100);
+  if (options.jobs < 1) throw new InvalidArgumentError('--jobs must be at least 1');
   return many(options, scenario, first, count, deadline);
 }
 
@@ -124,33 +134,55 @@ function replaySchedule(options: Options, scenario: Scenario, seed: number): Sch
   };
 }
 
-function many(options: Options, scenario: Scenario, first: number, count: number, deadline: number): number {
+async function many(
+  options: Options,
+  scenario: Scenario,
+  first: number,
+  count: number,
+  deadline: number,
+): Promise<number> {
   const started = performance.now();
-  let seeds = 0;
+  const failures: RunResult[] = [];
+  // Failures are printed as they come; the run stops handing out seeds after --max-failures of them.
+  const onResult = (result: RunResult): boolean => {
+    if (!result.violation) return true;
+    failures.push(result);
+    console.log(describeResult(result));
+    if (failures.length < options.maxFailures) return true;
+    console.log(`stopping after ${failures.length} failing seeds (--max-failures)`);
+    return false;
+  };
+  const bug = options.bug === undefined ? {} : { plantedBug: options.bug };
+  const results: RunResult[] = [];
+  if (options.jobs === 1) {
+    for (let seed = first; results.length < count && performance.now() < deadline; seed += 1) {
+      const result = runSeed({ seed, scenario, ...bug });
+      results.push(result);
+      if (!onResult(result)) break;
+    }
+  } else {
+    const pooled = await runPool({
+      scenario: scenario.name,
+      ...bug,
+      first,
+      count,
+      jobs: options.jobs,
+      deadline,
+      onResult,
+    });
+    results.push(...pooled.results);
+  }
+  failures.sort((a, b) => a.seed - b.seed);
+  const seeds = results.length;
   let simulatedMs = 0;
   let events = 0;
-  const failures: RunResult[] = [];
   const notes = new Map<string, number>();
-  for (let seed = first; seeds < count && performance.now() < deadline; seed += 1) {
-    const result = runSeed({
-      seed,
-      scenario,
-      ...(options.bug === undefined ? {} : { plantedBug: options.bug }),
-    });
-    seeds += 1;
+  for (const result of results) {
     simulatedMs += result.simulatedMs;
     events += result.events;
     for (const [name, value] of Object.entries(result.report.counts)) {
       if (name.startsWith('apps.') || name === 'memoryWithoutEnabling')
         notes.set(name, (notes.get(name) ?? 0) + value);
-    }
-    if (result.violation) {
-      failures.push(result);
-      console.log(describeResult(result));
-      if (failures.length >= options.maxFailures) {
-        console.log(`stopping after ${failures.length} failing seeds (--max-failures)`);
-        break;
-      }
     }
   }
   const wallMs = performance.now() - started;
@@ -163,10 +195,10 @@ function many(options: Options, scenario: Scenario, first: number, count: number
     `failures:       ${failures.length}${failures.length ? ` (${failures.map((f) => f.seed).join(', ')})` : ''}`,
   );
   console.log(
-    `simulated time: ${(simulatedMs / 1000).toFixed(1)} s (${(simulatedMs / Math.max(wallMs, 1)).toFixed(0)}x real time)`,
+    `simulated time: ${(simulatedMs / 1000).toFixed(1)} s (${(simulatedMs / Math.max(wallMs, 1)).toFixed(0)}x real time${options.jobs === 1 ? '' : ', all processes together'})`,
   );
   console.log(
-    `wall time:      ${(wallMs / 1000).toFixed(1)} s (${((seeds * 60_000) / Math.max(wallMs, 1)).toFixed(0)} seeds/minute)`,
+    `wall time:      ${(wallMs / 1000).toFixed(1)} s (${((seeds * 60_000) / Math.max(wallMs, 1)).toFixed(0)} seeds/minute, ${options.jobs === 1 ? 'in this process' : `${options.jobs} processes`})`,
   );
   console.log(`events:         ${events} (${((events * 1000) / Math.max(wallMs, 1)).toFixed(0)} events/s)`);
   console.log(`outcomes:       ${[...notes].map(([name, value]) => `${name}=${value}`).join(' ') || '-'}`);
