@@ -261,6 +261,69 @@ describe('invariant checkers', () => {
     assert.equal(lm.violation()?.invariant, 'no-slots-on-unavailable');
   });
 
+  it('no-slots-on-unavailable: a decommission called off ends with a heartbeat in Normal state sent after the report, not a stale one', () => {
+    const h = harness(
+      noSlotsOnUnavailable(
+        (node) => node === 'master-0',
+        () => false,
+      ),
+    );
+    const offer: Effect = send('lm-a', {
+      type: 'RequestSlotsResponse',
+      status: 'SUCCESS',
+      workerResource: [{ worker: worker(1), networkLocation: '/r', primaries: [], replicas: [] }],
+      unplaced: [],
+      message: '',
+    });
+    const heartbeat = (state: 'Normal' | 'InDecommissionThenIdle'): Message => ({
+      type: 'WorkerHeartbeat',
+      worker: worker(1),
+      disks: [],
+      activeShuffleKeys: [],
+      highWorkload: false,
+      state,
+    });
+    const report: Message = { type: 'ReportWorkerDecommission', worker: worker(1) };
+    // The worker sends heartbeat 7 (Normal), then decommissions and reports it; the network delivers the report
+    // first and the stale heartbeat after it: the master was not told the worker is back.
+    h.effects(key(1), [send('master-0', heartbeat('Normal'), { requestId: 7 })]);
+    h.effects(key(1), [send('master-0', report)]);
+    h.input('master-0', receive(key(1), 'master-0', report));
+    h.input('master-0', receive(key(1), 'master-0', heartbeat('Normal'), { requestId: 7 }));
+    h.input('master-0', {
+      kind: 'admin',
+      command: { type: 'workerEvent', eventType: 'Recommission', workers: [key(1)] },
+    });
+    h.effects('master-0', [offer]);
+    assert.match(
+      h.violation()?.detail ?? '',
+      /on h1:1:2:3:4 to lm-a, which the master had been told is decommissioning/,
+    );
+
+    // Called off by the operator: available again once a heartbeat sent after the report says Normal.
+    const calledOff = (nextState: 'Normal' | 'InDecommissionThenIdle') => {
+      const c = harness(
+        noSlotsOnUnavailable(
+          (node) => node === 'master-0',
+          () => false,
+        ),
+      );
+      c.effects(key(1), [send('master-0', heartbeat('Normal'), { requestId: 7 })]);
+      c.effects(key(1), [send('master-0', report)]);
+      c.input('master-0', receive(key(1), 'master-0', report));
+      c.input('master-0', {
+        kind: 'admin',
+        command: { type: 'workerEvent', eventType: 'Recommission', workers: [key(1)] },
+      });
+      c.effects(key(1), [send('master-0', heartbeat(nextState), { requestId: 8 })]);
+      c.input('master-0', receive(key(1), 'master-0', heartbeat(nextState), { requestId: 8 }));
+      c.effects('master-0', [offer]);
+      return c.violation();
+    };
+    assert.equal(calledOff('Normal'), undefined);
+    assert.equal(calledOff('InDecommissionThenIdle')?.invariant, 'no-slots-on-unavailable');
+  });
+
   it('disk-budget: offers between two disk reports never exceed usable / estimate, counting earlier offers', () => {
     const h = harness(
       diskBudgets(

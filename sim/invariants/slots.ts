@@ -6,7 +6,10 @@ import type { Observer, World } from '../world/world.ts';
 const EXCLUDED = 'excluded by the operator';
 const IN_EVENT = 'in the operator’s worker event';
 
-/** What a worker's own report tells the master, until it registers again. */
+/**
+ * What a worker's own report tells the master, until it registers again or a heartbeat it sent after the report
+ * says it is back in Normal state (a decommission or shutdown the operator called off).
+ */
 const REPORTS: ReadonlyMap<MessageType, string> = new Map<MessageType, string>([
   ['ReportWorkerUnavailable', 'shutting down (it reported so)'],
   ['ReportWorkerDecommission', 'decommissioning (it reported so)'],
@@ -16,7 +19,9 @@ const REPORTS: ReadonlyMap<MessageType, string> = new Map<MessageType, string>([
 /**
  * no-slots-on-unavailable, checked against what each decider had been told (never against its internals):
  * - the master: workers it was told are shutting down, decommissioning or lost (their own reports, until they
- *   register again) and workers the operator excluded (until the operator lifts it) get nothing in an offer, neither
+ *   register again or report Normal state in a heartbeat sent after the report: a stale heartbeat overtaken by the
+ *   report on the network does not count) and workers the operator excluded (until the operator lifts it) get
+ *   nothing in an offer, neither
  *   locations nor padding. This knowledge is kept across master restarts: an operator's exclusion and a worker's
  *   shutdown do not end because the master restarted.
  * - each lifecycle manager: a worker its last application heartbeat listed as excluded or shutting down gets no
@@ -35,12 +40,20 @@ export function noSlotsOnUnavailable(
    * must not create a phantom exclusion; docs/core/machines-master-worker.md), so only these can be excluded.
    */
   const registered = new Set<WorkerKey>();
+  /**
+   * Request id of each worker's latest registration or heartbeat sent so far: ids grow within an incarnation, and a
+   * restarted worker registers first, so the entry follows the current incarnation.
+   */
+  const lastRequestSent = new Map<WorkerKey, number>();
+  /** For each worker's latest report: the id of the last request it had sent before it; later ones are newer. */
+  const reportedAfterHeartbeat = new Map<WorkerKey, number>();
 
   return {
     inputs: [
       'admin',
       ...REPORTS.keys(),
       'RegisterWorker',
+      'WorkerHeartbeat',
       'ApplicationHeartbeatResponse',
       'RequestSlotsResponse',
     ],
@@ -69,6 +82,13 @@ export function noSlotsOnUnavailable(
         } else if (message.type === 'RegisterWorker') {
           const key = workerKey(message.worker);
           if (toldMaster.get(key) !== EXCLUDED) toldMaster.delete(key);
+        } else if (message.type === 'WorkerHeartbeat' && message.state === 'Normal') {
+          const key = workerKey(message.worker);
+          const why = toldMaster.get(key);
+          const sentAfterReport =
+            (input.envelope.requestId ?? 0) > (reportedAfterHeartbeat.get(key) ?? Infinity);
+          if (why !== undefined && why !== EXCLUDED && !why.startsWith(IN_EVENT) && sentAfterReport)
+            toldMaster.delete(key);
         }
         return;
       }
@@ -89,10 +109,26 @@ export function noSlotsOnUnavailable(
         }
       }
     },
-    effects: ['RequestSlotsResponse', 'ReserveSlots', 'RegisterWorkerResponse'],
+    effects: [
+      'RequestSlotsResponse',
+      'ReserveSlots',
+      'RegisterWorkerResponse',
+      'RegisterWorker',
+      'WorkerHeartbeat',
+      ...REPORTS.keys(),
+    ],
     onEffect(node: NodeId, effect: Effect, world: World) {
       if (effect.kind !== 'send') return;
       const message = effect.message;
+      if (message.type === 'WorkerHeartbeat' || message.type === 'RegisterWorker') {
+        lastRequestSent.set(workerKey(message.worker), effect.requestId ?? 0);
+        return;
+      }
+      if (REPORTS.has(message.type) && 'worker' in message) {
+        const key = workerKey(message.worker);
+        reportedAfterHeartbeat.set(key, lastRequestSent.get(key) ?? 0);
+        return;
+      }
       if (isMaster(node) && message.type === 'RegisterWorkerResponse') {
         if (message.success) registered.add(effect.to);
         return;
