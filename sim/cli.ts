@@ -14,6 +14,7 @@ import {
   type Scenario,
 } from './run.ts';
 import { runPool } from './pool.ts';
+import { seedProgress } from './progress.ts';
 import { SCENARIOS, scenarioNamed } from './scenarios.ts';
 
 interface Options {
@@ -143,13 +144,15 @@ async function many(
 ): Promise<number> {
   const started = performance.now();
   const failures: RunResult[] = [];
+  const progress = seedProgress(Number.isFinite(count) ? { seeds: count } : { minutes: options.minutes });
   // Failures are printed as they come; the run stops handing out seeds after --max-failures of them.
   const onResult = (result: RunResult): boolean => {
+    progress.seedDone(result.violation !== undefined);
     if (!result.violation) return true;
     failures.push(result);
-    console.log(describeResult(result));
+    progress.print(describeResult(result));
     if (failures.length < options.maxFailures) return true;
-    console.log(`stopping after ${failures.length} failing seeds (--max-failures)`);
+    progress.print(`stopping after ${failures.length} failing seeds (--max-failures)`);
     return false;
   };
   const bug = options.bug === undefined ? {} : { plantedBug: options.bug };
@@ -172,6 +175,7 @@ async function many(
     });
     results.push(...pooled.results);
   }
+  progress.stop();
   failures.sort((a, b) => a.seed - b.seed);
   const seeds = results.length;
   let simulatedMs = 0;
