@@ -35,6 +35,7 @@ export function seedProgress(options: ProgressOptions): SeedProgress {
       notTTYSchedule: NOT_A_TERMINAL_EVERY_MS,
       hideCursor: false,
       etaBuffer: 200,
+      formatTime: formatDuration,
     },
     cliProgress.Presets.shades_classic,
   );
@@ -65,4 +66,16 @@ export function seedProgress(options: ProgressOptions): SeedProgress {
       bar.stop();
     },
   };
+}
+
+/** Whole seconds as `1h 05m`, `9m 07s` or `42s` (the library's own rounds 599.6 s to "9m60s"). */
+export function formatDuration(seconds: number): string {
+  const total = Math.max(0, Math.round(seconds));
+  const hours = Math.floor(total / 3600);
+  const minutes = Math.floor((total % 3600) / 60);
+  const rest = total % 60;
+  const two = (n: number) => String(n).padStart(2, '0');
+  if (hours > 0) return `${hours}h ${two(minutes)}m`;
+  if (minutes > 0) return `${minutes}m ${two(rest)}s`;
+  return `${rest}s`;
 }
