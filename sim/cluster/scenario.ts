@@ -169,6 +169,7 @@ function buildCluster(
   const engine = new Engine(apps, factory, {
     stageRerun: (app) => stageRerun.get(app.appId) ?? false,
     dataLossPossible: () => (schedule === undefined ? true : dataLossPossible(schedule)),
+    capacityLossPossible: () => (schedule === undefined ? true : capacityLossPossible(schedule)),
     expectedFailureAttempts: 3,
     maxStageAttemptsAfterCalm: 4,
     retryDelayMs: 1_000,
@@ -322,6 +323,11 @@ function dataLossPossible(schedule: Schedule): boolean {
   return faults.some(
     (fault) => fault.kind !== 'exclude' && !(fault.kind === 'disk' && fault.fault === 'slow'),
   );
+}
+
+/** Whether the schedule decommissions a worker (one-way: see EngineOptions.capacityLossPossible). */
+function capacityLossPossible(schedule: Schedule): boolean {
+  return schedule.faults.some((fault) => fault.kind === 'event' && fault.event === 'Decommission');
 }
 
 const CLIENT_ROLES: ReadonlySet<string> = new Set(['lifecycle-manager', 'map', 'reduce']);

@@ -45,6 +45,12 @@ export interface EngineOptions {
   /** Whether the schedule had any fault that can make committed data unreadable (crash, disk fault, loss). */
   readonly dataLossPossible: () => boolean;
   /**
+   * Whether the schedule can leave the cluster short of workers long after the faults: a decommission is one-way
+   * and its worker waits for every shuffle it holds to go (up to `svc.worker.decommission.forceExitTimeout`, 6 h),
+   * so with too few other workers a job that still holds a shuffle there can never get slots again.
+   */
+  readonly capacityLossPossible: () => boolean;
+  /**
    * Failures of one reducer after the faults stopped before a job without stage rerun gives up with the expected
    * "data lost" failure (earlier failures may be an unreachable lifecycle manager, which a retry cures).
    */
@@ -68,6 +74,7 @@ interface MapRun {
   nextAttempt: number;
   readonly running: Set<number>;
   failures: number;
+  failuresAfterCalm: number;
   lastError?: string;
 }
 
@@ -279,6 +286,7 @@ export class Engine implements Observer {
       nextAttempt: 0,
       running: new Set<number>(),
       failures: 0,
+      failuresAfterCalm: 0,
       endedElsewhere: false,
     }));
     app.lmWinners = undefined;
@@ -344,8 +352,20 @@ export class Engine implements Observer {
         map.lastError = state.error ?? 'no reason given';
         if (this.failOnRefusal(world, app)) return;
         if (mapDone(map) || map.running.size > 0) return;
-        // Retried for as long as it takes: the run's liveness deadline judges whether that is too long.
         map.failures += 1;
+        if (world.now >= this.calmAt) map.failuresAfterCalm += 1;
+        if (this.outOfSlotsForGood(map)) {
+          // As a batch engine gives up on a task after spark.task.maxFailures (4) attempts; counted only after the
+          // faults, so that a storm never ends a job that calm would let finish.
+          this.end(world, app, {
+            kind: 'failed',
+            reason:
+              `map ${ref.mapId} failed ${map.failuresAfterCalm} times after the faults stopped, with the cluster ` +
+              `short of workers (a decommissioning worker holds the shuffle): ${map.lastError}`,
+          });
+          return;
+        }
+        // Otherwise retried for as long as it takes: the run's liveness deadline judges whether that is too long.
         world.schedule(
           world.now + this.backoff(map.failures),
           `engine: retry map ${ref.mapId} of ${app.shape.appId}`,
@@ -580,6 +600,19 @@ export class Engine implements Observer {
       }
     }
     return keys;
+  }
+
+  /**
+   * A map that keeps failing after the faults because no slots can be had, in a run where a decommission may hold
+   * capacity for hours: the expected end of its job. Any other repeated failure is retried, and the liveness
+   * deadline says whether that took too long.
+   */
+  private outOfSlotsForGood(map: MapRun): boolean {
+    return (
+      map.failuresAfterCalm > this.options.expectedFailureAttempts &&
+      (map.lastError ?? '').includes('SLOT_NOT_AVAILABLE') &&
+      this.options.capacityLossPossible()
+    );
   }
 
   private backoff(failures: number): number {
