@@ -95,7 +95,7 @@ const pooled = await runPool({
 });
 const parallel = {
   ms: pooled.wallMs,
-  seeds: pooled.results.length,
+  seeds: pooled.seeds,
   failures: pooled.results.filter((r) => r.violation).length,
 };
 

@@ -144,9 +144,21 @@ async function many(
 ): Promise<number> {
   const started = performance.now();
   const failures: RunResult[] = [];
+  let seeds = 0;
+  let simulatedMs = 0;
+  let events = 0;
+  const notes = new Map<string, number>();
   const progress = seedProgress(Number.isFinite(count) ? { seeds: count } : { minutes: options.minutes });
-  // Failures are printed as they come; the run stops handing out seeds after --max-failures of them.
+  // Results are summed as they come (a soak is too long to keep them); failures are printed at once, and the run
+  // stops handing out seeds after --max-failures of them.
   const onResult = (result: RunResult): boolean => {
+    seeds += 1;
+    simulatedMs += result.simulatedMs;
+    events += result.events;
+    for (const [name, value] of Object.entries(result.report.counts)) {
+      if (name.startsWith('apps.') || name === 'memoryWithoutEnabling')
+        notes.set(name, (notes.get(name) ?? 0) + value);
+    }
     progress.seedDone(result.violation !== undefined);
     if (!result.violation) return true;
     failures.push(result);
@@ -156,15 +168,12 @@ async function many(
     return false;
   };
   const bug = options.bug === undefined ? {} : { plantedBug: options.bug };
-  const results: RunResult[] = [];
   if (options.jobs === 1) {
-    for (let seed = first; results.length < count && performance.now() < deadline; seed += 1) {
-      const result = runSeed({ seed, scenario, ...bug });
-      results.push(result);
-      if (!onResult(result)) break;
+    for (let seed = first; seeds < count && performance.now() < deadline; seed += 1) {
+      if (!onResult(runSeed({ seed, scenario, ...bug }))) break;
     }
   } else {
-    const pooled = await runPool({
+    await runPool({
       scenario: scenario.name,
       ...bug,
       first,
@@ -172,23 +181,11 @@ async function many(
       jobs: options.jobs,
       deadline,
       onResult,
+      keepResults: false,
     });
-    results.push(...pooled.results);
   }
   progress.stop();
   failures.sort((a, b) => a.seed - b.seed);
-  const seeds = results.length;
-  let simulatedMs = 0;
-  let events = 0;
-  const notes = new Map<string, number>();
-  for (const result of results) {
-    simulatedMs += result.simulatedMs;
-    events += result.events;
-    for (const [name, value] of Object.entries(result.report.counts)) {
-      if (name.startsWith('apps.') || name === 'memoryWithoutEnabling')
-        notes.set(name, (notes.get(name) ?? 0) + value);
-    }
-  }
   const wallMs = performance.now() - started;
   const last = first + seeds - 1;
   console.log('');
@@ -205,7 +202,9 @@ async function many(
     `wall time:      ${(wallMs / 1000).toFixed(1)} s (${((seeds * 60_000) / Math.max(wallMs, 1)).toFixed(0)} seeds/minute, ${options.jobs === 1 ? 'in this process' : `${options.jobs} processes`})`,
   );
   console.log(`events:         ${events} (${((events * 1000) / Math.max(wallMs, 1)).toFixed(0)} events/s)`);
-  console.log(`outcomes:       ${[...notes].map(([name, value]) => `${name}=${value}`).join(' ') || '-'}`);
+  // By name: results arrive in a different order from a pool each time, the summary should not.
+  const outcomes = [...notes].sort(([a], [b]) => (a < b ? -1 : 1));
+  console.log(`outcomes:       ${outcomes.map(([name, value]) => `${name}=${value}`).join(' ') || '-'}`);
   if (options.shrink) for (const failure of failures) report(shrinkAndDescribe(failure, scenario, options));
   return failures.length > 0 ? 1 : 0;
 }

@@ -57,6 +57,27 @@ describe('seed pool (child processes)', () => {
       [...Array(outcome.results.length).keys()],
     );
     assert.equal(seen.length, outcome.results.length);
+    assert.equal(outcome.seeds, outcome.results.length);
+  });
+
+  it('keeps no results when told not to, and still counts and reports every seed', async () => {
+    const seen: number[] = [];
+    const outcome = await runPool({
+      scenario: 'swarm',
+      first: 7,
+      count: 4,
+      jobs: 2,
+      keepResults: false,
+      onResult: (result) => {
+        seen.push(result.seed);
+      },
+    });
+    assert.equal(outcome.seeds, 4);
+    assert.deepEqual(outcome.results, []);
+    assert.deepEqual(
+      seen.sort((a, b) => a - b),
+      [7, 8, 9, 10],
+    );
   });
 
   it('refuses a pool without processes, or of an unknown scenario, before starting any', async () => {

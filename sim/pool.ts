@@ -20,10 +20,14 @@ export interface PoolOptions {
   readonly warmUp?: boolean;
   /** Called with every result as it arrives (completion order, not seed order); return false to stop early. */
   readonly onResult?: (result: RunResult) => boolean | void;
+  /** False for runs too long to hold every result: `results` then stays empty and onResult sees them all. */
+  readonly keepResults?: boolean;
 }
 
 export interface PoolOutcome {
-  /** Every result, in seed order. */
+  /** Seeds that ran: `first .. first + seeds - 1`. */
+  readonly seeds: number;
+  /** Every result, in seed order (none when `keepResults` is false). */
   readonly results: readonly RunResult[];
   /** From the first seed handed out (every child loaded and warm) to the last result. */
   readonly wallMs: number;
@@ -81,6 +85,8 @@ export async function runPool(options: PoolOptions): Promise<PoolOutcome> {
 
 async function distribute(children: readonly ChildProcess[], options: PoolOptions): Promise<PoolOutcome> {
   const results: RunResult[] = [];
+  const keep = options.keepResults ?? true;
+  let seeds = 0;
   const deadline = options.deadline ?? Infinity;
   let next = options.first;
   let stopped = false;
@@ -94,13 +100,14 @@ async function distribute(children: readonly ChildProcess[], options: PoolOption
       const answer = nextMessage(child, 'result', seed);
       send(child, { kind: 'run', seed });
       const result = await answer;
-      results.push(result);
+      seeds += 1;
+      if (keep) results.push(result);
       if (options.onResult?.(result) === false) stopped = true;
     }
   };
   await Promise.all(children.map(serve));
   results.sort((a, b) => a.seed - b.seed);
-  return { results, wallMs: performance.now() - started };
+  return { seeds, results, wallMs: performance.now() - started };
 }
 
 function spawnChild(settings: ChildSettings): ChildProcess {
