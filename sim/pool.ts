@@ -68,10 +68,8 @@ export async function runPool(options: PoolOptions): Promise<PoolOutcome> {
     ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
     warmUp: options.warmUp ?? false,
   };
-  const jobs = Math.min(
-    options.jobs,
-    Number.isFinite(options.count) ? Math.max(1, options.count) : options.jobs,
-  );
+  // No more children than seeds (a soak's count is Infinity), but at least one.
+  const jobs = Math.max(1, Math.min(options.jobs, options.count));
   const children = [...Array(jobs).keys()].map(() => spawnChild(settings));
   try {
     await Promise.all(children.map((child) => nextMessage(child, 'ready', undefined)));

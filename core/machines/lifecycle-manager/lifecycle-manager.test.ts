@@ -46,6 +46,16 @@ const worker = (i: number): WorkerId => ({
 });
 
 /** An offer: partition p's primary on worker p mod n, its replica on the next worker; `padding` extra workers. */
+/** The master's answer to the manager's next application heartbeat, listing these workers (none by default). */
+function answerHeartbeat(h: Harness, lists: { excluded?: WorkerId[]; shutting?: WorkerId[] } = {}): void {
+  h.answer(h.master, 'ApplicationHeartbeat', () => ({
+    type: 'ApplicationHeartbeatResponse',
+    excludedWorkers: lists.excluded ?? [],
+    unknownWorkers: [],
+    shuttingWorkers: lists.shutting ?? [],
+  }));
+}
+
 function offer(partitions: number, workers: number, padding: number, replicate = true): RequestSlotsResponse {
   const resources = Array.from({ length: workers + padding }, (_, i) => ({
     worker: worker(i),
@@ -383,12 +393,7 @@ describe('lifecycle manager: revive', () => {
     assert.equal(first.status, 'SLOT_NOT_AVAILABLE', 'replication needs two workers and one is excluded');
     // The master does not list the worker: the exclusion (not a lasting cause) ends with its next report.
     h.advance(baseConfig.heartbeatIntervalMs);
-    h.answer(h.master, 'ApplicationHeartbeat', () => ({
-      type: 'ApplicationHeartbeatResponse',
-      excludedWorkers: [],
-      unknownWorkers: [],
-      shuttingWorkers: [],
-    }));
+    answerHeartbeat(h);
     h.advance(10);
     assert.equal(h.lm.state().workers.excluded.size, 0);
     // A retried map pushes to the same broken copy: no new evidence, so no new exclusion, and the revive succeeds.
@@ -645,12 +650,7 @@ describe('lifecycle manager: mapper end, commit and file groups', () => {
       bytesWritten: 20,
       fileCount: 2,
     });
-    h.answer(h.master, 'ApplicationHeartbeat', () => ({
-      type: 'ApplicationHeartbeatResponse',
-      excludedWorkers: [worker(2)],
-      unknownWorkers: [],
-      shuttingWorkers: [worker(3)],
-    }));
+    answerHeartbeat(h, { excluded: [worker(2)], shutting: [worker(3)] });
     h.advance(10);
     assert.ok(h.lm.state().workers.excluded.has(workerKey(worker(2))));
     assert.ok(h.lm.state().workers.shuttingDown.has(workerKey(worker(3))));
@@ -754,12 +754,7 @@ describe('lifecycle manager: worker exclusions', () => {
     assert.ok(h.lm.state().workers.shuttingDown.has(key));
     assert.equal(h.lm.state().workers.excluded.has(key), false, 'no lasting exclusion for a shutdown');
     h.advance(baseConfig.heartbeatIntervalMs);
-    h.answer(h.master, 'ApplicationHeartbeat', () => ({
-      type: 'ApplicationHeartbeatResponse',
-      excludedWorkers: [],
-      unknownWorkers: [],
-      shuttingWorkers: [],
-    }));
+    answerHeartbeat(h);
     h.advance(10);
     assert.equal(h.lm.state().workers.shuttingDown.has(key), false);
   });

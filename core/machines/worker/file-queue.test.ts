@@ -17,6 +17,7 @@ import {
   SELF,
   type Harness,
   type IoEffect,
+  commitFiles,
 } from './test-kit.ts';
 
 /**
@@ -175,18 +176,9 @@ describe('worker: the per-file task runner', () => {
             }
             case 'commit':
               observe(
-                worker.receive(
-                  CLIENT,
-                  {
-                    type: 'CommitFiles',
-                    appId: 'app',
-                    shuffleId: 1,
-                    primaryIds: [`${action.partitionId}-0`],
-                    replicaIds: [],
-                    mapAttempts: [-1],
-                  },
-                  { requestId: worker.now },
-                ),
+                worker.receive(CLIENT, commitFiles([`${action.partitionId}-0`], [-1]), {
+                  requestId: worker.now,
+                }),
               );
               break;
             case 'complete': {

@@ -18,6 +18,7 @@ import {
   onlySent,
   pushData,
   SELF,
+  commitFiles,
 } from './test-kit.ts';
 
 /**
@@ -72,18 +73,7 @@ function committedInMemoryWithFailedDisk(cfg: WorkerConfig): Harness<WorkerMachi
     ),
   );
   h.completeIo(h.receive('map-app-1-0-0', pushData(KEY, 0, 0, 'PRIMARY', { size: 32 }), { requestId: 2 }));
-  const commit = h.receive(
-    CLIENT,
-    {
-      type: 'CommitFiles',
-      appId: 'app',
-      shuffleId: 1,
-      primaryIds: ['0-0'],
-      replicaIds: [],
-      mapAttempts: [0],
-    },
-    { requestId: 3 },
-  );
+  const commit = h.receive(CLIENT, commitFiles(['0-0'], [0]), { requestId: 3 });
   const answer = onlySent([...commit, ...h.completeIo(commit)], 'CommitFilesResponse').message;
   assert.equal(answer.status, 'SUCCESS');
   assert.equal(answer.committedPrimaries[0]?.storage.type, 'MEMORY');

@@ -22,6 +22,7 @@ import {
   SELF,
   type Harness,
   type IoEffect,
+  commitFiles,
 } from './test-kit.ts';
 
 /**
@@ -181,18 +182,7 @@ function step(
       return harness.receive(MAPPER, message, options);
     }
     case 'commit':
-      return harness.receive(
-        CLIENT,
-        {
-          type: 'CommitFiles',
-          appId: 'app',
-          shuffleId: 1,
-          primaryIds: idsOf(action.partitions),
-          replicaIds: [],
-          mapAttempts: [-1],
-        },
-        options,
-      );
+      return harness.receive(CLIENT, commitFiles(idsOf(action.partitions), [-1]), options);
     case 'destroy':
       return harness.receive(
         CLIENT,

@@ -8,7 +8,7 @@ import { initialMasterState, masterMachine } from '../master/index.ts';
 import { testMasterConfig } from '../master/testing.ts';
 import { InMemoryCluster, type Probe } from '../testing/in-memory-cluster.ts';
 import { initialWorkerState, workerMachine } from './index.ts';
-import { pushData, workerId } from './test-kit.ts';
+import { pushData, workerId, commitFiles } from './test-kit.ts';
 import { testWorkerConfig } from './testing.ts';
 
 /**
@@ -136,20 +136,7 @@ describe('master and workers in the in-memory cluster', () => {
       'the replica holds every acknowledged batch',
     );
 
-    const commit = ask(
-      c,
-      lm,
-      workerKey(primary.worker),
-      {
-        type: 'CommitFiles',
-        appId: 'app',
-        shuffleId: 1,
-        primaryIds: ['0-0'],
-        replicaIds: [],
-        mapAttempts: [0],
-      },
-      'CommitFilesResponse',
-    );
+    const commit = ask(c, lm, workerKey(primary.worker), commitFiles(['0-0'], [0]), 'CommitFilesResponse');
     assert.equal(commit.status, 'SUCCESS');
 
     // A graceful exit keeps the recovery store; the restarted worker serves the committed file again.

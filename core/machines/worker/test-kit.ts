@@ -1,7 +1,14 @@
 import type { PartitionLocation, PartitionMode, StorageInfo, WorkerId } from '../../domain/index.ts';
 import { encodeBatchFrame } from '../../protocol/batch-frame.ts';
 import { masterNodeId } from '../../protocol/node-ids.ts';
-import type { Message, MessageOf, MessageType, PushData, PushMergedData } from '../../protocol/messages.ts';
+import type {
+  CommitFiles,
+  Message,
+  MessageOf,
+  MessageType,
+  PushData,
+  PushMergedData,
+} from '../../protocol/messages.ts';
 import { CURRENT_RELEASE, type Release } from '../../release/version.ts';
 import { replayRng } from '../../rng.ts';
 import type { BatchableIo, Effect, Input, IoCompletion, IoError, NodeId } from '../effects.ts';
@@ -188,6 +195,11 @@ export function location(
     ...base,
     peer: { ...base, worker: options.peer, mode: mode === 'PRIMARY' ? 'REPLICA' : 'PRIMARY' },
   };
+}
+
+/** A CommitFiles of the test shuffle (KEY: app `app`, shuffle 1) for these primaries, with no replicas. */
+export function commitFiles(primaryIds: readonly string[], mapAttempts: readonly number[]): CommitFiles {
+  return { type: 'CommitFiles', appId: 'app', shuffleId: 1, primaryIds, replicaIds: [], mapAttempts };
 }
 
 /** A PushData whose payload is a correctly framed batch of `size` bytes. */

@@ -19,6 +19,7 @@ import {
   registeredWorker,
   SELF,
   sentOf,
+  commitFiles,
 } from './test-kit.ts';
 
 /** A started, registered worker. */
@@ -357,18 +358,7 @@ describe('worker: PushData', () => {
     const unknownEpoch = harness.receive(MAPPER, pushData(KEY, 0, 5, 'PRIMARY'), { requestId: 2 });
     assert.equal(onlySent(unknownEpoch, 'PushDataResponse').message.status, 'HARD_SPLIT');
     // After the commit the worker knows which maps ended: map 0 did, map 1 had no winner.
-    const commit = harness.receive(
-      CLIENT,
-      {
-        type: 'CommitFiles',
-        appId: 'app',
-        shuffleId: 1,
-        primaryIds: ['0-0'],
-        replicaIds: [],
-        mapAttempts: [0, -1],
-      },
-      { requestId: 3 },
-    );
+    const commit = harness.receive(CLIENT, commitFiles(['0-0'], [0, -1]), { requestId: 3 });
     harness.completeIo(commit);
     const ended = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { mapId: 0 }), { requestId: 4 });
     assert.equal(onlySent(ended, 'PushDataResponse').message.status, 'MAP_ENDED');
@@ -474,18 +464,7 @@ describe('worker: chunk offsets', () => {
             boundaries.add(total);
             harness.ioDone(write!.op);
           });
-          const commit = harness.receive(
-            CLIENT,
-            {
-              type: 'CommitFiles',
-              appId: 'app',
-              shuffleId: 1,
-              primaryIds: ['0-0'],
-              replicaIds: [],
-              mapAttempts: [0],
-            },
-            { requestId: 999 },
-          );
+          const commit = harness.receive(CLIENT, commitFiles(['0-0'], [0]), { requestId: 999 });
           const answer = onlySent(harness.completeIo(commit), 'CommitFilesResponse');
           const [file] = answer.message.committedPrimaries;
           const offsets = file!.chunkOffsets;

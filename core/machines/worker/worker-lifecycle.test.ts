@@ -22,6 +22,7 @@ import {
   pushData,
   SELF,
   sentOf,
+  commitFiles,
 } from './test-kit.ts';
 
 const MASTER = masterNodeId();
@@ -72,18 +73,7 @@ function withData(harness: Harness<WorkerMachineState>, batches = 2, options: { 
 }
 
 function commit(harness: Harness<WorkerMachineState>): Effect[] {
-  const effects = harness.receive(
-    CLIENT,
-    {
-      type: 'CommitFiles',
-      appId: 'app',
-      shuffleId: 1,
-      primaryIds: ['0-0'],
-      replicaIds: [],
-      mapAttempts: [0],
-    },
-    { requestId: 50 },
-  );
+  const effects = harness.receive(CLIENT, commitFiles(['0-0'], [0]), { requestId: 50 });
   return [...effects, ...harness.completeIo(effects)];
 }
 
@@ -209,18 +199,7 @@ describe('worker: CommitFiles and reads', () => {
   it('flushes, persists the committed files, then answers with size and chunk offsets', () => {
     const harness = registered();
     const written = withData(harness, 3);
-    const first = harness.receive(
-      CLIENT,
-      {
-        type: 'CommitFiles',
-        appId: 'app',
-        shuffleId: 1,
-        primaryIds: ['0-0', '9-0'],
-        replicaIds: [],
-        mapAttempts: [0],
-      },
-      { requestId: 50 },
-    );
+    const first = harness.receive(CLIENT, commitFiles(['0-0', '9-0'], [0]), { requestId: 50 });
     const [flush] = ofKind(first, 'flush');
     assert.ok(flush);
     assert.equal(sentOf(first, 'CommitFilesResponse').length, 0, 'no answer before the flush completes');
