@@ -260,8 +260,9 @@ export class NodeStorage {
   }
 }
 
+/** The file's path on its device's volume (the volume escapes it for memfs when the bytes get there). */
 function pathOf(device: Device, file: FileRef): string {
-  return device.prefix + file.id.replaceAll('/', '%2F');
+  return device.prefix + file.id;
 }
 
 function result(op: number, error: IoError | undefined): IoCompletion {
