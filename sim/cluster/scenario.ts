@@ -64,6 +64,27 @@ const LIVENESS_BOUND_MS = (() => {
   );
 })();
 
+/** Stage attempts of one job the engine starts after the faults stopped before it calls the run a livelock. */
+const MAX_STAGE_ATTEMPTS_AFTER_CALM = 4;
+
+/**
+ * The compute time of the application whose tasks take longest, as if it ran one task at a time (an upper bound
+ * whatever its task slots): every map, every read of every reducer, and the pause before a re-read.
+ */
+function longestComputeMs(apps: readonly AppShape[]): number {
+  const sum = (values: readonly number[] | undefined) => (values ?? []).reduce((total, ms) => total + ms, 0);
+  let longest = 0;
+  for (const app of apps) {
+    let total = 0;
+    for (const job of app.jobs) {
+      const reads = job.rereadAfterMs === undefined ? 1 : 2;
+      total += sum(job.mapComputeMs) + reads * sum(job.reduceComputeMs) + (job.rereadAfterMs ?? 0);
+    }
+    longest = Math.max(longest, total);
+  }
+  return longest;
+}
+
 /**
  * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client
  * releases running jobs through the compute-engine model, every invariant checker, and the fault topology. The
@@ -171,7 +192,7 @@ function buildCluster(
     dataLossPossible: () => (schedule === undefined ? true : dataLossPossible(schedule)),
     capacityLossPossible: () => (schedule === undefined ? true : capacityLossPossible(schedule)),
     expectedFailureAttempts: 3,
-    maxStageAttemptsAfterCalm: 4,
+    maxStageAttemptsAfterCalm: MAX_STAGE_ATTEMPTS_AFTER_CALM,
     retryDelayMs: 1_000,
     speculationDelayMs: 20,
   });
@@ -243,7 +264,8 @@ function buildCluster(
   return {
     targets,
     topology,
-    livenessBoundMs: LIVENESS_BOUND_MS,
+    // Plus the tasks' own compute time, once for every stage attempt the engine allows after the faults.
+    livenessBoundMs: LIVENESS_BOUND_MS + (1 + MAX_STAGE_ATTEMPTS_AFTER_CALM) * longestComputeMs(apps),
     observers: [
       engine,
       replicaPlacement(),

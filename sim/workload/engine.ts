@@ -13,6 +13,11 @@ import type { AppShape, JobShape } from './shape.ts';
  * failure when stage rerun is enabled, and gives every job an outcome. It is the simulator's model of the user of
  * svc, not part of svc: its decisions are the engine's, and svc's machines are driven only through messages.
  *
+ * Tasks take time when the workload says so (JobShape.mapComputeMs, reduceComputeMs) and run in the application's
+ * task slots (AppShape.taskSlots): a task waits for a free slot in launch order, a map computes before it writes, a
+ * reducer computes over what it read before it ends and frees its slot. A stage attempt that is abandoned (stage
+ * rerun) gives its slots back at once; its tasks still running are zombies that no longer count.
+ *
  * Like a batch engine's driver, it tells the application's lifecycle manager when a shuffle is finished (every
  * reducer of its last read is done, or its stage was abandoned for a rerun) and when the application ends, so that
  * svc releases the slots and files: UnregisterShuffle / UnregisterApplication, handed to the lifecycle manager
@@ -107,6 +112,17 @@ interface AppRun {
   refusal?: string;
   /** The winning attempt of each map, as the lifecycle manager told a reducer of the current job. */
   lmWinners?: readonly number[];
+  /** Tasks holding one of the application's task slots (AppShape.taskSlots), by node. */
+  readonly slotHolders: Set<NodeId>;
+  /** Launches waiting for a free slot, oldest first. */
+  waiting: Launch[];
+}
+
+/** A task launch waiting for a slot: it runs only if its stage attempt is still the application's current one. */
+interface Launch {
+  readonly shuffleId: number;
+  readonly node: NodeId;
+  readonly run: (world: World) => void;
 }
 
 type TaskRef =
@@ -148,6 +164,8 @@ export class Engine implements Observer {
       doneReducers: 0,
       readRound: 1,
       stageAttemptsAfterCalm: 0,
+      slotHolders: new Set(),
+      waiting: [],
     }));
     this.running = this.apps.length;
   }
@@ -213,6 +231,7 @@ export class Engine implements Observer {
         const lastError = reducers.find((r) => r.lastError)?.lastError;
         waiting.push(`${reducers.length} reducer(s)${lastError ? ` (last error: ${lastError})` : ''}`);
       }
+      if (app.waiting.length > 0) waiting.push(`${app.waiting.length} task(s) queued for a slot`);
       lines.push(
         `${app.shape.appId} job ${job.jobIndex} (shuffle ${job.shuffleId}) waits for ${waiting.join('; ')}`,
       );
@@ -295,6 +314,9 @@ export class Engine implements Observer {
     app.reducersLaunched = false;
     app.doneReducers = 0;
     app.readRound = 1;
+    // The previous stage attempt's tasks no longer count: their slots are free for this one.
+    app.slotHolders.clear();
+    app.waiting = [];
     for (let mapId = 0; mapId < shape.numMappers; mapId += 1) {
       this.launchMap(world, app, mapId);
       if (shape.speculative.includes(mapId)) {
@@ -306,15 +328,64 @@ export class Engine implements Observer {
     }
   }
 
+  /**
+   * Launches a map attempt: it counts as running from now on, takes a task slot when one is free, computes for the
+   * map's compute time and then starts writing. An attempt whose map ended meanwhile (another attempt won) is not
+   * started, as a batch engine kills the other attempts of a finished task.
+   */
   private launchMap(world: World, app: AppRun, mapId: number): void {
     const job = app.job!;
     const map = app.maps[mapId]!;
     const attemptId = map.nextAttempt++;
     const def = this.factory.mapTask(app.shape, job, mapId, attemptId);
-    this.tasks.set(def.id, { kind: 'map', app, shuffleId: job.shuffleId, mapId, attemptId });
+    const ref = { kind: 'map', app, shuffleId: job.shuffleId, mapId, attemptId } as const;
+    this.tasks.set(def.id, ref);
     map.running.add(attemptId);
-    world.addNode(def);
-    world.start(def.id);
+    const computeMs = job.shape.mapComputeMs?.[mapId] ?? 0;
+    const begin = (w: World) => {
+      if (app.job !== job || app.outcome.kind !== 'running') return;
+      if (mapDone(map)) {
+        this.settled.add(def.id);
+        map.running.delete(attemptId);
+        this.releaseSlot(w, app, def.id);
+        return;
+      }
+      w.addNode(def);
+      w.start(def.id);
+    };
+    this.takeSlot(world, app, def.id, (w) => {
+      if (computeMs === 0) begin(w);
+      else
+        w.schedule(
+          w.now + computeMs,
+          `engine: map ${mapId} attempt ${attemptId} of ${app.shape.appId} computed`,
+          begin,
+        );
+    });
+  }
+
+  /** Runs `run` in one of the application's task slots: now if one is free, else once one is. */
+  private takeSlot(world: World, app: AppRun, node: NodeId, run: (world: World) => void): void {
+    const slots = app.shape.taskSlots ?? Infinity;
+    if (app.slotHolders.size < slots) {
+      app.slotHolders.add(node);
+      run(world);
+    } else {
+      app.waiting.push({ shuffleId: app.job!.shuffleId, node, run });
+    }
+  }
+
+  /** The task on `node` ended: its slot goes to the oldest launch still waiting for one of the current stage. */
+  private releaseSlot(world: World, app: AppRun, node: NodeId): void {
+    if (!app.slotHolders.delete(node)) return;
+    for (;;) {
+      const next = app.waiting.shift();
+      if (next === undefined) return;
+      if (next.shuffleId !== app.job?.shuffleId || app.outcome.kind !== 'running') continue;
+      app.slotHolders.add(next.node);
+      next.run(world);
+      return;
+    }
   }
 
   private onMapStep(
@@ -329,6 +400,7 @@ export class Engine implements Observer {
       case 'won':
         this.settled.add(node);
         map.running.delete(ref.attemptId);
+        this.releaseSlot(world, app, node);
         if (map.winner !== undefined && map.winner !== ref.attemptId) {
           world.fail({
             invariant: 'one-winner',
@@ -343,12 +415,14 @@ export class Engine implements Observer {
       case 'lost':
         this.settled.add(node);
         map.running.delete(ref.attemptId);
+        this.releaseSlot(world, app, node);
         map.endedElsewhere = true;
         if (app.maps.every(mapDone)) this.launchReducers(world, app);
         return;
       case 'failed':
         this.settled.add(node);
         map.running.delete(ref.attemptId);
+        this.releaseSlot(world, app, node);
         map.lastError = state.error ?? 'no reason given';
         if (this.failOnRefusal(world, app)) return;
         if (mapDone(map) || map.running.size > 0) return;
@@ -397,18 +471,21 @@ export class Engine implements Observer {
     }
   }
 
+  /** Launches a reducer in a task slot (when one is free): it reads its partition at once, then computes. */
   private launchReduce(world: World, app: AppRun, partitionId: number): void {
     const job = app.job!;
     const def = this.factory.reduceTask(app.shape, job, partitionId);
-    this.tasks.set(def.id, { kind: 'reduce', app, shuffleId: job.shuffleId, partitionId });
-    this.settled.delete(def.id);
-    if (world.hasNode(def.id)) {
-      // A retry of the same reducer: a new process in the same slot.
-      world.relaunch(def.id);
-    } else {
-      world.addNode(def);
-      world.start(def.id);
-    }
+    this.takeSlot(world, app, def.id, (w) => {
+      this.tasks.set(def.id, { kind: 'reduce', app, shuffleId: job.shuffleId, partitionId });
+      this.settled.delete(def.id);
+      if (w.hasNode(def.id)) {
+        // A retry of the same reducer: a new process in the same slot.
+        w.relaunch(def.id);
+      } else {
+        w.addNode(def);
+        w.start(def.id);
+      }
+    });
   }
 
   private onReduceStep(
@@ -430,13 +507,27 @@ export class Engine implements Observer {
         });
         return;
       }
-      reducer.status = 'done';
-      app.doneReducers += 1;
-      if (app.doneReducers === app.reducers.length) this.finishRead(world, app);
+      const job = app.job!;
+      const computeMs = job.shape.reduceComputeMs?.[ref.partitionId] ?? 0;
+      const end = (w: World) => {
+        if (app.job !== job || app.outcome.kind !== 'running') return;
+        this.releaseSlot(w, app, node);
+        reducer.status = 'done';
+        app.doneReducers += 1;
+        if (app.doneReducers === app.reducers.length) this.finishRead(w, app);
+      };
+      if (computeMs === 0) end(world);
+      else
+        world.schedule(
+          world.now + computeMs,
+          `engine: reducer ${ref.partitionId} of ${app.shape.appId} computed`,
+          end,
+        );
       return;
     }
     if (state.phase !== 'failed') return;
     this.settled.add(node);
+    this.releaseSlot(world, app, node);
     const error = state.error ?? { kind: 'failure' as const, message: 'no reason given' };
     if (this.failOnRefusal(world, app)) return;
     if (error.kind === 'integrity') {

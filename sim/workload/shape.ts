@@ -3,7 +3,7 @@ import { admitClient } from '../../core/release/admission.ts';
 import { oldestAcceptedClient } from '../../core/release/admission.ts';
 import { isAtLeast, KNOWN_RELEASES, type Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
-import { chance, pick, uniform } from '../world/random.ts';
+import { chance, logUniform, pick, uniform } from '../world/random.ts';
 import type { DiskSpec } from '../world/storage.ts';
 
 /**
@@ -69,6 +69,11 @@ export interface AppShape {
    */
   readonly heartbeatIntervalMs?: number;
   readonly startAt: number;
+  /**
+   * Tasks the application's executors run at once (executors × cores per executor); further tasks wait for a free
+   * slot, in launch order. Undefined: every task runs at once.
+   */
+  readonly taskSlots?: number;
   /** Jobs run one after another; each writes one shuffle and reads it back. */
   readonly jobs: readonly JobShape[];
 }
@@ -86,6 +91,16 @@ export interface JobShape {
    * map output), so that restarts and faults between commit and read get their chance.
    */
   readonly rereadAfterMs?: number;
+  /**
+   * How long each map computes its output before it writes it (reading its input, running the user's function),
+   * ms, by map id; every attempt of a map does the same work. Undefined: no time at all.
+   */
+  readonly mapComputeMs?: readonly number[];
+  /**
+   * How long each reducer computes over the records it read before it ends (holding its task slot), ms, by
+   * partition. Undefined: no time at all.
+   */
+  readonly reduceComputeMs?: readonly number[];
 }
 
 export interface WorkloadShape {
@@ -168,12 +183,33 @@ export function drawWorkload(rng: Rng): WorkloadShape {
       jobs: [...Array(1 + Math.floor(rng.next() * 3)).keys()].map(() => job(rng, 6, 24)),
     };
   });
-  return { cluster, apps };
+  // Drawn after everything else, so that the rest of a seed's shape is the one it drew before tasks took time.
+  return { cluster, apps: apps.map((app) => (chance(rng, 0.6) ? withTaskTimes(rng, app) : app)) };
+}
+
+/**
+ * Tasks that take time, as a batch engine's do: a few executor slots, maps that compute for up to seconds before
+ * they write, reducers that compute over what they read. Jobs then last long enough for faults to strike in the
+ * middle of them; with instant tasks most jobs of a seed are over before its first fault.
+ */
+function withTaskTimes(rng: Rng, app: AppShape): AppShape {
+  const slots = chance(rng, 0.8) ? { taskSlots: pick(rng, [1, 2, 4, 8, 16]) } : {};
+  return {
+    ...app,
+    ...slots,
+    jobs: app.jobs.map((job) => ({
+      ...job,
+      mapComputeMs: [...Array(job.numMappers).keys()].map(() => Math.round(logUniform(rng, 10, 4_000))),
+      reduceComputeMs: [...Array(job.numPartitions).keys()].map(() => Math.round(logUniform(rng, 5, 1_500))),
+    })),
+  };
 }
 
 /**
  * The benchmark's standard scenario: 20 workers in 4 racks, 4 applications of the current release with
- * replication on, each one job of 200 partitions.
+ * replication on, each one job of 200 partitions, run as a batch engine runs it: 16 task slots per application
+ * (4 executors of 4 cores), maps that compute for 1–8 s before writing, reducers that compute for 0.1–1 s over what
+ * they read (docs/simulation.md, "The compute engine").
  */
 export function standardWorkload(rng: Rng): WorkloadShape {
   const cluster: ClusterShape = {
@@ -196,8 +232,11 @@ export function standardWorkload(rng: Rng): WorkloadShape {
         records: [...Array(4).keys()].map(() => [...Array(200).keys()].map(() => 1)),
         recordBytes: 64,
         speculative: [0],
+        mapComputeMs: [...Array(4).keys()].map(() => Math.round(uniform(rng, 1_000, 8_000))),
+        reduceComputeMs: [...Array(200).keys()].map(() => Math.round(uniform(rng, 100, 1_000))),
       },
     ],
+    taskSlots: 16,
   }));
   return { cluster, apps };
 }

@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { NodeId } from '../../core/machines/effects.ts';
+import { clusterScenario } from '../cluster/scenario.ts';
+import { CALM_KNOBS } from '../faults/plan.ts';
+import { runSeed, type RunResult, type Scenario } from '../run.ts';
+import { demoWorkload, type JobShape } from './shape.ts';
+
+/** The demo cluster running one small job whose tasks take time, in `taskSlots` slots. */
+function timedJob(taskSlots: number, job: Pick<JobShape, 'mapComputeMs' | 'reduceComputeMs'>): Scenario {
+  const maps = job.mapComputeMs?.length ?? 2;
+  const partitions = job.reduceComputeMs?.length ?? 6;
+  return clusterScenario('timed-job', (rng) => {
+    const shape = demoWorkload(rng);
+    const app = shape.apps[0]!;
+    return {
+      ...shape,
+      apps: [
+        {
+          ...app,
+          taskSlots,
+          jobs: [
+            {
+              numMappers: maps,
+              numPartitions: partitions,
+              records: [...Array(maps).keys()].map(() => [...Array(partitions).keys()].map(() => 2)),
+              recordBytes: 64,
+              speculative: [],
+              ...job,
+            },
+          ],
+        },
+      ],
+    };
+  });
+}
+
+/** Runs a scenario without faults and notes when each task process started (virtual ms, by node). */
+function runCalm(scenario: Scenario): { result: RunResult; starts: Map<NodeId, number> } {
+  const starts = new Map<NodeId, number>();
+  const watched: Scenario = {
+    name: scenario.name,
+    build(world, context) {
+      const run = scenario.build(world, context);
+      return {
+        ...run,
+        observers: [
+          ...run.observers,
+          { onStart: (node, w) => void (starts.has(node) || starts.set(node, w.now)) },
+        ],
+      };
+    },
+  };
+  const result = runSeed({
+    seed: 1,
+    scenario: watched,
+    schedule: { knobs: { ...CALM_KNOBS, stormMs: 0 }, faults: [] },
+  });
+  assert.equal(result.violation, undefined, JSON.stringify(result.violation));
+  assert.equal(result.report.counts['apps.done'], 1, JSON.stringify(result.report));
+  return { result, starts };
+}
+
+function startsOf(starts: Map<NodeId, number>, prefix: string): number[] {
+  return [...starts]
+    .filter(([node]) => node.startsWith(prefix))
+    .map(([, at]) => at)
+    .sort((a, b) => a - b);
+}
+
+describe('the compute engine model', () => {
+  it('starts a map writing once it has computed for its compute time', () => {
+    const { starts } = runCalm(timedJob(4, { mapComputeMs: [3_000, 5_000] }));
+    assert.equal(starts.get('map-demo-0-0-0'), 3_000);
+    assert.equal(starts.get('map-demo-0-1-0'), 5_000);
+  });
+
+  it('runs no more tasks at once than the application has slots', () => {
+    const reduceComputeMs = [400, 400, 400, 400, 400, 400, 400];
+    const { result, starts } = runCalm(timedJob(2, { mapComputeMs: [1_000, 1_000, 1_000], reduceComputeMs }));
+    // Three maps in two slots: the third waits until one of the first two has computed and written.
+    const maps = startsOf(starts, 'map-demo-');
+    assert.deepEqual(maps.slice(0, 2), [1_000, 1_000]);
+    assert.ok(maps[2]! > 2_000, `third map started at ${maps[2]}`);
+    // A reducer's slot frees no sooner than its compute time after it started: waves of two.
+    const reducers = startsOf(starts, 'reduce-demo-');
+    assert.equal(reducers.length, reduceComputeMs.length);
+    for (let i = 2; i < reducers.length; i += 1)
+      assert.ok(reducers[i]! >= reducers[i - 2]! + 400, `reducer start times ${reducers.join(', ')}`);
+    // Four waves of reducers after the maps: the job lasts at least that long.
+    assert.ok(result.simulatedMs >= maps[2]! + 4 * 400, `job ended at ${result.simulatedMs}`);
+  });
+
+  it('runs every task at once when the application sets no compute times', () => {
+    const { starts } = runCalm(timedJob(Number.POSITIVE_INFINITY, {}));
+    // (Retries may follow: the workers of a cluster that has just started may not have registered yet.)
+    assert.equal(starts.get('map-demo-0-0-0'), 0);
+    assert.equal(starts.get('map-demo-0-1-0'), 0);
+    const reducers = startsOf(starts, 'reduce-demo-');
+    assert.equal(new Set(reducers).size, 1, `reducers started together: ${reducers.join(', ')}`);
+  });
+});
