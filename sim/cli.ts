@@ -155,7 +155,7 @@ async function many(
     simulatedMs += result.simulatedMs;
     events += result.events;
     for (const [name, value] of Object.entries(result.report.counts)) {
-      if (name.startsWith('apps.') || name === 'memoryWithoutEnabling')
+      if (name.startsWith('apps.') || name.startsWith('faults') || name === 'memoryWithoutEnabling')
         notes.set(name, (notes.get(name) ?? 0) + value);
     }
     progress.seedDone(result.violation !== undefined);

@@ -69,6 +69,8 @@ function run(ops: readonly Op[], initialPartitions: number): void {
       const known = before.latest.get(started.partitionId)?.epoch ?? -1;
       assert.ok(started.newEpoch > started.oldEpoch && started.oldEpoch >= known, 'epoch did not grow');
       assert.ok(started.newEpoch > (highestSeen.get(started.partitionId) ?? -1), 'epoch reused');
+      // Handed out is spent, even if its reservation fails: workers may hold files of that epoch already.
+      highestSeen.set(started.partitionId, started.newEpoch);
     }
     inFlight = [...inFlight, ...result.started];
   };

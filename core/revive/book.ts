@@ -12,6 +12,13 @@ export interface ReviveBook<W> {
   /** The latest primary location of each partition (carrying its peer when replicated). */
   readonly latest: ReadonlyMap<number, PartitionLocation>;
   readonly pending: ReadonlyMap<number, PendingRevive<W>>;
+  /**
+   * The highest epoch handed out for each partition, whether or not its reservation succeeded: a reservation that
+   * timed out may still have created the files on its workers (only the answer was lost), so an epoch once handed out
+   * is never handed out again. Reusing it made every later revive of the partition fail on the workers' existing
+   * files, and the client exclude them, for good (swarm seed 13399).
+   */
+  readonly spent: ReadonlyMap<number, number>;
 }
 
 export interface ReviveRequest<W> {
@@ -56,7 +63,7 @@ export interface ReviveAnswer<W> {
 }
 
 export function emptyReviveBook<W>(): ReviveBook<W> {
-  return { latest: new Map(), pending: new Map() };
+  return { latest: new Map(), pending: new Map(), spent: new Map() };
 }
 
 /** Records locations the shuffle was given (the slot offer, or revives done elsewhere); keeps the newest epoch. */
@@ -114,21 +121,26 @@ export function submitRevives<W>(
 
 /**
  * Takes every pending revive that is not yet in flight, in the order they were opened, and gives each its new
- * epoch: one more than any epoch known for the partition, so epochs only grow. 'epoch-not-increased' reuses the
- * old epoch instead (simulator proof only).
+ * epoch: one more than any epoch known or ever handed out for the partition, so epochs only grow and none is used
+ * twice. 'epoch-not-increased' reuses the old epoch instead (simulator proof only).
  */
 export function startRevives<W>(
   book: ReviveBook<W>,
   options: { readonly plantedBug?: PlantedBug } = {},
 ): { book: ReviveBook<W>; started: readonly StartedRevive[] } {
   const pending = new Map(book.pending);
+  const spent = new Map(book.spent);
   const started: StartedRevive[] = [];
   for (const revive of book.pending.values()) {
     if (revive.inFlight) continue;
     pending.set(revive.partitionId, { ...revive, inFlight: true });
     const oldLocation = book.latest.get(revive.partitionId);
     const oldEpoch = Math.max(revive.epoch, oldLocation?.epoch ?? -1);
-    const newEpoch = options.plantedBug === 'epoch-not-increased' ? Math.max(oldEpoch, 0) : oldEpoch + 1;
+    const newEpoch =
+      options.plantedBug === 'epoch-not-increased'
+        ? Math.max(oldEpoch, 0)
+        : Math.max(oldEpoch, spent.get(revive.partitionId) ?? -1) + 1;
+    spent.set(revive.partitionId, newEpoch);
     started.push({
       partitionId: revive.partitionId,
       cause: revive.cause,
@@ -137,7 +149,7 @@ export function startRevives<W>(
       ...(oldLocation === undefined ? {} : { oldLocation }),
     });
   }
-  return { book: { ...book, pending }, started };
+  return { book: { ...book, pending, spent }, started };
 }
 
 /**
@@ -187,5 +199,5 @@ export function finishRevives<W>(
       }
     }
   }
-  return { book: { latest, pending }, answers };
+  return { book: { latest, pending, spent: book.spent }, answers };
 }

@@ -320,6 +320,11 @@ function buildCluster(
         );
       }
       counts['memoryWithoutEnabling'] = memory.findings().length;
+      // How many discrete faults struck before the run ended (it ends when every job has), i.e. while a job ran:
+      // a fault drawn for after the workload tests nothing.
+      const faults = schedule?.faults ?? [];
+      counts['faults'] = faults.length;
+      counts['faults.struck'] = faults.filter((fault) => fault.at <= world.now).length;
       notes.push(...engine.progress(world));
       return { notes, counts };
     },

@@ -402,7 +402,8 @@ describe('lifecycle manager: revive', () => {
     h.reserveAll();
     const second = h.last(h.task('map-1'), 'ReviveResponse').results[0]!;
     assert.equal(second.status, 'SUCCESS', 'revived');
-    assert.equal(second.newLocation?.epoch, 1);
+    // Epoch 1 went to the failed revive: an epoch handed out is never handed out again (core/revive/book.ts).
+    assert.equal(second.newLocation?.epoch, 2);
   });
 
   it('keeps a revived replica off the rack of its primary, using the racks the master reported', () => {
@@ -738,7 +739,8 @@ describe('lifecycle manager: worker exclusions', () => {
     h.reserveAll();
     const result = h.last(h.task('map-1'), 'ReviveResponse').results[0]!;
     assert.equal(result.status, 'SUCCESS');
-    assert.equal(result.newLocation?.epoch, 1);
+    // Epoch 1 went to the failed revive: an epoch handed out is never handed out again (core/revive/book.ts).
+    assert.equal(result.newLocation?.epoch, 2);
   });
 
   it('treats a reserve refused for shutdown as shutting down, which the master report then clears', () => {

@@ -186,7 +186,7 @@ export function endPendingRevives(d: Draft, shuffleId: ShuffleId): void {
     for (const waiter of pending.waiters)
       answers.push({ waiter, partitionId: pending.partitionId, status: 'STAGE_ENDED' });
   }
-  updateShuffle(d, shuffleId, { book: { latest: shuffle.book.latest, pending: new Map() } });
+  updateShuffle(d, shuffleId, { book: { ...shuffle.book, pending: new Map() } });
   deliver(d, answers);
 }
 
