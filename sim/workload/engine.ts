@@ -338,16 +338,13 @@ export class Engine implements Observer {
     const map = app.maps[mapId]!;
     const attemptId = map.nextAttempt++;
     const def = this.factory.mapTask(app.shape, job, mapId, attemptId);
-    const ref = { kind: 'map', app, shuffleId: job.shuffleId, mapId, attemptId } as const;
-    this.tasks.set(def.id, ref);
+    this.tasks.set(def.id, { kind: 'map', app, shuffleId: job.shuffleId, mapId, attemptId });
     map.running.add(attemptId);
     const computeMs = job.shape.mapComputeMs?.[mapId] ?? 0;
     const begin = (w: World) => {
       if (app.job !== job || app.outcome.kind !== 'running') return;
       if (mapDone(map)) {
-        this.settled.add(def.id);
-        map.running.delete(attemptId);
-        this.releaseSlot(w, app, def.id);
+        this.endAttempt(w, app, map, def.id, attemptId);
         return;
       }
       w.addNode(def);
@@ -362,6 +359,13 @@ export class Engine implements Observer {
           begin,
         );
     });
+  }
+
+  /** A map attempt is over, whatever its end: the engine stops watching it and its slot is free. */
+  private endAttempt(world: World, app: AppRun, map: MapRun, node: NodeId, attemptId: number): void {
+    this.settled.add(node);
+    map.running.delete(attemptId);
+    this.releaseSlot(world, app, node);
   }
 
   /** Runs `run` in one of the application's task slots: now if one is free, else once one is. */
@@ -398,9 +402,7 @@ export class Engine implements Observer {
     const map = app.maps[ref.mapId]!;
     switch (state.phase) {
       case 'won':
-        this.settled.add(node);
-        map.running.delete(ref.attemptId);
-        this.releaseSlot(world, app, node);
+        this.endAttempt(world, app, map, node, ref.attemptId);
         if (map.winner !== undefined && map.winner !== ref.attemptId) {
           world.fail({
             invariant: 'one-winner',
@@ -413,16 +415,12 @@ export class Engine implements Observer {
         if (app.maps.every(mapDone)) this.launchReducers(world, app);
         return;
       case 'lost':
-        this.settled.add(node);
-        map.running.delete(ref.attemptId);
-        this.releaseSlot(world, app, node);
+        this.endAttempt(world, app, map, node, ref.attemptId);
         map.endedElsewhere = true;
         if (app.maps.every(mapDone)) this.launchReducers(world, app);
         return;
       case 'failed':
-        this.settled.add(node);
-        map.running.delete(ref.attemptId);
-        this.releaseSlot(world, app, node);
+        this.endAttempt(world, app, map, node, ref.attemptId);
         map.lastError = state.error ?? 'no reason given';
         if (this.failOnRefusal(world, app)) return;
         if (mapDone(map) || map.running.size > 0) return;
