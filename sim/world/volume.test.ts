@@ -68,4 +68,19 @@ describe('SimVolume', () => {
     assert.equal(volume.length('/f'), 8);
     assert.equal(volume.create('/f'), 'EXISTS');
   });
+
+  it('reads more files than memfs lets a process hold open (10,000), and reads each again after more appends', () => {
+    const volume = new SimVolume(Infinity, false);
+    const files = 10_050;
+    for (let i = 0; i < files; i += 1) {
+      const path = `/d/f${i}`;
+      volume.create(path);
+      volume.append(path, Uint8Array.of(i % 256));
+      assert.deepEqual(volume.read(path, 0, 1), Uint8Array.of(i % 256));
+    }
+    for (const i of [0, files - 1]) {
+      volume.append(`/d/f${i}`, Uint8Array.of(7));
+      assert.deepEqual(volume.read(`/d/f${i}`, 0, 2), Uint8Array.of(i % 256, 7));
+    }
+  });
 });

@@ -2,8 +2,8 @@ import { Volume } from 'memfs';
 import type { IoError } from '../../core/machines/effects.ts';
 
 interface FileEntry {
-  /** The memfs file, opened when the file's bytes first reach the device (see SimVolume). */
-  fd: number | undefined;
+  /** Whether memfs holds the file yet: it is created when the file's bytes first reach the device (see SimVolume). */
+  inMemfs: boolean;
   length: number;
   /** Bytes made durable by the last completed sync; a crash truncates the file to this length. */
   synced: number;
@@ -66,7 +66,7 @@ export class SimVolume {
 
   create(path: string): IoError | undefined {
     if (this.files.has(path)) return 'EXISTS';
-    this.files.set(path, { fd: undefined, length: 0, synced: 0, pending: [], pendingBytes: 0 });
+    this.files.set(path, { inMemfs: false, length: 0, synced: 0, pending: [], pendingBytes: 0 });
     return undefined;
   }
 
@@ -94,32 +94,38 @@ export class SimVolume {
   read(path: string, offset: number, length: number): ReadResult {
     const entry = this.files.get(path);
     if (!entry) return 'NOT_FOUND';
-    this.writeBack(path, entry);
     const available = Math.max(0, Math.min(length, entry.length - offset));
     const out = new Uint8Array(available);
-    if (available > 0) this.volume!.readSync(entry.fd!, out, 0, available, offset);
+    const volume = this.memfs();
+    // No descriptor is kept between operations: memfs refuses more than 10,000 open files per volume (EMFILE), a
+    // limit of a process, not of a disk, which a long run would otherwise reach.
+    const fd = volume.openSync(memfsPath(path), entry.inMemfs ? 'r+' : 'wx+');
+    entry.inMemfs = true;
+    try {
+      this.writeBack(volume, fd, entry);
+      if (available > 0) volume.readSync(fd, out, 0, available, offset);
+    } finally {
+      volume.closeSync(fd);
+    }
     return out;
   }
 
   remove(path: string): boolean {
     const entry = this.files.get(path);
     if (!entry) return false;
-    if (entry.fd !== undefined) {
-      this.volume!.closeSync(entry.fd);
-      this.volume!.unlinkSync(memfsPath(path));
-    }
+    if (entry.inMemfs) this.volume!.unlinkSync(memfsPath(path));
     this.usedBytes -= entry.length;
     this.files.delete(path);
     return true;
   }
 
   /** Cuts the file to its first `length` bytes, wherever they are (in memfs or still pending). */
-  private truncate(entry: FileEntry, length: number): void {
+  private truncate(path: string, entry: FileEntry, length: number): void {
     const inMemfs = entry.length - entry.pendingBytes;
     if (length <= inMemfs) {
       entry.pending = [];
       entry.pendingBytes = 0;
-      if (entry.fd !== undefined) this.volume!.ftruncateSync(entry.fd, length);
+      if (entry.inMemfs) this.volume!.truncateSync(memfsPath(path), length);
     } else {
       const keep = length - inMemfs;
       entry.pending = [concat(entry.pending, entry.pendingBytes).subarray(0, keep)];
@@ -129,15 +135,15 @@ export class SimVolume {
     entry.length = length;
   }
 
-  /** Hands the file's pending appends to memfs (opening the memfs file on first use). */
-  private writeBack(path: string, entry: FileEntry): void {
-    if (entry.fd === undefined) {
-      const volume = (this.volume ??= Volume.fromJSON({}, '/', { process: SIMULATED_PROCESS }));
-      entry.fd = volume.openSync(memfsPath(path), 'wx+');
-    }
+  private memfs(): Volume {
+    return (this.volume ??= Volume.fromJSON({}, '/', { process: SIMULATED_PROCESS }));
+  }
+
+  /** Hands the file's pending appends to memfs, through the file's open descriptor `fd`. */
+  private writeBack(volume: Volume, fd: number, entry: FileEntry): void {
     if (entry.pendingBytes === 0) return;
     const bytes = entry.pending.length === 1 ? entry.pending[0]! : concat(entry.pending, entry.pendingBytes);
-    this.volume!.writeSync(entry.fd, bytes, 0, bytes.length, entry.length - entry.pendingBytes);
+    volume.writeSync(fd, bytes, 0, bytes.length, entry.length - entry.pendingBytes);
     entry.pending = [];
     entry.pendingBytes = 0;
   }
@@ -149,7 +155,7 @@ export class SimVolume {
       if (this.volatile) {
         this.remove(path);
       } else if (entry.length > entry.synced) {
-        this.truncate(entry, entry.synced);
+        this.truncate(path, entry, entry.synced);
       }
     }
   }
