@@ -172,16 +172,19 @@ function buildCluster(
         },
       };
     },
-    reduceTask(app, job, partitionId) {
+    reduceTask(app, job, partitionId, cachedFileGroup) {
       return {
         id: reduceTaskNodeId(app.appId, job.shuffleId, partitionId),
         role: 'reduce',
         release: app.clientRelease,
         machine: reduceTaskMachine,
-        initialState: () =>
-          initialReduceTaskState(
-            reduceTaskConfig(app, { shuffleId: job.shuffleId, partitionId }, plantedBug),
-          ),
+        initialState: () => {
+          const config = reduceTaskConfig(app, { shuffleId: job.shuffleId, partitionId }, plantedBug);
+          const cached = cachedFileGroup();
+          return initialReduceTaskState(
+            cached === undefined ? config : { ...config, cachedFileGroup: cached },
+          );
+        },
       };
     },
   };

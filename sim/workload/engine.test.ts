@@ -7,7 +7,11 @@ import { runSeed, type RunResult, type Scenario } from '../run.ts';
 import { demoWorkload, type JobShape } from './shape.ts';
 
 /** The demo cluster running one small job whose tasks take time, in `taskSlots` slots. */
-function timedJob(taskSlots: number, job: Pick<JobShape, 'mapComputeMs' | 'reduceComputeMs'>): Scenario {
+function timedJob(
+  taskSlots: number,
+  job: Pick<JobShape, 'mapComputeMs' | 'reduceComputeMs'>,
+  executorCores?: number,
+): Scenario {
   const maps = job.mapComputeMs?.length ?? 2;
   const partitions = job.reduceComputeMs?.length ?? 6;
   return clusterScenario('timed-job', (rng) => {
@@ -19,6 +23,7 @@ function timedJob(taskSlots: number, job: Pick<JobShape, 'mapComputeMs' | 'reduc
         {
           ...app,
           taskSlots,
+          ...(executorCores === undefined ? {} : { executorCores }),
           jobs: [
             {
               numMappers: maps,
@@ -35,9 +40,17 @@ function timedJob(taskSlots: number, job: Pick<JobShape, 'mapComputeMs' | 'reduc
   });
 }
 
-/** Runs a scenario without faults and notes when each task process started (virtual ms, by node). */
-function runCalm(scenario: Scenario): { result: RunResult; starts: Map<NodeId, number> } {
+/**
+ * Runs a scenario without faults and notes when each task process started (virtual ms, by node) and how many
+ * messages of each type the lifecycle manager received.
+ */
+function runCalm(scenario: Scenario): {
+  result: RunResult;
+  starts: Map<NodeId, number>;
+  lmReceived: Map<string, number>;
+} {
   const starts = new Map<NodeId, number>();
+  const lmReceived = new Map<string, number>();
   const watched: Scenario = {
     name: scenario.name,
     build(world, context) {
@@ -47,6 +60,14 @@ function runCalm(scenario: Scenario): { result: RunResult; starts: Map<NodeId, n
         observers: [
           ...run.observers,
           { onStart: (node, w) => void (starts.has(node) || starts.set(node, w.now)) },
+          {
+            inputs: ['receive'],
+            onInput: (node, input) => {
+              if (input.kind !== 'receive' || !node.startsWith('lm-')) return;
+              const type = input.envelope.message.type;
+              lmReceived.set(type, (lmReceived.get(type) ?? 0) + 1);
+            },
+          },
         ],
       };
     },
@@ -58,7 +79,7 @@ function runCalm(scenario: Scenario): { result: RunResult; starts: Map<NodeId, n
   });
   assert.equal(result.violation, undefined, JSON.stringify(result.violation));
   assert.equal(result.report.counts['apps.done'], 1, JSON.stringify(result.report));
-  return { result, starts };
+  return { result, starts, lmReceived };
 }
 
 function startsOf(starts: Map<NodeId, number>, prefix: string): number[] {
@@ -89,6 +110,18 @@ describe('the compute engine model', () => {
       assert.ok(reducers[i]! >= reducers[i - 2]! + 400, `reducer start times ${reducers.join(', ')}`);
     // Four waves of reducers after the maps: the job lasts at least that long.
     assert.ok(result.simulatedMs >= maps[2]! + 4 * 400, `job ended at ${result.simulatedMs}`);
+  });
+
+  it("asks the lifecycle manager for a shuffle's file group once per executor, not once per reducer", () => {
+    const reduceComputeMs = [...Array(12).keys()].map(() => 300);
+    // Four slots in two executors of two: the first wave's four reducers ask (their executors hold nothing yet),
+    // the two later waves read with what their executor was told.
+    const cached = runCalm(timedJob(4, { mapComputeMs: [500, 500], reduceComputeMs }, 2));
+    assert.equal(cached.lmReceived.get('GetReducerFileGroup'), 4);
+    assert.equal(startsOf(cached.starts, 'reduce-demo-').length, 12);
+    // Without task slots every reducer is its own process and asks for itself.
+    const uncached = runCalm(timedJob(Number.POSITIVE_INFINITY, { reduceComputeMs }));
+    assert.equal(uncached.lmReceived.get('GetReducerFileGroup'), 12);
   });
 
   it('runs every task at once when the application sets no compute times', () => {

@@ -1,4 +1,5 @@
 import type { Input, NodeId } from '../../core/machines/effects.ts';
+import { FileGroupCache, type FileGroupAnswer } from '../../core/machines/client/file-group-cache.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import type { MapTaskState } from '../../core/machines/client/map-task.ts';
 import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
@@ -18,6 +19,11 @@ import type { AppShape, JobShape } from './shape.ts';
  * reducer computes over what it read before it ends and frees its slot. A stage attempt that is abandoned (stage
  * rerun) gives its slots back at once; its tasks still running are zombies that no longer count.
  *
+ * Slots belong to executors (AppShape.executorCores slots each). An executor's shuffle client keeps the file group
+ * the first of its reducers of a shuffle was given (core FileGroupCache), and its later reducers of that shuffle,
+ * retries included, read with it instead of asking the lifecycle manager. Without task slots every task is its own
+ * process and asks for itself.
+ *
  * Like a batch engine's driver, it tells the application's lifecycle manager when a shuffle is finished (every
  * reducer of its last read is done, or its stage was abandoned for a rerun) and when the application ends, so that
  * svc releases the slots and files: UnregisterShuffle / UnregisterApplication, handed to the lifecycle manager
@@ -35,7 +41,13 @@ export interface JobRun {
 /** Builds the nodes of tasks (the scenario resolves their configuration as of the application's release). */
 export interface TaskFactory {
   mapTask(app: AppShape, job: JobRun, mapId: number, attemptId: number): NodeDefinition<MapTaskState>;
-  reduceTask(app: AppShape, job: JobRun, partitionId: number): NodeDefinition<ReduceTaskState>;
+  /** `cachedFileGroup` is asked when the task starts (and starts again): what its executor holds, if anything. */
+  reduceTask(
+    app: AppShape,
+    job: JobRun,
+    partitionId: number,
+    cachedFileGroup: () => FileGroupAnswer | undefined,
+  ): NodeDefinition<ReduceTaskState>;
 }
 
 export type AppOutcome =
@@ -112,11 +124,17 @@ interface AppRun {
   refusal?: string;
   /** The winning attempt of each map, as the lifecycle manager told a reducer of the current job. */
   lmWinners?: readonly number[];
-  /** Tasks holding one of the application's task slots (AppShape.taskSlots), by node. */
-  readonly slotHolders: Set<NodeId>;
+  /** Tasks holding one of the application's task slots (AppShape.taskSlots): node → slot index (-1: unlimited). */
+  readonly slotHolders: Map<NodeId, number>;
+  /** Which node holds each slot (only with AppShape.taskSlots). */
+  readonly slots: (NodeId | undefined)[];
+  /** The shuffle client of each executor (slot index ÷ AppShape.executorCores). */
+  readonly executors: FileGroupCache[];
   /** Launches waiting for a free slot, oldest first. */
   waiting: Launch[];
 }
+
+const DEFAULT_EXECUTOR_CORES = 4;
 
 /** A task launch waiting for a slot: it runs only if its stage attempt is still the application's current one. */
 interface Launch {
@@ -164,7 +182,11 @@ export class Engine implements Observer {
       doneReducers: 0,
       readRound: 1,
       stageAttemptsAfterCalm: 0,
-      slotHolders: new Set(),
+      slotHolders: new Map(),
+      slots: [...Array(slotLimit(shape) ?? 0).keys()].map(() => undefined),
+      executors: [
+        ...Array(Math.ceil((slotLimit(shape) ?? 0) / (shape.executorCores ?? DEFAULT_EXECUTOR_CORES))).keys(),
+      ].map(() => new FileGroupCache()),
       waiting: [],
     }));
     this.running = this.apps.length;
@@ -250,7 +272,7 @@ export class Engine implements Observer {
     if (input.kind !== 'receive') return;
     const message = input.envelope.message;
     if (message.type === 'GetReducerFileGroupResponse' && message.status === 'SUCCESS') {
-      this.onFileGroup(world, node, message.mapAttempts);
+      this.onFileGroup(world, node, message);
       return;
     }
     if (!('status' in message) || message.status !== 'CLIENT_RELEASE_REFUSED') return;
@@ -271,11 +293,13 @@ export class Engine implements Observer {
    * A reducer learnt the winners from the lifecycle manager. Every attempt the engine saw win must be the one the
    * lifecycle manager names (one-winner), and every reducer of the job must be told the same winners.
    */
-  private onFileGroup(world: World, node: NodeId, winners: readonly number[]): void {
+  private onFileGroup(world: World, node: NodeId, answer: FileGroupAnswer): void {
     const ref = this.tasks.get(node);
     if (ref?.kind !== 'reduce') return;
     const app = ref.app;
+    this.executorOf(app, node)?.remember(app.shape.appId, ref.shuffleId, answer);
     if (app.job?.shuffleId !== ref.shuffleId) return;
+    const winners = answer.mapAttempts;
     const disagreement = app.maps.findIndex(
       (map, mapId) => map.winner !== undefined && map.winner !== winners[mapId],
     );
@@ -316,6 +340,7 @@ export class Engine implements Observer {
     app.readRound = 1;
     // The previous stage attempt's tasks no longer count: their slots are free for this one.
     app.slotHolders.clear();
+    app.slots.fill(undefined);
     app.waiting = [];
     for (let mapId = 0; mapId < shape.numMappers; mapId += 1) {
       this.launchMap(world, app, mapId);
@@ -368,11 +393,17 @@ export class Engine implements Observer {
     this.releaseSlot(world, app, node);
   }
 
-  /** Runs `run` in one of the application's task slots: now if one is free, else once one is. */
+  /** Runs `run` in one of the application's task slots (the lowest free one): now if one is free, else once one is. */
   private takeSlot(world: World, app: AppRun, node: NodeId, run: (world: World) => void): void {
-    const slots = app.shape.taskSlots ?? Infinity;
-    if (app.slotHolders.size < slots) {
-      app.slotHolders.add(node);
+    if (slotLimit(app.shape) === undefined) {
+      app.slotHolders.set(node, -1);
+      run(world);
+      return;
+    }
+    const free = app.slots.indexOf(undefined);
+    if (free >= 0) {
+      app.slots[free] = node;
+      app.slotHolders.set(node, free);
       run(world);
     } else {
       app.waiting.push({ shuffleId: app.job!.shuffleId, node, run });
@@ -381,15 +412,27 @@ export class Engine implements Observer {
 
   /** The task on `node` ended: its slot goes to the oldest launch still waiting for one of the current stage. */
   private releaseSlot(world: World, app: AppRun, node: NodeId): void {
-    if (!app.slotHolders.delete(node)) return;
+    const slot = app.slotHolders.get(node);
+    if (slot === undefined) return;
+    app.slotHolders.delete(node);
+    if (slot < 0) return;
+    app.slots[slot] = undefined;
     for (;;) {
       const next = app.waiting.shift();
       if (next === undefined) return;
       if (next.shuffleId !== app.job?.shuffleId || app.outcome.kind !== 'running') continue;
-      app.slotHolders.add(next.node);
+      app.slots[slot] = next.node;
+      app.slotHolders.set(next.node, slot);
       next.run(world);
       return;
     }
+  }
+
+  /** The shuffle client of the executor whose slot `node` holds; none without task slots. */
+  private executorOf(app: AppRun, node: NodeId): FileGroupCache | undefined {
+    const slot = app.slotHolders.get(node);
+    if (slot === undefined || slot < 0) return undefined;
+    return app.executors[Math.floor(slot / (app.shape.executorCores ?? DEFAULT_EXECUTOR_CORES))];
   }
 
   private onMapStep(
@@ -472,7 +515,9 @@ export class Engine implements Observer {
   /** Launches a reducer in a task slot (when one is free): it reads its partition at once, then computes. */
   private launchReduce(world: World, app: AppRun, partitionId: number): void {
     const job = app.job!;
-    const def = this.factory.reduceTask(app.shape, job, partitionId);
+    const def = this.factory.reduceTask(app.shape, job, partitionId, () =>
+      this.executorOf(app, def.id)?.lookup(app.shape.appId, job.shuffleId),
+    );
     this.takeSlot(world, app, def.id, (w) => {
       this.tasks.set(def.id, { kind: 'reduce', app, shuffleId: job.shuffleId, partitionId });
       this.settled.delete(def.id);
@@ -648,6 +693,7 @@ export class Engine implements Observer {
   }
 
   private unregisterShuffle(world: World, app: AppRun, shuffleId: number): void {
+    for (const executor of app.executors) executor.forget(app.shape.appId, shuffleId);
     this.tellLifecycleManager(world, app, { type: 'UnregisterShuffle', appId: app.shape.appId, shuffleId });
   }
 
@@ -707,6 +753,11 @@ export class Engine implements Observer {
   private backoff(failures: number): number {
     return this.options.retryDelayMs * 2 ** Math.min(3, Math.max(0, failures - 1));
   }
+}
+
+/** The application's task slots; undefined when every task runs at once. */
+function slotLimit(shape: AppShape): number | undefined {
+  return shape.taskSlots !== undefined && Number.isFinite(shape.taskSlots) ? shape.taskSlots : undefined;
 }
 
 function mapDone(map: MapRun): boolean {

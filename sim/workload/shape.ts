@@ -74,6 +74,11 @@ export interface AppShape {
    * slot, in launch order. Undefined: every task runs at once.
    */
   readonly taskSlots?: number;
+  /**
+   * Task slots per executor (default 4, a common `spark.executor.cores`); only with taskSlots. Reduce tasks in one
+   * executor share its shuffle client's file-group cache: one GetReducerFileGroup per shuffle per executor.
+   */
+  readonly executorCores?: number;
   /** Jobs run one after another; each writes one shuffle and reads it back. */
   readonly jobs: readonly JobShape[];
 }

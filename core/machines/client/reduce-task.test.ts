@@ -241,6 +241,25 @@ describe('reduce task', () => {
     );
   });
 
+  it("reads with its executor's cached file group without asking the lifecycle manager; only a SUCCESS is used", () => {
+    const cached = new Harness({ cachedFileGroup: group(copies) });
+    cached.serve(copies);
+    assert.equal(cached.node.state().phase, 'done', cached.node.state().error?.message);
+    assert.deepEqual(cached.output(), ['a', 'b', 'c']);
+    assert.equal(cached.received(cached.lm, 'GetReducerFileGroup').length, 0);
+
+    const notCommitted = new Harness({
+      cachedFileGroup: {
+        type: 'GetReducerFileGroupResponse',
+        status: 'STAGE_END_TIMEOUT',
+        fileGroups: [],
+        mapAttempts: [],
+        message: 'not yet',
+      },
+    });
+    assert.equal(notCommitted.received(notCommitted.lm, 'GetReducerFileGroup').length, 1);
+  });
+
   it('takes chunk 0 from the OpenStream answer when the worker sends it, and fetches only the rest', () => {
     for (const damage of [{}, { corrupt: copies[0] }] as const) {
       const h = new Harness();

@@ -18,7 +18,7 @@ import { ask, emptyRequests, expire, settle, type RequestTable } from './request
 
 /**
  * One reduce task (node `reduce-<app>-<shuffle>-<partition>`): asks the lifecycle manager for the partition's file
- * group, reads every epoch's committed file (the primary copy, or the replica when the primary cannot be read),
+ * group (unless its executor already holds it: ReduceTaskConfig.cachedFileGroup), reads every epoch's committed file (the primary copy, or the replica when the primary cannot be read),
  * chunk by chunk, decodes the frames and hands them to the reader's integrity layer (./reader.ts). The result is in
  * the state: `output` (the records, in a deterministic order) or `error`. docs/core/machines-client.md.
  */
@@ -42,6 +42,11 @@ export interface ReduceTaskConfig {
   readonly stageRerunEnabled: boolean;
   /** 'dedupe-disabled' switches the reader's integrity layer off (simulator proof only). */
   readonly plantedBug?: PlantedBug;
+  /**
+   * The shuffle's file group as the task's executor already holds it (./file-group-cache.ts): the task reads with it
+   * and does not ask the lifecycle manager. Only a SUCCESS answer is used; anything else is asked for as usual.
+   */
+  readonly cachedFileGroup?: MessageOf<'GetReducerFileGroupResponse'>;
 }
 
 export type ReduceTaskPhase = 'file-group' | 'fetching' | 'done' | 'failed';
@@ -140,7 +145,8 @@ function handle(d: Draft, input: Input): void {
   if (d.phase === 'done' || d.phase === 'failed') return;
   switch (input.kind) {
     case 'start':
-      askFileGroup(d, 1);
+      if (d.config.cachedFileGroup?.status === 'SUCCESS') onFileGroup(d, d.config.cachedFileGroup);
+      else askFileGroup(d, 1);
       return;
     case 'receive':
       onReceive(d, input.envelope);
