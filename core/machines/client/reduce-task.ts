@@ -145,8 +145,11 @@ function handle(d: Draft, input: Input): void {
   if (d.phase === 'done' || d.phase === 'failed') return;
   switch (input.kind) {
     case 'start':
-      if (d.config.cachedFileGroup?.status === 'SUCCESS') onFileGroup(d, d.config.cachedFileGroup);
-      else askFileGroup(d, 1);
+      if (d.config.cachedFileGroup?.status === 'SUCCESS') {
+        // Said in the log (and so in a simulator trace): the task reads without having asked anyone.
+        log(d.out, 'debug', "file group from the executor's cache", { shuffleId: d.config.shuffleId });
+        onFileGroup(d, d.config.cachedFileGroup);
+      } else askFileGroup(d, 1);
       return;
     case 'receive':
       onReceive(d, input.envelope);
