@@ -122,7 +122,10 @@ describe('invariant checkers', () => {
       message: '',
     };
     /** A worker that committed file 3-0 of a-0 (or not), went through `between`, and is asked for it again. */
-    const story = (options: { commit: boolean; between: 'nothing' | 'graceful' | 'crash' | 'destroy' }) => {
+    const story = (options: {
+      commit: boolean;
+      between: 'nothing' | 'graceful' | 'graceful-then-immediately' | 'crash' | 'destroy';
+    }) => {
       const checker = committedReads((node) => node.startsWith('h'));
       const h = harness(checker);
       checker.onStart?.(w, h.world);
@@ -138,8 +141,20 @@ describe('invariant checkers', () => {
         h.effects('lm-a', [send(w, commit, { requestId: 1 })]);
         h.effects(w, [send('lm-a', committed, { inReplyTo: 1 })]);
       }
-      if (options.between === 'graceful') {
+      if (options.between === 'graceful' || options.between === 'graceful-then-immediately') {
         h.input(w, { kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
+        if (options.between === 'graceful-then-immediately') {
+          // The master hands on an operator's Immediately while the worker drains: it exits at once, data dropped.
+          h.input(
+            w,
+            receive('master-0', w, {
+              type: 'WorkerHeartbeatResponse',
+              registered: true,
+              expiredShuffleKeys: [],
+              workerEvent: 'Immediately',
+            }),
+          );
+        }
         checker.onExit?.(w, 0, 'graceful', h.world);
       } else if (options.between === 'crash') {
         checker.onCrash?.(w, h.world);
@@ -180,6 +195,11 @@ describe('invariant checkers', () => {
     assert.equal(
       story({ commit: true, between: 'graceful' })('OPEN_STREAM_FAILED'),
       'committed-survives-graceful-restart',
+    );
+    assert.equal(
+      story({ commit: true, between: 'graceful-then-immediately' })('OPEN_STREAM_FAILED'),
+      undefined,
+      'an Immediately during the drain turns the exit into an immediate one (swarm seed 9152)',
     );
     assert.equal(
       story({ commit: true, between: 'crash' })('OPEN_STREAM_FAILED'),

@@ -64,6 +64,10 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
       if (message.type === 'WorkerHeartbeatResponse') {
         for (const key of message.expiredShuffleKeys) entry.released.add(key);
         if (message.workerEvent === 'Graceful') entry.gracefulRequested = true;
+        // Immediately is accepted on the way out too (docs/core/lifecycle.md): a drain it interrupts ends in an
+        // immediate exit, which drops the worker's data (swarm seed 9152). An Immediately the worker refuses (it is
+        // already exiting) leaves the exit graceful; counting it ungraceful only makes the check miss that one exit.
+        if (message.workerEvent === 'Immediately') entry.gracefulRequested = false;
       } else if (message.type === 'DestroySlots') {
         entry.released.add(shuffleKey(message.appId, message.shuffleId));
       }
