@@ -213,8 +213,16 @@ export function clientOverrides(app: AppShape): Record<string, string> {
   };
 }
 
+/** Per application (shapes are immutable): every task launch reads it, and building the cache key costs more. */
+const clientConfs = new WeakMap<AppShape, ResolvedConfig>();
+
 function clientConf(app: AppShape): ResolvedConfig {
-  return configFor(app.clientRelease, 'client', clientOverrides(app));
+  let conf = clientConfs.get(app);
+  if (conf === undefined) {
+    conf = configFor(app.clientRelease, 'client', clientOverrides(app));
+    clientConfs.set(app, conf);
+  }
+  return conf;
 }
 
 /** The application's storage types as its release reads them. */

@@ -182,7 +182,7 @@ function buildCluster(
           const config = reduceTaskConfig(app, { shuffleId: job.shuffleId, partitionId }, plantedBug);
           const cached = cachedFileGroup();
           return initialReduceTaskState(
-            cached === undefined ? config : { ...config, cachedFileGroup: cached },
+            cached === undefined ? config : { cachedFileGroup: cached, ...config },
           );
         },
       };

@@ -110,6 +110,7 @@ export function decodeShuffleRecord(key: string, text: string): DecodedShuffle {
       bytes: record.bytes,
       chunkStarts: offsets.length > 1 ? offsets.slice(0, -1) : [0],
       queue: [],
+      busyOp: undefined, // present from the start, as in reserve.ts
     });
   }
   return {
