@@ -10,7 +10,7 @@ import type { Envelope } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { enqueueTask } from './file-queue.ts';
-import { committedFileOf, fileNameFor, getFile, putFile } from './files.ts';
+import { committedFileOf, fileDraft, fileNameFor, getFile, putFile } from './files.ts';
 import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
 import { failPushesOfFiles } from './push.ts';
 import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
@@ -64,7 +64,7 @@ export function handleCommitFiles(
       const name = fileNameFor(id, mode);
       const file = getFile(state, key, name);
       if (file === undefined || file.status === 'committed' || flushing.has(name)) continue;
-      state = putFile(state, key, { ...file, status: 'committing' });
+      state = putFile(state, key, fileDraft(file, { status: 'committing' }));
       state = enqueueTask(state, out, key, name, { kind: 'flush', commitId });
       flushing.add(name);
     }
@@ -91,8 +91,8 @@ export function completeFlush(
       state,
       shuffleKey,
       outcome.ok
-        ? { ...file, status: 'committed' }
-        : { ...file, status: 'failed', failure: `flush failed: ${outcome.error}` },
+        ? fileDraft(file, { status: 'committed' })
+        : fileDraft(file, { status: 'failed', failure: `flush failed: ${outcome.error}` }),
     );
   }
   return flushSettled(state, out, commitId, name);

@@ -6,7 +6,7 @@ import {
   type TierChoice,
 } from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
-import { appendBytes, fileId, getFile, putFile, type FileDraft } from './files.ts';
+import { appendBytes, fileDraft, fileId, getFile, putFile, type FileDraft } from './files.ts';
 import { count, log, setEntry, type Outbox } from '../outbox.ts';
 import {
   takeId,
@@ -58,7 +58,7 @@ export function enqueueTask(
 ): WorkerMachineState {
   const file = getFile(s, shuffleKey, name);
   if (file === undefined) return s;
-  return advance(s, out, shuffleKey, { ...file, queue: [...file.queue, task] });
+  return advance(s, out, shuffleKey, fileDraft(file, { queue: [...file.queue, task] }));
 }
 
 /** Starts the stored file's next task if it is idle. */
@@ -70,7 +70,7 @@ function startNextTask(
 ): WorkerMachineState {
   const file = getFile(s, shuffleKey, name);
   if (file === undefined || file.busyOp !== undefined || file.queue.length === 0) return s;
-  return advance(s, out, shuffleKey, { ...file });
+  return advance(s, out, shuffleKey, fileDraft(file));
 }
 
 /**
@@ -113,7 +113,7 @@ export function completeFileTask(
   const file = getFile(s, shuffleKey, fileName);
   const head = file?.queue[0];
   if (file === undefined || head === undefined || head.kind === 'evict') return { state: s, finished: [] };
-  const next: FileDraft = { ...file, busyOp: undefined, queue: rest(file.queue) };
+  const next = fileDraft(file, { busyOp: undefined, queue: rest(file.queue) });
   if (!result.ok) {
     const state = noteDiskFailure(s, file.file, result.error);
     const dropped = sealFile(out, shuffleKey, next, `${head.kind} failed: ${result.error}`);
@@ -155,11 +155,10 @@ export function completeEviction(
     if (result.ok) out.effects.push({ kind: 'deleteFile', file: to });
     return { state: s, finished: [] };
   }
-  const next: FileDraft = {
-    ...file,
+  const next = fileDraft(file, {
     busyOp: undefined,
     queue: purpose.popsTask ? rest(file.queue) : file.queue,
-  };
+  });
   if (!result.ok) {
     log(out, 'warn', 'worker.evict.failed', {
       file: file.file.id,

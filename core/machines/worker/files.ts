@@ -52,6 +52,27 @@ export function putShuffle(
  */
 export type FileDraft = { -readonly [K in keyof PartitionFile]: PartitionFile[K] };
 
+/**
+ * A draft copy of `file`, optionally changed: every field named, always in this order, so that every file record of
+ * a worker has the same shape. Records copied by object spread took a slow path in V8 (Node 20) once a worker's
+ * records came in several shapes (≈ 1 µs a copy, on every write completion: ≈ 3 % of a simulated seed); creating
+ * the records here too (reserve, recovery) keeps the one shape from the start.
+ */
+export function fileDraft(file: PartitionFile, change?: Partial<FileDraft>): FileDraft {
+  const draft: FileDraft = {
+    name: file.name,
+    location: file.location,
+    file: file.file,
+    status: file.status,
+    failure: file.failure,
+    bytes: file.bytes,
+    chunkStarts: file.chunkStarts,
+    queue: file.queue,
+    busyOp: file.busyOp,
+  };
+  return change === undefined ? draft : Object.assign(draft, change);
+}
+
 /** Appends `length` bytes to the draft: a chunk ends at this batch boundary once it reached the size. */
 export function appendBytes(file: FileDraft, length: number, chunkSizeBytes: number): void {
   const bytes = file.bytes + length;

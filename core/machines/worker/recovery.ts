@@ -7,7 +7,7 @@ import {
 } from '../../domain/index.ts';
 import type { PartitionSplitMode } from '../../storage/index.ts';
 import type { FileRef } from '../effects.ts';
-import { chunkOffsets } from './files.ts';
+import { chunkOffsets, fileDraft } from './files.ts';
 import type { PartitionFile, WorkerShuffle } from './state.ts';
 
 /**
@@ -102,16 +102,18 @@ export function decodeShuffleRecord(key: string, text: string): DecodedShuffle {
   for (const record of parsed.files) {
     const offsets = record.chunkOffsets;
     const name = partitionFileName(record.location);
-    files.set(name, {
+    files.set(
       name,
-      location: record.location,
-      file: record.file,
-      status: 'committed',
-      bytes: record.bytes,
-      chunkStarts: offsets.length > 1 ? offsets.slice(0, -1) : [0],
-      queue: [],
-      busyOp: undefined, // present from the start, as in reserve.ts
-    });
+      fileDraft({
+        name,
+        location: record.location,
+        file: record.file,
+        status: 'committed',
+        bytes: record.bytes,
+        chunkStarts: offsets.length > 1 ? offsets.slice(0, -1) : [0],
+        queue: [],
+      }),
+    );
   }
   return {
     ok: true,
