@@ -28,12 +28,15 @@ describe('crc32', () => {
     assert.equal(crc32(new Uint8Array(0)), 0);
   });
 
-  it('agrees with zlib on any bytes, and continues across a split', () => {
+  it('agrees with zlib on any bytes, continues across a split, and checks any range of a buffer in place', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 500 }), fc.nat(), (bytes, cut) => {
+      fc.property(fc.uint8Array({ maxLength: 500 }), fc.nat(), fc.nat(), (bytes, cut, cut2) => {
         const at = bytes.length === 0 ? 0 : cut % (bytes.length + 1);
         assert.equal(crc32(bytes), zlibCrc32(bytes));
         assert.equal(crc32(bytes.subarray(at), crc32(bytes.subarray(0, at))), zlibCrc32(bytes));
+        const end = at + (cut2 % (bytes.length - at + 1));
+        assert.equal(crc32(bytes, 0, at, end), zlibCrc32(bytes.subarray(at, end)));
+        assert.equal(crc32(bytes, crc32(bytes, 0, 0, at), at, bytes.length), zlibCrc32(bytes));
       }),
       { numRuns: 200 },
     );

@@ -63,14 +63,20 @@ export function encodeBatchFrame(header: BatchHeader, payload: Uint8Array): Uint
   if (payload.length > MAX_U32) {
     throw new RangeError(`batch payload of ${payload.length} bytes exceeds the frame limit of ${MAX_U32}`);
   }
+  // Byte by byte rather than through a DataView: every batch is framed once and checked three times, and a DataView
+  // and the subarrays a checksum over two ranges would need are objects of their own.
   const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
-  const view = new DataView(frame.buffer);
-  view.setUint32(0, FRAME_MAGIC);
-  view.setUint8(4, FRAME_VERSION);
-  HEADER_FIELDS.forEach((field, i) => view.setUint32(8 + 4 * i, header[field]));
-  view.setUint32(32, payload.length);
+  putU32(frame, 0, FRAME_MAGIC);
+  frame[4] = FRAME_VERSION;
+  putU32(frame, 8, header.shuffleId);
+  putU32(frame, 12, header.mapId);
+  putU32(frame, 16, header.attemptId);
+  putU32(frame, 20, header.batchId);
+  putU32(frame, 24, header.partitionId);
+  putU32(frame, 28, header.epoch);
+  putU32(frame, 32, payload.length);
   frame.set(payload, FRAME_HEADER_BYTES);
-  view.setUint32(CRC_OFFSET, frameChecksum(frame.subarray(0, CRC_OFFSET), payload));
+  putU32(frame, CRC_OFFSET, frameChecksum(frame, 0, frame.length));
   return frame;
 }
 
@@ -114,8 +120,7 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
       `batch frame at byte ${offset} is torn: ${remaining} bytes remain but a header needs ${FRAME_HEADER_BYTES}; the data was cut short (read it again or from the other copy)`,
     );
   }
-  const view = new DataView(bytes.buffer, bytes.byteOffset + offset, FRAME_HEADER_BYTES);
-  const magic = view.getUint32(0);
+  const magic = getU32(bytes, offset);
   if (magic !== FRAME_MAGIC) {
     return failure(
       'BAD_MAGIC',
@@ -123,7 +128,7 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
       `no batch frame at byte ${offset}: magic is 0x${magic.toString(16).padStart(8, '0')}, expected 0x${FRAME_MAGIC.toString(16)} ('SVCB'); the data is damaged or not a shuffle file`,
     );
   }
-  const version = view.getUint8(4);
+  const version = bytes[offset + 4]!;
   if (version !== FRAME_VERSION) {
     return failure(
       'UNSUPPORTED_VERSION',
@@ -131,14 +136,14 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
       `batch frame at byte ${offset} has format version ${version}; this release reads version ${FRAME_VERSION} (upgrade the reader)`,
     );
   }
-  if (view.getUint8(5) !== 0 || view.getUint8(6) !== 0 || view.getUint8(7) !== 0) {
+  if (bytes[offset + 5] !== 0 || bytes[offset + 6] !== 0 || bytes[offset + 7] !== 0) {
     return failure(
       'BAD_RESERVED',
       offset,
       `batch frame at byte ${offset} has non-zero reserved bytes; the data is damaged`,
     );
   }
-  const length = view.getUint32(32);
+  const length = getU32(bytes, offset + 32);
   const start = offset + FRAME_HEADER_BYTES;
   if (bytes.length - start < length) {
     return failure(
@@ -147,9 +152,8 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
       `batch frame at byte ${offset} is torn: its header announces ${length} payload bytes but only ${bytes.length - start} remain; the data was cut short (read it again or from the other copy)`,
     );
   }
-  const payload = bytes.subarray(start, start + length);
-  const expected = view.getUint32(CRC_OFFSET);
-  const actual = frameChecksum(bytes.subarray(offset, offset + CRC_OFFSET), payload);
+  const expected = getU32(bytes, offset + CRC_OFFSET);
+  const actual = frameChecksum(bytes, offset, start + length);
   if (actual !== expected) {
     return failure(
       'CRC_MISMATCH',
@@ -160,19 +164,32 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
   return {
     ok: true,
     value: {
-      shuffleId: view.getUint32(8),
-      mapId: view.getUint32(12),
-      attemptId: view.getUint32(16),
-      batchId: view.getUint32(20),
-      partitionId: view.getUint32(24),
-      epoch: view.getUint32(28),
-      payload,
+      shuffleId: getU32(bytes, offset + 8),
+      mapId: getU32(bytes, offset + 12),
+      attemptId: getU32(bytes, offset + 16),
+      batchId: getU32(bytes, offset + 20),
+      partitionId: getU32(bytes, offset + 24),
+      epoch: getU32(bytes, offset + 28),
+      payload: bytes.subarray(start, start + length),
     },
   };
 }
 
-function frameChecksum(headerBeforeCrc: Uint8Array, payload: Uint8Array): number {
-  return crc32(payload, crc32(headerBeforeCrc));
+/** The CRC of the frame at `offset..end`: its header up to the CRC field, then its payload. */
+function frameChecksum(bytes: Uint8Array, offset: number, end: number): number {
+  const header = crc32(bytes, 0, offset, offset + CRC_OFFSET);
+  return crc32(bytes, header, offset + FRAME_HEADER_BYTES, end);
+}
+
+function getU32(bytes: Uint8Array, at: number): number {
+  return ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) >>> 0;
+}
+
+function putU32(bytes: Uint8Array, at: number, value: number): void {
+  bytes[at] = value >>> 24;
+  bytes[at + 1] = (value >>> 16) & 0xff;
+  bytes[at + 2] = (value >>> 8) & 0xff;
+  bytes[at + 3] = value & 0xff;
 }
 
 function failure(problem: FrameProblem, offset: number, message: string): { ok: false; error: FrameError } {

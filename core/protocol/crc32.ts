@@ -35,11 +35,10 @@ const [T0, T1, T2, T3, T4, T5, T6, T7] = TABLES as [
  * Continues a CRC over more bytes: `crc32(b, crc32(a))` equals `crc32(a ++ b)`, so a header and a payload can be
  * checked without copying them into one buffer.
  */
-export function crc32(bytes: Uint8Array, previous = 0): number {
+export function crc32(bytes: Uint8Array, previous = 0, start = 0, end = bytes.length): number {
   let crc = (previous ^ 0xffffffff) >>> 0;
-  const end = bytes.length;
-  const whole = end - (end % 8);
-  let i = 0;
+  const whole = end - ((end - start) % 8);
+  let i = start;
   for (; i < whole; i += 8) {
     const low =
       (crc ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24))) >>> 0;
