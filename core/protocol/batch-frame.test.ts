@@ -8,6 +8,7 @@ import {
   decodeBatchFrame,
   decodeBatchFrames,
   encodeBatchFrame,
+  encodeBatchFrames,
   type BatchHeader,
 } from './batch-frame.ts';
 
@@ -44,6 +45,22 @@ describe('crc32', () => {
 });
 
 describe('batch frame', () => {
+  it('encodes several frames into one buffer exactly as one by one', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ header, payload }), { maxLength: 6 }), (batches) => {
+        const together = encodeBatchFrames(batches);
+        assert.equal(together.length, batches.length);
+        together.forEach((frame, i) => {
+          assert.deepEqual([...frame], [...encodeBatchFrame(batches[i]!.header, batches[i]!.payload)]);
+          const decoded = decodeBatchFrame(frame);
+          assert.ok(decoded.ok);
+          assert.deepEqual([...decoded.value.payload], [...batches[i]!.payload]);
+        });
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('round-trips every header and payload', () => {
     fc.assert(
       fc.property(header, payload, (h, p) => {

@@ -54,6 +54,38 @@ const HEADER_FIELDS = ['shuffleId', 'mapId', 'attemptId', 'batchId', 'partitionI
 
 /** Encodes one batch. Throws a RangeError when a header field is not an unsigned 32-bit integer (a caller's bug). */
 export function encodeBatchFrame(header: BatchHeader, payload: Uint8Array): Uint8Array {
+  checkFrameInput(header, payload);
+  const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
+  writeFrame(frame, 0, header, payload);
+  return frame;
+}
+
+/**
+ * Encodes several batches into one buffer and returns a view of it per frame (in the order given), each exactly what
+ * encodeBatchFrame would return. One buffer instead of one per frame: V8 allocates a typed array of more than 64
+ * bytes outside its heap at ≈ 1 µs each, and a map task frames its batches for many partitions in one step.
+ */
+export function encodeBatchFrames(
+  batches: readonly { readonly header: BatchHeader; readonly payload: Uint8Array }[],
+): Uint8Array[] {
+  let total = 0;
+  for (const { header, payload } of batches) {
+    checkFrameInput(header, payload);
+    total += FRAME_HEADER_BYTES + payload.length;
+  }
+  const buffer = new Uint8Array(total);
+  const frames: Uint8Array[] = [];
+  let at = 0;
+  for (const { header, payload } of batches) {
+    const end = at + FRAME_HEADER_BYTES + payload.length;
+    writeFrame(buffer, at, header, payload);
+    frames.push(buffer.subarray(at, end));
+    at = end;
+  }
+  return frames;
+}
+
+function checkFrameInput(header: BatchHeader, payload: Uint8Array): void {
   for (const field of HEADER_FIELDS) {
     const value = header[field];
     if (!Number.isInteger(value) || value < 0 || value > MAX_U32) {
@@ -63,21 +95,25 @@ export function encodeBatchFrame(header: BatchHeader, payload: Uint8Array): Uint
   if (payload.length > MAX_U32) {
     throw new RangeError(`batch payload of ${payload.length} bytes exceeds the frame limit of ${MAX_U32}`);
   }
-  // Byte by byte rather than through a DataView: every batch is framed once and checked three times, and a DataView
-  // and the subarrays a checksum over two ranges would need are objects of their own.
-  const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
-  putU32(frame, 0, FRAME_MAGIC);
-  frame[4] = FRAME_VERSION;
-  putU32(frame, 8, header.shuffleId);
-  putU32(frame, 12, header.mapId);
-  putU32(frame, 16, header.attemptId);
-  putU32(frame, 20, header.batchId);
-  putU32(frame, 24, header.partitionId);
-  putU32(frame, 28, header.epoch);
-  putU32(frame, 32, payload.length);
-  frame.set(payload, FRAME_HEADER_BYTES);
-  putU32(frame, CRC_OFFSET, frameChecksum(frame, 0, frame.length));
-  return frame;
+}
+
+/**
+ * Writes the frame at `at` (the target has room for it). Byte by byte rather than through a DataView: every batch is
+ * framed once and checked three times, and a DataView and the subarrays a checksum over two ranges would need are
+ * objects of their own.
+ */
+function writeFrame(target: Uint8Array, at: number, header: BatchHeader, payload: Uint8Array): void {
+  putU32(target, at, FRAME_MAGIC);
+  target[at + 4] = FRAME_VERSION;
+  putU32(target, at + 8, header.shuffleId);
+  putU32(target, at + 12, header.mapId);
+  putU32(target, at + 16, header.attemptId);
+  putU32(target, at + 20, header.batchId);
+  putU32(target, at + 24, header.partitionId);
+  putU32(target, at + 28, header.epoch);
+  putU32(target, at + 32, payload.length);
+  target.set(payload, at + FRAME_HEADER_BYTES);
+  putU32(target, at + CRC_OFFSET, frameChecksum(target, at, at + FRAME_HEADER_BYTES + payload.length));
 }
 
 /** Decodes exactly one frame: `bytes` must hold one whole frame and nothing else (a PushData payload). */

@@ -14,7 +14,7 @@ import {
   type ShuffleId,
   type StatusCode,
 } from '../../domain/index.ts';
-import { encodeBatchFrame } from '../../protocol/batch-frame.ts';
+import { encodeBatchFrames } from '../../protocol/batch-frame.ts';
 import type {
   MergedBatch,
   Message,
@@ -26,7 +26,7 @@ import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, type Outbox } from '../outbox.ts';
-import { encodeRecords, planBatches } from './records.ts';
+import { encodeRecordBatches, planBatches } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
 /**
@@ -121,14 +121,20 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
       `map ${config.mapId} has records for ${config.records.length} partitions but the shuffle has ${config.numPartitions}`,
     );
   }
+  const planned = [...Array(config.numPartitions).keys()].map((partitionId) =>
+    planBatches(config.records[partitionId] ?? [], config.batchSizeBytes),
+  );
+  // Every payload of the attempt in one buffer (encodeRecordBatches); batch ids number them in the same order.
+  const payloads = encodeRecordBatches(planned.flat());
   let nextBatchId = 0;
   const partitions: PartitionPush[] = [];
   for (let partitionId = 0; partitionId < config.numPartitions; partitionId += 1) {
-    const batches = planBatches(config.records[partitionId] ?? [], config.batchSizeBytes);
+    const first = nextBatchId;
+    nextBatchId += planned[partitionId]!.length;
     partitions.push({
       partitionId,
-      payloads: batches.map(encodeRecords),
-      batchIds: batches.map(() => nextBatchId++),
+      payloads: payloads.slice(first, nextBatchId),
+      batchIds: [...Array(nextBatchId - first).keys()].map((i) => first + i),
       current: 0,
       status: 'idle',
       revivesLeft: config.maxReviveRetries,
@@ -332,8 +338,7 @@ interface OutgoingBatch extends PushedBatch {
 function flushPushes(d: Draft): void {
   if (d.pushQueue.length === 0 || d.phase !== 'pushing') return;
   const groups = new Map<string, OutgoingBatch[]>();
-  for (const partitionId of d.pushQueue) {
-    const batch = frameCurrentBatch(d, partitionId);
+  for (const batch of frameCurrentBatches(d, d.pushQueue)) {
     const pair = workerPairOf(batch.location);
     const group = groups.get(pair);
     if (group === undefined) groups.set(pair, [batch]);
@@ -356,16 +361,34 @@ function flushPushes(d: Draft): void {
   }
 }
 
-function frameCurrentBatch(d: Draft, partitionId: number): OutgoingBatch {
-  const partition = d.partitions[partitionId]!;
-  const location = d.locations.get(partitionId)!;
+/** Frames the current batch of each partition, all in one buffer (encodeBatchFrames). */
+function frameCurrentBatches(d: Draft, partitionIds: readonly number[]): OutgoingBatch[] {
   const { shuffleId, mapId, attemptId } = d.config;
-  const batchId = partition.batchIds[partition.current]!;
-  const frame = encodeBatchFrame(
-    { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch },
-    partition.payloads[partition.current]!,
+  const framed = encodeBatchFrames(
+    partitionIds.map((partitionId) => {
+      const partition = d.partitions[partitionId]!;
+      return {
+        header: {
+          shuffleId,
+          mapId,
+          attemptId,
+          batchId: partition.batchIds[partition.current]!,
+          partitionId,
+          epoch: d.locations.get(partitionId)!.epoch,
+        },
+        payload: partition.payloads[partition.current]!,
+      };
+    }),
   );
-  return { partitionId, location, batchId, frame };
+  return partitionIds.map((partitionId, i) => {
+    const partition = d.partitions[partitionId]!;
+    return {
+      partitionId,
+      location: d.locations.get(partitionId)!,
+      batchId: partition.batchIds[partition.current]!,
+      frame: framed[i]!,
+    };
+  });
 }
 
 /** The merge key of a location: its primary's worker and its peer's (none when the partition is not replicated). */

@@ -1,11 +1,22 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeRecords, encodeRecords, planBatches } from './records.ts';
+import { decodeRecords, encodeRecordBatches, encodeRecords, planBatches } from './records.ts';
 
 const records = fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 30 });
 
 describe('records', () => {
+  it('encodes several batches into one buffer exactly as one by one', () => {
+    fc.assert(
+      fc.property(fc.array(records, { maxLength: 8 }), (batches) => {
+        const together = encodeRecordBatches(batches);
+        assert.equal(together.length, batches.length);
+        together.forEach((payload, i) => assert.deepEqual([...payload], [...encodeRecords(batches[i]!)]));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('round-trips any records, empty ones included', () => {
     fc.assert(
       fc.property(records, (rs) => {

@@ -18,6 +18,33 @@ export function encodeRecords(records: readonly Uint8Array[]): Uint8Array {
   return payload;
 }
 
+/**
+ * Encodes several batches into one buffer and returns a view of it per batch, each exactly what encodeRecords would
+ * return: V8 allocates a typed array of more than 64 bytes outside its heap at ≈ 1 µs each, and a map task encodes
+ * all its batches (one or more per partition) when it starts.
+ */
+export function encodeRecordBatches(batches: readonly (readonly Uint8Array[])[]): Uint8Array[] {
+  let total = 0;
+  for (const records of batches) for (const record of records) total += LENGTH_BYTES + record.length;
+  const buffer = new Uint8Array(total);
+  const payloads: Uint8Array[] = [];
+  let offset = 0;
+  for (const records of batches) {
+    const start = offset;
+    for (const record of records) {
+      const length = record.length;
+      buffer[offset] = length >>> 24;
+      buffer[offset + 1] = (length >>> 16) & 0xff;
+      buffer[offset + 2] = (length >>> 8) & 0xff;
+      buffer[offset + 3] = length & 0xff;
+      buffer.set(record, offset + LENGTH_BYTES);
+      offset += LENGTH_BYTES + length;
+    }
+    payloads.push(buffer.subarray(start, offset));
+  }
+  return payloads;
+}
+
 export type DecodedRecords =
   | { readonly ok: true; readonly records: readonly Uint8Array[] }
   | { readonly ok: false; readonly message: string };
