@@ -101,7 +101,7 @@ export class SimVolume {
     const entry = this.files.get(path);
     if (!entry) return 'NOT_FOUND';
     const available = Math.max(0, Math.min(length, entry.length - offset));
-    const out = new Uint8Array(available);
+    const out = this.allocate(available);
     const volume = this.memfs();
     // No descriptor is kept between operations: memfs refuses more than 10,000 open files per volume (EMFILE), a
     // limit of a process, not of a disk, which a long run would otherwise reach.
@@ -134,7 +134,7 @@ export class SimVolume {
       if (entry.inMemfs) this.volume!.truncateSync(memfsPath(path), length);
     } else {
       const keep = length - inMemfs;
-      entry.pending = [concat(entry.pending, entry.pendingBytes).subarray(0, keep)];
+      entry.pending = [concat(entry.pending, this.allocate(entry.pendingBytes)).subarray(0, keep)];
       entry.pendingBytes = keep;
     }
     this.usedBytes -= entry.length - length;
@@ -145,28 +145,38 @@ export class SimVolume {
     return (this.volume ??= Volume.fromJSON({}, '/', { process: SIMULATED_PROCESS }));
   }
 
-  /**
-   * A copy of `bytes` in the volume's current slab. V8 allocates a typed array of more than 64 bytes outside its heap
-   * at ≈ 1 µs each (and collecting them costs more), against ≈ 0.1 µs for a view into an existing buffer; most
-   * appends are one batch of a few hundred bytes, so copying each into a slab of its own was ≈ 3 % of a seed. Slabs
-   * grow from 4 KiB to 64 KiB as the volume is written to; a large append gets its own buffer.
-   */
+  /** A copy of `bytes` (see allocate). */
   private copyOf(bytes: Uint8Array): Uint8Array {
-    if (bytes.length > MAX_SLAB_BYTES / 4) return bytes.slice();
-    if (this.slabUsed + bytes.length > this.slab.length) {
+    const copy = this.allocate(bytes.length);
+    copy.set(bytes);
+    return copy;
+  }
+
+  /**
+   * `length` zero bytes, as a view into the volume's current slab. V8 allocates a typed array of more than 64 bytes
+   * outside its heap at ≈ 1 µs each (and collecting them costs more), against ≈ 0.1 µs for a view into an existing
+   * buffer; most appends and reads are a batch or a file of a few hundred bytes, so a buffer of their own each was
+   * ≈ 3 % of a seed. A slab is never reused (every view stays valid, and holds its slab while it lives); slabs grow
+   * from 4 KiB to 64 KiB as the volume is used; a large request gets its own buffer.
+   */
+  private allocate(length: number): Uint8Array {
+    if (length > MAX_SLAB_BYTES / 4) return new Uint8Array(length);
+    if (this.slabUsed + length > this.slab.length) {
       this.slab = new Uint8Array(Math.min(MAX_SLAB_BYTES, Math.max(MIN_SLAB_BYTES, this.slab.length * 2)));
       this.slabUsed = 0;
     }
-    const copy = this.slab.subarray(this.slabUsed, this.slabUsed + bytes.length);
-    copy.set(bytes);
-    this.slabUsed += bytes.length;
-    return copy;
+    const view = this.slab.subarray(this.slabUsed, this.slabUsed + length);
+    this.slabUsed += length;
+    return view;
   }
 
   /** Hands the file's pending appends to memfs, through the file's open descriptor `fd`. */
   private writeBack(volume: Volume, fd: number, entry: FileEntry): void {
     if (entry.pendingBytes === 0) return;
-    const bytes = entry.pending.length === 1 ? entry.pending[0]! : concat(entry.pending, entry.pendingBytes);
+    const bytes =
+      entry.pending.length === 1
+        ? entry.pending[0]!
+        : concat(entry.pending, this.allocate(entry.pendingBytes));
     volume.writeSync(fd, bytes, 0, bytes.length, entry.length - entry.pendingBytes);
     entry.pending = [];
     entry.pendingBytes = 0;
@@ -194,8 +204,8 @@ function memfsPath(path: string): string {
   return '/' + path.slice(1).replaceAll('/', '%2F');
 }
 
-function concat(parts: readonly Uint8Array[], total: number): Uint8Array {
-  const bytes = new Uint8Array(total);
+/** Copies `parts` one after another into `bytes` (exactly their total length) and returns it. */
+function concat(parts: readonly Uint8Array[], bytes: Uint8Array): Uint8Array {
   let offset = 0;
   for (const part of parts) {
     bytes.set(part, offset);
