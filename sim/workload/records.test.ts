@@ -6,12 +6,14 @@ import { compareOutput, keyOf, mapRecords, recordKey } from './records.ts';
 const base = { appId: 'app-1', shuffleId: 100, mapId: 3, attemptId: 1 };
 
 describe('simulated records', () => {
-  it('carry their origin, whatever their padding', () => {
+  it('carry their origin, whatever their padding and whatever the characters of the application id', () => {
     fc.assert(
       fc.property(
         fc.array(fc.nat(5), { minLength: 1, maxLength: 6 }),
         fc.integer({ min: 1, max: 300 }),
-        (counts, bytes) => {
+        fc.constantFrom('app-1', 'app-é', 'приложение'),
+        (counts, bytes, appId) => {
+          const base = { appId, shuffleId: 100, mapId: 3, attemptId: 1 };
           const records = mapRecords(base, counts, bytes);
           counts.forEach((count, partitionId) => {
             assert.equal(records[partitionId]?.length, count);
