@@ -64,14 +64,10 @@ const BAR = '|'.charCodeAt(0);
 
 /** The record's key (its origin), whatever its padding. */
 export function keyOf(record: Uint8Array): string {
-  const bar = record.indexOf(BAR);
-  const key = bar < 0 ? record : record.subarray(0, bar);
-  // An ASCII key is read character by character (a TextDecoder call per record was ≈ 1 % of a seed).
-  if (key.length <= MAX_ASCII_KEY && key.every((byte) => byte < 0x80)) return String.fromCharCode(...key);
-  return decoder.decode(key);
+  const text = decoder.decode(record);
+  const bar = text.indexOf('|');
+  return bar < 0 ? text : text.slice(0, bar);
 }
-
-const MAX_ASCII_KEY = 1024;
 
 /**
  * Compares a reducer's output with the records it must hold, as multisets. Returns undefined when they match, or a
