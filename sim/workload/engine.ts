@@ -366,24 +366,35 @@ export class Engine implements Observer {
     this.tasks.set(def.id, { kind: 'map', app, shuffleId: job.shuffleId, mapId, attemptId });
     map.running.add(attemptId);
     const computeMs = job.shape.mapComputeMs?.[mapId] ?? 0;
-    const begin = (w: World) => {
-      if (app.job !== job || app.outcome.kind !== 'running') return;
-      if (mapDone(map)) {
-        this.endAttempt(w, app, map, def.id, attemptId);
-        return;
-      }
-      w.addNode(def);
-      w.start(def.id);
-    };
+    // Closures are passed inline, not bound to a name: the TypeScript loader (tsx, keepNames) gives every named
+    // closure its name when it is created, a defineProperty that cost more than the engine's own work here.
     this.takeSlot(world, app, def.id, (w) => {
-      if (computeMs === 0) begin(w);
+      if (computeMs === 0) this.beginMap(w, app, job, map, def, attemptId);
       else
         w.schedule(
           w.now + computeMs,
           `engine: map ${mapId} attempt ${attemptId} of ${app.shape.appId} computed`,
-          begin,
+          (later) => this.beginMap(later, app, job, map, def, attemptId),
         );
     });
+  }
+
+  /** The attempt has computed: it starts writing, unless its map ended meanwhile or its stage was abandoned. */
+  private beginMap(
+    world: World,
+    app: AppRun,
+    job: JobRun,
+    map: MapRun,
+    def: NodeDefinition<MapTaskState>,
+    attemptId: number,
+  ): void {
+    if (app.job !== job || app.outcome.kind !== 'running') return;
+    if (mapDone(map)) {
+      this.endAttempt(world, app, map, def.id, attemptId);
+      return;
+    }
+    world.addNode(def);
+    world.start(def.id);
   }
 
   /** A map attempt is over, whatever its end: the engine stops watching it and its slot is free. */
@@ -552,19 +563,12 @@ export class Engine implements Observer {
       }
       const job = app.job!;
       const computeMs = job.shape.reduceComputeMs?.[ref.partitionId] ?? 0;
-      const end = (w: World) => {
-        if (app.job !== job || app.outcome.kind !== 'running') return;
-        this.releaseSlot(w, app, node);
-        reducer.status = 'done';
-        app.doneReducers += 1;
-        if (app.doneReducers === app.reducers.length) this.finishRead(w, app);
-      };
-      if (computeMs === 0) end(world);
+      if (computeMs === 0) this.endReducer(world, app, job, node, reducer);
       else
         world.schedule(
           world.now + computeMs,
           `engine: reducer ${ref.partitionId} of ${app.shape.appId} computed`,
-          end,
+          (w) => this.endReducer(w, app, job, node, reducer),
         );
       return;
     }
@@ -607,6 +611,15 @@ export class Engine implements Observer {
           this.launchReduce(w, app, ref.partitionId);
       },
     );
+  }
+
+  /** A reducer has read and computed: its slot is free, and the read is over once every reducer is. */
+  private endReducer(world: World, app: AppRun, job: JobRun, node: NodeId, reducer: ReduceRun): void {
+    if (app.job !== job || app.outcome.kind !== 'running') return;
+    this.releaseSlot(world, app, node);
+    reducer.status = 'done';
+    app.doneReducers += 1;
+    if (app.doneReducers === app.reducers.length) this.finishRead(world, app);
   }
 
   private onFetchFailure(world: World, app: AppRun, node: NodeId, message: string): void {
