@@ -18,9 +18,10 @@ import { ask, emptyRequests, expire, settle, type RequestTable } from './request
 
 /**
  * One reduce task (node `reduce-<app>-<shuffle>-<partition>`): asks the lifecycle manager for the partition's file
- * group (unless its executor already holds it: ReduceTaskConfig.cachedFileGroup), reads every epoch's committed file (the primary copy, or the replica when the primary cannot be read),
- * chunk by chunk, decodes the frames and hands them to the reader's integrity layer (./reader.ts). The result is in
- * the state: `output` (the records, in a deterministic order) or `error`. docs/core/machines-client.md.
+ * group (unless its executor already holds it: ReduceTaskConfig.cachedFileGroup), reads every epoch's committed
+ * file (the primary copy, or the replica when the primary cannot be read), chunk by chunk, decodes the frames and
+ * hands them to the reader's integrity layer (./reader.ts). The result is in the state: `output` (the records, in a
+ * deterministic order) or `error`. docs/core/machines-client.md.
  */
 export interface ReduceTaskConfig {
   readonly release: Release;
