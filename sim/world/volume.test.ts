@@ -69,6 +69,18 @@ describe('SimVolume', () => {
     assert.equal(volume.create('/f'), 'EXISTS');
   });
 
+  it('keeps appends and reads of every size whole, larger than its first slab or not (swarm seed 55088)', () => {
+    const volume = new SimVolume(Infinity, false);
+    const sizes = [10_000, 3, 4_096, 16_384, 16_385, 70_000, 1];
+    sizes.forEach((size, i) => {
+      const path = `/d/f${i}`;
+      volume.create(path);
+      const bytes = Uint8Array.from({ length: size }, (_, at) => (at * 7 + i) % 251);
+      assert.equal(volume.append(path, bytes), undefined);
+      assert.deepEqual(volume.read(path, 0, size), bytes);
+    });
+  });
+
   it('reads more files than memfs lets a process hold open (10,000), and reads each again after more appends', () => {
     const volume = new SimVolume(Infinity, false);
     const files = 10_050;

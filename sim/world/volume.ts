@@ -162,7 +162,9 @@ export class SimVolume {
   private allocate(length: number): Uint8Array {
     if (length > MAX_SLAB_BYTES / 4) return new Uint8Array(length);
     if (this.slabUsed + length > this.slab.length) {
-      this.slab = new Uint8Array(Math.min(MAX_SLAB_BYTES, Math.max(MIN_SLAB_BYTES, this.slab.length * 2)));
+      // Never smaller than the request (at most a quarter of the largest slab, above).
+      const size = Math.max(length, Math.min(MAX_SLAB_BYTES, Math.max(MIN_SLAB_BYTES, this.slab.length * 2)));
+      this.slab = new Uint8Array(size);
       this.slabUsed = 0;
     }
     const view = this.slab.subarray(this.slabUsed, this.slabUsed + length);
