@@ -1,3 +1,4 @@
+import { getU32, putU32 } from './big-endian.ts';
 import { crc32 } from './crc32.ts';
 
 /**
@@ -215,17 +216,6 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
 function frameChecksum(bytes: Uint8Array, offset: number, end: number): number {
   const header = crc32(bytes, 0, offset, offset + CRC_OFFSET);
   return crc32(bytes, header, offset + FRAME_HEADER_BYTES, end);
-}
-
-function getU32(bytes: Uint8Array, at: number): number {
-  return ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) >>> 0;
-}
-
-function putU32(bytes: Uint8Array, at: number, value: number): void {
-  bytes[at] = value >>> 24;
-  bytes[at + 1] = (value >>> 16) & 0xff;
-  bytes[at + 2] = (value >>> 8) & 0xff;
-  bytes[at + 3] = value & 0xff;
 }
 
 function failure(problem: FrameProblem, offset: number, message: string): { ok: false; error: FrameError } {

@@ -6,12 +6,31 @@ import { decodeRecords, encodeRecordBatches, encodeRecords, planBatches } from '
 const records = fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 30 });
 
 describe('records', () => {
-  it('encodes several batches into one buffer exactly as one by one', () => {
+  it('packs each record as a big-endian 32-bit length and its bytes', () => {
+    const payload = encodeRecords([Uint8Array.of(1, 2), new Uint8Array(0), new Uint8Array(300)]);
+    assert.deepEqual([...payload.subarray(0, 10)], [0, 0, 0, 2, 1, 2, 0, 0, 0, 0]);
+    assert.deepEqual([...payload.subarray(10, 14)], [0, 0, 1, 44]);
+    assert.equal(payload.length, 14 + 300);
+  });
+
+  it('encodes several batches into one buffer, each view holding exactly its own records', () => {
     fc.assert(
       fc.property(fc.array(records, { maxLength: 8 }), (batches) => {
         const together = encodeRecordBatches(batches);
         assert.equal(together.length, batches.length);
-        together.forEach((payload, i) => assert.deepEqual([...payload], [...encodeRecords(batches[i]!)]));
+        together.forEach((payload, i) => {
+          const batch = batches[i]!;
+          assert.equal(
+            payload.length,
+            batch.reduce((sum, record) => sum + 4 + record.length, 0),
+          );
+          const decoded = decodeRecords(payload);
+          assert.ok(decoded.ok);
+          assert.deepEqual(
+            decoded.records.map((r) => [...r]),
+            batch.map((r) => [...r]),
+          );
+        });
       }),
       { numRuns: 100 },
     );

@@ -1,3 +1,5 @@
+import { getU32, putU32 } from '../../protocol/big-endian.ts';
+
 /**
  * The records inside one batch payload: each record is a 32-bit big-endian length followed by its bytes. The frame
  * around the payload (../../protocol/batch-frame.ts) carries the identity and the checksum; this is only the
@@ -6,16 +8,7 @@
 const LENGTH_BYTES = 4;
 
 export function encodeRecords(records: readonly Uint8Array[]): Uint8Array {
-  const size = records.reduce((total, record) => total + LENGTH_BYTES + record.length, 0);
-  const payload = new Uint8Array(size);
-  const view = new DataView(payload.buffer);
-  let offset = 0;
-  for (const record of records) {
-    view.setUint32(offset, record.length);
-    payload.set(record, offset + LENGTH_BYTES);
-    offset += LENGTH_BYTES + record.length;
-  }
-  return payload;
+  return encodeRecordBatches([records])[0]!;
 }
 
 /**
@@ -32,13 +25,9 @@ export function encodeRecordBatches(batches: readonly (readonly Uint8Array[])[])
   for (const records of batches) {
     const start = offset;
     for (const record of records) {
-      const length = record.length;
-      buffer[offset] = length >>> 24;
-      buffer[offset + 1] = (length >>> 16) & 0xff;
-      buffer[offset + 2] = (length >>> 8) & 0xff;
-      buffer[offset + 3] = length & 0xff;
+      putU32(buffer, offset, record.length);
       buffer.set(record, offset + LENGTH_BYTES);
-      offset += LENGTH_BYTES + length;
+      offset += LENGTH_BYTES + record.length;
     }
     payloads.push(buffer.subarray(start, offset));
   }
@@ -51,14 +40,13 @@ export type DecodedRecords =
 
 /** Unpacks a payload; a record running past the end is an error (the frame's CRC passed, so the writer erred). */
 export function decodeRecords(payload: Uint8Array): DecodedRecords {
-  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   const records: Uint8Array[] = [];
   let offset = 0;
   while (offset < payload.length) {
     if (payload.length - offset < LENGTH_BYTES) {
       return { ok: false, message: `record length at byte ${offset} of a batch is cut short` };
     }
-    const length = view.getUint32(offset);
+    const length = getU32(payload, offset);
     const start = offset + LENGTH_BYTES;
     if (payload.length - start < length) {
       return {
