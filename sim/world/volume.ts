@@ -18,8 +18,10 @@ const MIN_SLAB_BYTES = 4 * 1024;
 const MAX_SLAB_BYTES = 64 * 1024;
 
 /**
- * The process memfs checks permissions for: a fixed identity, so that nothing of the real machine leaks into a run
- * (and memfs does not ask the operating system for the user id on every path step, ~4 % of a seed).
+ * The process memfs's volume checks paths and permissions against: a fixed identity and working directory, so that
+ * nothing of the real machine leaks into a run. (memfs's file nodes still ask the operating system for the user id
+ * themselves, ≈ 3 % of a seed, and take no identity; answering that from a cache was measured slower:
+ * docs/simulation.md, Performance.)
  */
 const SIMULATED_PROCESS = {
   cwd: () => '/',
@@ -47,7 +49,7 @@ export class SimVolume {
   private volume: Volume | undefined;
   private readonly files = new Map<string, FileEntry>();
   private usedBytes = 0;
-  /** Where appended bytes are copied to (see copyOf). */
+  /** Where appended bytes and reads are placed (see allocate). */
   private slab = new Uint8Array(0);
   private slabUsed = 0;
 
@@ -127,13 +129,13 @@ export class SimVolume {
 
   /** Cuts the file to its first `length` bytes, wherever they are (in memfs or still pending). */
   private truncate(path: string, entry: FileEntry, length: number): void {
-    const inMemfs = entry.length - entry.pendingBytes;
-    if (length <= inMemfs) {
+    const memfsBytes = entry.length - entry.pendingBytes;
+    if (length <= memfsBytes) {
       entry.pending = [];
       entry.pendingBytes = 0;
       if (entry.inMemfs) this.volume!.truncateSync(memfsPath(path), length);
     } else {
-      const keep = length - inMemfs;
+      const keep = length - memfsBytes;
       entry.pending = [concat(entry.pending, this.allocate(entry.pendingBytes)).subarray(0, keep)];
       entry.pendingBytes = keep;
     }
