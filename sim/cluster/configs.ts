@@ -97,6 +97,7 @@ export function masterConfig(settings: MasterSettings): MasterConfig {
         optional(conf, 'svc.master.estimatedPartitionSize.maxSize', (k) => conf.getBytes(k)) ??
         Number.MAX_SAFE_INTEGER,
       initialSize: conf.getBytes('svc.master.estimatedPartitionSize.initialSize'),
+      updateInitialDelayMs: conf.getDurationMs('svc.master.estimatedPartitionSize.update.initialDelay'),
       updateIntervalMs: conf.getDurationMs('svc.master.estimatedPartitionSize.update.interval'),
     },
     slots: {

@@ -23,8 +23,14 @@ export interface MasterConfig {
     /** How often that expiry runs (reference: 900 s). */
     readonly checkIntervalMs: number;
   };
-  /** `svc.master.estimatedPartitionSize.*` plus `svc.master.estimatedPartitionSize.update.interval`. */
-  readonly partitionSize: PartitionSizeBounds & { readonly updateIntervalMs: number };
+  /**
+   * `svc.master.estimatedPartitionSize.*`: the bounds, and when the estimate is measured: first
+   * `update.initialDelay` after the master starts (or restarts), then every `update.interval`.
+   */
+  readonly partitionSize: PartitionSizeBounds & {
+    readonly updateInitialDelayMs: number;
+    readonly updateIntervalMs: number;
+  };
   readonly slots: {
     /** `svc.master.slot.assign.policy` (and the load-aware settings). */
     readonly policy: SlotPolicy;

@@ -122,7 +122,7 @@ function onStart(s: MasterState, out: MasterOutbox, recovered: ReadonlyMap<strin
   setTimer(out, MASTER_TIMERS.lostWorkers, out.now + config.workerHeartbeatTimeoutMs);
   setTimer(out, MASTER_TIMERS.applications, out.now + config.applicationTimeoutMs / 2);
   setTimer(out, MASTER_TIMERS.unavailableInfo, out.now + config.workerUnavailableInfo.checkIntervalMs);
-  setTimer(out, MASTER_TIMERS.partitionSize, out.now + config.partitionSize.updateIntervalMs);
+  setTimer(out, MASTER_TIMERS.partitionSize, out.now + config.partitionSize.updateInitialDelayMs);
   // Emit the gauges once at start, so that dashboards show the (restored) cluster before anything changes.
   return emitGauges({ ...s, started: true, durable }, out);
 }

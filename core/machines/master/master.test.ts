@@ -112,7 +112,7 @@ describe('master: workers', () => {
       [MASTER_TIMERS.lostWorkers, 120_000],
       [MASTER_TIMERS.applications, 150_000],
       [MASTER_TIMERS.unavailableInfo, 900_000],
-      [MASTER_TIMERS.partitionSize, 600_000],
+      [MASTER_TIMERS.partitionSize, 300_000],
     ]);
   });
 
@@ -311,22 +311,27 @@ describe('master: applications and slots', () => {
     assert.deepEqual(heartbeat(harness, W1, { keys: ['app-1'] }).reply.expiredShuffleKeys, ['app-1']);
   });
 
-  it('updates the estimated partition size from application heartbeats, within its bounds', () => {
+  it('updates the estimated partition size from application heartbeats, within its bounds: first after the initial delay, then every interval', () => {
     const harness = master();
     harness.receive(
       LM,
       { type: 'ApplicationHeartbeat', appId: 'app', bytesWritten: 1000 * 1024 ** 2, fileCount: 10 },
       { requestId: 1 },
     );
-    const update = harness.timer(MASTER_TIMERS.partitionSize, 600_000);
+    const update = harness.timer(MASTER_TIMERS.partitionSize, 300_000);
     const size = ofKind(update, 'metric').find((m) => m.name === 'PartitionSize');
     assert.equal(size?.value, 100 * 1024 ** 2);
+    assert.deepEqual(
+      ofKind(update, 'setTimer').map((t) => [t.name, t.at]),
+      [[MASTER_TIMERS.partitionSize, 900_000]],
+      'the next update one interval later',
+    );
     harness.receive(
       LM,
       { type: 'ApplicationHeartbeat', appId: 'app', bytesWritten: 10, fileCount: 10 },
       { requestId: 2 },
     );
-    harness.timer(MASTER_TIMERS.partitionSize, 1_200_000);
+    harness.timer(MASTER_TIMERS.partitionSize, 900_000);
     assert.equal(harness.state.durable.estimatedPartitionSize, 8 * 1024 ** 2, 'clamped to the minimum');
   });
 });

@@ -20,6 +20,7 @@ export function testMasterConfig(overrides: Partial<MasterConfig> = {}): MasterC
       minSize: 8 * MiB,
       maxSize: 4 * 1024 * MiB,
       initialSize: 64 * MiB,
+      updateInitialDelayMs: 300_000,
       updateIntervalMs: 600_000,
     },
     slots: {
