@@ -6,6 +6,13 @@ import { demoWorkload, drawWorkload, standardWorkload, upgradeWorkload } from '.
 export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   /** Every seed draws its own cluster, applications, releases and tiers (swarm testing). */
   swarm: clusterScenario('swarm', drawWorkload),
+  /**
+   * The swarm as it drew until 22 November 2026, before it drew policies (rack skew, load-aware slots, partition
+   * size updates, rack-aware replicas, HARD splits): seeds found before then replay their shapes here.
+   */
+  'swarm-before-policies': clusterScenario('swarm-before-policies', (rng) =>
+    drawWorkload(rng, { policies: false }),
+  ),
   /** The benchmark's fixed shape: 20 workers, 4 applications of 200 partitions, replication on. */
   standard: clusterScenario('standard', standardWorkload),
   /** `npm start`: three workers, one replicated application, one job (run without faults). */

@@ -75,17 +75,17 @@ describe('the simulator on the swarm scenario', () => {
 
   it('keeps seeds that once failed passing (a sealed file re-excluding its worker; an exclusion the master refused; a drain plus an exclusion outlasting the liveness bound; a lift lost to a master restart; shuffle ids reused after 100 stage reruns; a decommission the operator called off; a decommission holding the only other worker; a revive epoch handed out twice; an Immediately that cut a graceful drain short; a disk append larger than its first slab)', () => {
     for (const [name, seed] of [
-      ['swarm', 2496],
+      ['swarm-before-policies', 2496],
       ['standard', 202],
-      ['swarm', 3808],
-      ['swarm', 4697],
-      ['swarm', 5846],
-      ['swarm', 6281],
-      ['swarm', 14595],
-      ['swarm', 60226],
-      ['swarm', 13399],
-      ['swarm', 9152],
-      ['swarm', 55088],
+      ['swarm-before-policies', 3808],
+      ['swarm-before-policies', 4697],
+      ['swarm-before-policies', 5846],
+      ['swarm-before-policies', 6281],
+      ['swarm-before-policies', 14595],
+      ['swarm-before-policies', 60226],
+      ['swarm-before-policies', 13399],
+      ['swarm-before-policies', 9152],
+      ['swarm-before-policies', 55088],
     ] as const) {
       const result = runSeed({ seed, scenario: SCENARIOS[name]! });
       assert.equal(result.violation, undefined, `${name} seed ${seed}: ${result.violation?.detail ?? ''}`);

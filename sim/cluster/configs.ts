@@ -74,11 +74,13 @@ export interface MasterSettings {
   readonly release: Release;
   readonly dfs: boolean;
   readonly budgetMode: BudgetMode;
+  /** Configuration keys the scenario sets (ClusterShape.masterOverrides). */
+  readonly overrides?: Readonly<Record<string, string>>;
   readonly plantedBug?: PlantedBug;
 }
 
 export function masterConfig(settings: MasterSettings): MasterConfig {
-  const conf = configFor(settings.release, 'master');
+  const conf = configFor(settings.release, 'master', settings.overrides);
   const policy = conf.getString('svc.master.slot.assign.policy').toUpperCase();
   const minWorkers = optional(conf, 'svc.master.slot.assign.minWorkers', (k) => conf.getInt(k));
   return {
@@ -211,6 +213,10 @@ export function clientOverrides(app: AppShape): Record<string, string> {
     ...(app.heartbeatIntervalMs === undefined
       ? {}
       : { 'svc.client.application.heartbeatInterval': `${app.heartbeatIntervalMs}ms` }),
+    ...(app.splitMode === undefined ? {} : { 'svc.client.shuffle.partitionSplit.mode': app.splitMode }),
+    ...(app.rackAware === undefined
+      ? {}
+      : { 'svc.client.reserveSlots.rackaware.enabled': String(app.rackAware) }),
   };
 }
 

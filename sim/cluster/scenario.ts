@@ -129,6 +129,7 @@ function buildCluster(
           release,
           dfs: cluster.dfs,
           budgetMode,
+          ...(cluster.masterOverrides === undefined ? {} : { overrides: cluster.masterOverrides }),
           ...(plantedBug === undefined ? {} : { plantedBug }),
         }),
       ),

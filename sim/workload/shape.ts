@@ -20,6 +20,12 @@ export interface ClusterShape {
   readonly memoryGuard: boolean;
   /** A rolling upgrade of the servers during the run, if any. */
   readonly upgrade?: UpgradeShape;
+  /**
+   * Master configuration the seed sets, as an operator writes it (`svc.master.slot.assign.policy: LOADAWARE`, ...),
+   * resolved by conf/ for the master's release like any deployment's; unset keys keep that release's defaults.
+   * Only keys every drawn server release knows are set.
+   */
+  readonly masterOverrides?: Readonly<Record<string, string>>;
 }
 
 export interface WorkerShape {
@@ -63,6 +69,10 @@ export interface AppShape {
   readonly stageRerun?: boolean;
   /** `svc.client.shuffle.partitionSplit.threshold`; undefined = the default (small values force splits). */
   readonly splitThresholdBytes?: number;
+  /** `svc.client.shuffle.partitionSplit.mode`; undefined = the default (SOFT). */
+  readonly splitMode?: 'SOFT' | 'HARD';
+  /** `svc.client.reserveSlots.rackaware.enabled`; undefined = the default (off). */
+  readonly rackAware?: boolean;
   /**
    * `svc.client.application.heartbeatInterval`; undefined = the default. Short intervals let the lifecycle manager
    * learn of excluded and shutting workers while its jobs still revive.
@@ -151,8 +161,12 @@ function job(rng: Rng, maxMappers: number, maxPartitions: number): JobShape {
   return { numMappers, numPartitions, records, recordBytes, speculative, ...reread };
 }
 
-/** Swarm: a workload shape drawn from the seed, from one tiny application to several busy ones. */
-export function drawWorkload(rng: Rng): WorkloadShape {
+/**
+ * Swarm: a workload shape drawn from the seed, from one tiny application to several busy ones. `policies: false`
+ * draws the swarm as it was before it drew policies (rack skew, master and client policies; 22 November 2026): the
+ * seeds pinned before then replay the shapes that once failed.
+ */
+export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } = {}): WorkloadShape {
   const dfs = chance(rng, 0.25);
   const memory = chance(rng, 0.4);
   const serverRelease: Release = chance(rng, 0.7)
@@ -189,7 +203,60 @@ export function drawWorkload(rng: Rng): WorkloadShape {
     };
   });
   // Drawn after everything else, so that the rest of a seed's shape is the one it drew before tasks took time.
-  return { cluster, apps: apps.map((app) => (chance(rng, 0.6) ? withTaskTimes(rng, app) : app)) };
+  const timed = apps.map((app) => (chance(rng, 0.6) ? withTaskTimes(rng, app) : app));
+  if (options.policies === false) return { cluster, apps: timed };
+  // Then the policies, last for the same reason: a seed drawn before they were keeps its cluster and workload.
+  return {
+    cluster: withMasterPolicies(rng, withRackSkew(rng, cluster)),
+    apps: timed.map((app) => withClientPolicies(rng, app)),
+  };
+}
+
+/**
+ * Now and then most workers on one rack, the rest on two others: rack-aware placement must then put replicas of the
+ * crowded rack's primaries on the few other workers, or on the same rack once those are full.
+ */
+function withRackSkew(rng: Rng, cluster: ClusterShape): ClusterShape {
+  if (!chance(rng, 0.3)) return cluster;
+  return {
+    ...cluster,
+    workers: cluster.workers.map((worker) => ({
+      ...worker,
+      rack: chance(rng, 0.7) ? '/rack0' : pick(rng, ['/rack1', '/rack2']),
+    })),
+  };
+}
+
+/**
+ * The master's policies beyond the defaults: load-aware slot assignment (disk groups by measured speed), and an
+ * estimated partition size measured within the run instead of after 5 minutes (the default delay), so that disk
+ * budgets follow what was written.
+ */
+function withMasterPolicies(rng: Rng, cluster: ClusterShape): ClusterShape {
+  const overrides: Record<string, string> = {};
+  if (chance(rng, 0.4)) {
+    overrides['svc.master.slot.assign.policy'] = 'LOADAWARE';
+    overrides['svc.master.slot.assign.loadAware.numDiskGroups'] = String(1 + Math.floor(rng.next() * 5));
+    overrides['svc.master.slot.assign.loadAware.diskGroupGradient'] = pick(rng, ['0', '0.1', '0.5', '1']);
+    overrides['svc.master.slot.assign.loadAware.flushTimeWeight'] = pick(rng, ['0', '0.5', '1']);
+    overrides['svc.master.slot.assign.loadAware.fetchTimeWeight'] = pick(rng, ['0', '1', '2']);
+  }
+  if (chance(rng, 0.5)) {
+    overrides['svc.master.estimatedPartitionSize.update.initialDelay'] = pick(rng, ['1s', '5s', '20s']);
+    overrides['svc.master.estimatedPartitionSize.update.interval'] = pick(rng, ['2s', '10s', '30s']);
+    // The bounds exist from 0.4.1 on (contract section 8); a small minimum lets tiny shuffles lower the estimate.
+    if (isAtLeast(cluster.serverRelease, '0.4.1') && cluster.upgrade === undefined) {
+      overrides['svc.master.estimatedPartitionSize.minSize'] = pick(rng, ['1k', '64k', '1m']);
+    }
+  }
+  return Object.keys(overrides).length === 0 ? cluster : { ...cluster, masterOverrides: overrides };
+}
+
+/** Client policies beyond the defaults: rack-aware replicas, and HARD split mode (with a small split threshold). */
+function withClientPolicies(rng: Rng, app: AppShape): AppShape {
+  const rackAware = chance(rng, 0.3) ? { rackAware: true } : {};
+  const splitMode = chance(rng, 0.2) ? { splitMode: 'HARD' as const } : {};
+  return { ...app, ...rackAware, ...splitMode };
 }
 
 /**
