@@ -32,7 +32,7 @@ import type { Envelope } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { count, log, reply } from '../outbox.ts';
-import { withApplications, type MasterOutbox } from './outbox.ts';
+import { withApplications, withWorkers, type MasterOutbox } from './outbox.ts';
 import type { MasterState } from './state.ts';
 
 /**
@@ -166,8 +166,10 @@ export function handleRequestSlots(
   if (booked.unmatched.length > 0)
     log(out, 'warn', 'master.slots.unmatchedAllocation', { unmatched: booked.unmatched });
   const registered = registerShuffle(durable.applications, message.appId, message.shuffleId, out.now);
-  // Booked slots last only until the worker's next heartbeat: persisted with the registry, but not a reason to write.
-  const state = { ...s, durable: { ...durable, workers: booked.registry } };
+  // Booked slots are written before the offer goes out, like the shuffle's registration: a master that restarted
+  // without them would offer the same budget again before the workers' next heartbeats (swarm seed 268654: an
+  // offer for an already registered shuffle, then two master crashes, then the disk offered twice over).
+  const state = withWorkers(s, out, booked.registry);
   return registered.alreadyRegistered ? state : withApplications(state, out, registered.registry);
 }
 

@@ -337,6 +337,28 @@ describe('master: applications and slots', () => {
 });
 
 describe('master: restart', () => {
+  it('persists the slots it booked before it offers them, so that a restarted master does not offer the same budget again', () => {
+    const before = master();
+    const estimate = testMasterConfig().partitionSize.initialSize;
+    const small = disks().map((disk) => ({ ...disk, usableBytes: 4 * estimate, totalBytes: 4 * estimate }));
+    before.receive(
+      workerKey(W1),
+      { type: 'RegisterWorker', worker: W1, disks: small, networkLocation: '/r1' },
+      { requestId: (nextRequest += 1) },
+    );
+    assert.equal(requestSlots(before, { partitionIds: [0, 1] }).reply.status, 'SUCCESS');
+    // The same shuffle again (a partial offer retried): nothing new to register, but two more slots booked.
+    const again = requestSlots(before, { partitionIds: [2, 3] });
+    assert.equal(again.reply.status, 'SUCCESS');
+    assert.equal(again.effects[0]?.kind, 'persist', 'the booking is durable before the offer is sent');
+    const persisted = ofKind(again.effects, 'persist')[0]!;
+
+    const after = new Harness(masterMachine, initialMasterState(testMasterConfig()));
+    after.start(new Map([[MASTER_STATE_KEY, persisted.value!]]));
+    const third = requestSlots(after, { shuffleId: 2, partitionIds: [0] });
+    assert.equal(third.reply.status, 'SLOT_NOT_AVAILABLE', 'the disk budget was used up before the restart');
+  });
+
   it('restores workers, applications and shuffles from the coordination store', () => {
     const before = master();
     register(before, W1);
