@@ -19,7 +19,7 @@ import { admitClient } from '../../core/release/admission.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { FaultTopology } from '../faults/inject.ts';
-import { calmFrom, type FaultTargets, type Schedule } from '../faults/plan.ts';
+import { calmFrom, type DiskFault, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
@@ -88,9 +88,14 @@ function longestComputeMs(apps: readonly AppShape[]): number {
 /**
  * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client
  * releases running jobs through the compute-engine model, every invariant checker, and the fault topology. The
- * workload shape comes from `shape(rng)` (swarm-drawn or fixed); everything else is the same for every scenario.
+ * workload shape comes from `shape(rng)` (swarm-drawn or fixed); everything else is the same for every scenario,
+ * but for the disk faults the plan may draw (`options.diskFaults`, default all).
  */
-export function clusterScenario(name: string, shape: (rng: Rng) => WorkloadShape): Scenario {
+export function clusterScenario(
+  name: string,
+  shape: (rng: Rng) => WorkloadShape,
+  options: { readonly diskFaults?: readonly DiskFault[] } = {},
+): Scenario {
   return {
     name,
     build(world, context) {
@@ -99,6 +104,7 @@ export function clusterScenario(name: string, shape: (rng: Rng) => WorkloadShape
         shape(streamRng(context.seed, 'workload')),
         context.seed,
         context.plantedBug,
+        options.diskFaults,
       );
     },
   };
@@ -109,6 +115,7 @@ function buildCluster(
   workload: WorkloadShape,
   seed: number,
   plantedBug: PlantedBug | undefined,
+  diskFaults: readonly DiskFault[] | undefined,
 ): ScenarioRun {
   const { cluster, apps } = workload;
   const settings = streamRng(seed, 'settings');
@@ -195,7 +202,8 @@ function buildCluster(
   const engine = new Engine(apps, factory, {
     stageRerun: (app) => stageRerun.get(app.appId) ?? false,
     dataLossPossible: () => (schedule === undefined ? true : dataLossPossible(schedule)),
-    capacityLossPossible: () => (schedule === undefined ? true : capacityLossPossible(schedule)),
+    capacityLossPossible: () =>
+      cluster.smallDisks === true || schedule === undefined ? true : capacityLossPossible(schedule),
     expectedFailureAttempts: 3,
     maxStageAttemptsAfterCalm: MAX_STAGE_ATTEMPTS_AFTER_CALM,
     retryDelayMs: 1_000,
@@ -244,6 +252,7 @@ function buildCluster(
     workers: cluster.workers.map((w) => ({ token: w.token, mounts: w.disks.map((d) => d.mountPoint) })),
     masters: ['m0'],
     apps: apps.map((a) => a.token),
+    ...(diskFaults === undefined ? {} : { diskFaults }),
   };
   const appGroups = new Map(apps.map((app) => [app.token, appMembership(app)]));
   const topology: FaultTopology = {

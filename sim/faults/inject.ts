@@ -189,6 +189,9 @@ function setDiskFault(faults: DiskFaults, fault: DiskFault, on: boolean): void {
     case 'slow':
       faults.slowFactor = on ? SLOW_DISK_FACTOR : 1;
       return;
+    case 'corrupt-reads':
+      faults.corruptReads = on;
+      return;
   }
 }
 

@@ -20,8 +20,23 @@ export interface Knobs {
   readonly noSpace: number;
 }
 
-export const DISK_FAULTS = ['write-errors', 'read-errors', 'sync-errors', 'full', 'slow'] as const;
+/**
+ * What a disk fault window does: reads, writes or syncs fail; every write gets NO_SPACE; every operation is slow;
+ * reads return the stored bytes with one byte garbled (a failing controller or cable: the stored copy is intact).
+ */
+export const DISK_FAULTS = [
+  'write-errors',
+  'read-errors',
+  'sync-errors',
+  'full',
+  'slow',
+  'corrupt-reads',
+] as const;
 export type DiskFault = (typeof DISK_FAULTS)[number];
+/** The disk faults the swarm drew before reads could be corrupted (22 November 2026): older seeds replay with these. */
+export const DISK_FAULTS_BEFORE_CORRUPTION: readonly DiskFault[] = DISK_FAULTS.filter(
+  (fault) => fault !== 'corrupt-reads',
+);
 
 /** Worker events an operator sends through the master (Recommission ends each of them). */
 export const WORKER_EVENTS = ['Decommission', 'DecommissionThenIdle', 'Graceful', 'Immediately'] as const;
@@ -71,6 +86,8 @@ export interface FaultTargets {
   readonly workers: readonly { readonly token: string; readonly mounts: readonly string[] }[];
   readonly masters: readonly string[];
   readonly apps: readonly string[];
+  /** The disk faults to draw from; undefined: all of DISK_FAULTS. */
+  readonly diskFaults?: readonly DiskFault[];
 }
 
 export const CALM_KNOBS: Knobs = {
@@ -167,7 +184,7 @@ function drawFault(rng: Rng, kind: FaultKind, at: number, targets: FaultTargets)
         at,
         target: worker.token,
         mount: pick(rng, worker.mounts),
-        fault: pick(rng, DISK_FAULTS),
+        fault: pick(rng, targets.diskFaults ?? DISK_FAULTS),
         duration: Math.round(logUniform(rng, 100, 30_000)),
       };
     }

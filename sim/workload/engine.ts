@@ -62,9 +62,10 @@ export interface EngineOptions {
   /** Whether the schedule had any fault that can make committed data unreadable (crash, disk fault, loss). */
   readonly dataLossPossible: () => boolean;
   /**
-   * Whether the schedule can leave the cluster short of workers long after the faults: a decommission is one-way
-   * and its worker waits for every shuffle it holds to go (up to `svc.worker.decommission.forceExitTimeout`, 6 h),
-   * so with too few other workers a job that still holds a shuffle there can never get slots again.
+   * Whether the run can leave the cluster short of room long after the faults: a decommission is one-way and its
+   * worker waits for every shuffle it holds to go (up to `svc.worker.decommission.forceExitTimeout`, 6 h), so with
+   * too few other workers a job that still holds a shuffle there can never get slots again; small disks fill, and a
+   * full disk takes no new file until its worker restarts.
    */
   readonly capacityLossPossible: () => boolean;
   /**
@@ -487,7 +488,7 @@ export class Engine implements Observer {
             kind: 'failed',
             reason:
               `map ${ref.mapId} failed ${map.failuresAfterCalm} times after the faults stopped, with the cluster ` +
-              `short of workers (a decommissioning worker holds the shuffle): ${map.lastError}`,
+              `short of room (a decommissioning worker holds the shuffle, or small disks are full): ${map.lastError}`,
           });
           return;
         }

@@ -42,6 +42,10 @@ describe('swarm workload shapes', () => {
       const racks = cluster.workers.map((worker) => worker.rack);
       if (racks.filter((rack) => rack === '/rack0').length > racks.length / 2 + 1) seen.add('skewed racks');
       if (new Set(racks).size === 1) seen.add('one rack');
+      const disks = cluster.workers.flatMap((worker) => worker.disks);
+      if (cluster.smallDisks === true && disks.every((disk) => disk.capacityBytes <= 1024 ** 2)) {
+        seen.add('small disks');
+      }
       for (const app of apps) {
         if (app.rackAware === true && app.replicate !== false) seen.add('rack-aware replicas');
         if (app.splitMode === 'HARD' && app.splitThresholdBytes !== undefined) seen.add('hard splits');
@@ -54,6 +58,7 @@ describe('swarm workload shapes', () => {
       'rack-aware replicas',
       'size updates',
       'skewed racks',
+      'small disks',
       'small minimum size',
     ]);
   });

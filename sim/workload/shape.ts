@@ -26,6 +26,11 @@ export interface ClusterShape {
    * Only keys every drawn server release knows are set.
    */
   readonly masterOverrides?: Readonly<Record<string, string>>;
+  /**
+   * Disks of a few hundred KiB (swarm): they may fill for good (a full disk takes no new file until its worker
+   * restarts), so a job may end out of slots once the faults are over, as with a decommission.
+   */
+  readonly smallDisks?: boolean;
 }
 
 export interface WorkerShape {
@@ -206,10 +211,32 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   const timed = apps.map((app) => (chance(rng, 0.6) ? withTaskTimes(rng, app) : app));
   if (options.policies === false) return { cluster, apps: timed };
   // Then the policies, last for the same reason: a seed drawn before they were keeps its cluster and workload.
-  return {
+  const policed = {
     cluster: withMasterPolicies(rng, withRackSkew(rng, cluster)),
     apps: timed.map((app) => withClientPolicies(rng, app)),
   };
+  return { ...policed, cluster: withSmallDisks(rng, policed.cluster) };
+}
+
+/**
+ * Now and then disks of 16 KiB–1 MiB and a partition size assumed to be 4–64 KiB: disk budgets of a few to a few
+ * hundred slots that offers use up, and disks that fill (NO_SPACE for real, not injected), so that the disk-budget
+ * invariant and a full cluster are exercised; with the default sizes (GiBs, 64 MiB) budgets never bind here.
+ */
+function withSmallDisks(rng: Rng, cluster: ClusterShape): ClusterShape {
+  if (!chance(rng, 0.2)) return cluster;
+  const workers = cluster.workers.map((worker) => ({
+    ...worker,
+    disks: worker.disks.map((disk) => ({
+      ...disk,
+      capacityBytes: Math.round(logUniform(rng, 16 * 1024, MiB)),
+    })),
+  }));
+  const overrides: Record<string, string> = {
+    ...cluster.masterOverrides,
+    'svc.master.estimatedPartitionSize.initialSize': pick(rng, ['4k', '16k', '64k']),
+  };
+  return { ...cluster, smallDisks: true, workers, masterOverrides: overrides };
 }
 
 /**

@@ -158,6 +158,29 @@ describe('NodeStorage', () => {
     assert.ok(Math.abs(slow - 50 * fast) < 1e-9);
   });
 
+  it('garbles one byte of each read from a disk with corrupt reads, and leaves the file intact', () => {
+    const disk = storage();
+    const file = files[0]!;
+    const written = Uint8Array.from({ length: 64 }, (_, i) => i);
+    disk.execute({ kind: 'createFile', op: 1, file }, 0);
+    disk.execute({ kind: 'write', op: 2, file, bytes: written }, 0);
+    const read = () => {
+      const input = disk.execute({ kind: 'read', op: 3, file, offset: 0, length: 64 }, 0)?.input;
+      assert.ok(input?.kind === 'ioDone' && input.bytes !== undefined);
+      return input.bytes;
+    };
+    disk.faultsOf('/ssd')!.corruptReads = true;
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const garbled = read();
+      const differing = [...garbled.keys()].filter((i) => garbled[i] !== written[i]);
+      assert.equal(differing.length, 1, 'exactly one byte differs');
+      assert.equal(garbled[differing[0]!], written[differing[0]!]! ^ 0xff);
+    }
+    assert.deepEqual(disk.peek(file), written, 'the stored bytes are intact');
+    disk.faultsOf('/ssd')!.corruptReads = false;
+    assert.deepEqual(read(), written);
+  });
+
   it('injects background I/O errors at the given rate', () => {
     const disk = storage(0.6);
     const file = files[0]!;

@@ -19,6 +19,8 @@ export interface DiskFaults {
   full: boolean;
   /** Multiplies every latency of the disk (a dying disk, a noisy neighbour). */
   slowFactor: number;
+  /** Every read returns its bytes with one byte inverted; what is stored stays intact. */
+  corruptReads: boolean;
 }
 
 /** Background probabilities of I/O faults per operation, drawn per seed by the swarm. */
@@ -70,7 +72,14 @@ export class SharedDfs {
 }
 
 export function healthyDisk(): DiskFaults {
-  return { failWrites: false, failReads: false, failSyncs: false, full: false, slowFactor: 1 };
+  return {
+    failWrites: false,
+    failReads: false,
+    failSyncs: false,
+    full: false,
+    slowFactor: 1,
+    corruptReads: false,
+  };
 }
 
 /**
@@ -175,6 +184,10 @@ export class NodeStorage {
       case 'read': {
         const error = this.injected(device, 'read');
         const bytes = error ?? device.volume.read(path, effect.offset, effect.length);
+        // The read's bytes are the volume's copy, never what it stores: garbling them leaves the file intact.
+        if (typeof bytes !== 'string' && bytes.length > 0 && device.faults?.corruptReads === true) {
+          bytes[Math.floor(this.rng.next() * bytes.length)]! ^= 0xff;
+        }
         const input: IoCompletion =
           typeof bytes === 'string'
             ? { kind: 'ioFailed', op: effect.op, error: bytes }
