@@ -19,7 +19,7 @@ import { admitClient } from '../../core/release/admission.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { FaultTopology } from '../faults/inject.ts';
-import { calmFrom, type DiskFault, type FaultTargets, type Schedule } from '../faults/plan.ts';
+import { calmFrom, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
@@ -89,12 +89,12 @@ function longestComputeMs(apps: readonly AppShape[]): number {
  * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client
  * releases running jobs through the compute-engine model, every invariant checker, and the fault topology. The
  * workload shape comes from `shape(rng)` (swarm-drawn or fixed); everything else is the same for every scenario,
- * but for the disk faults the plan may draw (`options.diskFaults`, default all).
+ * but for the faults the plan may draw (`options`: the disk faults, and whether executors are lost; default all).
  */
 export function clusterScenario(
   name: string,
   shape: (rng: Rng) => WorkloadShape,
-  options: { readonly diskFaults?: readonly DiskFault[] } = {},
+  options: Pick<FaultTargets, 'diskFaults' | 'taskKills'> = {},
 ): Scenario {
   return {
     name,
@@ -104,7 +104,7 @@ export function clusterScenario(
         shape(streamRng(context.seed, 'workload')),
         context.seed,
         context.plantedBug,
-        options.diskFaults,
+        options,
       );
     },
   };
@@ -115,7 +115,7 @@ function buildCluster(
   workload: WorkloadShape,
   seed: number,
   plantedBug: PlantedBug | undefined,
-  diskFaults: readonly DiskFault[] | undefined,
+  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills'>,
 ): ScenarioRun {
   const { cluster, apps } = workload;
   const settings = streamRng(seed, 'settings');
@@ -252,7 +252,7 @@ function buildCluster(
     workers: cluster.workers.map((w) => ({ token: w.token, mounts: w.disks.map((d) => d.mountPoint) })),
     masters: ['m0'],
     apps: apps.map((a) => a.token),
-    ...(diskFaults === undefined ? {} : { diskFaults }),
+    ...faultOptions,
   };
   const appGroups = new Map(apps.map((app) => [app.token, appMembership(app)]));
   const topology: FaultTopology = {
@@ -264,6 +264,7 @@ function buildCluster(
     master,
     supervised: new Set([master, ...workerSet]),
     supervisorDelayMs: 1_000,
+    killTask: (w, token, task) => engine.killTask(w, token, task),
   };
 
   const budgets =

@@ -1,7 +1,7 @@
 import type { Input, NodeId } from '../../core/machines/effects.ts';
 import type { DiskFaults } from '../world/storage.ts';
 import type { Observer, World } from '../world/world.ts';
-import type { DiskFault, Fault, Knobs, Schedule } from './plan.ts';
+import type { DiskFault, Fault, Knobs, Schedule, TaskKind } from './plan.ts';
 
 /** How the tokens of a schedule map onto the nodes of one world (the scenario provides it). */
 export interface FaultTopology {
@@ -15,6 +15,8 @@ export interface FaultTopology {
   readonly supervised: ReadonlySet<NodeId>;
   /** How long the supervisor waits before restarting a process that exited on its own. */
   readonly supervisorDelayMs: number;
+  /** Loses the executor running a task of an application (the compute engine decides which and reruns it). */
+  killTask(world: World, appToken: string, task: TaskKind): void;
 }
 
 const SLOW_DISK_FACTOR = 25;
@@ -146,6 +148,9 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
         );
         break;
       }
+      case 'kill':
+        world.schedule(fault.at, label, (w) => topology.killTask(w, fault.target, fault.task));
+        break;
     }
   }
 
@@ -209,5 +214,7 @@ function describeFault(fault: Fault): string {
       return `FAULT operator excludes ${fault.target} for ${fault.duration}ms`;
     case 'event':
       return `FAULT operator sends ${fault.event} to ${fault.target}, Recommission after ${fault.duration}ms`;
+    case 'kill':
+      return `FAULT ${fault.target} loses a ${fault.task} task (its executor died)`;
   }
 }

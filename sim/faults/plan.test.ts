@@ -5,6 +5,7 @@ import { streamRng } from '../world/random.ts';
 import {
   CALM_KNOBS,
   DISK_FAULTS,
+  TASK_KINDS,
   WORKER_EVENTS,
   drawSchedule,
   faultEnd,
@@ -50,6 +51,12 @@ export const faultArb: fc.Arbitrary<Fault> = fc.oneof(
     mount: fc.constantFrom('/mnt/disk0', '/data/ssd-1'),
     fault: fc.constantFrom(...DISK_FAULTS),
     duration: time,
+  }),
+  fc.record({
+    kind: fc.constant('kill' as const),
+    at: time,
+    target: token,
+    task: fc.constantFrom(...TASK_KINDS),
   }),
 );
 
@@ -97,6 +104,7 @@ describe('fault schedules', () => {
     assert.throws(() => parseFaults('explode(w1)@1+2'), /unknown fault kind 'explode'/);
     assert.throws(() => parseFaults('disk(w1,/d,melted)@1+2'), /fault one of write-errors, read-errors/);
     assert.throws(() => parseFaults('crash(w1,w2)@1+2'), /crash takes exactly one target/);
+    assert.throws(() => parseFaults('kill(a0,driver)@1+0'), /kill\(app,task\) with task one of map, reduce/);
     assert.throws(() => parseKnobs('storm=-1'), /knob storm needs a non-negative number, got '-1'/);
     assert.throws(() => parseKnobs('loss=0.1'), /'loss' is not a knob; expected one of storm, latency/);
     assert.deepEqual(parseKnobs('drop=0.5'), { ...CALM_KNOBS, drop: 0.5 });

@@ -72,7 +72,15 @@ export type Fault =
       readonly target: string;
       readonly event: WorkerEvent;
       readonly duration: number;
-    };
+    }
+  /**
+   * An executor of application `target` is lost: its running map attempt (`task` map) or reducer (reduce) with the
+   * lowest id dies at once, mid-push or mid-read; the engine runs the task again, as a batch engine does.
+   */
+  | { readonly kind: 'kill'; readonly at: number; readonly target: string; readonly task: TaskKind };
+
+export const TASK_KINDS = ['map', 'reduce'] as const;
+export type TaskKind = (typeof TASK_KINDS)[number];
 
 export type FaultKind = Fault['kind'];
 
@@ -88,6 +96,8 @@ export interface FaultTargets {
   readonly apps: readonly string[];
   /** The disk faults to draw from; undefined: all of DISK_FAULTS. */
   readonly diskFaults?: readonly DiskFault[];
+  /** Whether executors may be lost (kill faults); undefined: yes. */
+  readonly taskKills?: boolean;
 }
 
 export const CALM_KNOBS: Knobs = {
@@ -129,7 +139,7 @@ function drawKnobs(rng: Rng, calm: boolean): Knobs {
 /** Mean faults per minute of storm for each kind, 0 when the swarm left the kind out. */
 type Rates = Readonly<Record<FaultKind, number>>;
 
-function drawRates(rng: Rng): Rates {
+function drawRates(rng: Rng, targets: FaultTargets): Rates {
   const rate = (p: number, low: number, high: number) => (chance(rng, p) ? logUniform(rng, low, high) : 0);
   return {
     crash: rate(0.45, 1, 12),
@@ -138,12 +148,14 @@ function drawRates(rng: Rng): Rates {
     disk: rate(0.4, 2, 20),
     exclude: rate(0.25, 1, 8),
     event: rate(0.25, 1, 6),
+    // Last, and not drawn at all without kills: the other kinds' draws stay those of older seeds.
+    kill: targets.taskKills === false ? 0 : rate(0.3, 1, 10),
   };
 }
 
 /** Draws the schedule of discrete faults for one storm. */
 function drawFaults(rng: Rng, knobs: Knobs, targets: FaultTargets): Fault[] {
-  const rates = drawRates(rng);
+  const rates = drawRates(rng, targets);
   const faults: Fault[] = [];
   const minutes = knobs.stormMs / 60_000;
   for (const kind of Object.keys(rates) as FaultKind[]) {
@@ -198,6 +210,9 @@ function drawFault(rng: Rng, kind: FaultKind, at: number, targets: FaultTargets)
         event: pick(rng, WORKER_EVENTS),
         duration: Math.round(logUniform(rng, 500, 30_000)),
       };
+    case 'kill':
+      if (targets.apps.length === 0) return undefined;
+      return { kind, at, target: pick(rng, targets.apps), task: pick(rng, TASK_KINDS) };
   }
 }
 
@@ -218,6 +233,8 @@ export function faultEnd(fault: Fault): number {
     case 'exclude':
     case 'event':
       return fault.at + fault.duration;
+    case 'kill':
+      return fault.at;
   }
 }
 
@@ -241,6 +258,8 @@ function formatFault(fault: Fault): string {
       return `exclude(${fault.target})@${fault.at}+${fault.duration}`;
     case 'event':
       return `event(${fault.target},${fault.event})@${fault.at}+${fault.duration}`;
+    case 'kill':
+      return `kill(${fault.target},${fault.task})@${fault.at}+0`;
   }
 }
 
@@ -306,9 +325,18 @@ export function parseFaults(text: string): Fault[] {
           }
           return { kind, at, target, event: event as WorkerEvent, duration: length };
         }
+        case 'kill': {
+          const [target, task] = args;
+          if (args.length !== 2 || !target || !(TASK_KINDS as readonly string[]).includes(task ?? '')) {
+            throw new RangeError(
+              `'${clause}': expected kill(app,task) with task one of ${TASK_KINDS.join(', ')}`,
+            );
+          }
+          return { kind, at, target, task: task as TaskKind };
+        }
         default:
           throw new RangeError(
-            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, disk, exclude or event`,
+            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, disk, exclude, event or kill`,
           );
       }
     });

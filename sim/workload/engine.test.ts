@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { NodeId } from '../../core/machines/effects.ts';
 import { clusterScenario } from '../cluster/scenario.ts';
-import { CALM_KNOBS } from '../faults/plan.ts';
+import { CALM_KNOBS, type Fault } from '../faults/plan.ts';
 import { runSeed, type RunResult, type Scenario } from '../run.ts';
 import { demoWorkload, type JobShape } from './shape.ts';
 
@@ -122,6 +122,43 @@ describe('the compute engine model', () => {
     // Without task slots every reducer is its own process and asks for itself.
     const uncached = runCalm(timedJob(Number.POSITIVE_INFINITY, { reduceComputeMs }));
     assert.equal(uncached.lmReceived.get('GetReducerFileGroup'), 12);
+  });
+
+  it('runs a task again when its executor is lost: a new attempt of a map killed mid-write, the reducer again', () => {
+    const scenario = timedJob(4, { mapComputeMs: [3_000, 5_000], reduceComputeMs: [200, 200, 200, 200] });
+    const run = (faults: Fault[]) => {
+      const result = runSeed({
+        seed: 1,
+        scenario,
+        trace: true,
+        schedule: { knobs: { ...CALM_KNOBS, stormMs: 0 }, faults },
+      });
+      assert.equal(result.violation, undefined, JSON.stringify(result.violation));
+      assert.equal(result.report.counts['apps.done'], 1, 'the job still reads every record exactly once');
+      return result.trace.split('\n');
+    };
+    const mapKill: Fault = { kind: 'kill', at: 3_001, target: 'a0', task: 'map' };
+    const afterMapKill = run([mapKill]);
+    assert.ok(
+      afterMapKill.some((line) => /map-demo-0-0-0 +CRASH/.test(line)),
+      'map 0 attempt 0 was killed',
+    );
+    assert.ok(
+      afterMapKill.some((line) => /map-demo-0-0-1 +START/.test(line)),
+      'map 0 ran again as attempt 1',
+    );
+
+    // The first reducer's start in that run, plus a millisecond: it is still reading.
+    const firstStart = afterMapKill.find((line) => /reduce-demo-0-\d+ +START/.test(line))!;
+    const at = Math.round(Number(/^\s*([\d.]+)s/.exec(firstStart)![1]) * 1_000) + 1;
+    const lines = run([mapKill, { kind: 'kill', at, target: 'a0', task: 'reduce' }]);
+    const killed = lines.find((line) => /reduce-demo-0-\d+ +CRASH/.test(line));
+    assert.ok(killed, 'a reducer was killed');
+    const reducer = /(reduce-demo-0-\d+)/.exec(killed)![1]!;
+    assert.ok(
+      lines.some((line) => new RegExp(`${reducer} +RELAUNCH`).test(line)),
+      `${reducer} ran again`,
+    );
   });
 
   it('runs every task at once when the application sets no compute times', () => {

@@ -4,6 +4,7 @@ import type { Message } from '../../core/protocol/messages.ts';
 import type { MapTaskState } from '../../core/machines/client/map-task.ts';
 import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import type { NodeDefinition, Observer, World } from '../world/world.ts';
+import type { TaskKind } from '../faults/plan.ts';
 import { compareOutput, recordKey } from './records.ts';
 import type { AppShape, JobShape } from './shape.ts';
 
@@ -475,39 +476,51 @@ export class Engine implements Observer {
         if (app.maps.every(mapDone)) this.launchReducers(world, app);
         return;
       case 'failed':
-        this.endAttempt(world, app, map, node, ref.attemptId);
-        map.lastError = state.error ?? 'no reason given';
-        if (this.failOnRefusal(world, app)) return;
-        if (mapDone(map) || map.running.size > 0) return;
-        map.failures += 1;
-        if (world.now >= this.calmAt) map.failuresAfterCalm += 1;
-        if (this.outOfSlotsForGood(map)) {
-          // As a batch engine gives up on a task after spark.task.maxFailures (4) attempts; counted only after the
-          // faults, so that a storm never ends a job that calm would let finish.
-          this.end(world, app, {
-            kind: 'failed',
-            reason:
-              `map ${ref.mapId} failed ${map.failuresAfterCalm} times after the faults stopped, with the cluster ` +
-              `short of room (a decommissioning worker holds the shuffle, or small disks are full): ${map.lastError}`,
-          });
-          return;
-        }
-        // Otherwise retried for as long as it takes: the run's liveness deadline judges whether that is too long.
-        world.schedule(
-          world.now + this.backoff(map.failures),
-          `engine: retry map ${ref.mapId} of ${app.shape.appId}`,
-          (w) => {
-            if (app.job?.shuffleId === ref.shuffleId && !mapDone(map) && map.running.size === 0) {
-              this.launchMap(w, app, ref.mapId);
-            }
-          },
-        );
+        this.mapAttemptFailed(world, node, ref, state.error ?? 'no reason given');
         return;
       case 'registering':
       case 'pushing':
       case 'ending':
         return;
     }
+  }
+
+  /** A map attempt failed (or its executor was lost): once no attempt of the map runs, the map is tried again. */
+  private mapAttemptFailed(
+    world: World,
+    node: NodeId,
+    ref: Extract<TaskRef, { kind: 'map' }>,
+    error: string,
+  ): void {
+    const app = ref.app;
+    const map = app.maps[ref.mapId]!;
+    this.endAttempt(world, app, map, node, ref.attemptId);
+    map.lastError = error;
+    if (this.failOnRefusal(world, app)) return;
+    if (mapDone(map) || map.running.size > 0) return;
+    map.failures += 1;
+    if (world.now >= this.calmAt) map.failuresAfterCalm += 1;
+    if (this.outOfSlotsForGood(map)) {
+      // As a batch engine gives up on a task after spark.task.maxFailures (4) attempts; counted only after the
+      // faults, so that a storm never ends a job that calm would let finish.
+      this.end(world, app, {
+        kind: 'failed',
+        reason:
+          `map ${ref.mapId} failed ${map.failuresAfterCalm} times after the faults stopped, with the cluster ` +
+          `short of room (a decommissioning worker holds the shuffle, or small disks are full): ${map.lastError}`,
+      });
+      return;
+    }
+    // Otherwise retried for as long as it takes: the run's liveness deadline judges whether that is too long.
+    world.schedule(
+      world.now + this.backoff(map.failures),
+      `engine: retry map ${ref.mapId} of ${app.shape.appId}`,
+      (w) => {
+        if (app.job?.shuffleId === ref.shuffleId && !mapDone(map) && map.running.size === 0) {
+          this.launchMap(w, app, ref.mapId);
+        }
+      },
+    );
   }
 
   private launchReducers(world: World, app: AppRun): void {
@@ -574,9 +587,20 @@ export class Engine implements Observer {
       return;
     }
     if (state.phase !== 'failed') return;
+    this.reducerFailed(world, node, ref, state.error ?? { kind: 'failure', message: 'no reason given' });
+  }
+
+  /** A reducer failed (or its executor was lost): judged by its error, then run again unless the job must end. */
+  private reducerFailed(
+    world: World,
+    node: NodeId,
+    ref: Extract<TaskRef, { kind: 'reduce' }>,
+    error: NonNullable<ReduceTaskState['error']>,
+  ): void {
+    const app = ref.app;
+    const reducer = app.reducers[ref.partitionId]!;
     this.settled.add(node);
     this.releaseSlot(world, app, node);
-    const error = state.error ?? { kind: 'failure' as const, message: 'no reason given' };
     if (this.failOnRefusal(world, app)) return;
     if (error.kind === 'integrity') {
       world.fail({
@@ -612,6 +636,30 @@ export class Engine implements Observer {
           this.launchReduce(w, app, ref.partitionId);
       },
     );
+  }
+
+  /**
+   * A fault: the executor running one of the application's tasks is lost. The running map attempt (or reducer) of
+   * the current job with the lowest map id (partition id) whose process is up dies at once, mid-push or mid-read,
+   * and fails as a task whose executor was lost: a new attempt of the map, the reducer again. (A real executor
+   * loss takes every task of the executor; one task is the smallest such fault.)
+   */
+  killTask(world: World, appToken: string, task: TaskKind): void {
+    const app = this.apps.find((candidate) => candidate.shape.token === appToken);
+    if (app === undefined || app.outcome.kind !== 'running' || app.job === undefined) return;
+    const shuffleId = app.job.shuffleId;
+    let victim: { node: NodeId; ref: TaskRef; id: number } | undefined;
+    for (const [node, ref] of this.tasks) {
+      if (ref.kind !== task || ref.app !== app || ref.shuffleId !== shuffleId) continue;
+      if (this.settled.has(node) || !world.hasNode(node) || !world.isUp(node)) continue;
+      const id = ref.kind === 'map' ? ref.mapId : ref.partitionId;
+      if (victim === undefined || id < victim.id) victim = { node, ref, id };
+    }
+    if (victim === undefined) return;
+    world.crash(victim.node);
+    const message = 'the executor running the task was lost';
+    if (victim.ref.kind === 'map') this.mapAttemptFailed(world, victim.node, victim.ref, message);
+    else this.reducerFailed(world, victim.node, victim.ref, { kind: 'failure', message });
   }
 
   /** A reducer has read and computed: its slot is free, and the read is over once every reducer is. */
