@@ -106,5 +106,8 @@ function* smallerFault(fault: Fault): Generator<Fault> {
     case 'event':
       if (fault.duration > 1) yield { ...fault, duration: Math.floor(fault.duration / 2) };
       break;
+    case 'kill':
+      // Nothing smaller than one task's executor: a kill is kept or dropped whole.
+      break;
   }
 }
