@@ -203,7 +203,7 @@ function buildCluster(
     stageRerun: (app) => stageRerun.get(app.appId) ?? false,
     dataLossPossible: () => (schedule === undefined ? true : dataLossPossible(schedule)),
     capacityLossPossible: () =>
-      cluster.smallDisks === true || schedule === undefined ? true : capacityLossPossible(schedule),
+      cluster.smallDisks === true || schedule === undefined || capacityLossPossible(schedule),
     expectedFailureAttempts: 3,
     maxStageAttemptsAfterCalm: MAX_STAGE_ATTEMPTS_AFTER_CALM,
     retryDelayMs: 1_000,

@@ -27,7 +27,7 @@ export interface ClusterShape {
    */
   readonly masterOverrides?: Readonly<Record<string, string>>;
   /**
-   * Disks of a few hundred KiB (swarm): they may fill for good (a full disk takes no new file until its worker
+   * Disks of 16 KiB–1 MiB (swarm): they may fill for good (a full disk takes no new file until its worker
    * restarts), so a job may end out of slots once the faults are over, as with a decommission.
    */
   readonly smallDisks?: boolean;
@@ -168,8 +168,8 @@ function job(rng: Rng, maxMappers: number, maxPartitions: number): JobShape {
 
 /**
  * Swarm: a workload shape drawn from the seed, from one tiny application to several busy ones. `policies: false`
- * draws the swarm as it was before it drew policies (rack skew, master and client policies; 22 November 2026): the
- * seeds pinned before then replay the shapes that once failed.
+ * draws the swarm as it was before it drew policies (rack skew, master and client policies, small disks; 22 November
+ * 2026): the seeds pinned before then replay the shapes that once failed.
  */
 export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } = {}): WorkloadShape {
   const dfs = chance(rng, 0.25);
@@ -211,11 +211,9 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   const timed = apps.map((app) => (chance(rng, 0.6) ? withTaskTimes(rng, app) : app));
   if (options.policies === false) return { cluster, apps: timed };
   // Then the policies, last for the same reason: a seed drawn before they were keeps its cluster and workload.
-  const policed = {
-    cluster: withMasterPolicies(rng, withRackSkew(rng, cluster)),
-    apps: timed.map((app) => withClientPolicies(rng, app)),
-  };
-  return { ...policed, cluster: withSmallDisks(rng, policed.cluster) };
+  const policed = withMasterPolicies(rng, withRackSkew(rng, cluster));
+  const policedApps = timed.map((app) => withClientPolicies(rng, app));
+  return { cluster: withSmallDisks(rng, policed), apps: policedApps };
 }
 
 /**
