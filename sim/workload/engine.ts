@@ -656,6 +656,8 @@ export class Engine implements Observer {
       if (victim === undefined || id < victim.id) victim = { node, ref, id };
     }
     if (victim === undefined) return;
+    // The executor's process is gone, and what its shuffle client had cached with it (its slots get a new one).
+    this.executorOf(app, victim.node)?.forget(app.shape.appId, shuffleId);
     world.crash(victim.node);
     const message = 'the executor running the task was lost';
     if (victim.ref.kind === 'map') this.mapAttemptFailed(world, victim.node, victim.ref, message);
