@@ -46,6 +46,8 @@ describe('swarm workload shapes', () => {
       if (cluster.smallDisks === true && disks.every((disk) => disk.capacityBytes <= 1024 ** 2)) {
         seen.add('small disks');
       }
+      const memories = cluster.workers.map((worker) => worker.memoryBytes);
+      if (memories.every((bytes) => bytes > 0 && bytes <= 128 * 1024)) seen.add('small memory');
       for (const app of apps) {
         if (app.rackAware === true && app.replicate !== false) seen.add('rack-aware replicas');
         if (app.splitMode === 'HARD' && app.splitThresholdBytes !== undefined) seen.add('hard splits');
@@ -59,6 +61,7 @@ describe('swarm workload shapes', () => {
       'size updates',
       'skewed racks',
       'small disks',
+      'small memory',
       'small minimum size',
     ]);
   });

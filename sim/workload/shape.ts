@@ -168,8 +168,8 @@ function job(rng: Rng, maxMappers: number, maxPartitions: number): JobShape {
 
 /**
  * Swarm: a workload shape drawn from the seed, from one tiny application to several busy ones. `policies: false`
- * draws the swarm as it was before it drew policies (rack skew, master and client policies, small disks; 22 November
- * 2026): the seeds pinned before then replay the shapes that once failed.
+ * draws the swarm as it was before it drew policies (rack skew, master and client policies, small disks and memory;
+ * 22 November 2026): the seeds pinned before then replay the shapes that once failed.
  */
 export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } = {}): WorkloadShape {
   const dfs = chance(rng, 0.25);
@@ -213,7 +213,23 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   // Then the policies, last for the same reason: a seed drawn before they were keeps its cluster and workload.
   const policed = withMasterPolicies(rng, withRackSkew(rng, cluster));
   const policedApps = timed.map((app) => withClientPolicies(rng, app));
-  return { cluster: withSmallDisks(rng, policed), apps: policedApps };
+  return { cluster: withSmallMemory(rng, withSmallDisks(rng, policed)), apps: policedApps };
+}
+
+/**
+ * Half the time a memory tier is on, a small one (4–128 KiB a worker instead of 64 MiB): writes then push it past
+ * its eviction line and the worker must move its largest open files to a disk or the DFS while they are written.
+ * At 64 MiB no seed's data came near the line, so eviction under memory pressure never ran.
+ */
+function withSmallMemory(rng: Rng, cluster: ClusterShape): ClusterShape {
+  if (!cluster.workers.some((worker) => worker.memoryBytes > 0) || !chance(rng, 0.5)) return cluster;
+  return {
+    ...cluster,
+    workers: cluster.workers.map((worker) => ({
+      ...worker,
+      memoryBytes: Math.round(logUniform(rng, 4 * 1024, 128 * 1024)),
+    })),
+  };
 }
 
 /**
