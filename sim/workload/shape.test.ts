@@ -48,12 +48,15 @@ describe('swarm workload shapes', () => {
       }
       const memories = cluster.workers.map((worker) => worker.memoryBytes);
       if (memories.every((bytes) => bytes > 0 && bytes <= 128 * 1024)) seen.add('small memory');
+      if (disks.length === 0 && apps.every((app) => app.availableTypes.includes('HDFS')))
+        seen.add('DFS only');
       for (const app of apps) {
         if (app.rackAware === true && app.replicate !== false) seen.add('rack-aware replicas');
         if (app.splitMode === 'HARD' && app.splitThresholdBytes !== undefined) seen.add('hard splits');
       }
     }
     assert.deepEqual([...seen].sort(), [
+      'DFS only',
       'hard splits',
       'load-aware slots',
       'one rack',

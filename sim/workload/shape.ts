@@ -213,7 +213,30 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   // Then the policies, last for the same reason: a seed drawn before they were keeps its cluster and workload.
   const policed = withMasterPolicies(rng, withRackSkew(rng, cluster));
   const policedApps = timed.map((app) => withClientPolicies(rng, app));
-  return { cluster: withSmallMemory(rng, withSmallDisks(rng, policed)), apps: policedApps };
+  const sized = withSmallMemory(rng, withSmallDisks(rng, policed));
+  return withoutLocalDisks(rng, { cluster: sized, apps: policedApps });
+}
+
+/**
+ * Now and then, when the cluster has a DFS, workers without local disks (a cloud deployment that keeps shuffle data
+ * on HDFS only), and applications that list HDFS among their tiers, as such a cluster's clients are configured:
+ * offers without disk budgets, replicas on a shared tier, and no disk faults to draw. Only with clients from 0.4.0:
+ * older ones name their tiers `svc.storage.activeTypes`, which the swarm does not set, so they would ask for local
+ * disks only and never be placed.
+ */
+function withoutLocalDisks(rng: Rng, workload: WorkloadShape): WorkloadShape {
+  if (!workload.cluster.dfs || !chance(rng, 0.3)) return workload;
+  if (workload.apps.some((app) => !isAtLeast(app.clientRelease, '0.4.0'))) return workload;
+  const tiers: StorageType[][] = [['HDFS'], ['HDD', 'HDFS'], ['MEMORY', 'HDFS']];
+  return {
+    cluster: {
+      ...workload.cluster,
+      workers: workload.cluster.workers.map((worker) => ({ ...worker, disks: [] })),
+    },
+    apps: workload.apps.map((app) =>
+      app.availableTypes.includes('HDFS') ? app : { ...app, availableTypes: pick(rng, tiers) },
+    ),
+  };
 }
 
 /**
