@@ -10,7 +10,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   /**
    * The swarm as it drew until 22 November 2026, before it drew policies (rack skew, load-aware slots, partition
    * size updates, rack-aware replicas, HARD splits, small disks), corrupted reads and lost executors: seeds found
-   * before then replay here byte for byte.
+   * before then replay here with their old shapes and schedules (docs/simulation.md, Swarm testing).
    */
   'swarm-before-policies': clusterScenario(
     'swarm-before-policies',

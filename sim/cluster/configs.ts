@@ -9,7 +9,7 @@ import type { MasterConfig } from '../../core/machines/master/index.ts';
 import type { WorkerConfig } from '../../core/machines/worker/index.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
-import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
+import { CURRENT_RELEASE, isAtLeast, type Release } from '../../core/release/version.ts';
 import type { BudgetMode } from '../../core/slots/index.ts';
 import {
   DEFAULT_CREATE_FILE_POLICY,
@@ -199,10 +199,17 @@ export function workerConfig(
   };
 }
 
-/** Client-side overrides an application's shape implies (left unset: the default of its release). */
+/**
+ * Client-side overrides an application's shape implies (left unset: the default of its release), each under the
+ * name the client's release knows: before 0.4.0 the tiers were `svc.storage.activeTypes`, and a client ignores a
+ * key it does not know (until 22 November 2026 the swarm's older clients were given the new name and so kept HDD).
+ */
 export function clientOverrides(app: AppShape): Record<string, string> {
+  const tiersKey = isAtLeast(app.clientRelease, '0.4.0')
+    ? 'svc.storage.availableTypes'
+    : 'svc.storage.activeTypes';
   return {
-    'svc.storage.availableTypes': app.availableTypes.join(','),
+    [tiersKey]: app.availableTypes.join(','),
     ...(app.replicate === undefined ? {} : { 'svc.client.push.replicate.enabled': String(app.replicate) }),
     ...(app.stageRerun === undefined
       ? {}

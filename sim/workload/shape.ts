@@ -209,7 +209,8 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   });
   // Drawn after everything else, so that the rest of a seed's shape is the one it drew before tasks took time.
   const timed = apps.map((app) => (chance(rng, 0.6) ? withTaskTimes(rng, app) : app));
-  if (options.policies === false) return { cluster, apps: timed };
+  // Before the policies, clients older than 0.4.0 were given their tiers under a name they ignore: they used HDD.
+  if (options.policies === false) return { cluster, apps: timed.map(withTiersAsBeforePolicies) };
   // Then the policies, last for the same reason: a seed drawn before they were keeps its cluster and workload.
   const policed = withMasterPolicies(rng, withRackSkew(rng, cluster));
   const policedApps = timed.map((app) => withClientPolicies(rng, app));
@@ -220,13 +221,10 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
 /**
  * Now and then, when the cluster has a DFS, workers without local disks (a cloud deployment that keeps shuffle data
  * on HDFS only), and applications that list HDFS among their tiers, as such a cluster's clients are configured:
- * offers without disk budgets, replicas on a shared tier, and no disk faults to draw. Only with clients from 0.4.0:
- * older ones name their tiers `svc.storage.activeTypes`, which the swarm does not set, so they would ask for local
- * disks only and never be placed.
+ * offers without disk budgets, replicas on a shared tier, and no disk faults to draw.
  */
 function withoutLocalDisks(rng: Rng, workload: WorkloadShape): WorkloadShape {
   if (!workload.cluster.dfs || !chance(rng, 0.3)) return workload;
-  if (workload.apps.some((app) => !isAtLeast(app.clientRelease, '0.4.0'))) return workload;
   const tiers: StorageType[][] = [['HDFS'], ['HDD', 'HDFS'], ['MEMORY', 'HDFS']];
   return {
     cluster: {
@@ -253,6 +251,10 @@ function withSmallMemory(rng: Rng, cluster: ClusterShape): ClusterShape {
       memoryBytes: Math.round(logUniform(rng, 4 * 1024, 128 * 1024)),
     })),
   };
+}
+
+function withTiersAsBeforePolicies(app: AppShape): AppShape {
+  return isAtLeast(app.clientRelease, '0.4.0') ? app : { ...app, availableTypes: ['HDD'] };
 }
 
 /**
