@@ -89,12 +89,13 @@ function longestComputeMs(apps: readonly AppShape[]): number {
  * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client
  * releases running jobs through the compute-engine model, every invariant checker, and the fault topology. The
  * workload shape comes from `shape(rng)` (swarm-drawn or fixed); everything else is the same for every scenario,
- * but for the faults the plan may draw (`options`: the disk faults, and whether executors are lost; default all).
+ * but for the faults the plan may draw (`options`: the disk faults, whether executors are lost and whether the DFS
+ * fails; default all).
  */
 export function clusterScenario(
   name: string,
   shape: (rng: Rng) => WorkloadShape,
-  options: Pick<FaultTargets, 'diskFaults' | 'taskKills'> = {},
+  options: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults'> = {},
 ): Scenario {
   return {
     name,
@@ -115,7 +116,7 @@ function buildCluster(
   workload: WorkloadShape,
   seed: number,
   plantedBug: PlantedBug | undefined,
-  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills'>,
+  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults'>,
 ): ScenarioRun {
   const { cluster, apps } = workload;
   const settings = streamRng(seed, 'settings');
@@ -252,6 +253,7 @@ function buildCluster(
     workers: cluster.workers.map((w) => ({ token: w.token, mounts: w.disks.map((d) => d.mountPoint) })),
     masters: ['m0'],
     apps: apps.map((a) => a.token),
+    dfs: cluster.dfs,
     ...faultOptions,
   };
   const appGroups = new Map(apps.map((app) => [app.token, appMembership(app)]));

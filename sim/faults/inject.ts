@@ -110,16 +110,7 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
         const node = topology.node(fault.target);
         const faults = node === undefined ? undefined : world.storageOf(node)?.faultsOf(fault.mount);
         if (faults === undefined) break;
-        const key = `${node}|${fault.mount}|${fault.fault}`;
-        world.schedule(fault.at, label, () => {
-          diskSwitches.set(key, (diskSwitches.get(key) ?? 0) + 1);
-          setDiskFault(faults, fault.fault, true);
-        });
-        world.schedule(fault.at + fault.duration, `repair ${label}`, () => {
-          const left = (diskSwitches.get(key) ?? 1) - 1;
-          diskSwitches.set(key, left);
-          if (left === 0) setDiskFault(faults, fault.fault, false);
-        });
+        switchWindow(world, diskSwitches, faults, `${node}|${fault.mount}|${fault.fault}`, fault, label);
         break;
       }
       case 'exclude': {
@@ -151,6 +142,9 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
       case 'kill':
         world.schedule(fault.at, label, (w) => topology.killTask(w, fault.target, fault.task));
         break;
+      case 'dfs':
+        switchWindow(world, diskSwitches, world.dfsFaults(), `dfs|${fault.fault}`, fault, label);
+        break;
     }
   }
 
@@ -175,6 +169,29 @@ function stormRates(knobs: Knobs) {
     },
     io: { ioError: knobs.ioError, noSpace: knobs.noSpace },
   };
+}
+
+/**
+ * A disk or DFS fault window: on at `at`, off after `duration`. Overlapping windows of the same fault on the same
+ * device are counted, so the fault lasts until the last of them ends.
+ */
+function switchWindow(
+  world: World,
+  switches: Map<string, number>,
+  faults: DiskFaults,
+  key: string,
+  fault: { readonly at: number; readonly fault: DiskFault; readonly duration: number },
+  label: string,
+): void {
+  world.schedule(fault.at, label, () => {
+    switches.set(key, (switches.get(key) ?? 0) + 1);
+    setDiskFault(faults, fault.fault, true);
+  });
+  world.schedule(fault.at + fault.duration, `repair ${label}`, () => {
+    const left = (switches.get(key) ?? 1) - 1;
+    switches.set(key, left);
+    if (left === 0) setDiskFault(faults, fault.fault, false);
+  });
 }
 
 function setDiskFault(faults: DiskFaults, fault: DiskFault, on: boolean): void {
@@ -216,5 +233,7 @@ function describeFault(fault: Fault): string {
       return `FAULT operator sends ${fault.event} to ${fault.target}, Recommission after ${fault.duration}ms`;
     case 'kill':
       return `FAULT ${fault.target} loses a ${fault.task} task (its executor died)`;
+    case 'dfs':
+      return `FAULT dfs ${fault.fault} for ${fault.duration}ms`;
   }
 }

@@ -58,6 +58,12 @@ export const faultArb: fc.Arbitrary<Fault> = fc.oneof(
     target: token,
     task: fc.constantFrom(...TASK_KINDS),
   }),
+  fc.record({
+    kind: fc.constant('dfs' as const),
+    at: time,
+    fault: fc.constantFrom(...DISK_FAULTS),
+    duration: time,
+  }),
 );
 
 const knobsArb: fc.Arbitrary<Knobs> = fc.record({
@@ -79,6 +85,7 @@ const targets: FaultTargets = {
   ],
   masters: ['m0'],
   apps: ['a0', 'a1'],
+  dfs: true,
 };
 
 describe('fault schedules', () => {
@@ -105,6 +112,10 @@ describe('fault schedules', () => {
     assert.throws(() => parseFaults('disk(w1,/d,melted)@1+2'), /fault one of write-errors, read-errors/);
     assert.throws(() => parseFaults('crash(w1,w2)@1+2'), /crash takes exactly one target/);
     assert.throws(() => parseFaults('kill(a0,driver)@1+0'), /kill\(app,task\) with task one of map, reduce/);
+    assert.throws(
+      () => parseFaults('dfs(w1,full)@1+2'),
+      /expected dfs\(fault\) with fault one of write-errors/,
+    );
     assert.throws(() => parseKnobs('storm=-1'), /knob storm needs a non-negative number, got '-1'/);
     assert.throws(() => parseKnobs('loss=0.1'), /'loss' is not a knob; expected one of storm, latency/);
     assert.deepEqual(parseKnobs('drop=0.5'), { ...CALM_KNOBS, drop: 0.5 });
@@ -119,7 +130,8 @@ describe('fault schedules', () => {
         for (const fault of schedule.faults) {
           assert.ok(fault.at < schedule.knobs.stormMs);
           assert.ok(calmFrom(schedule) >= faultEnd(fault));
-          const aimed = fault.kind === 'partition' ? fault.targets : [fault.target];
+          const aimed =
+            fault.kind === 'partition' ? fault.targets : fault.kind === 'dfs' ? [] : [fault.target];
           assert.ok(
             aimed.every((t) => known.has(t)),
             formatFaults([fault]),
@@ -138,6 +150,28 @@ describe('fault schedules', () => {
         assert.ok(fault.at < schedule.knobs.stormMs, `seed ${seed}: ${formatFaults([fault])}`);
       }
     }
+  });
+
+  it('make the DFS fail only when there is one, and add its faults after every other kind', () => {
+    const kinds = new Set<string>();
+    for (let seed = 0; seed < 300; seed += 1) {
+      const withDfs = drawSchedule(streamRng(seed, 'faults'), targets);
+      const without = drawSchedule(streamRng(seed, 'faults'), { ...targets, dfs: false });
+      const switchedOff = drawSchedule(streamRng(seed, 'faults'), { ...targets, dfsFaults: false });
+      assert.ok(!without.faults.some((fault) => fault.kind === 'dfs'), `seed ${seed}`);
+      assert.deepEqual(switchedOff, without);
+      // The same seed with a DFS draws the same other faults: older seeds keep their schedules.
+      assert.deepEqual(
+        withDfs.faults.filter((fault) => fault.kind !== 'dfs'),
+        without.faults,
+      );
+      for (const fault of withDfs.faults) if (fault.kind === 'dfs') kinds.add(fault.fault);
+    }
+    assert.deepEqual(
+      [...kinds].sort(),
+      [...DISK_FAULTS].sort(),
+      'every disk fault strikes the DFS in some seed',
+    );
   });
 
   it('vary from calm to storm across seeds (swarm testing)', () => {

@@ -77,7 +77,12 @@ export type Fault =
    * An executor of application `target` is lost: its running map attempt (`task` map) or reducer (reduce) with the
    * lowest id dies at once, mid-push or mid-read; the engine runs the task again, as a batch engine does.
    */
-  | { readonly kind: 'kill'; readonly at: number; readonly target: string; readonly task: TaskKind };
+  | { readonly kind: 'kill'; readonly at: number; readonly target: string; readonly task: TaskKind }
+  /**
+   * The distributed filesystem misbehaves for `duration` ms, for every worker at once (a name-node outage, a quota
+   * reached, a slow or corrupting data-node pipeline): the disk faults, on the tier every worker shares.
+   */
+  | { readonly kind: 'dfs'; readonly at: number; readonly fault: DiskFault; readonly duration: number };
 
 export const TASK_KINDS = ['map', 'reduce'] as const;
 export type TaskKind = (typeof TASK_KINDS)[number];
@@ -98,6 +103,10 @@ export interface FaultTargets {
   readonly diskFaults?: readonly DiskFault[];
   /** Whether executors may be lost (kill faults); undefined: yes. */
   readonly taskKills?: boolean;
+  /** Whether the cluster has a distributed filesystem; undefined: no. */
+  readonly dfs?: boolean;
+  /** Whether the plan may make the distributed filesystem fail (dfs faults), when there is one; undefined: yes. */
+  readonly dfsFaults?: boolean;
 }
 
 export const CALM_KNOBS: Knobs = {
@@ -136,11 +145,16 @@ function drawKnobs(rng: Rng, calm: boolean): Knobs {
   };
 }
 
-/** Mean faults per minute of storm for each kind, 0 when the swarm left the kind out. */
-type Rates = Readonly<Record<FaultKind, number>>;
+/** Mean faults per minute of storm for each kind but the DFS's, 0 when the swarm left the kind out. */
+type Rates = Readonly<Record<Exclude<FaultKind, 'dfs'>, number>>;
+
+/** A kind's faults per minute: on with probability `p`, then log-uniform between `low` and `high`. */
+function drawRate(rng: Rng, p: number, low: number, high: number): number {
+  return chance(rng, p) ? logUniform(rng, low, high) : 0;
+}
 
 function drawRates(rng: Rng, targets: FaultTargets): Rates {
-  const rate = (p: number, low: number, high: number) => (chance(rng, p) ? logUniform(rng, low, high) : 0);
+  const rate = (p: number, low: number, high: number) => drawRate(rng, p, low, high);
   return {
     crash: rate(0.45, 1, 12),
     graceful: rate(0.35, 1, 8),
@@ -157,16 +171,17 @@ function drawRates(rng: Rng, targets: FaultTargets): Rates {
 function drawFaults(rng: Rng, knobs: Knobs, targets: FaultTargets): Fault[] {
   const rates = drawRates(rng, targets);
   const faults: Fault[] = [];
-  const minutes = knobs.stormMs / 60_000;
-  for (const kind of Object.keys(rates) as FaultKind[]) {
-    const perMinute = rates[kind];
-    if (perMinute <= 0 || minutes <= 0) continue;
+  const drawKind = (kind: FaultKind, perMinute: number) => {
+    if (perMinute <= 0 || knobs.stormMs <= 0) return;
     for (let at = exponential(rng, 1 / perMinute) * 60_000; at < knobs.stormMs;) {
       const fault = drawFault(rng, kind, Math.floor(at), targets);
       if (fault) faults.push(fault);
       at += exponential(rng, 1 / perMinute) * 60_000;
     }
-  }
+  };
+  for (const kind of Object.keys(rates) as (keyof Rates)[]) drawKind(kind, rates[kind]);
+  // The DFS's faults come after every other kind's, and only with a DFS: what a seed drew before stays.
+  if (targets.dfs === true && targets.dfsFaults !== false) drawKind('dfs', drawRate(rng, 0.4, 1, 8));
   return faults.sort((a, b) => a.at - b.at);
 }
 
@@ -213,6 +228,13 @@ function drawFault(rng: Rng, kind: FaultKind, at: number, targets: FaultTargets)
     case 'kill':
       if (targets.apps.length === 0) return undefined;
       return { kind, at, target: pick(rng, targets.apps), task: pick(rng, TASK_KINDS) };
+    case 'dfs':
+      return {
+        kind,
+        at,
+        fault: pick(rng, targets.diskFaults ?? DISK_FAULTS),
+        duration: Math.round(logUniform(rng, 100, 30_000)),
+      };
   }
 }
 
@@ -232,6 +254,7 @@ export function faultEnd(fault: Fault): number {
     case 'disk':
     case 'exclude':
     case 'event':
+    case 'dfs':
       return fault.at + fault.duration;
     case 'kill':
       return fault.at;
@@ -240,7 +263,10 @@ export function faultEnd(fault: Fault): number {
 
 // ------------------------------------------------------------------------------------------- text form
 
-/** `crash(w3)@1200+3000; partition(w1,a0)@500+2000; disk(w4,/mnt/d1,full)@100+900`: one fault per clause. */
+/**
+ * `crash(w3)@1200+3000; partition(w1,a0)@500+2000; disk(w4,/mnt/d1,full)@100+900; dfs(slow)@0+500`: one fault per
+ * clause.
+ */
 export function formatFaults(faults: readonly Fault[]): string {
   return faults.map(formatFault).join('; ');
 }
@@ -260,6 +286,8 @@ function formatFault(fault: Fault): string {
       return `event(${fault.target},${fault.event})@${fault.at}+${fault.duration}`;
     case 'kill':
       return `kill(${fault.target},${fault.task})@${fault.at}+0`;
+    case 'dfs':
+      return `dfs(${fault.fault})@${fault.at}+${fault.duration}`;
   }
 }
 
@@ -302,6 +330,15 @@ export function parseFaults(text: string): Fault[] {
           if (args.some((arg) => arg.length === 0))
             throw new RangeError(`'${clause}': empty partition target`);
           return { kind, at, targets: args, duration: length };
+        case 'dfs': {
+          const [fault] = args;
+          if (args.length !== 1 || !(DISK_FAULTS as readonly string[]).includes(fault ?? '')) {
+            throw new RangeError(
+              `'${clause}': expected dfs(fault) with fault one of ${DISK_FAULTS.join(', ')}`,
+            );
+          }
+          return { kind, at, fault: fault as DiskFault, duration: length };
+        }
         case 'disk': {
           const [target, mount, fault] = args;
           if (
@@ -336,7 +373,7 @@ export function parseFaults(text: string): Fault[] {
         }
         default:
           throw new RangeError(
-            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, disk, exclude, event or kill`,
+            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, disk, dfs, exclude, event or kill`,
           );
       }
     });

@@ -102,6 +102,7 @@ function* smallerFault(fault: Fault): Generator<Fault> {
       if (fault.duration > 1) yield { ...fault, duration: Math.floor(fault.duration / 2) };
       break;
     case 'disk':
+    case 'dfs':
     case 'exclude':
     case 'event':
       if (fault.duration > 1) yield { ...fault, duration: Math.floor(fault.duration / 2) };

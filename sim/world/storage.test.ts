@@ -230,6 +230,29 @@ describe('NodeStorage', () => {
     assert.equal(one.fileLength(file), 10);
     assert.equal(two.fileLength(file), 10, 'the other node’s unsynced bytes are not its crash to lose');
   });
+
+  it('fails the DFS for every node at once while its faults are on, and leaves the memory tier alone', () => {
+    const dfs = new SharedDfs();
+    const make = (node: string) =>
+      new NodeStorage(node, [], dfs, replayRng([0.5]), { ioError: 0, noSpace: 0 });
+    const nodes = [make('w1'), make('w2')];
+    const file: FileRef = { id: 'app-0/0-0-0', tier: 'HDFS', mountPoint: '' };
+    const memoryFile: FileRef = { id: 'app-0/0-0-1', tier: 'MEMORY', mountPoint: '' };
+    const write = (node: NodeStorage, target: FileRef, op: number) =>
+      node.execute({ kind: 'write', op, file: target, bytes: new Uint8Array(4) }, 0)?.input;
+    for (const node of nodes) {
+      node.execute({ kind: 'createFile', op: 1, file }, 0);
+      node.execute({ kind: 'createFile', op: 2, file: memoryFile }, 0);
+    }
+    dfs.faults.full = true;
+    for (const node of nodes) {
+      assert.deepEqual(write(node, file, 3), { kind: 'ioFailed', op: 3, error: 'NO_SPACE' });
+      assert.equal(write(node, memoryFile, 4)?.kind, 'ioDone');
+      assert.equal(node.fileLength(file), 0);
+    }
+    dfs.faults.full = false;
+    for (const node of nodes) assert.equal(write(node, file, 5)?.kind, 'ioDone');
+  });
 });
 
 function done(input: Input | undefined): boolean {

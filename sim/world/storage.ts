@@ -69,6 +69,8 @@ const LATENCY: Readonly<Record<'MEMORY' | 'SSD' | 'HDD' | 'DFS', Latency>> = {
 /** The distributed filesystem: one device shared by every worker, surviving any worker's crash. */
 export class SharedDfs {
   readonly volume = new SimVolume(Infinity, false);
+  /** Switched by the fault plan's dfs faults; every worker's share sees the same switches. */
+  readonly faults: DiskFaults = healthyDisk();
 }
 
 export function healthyDisk(): DiskFaults {
@@ -124,7 +126,7 @@ export class NodeStorage {
         : {
             volume: dfs.volume,
             latency: LATENCY.DFS,
-            faults: undefined,
+            faults: dfs.faults,
             prefix: `/${node.replaceAll('/', '%2F')}@`,
             busyUntil: 0,
           };

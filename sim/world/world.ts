@@ -7,7 +7,14 @@ import { EventQueue } from './event-queue.ts';
 import { Observers, type Observer } from './observers.ts';
 import { CALM_NETWORK, Network, type NetworkRates } from './network.ts';
 import { streamRng } from './random.ts';
-import { NodeStorage, SharedDfs, type DiskSpec, type FileEffect, type IoRates } from './storage.ts';
+import {
+  NodeStorage,
+  SharedDfs,
+  type DiskFaults,
+  type DiskSpec,
+  type FileEffect,
+  type IoRates,
+} from './storage.ts';
 import { describe, Trace } from './trace.ts';
 
 export type { EffectKey, InputKey, Observer } from './observers.ts';
@@ -172,6 +179,11 @@ export class World {
 
   storageOf(id: NodeId): NodeStorage | undefined {
     return this.nodes.get(id)?.storage;
+  }
+
+  /** The fault switches of the distributed filesystem every worker with a DFS share shares. */
+  dfsFaults(): DiskFaults {
+    return this.dfs.faults;
   }
 
   releaseOf(id: NodeId): Release {
