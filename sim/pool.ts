@@ -2,6 +2,7 @@
 // spreads over cores as separate processes (docs/simulation.md, "Running many seeds"). Wall-clock time is read
 // here, never inside a run.
 import { fork, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import type { PlantedBug } from '../core/planted-bugs.ts';
 import type { RunResult } from './run.ts';
 import { scenarioNamed } from './scenarios.ts';
@@ -70,7 +71,10 @@ export async function runPool(options: PoolOptions): Promise<PoolOutcome> {
   };
   // No more children than seeds (a soak's count is Infinity), but at least one.
   const jobs = Math.max(1, Math.min(options.jobs, options.count));
-  const children = [...Array(jobs).keys()].map(() => spawnChild(settings));
+  // With a child on every core, V8's helper threads (garbage collection, compilation) of one child only take CPU
+  // from another: each child then does its own on its main thread (docs/simulation.md, Performance).
+  const helperThreads = jobs < availableParallelism();
+  const children = [...Array(jobs).keys()].map(() => spawnChild(settings, helperThreads));
   try {
     await Promise.all(children.map((child) => nextMessage(child, 'ready', undefined)));
     return await distribute(children, options);
@@ -117,11 +121,15 @@ async function distribute(children: readonly ChildProcess[], options: PoolOption
  */
 const CHILD_SEMI_SPACE_MIB = 128;
 
-function spawnChild(settings: ChildSettings): ChildProcess {
+function spawnChild(settings: ChildSettings, helperThreads: boolean): ChildProcess {
   // Not this process's execArgv: under the test runner it holds --test. The loader is resolved from here, so the
   // child loads TypeScript whatever its working directory.
+  const v8Flags = [
+    `--max-semi-space-size=${CHILD_SEMI_SPACE_MIB}`,
+    ...(helperThreads ? [] : ['--single-threaded']),
+  ];
   return fork(CHILD_ENTRY, [], {
-    execArgv: ['--import', import.meta.resolve('tsx'), `--max-semi-space-size=${CHILD_SEMI_SPACE_MIB}`],
+    execArgv: ['--import', import.meta.resolve('tsx'), ...v8Flags],
     env: { ...process.env, [CHILD_SETTINGS_VARIABLE]: JSON.stringify(settings) },
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
