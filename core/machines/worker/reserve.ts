@@ -134,6 +134,22 @@ export function completeCreate(
       error: result.error,
       attempt: purpose.attempt,
     });
+    if (result.error === 'EXISTS' && isLeftover(state, purpose)) {
+      // A file this worker has no record of, that no reservation is creating: left on the disk by an incarnation
+      // before a crash or a restart, which never committed it (a committed file is restored, and known). Nobody
+      // can read it; keeping it would make this name fail forever, since the lifecycle manager asks again for the
+      // same location (swarm seed 637959).
+      log(out, 'warn', 'worker.reserve.leftoverDeleted', {
+        file: file.file.id,
+        mountPoint: file.file.mountPoint,
+      });
+      out.effects.push({ kind: 'deleteFile', file: file.file });
+      const op = takeId(state);
+      out.effects.push({ kind: 'createFile', op, file: file.file });
+      setEntry(state.ops, op, { ...purpose, leftoverDeleted: true });
+      owned(next.creating).add(file.name);
+      return settle(state, out, purpose.reserveId, next);
+    }
     if (result.error !== 'EXISTS' && purpose.attempt < s.config.createFileMaxAttempts) {
       const retried = startCreate(state, out, purpose.reserveId, next, file, purpose.attempt + 1);
       return settle(retried.state, out, purpose.reserveId, retried.pending);
@@ -144,6 +160,24 @@ export function completeCreate(
     );
   }
   return settle(state, out, purpose.reserveId, next);
+}
+
+/**
+ * Whether a file that exists on the disk is a leftover: this worker has no record of it and no other reservation
+ * is creating it or has created it (a duplicated ReserveSlots may be working on the same name at this moment; that
+ * file is not garbage).
+ * Tried once per create, so a file that keeps coming back fails the location instead of looping.
+ */
+function isLeftover(s: WorkerMachineState, purpose: Extract<OpPurpose, { kind: 'create' }>): boolean {
+  if (purpose.leftoverDeleted === true) return false;
+  const pending = s.reserves.get(purpose.reserveId);
+  if (pending === undefined || getFile(s, pending.shuffleKey, purpose.file.name) !== undefined) return false;
+  for (const [id, other] of s.reserves) {
+    if (id === purpose.reserveId || other.shuffleKey !== pending.shuffleKey) continue;
+    const name = purpose.file.name;
+    if (other.creating.has(name) || other.created.some((created) => created.name === name)) return false;
+  }
+  return true;
 }
 
 /** Chooses the tier for one location and issues its createFile; a location no tier can take fails at once. */

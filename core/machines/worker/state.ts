@@ -154,6 +154,8 @@ export type OpPurpose =
       readonly file: PartitionFile;
       /** 1 for the first attempt; a failed create is retried on another tier or disk up to the configured limit. */
       readonly attempt: number;
+      /** A file of the same name this worker had no record of was deleted before this create (see reserve.ts). */
+      readonly leftoverDeleted?: boolean;
     }
   | {
       readonly kind: 'file-task';

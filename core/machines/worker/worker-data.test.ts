@@ -121,6 +121,46 @@ describe('worker: ReserveSlots', () => {
     assert.equal(harness.state.diskProblems.get(create!.file.mountPoint), 'READ_OR_WRITE_FAILURE');
   });
 
+  it('deletes a leftover file it has no record of (a crash forgot it) and creates the location again', () => {
+    // Swarm seed 637959: a worker crashed between creating a file and committing it; the name came back with every
+    // later registration of the shuffle and failed on EXISTS forever.
+    const harness = worker({ createFileMaxAttempts: 1 });
+    const [create] = ofKind(reserve(harness), 'createFile');
+    const effects = harness.ioFailed(create!.op, 'EXISTS');
+    assert.deepEqual(
+      effects.map((effect) => effect.kind),
+      ['log', 'log', 'deleteFile', 'createFile'],
+      'the leftover is deleted before the create, in that order',
+    );
+    const [again] = ofKind(effects, 'createFile');
+    assert.equal(ofKind(effects, 'deleteFile')[0]!.file.id, create!.file.id);
+    assert.deepEqual(again!.file, create!.file);
+    assert.equal(onlySent(harness.ioDone(again!.op), 'StatusResponse').message.status, 'SUCCESS');
+    assert.equal(harness.state.shuffles.get(KEY)?.files.size, 1);
+  });
+
+  it('deletes a leftover once: a file that exists again fails the location', () => {
+    const harness = worker({ createFileMaxAttempts: 1 });
+    const [create] = ofKind(reserve(harness), 'createFile');
+    const [again] = ofKind(harness.ioFailed(create!.op, 'EXISTS'), 'createFile');
+    const effects = harness.ioFailed(again!.op, 'EXISTS');
+    assert.equal(ofKind(effects, 'deleteFile').length, 0);
+    assert.equal(onlySent(effects, 'StatusResponse').message.status, 'RESERVE_SLOTS_FAILED');
+  });
+
+  it('never deletes a file another reservation of the same name is creating or has created', () => {
+    for (const firstDone of [false, true]) {
+      const harness = worker();
+      const [first] = ofKind(ioOps(reserve(harness, { primaries: [0, 1] })), 'createFile');
+      if (firstDone) harness.ioDone(first!.op);
+      // The same request again (a duplicated message) while the first is still under way.
+      const [duplicate] = ofKind(ioOps(reserve(harness, { primaries: [0] })), 'createFile');
+      const effects = harness.ioFailed(duplicate!.op, 'EXISTS');
+      assert.equal(ofKind(effects, 'deleteFile').length, 0, `first create done: ${firstDone}`);
+      assert.equal(onlySent(effects, 'StatusResponse').message.status, 'RESERVE_SLOTS_FAILED');
+    }
+  });
+
   it('answers RESERVE_SLOTS_FAILED and deletes what it created when a location gets no file', () => {
     const harness = worker({ createFileMaxAttempts: 1 });
     const [first, second] = ofKind(ioOps(reserve(harness, { primaries: [0, 1] })), 'createFile');
