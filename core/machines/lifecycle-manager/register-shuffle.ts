@@ -13,6 +13,7 @@ import {
   type CompletedReservation,
 } from './reservation.ts';
 import type { LmShuffle, Pair, Reservation } from './state.ts';
+import { describeUnplaced } from './unplaced-message.ts';
 
 /**
  * Registering a shuffle: however many tasks ask at once, one RequestSlots goes to the master; the offer is reserved
@@ -226,14 +227,11 @@ export function completeRegistration(d: Draft, reservation: Reservation): void {
     for (const [worker, copies] of copiesByWorker(reservation.confirmed))
       destroy(d, shuffle.shuffleId, worker, copies);
     const [first] = reservation.failed.values();
-    const lines = [...reservation.failed].map(
-      ([partitionId, { reason }]) => `partition ${partitionId}: ${reason}`,
-    );
     failRegistration(
       d,
       shuffle.shuffleId,
       first!.status,
-      `${reservation.failed.size} of ${shuffle.numPartitions} partitions could not be placed: ${lines.join('; ')}`,
+      describeUnplaced(reservation.failed, shuffle.numPartitions),
     );
     return;
   }
