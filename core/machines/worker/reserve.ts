@@ -165,16 +165,16 @@ export function completeCreate(
 /**
  * Whether a file that exists on the disk is a leftover: this worker has no record of it and no other reservation
  * is creating it or has created it (a duplicated ReserveSlots may be working on the same name at this moment; that
- * file is not garbage).
- * Tried once per create, so a file that keeps coming back fails the location instead of looping.
+ * file is not garbage). Tried once per create, so a file that keeps coming back fails the location instead of
+ * looping.
  */
 function isLeftover(s: WorkerMachineState, purpose: Extract<OpPurpose, { kind: 'create' }>): boolean {
   if (purpose.leftoverDeleted === true) return false;
   const pending = s.reserves.get(purpose.reserveId);
   if (pending === undefined || getFile(s, pending.shuffleKey, purpose.file.name) !== undefined) return false;
+  const name = purpose.file.name;
   for (const [id, other] of s.reserves) {
     if (id === purpose.reserveId || other.shuffleKey !== pending.shuffleKey) continue;
-    const name = purpose.file.name;
     if (other.creating.has(name) || other.created.some((created) => created.name === name)) return false;
   }
   return true;
