@@ -6,7 +6,7 @@
 import { removalOf } from '../core/release/config-changes.ts';
 import { isAtLeast, type Release } from '../core/release/version.ts';
 import type { Location, Problem } from './problems.ts';
-import { existsAt, isDeprecatedAt, isRemovedAt, ownNameKnownAt } from './registry/history.ts';
+import { existsAt, isDeprecatedAt, isRemovedAt, nameReadAt, ownNameKnownAt } from './registry/history.ts';
 import type { ConfigEntry, KeyRemoval, NameMatch, Registry } from './registry/registry.ts';
 import { substituteEnv } from './substitution.ts';
 import { parseValue, type ConfigValue } from './values.ts';
@@ -106,9 +106,9 @@ function classify(setting: Setting, context: BindContext): Classified {
     return { match, problems: [problem(setting, 'warning', 'deprecated-key', message)] };
   }
   if (!ownNameKnownAt(entry, release)) {
-    const olderName = entry.alternatives.find((candidate) => !isDeprecatedAt(candidate, release));
+    const olderName = nameReadAt(entry, release);
     const instead =
-      olderName === undefined ? '' : `; at ${release} the setting is ${instanceName(olderName.key, match)}`;
+      olderName === undefined ? '' : `; at ${release} the setting is ${instanceName(olderName, match)}`;
     return {
       problems: [
         problem(

@@ -40,7 +40,7 @@ export {
   type ProblemCode,
   type Severity,
 } from './problems.ts';
-export { describeDefault, existsAt, isDynamicAt } from './registry/history.ts';
+export { describeDefault, existsAt, isDynamicAt, nameReadAt } from './registry/history.ts';
 export { REGISTRY, type ConfigEntry } from './registry/registry.ts';
 export { CONTROL_PLANE_MODULE, MODULES, ROLES, type Module, type Role } from './registry/spec.ts';
 export {

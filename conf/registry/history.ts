@@ -21,6 +21,16 @@ export function ownNameKnownAt(entry: ConfigEntry, release: Release): boolean {
   return existsAt(entry, release) && isAtLeast(release, entry.introducedIn);
 }
 
+/**
+ * The name a node of `release` reads the setting under: its own name once introduced, before that the older name
+ * still in use then; undefined when the setting does not exist at `release`.
+ */
+export function nameReadAt(entry: ConfigEntry, release: Release): string | undefined {
+  if (!existsAt(entry, release)) return undefined;
+  if (ownNameKnownAt(entry, release)) return entry.key;
+  return entry.alternatives.find((candidate) => !isDeprecatedAt(candidate, release))?.key;
+}
+
 /** Whether an older name is already deprecated at `release` (before that, it is the name in use). */
 export function isDeprecatedAt(alternative: Alternative, release: Release): boolean {
   return isAtLeast(release, alternative.deprecatedIn);

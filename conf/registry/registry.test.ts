@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { CONFIG_CHANGES } from '../../core/release/config-changes.ts';
 import { KNOWN_RELEASES } from '../../core/release/version.ts';
-import { existsAt, ownNameKnownAt } from './history.ts';
+import { existsAt, nameReadAt, ownNameKnownAt } from './history.ts';
 import { editDistance } from './nearest.ts';
 import { KEY_GROUPS, REGISTRY, Registry } from './registry.ts';
 import { MODULES, type KeySpec } from './spec.ts';
@@ -41,6 +41,24 @@ describe('the registry', () => {
     const ha = REGISTRY.entry('svc.master.ha.node.7.host');
     assert.equal(ha.instance, '7');
     assert.equal(ha.entry.introducedIn, '0.3.0');
+  });
+
+  it('names the key a node of each release reads: the older name before a rename, nothing before the setting', () => {
+    const tiers = REGISTRY.entry('svc.storage.availableTypes').entry;
+    assert.equal(nameReadAt(tiers, '0.3.2'), 'svc.storage.activeTypes');
+    assert.equal(nameReadAt(tiers, '0.4.0'), 'svc.storage.availableTypes');
+    const minSize = REGISTRY.entry('svc.master.estimatedPartitionSize.minSize').entry;
+    assert.equal(nameReadAt(minSize, '0.4.0'), undefined);
+    assert.equal(nameReadAt(minSize, '0.4.1'), minSize.key);
+    for (const entry of REGISTRY.entries) {
+      for (const release of KNOWN_RELEASES) {
+        assert.equal(
+          nameReadAt(entry, release) !== undefined,
+          existsAt(entry, release),
+          `${entry.key} at ${release}`,
+        );
+      }
+    }
   });
 
   it('every key has a type, at least one role and a one-line description', () => {

@@ -1,3 +1,5 @@
+import { nameReadAt } from '../../conf/registry/history.ts';
+import { REGISTRY } from '../../conf/registry/registry.ts';
 import { resolveConfig, type ResolvedConfig } from '../../conf/resolve.ts';
 import type { Role } from '../../conf/registry/spec.ts';
 import { parseStorageTypes, type StorageType, type WorkerId } from '../../core/domain/index.ts';
@@ -9,7 +11,7 @@ import type { MasterConfig } from '../../core/machines/master/index.ts';
 import type { WorkerConfig } from '../../core/machines/worker/index.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
-import { CURRENT_RELEASE, isAtLeast, type Release } from '../../core/release/version.ts';
+import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
 import type { BudgetMode } from '../../core/slots/index.ts';
 import {
   DEFAULT_CREATE_FILE_POLICY,
@@ -199,17 +201,30 @@ export function workerConfig(
   };
 }
 
+/** The current name of the client's storage tiers key. */
+export const TIERS_KEY = 'svc.storage.availableTypes';
+
+/**
+ * The name a client of `release` reads its storage tiers under, from the configuration registry's history (older
+ * releases know an older name, and a client ignores a key it does not know).
+ */
+export function tiersKeyAt(release: Release): string {
+  return nameReadAt(REGISTRY.entry(TIERS_KEY).entry, release) ?? TIERS_KEY;
+}
+
+/** Whether a node of `release` reads `key` at all (under any name), from the configuration registry's history. */
+export function readsKeyAt(key: string, release: Release): boolean {
+  return nameReadAt(REGISTRY.entry(key).entry, release) !== undefined;
+}
+
 /**
  * Client-side overrides an application's shape implies (left unset: the default of its release), each under the
- * name the client's release knows: before 0.4.0 the tiers were `svc.storage.activeTypes`, and a client ignores a
- * key it does not know (until 22 November 2026 the swarm's older clients were given the new name and so kept HDD).
+ * name the client's release knows (until 22 November 2026 the swarm gave older clients the current name of the
+ * tiers key, which they ignored, so they kept HDD).
  */
 export function clientOverrides(app: AppShape): Record<string, string> {
-  const tiersKey = isAtLeast(app.clientRelease, '0.4.0')
-    ? 'svc.storage.availableTypes'
-    : 'svc.storage.activeTypes';
   return {
-    [tiersKey]: app.availableTypes.join(','),
+    [tiersKeyAt(app.clientRelease)]: app.availableTypes.join(','),
     ...(app.replicate === undefined ? {} : { 'svc.client.push.replicate.enabled': String(app.replicate) }),
     ...(app.stageRerun === undefined
       ? {}

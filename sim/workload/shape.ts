@@ -5,6 +5,7 @@ import { isAtLeast, KNOWN_RELEASES, type Release } from '../../core/release/vers
 import type { Rng } from '../../core/rng.ts';
 import { chance, logUniform, pick, uniform } from '../world/random.ts';
 import type { DiskSpec } from '../world/storage.ts';
+import { readsKeyAt, tiersKeyAt, TIERS_KEY } from '../cluster/configs.ts';
 
 /**
  * The shape of one run's cluster and workload, as plain data drawn from the seed (swarm testing: small and large,
@@ -254,7 +255,7 @@ function withSmallMemory(rng: Rng, cluster: ClusterShape): ClusterShape {
 }
 
 function withTiersAsBeforePolicies(app: AppShape): AppShape {
-  return isAtLeast(app.clientRelease, '0.4.0') ? app : { ...app, availableTypes: ['HDD'] };
+  return tiersKeyAt(app.clientRelease) === TIERS_KEY ? app : { ...app, availableTypes: ['HDD'] };
 }
 
 /**
@@ -310,9 +311,11 @@ function withMasterPolicies(rng: Rng, cluster: ClusterShape): ClusterShape {
   if (chance(rng, 0.5)) {
     overrides['svc.master.estimatedPartitionSize.update.initialDelay'] = pick(rng, ['1s', '5s', '20s']);
     overrides['svc.master.estimatedPartitionSize.update.interval'] = pick(rng, ['2s', '10s', '30s']);
-    // The bounds exist from 0.4.1 on (contract section 8); a small minimum lets tiny shuffles lower the estimate.
-    if (isAtLeast(cluster.serverRelease, '0.4.1') && cluster.upgrade === undefined) {
-      overrides['svc.master.estimatedPartitionSize.minSize'] = pick(rng, ['1k', '64k', '1m']);
+    // The bounds are newer than some servers (contract section 8); a small minimum lets tiny shuffles lower the
+    // estimate.
+    const minSize = 'svc.master.estimatedPartitionSize.minSize';
+    if (readsKeyAt(minSize, cluster.serverRelease) && cluster.upgrade === undefined) {
+      overrides[minSize] = pick(rng, ['1k', '64k', '1m']);
     }
   }
   return Object.keys(overrides).length === 0 ? cluster : { ...cluster, masterOverrides: overrides };

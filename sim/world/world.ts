@@ -181,7 +181,7 @@ export class World {
     return this.nodes.get(id)?.storage;
   }
 
-  /** The fault switches of the distributed filesystem every worker with a DFS share shares. */
+  /** The fault switches of the distributed filesystem, shared by every worker that has a DFS. */
   dfsFaults(): DiskFaults {
     return this.dfs.faults;
   }

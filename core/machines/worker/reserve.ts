@@ -134,7 +134,7 @@ export function completeCreate(
       error: result.error,
       attempt: purpose.attempt,
     });
-    if (result.error === 'EXISTS' && isLeftover(state, purpose)) {
+    if (result.error === 'EXISTS' && isLeftover(state, pending, purpose)) {
       // A file this worker has no record of, that no reservation is creating: left on the disk by an incarnation
       // before a crash or a restart, which never committed it (a committed file is restored, and known). Nobody
       // can read it; keeping it would make this name fail forever, since the lifecycle manager asks again for the
@@ -168,11 +168,13 @@ export function completeCreate(
  * file is not garbage). Tried once per create, so a file that keeps coming back fails the location instead of
  * looping.
  */
-function isLeftover(s: WorkerMachineState, purpose: Extract<OpPurpose, { kind: 'create' }>): boolean {
-  if (purpose.leftoverDeleted === true) return false;
-  const pending = s.reserves.get(purpose.reserveId);
-  if (pending === undefined || getFile(s, pending.shuffleKey, purpose.file.name) !== undefined) return false;
+function isLeftover(
+  s: WorkerMachineState,
+  pending: PendingReserve,
+  purpose: Extract<OpPurpose, { kind: 'create' }>,
+): boolean {
   const name = purpose.file.name;
+  if (purpose.leftoverDeleted === true || getFile(s, pending.shuffleKey, name) !== undefined) return false;
   for (const [id, other] of s.reserves) {
     if (id === purpose.reserveId || other.shuffleKey !== pending.shuffleKey) continue;
     if (other.creating.has(name) || other.created.some((created) => created.name === name)) return false;
