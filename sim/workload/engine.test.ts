@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { NodeId } from '../../core/machines/effects.ts';
+import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
 import { clusterScenario } from '../cluster/scenario.ts';
 import { CALM_KNOBS, type Fault } from '../faults/plan.ts';
 import { runSeed, type RunResult, type Scenario } from '../run.ts';
+import { namedMaps } from './engine.ts';
 import { demoWorkload, type JobShape } from './shape.ts';
 
 /** The demo cluster running one small job whose tasks take time, in `taskSlots` slots. */
@@ -168,5 +170,86 @@ describe('the compute engine model', () => {
     assert.equal(starts.get('map-demo-0-1-0'), 0);
     const reducers = startsOf(starts, 'reduce-demo-');
     assert.equal(new Set(reducers).size, 1, `reducers started together: ${reducers.join(', ')}`);
+  });
+});
+
+describe('the compute engine without stage rerun', () => {
+  /**
+   * The demo job with its data in worker memory, no replica and no stage rerun, read a second time 6 s after the
+   * first read: a worker crash between the two reads loses that worker's partitions for good.
+   */
+  const memoryOnly: Scenario = clusterScenario('memory-only-job', (rng) => {
+    const shape = demoWorkload(rng);
+    const app = shape.apps[0]!;
+    return {
+      cluster: {
+        ...shape.cluster,
+        workers: shape.cluster.workers.map((worker) => ({ ...worker, memoryBytes: 64 * 1024 * 1024 })),
+      },
+      apps: [
+        {
+          ...app,
+          replicate: false,
+          stageRerun: false,
+          availableTypes: ['MEMORY', 'HDD'],
+          jobs: app.jobs.map((job) => ({ ...job, rereadAfterMs: 6_000 })),
+        },
+      ],
+    };
+  });
+  const calm = { ...CALM_KNOBS, stormMs: 0 };
+
+  it('ends the job with the expected failure only once the data itself could not be read after the faults', () => {
+    const result = runSeed({
+      seed: 1,
+      scenario: memoryOnly,
+      trace: true,
+      schedule: { knobs: calm, faults: [{ kind: 'crash', at: 4_000, target: 'w0', downFor: 500 }] },
+    });
+    assert.equal(result.violation, undefined, JSON.stringify(result.violation));
+    assert.equal(result.report.counts['apps.failed'], 1);
+    const note = result.report.notes.find((text) => text.startsWith('demo (client 0.6.0) failed'));
+    assert.match(note ?? '', /fetch failure with stage rerun disabled.*cannot read shuffle 0 partition/);
+    // Every reducer of the lost partitions failed with unreadable data more than three times after the crash.
+    assert.ok(
+      result.trace.split('\n').filter((line) => /reduce task failed .*kind="unreadable"/.test(line)).length >
+        3,
+    );
+  });
+
+  it('does not take a reducer that cannot reach its lifecycle manager for lost data: that is a liveness failure', () => {
+    // The driver's lifecycle manager dies for good after the first read (a worker crash makes data loss possible):
+    // every reducer of the second read fails without reading anything, which no retry cures.
+    const lmDies: Scenario = {
+      name: memoryOnly.name,
+      build(world, context) {
+        const run = memoryOnly.build(world, context);
+        world.schedule(4_000, 'test: the lifecycle manager dies', (w) =>
+          w.crash(lifecycleManagerNodeId('demo')),
+        );
+        return run;
+      },
+    };
+    const result = runSeed({
+      seed: 1,
+      scenario: lmDies,
+      schedule: { knobs: calm, faults: [{ kind: 'crash', at: 4_000, target: 'w2', downFor: 500 }] },
+    });
+    assert.equal(result.violation?.invariant, 'liveness', JSON.stringify(result.violation));
+    assert.match(result.violation?.detail ?? '', /did not answer GetReducerFileGroup/);
+  });
+
+  it('does not call a job failed while the data is still readable, however the faults went', () => {
+    const result = runSeed({ seed: 1, scenario: memoryOnly, schedule: { knobs: calm, faults: [] } });
+    assert.equal(result.violation, undefined, JSON.stringify(result.violation));
+    assert.equal(result.report.counts['apps.done'], 1);
+  });
+});
+
+describe('namedMaps', () => {
+  it('names one map, a few, or the first eight and how many more', () => {
+    assert.equal(namedMaps([3]), 'map 3');
+    assert.equal(namedMaps([0, 1, 2]), 'maps 0, 1, 2');
+    assert.equal(namedMaps([...Array(20).keys()]), 'maps 0, 1, 2, 3, 4, 5, 6, 7 and 12 more');
   });
 });

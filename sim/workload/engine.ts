@@ -70,8 +70,10 @@ export interface EngineOptions {
    */
   readonly capacityLossPossible: () => boolean;
   /**
-   * Failures of one reducer after the faults stopped before a job without stage rerun gives up with the expected
-   * "data lost" failure (earlier failures may be an unreachable lifecycle manager, which a retry cures).
+   * Failures of one reducer after the faults stopped, each because its data could not be read (`unreadable`), before
+   * a job without stage rerun gives up with the expected "data lost" failure. Any other failure (an unreachable
+   * lifecycle manager, a map stage that did not end) is retried for as long as it takes: in calm, a retry must
+   * cure it, and the liveness bound judges.
    */
   readonly expectedFailureAttempts: number;
   /** Stage attempts of one job started after the faults stopped; more means data keeps vanishing in calm. */
@@ -100,7 +102,8 @@ interface MapRun {
 interface ReduceRun {
   status: 'running' | 'done';
   failures: number;
-  failuresAfterCalm: number;
+  /** Failures after the faults stopped because the data could not be read (stage rerun off). */
+  unreadableAfterCalm: number;
   lastError?: string;
 }
 
@@ -238,7 +241,9 @@ export class Engine implements Observer {
         lines.push(`${app.shape.appId} has not started a job`);
         continue;
       }
-      const waiting: string[] = [];
+      // Maps in the same situation are named together: a job of many maps that all wait for slots would otherwise
+      // repeat the same sentence once per map.
+      const mapsBySituation = new Map<string, number[]>();
       app.maps.forEach((map, mapId) => {
         if (mapDone(map)) return;
         const attempts = [...map.running].map((attemptId) => {
@@ -246,10 +251,12 @@ export class Engine implements Observer {
           const state = world.stateOf(node) as MapTaskState | undefined;
           return `attempt ${attemptId} ${state?.phase ?? 'not started'}`;
         });
-        waiting.push(
-          `map ${mapId} (${attempts.join(', ') || 'no attempt running'}${map.lastError ? `; last error: ${map.lastError}` : ''})`,
-        );
+        const situation = `${attempts.join(', ') || 'no attempt running'}${map.lastError ? `; last error: ${map.lastError}` : ''}`;
+        const ids = mapsBySituation.get(situation);
+        if (ids === undefined) mapsBySituation.set(situation, [mapId]);
+        else ids.push(mapId);
       });
+      const waiting = [...mapsBySituation].map(([situation, ids]) => `${namedMaps(ids)} (${situation})`);
       const reducers = app.reducers.filter((r) => r.status !== 'done');
       if (app.reducersLaunched && reducers.length > 0) {
         const lastError = reducers.find((r) => r.lastError)?.lastError;
@@ -530,7 +537,7 @@ export class Engine implements Observer {
     app.reducers = [...Array(job.shape.numPartitions).keys()].map(() => ({
       status: 'running' as const,
       failures: 0,
-      failuresAfterCalm: 0,
+      unreadableAfterCalm: 0,
     }));
     for (let partitionId = 0; partitionId < job.shape.numPartitions; partitionId += 1) {
       this.launchReduce(world, app, partitionId);
@@ -616,9 +623,9 @@ export class Engine implements Observer {
     }
     reducer.failures += 1;
     reducer.lastError = error.message;
-    if (world.now >= this.calmAt) reducer.failuresAfterCalm += 1;
+    if (error.kind === 'unreadable' && world.now >= this.calmAt) reducer.unreadableAfterCalm += 1;
     if (
-      reducer.failuresAfterCalm > this.options.expectedFailureAttempts &&
+      reducer.unreadableAfterCalm > this.options.expectedFailureAttempts &&
       !this.options.stageRerun(app.shape) &&
       this.options.dataLossPossible()
     ) {
@@ -826,4 +833,11 @@ function slotLimit(shape: AppShape): number | undefined {
 
 function mapDone(map: MapRun): boolean {
   return map.winner !== undefined || map.endedElsewhere;
+}
+
+/** `map 3`, `maps 0, 1, 2`, or with many ids `maps 0, 1, 2, 3, 4, 5, 6, 7 and 12 more`. */
+export function namedMaps(ids: readonly number[], maxIds = 8): string {
+  const shown = ids.slice(0, maxIds).join(', ');
+  const more = ids.length > maxIds ? ` and ${ids.length - maxIds} more` : '';
+  return `${ids.length === 1 ? 'map' : 'maps'} ${shown}${more}`;
 }

@@ -325,7 +325,7 @@ describe('reduce task', () => {
     assert.deepEqual(h.output(), ['a', 'b', 'c']);
   });
 
-  it('turns an epoch without a readable copy into a FetchFailure when stage rerun is on, a plain failure when off', () => {
+  it('turns an epoch without a readable copy into a FetchFailure when stage rerun is on, an unreadable failure when off', () => {
     for (const stageRerunEnabled of [true, false]) {
       const h = new Harness({ stageRerunEnabled });
       const lost = [copies[0]!, copies[2]!];
@@ -334,7 +334,7 @@ describe('reduce task', () => {
       h.serve(lost, { refuse: copies[2] });
       const { phase, error } = h.node.state();
       assert.equal(phase, 'failed');
-      assert.equal(error?.kind, stageRerunEnabled ? 'fetch-failure' : 'failure');
+      assert.equal(error?.kind, stageRerunEnabled ? 'fetch-failure' : 'unreadable');
       assert.match(error?.message ?? '', /no copy of epoch 1 could be read: PRIMARY copy of epoch 1 on w2/);
       assert.match(
         error?.message ?? '',

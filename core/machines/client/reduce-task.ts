@@ -55,11 +55,14 @@ export type ReduceTaskPhase = 'file-group' | 'fetching' | 'done' | 'failed';
 /**
  * - `fetch-failure`: the data cannot be read (every copy of an epoch failed, or the shuffle lost data) and stage rerun
  *   is on: the engine reruns the stage that wrote the shuffle.
- * - `failure`: the same with stage rerun off, or the lifecycle manager could not be asked: the job fails.
+ * - `unreadable`: the same with stage rerun off: a task failure, and the job fails once the engine stops retrying
+ *   (nothing can bring the data back).
+ * - `failure`: the task could not get as far as reading (the lifecycle manager did not answer, the map stage did not
+ *   end, a refusal): a task failure that a retry may cure.
  * - `integrity`: the data was read but does not match what the winning maps reported: a bug, never retried silently.
  */
 export interface ReduceError {
-  readonly kind: 'fetch-failure' | 'failure' | 'integrity';
+  readonly kind: 'fetch-failure' | 'unreadable' | 'failure' | 'integrity';
   readonly message: string;
 }
 
@@ -490,7 +493,7 @@ function fetchFailure(d: Draft, reason: string): void {
   } else {
     fail(
       d,
-      'failure',
+      'unreadable',
       `cannot read shuffle ${shuffleId} partition ${partitionId}: ${reason}. Stage rerun is off ` +
         '(svc.client.spark.stageRerun.enabled=false), so the job fails; turn it on, or turn on replication ' +
         '(svc.client.push.replicate.enabled) to survive the loss of a worker.',
