@@ -239,6 +239,9 @@ export function clientOverrides(app: AppShape): Record<string, string> {
     ...(app.rackAware === undefined
       ? {}
       : { 'svc.client.reserveSlots.rackaware.enabled': String(app.rackAware) }),
+    ...(app.filterExcludedWorkers === undefined
+      ? {}
+      : { [FILTER_EXCLUDED]: String(app.filterExcludedWorkers) }),
   };
 }
 

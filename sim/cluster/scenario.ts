@@ -54,6 +54,9 @@ import { rollingUpgrade } from './upgrade.ts';
  * plus a check period), unanswered requests (svc.rpc.askTimeout, 60 s each) and the engine's retry backoff.
  * (A fixed ten minutes was shorter than that chain: swarm seed 4697.)
  */
+/** Set for the master and the workers alike: the workers' heartbeat interval is a quarter of it. */
+const WORKER_HEARTBEAT_TIMEOUT = 'svc.master.heartbeat.worker.timeout';
+
 const LIVENESS_BOUND_MS = (() => {
   const worker = configFor(CURRENT_RELEASE, 'worker');
   const client = configFor(CURRENT_RELEASE, 'client');
@@ -122,9 +125,15 @@ function buildCluster(
   const settings = streamRng(seed, 'settings');
   const master = masterNodeId(0);
   const budgetMode = chance(settings, 0.5) ? 'strict' : 'overcommit';
+  const heartbeat: Record<string, string> =
+    cluster.workerHeartbeatTimeout === undefined
+      ? {}
+      : { [WORKER_HEARTBEAT_TIMEOUT]: cluster.workerHeartbeatTimeout };
   const workerOverrides: Record<string, string> = {
     'svc.shuffle.chunk.size': pick(settings, ['1k', '4k', '8m']),
+    ...heartbeat,
   };
+  const masterOverrides: Record<string, string> = { ...cluster.masterOverrides, ...heartbeat };
 
   world.addNode({
     id: master,
@@ -137,7 +146,7 @@ function buildCluster(
           release,
           dfs: cluster.dfs,
           budgetMode,
-          ...(cluster.masterOverrides === undefined ? {} : { overrides: cluster.masterOverrides }),
+          overrides: masterOverrides,
           ...(plantedBug === undefined ? {} : { plantedBug }),
         }),
       ),
@@ -288,7 +297,11 @@ function buildCluster(
       replicaPlacement(),
       epochsIncrease(),
       committedReads(isWorker),
-      noSlotsOnUnavailable(isMaster, (node) => world.roleOf(node) === 'lifecycle-manager'),
+      noSlotsOnUnavailable(
+        isMaster,
+        (node) => world.roleOf(node) === 'lifecycle-manager',
+        (node) => (world.stateOf(node) as MasterState).config.workerHeartbeatTimeoutMs,
+      ),
       memory,
       admissionDecisions(
         (node) => isMaster(node) || isWorker(node),

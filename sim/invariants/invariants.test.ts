@@ -49,9 +49,17 @@ function harness(observer: Observer) {
     world,
     input: (node: string, input: Input) => observers.input(node, input, world),
     effects: (node: string, effects: Effect[]) => observers.effects(node, effects, world),
+    start: (node: string) => observers.start(node, world),
+    /** Moves the world's clock to `ms` and does `then` there. */
+    at: (ms: number, then: () => void) => {
+      world.schedule(ms, 'test step', then);
+      world.run({ until: ms, maxEvents: Number.MAX_SAFE_INTEGER });
+    },
     violation: () => world.violation,
   };
 }
+
+const HEARTBEAT_TIMEOUT = 120_000;
 
 describe('invariant checkers', () => {
   it('replica-placement: fails an offer with a replica on its primary’s worker, passes a proper pair', () => {
@@ -217,6 +225,7 @@ describe('invariant checkers', () => {
     const observer = noSlotsOnUnavailable(
       (node) => node === 'master-0',
       (node) => node.startsWith('lm-'),
+      () => HEARTBEAT_TIMEOUT,
     );
     const h = harness(observer);
     const offer = (n: number): Effect =>
@@ -255,6 +264,7 @@ describe('invariant checkers', () => {
       noSlotsOnUnavailable(
         () => false,
         (node) => node.startsWith('lm-'),
+        () => HEARTBEAT_TIMEOUT,
       ),
     );
     lm.input(
@@ -281,11 +291,130 @@ describe('invariant checkers', () => {
     assert.equal(lm.violation()?.invariant, 'no-slots-on-unavailable');
   });
 
+  describe('no-slots-on-unavailable: lost workers and the client’s own exclusions', () => {
+    const offerOn = (n: number, inReplyTo?: number): Effect =>
+      send(
+        'lm-a',
+        {
+          type: 'RequestSlotsResponse',
+          status: 'SUCCESS',
+          workerResource: [
+            { worker: worker(n), networkLocation: '/r', primaries: [location(0, 0, n)], replicas: [] },
+          ],
+          unplaced: [],
+          message: '',
+        },
+        inReplyTo === undefined ? {} : { inReplyTo },
+      );
+    const heartbeat: Message = {
+      type: 'WorkerHeartbeat',
+      worker: worker(1),
+      disks: [],
+      activeShuffleKeys: [],
+      highWorkload: false,
+      state: 'Normal',
+    };
+    const register: Message = { type: 'RegisterWorker', worker: worker(1), disks: [], networkLocation: '/r' };
+    const checker = () =>
+      harness(
+        noSlotsOnUnavailable(
+          (node) => node === 'master-0',
+          () => false,
+          () => HEARTBEAT_TIMEOUT,
+        ),
+      );
+    const lostLog: Effect = {
+      kind: 'log',
+      level: 'warn',
+      event: 'master.worker.lost',
+      fields: { worker: key(1), cause: 'no heartbeat for more than 120000 ms' },
+    };
+
+    it('fails an offer on a worker the master declared lost, until it registers again; a heartbeat does not bring it back', () => {
+      const h = checker();
+      h.start('master-0');
+      h.input('master-0', receive(key(1), 'master-0', register));
+      h.effects('master-0', [lostLog]);
+      h.input('master-0', receive(key(1), 'master-0', heartbeat, { requestId: 9 }));
+      h.effects('master-0', [offerOn(1)]);
+      assert.match(
+        h.violation()?.detail ?? '',
+        /on h1:1:2:3:4 to lm-a, which the master had been told is lost \(declared so by the master itself: no heartbeat/,
+      );
+
+      const again = checker();
+      again.start('master-0');
+      again.effects('master-0', [lostLog]);
+      again.input('master-0', receive(key(1), 'master-0', register));
+      again.effects('master-0', [offerOn(1)]);
+      assert.equal(again.violation(), undefined, 'registered again: available again');
+    });
+
+    it('fails an offer on a worker the master has not heard from for more than twice its heartbeat timeout, counted from its start', () => {
+      const h = checker();
+      h.start('master-0');
+      h.input('master-0', receive(key(1), 'master-0', register));
+      h.at(2 * HEARTBEAT_TIMEOUT, () => h.effects('master-0', [offerOn(1)]));
+      assert.equal(
+        h.violation(),
+        undefined,
+        'exactly twice the timeout: the master may not have checked yet',
+      );
+      h.at(2 * HEARTBEAT_TIMEOUT + 1, () => {
+        // A restarted master gives every worker a full timeout again (it could not hear anyone while down).
+        h.start('master-0');
+        h.effects('master-0', [offerOn(1)]);
+      });
+      assert.equal(h.violation(), undefined, 'a master that just started has had no chance to find it lost');
+      h.at(4 * HEARTBEAT_TIMEOUT + 2, () => h.effects('master-0', [offerOn(1)]));
+      assert.match(
+        h.violation()?.detail ?? '',
+        /which the master had not heard from for 240001 ms, more than twice its worker heartbeat timeout \(120000 ms\)/,
+      );
+
+      const heard = checker();
+      heard.start('master-0');
+      heard.input('master-0', receive(key(1), 'master-0', register));
+      heard.at(HEARTBEAT_TIMEOUT, () => heard.input('master-0', receive(key(1), 'master-0', heartbeat)));
+      heard.at(3 * HEARTBEAT_TIMEOUT, () => heard.effects('master-0', [offerOn(1)]));
+      assert.equal(heard.violation(), undefined, 'its heartbeats count');
+    });
+
+    it('fails an answer to a RequestSlots that offers a worker the request itself excluded', () => {
+      const h = checker();
+      h.start('master-0');
+      h.input('master-0', receive(key(1), 'master-0', register));
+      h.input('master-0', receive(key(2), 'master-0', { ...register, worker: worker(2) }));
+      const request = (excludedWorkers: string[]): Message => ({
+        type: 'RequestSlots',
+        appId: 'a',
+        shuffleId: 0,
+        partitionIds: [0],
+        replicate: false,
+        rackAware: false,
+        availableTypes: 2,
+        excludedWorkers,
+        maxWorkers: 10,
+      });
+      h.input('master-0', receive('lm-a', 'master-0', request([key(1)]), { requestId: 4 }));
+      h.input('master-0', receive('lm-a', 'master-0', request([]), { requestId: 5 }));
+      h.effects('master-0', [offerOn(1, 5), offerOn(2, 4)]);
+      assert.equal(h.violation(), undefined, 'each answer is held against its own request');
+      h.input('master-0', receive('lm-a', 'master-0', request([key(1)]), { requestId: 6 }));
+      h.effects('master-0', [offerOn(1, 6)]);
+      assert.match(
+        h.violation()?.detail ?? '',
+        /on h1:1:2:3:4 to lm-a, which lm-a excluded in its RequestSlots/,
+      );
+    });
+  });
+
   it('no-slots-on-unavailable: a decommission called off ends with a heartbeat in Normal state sent after the report, not a stale one', () => {
     const h = harness(
       noSlotsOnUnavailable(
         (node) => node === 'master-0',
         () => false,
+        () => HEARTBEAT_TIMEOUT,
       ),
     );
     const offer: Effect = send('lm-a', {
@@ -326,6 +455,7 @@ describe('invariant checkers', () => {
         noSlotsOnUnavailable(
           (node) => node === 'master-0',
           () => false,
+          () => HEARTBEAT_TIMEOUT,
         ),
       );
       c.effects(key(1), [send('master-0', heartbeat('Normal'), { requestId: 7 })]);

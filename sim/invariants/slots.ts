@@ -5,6 +5,8 @@ import type { Observer, World } from '../world/world.ts';
 
 const EXCLUDED = 'excluded by the operator';
 const IN_EVENT = 'in the operator’s worker event';
+/** The master's own verdict (its `master.worker.lost` log); only a new registration brings the worker back. */
+const DECLARED_LOST = 'lost (declared so by the master itself';
 
 /**
  * What a worker's own report tells the master, until it registers again or a heartbeat it sent after the report
@@ -20,16 +22,24 @@ const REPORTS: ReadonlyMap<MessageType, string> = new Map<MessageType, string>([
  * no-slots-on-unavailable, checked against what each decider had been told (never against its internals):
  * - the master: workers it was told are shutting down, decommissioning or lost (their own reports, until they
  *   register again or report Normal state in a heartbeat sent after the report: a stale heartbeat overtaken by the
- *   report on the network does not count) and workers the operator excluded (until the operator lifts it) get
- *   nothing in an offer, neither
- *   locations nor padding. This knowledge is kept across master restarts: an operator's exclusion and a worker's
- *   shutdown do not end because the master restarted.
+ *   report on the network does not count), workers the operator excluded (until the operator lifts it) and workers
+ *   the master itself declared lost (until they register again) get nothing in an offer, neither locations nor
+ *   padding. This knowledge is kept across master restarts: an operator's exclusion and a worker's shutdown do not
+ *   end because the master restarted.
+ * - the master, independently of what it declared: a worker it has heard nothing from (no registration, no
+ *   heartbeat) for more than twice its worker heartbeat timeout, counted from its own latest start, gets nothing.
+ *   The master checks for silent workers once every timeout, so by then it must have found this one lost; a master
+ *   that never declares anyone lost is caught here.
+ * - the master: a worker the requesting client listed in its RequestSlots as excluded
+ *   (`svc.client.shuffle.register.filterExcludedWorker.enabled`) gets nothing in the answer to that request.
  * - each lifecycle manager: a worker its last application heartbeat listed as excluded or shutting down gets no
  *   revived location (a reserve the master did not offer that way).
  */
 export function noSlotsOnUnavailable(
   isMaster: (node: NodeId) => boolean,
   isLifecycleManager: (node: NodeId) => boolean,
+  /** The master's `svc.master.heartbeat.worker.timeout` (ms), as it runs now. */
+  workerHeartbeatTimeoutMs: (master: NodeId) => number,
 ): Observer {
   const toldMaster = new Map<WorkerKey, string>();
   const lmKnows = new Map<NodeId, Map<WorkerKey, string>>();
@@ -47,6 +57,11 @@ export function noSlotsOnUnavailable(
   const lastRequestSent = new Map<WorkerKey, number>();
   /** For each worker's latest report: the id of the last request it had sent before it; later ones are newer. */
   const reportedAfterHeartbeat = new Map<WorkerKey, number>();
+  /** When the master last received a registration or heartbeat of each worker, and when it last started. */
+  const heardAt = new Map<WorkerKey, number>();
+  let masterStartedAt = 0;
+  /** The excluded workers of each RequestSlots the master has not answered yet, by `client|requestId`. */
+  const clientExcluded = new Map<string, ReadonlySet<string>>();
 
   return {
     inputs: [
@@ -54,10 +69,14 @@ export function noSlotsOnUnavailable(
       ...REPORTS.keys(),
       'RegisterWorker',
       'WorkerHeartbeat',
+      'RequestSlots',
       'ApplicationHeartbeatResponse',
       'RequestSlotsResponse',
     ],
-    onInput(node: NodeId, input: Input) {
+    onStart(node: NodeId, world: World) {
+      if (isMaster(node)) masterStartedAt = world.now;
+    },
+    onInput(node: NodeId, input: Input, world: World) {
       if (isMaster(node)) {
         if (input.kind === 'admin' && input.command.type === 'excludeWorkers') {
           for (const key of input.command.add) if (registered.has(key)) toldMaster.set(key, EXCLUDED);
@@ -81,14 +100,28 @@ export function noSlotsOnUnavailable(
           toldMaster.set(workerKey(message.worker), reported);
         } else if (message.type === 'RegisterWorker') {
           const key = workerKey(message.worker);
+          heardAt.set(key, world.now);
           if (toldMaster.get(key) !== EXCLUDED) toldMaster.delete(key);
-        } else if (message.type === 'WorkerHeartbeat' && message.state === 'Normal') {
+        } else if (message.type === 'WorkerHeartbeat') {
           const key = workerKey(message.worker);
+          heardAt.set(key, world.now);
           const why = toldMaster.get(key);
           const sentAfterReport =
             (input.envelope.requestId ?? 0) > (reportedAfterHeartbeat.get(key) ?? Infinity);
-          if (why !== undefined && why !== EXCLUDED && !why.startsWith(IN_EVENT) && sentAfterReport)
+          if (
+            message.state === 'Normal' &&
+            why !== undefined &&
+            why !== EXCLUDED &&
+            !why.startsWith(IN_EVENT) &&
+            !why.startsWith(DECLARED_LOST) &&
+            sentAfterReport
+          )
             toldMaster.delete(key);
+        } else if (message.type === 'RequestSlots') {
+          clientExcluded.set(
+            `${input.envelope.from}|${input.envelope.requestId ?? ''}`,
+            new Set(message.excludedWorkers),
+          );
         }
         return;
       }
@@ -115,9 +148,18 @@ export function noSlotsOnUnavailable(
       'RegisterWorkerResponse',
       'RegisterWorker',
       'WorkerHeartbeat',
+      'log',
       ...REPORTS.keys(),
     ],
     onEffect(node: NodeId, effect: Effect, world: World) {
+      if (effect.kind === 'log') {
+        if (isMaster(node) && effect.event === 'master.worker.lost') {
+          const worker = effect.fields?.['worker'];
+          const cause = effect.fields?.['cause'];
+          if (typeof worker === 'string') toldMaster.set(worker, `${DECLARED_LOST}: ${String(cause)})`);
+        }
+        return;
+      }
       if (effect.kind !== 'send') return;
       const message = effect.message;
       if (message.type === 'WorkerHeartbeat' || message.type === 'RegisterWorker') {
@@ -134,9 +176,23 @@ export function noSlotsOnUnavailable(
         return;
       }
       if (isMaster(node) && message.type === 'RequestSlotsResponse') {
+        const request = `${effect.to}|${effect.inReplyTo ?? ''}`;
+        const excludedByClient = clientExcluded.get(request);
+        clientExcluded.delete(request);
+        const silenceLimit = 2 * workerHeartbeatTimeoutMs(node);
         for (const resource of message.workerResource) {
           const key = workerKey(resource.worker);
-          const why = toldMaster.get(key);
+          const silentFor = world.now - Math.max(heardAt.get(key) ?? -Infinity, masterStartedAt);
+          const told = toldMaster.get(key);
+          const why =
+            told !== undefined
+              ? `the master had been told is ${told}`
+              : excludedByClient?.has(key) === true
+                ? `${effect.to} excluded in its RequestSlots`
+                : silentFor > silenceLimit
+                  ? `the master had not heard from for ${silentFor} ms, more than twice its worker heartbeat ` +
+                    `timeout (${silenceLimit / 2} ms): it must have found the worker lost by then`
+                  : undefined;
           if (why === undefined) continue;
           const what =
             resource.primaries.length + resource.replicas.length > 0
@@ -145,7 +201,7 @@ export function noSlotsOnUnavailable(
           world.fail({
             invariant: 'no-slots-on-unavailable',
             node,
-            detail: `offered ${what} on ${key} to ${effect.to}, which the master had been told is ${why}`,
+            detail: `offered ${what} on ${key} to ${effect.to}, which ${why}`,
           });
           return;
         }

@@ -18,6 +18,18 @@ describe('swarm workload shapes', () => {
           budgetMode: 'strict',
           ...(cluster.masterOverrides === undefined ? {} : { overrides: cluster.masterOverrides }),
         });
+        if (cluster.workerHeartbeatTimeout !== undefined) {
+          const short = masterConfig({
+            release: cluster.serverRelease,
+            dfs: cluster.dfs,
+            budgetMode: 'strict',
+            overrides: { 'svc.master.heartbeat.worker.timeout': cluster.workerHeartbeatTimeout },
+          });
+          assert.equal(
+            short.workerHeartbeatTimeoutMs,
+            Number.parseInt(cluster.workerHeartbeatTimeout) * 1_000,
+          );
+        }
         if (cluster.masterOverrides?.['svc.master.slot.assign.policy'] === 'LOADAWARE') {
           assert.equal(master.slots.policy.name, 'LOADAWARE');
         }
@@ -25,6 +37,7 @@ describe('swarm workload shapes', () => {
           const lm = lifecycleManagerConfig(app);
           assert.equal(lm.rackAware, app.rackAware ?? false);
           assert.equal(lm.split.mode, app.splitMode ?? 'SOFT');
+          assert.equal(lm.filterExcludedWorkers, app.filterExcludedWorkers ?? false);
         }
       }),
       { numRuns: 300 },
@@ -42,6 +55,7 @@ describe('swarm workload shapes', () => {
       const racks = cluster.workers.map((worker) => worker.rack);
       if (racks.filter((rack) => rack === '/rack0').length > racks.length / 2 + 1) seen.add('skewed racks');
       if (new Set(racks).size === 1) seen.add('one rack');
+      if (cluster.workerHeartbeatTimeout !== undefined) seen.add('short worker heartbeat timeout');
       const disks = cluster.workers.flatMap((worker) => worker.disks);
       if (cluster.smallDisks === true && disks.every((disk) => disk.capacityBytes <= 1024 ** 2)) {
         seen.add('small disks');
@@ -53,14 +67,17 @@ describe('swarm workload shapes', () => {
       for (const app of apps) {
         if (app.rackAware === true && app.replicate !== false) seen.add('rack-aware replicas');
         if (app.splitMode === 'HARD' && app.splitThresholdBytes !== undefined) seen.add('hard splits');
+        if (app.filterExcludedWorkers === true) seen.add('client exclusions in RequestSlots');
       }
     }
     assert.deepEqual([...seen].sort(), [
       'DFS only',
+      'client exclusions in RequestSlots',
       'hard splits',
       'load-aware slots',
       'one rack',
       'rack-aware replicas',
+      'short worker heartbeat timeout',
       'size updates',
       'skewed racks',
       'small disks',

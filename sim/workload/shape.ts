@@ -32,6 +32,11 @@ export interface ClusterShape {
    * restarts), so a job may end out of slots once the faults are over, as with a decommission.
    */
   readonly smallDisks?: boolean;
+  /**
+   * `svc.master.heartbeat.worker.timeout` for the master and the workers (which heartbeat four times per timeout);
+   * undefined = the default (120 s). A short one makes crashed, cut-off or slow workers lost within a run.
+   */
+  readonly workerHeartbeatTimeout?: string;
 }
 
 export interface WorkerShape {
@@ -79,6 +84,11 @@ export interface AppShape {
   readonly splitMode?: 'SOFT' | 'HARD';
   /** `svc.client.reserveSlots.rackaware.enabled`; undefined = the default (off). */
   readonly rackAware?: boolean;
+  /**
+   * `svc.client.shuffle.register.filterExcludedWorker.enabled` (from 0.4.0); undefined = the default (off): whether
+   * the client names the workers it excluded itself in RequestSlots, for the master to leave out.
+   */
+  readonly filterExcludedWorkers?: boolean;
   /**
    * `svc.client.application.heartbeatInterval`; undefined = the default. Short intervals let the lifecycle manager
    * learn of excluded and shutting workers while its jobs still revive.
@@ -216,7 +226,37 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   const policed = withMasterPolicies(rng, withRackSkew(rng, cluster));
   const policedApps = timed.map((app) => withClientPolicies(rng, app));
   const sized = withSmallMemory(rng, withSmallDisks(rng, policed));
-  return withoutLocalDisks(rng, { cluster: sized, apps: policedApps });
+  const dfsOnly = withoutLocalDisks(rng, { cluster: sized, apps: policedApps });
+  // Drawn last of all (24 November 2026), so that every earlier part of a seed's shape stays what it was.
+  return {
+    cluster: withShortHeartbeatTimeout(rng, dfsOnly.cluster),
+    apps: dfsOnly.apps.map((app) => withExclusionFilter(rng, app)),
+  };
+}
+
+/**
+ * Now and then a worker heartbeat timeout of seconds instead of two minutes, so that a worker that crashed, was cut
+ * off or is just slow to answer is declared lost within the run and must register again: with the default no
+ * fault lasts long enough (3,000 swarm seeds showed no worker lost by silence), and the master's lost-worker path,
+ * the lifecycle managers' handling of unknown workers and the checks against offers to lost workers never ran.
+ */
+function withShortHeartbeatTimeout(rng: Rng, cluster: ClusterShape): ClusterShape {
+  if (!chance(rng, 0.25)) return cluster;
+  return { ...cluster, workerHeartbeatTimeout: pick(rng, ['3s', '6s', '12s', '30s']) };
+}
+
+const FILTER_EXCLUDED_KEY = 'svc.client.shuffle.register.filterExcludedWorker.enabled';
+
+/**
+ * Now and then a client that names the workers it excluded itself in its RequestSlots (off by default), so that the
+ * master's handling of that list is exercised and checked (no-slots-on-unavailable). The coin is drawn for every
+ * application, so that the draws after it do not depend on the release; only clients that know the key get it.
+ */
+function withExclusionFilter(rng: Rng, app: AppShape): AppShape {
+  const on = chance(rng, 0.3);
+  return on && readsKeyAt(FILTER_EXCLUDED_KEY, app.clientRelease)
+    ? { ...app, filterExcludedWorkers: true }
+    : app;
 }
 
 /**
