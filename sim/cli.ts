@@ -20,7 +20,8 @@ import { SCENARIOS, scenarioNamed } from './scenarios.ts';
 interface Options {
   readonly seed?: number;
   readonly seeds?: number;
-  readonly from: number;
+  /** Undefined: seed 0, or for a soak tonight's range. */
+  readonly from?: number;
   readonly scenario: string;
   readonly trace: boolean;
   readonly faults?: string;
@@ -34,6 +35,9 @@ interface Options {
   readonly jobs: number;
 }
 
+/** Seeds whose applications used memory without enabling it that a summary names; the rest are counted. */
+const MEMORY_SEEDS_LISTED = 50;
+
 const integer = (name: string) => (text: string) => {
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < 0) {
@@ -42,12 +46,22 @@ const integer = (name: string) => (text: string) => {
   return value;
 };
 
+// `npm run sim -- --seed 7 --trace | head` closes the pipe early: that is the reader's choice, not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
 const program = new Command()
   .name('npm run sim --')
   .description('svc deterministic simulator: runs the core state machines under faults, from seeds')
   .option('--seed <n>', 'run one seed (with --trace: print its trace)', integer('--seed'))
   .option('--seeds <n>', 'run this many seeds and print a summary', integer('--seeds'))
-  .option('--from <n>', 'first seed of --seeds or --soak', integer('--from'), 0)
+  .option(
+    '--from <n>',
+    "first seed of --seeds (default 0) or --soak (default: tonight's range, a new one each day)",
+    integer('--from'),
+  )
   .addOption(
     new Option('--scenario <name>', 'what to simulate').choices(Object.keys(SCENARIOS)).default('swarm'),
   )
@@ -94,7 +108,7 @@ async function main(options: Options): Promise<number> {
   if (options.faults !== undefined || options.knobs !== undefined) {
     throw new InvalidArgumentError('--faults and --knobs replay one seed: give --seed too');
   }
-  const first = options.soak && options.from === 0 ? nightlySeed() : options.from;
+  const first = options.from ?? (options.soak ? nightlySeed() : 0);
   const deadline = options.soak ? performance.now() + options.minutes * 60_000 : Infinity;
   const count = options.soak ? Infinity : (options.seeds ?? 100);
   return many(options, scenario, first, count, deadline);
@@ -147,6 +161,8 @@ async function many(
   let simulatedMs = 0;
   let events = 0;
   const notes = new Map<string, number>();
+  const memoryFindings: { readonly seed: number; readonly lines: readonly string[] }[] = [];
+  let memoryFindingCount = 0;
   const progress = seedProgress(Number.isFinite(count) ? { seeds: count } : { minutes: options.minutes });
   // Results are summed as they come (a soak is too long to keep them); failures are printed at once, and the run
   // stops handing out seeds after --max-failures of them.
@@ -157,6 +173,12 @@ async function many(
     for (const [name, value] of Object.entries(result.report.counts)) {
       if (name.startsWith('apps.') || name.startsWith('faults') || name === 'memoryWithoutEnabling')
         notes.set(name, (notes.get(name) ?? 0) + value);
+    }
+    const memory = result.report.memoryWithoutEnabling ?? [];
+    if (memory.length > 0) {
+      memoryFindingCount += memory.length;
+      if (memoryFindings.length < MEMORY_SEEDS_LISTED)
+        memoryFindings.push({ seed: result.seed, lines: memory });
     }
     progress.seedDone(result.violation !== undefined);
     if (!result.violation) return true;
@@ -204,6 +226,7 @@ async function many(
   // By name: results arrive in a different order from a pool each time, the summary should not.
   const outcomes = [...notes].sort(([a], [b]) => (a < b ? -1 : 1));
   console.log(`outcomes:       ${outcomes.map(([name, value]) => `${name}=${value}`).join(' ') || '-'}`);
+  report(describeMemoryFindings(memoryFindings, memoryFindingCount));
   if (options.shrink) for (const failure of failures) report(shrinkAndDescribe(failure, scenario, options));
   return failures.length > 0 ? 1 : 0;
 }
@@ -217,6 +240,27 @@ function shrinkAndDescribe(failure: RunResult, scenario: Scenario, options: Opti
     `seed ${failure.seed}: ${failure.violation?.invariant} — shrunk from ${failure.schedule.faults.length} to ${schedule.faults.length} fault(s) in ${shrunk.runs} runs`,
     `  ${shrunk.result.violation ? describeViolation(shrunk.result) : 'the shrunk schedule no longer fails (flaky?)'}`,
     `  replay: ${replay}`,
+  ];
+}
+
+/**
+ * The applications whose data went to memory without their enabling it (contract rule 4), by seed: what the
+ * contract warns operators about, so a run names them rather than only counting them. Results arrive in a
+ * different order from a pool each time, so the listed seeds are sorted; a long run lists its first seeds only.
+ */
+function describeMemoryFindings(
+  found: readonly { readonly seed: number; readonly lines: readonly string[] }[],
+  total: number,
+): string[] {
+  if (total === 0) return [];
+  const listed = [...found].sort((a, b) => a.seed - b.seed);
+  const shown = listed.reduce((sum, entry) => sum + entry.lines.length, 0);
+  return [
+    `memory without enabling (contract rule 4, reported, not a failure): ${total} application(s)`,
+    ...listed.flatMap(({ seed, lines }) => lines.map((line) => `  seed ${seed}: ${line}`)),
+    ...(shown < total
+      ? [`  ... and ${total - shown} more in later seeds (replay one with --seed N to see its notes)`]
+      : []),
   ];
 }
 

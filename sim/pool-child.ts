@@ -5,7 +5,12 @@ import { runSeed } from './run.ts';
 import { scenarioNamed } from './scenarios.ts';
 
 function tell(message: FromChild): void {
-  process.send!(message);
+  // A parent that has gone (it failed, or was interrupted) cannot be told anything: the child just ends, rather
+  // than adding an EPIPE stack of its own to whatever the parent printed.
+  if (!process.connected) return;
+  process.send!(message, (error: Error | null) => {
+    if (error !== null) process.exit(0);
+  });
 }
 
 function main(): void {
@@ -20,6 +25,7 @@ function main(): void {
   const scenario = scenarioNamed(settings.scenario);
   const bug = settings.plantedBug === undefined ? {} : { plantedBug: settings.plantedBug };
   if (settings.warmUp) runSeed({ seed: 0, scenario, ...bug });
+  process.on('disconnect', () => process.exit(0));
   process.on('message', (message: ToChild) => {
     if (message.kind === 'stop') {
       process.disconnect();

@@ -34,6 +34,11 @@ export interface ScenarioReport {
   /** One line per finding worth a human's attention that is not a violation. */
   readonly notes: readonly string[];
   readonly counts: Readonly<Record<string, number>>;
+  /**
+   * Each application whose data went to memory although it never enabled memory (contract rule 4), one line each
+   * (also among the notes): a run of many seeds lists them by seed.
+   */
+  readonly memoryWithoutEnabling?: readonly string[];
 }
 
 export interface Scenario {

@@ -106,4 +106,20 @@ describe('the simulator on the swarm scenario', () => {
     assert.match(first.stdout, /ok {3}seed 7/);
     assert.equal(second.stdout, first.stdout);
   });
+
+  it('names, by seed, every application of a run of many seeds that used memory without enabling it', () => {
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'sim/cli.ts', '--seeds', '40', '--jobs', '1', '--no-shrink'],
+      { cwd: new URL('..', import.meta.url).pathname, encoding: 'utf8' },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    const counted = Number(/memoryWithoutEnabling=(\d+)/.exec(run.stdout)?.[1] ?? 0);
+    assert.ok(counted > 0, 'seeds 0-39 include old clients that revive into memory');
+    const named = run.stdout
+      .split('\n')
+      .filter((line) => /^ {2}seed \d+: .* without enabling MEMORY/.test(line));
+    assert.equal(named.length, counted, run.stdout);
+    assert.match(run.stdout, new RegExp(`memory without enabling .*: ${counted} application`));
+  });
 });

@@ -344,19 +344,21 @@ function buildCluster(
           notes.push(`${app.appId} (client ${app.clientRelease}) failed: ${outcome.reason}`);
         }
       }
-      for (const finding of memory.findings()) {
-        notes.push(
-          `${finding.appId} (client ${finding.release}) had data in memory on ${finding.worker} without enabling MEMORY (contract rule 4)`,
+      const memoryWithoutEnabling = memory
+        .findings()
+        .map(
+          (finding) =>
+            `${finding.appId} (client ${finding.release}) had data in memory on ${finding.worker} without enabling MEMORY (contract rule 4): ${finding.file}, ${finding.how}`,
         );
-      }
-      counts['memoryWithoutEnabling'] = memory.findings().length;
+      notes.push(...memoryWithoutEnabling);
+      counts['memoryWithoutEnabling'] = memoryWithoutEnabling.length;
       // How many discrete faults struck before the run ended (it ends when every job has), i.e. while a job ran:
       // a fault drawn for after the workload tests nothing.
       const faults = schedule?.faults ?? [];
       counts['faults'] = faults.length;
       counts['faults.struck'] = faults.filter((fault) => fault.at <= world.now).length;
       notes.push(...engine.progress(world));
-      return { notes, counts };
+      return { notes, counts, memoryWithoutEnabling };
     },
   };
 }

@@ -532,11 +532,54 @@ describe('invariant checkers', () => {
     const old = run('0.5.1', false);
     assert.equal(old.violation, undefined);
     assert.deepEqual(
-      old.findings.map((f) => f.appId),
-      ['app-1'],
+      old.findings.map((f) => [f.appId, f.how]),
+      [['app-1', 'revived']],
     );
     assert.equal(run('0.6.0', false).violation?.invariant, 'memory-without-enabling');
     assert.equal(run('0.5.1', true).violation?.invariant, 'memory-without-enabling');
+  });
+
+  it('memory-without-enabling: memory only where the reserved location’s mask permits it, whoever the client', () => {
+    const run = (mask: number, epoch: number, memoryEnabled: boolean) => {
+      const observer = memoryUse({
+        app: () => ({ release: '0.5.1', memoryEnabled }),
+        guardOn: () => false,
+      });
+      const h = harness(observer);
+      const reserved = {
+        ...location(3, epoch, 1),
+        storage: { type: 'MEMORY' as const, mountPoint: '', availableTypes: mask },
+      };
+      h.effects('lm-app-1', [
+        send(key(1), {
+          type: 'ReserveSlots',
+          appId: 'app-1',
+          shuffleId: 0,
+          primaries: [reserved],
+          replicas: [],
+          splitThreshold: 1,
+          splitMode: 'SOFT',
+          memoryEnabled,
+        }),
+      ]);
+      h.effects(key(1), [
+        { kind: 'createFile', op: 1, file: { id: `app-1-0/3-${epoch}-0`, tier: 'MEMORY', mountPoint: '' } },
+      ]);
+      return { violation: h.violation(), findings: observer.findings() };
+    };
+    // The master's offer carries the application's own mask (HDD = 2): memory is not the worker's to choose.
+    assert.match(run(2, 0, false).violation?.detail ?? '', /mask 2, which does not permit MEMORY/);
+    assert.match(run(2, 0, true).violation?.detail ?? '', /mask 2, which does not permit MEMORY/);
+    assert.equal(run(1 | 2, 0, true).violation, undefined, 'MEMORY listed by the application');
+    // Mask 0 (every tier) is what a client before 0.6.0 gives a revived or re-placed location.
+    assert.deepEqual(
+      run(0, 0, false).findings.map((f) => f.how),
+      ['re-placed after a failed reserve'],
+    );
+    assert.deepEqual(
+      run(0, 2, false).findings.map((f) => f.how),
+      ['revived'],
+    );
   });
 
   it('admission: a refusal must be one core/release decides, naming both releases', () => {

@@ -1,4 +1,10 @@
-import { parseShuffleKey, type AppId } from '../../core/domain/index.ts';
+import {
+  isTypeAvailable,
+  parseShuffleKey,
+  partitionFileName,
+  shuffleKey,
+  type AppId,
+} from '../../core/domain/index.ts';
 import type { Effect, FileRef, NodeId } from '../../core/machines/effects.ts';
 import { reviveStorageBehaviour } from '../../core/release/revive-storage.ts';
 import type { Release } from '../../core/release/version.ts';
@@ -17,19 +23,40 @@ export interface MemoryFinding {
   readonly release: Release;
   readonly worker: NodeId;
   readonly file: string;
+  /**
+   * How the location came to allow memory: a revive (epoch above 0), or a copy moved to another worker after a
+   * failed reserve (epoch 0), which a client before 0.6.0 places with the same default storage as a revive, as the
+   * reference's allocateFromCandidates does.
+   */
+  readonly how: 'revived' | 're-placed after a failed reserve';
 }
 
 /**
  * memory-without-enabling. Contract rule 4 lets a client before 0.6.0 land revived data in memory on a worker that
- * has memory enabled, although the application never enabled memory: the simulator reports each such application
- * (the consequence the contract warns about), and fails the run only where the contract or our guard forbid it —
- * a client that honours availableTypes (0.6.0+, rule 3), or a worker whose guard is on.
+ * has memory enabled, although the application never enabled it: its revived locations carry the old default
+ * storage (MEMORY, mask 0 = every tier). The simulator reports each such application (the consequence the contract
+ * warns about) and fails the run wherever memory was used otherwise:
+ * - on a location whose available-types mask does not permit MEMORY (any client: the worker must honour the mask
+ *   it was sent in ReserveSlots);
+ * - for a client that honours availableTypes (0.6.0+, rule 3) that did not list MEMORY;
+ * - on a worker whose guard is on, for an application that did not list MEMORY.
  */
 export function memoryUse(policy: MemoryPolicy): Observer & { findings(): readonly MemoryFinding[] } {
   const findings: MemoryFinding[] = [];
   const reported = new Set<AppId>();
+  /** The available-types mask of every location a lifecycle manager reserved, by `worker|fileId`. */
+  const reservedMask = new Map<string, number>();
   const check = (node: NodeId, file: FileRef, world: World) => {
     if (file.tier !== 'MEMORY') return;
+    const mask = reservedMask.get(`${node}|${file.id}`);
+    if (mask !== undefined && !isTypeAvailable(mask, 'MEMORY')) {
+      world.fail({
+        invariant: 'memory-without-enabling',
+        node,
+        detail: `file ${file.id} was created in memory, but the location it was reserved for has the available-types mask ${mask}, which does not permit MEMORY`,
+      });
+      return;
+    }
     const appId = appOfFile(file);
     const app = appId === undefined ? undefined : policy.app(appId);
     if (appId === undefined || !app || app.memoryEnabled) return;
@@ -51,15 +78,26 @@ export function memoryUse(policy: MemoryPolicy): Observer & { findings(): readon
     }
     if (!reported.has(appId)) {
       reported.add(appId);
-      findings.push({ appId, release: app.release, worker: node, file: file.id });
+      const how = epochOfFile(file) > 0 ? 'revived' : 're-placed after a failed reserve';
+      findings.push({ appId, release: app.release, worker: node, file: file.id, how });
     }
   };
   return {
     findings: () => findings,
-    effects: ['createFile', 'moveFile'],
+    effects: ['ReserveSlots', 'createFile', 'moveFile'],
     onEffect(node: NodeId, effect: Effect, world: World) {
       if (effect.kind === 'createFile') check(node, effect.file, world);
       else if (effect.kind === 'moveFile') check(node, effect.to, world);
+      else if (effect.kind === 'send' && effect.message.type === 'ReserveSlots') {
+        const { appId, shuffleId, primaries, replicas } = effect.message;
+        const prefix = `${effect.to}|${shuffleKey(appId, shuffleId)}/`;
+        for (const location of primaries) {
+          reservedMask.set(prefix + partitionFileName(location), location.storage.availableTypes);
+        }
+        for (const location of replicas) {
+          reservedMask.set(prefix + partitionFileName(location), location.storage.availableTypes);
+        }
+      }
     },
   };
 }
@@ -72,4 +110,10 @@ function appOfFile(file: FileRef): AppId | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The epoch in a partition file's name (`<partitionId>-<epoch>-<mode>`); 0 when the name has none. */
+function epochOfFile(file: FileRef): number {
+  const name = file.id.slice(file.id.indexOf('/') + 1);
+  return Number(name.split('-')[1] ?? 0) || 0;
 }
