@@ -2,6 +2,7 @@ import type { PlantedBug } from '../core/planted-bugs.ts';
 import { injectSchedule, type FaultTopology } from './faults/inject.ts';
 import {
   calmFrom,
+  checkScheduleTargets,
   drawSchedule,
   formatFaults,
   formatKnobs,
@@ -83,6 +84,7 @@ export function runSeed(options: RunOptions): RunResult {
     seed,
     ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
   });
+  if (options.schedule !== undefined) checkScheduleTargets(options.schedule.faults, run.targets);
   const schedule = options.schedule ?? drawSchedule(streamRng(seed, 'faults'), run.targets);
   run.useSchedule(schedule);
   world.observe(injectSchedule(world, schedule, run.topology));

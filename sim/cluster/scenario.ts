@@ -19,7 +19,7 @@ import { admitClient } from '../../core/release/admission.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { FaultTopology } from '../faults/inject.ts';
-import { calmFrom, type FaultTargets, type Schedule } from '../faults/plan.ts';
+import { APP_PARTS, calmFrom, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
@@ -98,7 +98,7 @@ function longestComputeMs(apps: readonly AppShape[]): number {
 export function clusterScenario(
   name: string,
   shape: (rng: Rng) => WorkloadShape,
-  options: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults'> = {},
+  options: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides'> = {},
 ): Scenario {
   return {
     name,
@@ -119,7 +119,7 @@ function buildCluster(
   workload: WorkloadShape,
   seed: number,
   plantedBug: PlantedBug | undefined,
-  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults'>,
+  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides'>,
 ): ScenarioRun {
   const { cluster, apps } = workload;
   const settings = streamRng(seed, 'settings');
@@ -265,7 +265,13 @@ function buildCluster(
     dfs: cluster.dfs,
     ...faultOptions,
   };
-  const appGroups = new Map(apps.map((app) => [app.token, appMembership(app)]));
+  const appGroups = new Map<string, (node: NodeId) => boolean>();
+  for (const app of apps) {
+    const parts = appParts(app);
+    appGroups.set(app.token, (node) => parts.driver(node) || parts.executors(node));
+    appGroups.set(`${app.token}.driver`, parts.driver);
+    appGroups.set(`${app.token}.executors`, parts.executors);
+  }
   const topology: FaultTopology = {
     node: (token) => (token === 'm0' ? master : workerNodes.get(token)),
     group: (token) => {
@@ -363,11 +369,15 @@ function buildCluster(
   };
 }
 
-function appMembership(app: AppShape): (node: NodeId) => boolean {
+/** An application's driver (its lifecycle manager) and its executors (every map and reduce task), as groups. */
+function appParts(app: AppShape): Record<(typeof APP_PARTS)[number], (node: NodeId) => boolean> {
   const lm = lifecycleManagerNodeId(app.appId);
   const maps = `map-${app.appId}-`;
   const reduces = `reduce-${app.appId}-`;
-  return (node) => node === lm || node.startsWith(maps) || node.startsWith(reduces);
+  return {
+    driver: (node) => node === lm,
+    executors: (node) => node.startsWith(maps) || node.startsWith(reduces),
+  };
 }
 
 /**

@@ -7,7 +7,10 @@ import type { DiskFault, Fault, Knobs, Schedule, TaskKind } from './plan.ts';
 export interface FaultTopology {
   /** The node of a worker or master token (`w3`, `m0`). */
   node(token: string): NodeId | undefined;
-  /** Membership of a token's group for partitions: one server, or an application with all its tasks. */
+  /**
+   * Membership of a token's group for partitions: one server, an application with all its tasks, or one part of an
+   * application (`a0.driver`, `a0.executors`).
+   */
   group(token: string): ((node: NodeId) => boolean) | undefined;
   /** The master that takes operator commands. */
   readonly master: NodeId;
@@ -97,11 +100,15 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
         break;
       }
       case 'partition': {
-        const sides = fault.targets.map((token) => topology.group(token)).filter((g) => g !== undefined);
-        if (sides.length === 0) break;
-        const inside = (node: NodeId) => sides.some((member) => member(node));
+        const side = (tokens: readonly string[]) => {
+          const groups = tokens.map((token) => topology.group(token)).filter((g) => g !== undefined);
+          return groups.length === 0 ? undefined : (node: NodeId) => groups.some((member) => member(node));
+        };
+        const inside = side(fault.targets);
+        const other = fault.otherSide === undefined ? 'rest' : side(fault.otherSide);
+        if (inside === undefined || other === undefined) break;
         world.schedule(fault.at, label, (w) => {
-          const id = w.network.partition(inside, 'rest');
+          const id = w.network.partition(inside, other);
           w.schedule(w.now + fault.duration, `heal ${label}`, (later) => later.network.heal(id));
         });
         break;
@@ -224,7 +231,7 @@ function describeFault(fault: Fault): string {
     case 'graceful':
       return `FAULT graceful exit of ${fault.target} (restart ${fault.downFor}ms after it exits)`;
     case 'partition':
-      return `FAULT partition {${fault.targets.join(',')}} | rest for ${fault.duration}ms`;
+      return `FAULT partition {${fault.targets.join(',')}} | ${fault.otherSide === undefined ? 'rest' : `{${fault.otherSide.join(',')}}`} for ${fault.duration}ms`;
     case 'disk':
       return `FAULT disk ${fault.target}${fault.mount} ${fault.fault} for ${fault.duration}ms`;
     case 'exclude':

@@ -10,6 +10,7 @@ import {
   drawSchedule,
   faultEnd,
   calmFrom,
+  checkScheduleTargets,
   formatFaults,
   formatKnobs,
   parseFaults,
@@ -35,6 +36,13 @@ export const faultArb: fc.Arbitrary<Fault> = fc.oneof(
     kind: fc.constant('partition' as const),
     at: time,
     targets: fc.array(token, { minLength: 1, maxLength: 4 }),
+    duration: time,
+  }),
+  fc.record({
+    kind: fc.constant('partition' as const),
+    at: time,
+    targets: fc.constant(['w0', 'a3.driver']),
+    otherSide: fc.array(fc.constantFrom('w1', 'm0', 'a3.executors'), { minLength: 1, maxLength: 3 }),
     duration: time,
   }),
   fc.record({
@@ -116,6 +124,12 @@ describe('fault schedules', () => {
       () => parseFaults('dfs(w1,full)@1+2'),
       /expected dfs\(fault\) with fault one of write-errors/,
     );
+    assert.throws(
+      () => parseFaults('partition(w1|)@1+2'),
+      /expected partition\(groups\) or partition\(groups\|groups\)/,
+    );
+    assert.throws(() => parseFaults('partition(w1|w2|w3)@1+2'), /expected partition\(groups\)/);
+    assert.throws(() => parseFaults('partition(w1,w2|w2)@1+2'), /w2 cannot be on both sides of a partition/);
     assert.throws(() => parseKnobs('storm=-1'), /knob storm needs a non-negative number, got '-1'/);
     assert.throws(() => parseKnobs('loss=0.1'), /'loss' is not a knob; expected one of storm, latency/);
     assert.deepEqual(parseKnobs('drop=0.5'), { ...CALM_KNOBS, drop: 0.5 });
@@ -126,21 +140,67 @@ describe('fault schedules', () => {
       fc.property(fc.nat(), (seed) => {
         const schedule = drawSchedule(streamRng(seed, 'faults'), targets);
         assert.deepEqual(drawSchedule(streamRng(seed, 'faults'), targets), schedule);
-        const known = new Set(['w0', 'w1', 'w2', 'm0', 'a0', 'a1']);
+        checkScheduleTargets(schedule.faults, targets);
         for (const fault of schedule.faults) {
           assert.ok(fault.at < schedule.knobs.stormMs);
           assert.ok(calmFrom(schedule) >= faultEnd(fault));
-          const aimed =
-            fault.kind === 'partition' ? fault.targets : fault.kind === 'dfs' ? [] : [fault.target];
-          assert.ok(
-            aimed.every((t) => known.has(t)),
-            formatFaults([fault]),
-          );
-          if (fault.kind === 'disk') assert.notEqual(fault.target, 'w2', 'w2 has no disks');
         }
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('refuse, before a replay, a target this seed’s cluster does not have, naming what it has', () => {
+    const check = (text: string) => () => checkScheduleTargets(parseFaults(text), targets);
+    assert.doesNotThrow(
+      check('crash(m0)@1+2; disk(w1,/mnt/disk1,full)@1+2; partition(w0,a1|a0.driver)@1+2; dfs(slow)@1+2'),
+    );
+    assert.throws(
+      check('crash(w7)@1+2'),
+      /no worker or master w7; this seed's cluster has workers w0, w1, w2, masters m0, applications a0, a1/,
+    );
+    assert.throws(check('crash(m1)@1+2'), /no worker or master m1/);
+    assert.throws(
+      check('disk(w2,/mnt/disk0,full)@1+2'),
+      /worker w2 has no disk \/mnt\/disk0 \(it has none\)/,
+    );
+    assert.throws(check('partition(w0|a2.executors)@1+2'), /no group a2.executors to partition/);
+    assert.throws(check('kill(a4,map)@1+0'), /no application a4/);
+    assert.throws(
+      () => checkScheduleTargets(parseFaults('dfs(full)@1+2'), { ...targets, dfs: false }),
+      /no distributed filesystem/,
+    );
+  });
+
+  it('draw partitions with two sides, or a driver cut from its executors, after every other fault', () => {
+    const shapes = new Set<string>();
+    for (let seed = 0; seed < 400; seed += 1) {
+      const sided = drawSchedule(streamRng(seed, 'faults'), targets);
+      const oneSided = drawSchedule(streamRng(seed, 'faults'), { ...targets, partitionSides: false });
+      // Everything but the partitions' sides is what the seed drew before sides existed.
+      const plain = (faults: readonly Fault[]) =>
+        faults.map((fault) =>
+          fault.kind === 'partition' ? { ...fault, targets: [], otherSide: [] } : fault,
+        );
+      assert.deepEqual(plain(sided.faults), plain(oneSided.faults), `seed ${seed}`);
+      assert.ok(
+        oneSided.faults.every((fault) => fault.kind !== 'partition' || fault.otherSide === undefined),
+      );
+      for (const fault of sided.faults) {
+        if (fault.kind !== 'partition') continue;
+        checkScheduleTargets([fault], targets);
+        const other = fault.otherSide ?? [];
+        assert.ok(!fault.targets.some((group) => other.includes(group)), formatFaults([fault]));
+        shapes.add(
+          other.length === 0
+            ? 'against the rest'
+            : fault.targets[0]!.endsWith('.driver')
+              ? 'driver | executors'
+              : 'two sides',
+        );
+      }
+    }
+    assert.deepEqual([...shapes].sort(), ['against the rest', 'driver | executors', 'two sides']);
   });
 
   it('never draw a fault at the last instant of the storm (seeds that once rounded up onto it)', () => {
@@ -155,9 +215,11 @@ describe('fault schedules', () => {
   it('make the DFS fail only when there is one, and add its faults after every other kind', () => {
     const kinds = new Set<string>();
     for (let seed = 0; seed < 300; seed += 1) {
-      const withDfs = drawSchedule(streamRng(seed, 'faults'), targets);
-      const without = drawSchedule(streamRng(seed, 'faults'), { ...targets, dfs: false });
-      const switchedOff = drawSchedule(streamRng(seed, 'faults'), { ...targets, dfsFaults: false });
+      // (Partitions' sides are drawn after the DFS's faults, so they are left out here.)
+      const oneSided = { ...targets, partitionSides: false };
+      const withDfs = drawSchedule(streamRng(seed, 'faults'), oneSided);
+      const without = drawSchedule(streamRng(seed, 'faults'), { ...oneSided, dfs: false });
+      const switchedOff = drawSchedule(streamRng(seed, 'faults'), { ...oneSided, dfsFaults: false });
       assert.ok(!without.faults.some((fault) => fault.kind === 'dfs'), `seed ${seed}`);
       assert.deepEqual(switchedOff, without);
       // The same seed with a DFS draws the same other faults: older seeds keep their schedules.

@@ -4,8 +4,9 @@ import { chance, exponential, logUniform, pick, uniform } from '../world/random.
 /**
  * The faults of one run, as data: the swarm's probabilistic rates (knobs) and a schedule of discrete faults (plan).
  * A seed draws both; a replay or a shrink passes them explicitly. Targets are topology tokens (`w3` the fourth
- * worker, `m0` the master, `a1` the second application with all its tasks) so that a schedule stays readable and
- * means the same thing in every run of the same seed.
+ * worker, `m0` the master, `a1` the second application with all its tasks, `a1.driver` its driver with the lifecycle
+ * manager, `a1.executors` its tasks) so that a schedule stays readable and means the same thing in every run of the
+ * same seed.
  */
 
 /** Probabilistic faults, active from time 0 until `stormMs`; afterwards the network and disks are calm. */
@@ -47,11 +48,15 @@ export type Fault =
   | { readonly kind: 'crash'; readonly at: number; readonly target: string; readonly downFor: number }
   /** An operator's graceful exit of a worker; the supervisor restarts it `downFor` ms after it exits. */
   | { readonly kind: 'graceful'; readonly at: number; readonly target: string; readonly downFor: number }
-  /** The listed groups are cut off from everything else for `duration` ms. */
+  /**
+   * The listed groups are cut off for `duration` ms: from the groups of `otherSide` when it is given (every other
+   * link stays up, so both sides still reach the rest of the cluster), from everything else when it is not.
+   */
   | {
       readonly kind: 'partition';
       readonly at: number;
       readonly targets: readonly string[];
+      readonly otherSide?: readonly string[];
       readonly duration: number;
     }
   /** A disk (`w3` + mount point) misbehaves for `duration` ms. */
@@ -107,7 +112,21 @@ export interface FaultTargets {
   readonly dfs?: boolean;
   /** Whether the plan may make the distributed filesystem fail (dfs faults), when there is one; undefined: yes. */
   readonly dfsFaults?: boolean;
+  /**
+   * Whether partitions may have two sides (some groups cut from some others, the rest of the cluster reaching both)
+   * or split an application's driver from its executors; undefined: yes. Without, every partition cuts its groups
+   * from everything else, as the swarm drew before 24 November 2026.
+   */
+  readonly partitionSides?: boolean;
 }
+
+/** The groups a partition may name: each worker, each master, each application (with all its tasks). */
+export function partitionGroups(targets: FaultTargets): string[] {
+  return [...targets.workers.map((w) => w.token), ...targets.masters, ...targets.apps];
+}
+
+/** An application's driver (its lifecycle manager) or its executors (its map and reduce tasks), as a group. */
+export const APP_PARTS = ['driver', 'executors'] as const;
 
 export const CALM_KNOBS: Knobs = {
   stormMs: 0,
@@ -182,7 +201,34 @@ function drawFaults(rng: Rng, knobs: Knobs, targets: FaultTargets): Fault[] {
   for (const kind of Object.keys(rates) as (keyof Rates)[]) drawKind(kind, rates[kind]);
   // The DFS's faults come after every other kind's, and only with a DFS: what a seed drew before stays.
   if (targets.dfs === true && targets.dfsFaults !== false) drawKind('dfs', drawRate(rng, 0.4, 1, 8));
-  return faults.sort((a, b) => a.at - b.at);
+  // The partitions' other sides after that, for the same reason.
+  const sided = targets.partitionSides === false ? faults : withPartitionSides(rng, faults, targets);
+  return sided.sort((a, b) => a.at - b.at);
+}
+
+/**
+ * Partitions between any sets of nodes, not only some groups against the rest: now and then a partition's groups
+ * are cut from one to three other groups only (a switch between two racks fails, and both still reach the master),
+ * or an application's driver is cut from its executors while both reach the workers (tasks that can push and fetch
+ * but not report to their lifecycle manager). One decision per partition, in the order they were drawn.
+ */
+function withPartitionSides(rng: Rng, faults: readonly Fault[], targets: FaultTargets): Fault[] {
+  const groups = partitionGroups(targets);
+  return faults.map((fault) => {
+    if (fault.kind !== 'partition') return fault;
+    const roll = rng.next();
+    if (roll < 0.15 && targets.apps.length > 0) {
+      const app = pick(rng, targets.apps);
+      return { ...fault, targets: [`${app}.driver`], otherSide: [`${app}.executors`] };
+    }
+    if (roll >= 0.55) return fault;
+    const others = groups.filter((group) => !fault.targets.includes(group));
+    if (others.length === 0) return fault;
+    const size = 1 + Math.floor(rng.next() * Math.min(3, others.length));
+    const chosen = new Set<string>();
+    while (chosen.size < size) chosen.add(pick(rng, others));
+    return { ...fault, otherSide: [...chosen] };
+  });
 }
 
 function drawFault(rng: Rng, kind: FaultKind, at: number, targets: FaultTargets): Fault | undefined {
@@ -264,8 +310,8 @@ export function faultEnd(fault: Fault): number {
 // ------------------------------------------------------------------------------------------- text form
 
 /**
- * `crash(w3)@1200+3000; partition(w1,a0)@500+2000; disk(w4,/mnt/d1,full)@100+900; dfs(slow)@0+500`: one fault per
- * clause.
+ * `crash(w3)@1200+3000; partition(w1,a0)@500+2000; partition(w1,w2|m0)@700+300; disk(w4,/mnt/d1,full)@100+900;
+ * dfs(slow)@0+500`: one fault per clause (a partition's `|` separates its two sides).
  */
 export function formatFaults(faults: readonly Fault[]): string {
   return faults.map(formatFault).join('; ');
@@ -276,8 +322,10 @@ function formatFault(fault: Fault): string {
     case 'crash':
     case 'graceful':
       return `${fault.kind}(${fault.target})@${fault.at}+${fault.downFor}`;
-    case 'partition':
-      return `partition(${fault.targets.join(',')})@${fault.at}+${fault.duration}`;
+    case 'partition': {
+      const other = fault.otherSide === undefined ? '' : `|${fault.otherSide.join(',')}`;
+      return `partition(${fault.targets.join(',')}${other})@${fault.at}+${fault.duration}`;
+    }
     case 'disk':
       return `disk(${fault.target},${fault.mount},${fault.fault})@${fault.at}+${fault.duration}`;
     case 'exclude':
@@ -326,10 +374,24 @@ export function parseFaults(text: string): Fault[] {
           return { kind, at, target: one(), downFor: length };
         case 'exclude':
           return { kind, at, target: one(), duration: length };
-        case 'partition':
-          if (args.some((arg) => arg.length === 0))
-            throw new RangeError(`'${clause}': empty partition target`);
-          return { kind, at, targets: args, duration: length };
+        case 'partition': {
+          const sides = argText.split('|').map((side) => side.split(',').map((arg) => arg.trim()));
+          if (sides.length > 2 || sides.some((side) => side.some((arg) => arg.length === 0)))
+            throw new RangeError(
+              `'${clause}': expected partition(groups) or partition(groups|groups), groups separated by commas`,
+            );
+          const [targets, otherSide] = sides as [string[], string[] | undefined];
+          const shared = targets.filter((group) => otherSide?.includes(group) === true);
+          if (shared.length > 0)
+            throw new RangeError(`'${clause}': ${shared.join(', ')} cannot be on both sides of a partition`);
+          return {
+            kind,
+            at,
+            targets,
+            ...(otherSide === undefined ? {} : { otherSide }),
+            duration: length,
+          };
+        }
         case 'dfs': {
           const [fault] = args;
           if (args.length !== 1 || !(DISK_FAULTS as readonly string[]).includes(fault ?? '')) {
@@ -377,6 +439,55 @@ export function parseFaults(text: string): Fault[] {
           );
       }
     });
+}
+
+/**
+ * Refuses a schedule that names what this seed's cluster does not have (a typo in a replayed schedule would
+ * otherwise be a fault that silently never happens): workers, masters and applications by token, a worker's disks
+ * by mount point.
+ */
+export function checkScheduleTargets(faults: readonly Fault[], targets: FaultTargets): void {
+  const workers = new Map(targets.workers.map((w) => [w.token, w.mounts]));
+  const groups = new Set(partitionGroups(targets));
+  for (const app of targets.apps) for (const part of APP_PARTS) groups.add(`${app}.${part}`);
+  const known = `workers ${[...workers.keys()].join(', ') || '(none)'}, masters ${targets.masters.join(', ') || '(none)'}, applications ${targets.apps.join(', ') || '(none)'}`;
+  const refuse = (fault: Fault, what: string) => {
+    throw new RangeError(`'${formatFault(fault)}': ${what}; this seed's cluster has ${known}`);
+  };
+  for (const fault of faults) {
+    switch (fault.kind) {
+      case 'crash':
+        if (!workers.has(fault.target) && !targets.masters.includes(fault.target))
+          refuse(fault, `no worker or master ${fault.target}`);
+        break;
+      case 'graceful':
+      case 'exclude':
+      case 'event':
+        if (!workers.has(fault.target)) refuse(fault, `no worker ${fault.target}`);
+        break;
+      case 'disk': {
+        const mounts = workers.get(fault.target);
+        if (mounts === undefined) refuse(fault, `no worker ${fault.target}`);
+        else if (!mounts.includes(fault.mount))
+          refuse(
+            fault,
+            `worker ${fault.target} has no disk ${fault.mount} (it has ${mounts.join(', ') || 'none'})`,
+          );
+        break;
+      }
+      case 'kill':
+        if (!targets.apps.includes(fault.target)) refuse(fault, `no application ${fault.target}`);
+        break;
+      case 'partition':
+        for (const group of [...fault.targets, ...(fault.otherSide ?? [])]) {
+          if (!groups.has(group)) refuse(fault, `no group ${group} to partition`);
+        }
+        break;
+      case 'dfs':
+        if (targets.dfs !== true) refuse(fault, 'no distributed filesystem');
+        break;
+    }
+  }
 }
 
 const KNOB_NAMES: Readonly<Record<keyof Knobs, string>> = {

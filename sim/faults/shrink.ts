@@ -93,14 +93,22 @@ function* smallerFault(fault: Fault): Generator<Fault> {
     case 'graceful':
       if (fault.downFor > 1) yield { ...fault, downFor: Math.floor(fault.downFor / 2) };
       break;
-    case 'partition':
+    case 'partition': {
       if (fault.targets.length > 1) {
         for (let i = 0; i < fault.targets.length; i += 1) {
           yield { ...fault, targets: fault.targets.filter((_, j) => j !== i) };
         }
       }
+      // Fewer groups on the other side cut fewer links; dropping the side altogether would cut more (the rest).
+      const otherSide = fault.otherSide ?? [];
+      if (otherSide.length > 1) {
+        for (let i = 0; i < otherSide.length; i += 1) {
+          yield { ...fault, otherSide: otherSide.filter((_, j) => j !== i) };
+        }
+      }
       if (fault.duration > 1) yield { ...fault, duration: Math.floor(fault.duration / 2) };
       break;
+    }
     case 'disk':
     case 'dfs':
     case 'exclude':

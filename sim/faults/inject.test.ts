@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { runSeed } from '../run.ts';
+import { SCENARIOS } from '../scenarios.ts';
+import { CALM_KNOBS, parseFaults } from './plan.ts';
+
+const demo = SCENARIOS.demo!;
+
+/** The demo job under one schedule, traced; the lines that tell a message was lost. */
+function lostSends(faults: string): { readonly lost: readonly string[]; readonly violation?: string } {
+  const result = runSeed({
+    seed: 1,
+    scenario: demo,
+    trace: true,
+    schedule: { knobs: { ...CALM_KNOBS, stormMs: 0 }, faults: parseFaults(faults) },
+  });
+  return {
+    lost: result.trace.split('\n').filter((line) => / send \S+->\S+ .* LOST$/.test(line)),
+    ...(result.violation === undefined ? {} : { violation: result.violation.detail }),
+  };
+}
+
+const link = (line: string) => / send (\S+)->(\S+) /.exec(line)!.slice(1, 3).join('->');
+
+describe('fault injection: partitions', () => {
+  it('cuts an application’s driver from its executors only: both still reach the workers', () => {
+    const { lost, violation } = lostSends('partition(a0.driver|a0.executors)@0+4000');
+    assert.equal(violation, undefined);
+    assert.ok(lost.length > 0, 'the tasks tried to reach their lifecycle manager during the cut');
+    for (const line of lost) {
+      assert.match(link(line), /^(map|reduce)-demo-.*->lm-demo$|^lm-demo->(map|reduce)-demo-/, line);
+    }
+  });
+
+  it('cuts one group from the groups on the other side only, and from everything else without one', () => {
+    const twoSided = lostSends('partition(w0|a0)@0+4000');
+    assert.equal(twoSided.violation, undefined);
+    assert.ok(twoSided.lost.length > 0);
+    for (const line of twoSided.lost) {
+      assert.match(link(line), /^host0:\S*->(lm|map|reduce)-demo|^(lm|map|reduce)-demo\S*->host0:/, line);
+    }
+    // Against the rest, the worker's heartbeats to the master are lost too.
+    const alone = lostSends('partition(w0)@0+4000');
+    assert.ok(alone.lost.some((line) => /->master-0 /.test(line) || /master-0->host0/.test(line)));
+  });
+});
