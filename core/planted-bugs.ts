@@ -1,7 +1,8 @@
 /**
  * Deliberate bugs the simulator must be able to find (issue: proof that it catches bugs). Core functions that own
- * one of these decisions accept `plantedBug` in their options; production code never sets it (the runtime refuses
- * any configuration that does), so the switch only exists to prove that the invariants and the simulator bite.
+ * one of these decisions accept `plantedBug` in their options. No configuration key sets it: only the simulator's
+ * configuration builders (sim/cluster/configs.ts) pass it, from its `--bug` option, so a deployment cannot switch one
+ * on; the switch only exists to prove that the invariants and the simulator bite.
  */
 export const PLANTED_BUGS = [
   /** Slot offer and revive may place a replica on its primary's worker. */
