@@ -289,6 +289,26 @@ describe('invariant checkers', () => {
       });
     lm.effects('lm-a', [reserve(1)]);
     assert.equal(lm.violation()?.invariant, 'no-slots-on-unavailable');
+
+    // A worker the master no longer knows (lost) is as unavailable to a revive as an excluded one.
+    const unknown = harness(
+      noSlotsOnUnavailable(
+        () => false,
+        (node) => node.startsWith('lm-'),
+        () => HEARTBEAT_TIMEOUT,
+      ),
+    );
+    unknown.input(
+      'lm-a',
+      receive('master-0', 'lm-a', {
+        type: 'ApplicationHeartbeatResponse',
+        excludedWorkers: [],
+        unknownWorkers: [worker(4)],
+        shuttingWorkers: [],
+      }),
+    );
+    unknown.effects('lm-a', [reserve(1)]);
+    assert.match(unknown.violation()?.detail ?? '', /listed as lost \(unknown to the master\)/);
   });
 
   describe('no-slots-on-unavailable: lost workers and the client’s own exclusions', () => {
@@ -520,66 +540,124 @@ describe('invariant checkers', () => {
     assert.match(h.violation()?.detail ?? '', /offered 2 slots on h1:1:2:3:4 disk \/d .* budget is 1/);
   });
 
-  it('memory-without-enabling: reports old clients, fails new clients and guarded workers', () => {
-    const run = (release: '0.5.1' | '0.6.0', guard: boolean) => {
-      const observer = memoryUse({ app: () => ({ release, memoryEnabled: false }), guardOn: () => guard });
-      const h = harness(observer);
-      h.effects(key(1), [
-        { kind: 'createFile', op: 1, file: { id: 'app-1-0/3-1-0', tier: 'MEMORY', mountPoint: '' } },
-      ]);
-      return { violation: h.violation(), findings: observer.findings() };
-    };
-    const old = run('0.5.1', false);
-    assert.equal(old.violation, undefined);
-    assert.deepEqual(
-      old.findings.map((f) => [f.appId, f.how]),
-      [['app-1', 'revived']],
-    );
-    assert.equal(run('0.6.0', false).violation?.invariant, 'memory-without-enabling');
-    assert.equal(run('0.5.1', true).violation?.invariant, 'memory-without-enabling');
-  });
-
-  it('memory-without-enabling: memory only where the reserved location’s mask permits it, whoever the client', () => {
-    const run = (mask: number, epoch: number, memoryEnabled: boolean) => {
+  describe('memory-without-enabling', () => {
+    interface MemoryCase {
+      readonly release?: '0.5.1' | '0.6.0';
+      readonly guard?: boolean;
+      readonly memoryEnabled?: boolean;
+      /** The reserved location's storage; undefined: no lifecycle manager reserved it. */
+      readonly storage?: { readonly type: 'MEMORY' | 'HDD'; readonly mask: number };
+      readonly epoch?: number;
+      /** The mask the application asked the master with, when the master offered the location. */
+      readonly offeredFor?: number;
+    }
+    const run = (c: MemoryCase) => {
+      const memoryEnabled = c.memoryEnabled ?? false;
       const observer = memoryUse({
-        app: () => ({ release: '0.5.1', memoryEnabled }),
-        guardOn: () => false,
+        app: () => ({ release: c.release ?? '0.5.1', memoryEnabled }),
+        guardOn: () => c.guard ?? false,
       });
       const h = harness(observer);
-      const reserved = {
+      const epoch = c.epoch ?? 1;
+      const storage = c.storage ?? { type: 'MEMORY', mask: 0 };
+      const copy = {
         ...location(3, epoch, 1),
-        storage: { type: 'MEMORY' as const, mountPoint: '', availableTypes: mask },
+        storage: { type: storage.type, mountPoint: '', availableTypes: storage.mask },
       };
-      h.effects('lm-app-1', [
-        send(key(1), {
-          type: 'ReserveSlots',
+      if (c.offeredFor !== undefined) {
+        const request: Message = {
+          type: 'RequestSlots',
           appId: 'app-1',
           shuffleId: 0,
-          primaries: [reserved],
-          replicas: [],
-          splitThreshold: 1,
-          splitMode: 'SOFT',
-          memoryEnabled,
-        }),
-      ]);
+          partitionIds: [3],
+          replicate: false,
+          rackAware: false,
+          availableTypes: c.offeredFor,
+          excludedWorkers: [],
+          maxWorkers: 10,
+        };
+        h.input('master-0', receive('lm-app-1', 'master-0', request, { requestId: 2 }));
+        h.effects('master-0', [
+          send(
+            'lm-app-1',
+            {
+              type: 'RequestSlotsResponse',
+              status: 'SUCCESS',
+              workerResource: [{ worker: worker(1), networkLocation: '/r', primaries: [copy], replicas: [] }],
+              unplaced: [],
+              message: '',
+            },
+            { inReplyTo: 2 },
+          ),
+        ]);
+      }
+      if (c.storage !== undefined || c.offeredFor !== undefined || c.epoch !== undefined) {
+        h.effects('lm-app-1', [
+          send(key(1), {
+            type: 'ReserveSlots',
+            appId: 'app-1',
+            shuffleId: 0,
+            primaries: [copy],
+            replicas: [],
+            splitThreshold: 1,
+            splitMode: 'SOFT',
+            memoryEnabled,
+          }),
+        ]);
+      }
       h.effects(key(1), [
         { kind: 'createFile', op: 1, file: { id: `app-1-0/3-${epoch}-0`, tier: 'MEMORY', mountPoint: '' } },
       ]);
       return { violation: h.violation(), findings: observer.findings() };
     };
-    // The master's offer carries the application's own mask (HDD = 2): memory is not the worker's to choose.
-    assert.match(run(2, 0, false).violation?.detail ?? '', /mask 2, which does not permit MEMORY/);
-    assert.match(run(2, 0, true).violation?.detail ?? '', /mask 2, which does not permit MEMORY/);
-    assert.equal(run(1 | 2, 0, true).violation, undefined, 'MEMORY listed by the application');
-    // Mask 0 (every tier) is what a client before 0.6.0 gives a revived or re-placed location.
-    assert.deepEqual(
-      run(0, 0, false).findings.map((f) => f.how),
-      ['re-placed after a failed reserve'],
-    );
-    assert.deepEqual(
-      run(0, 2, false).findings.map((f) => f.how),
-      ['revived'],
-    );
+    const revived = { storage: { type: 'MEMORY', mask: 0 }, epoch: 1 } as const;
+
+    it('reports an old client’s revived location in memory, fails a new client and a guarded worker', () => {
+      const old = run(revived);
+      assert.equal(old.violation, undefined);
+      assert.deepEqual(
+        old.findings.map((f) => [f.appId, f.how]),
+        [['app-1', 'revived']],
+      );
+      assert.match(run({ ...revived, release: '0.6.0' }).violation?.detail ?? '', /contract rule 3/);
+      assert.match(run({ ...revived, guard: true }).violation?.detail ?? '', /the memory guard is on/);
+    });
+
+    it('allows memory only where the reserved location’s mask permits it, whoever the client', () => {
+      const hdd = { type: 'MEMORY', mask: 2 } as const;
+      assert.match(run({ storage: hdd }).violation?.detail ?? '', /mask 2, which does not permit MEMORY/);
+      assert.match(
+        run({ storage: hdd, memoryEnabled: true }).violation?.detail ?? '',
+        /mask 2, which does not permit MEMORY/,
+      );
+      assert.equal(
+        run({ storage: { type: 'MEMORY', mask: 1 | 2 }, memoryEnabled: true }).violation,
+        undefined,
+        'MEMORY listed by the application',
+      );
+    });
+
+    it('lets an old client reach memory only through the old default of a location its own lifecycle manager placed', () => {
+      assert.deepEqual(
+        run({ ...revived, epoch: 0 }).findings.map((f) => f.how),
+        ['re-placed after a failed reserve'],
+      );
+      // An offer carries the mask the application asked with: the master cannot hand out the old default.
+      assert.match(
+        run({ ...revived, epoch: 0, offeredFor: 2 }).violation?.detail ?? '',
+        /the master offered partition 3 on h1:1:2:3:4 to lm-app-1 with the available-types mask 0, but the request asked for 2/,
+      );
+      // An honest offer passes the master's check; the file in memory is then the worker's fault.
+      assert.match(
+        run({ storage: { type: 'HDD', mask: 2 }, epoch: 0, offeredFor: 2 }).violation?.detail ?? '',
+        /^file app-1-0\/3-0-0 was created in memory, but .* mask 2, which does not permit MEMORY/,
+      );
+      assert.match(
+        run({ storage: { type: 'HDD', mask: 0 } }).violation?.detail ?? '',
+        /type HDD, mask 0\) is not the old default of a revive/,
+      );
+      assert.match(run({}).violation?.detail ?? '', /no lifecycle manager reserved that location/);
+    });
   });
 
   it('admission: a refusal must be one core/release decides, naming both releases', () => {

@@ -5,7 +5,8 @@ import {
   shuffleKey,
   type AppId,
 } from '../../core/domain/index.ts';
-import type { Effect, FileRef, NodeId } from '../../core/machines/effects.ts';
+import type { Effect, FileRef, Input, NodeId } from '../../core/machines/effects.ts';
+import { workerNodeId } from '../../core/protocol/node-ids.ts';
 import { reviveStorageBehaviour } from '../../core/release/revive-storage.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Observer, World } from '../world/world.ts';
@@ -31,6 +32,12 @@ export interface MemoryFinding {
   readonly how: 'revived' | 're-placed after a failed reserve';
 }
 
+/** The storage a lifecycle manager reserved a location with. */
+interface Reserved {
+  readonly type: string;
+  readonly mask: number;
+}
+
 /**
  * memory-without-enabling. Contract rule 4 lets a client before 0.6.0 land revived data in memory on a worker that
  * has memory enabled, although the application never enabled it: its revived locations carry the old default
@@ -39,22 +46,31 @@ export interface MemoryFinding {
  * - on a location whose available-types mask does not permit MEMORY (any client: the worker must honour the mask
  *   it was sent in ReserveSlots);
  * - for a client that honours availableTypes (0.6.0+, rule 3) that did not list MEMORY;
- * - on a worker whose guard is on, for an application that did not list MEMORY.
+ * - on a worker whose guard is on, for an application that did not list MEMORY;
+ * - for an older client that did not list MEMORY, on any location but one with the old default (type MEMORY,
+ *   mask 0), which only its lifecycle manager gives: a revive, or a copy moved after a failed reserve (the
+ *   reference's allocateFromCandidates serves both);
+ * - and the master's offers must carry the mask the application asked with (its own list, which for such a client
+ *   never permits memory), so that an offer can never be that way in.
  */
 export function memoryUse(policy: MemoryPolicy): Observer & { findings(): readonly MemoryFinding[] } {
   const findings: MemoryFinding[] = [];
   const reported = new Set<AppId>();
-  /** The available-types mask of every location a lifecycle manager reserved, by `worker|fileId`. */
-  const reservedMask = new Map<string, number>();
+  /** The mask each RequestSlots the master has not answered yet asked with, by `client|requestId`. */
+  const requested = new Map<string, number>();
+  /** Every location a lifecycle manager reserved, by `worker|fileId`. */
+  const reserved = new Map<string, Reserved>();
+  const fail = (node: NodeId, world: World, detail: string) =>
+    world.fail({ invariant: 'memory-without-enabling', node, detail });
   const check = (node: NodeId, file: FileRef, world: World) => {
     if (file.tier !== 'MEMORY') return;
-    const mask = reservedMask.get(`${node}|${file.id}`);
-    if (mask !== undefined && !isTypeAvailable(mask, 'MEMORY')) {
-      world.fail({
-        invariant: 'memory-without-enabling',
+    const location = reserved.get(`${node}|${file.id}`);
+    if (location !== undefined && !isTypeAvailable(location.mask, 'MEMORY')) {
+      fail(
         node,
-        detail: `file ${file.id} was created in memory, but the location it was reserved for has the available-types mask ${mask}, which does not permit MEMORY`,
-      });
+        world,
+        `file ${file.id} was created in memory, but the location it was reserved for has the available-types mask ${location.mask}, which does not permit MEMORY`,
+      );
       return;
     }
     const appId = appOfFile(file);
@@ -76,6 +92,18 @@ export function memoryUse(policy: MemoryPolicy): Observer & { findings(): readon
       });
       return;
     }
+    if (location === undefined || location.type !== 'MEMORY' || location.mask !== 0) {
+      const how =
+        location === undefined
+          ? 'no lifecycle manager reserved that location on this worker'
+          : `its location (type ${location.type}, mask ${location.mask}) is not the old default of a revive (MEMORY, mask 0)`;
+      fail(
+        node,
+        world,
+        `${appId} (client ${app.release}) never enabled MEMORY, yet its file ${file.id} was created in memory, and ${how} (contract rule 4 allows only revived locations)`,
+      );
+      return;
+    }
     if (!reported.has(appId)) {
       reported.add(appId);
       const how = epochOfFile(file) > 0 ? 'revived' : 're-placed after a failed reserve';
@@ -84,18 +112,40 @@ export function memoryUse(policy: MemoryPolicy): Observer & { findings(): readon
   };
   return {
     findings: () => findings,
-    effects: ['ReserveSlots', 'createFile', 'moveFile'],
+    inputs: ['RequestSlots'],
+    onInput(node: NodeId, input: Input) {
+      if (input.kind !== 'receive' || input.envelope.message.type !== 'RequestSlots') return;
+      requested.set(
+        `${input.envelope.from}|${input.envelope.requestId ?? ''}`,
+        input.envelope.message.availableTypes,
+      );
+    },
+    effects: ['RequestSlotsResponse', 'ReserveSlots', 'createFile', 'moveFile'],
     onEffect(node: NodeId, effect: Effect, world: World) {
       if (effect.kind === 'createFile') check(node, effect.file, world);
       else if (effect.kind === 'moveFile') check(node, effect.to, world);
-      else if (effect.kind === 'send' && effect.message.type === 'ReserveSlots') {
+      else if (effect.kind === 'send' && effect.message.type === 'RequestSlotsResponse') {
+        const request = `${effect.to}|${effect.inReplyTo ?? ''}`;
+        const mask = requested.get(request);
+        requested.delete(request);
+        if (mask === undefined) return;
+        for (const resource of effect.message.workerResource) {
+          for (const location of [...resource.primaries, ...resource.replicas]) {
+            if (location.storage.availableTypes === mask) continue;
+            fail(
+              node,
+              world,
+              `the master offered partition ${location.partitionId} on ${workerNodeId(location.worker)} to ${effect.to} with the available-types mask ${location.storage.availableTypes}, but the request asked for ${mask}`,
+            );
+            return;
+          }
+        }
+      } else if (effect.kind === 'send' && effect.message.type === 'ReserveSlots') {
         const { appId, shuffleId, primaries, replicas } = effect.message;
         const prefix = `${effect.to}|${shuffleKey(appId, shuffleId)}/`;
-        for (const location of primaries) {
-          reservedMask.set(prefix + partitionFileName(location), location.storage.availableTypes);
-        }
-        for (const location of replicas) {
-          reservedMask.set(prefix + partitionFileName(location), location.storage.availableTypes);
+        for (const location of [...primaries, ...replicas]) {
+          const { type, availableTypes: mask } = location.storage;
+          reserved.set(prefix + partitionFileName(location), { type, mask });
         }
       }
     },

@@ -32,8 +32,10 @@ const REPORTS: ReadonlyMap<MessageType, string> = new Map<MessageType, string>([
  *   that never declares anyone lost is caught here.
  * - the master: a worker the requesting client listed in its RequestSlots as excluded
  *   (`svc.client.shuffle.register.filterExcludedWorker.enabled`) gets nothing in the answer to that request.
- * - each lifecycle manager: a worker its last application heartbeat listed as excluded or shutting down gets no
- *   revived location (a reserve the master did not offer that way).
+ * - each lifecycle manager: a worker its last application heartbeat listed as excluded, unknown (the master's lost
+ *   workers) or shutting down gets no revived location (a reserve the master did not offer that way). The workers a
+ *   lifecycle manager excludes on its own after push failures are not checked here: when they end depends on the
+ *   cause and on later successes (core/client/worker-status.ts), which a checker could only restate.
  */
 export function noSlotsOnUnavailable(
   isMaster: (node: NodeId) => boolean,
@@ -129,6 +131,8 @@ export function noSlotsOnUnavailable(
         const message = input.envelope.message;
         if (message.type === 'ApplicationHeartbeatResponse') {
           const known = new Map<WorkerKey, string>();
+          for (const worker of message.unknownWorkers)
+            known.set(workerKey(worker), 'lost (unknown to the master)');
           for (const worker of message.excludedWorkers) known.set(workerKey(worker), 'excluded');
           for (const worker of message.shuttingWorkers) known.set(workerKey(worker), 'shutting down');
           lmKnows.set(node, known);
