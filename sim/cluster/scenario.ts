@@ -24,6 +24,7 @@ import { calmFrom, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
+import { readableCopies } from '../invariants/lost-data.ts';
 import { memoryUse } from '../invariants/memory.ts';
 import { committedReads } from '../invariants/reads.ts';
 import { noSlotsOnUnavailable } from '../invariants/slots.ts';
@@ -213,6 +214,7 @@ function buildCluster(
   const engine = new Engine(apps, factory, {
     stageRerun: (app) => stageRerun.get(app.appId) ?? false,
     dataLossPossible: () => (schedule === undefined ? true : dataLossPossible(schedule)),
+    readableCopies,
     capacityLossPossible: () =>
       cluster.smallDisks === true || schedule === undefined || capacityLossPossible(schedule),
     expectedFailureAttempts: 3,

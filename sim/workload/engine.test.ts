@@ -239,6 +239,34 @@ describe('the compute engine without stage rerun', () => {
     assert.match(result.violation?.detail ?? '', /did not answer GetReducerFileGroup/);
   });
 
+  it('calls a reducer that started after the faults and cannot read intact data an unexpected fetch failure', () => {
+    // A cut between the reducers and the workers that no fault of the schedule explains (the run's faults ended
+    // at 4.5 s): the data is intact, so failing to read it is not data loss.
+    const cutOff: Scenario = {
+      name: memoryOnly.name,
+      build(world, context) {
+        const run = memoryOnly.build(world, context);
+        world.schedule(5_000, 'test: reducers lose the workers', (w) =>
+          w.network.partition(
+            (node) => node.startsWith('reduce-demo'),
+            (node) => node.startsWith('host'),
+          ),
+        );
+        return run;
+      },
+    };
+    const result = runSeed({
+      seed: 1,
+      scenario: cutOff,
+      schedule: { knobs: calm, faults: [{ kind: 'crash', at: 4_000, target: 'w0', downFor: 500 }] },
+    });
+    assert.equal(result.violation?.invariant, 'unexpected-fetch-failure', JSON.stringify(result.violation));
+    assert.match(
+      result.violation?.detail ?? '',
+      /started after the faults ended and found its data unreadable, yet every epoch has an intact committed copy on a worker that ran throughout \(epoch 0 PRIMARY on host[12]/,
+    );
+  });
+
   it('does not call a job failed while the data is still readable, however the faults went', () => {
     const result = runSeed({ seed: 1, scenario: memoryOnly, schedule: { knobs: calm, faults: [] } });
     assert.equal(result.violation, undefined, JSON.stringify(result.violation));

@@ -63,6 +63,11 @@ export interface EngineOptions {
   /** Whether the schedule had any fault that can make committed data unreadable (crash, disk fault, loss). */
   readonly dataLossPossible: () => boolean;
   /**
+   * For a reducer that reported its data unreadable: where an intact, committed copy of every epoch it had to read
+   * still is, or undefined when some epoch truly has none (invariants/lost-data.ts).
+   */
+  readonly readableCopies: (world: World, reducer: NodeId, since: number) => string | undefined;
+  /**
    * Whether the run can leave the cluster short of room long after the faults: a decommission is one-way and its
    * worker waits for every shuffle it holds to go (up to `svc.worker.decommission.forceExitTimeout`, 6 h), so with
    * too few other workers a job that still holds a shuffle there can never get slots again; small disks fill, and a
@@ -167,6 +172,8 @@ export class Engine implements Observer {
   private readonly apps: AppRun[];
   private readonly tasks = new Map<NodeId, TaskRef>();
   private readonly settled = new Set<NodeId>();
+  /** When each reducer's current process started (a retry starts a new one). */
+  private readonly reducerStarts = new Map<NodeId, number>();
   private readonly byNode = new Map<NodeId, AppRun>();
   private calmAt = Infinity;
   private running: number;
@@ -553,6 +560,7 @@ export class Engine implements Observer {
     this.takeSlot(world, app, def.id, (w) => {
       this.tasks.set(def.id, { kind: 'reduce', app, shuffleId: job.shuffleId, partitionId });
       this.settled.delete(def.id);
+      this.reducerStarts.set(def.id, w.now);
       if (w.hasNode(def.id)) {
         // A retry of the same reducer: a new process in the same slot.
         w.relaunch(def.id);
@@ -617,6 +625,7 @@ export class Engine implements Observer {
       });
       return;
     }
+    if (this.lostNothing(world, node, ref, error)) return;
     if (error.kind === 'fetch-failure') {
       this.onFetchFailure(world, app, node, error.message);
       return;
@@ -643,6 +652,34 @@ export class Engine implements Observer {
           this.launchReduce(w, app, ref.partitionId);
       },
     );
+  }
+
+  /**
+   * A reducer that started after the faults ended and reports its data unreadable (a fetch failure, or the same with
+   * stage rerun off) while every epoch of it has an intact committed copy on a running worker: nothing stood between
+   * it and those copies, so the failure is a bug, not lost data (unexpected-fetch-failure). Before the faults end a
+   * partition or a fault window may explain it, and the run-wide rule (onFetchFailure) judges.
+   */
+  private lostNothing(
+    world: World,
+    node: NodeId,
+    ref: Extract<TaskRef, { kind: 'reduce' }>,
+    error: NonNullable<ReduceTaskState['error']>,
+  ): boolean {
+    if (error.kind !== 'unreadable' && error.kind !== 'fetch-failure') return false;
+    const started = this.reducerStarts.get(node) ?? -Infinity;
+    if (started < this.calmAt) return false;
+    const readable = this.options.readableCopies(world, node, started);
+    if (readable === undefined) return false;
+    world.fail({
+      invariant: 'unexpected-fetch-failure',
+      node,
+      detail:
+        `reducer of partition ${ref.partitionId} of ${ref.app.shape.appId} shuffle ${ref.shuffleId} started after ` +
+        `the faults ended and found its data unreadable, yet every epoch has an intact committed copy on a worker ` +
+        `that ran throughout (${readable}): ${error.message}`,
+    });
+    return true;
   }
 
   /**

@@ -75,6 +75,8 @@ interface SimNode {
   up: boolean;
   /** Bumped on every crash and exit: completions, timers and messages meant for an earlier process are dropped. */
   incarnation: number;
+  /** When the current process started (meaningful while up). */
+  startedAt: number;
   readonly timers: Map<string, number>;
   timerGeneration: number;
   readonly rng: Rng;
@@ -152,6 +154,7 @@ export class World {
       state: undefined,
       up: false,
       incarnation: 0,
+      startedAt: 0,
       timers: new Map(),
       timerGeneration: 0,
       rng: streamRng(this.seed, `node:${def.id}`),
@@ -170,6 +173,12 @@ export class World {
 
   isUp(id: NodeId): boolean {
     return this.nodes.get(id)?.up ?? false;
+  }
+
+  /** When the node's current process started; undefined while it is down. */
+  upSince(id: NodeId): number | undefined {
+    const node = this.nodes.get(id);
+    return node?.up === true ? node.startedAt : undefined;
   }
 
   /** The machine state of a node, for checkers that need to look inside (read only). */
@@ -207,6 +216,7 @@ export class World {
     const node = this.node(id);
     if (node.up) throw new Error(`node ${id} is already running; crash or exit it before starting it again`);
     node.up = true;
+    node.startedAt = this.clock;
     node.state = node.def.initialState(node.release);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
