@@ -15,6 +15,12 @@ import {
 } from './run.ts';
 import { runPool } from './pool.ts';
 import { seedProgress } from './progress.ts';
+import {
+  describeMemoryFindings,
+  keepLowestSeeds,
+  MEMORY_SEEDS_LISTED,
+  type SeedFindings,
+} from './summary.ts';
 import { SCENARIOS, scenarioNamed } from './scenarios.ts';
 
 interface Options {
@@ -34,9 +40,6 @@ interface Options {
   readonly maxFailures: number;
   readonly jobs: number;
 }
-
-/** Seeds whose applications used memory without enabling it that a summary names; the rest are counted. */
-const MEMORY_SEEDS_LISTED = 50;
 
 const integer = (name: string) => (text: string) => {
   const value = Number(text);
@@ -161,7 +164,7 @@ async function many(
   let simulatedMs = 0;
   let events = 0;
   const notes = new Map<string, number>();
-  const memoryFindings: { readonly seed: number; readonly lines: readonly string[] }[] = [];
+  const memoryFindings: SeedFindings[] = [];
   let memoryFindingCount = 0;
   const progress = seedProgress(Number.isFinite(count) ? { seeds: count } : { minutes: options.minutes });
   // Results are summed as they come (a soak is too long to keep them); failures are printed at once, and the run
@@ -177,8 +180,7 @@ async function many(
     const memory = result.report.memoryWithoutEnabling ?? [];
     if (memory.length > 0) {
       memoryFindingCount += memory.length;
-      if (memoryFindings.length < MEMORY_SEEDS_LISTED)
-        memoryFindings.push({ seed: result.seed, lines: memory });
+      keepLowestSeeds(memoryFindings, { seed: result.seed, lines: memory }, MEMORY_SEEDS_LISTED);
     }
     progress.seedDone(result.violation !== undefined);
     if (!result.violation) return true;
@@ -240,27 +242,6 @@ function shrinkAndDescribe(failure: RunResult, scenario: Scenario, options: Opti
     `seed ${failure.seed}: ${failure.violation?.invariant} — shrunk from ${failure.schedule.faults.length} to ${schedule.faults.length} fault(s) in ${shrunk.runs} runs`,
     `  ${shrunk.result.violation ? describeViolation(shrunk.result) : 'the shrunk schedule no longer fails (flaky?)'}`,
     `  replay: ${replay}`,
-  ];
-}
-
-/**
- * The applications whose data went to memory without their enabling it (contract rule 4), by seed: what the
- * contract warns operators about, so a run names them rather than only counting them. Results arrive in a
- * different order from a pool each time, so the listed seeds are sorted; a long run lists its first seeds only.
- */
-function describeMemoryFindings(
-  found: readonly { readonly seed: number; readonly lines: readonly string[] }[],
-  total: number,
-): string[] {
-  if (total === 0) return [];
-  const listed = [...found].sort((a, b) => a.seed - b.seed);
-  const shown = listed.reduce((sum, entry) => sum + entry.lines.length, 0);
-  return [
-    `memory without enabling (contract rule 4, reported, not a failure): ${total} application(s)`,
-    ...listed.flatMap(({ seed, lines }) => lines.map((line) => `  seed ${seed}: ${line}`)),
-    ...(shown < total
-      ? [`  ... and ${total - shown} more in later seeds (replay one with --seed N to see its notes)`]
-      : []),
   ];
 }
 

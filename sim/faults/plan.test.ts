@@ -130,6 +130,9 @@ describe('fault schedules', () => {
     );
     assert.throws(() => parseFaults('partition(w1|w2|w3)@1+2'), /expected partition\(groups\)/);
     assert.throws(() => parseFaults('partition(w1,w2|w2)@1+2'), /w2 cannot be on both sides of a partition/);
+    assert.throws(() => parseFaults('partition(a0.driver|a0)@1+2'), /a0.driver cannot be on both sides/);
+    assert.throws(() => parseFaults('partition(a0|w1,a0.executors)@1+2'), /a0 cannot be on both sides/);
+    assert.equal(parseFaults('partition(a0.driver|a1.executors,a10)@1+2').length, 1);
     assert.throws(() => parseKnobs('storm=-1'), /knob storm needs a non-negative number, got '-1'/);
     assert.throws(() => parseKnobs('loss=0.1'), /'loss' is not a knob; expected one of storm, latency/);
     assert.deepEqual(parseKnobs('drop=0.5'), { ...CALM_KNOBS, drop: 0.5 });

@@ -381,7 +381,13 @@ export function parseFaults(text: string): Fault[] {
               `'${clause}': expected partition(groups) or partition(groups|groups), groups separated by commas`,
             );
           const [targets, otherSide] = sides as [string[], string[] | undefined];
-          const shared = targets.filter((group) => otherSide?.includes(group) === true);
+          // A group is on both sides when it is named on both, or when one side names an application and the other
+          // one of its parts (a0 and a0.driver).
+          const overlaps = (a: string, b: string) =>
+            a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+          const shared = targets.filter(
+            (group) => otherSide?.some((other) => overlaps(group, other)) === true,
+          );
           if (shared.length > 0)
             throw new RangeError(`'${clause}': ${shared.join(', ')} cannot be on both sides of a partition`);
           return {
@@ -450,7 +456,9 @@ export function checkScheduleTargets(faults: readonly Fault[], targets: FaultTar
   const workers = new Map(targets.workers.map((w) => [w.token, w.mounts]));
   const groups = new Set(partitionGroups(targets));
   for (const app of targets.apps) for (const part of APP_PARTS) groups.add(`${app}.${part}`);
-  const known = `workers ${[...workers.keys()].join(', ') || '(none)'}, masters ${targets.masters.join(', ') || '(none)'}, applications ${targets.apps.join(', ') || '(none)'}`;
+  const known =
+    `workers ${[...workers.keys()].join(', ') || '(none)'}, masters ${targets.masters.join(', ') || '(none)'}, ` +
+    `applications ${targets.apps.join(', ') || '(none)'} (each also as <app>.driver and <app>.executors)`;
   const refuse = (fault: Fault, what: string) => {
     throw new RangeError(`'${formatFault(fault)}': ${what}; this seed's cluster has ${known}`);
   };
