@@ -2,26 +2,39 @@ import { Volume } from 'memfs';
 import type { IoError } from '../../core/machines/effects.ts';
 
 interface FileEntry {
-  /** Whether memfs holds the file yet: it is created when the file's bytes first reach the device (see SimVolume). */
-  inMemfs: boolean;
   length: number;
   /** Bytes made durable by the last completed sync; a crash truncates the file to this length. */
   synced: number;
-  /** Appended bytes not yet handed to memfs, oldest first; they start at offset `length - pendingBytes`. */
+  /** Where the file's first `inLogBytes` bytes lie in the volume's log, in file order. */
+  extents: Extent[];
+  inLogBytes: number;
+  /** Appended bytes not yet handed to memfs, oldest first; they start at offset `inLogBytes`. */
   pending: Uint8Array[];
   pendingBytes: number;
+}
+
+/** A run of a file's bytes in the volume's log: `length` bytes from offset `at`. */
+interface Extent {
+  readonly at: number;
+  length: number;
+}
+
+/** The memfs file that holds a volume's bytes, open for the volume's whole life, and where it ends. */
+interface Log {
+  readonly volume: Volume;
+  readonly fd: number;
+  end: number;
 }
 
 export type ReadResult = Uint8Array | IoError;
 
 const MIN_SLAB_BYTES = 4 * 1024;
 const MAX_SLAB_BYTES = 64 * 1024;
+const LOG_PATH = '/log';
 
 /**
  * The process memfs's volume checks paths and permissions against: a fixed identity and working directory, so that
- * nothing of the real machine leaks into a run. (memfs's file nodes still ask the operating system for the user id
- * themselves, ≈ 3 % of a seed, and take no identity; answering that from a cache was measured slower:
- * docs/simulation.md, Performance.)
+ * nothing of the real machine leaks into a run.
  */
 const SIMULATED_PROCESS = {
   cwd: () => '/',
@@ -37,16 +50,23 @@ const SIMULATED_PROCESS = {
  * file, bytes used against a capacity). The memfs volume is created on first use because most disks of a short run
  * never see a file, and creating a volume costs more than a thousand appends.
  *
- * Appends wait in a per-file list until the file is read, the way an operating system's page cache holds
- * writes until writeback; only then do they reach memfs, in one write. A sync only moves the file's durable mark (the
- * bytes up to it survive a crash, pending or not); a crash drops everything past the mark. Most shuffle files are
- * appended to many times, synced once and read once or never (a replica is read only when its primary fails), so
- * memfs sees at most one open and one write per file instead of one call per append, and none for a file nobody
- * reads (memfs opens — path walk, permission checks — were ~15 % of a simulated seed when every append reached
- * memfs, and ~7 % when every sync did).
+ * The volume keeps every file's bytes in one memfs file, its log, the way a log-structured store lays out its
+ * files: each file is a list of extents of the log. Appends wait in a per-file list until the file is read, the way
+ * an operating system's page cache holds writes until writeback; only then do they reach the log, in one write at
+ * its end. A sync only moves the file's durable mark (the bytes up to it survive a crash, pending or not); a crash
+ * drops everything past the mark. Most shuffle files are appended to many times, synced once and read once or never
+ * (a replica is read only when its primary fails), so memfs sees one write and one read per file that is read, and
+ * nothing of a file nobody reads.
+ *
+ * Why one memfs file and not one per file (until 24 November 2026): opening a memfs file walks its path and checks
+ * permissions, and memfs's file nodes ask the operating system for the user and group ids four times per file
+ * (getuid and getgid are real system calls, which memfs takes from the global process, not from the identity it is
+ * given): ≈ 12 µs per file read, ≈ 9 % of a standard seed, of which the system calls alone were ≈ 6 %. The log is
+ * opened once per volume, and reads and writes go through its descriptor. A removed file's extents stay in the log
+ * as garbage (the capacity accounting frees them at once; a run is too short for the garbage to matter).
  */
 export class SimVolume {
-  private volume: Volume | undefined;
+  private log: Log | undefined;
   private readonly files = new Map<string, FileEntry>();
   private usedBytes = 0;
   /** Where appended bytes and reads are placed (see allocate). */
@@ -74,7 +94,7 @@ export class SimVolume {
 
   create(path: string): IoError | undefined {
     if (this.files.has(path)) return 'EXISTS';
-    this.files.set(path, { inMemfs: false, length: 0, synced: 0, pending: [], pendingBytes: 0 });
+    this.files.set(path, { length: 0, synced: 0, extents: [], inLogBytes: 0, pending: [], pendingBytes: 0 });
     return undefined;
   }
 
@@ -104,16 +124,20 @@ export class SimVolume {
     if (!entry) return 'NOT_FOUND';
     const available = Math.max(0, Math.min(length, entry.length - offset));
     const out = this.allocate(available);
-    const volume = this.memfs();
-    // No descriptor is kept between operations: memfs refuses more than 10,000 open files per volume (EMFILE), a
-    // limit of a process, not of a disk, which a long run would otherwise reach.
-    const fd = volume.openSync(memfsPath(path), entry.inMemfs ? 'r+' : 'wx+');
-    entry.inMemfs = true;
-    try {
-      this.writeBack(volume, fd, entry);
-      if (available > 0) volume.readSync(fd, out, 0, available, offset);
-    } finally {
-      volume.closeSync(fd);
+    const log = this.openLog();
+    this.writeBack(log, entry);
+    // Copy the range extent by extent: `skip` is how much of the file lies before the current extent.
+    let skip = 0;
+    let copied = 0;
+    for (const extent of entry.extents) {
+      if (copied === available) break;
+      const from = offset + copied - skip;
+      if (from < extent.length) {
+        const n = Math.min(extent.length - from, available - copied);
+        log.volume.readSync(log.fd, out, copied, n, extent.at + from);
+        copied += n;
+      }
+      skip += extent.length;
     }
     return out;
   }
@@ -121,21 +145,28 @@ export class SimVolume {
   remove(path: string): boolean {
     const entry = this.files.get(path);
     if (!entry) return false;
-    if (entry.inMemfs) this.volume!.unlinkSync(memfsPath(path));
     this.usedBytes -= entry.length;
     this.files.delete(path);
     return true;
   }
 
-  /** Cuts the file to its first `length` bytes, wherever they are (in memfs or still pending). */
-  private truncate(path: string, entry: FileEntry, length: number): void {
-    const memfsBytes = entry.length - entry.pendingBytes;
-    if (length <= memfsBytes) {
+  /** Cuts the file to its first `length` bytes, wherever they are (in the log or still pending). */
+  private truncate(entry: FileEntry, length: number): void {
+    if (length <= entry.inLogBytes) {
       entry.pending = [];
       entry.pendingBytes = 0;
-      if (entry.inMemfs) this.volume!.truncateSync(memfsPath(path), length);
+      let kept = 0;
+      const extents: Extent[] = [];
+      for (const extent of entry.extents) {
+        if (kept === length) break;
+        const n = Math.min(extent.length, length - kept);
+        extents.push({ at: extent.at, length: n });
+        kept += n;
+      }
+      entry.extents = extents;
+      entry.inLogBytes = length;
     } else {
-      const keep = length - memfsBytes;
+      const keep = length - entry.inLogBytes;
       entry.pending = [concat(entry.pending, this.allocate(entry.pendingBytes)).subarray(0, keep)];
       entry.pendingBytes = keep;
     }
@@ -143,8 +174,12 @@ export class SimVolume {
     entry.length = length;
   }
 
-  private memfs(): Volume {
-    return (this.volume ??= Volume.fromJSON({}, '/', { process: SIMULATED_PROCESS }));
+  private openLog(): Log {
+    if (this.log === undefined) {
+      const volume = Volume.fromJSON({}, '/', { process: SIMULATED_PROCESS });
+      this.log = { volume, fd: volume.openSync(LOG_PATH, 'w+'), end: 0 };
+    }
+    return this.log;
   }
 
   /** A copy of `bytes` (see allocate). */
@@ -174,14 +209,19 @@ export class SimVolume {
     return view;
   }
 
-  /** Hands the file's pending appends to memfs, through the file's open descriptor `fd`. */
-  private writeBack(volume: Volume, fd: number, entry: FileEntry): void {
+  /** Hands the file's pending appends to memfs: one write at the end of the log, a new extent (or a longer last one). */
+  private writeBack(log: Log, entry: FileEntry): void {
     if (entry.pendingBytes === 0) return;
     const bytes =
       entry.pending.length === 1
         ? entry.pending[0]!
         : concat(entry.pending, this.allocate(entry.pendingBytes));
-    volume.writeSync(fd, bytes, 0, bytes.length, entry.length - entry.pendingBytes);
+    log.volume.writeSync(log.fd, bytes, 0, bytes.length, log.end);
+    const last = entry.extents[entry.extents.length - 1];
+    if (last !== undefined && last.at + last.length === log.end) last.length += bytes.length;
+    else entry.extents.push({ at: log.end, length: bytes.length });
+    log.end += bytes.length;
+    entry.inLogBytes += bytes.length;
     entry.pending = [];
     entry.pendingBytes = 0;
   }
@@ -193,19 +233,10 @@ export class SimVolume {
       if (this.volatile) {
         this.remove(path);
       } else if (entry.length > entry.synced) {
-        this.truncate(path, entry, entry.synced);
+        this.truncate(entry, entry.synced);
       }
     }
   }
-}
-
-/**
- * Where memfs keeps a file: its path with every '/' after the root escaped, so that memfs needs no directories. The
- * volume's own paths stay as given (escaping them on every operation was ~1 % of a seed); only files that reach memfs
- * pay for it.
- */
-function memfsPath(path: string): string {
-  return '/' + path.slice(1).replaceAll('/', '%2F');
 }
 
 /** Copies `parts` one after another into `bytes` (exactly their total length) and returns it. */

@@ -6,7 +6,7 @@ import type { InvariantName } from '../invariants/catalogue.ts';
 import { EventQueue } from './event-queue.ts';
 import { Observers, type Observer } from './observers.ts';
 import { CALM_NETWORK, Network, type NetworkRates } from './network.ts';
-import { streamRng } from './random.ts';
+import { LazyStream, streamRng } from './random.ts';
 import {
   NodeStorage,
   SharedDfs,
@@ -157,7 +157,7 @@ export class World {
       startedAt: 0,
       timers: new Map(),
       timerGeneration: 0,
-      rng: streamRng(this.seed, `node:${def.id}`),
+      rng: new LazyStream(this.seed, `node:${def.id}`),
       storage,
       recovery: new Map(),
     });
