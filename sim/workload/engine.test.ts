@@ -5,6 +5,7 @@ import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
 import { clusterScenario } from '../cluster/scenario.ts';
 import { CALM_KNOBS, type Fault } from '../faults/plan.ts';
 import { runSeed, type RunResult, type Scenario } from '../run.ts';
+import type { World } from '../world/world.ts';
 import { namedMaps } from './engine.ts';
 import { demoWorkload, type JobShape } from './shape.ts';
 
@@ -217,49 +218,43 @@ describe('the compute engine without stage rerun', () => {
     );
   });
 
+  /**
+   * The memory-only job with a crash of `crashed` at 4 s (the faults end at 4.5 s) and, at `at`, something the
+   * schedule does not explain.
+   */
+  const withOutsideEvent = (crashed: string, at: number, label: string, event: (world: World) => void) =>
+    runSeed({
+      seed: 1,
+      scenario: {
+        name: memoryOnly.name,
+        build(world, context) {
+          const run = memoryOnly.build(world, context);
+          world.schedule(at, `test: ${label}`, event);
+          return run;
+        },
+      },
+      schedule: { knobs: calm, faults: [{ kind: 'crash', at: 4_000, target: crashed, downFor: 500 }] },
+    });
+
   it('does not take a reducer that cannot reach its lifecycle manager for lost data: that is a liveness failure', () => {
     // The driver's lifecycle manager dies for good after the first read (a worker crash makes data loss possible):
     // every reducer of the second read fails without reading anything, which no retry cures.
-    const lmDies: Scenario = {
-      name: memoryOnly.name,
-      build(world, context) {
-        const run = memoryOnly.build(world, context);
-        world.schedule(4_000, 'test: the lifecycle manager dies', (w) =>
-          w.crash(lifecycleManagerNodeId('demo')),
-        );
-        return run;
-      },
-    };
-    const result = runSeed({
-      seed: 1,
-      scenario: lmDies,
-      schedule: { knobs: calm, faults: [{ kind: 'crash', at: 4_000, target: 'w2', downFor: 500 }] },
-    });
+    const result = withOutsideEvent('w2', 4_000, 'the lifecycle manager dies', (w) =>
+      w.crash(lifecycleManagerNodeId('demo')),
+    );
     assert.equal(result.violation?.invariant, 'liveness', JSON.stringify(result.violation));
     assert.match(result.violation?.detail ?? '', /did not answer GetReducerFileGroup/);
   });
 
   it('calls a reducer that started after the faults and cannot read intact data an unexpected fetch failure', () => {
-    // A cut between the reducers and the workers that no fault of the schedule explains (the run's faults ended
-    // at 4.5 s): the data is intact, so failing to read it is not data loss.
-    const cutOff: Scenario = {
-      name: memoryOnly.name,
-      build(world, context) {
-        const run = memoryOnly.build(world, context);
-        world.schedule(5_000, 'test: reducers lose the workers', (w) =>
-          w.network.partition(
-            (node) => node.startsWith('reduce-demo'),
-            (node) => node.startsWith('host'),
-          ),
-        );
-        return run;
-      },
-    };
-    const result = runSeed({
-      seed: 1,
-      scenario: cutOff,
-      schedule: { knobs: calm, faults: [{ kind: 'crash', at: 4_000, target: 'w0', downFor: 500 }] },
-    });
+    // A cut between the reducers and the workers that no fault of the schedule explains: the data is intact, so
+    // failing to read it is not data loss.
+    const result = withOutsideEvent('w0', 5_000, 'reducers lose the workers', (w) =>
+      w.network.partition(
+        (node) => node.startsWith('reduce-demo'),
+        (node) => node.startsWith('host'),
+      ),
+    );
     assert.equal(result.violation?.invariant, 'unexpected-fetch-failure', JSON.stringify(result.violation));
     assert.match(
       result.violation?.detail ?? '',
