@@ -24,3 +24,12 @@ export interface MapAttempt {
   readonly mapId: number;
   readonly attemptId: number;
 }
+
+/**
+ * `3`, `0, 1, 2`, or with more than `maxIds` ids `0, 1, 2, 3, 4, 5, 6, 7 and 12 more`: a message that names the
+ * partitions or maps a reason struck stays short however many it struck.
+ */
+export function idList(ids: readonly number[], maxIds = 8): string {
+  const shown = ids.slice(0, maxIds).join(', ');
+  return ids.length > maxIds ? `${shown} and ${ids.length - maxIds} more` : shown;
+}

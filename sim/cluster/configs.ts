@@ -60,7 +60,7 @@ function optional<T>(conf: ResolvedConfig, key: string, read: (key: string) => T
 const UNLIMITED_WORKERS = 10_000;
 const MEMORY_MAX_FILE = 'svc.worker.memoryFileStorage.maxFileSize';
 const MEMORY_EVICT_RATIO = 'svc.worker.memoryFileStorage.evict.ratio';
-const FILTER_EXCLUDED = 'svc.client.shuffle.register.filterExcludedWorker.enabled';
+export const FILTER_EXCLUDED = 'svc.client.shuffle.register.filterExcludedWorker.enabled';
 
 /** The reference's hard-coded intervals (no configuration key exists for them). */
 const REFERENCE = {

@@ -19,8 +19,7 @@ import { admitClient } from '../../core/release/admission.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { FaultTopology } from '../faults/inject.ts';
-import type { APP_PARTS } from '../faults/plan.ts';
-import { calmFrom, type FaultTargets, type Schedule } from '../faults/plan.ts';
+import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
@@ -47,6 +46,9 @@ import {
 } from './configs.ts';
 import { rollingUpgrade } from './upgrade.ts';
 
+/** Set for the master and the workers alike: the workers' heartbeat interval is a quarter of it. */
+const WORKER_HEARTBEAT_TIMEOUT = 'svc.master.heartbeat.worker.timeout';
+
 /**
  * How long after the last fault every job must have finished (virtual time), from the defaults of the current
  * release. The slowest recovery the configuration allows is a chain: a worker asked to shut down gracefully during
@@ -56,9 +58,6 @@ import { rollingUpgrade } from './upgrade.ts';
  * plus a check period), unanswered requests (svc.rpc.askTimeout, 60 s each) and the engine's retry backoff.
  * (A fixed ten minutes was shorter than that chain: swarm seed 4697.)
  */
-/** Set for the master and the workers alike: the workers' heartbeat interval is a quarter of it. */
-const WORKER_HEARTBEAT_TIMEOUT = 'svc.master.heartbeat.worker.timeout';
-
 const LIVENESS_BOUND_MS = (() => {
   const worker = configFor(CURRENT_RELEASE, 'worker');
   const client = configFor(CURRENT_RELEASE, 'client');

@@ -32,10 +32,11 @@ export interface MemoryFinding {
   readonly how: 'revived' | 're-placed after a failed reserve';
 }
 
-/** The storage a lifecycle manager reserved a location with. */
+/** The storage a lifecycle manager reserved a location with, and the location's epoch. */
 interface Reserved {
   readonly type: string;
   readonly mask: number;
+  readonly epoch: number;
 }
 
 /**
@@ -106,7 +107,7 @@ export function memoryUse(policy: MemoryPolicy): Observer & { findings(): readon
     }
     if (!reported.has(appId)) {
       reported.add(appId);
-      const how = epochOfFile(file) > 0 ? 'revived' : 're-placed after a failed reserve';
+      const how = location.epoch > 0 ? 'revived' : 're-placed after a failed reserve';
       findings.push({ appId, release: app.release, worker: node, file: file.id, how });
     }
   };
@@ -145,7 +146,7 @@ export function memoryUse(policy: MemoryPolicy): Observer & { findings(): readon
         const prefix = `${effect.to}|${shuffleKey(appId, shuffleId)}/`;
         for (const location of [...primaries, ...replicas]) {
           const { type, availableTypes: mask } = location.storage;
-          reserved.set(prefix + partitionFileName(location), { type, mask });
+          reserved.set(prefix + partitionFileName(location), { type, mask, epoch: location.epoch });
         }
       }
     },
@@ -160,10 +161,4 @@ function appOfFile(file: FileRef): AppId | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The epoch in a partition file's name (`<partitionId>-<epoch>-<mode>`); 0 when the name has none. */
-function epochOfFile(file: FileRef): number {
-  const name = file.id.slice(file.id.indexOf('/') + 1);
-  return Number(name.split('-')[1] ?? 0) || 0;
 }

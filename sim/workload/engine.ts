@@ -1,3 +1,4 @@
+import { idList } from '../../core/domain/index.ts';
 import type { Input, NodeId } from '../../core/machines/effects.ts';
 import { FileGroupCache, type FileGroupAnswer } from '../../core/machines/client/file-group-cache.ts';
 import type { Message } from '../../core/protocol/messages.ts';
@@ -873,8 +874,6 @@ function mapDone(map: MapRun): boolean {
 }
 
 /** `map 3`, `maps 0, 1, 2`, or with many ids `maps 0, 1, 2, 3, 4, 5, 6, 7 and 12 more`. */
-export function namedMaps(ids: readonly number[], maxIds = 8): string {
-  const shown = ids.slice(0, maxIds).join(', ');
-  const more = ids.length > maxIds ? ` and ${ids.length - maxIds} more` : '';
-  return `${ids.length === 1 ? 'map' : 'maps'} ${shown}${more}`;
+export function namedMaps(ids: readonly number[]): string {
+  return `${ids.length === 1 ? 'map' : 'maps'} ${idList(ids)}`;
 }

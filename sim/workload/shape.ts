@@ -5,7 +5,7 @@ import { isAtLeast, KNOWN_RELEASES, type Release } from '../../core/release/vers
 import type { Rng } from '../../core/rng.ts';
 import { chance, logUniform, pick, uniform } from '../world/random.ts';
 import type { DiskSpec } from '../world/storage.ts';
-import { readsKeyAt, tiersKeyAt, TIERS_KEY } from '../cluster/configs.ts';
+import { FILTER_EXCLUDED, readsKeyAt, tiersKeyAt, TIERS_KEY } from '../cluster/configs.ts';
 
 /**
  * The shape of one run's cluster and workload, as plain data drawn from the seed (swarm testing: small and large,
@@ -245,8 +245,6 @@ function withShortHeartbeatTimeout(rng: Rng, cluster: ClusterShape): ClusterShap
   return { ...cluster, workerHeartbeatTimeout: pick(rng, ['3s', '6s', '12s', '30s']) };
 }
 
-const FILTER_EXCLUDED_KEY = 'svc.client.shuffle.register.filterExcludedWorker.enabled';
-
 /**
  * Now and then a client that names the workers it excluded itself in its RequestSlots (off by default), so that the
  * master's handling of that list is exercised and checked (no-slots-on-unavailable). The coin is drawn for every
@@ -254,9 +252,7 @@ const FILTER_EXCLUDED_KEY = 'svc.client.shuffle.register.filterExcludedWorker.en
  */
 function withExclusionFilter(rng: Rng, app: AppShape): AppShape {
   const on = chance(rng, 0.3);
-  return on && readsKeyAt(FILTER_EXCLUDED_KEY, app.clientRelease)
-    ? { ...app, filterExcludedWorkers: true }
-    : app;
+  return on && readsKeyAt(FILTER_EXCLUDED, app.clientRelease) ? { ...app, filterExcludedWorkers: true } : app;
 }
 
 /**

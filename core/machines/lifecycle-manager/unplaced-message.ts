@@ -1,3 +1,4 @@
+import { idList } from '../../domain/index.ts';
 /**
  * The message of a registration that could not place every partition. One line per distinct reason, with the
  * partitions it struck, rather than one line per partition: a shuffle of 10,000 partitions that no worker can take
@@ -15,10 +16,8 @@ export function describeUnplaced(
     if (ids === undefined) byReason.set(reason, [partitionId]);
     else ids.push(partitionId);
   }
-  const lines = [...byReason].map(([reason, ids]) => {
-    const shown = ids.slice(0, maxIds).join(', ');
-    const more = ids.length > maxIds ? ` and ${ids.length - maxIds} more` : '';
-    return `${ids.length === 1 ? 'partition' : 'partitions'} ${shown}${more}: ${reason}`;
-  });
+  const lines = [...byReason].map(
+    ([reason, ids]) => `${ids.length === 1 ? 'partition' : 'partitions'} ${idList(ids, maxIds)}: ${reason}`,
+  );
   return `${failed.size} of ${numPartitions} partitions could not be placed: ${lines.join('; ')}`;
 }
