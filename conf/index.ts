@@ -20,6 +20,26 @@ export {
   type DynamicView,
   type ValueLevel,
 } from './dynamic.ts';
+export {
+  availableTypesFrom,
+  budgetModeFrom,
+  FILTER_EXCLUDED,
+  lifecycleManagerConfigFrom,
+  mapTaskConfigFrom,
+  masterConfigFrom,
+  readsKeyAt,
+  reduceTaskConfigFrom,
+  REFERENCE_CONSTANTS,
+  refuseImplicitMemoryFrom,
+  replicationFrom,
+  stageRerunFrom,
+  TIERS_KEY,
+  tiersKeyAt,
+  workerConfigFrom,
+  type LifecycleManagerFacts,
+  type MasterFacts,
+  type WorkerFacts,
+} from './machine-configs.ts';
 export { parseMasterUrl, type MasterUrl } from './master-url.ts';
 export {
   formatMigrationReport,

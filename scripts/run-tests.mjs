@@ -31,7 +31,16 @@ if (files.length === 0) {
 const reporter = process.env.SVC_TEST_REPORTER ?? 'spec';
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-reporter=${reporter}`, '--test-concurrency=2', ...files],
+  // A test that hangs (a process that never answers) fails after the timeout instead of holding CI to its limit.
+  [
+    '--import',
+    'tsx',
+    '--test',
+    `--test-reporter=${reporter}`,
+    '--test-concurrency=2',
+    '--test-timeout=300000',
+    ...files,
+  ],
   { cwd: root, stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import { confCommand, localClusterConfiguration } from './conf-command.ts';
+import { masterCommand, workerCommand } from './server-commands.ts';
 
 const program = new Command();
 program.name('svc').description('svc: a remote shuffle service').version(CURRENT_RELEASE);
@@ -27,6 +28,8 @@ program
     );
   });
 
+program.addCommand(masterCommand());
+program.addCommand(workerCommand());
 program.addCommand(confCommand());
 
 await program.parseAsync(process.argv);

@@ -1,3 +1,4 @@
+import { FILTER_EXCLUDED, readsKeyAt, tiersKeyAt, TIERS_KEY } from '../../conf/machine-configs.ts';
 import type { StorageType } from '../../core/domain/index.ts';
 import { admitClient } from '../../core/release/admission.ts';
 import { oldestAcceptedClient } from '../../core/release/admission.ts';
@@ -5,7 +6,6 @@ import { isAtLeast, KNOWN_RELEASES, type Release } from '../../core/release/vers
 import type { Rng } from '../../core/rng.ts';
 import { chance, logUniform, pick, uniform } from '../world/random.ts';
 import type { DiskSpec } from '../world/storage.ts';
-import { FILTER_EXCLUDED, readsKeyAt, tiersKeyAt, TIERS_KEY } from '../cluster/configs.ts';
 
 /**
  * The shape of one run's cluster and workload, as plain data drawn from the seed (swarm testing: small and large,

@@ -41,6 +41,16 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     description: 'Default time allowed to establish a connection.',
   },
   {
+    key: 'svc.network.frame.maxSize',
+    type: 'bytes',
+    default: '128m',
+    min: 1024,
+    roles: ALL_ROLES,
+    description:
+      'svc addition: the largest frame a connection accepts; a larger one closes that connection with a logged ' +
+      'reason. Must exceed svc.shuffle.chunk.size and svc.client.push.buffer.max.size.',
+  },
+  {
     key: 'svc.shuffle.chunk.size',
     type: 'bytes',
     default: '8m',

@@ -39,10 +39,11 @@ export const MASTER_KEYS: readonly KeySpec[] = [
   {
     key: 'svc.master.port',
     ...PORT,
-    min: 1,
     default: '9097',
     roles: MASTER,
-    description: 'Control-plane port of the master.',
+    description:
+      'Control-plane port of the master (0: any free port, printed in the master’s "listening" line; workers and ' +
+      'clients must then be given the bound port).',
   },
   {
     key: 'svc.master.internal.port',
@@ -68,6 +69,23 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     description: 'Port of the master’s management interface and metrics.',
   },
   ...httpAuthKeys('master'),
+  {
+    key: 'svc.master.state.dir',
+    type: 'string',
+    default: '<tmp>/svc-master-state',
+    roles: MASTER,
+    description:
+      'svc addition: directory of the store a single master keeps its durable state in (what it offered and to ' +
+      'whom), so that a restarted master remembers it.',
+  },
+  {
+    key: 'svc.master.state.dbBackend',
+    type: 'enum',
+    values: ['ROCKSDB', 'LEVELDB'],
+    default: 'ROCKSDB',
+    roles: MASTER,
+    description: 'svc addition: storage engine of the master’s state store (svc.master.state.dir).',
+  },
   {
     key: 'svc.master.heartbeat.worker.timeout',
     type: 'time',

@@ -39,6 +39,15 @@ function dirsFromBaseDir(read: (key: string) => unknown): string {
 }
 
 export const WORKER_KEYS: readonly KeySpec[] = [
+  {
+    key: 'svc.worker.host',
+    type: 'string',
+    default: '<localhost>',
+    roles: WORKER,
+    description:
+      'svc addition: host the worker binds its rpc, push, fetch and replicate ports to and advertises in its id ' +
+      '(SVC_LOCAL_HOSTNAME takes priority over the file).',
+  },
   workerPort('rpc', 'control-plane'),
   workerPort('push', 'push'),
   workerPort('fetch', 'fetch'),
@@ -198,6 +207,16 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     roles: WORKER,
     description:
       'Memory files are evicted, largest first, once the memory tier holds this share of its budget.',
+  },
+  {
+    key: 'svc.worker.memory.size',
+    type: 'bytes',
+    default: '1g',
+    min: 0,
+    roles: WORKER,
+    description:
+      'svc addition: the worker’s memory budget for data in flight and memory-tier files, the base of every ' +
+      'svc.worker.directMemoryRatio* key (the reference uses the JVM’s maximum direct memory).',
   },
   {
     key: 'svc.worker.directMemoryRatioToPauseReceive',

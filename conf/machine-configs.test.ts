@@ -1,0 +1,284 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { WorkerId } from '../core/domain/index.ts';
+import { lifecycleManagerNodeId, masterNodeId } from '../core/protocol/node-ids.ts';
+import { CURRENT_RELEASE, KNOWN_RELEASES, type Release } from '../core/release/version.ts';
+import {
+  availableTypesFrom,
+  budgetModeFrom,
+  FILTER_EXCLUDED,
+  lifecycleManagerConfigFrom,
+  mapTaskConfigFrom,
+  masterConfigFrom,
+  readsKeyAt,
+  reduceTaskConfigFrom,
+  REFERENCE_CONSTANTS,
+  refuseImplicitMemoryFrom,
+  replicationFrom,
+  stageRerunFrom,
+  TIERS_KEY,
+  tiersKeyAt,
+  workerConfigFrom,
+  type WorkerFacts,
+} from './machine-configs.ts';
+import type { Role } from './registry/spec.ts';
+import { resolveConfig, type ResolvedConfig } from './resolve.ts';
+
+function conf(release: Release, role: Role, overrides: Record<string, string> = {}): ResolvedConfig {
+  const resolved = resolveConfig({ release, role, overrides });
+  assert.deepEqual(
+    resolved.errors.map((error) => error.message),
+    [],
+  );
+  return resolved;
+}
+
+const ID: WorkerId = { host: 'w1', rpcPort: 1, pushPort: 2, fetchPort: 3, replicatePort: 4 };
+const FACTS: WorkerFacts = {
+  id: ID,
+  master: masterNodeId(),
+  networkLocation: '/rack-1',
+  disks: [],
+  distributed: ['HDFS'],
+  memoryCapacityBytes: 1024,
+};
+
+const worker = (release: Release, overrides: Record<string, string> = {}, facts: Partial<WorkerFacts> = {}) =>
+  workerConfigFrom(conf(release, 'worker', overrides), conf(CURRENT_RELEASE, 'worker', overrides), {
+    ...FACTS,
+    ...facts,
+  });
+
+const lifecycleManager = (release: Release, overrides: Record<string, string> = {}) =>
+  lifecycleManagerConfigFrom(conf(release, 'client', overrides), {
+    appId: 'app-1',
+    user: 'alice',
+    master: masterNodeId(),
+  });
+
+const mapTask = (release: Release, overrides: Record<string, string> = {}) =>
+  mapTaskConfigFrom(
+    conf(release, 'client', overrides),
+    { shuffleId: 1, mapId: 2, attemptId: 3 },
+    { numMappers: 4, numPartitions: 5 },
+    [],
+    'app-1',
+  );
+
+describe('masterConfigFrom', () => {
+  it('takes the release from the configuration and the facts as given', () => {
+    const master = masterConfigFrom(conf('0.5.1', 'master'), { dfs: true, plantedBug: 'replica-on-primary' });
+    assert.equal(master.release, '0.5.1');
+    assert.equal(master.exclusion.dfsConfigured, true);
+    assert.equal(master.plantedBug, 'replica-on-primary');
+    assert.equal('plantedBug' in masterConfigFrom(conf('0.5.1', 'master'), { dfs: false }), false);
+  });
+
+  it('reads the release’s defaults: extraSlots 2 and no minWorkers before 0.6.0', () => {
+    const old = masterConfigFrom(conf('0.5.1', 'master'), { dfs: false });
+    assert.equal(old.slots.extraSlots, 2);
+    assert.equal(old.slots.minWorkers, undefined);
+    const current = masterConfigFrom(conf('0.6.0', 'master'), { dfs: false });
+    assert.equal(current.slots.extraSlots, 100);
+    assert.equal(current.slots.minWorkers, 100);
+  });
+
+  it('leaves the partition size estimate unclamped and the workers unlimited before their keys', () => {
+    const master = masterConfigFrom(conf('0.3.0', 'master'), { dfs: false });
+    assert.equal(master.partitionSize.minSize, 1);
+    assert.equal(master.partitionSize.maxSize, Number.MAX_SAFE_INTEGER);
+    assert.equal(master.slots.maxWorkers, 10_000);
+  });
+
+  it('reads the policy, the heartbeat timeout and the reference’s unavailable-info check', () => {
+    const master = masterConfigFrom(
+      conf('0.6.0', 'master', {
+        'svc.master.slot.assign.policy': 'loadaware',
+        'svc.master.heartbeat.worker.timeout': '30s',
+      }),
+      { dfs: false },
+    );
+    assert.equal(master.slots.policy.name, 'LOADAWARE');
+    assert.equal(master.workerHeartbeatTimeoutMs, 30_000);
+    assert.equal(
+      master.workerUnavailableInfo.checkIntervalMs,
+      REFERENCE_CONSTANTS.workerUnavailableInfoCheckMs,
+    );
+  });
+
+  it('takes the budget mode from svc.master.slot.assign.budgetMode unless the facts give one', () => {
+    assert.equal(masterConfigFrom(conf('0.6.0', 'master'), { dfs: false }).slots.budgetMode, 'overcommit');
+    const strict = conf('0.6.0', 'master', { 'svc.master.slot.assign.budgetMode': 'STRICT' });
+    assert.equal(budgetModeFrom(strict), 'strict');
+    assert.equal(masterConfigFrom(strict, { dfs: false }).slots.budgetMode, 'strict');
+    assert.equal(
+      masterConfigFrom(strict, { dfs: false, budgetMode: 'overcommit' }).slots.budgetMode,
+      'overcommit',
+    );
+    // Before the key (0.6.0) the master overcommitted, as the reference does.
+    assert.equal(budgetModeFrom(conf('0.5.1', 'master')), 'overcommit');
+  });
+});
+
+describe('workerConfigFrom', () => {
+  it('heartbeats every quarter of the worker heartbeat timeout', () => {
+    assert.equal(worker('0.6.0').heartbeatIntervalMs, 120_000 / 4);
+    assert.equal(
+      worker('0.6.0', { 'svc.master.heartbeat.worker.timeout': '60s' }).heartbeatIntervalMs,
+      15_000,
+    );
+  });
+
+  it('feeds svc.rpc.askTimeout to the master request and replication timeouts', () => {
+    const config = worker('0.6.0', { 'svc.rpc.askTimeout': '7s' });
+    assert.equal(config.masterRequestTimeoutMs, 7_000);
+    assert.equal(config.replicate.timeoutMs, 7_000);
+  });
+
+  it('passes the facts through and takes the release from the configuration', () => {
+    const config = worker('0.5.1', {}, { plantedBug: 'restart-forgets-committed' });
+    assert.equal(config.release, '0.5.1');
+    assert.equal(config.id, ID);
+    assert.equal(config.master, masterNodeId());
+    assert.equal(config.networkLocation, '/rack-1');
+    assert.deepEqual(config.distributed, ['HDFS']);
+    assert.equal(config.memory.capacityBytes, 1024);
+    assert.equal(config.plantedBug, 'restart-forgets-committed');
+    assert.equal(config.register.retryIntervalMs, REFERENCE_CONSTANTS.registerRetryMs);
+  });
+
+  it('reads memory keys introduced after the worker’s release from the current configuration', () => {
+    const old = worker('0.4.1', {}, {});
+    const current = worker(CURRENT_RELEASE);
+    assert.equal(old.memory.maxFileBytes, current.memory.maxFileBytes);
+    assert.equal(old.memory.evictRatio, current.memory.evictRatio);
+    assert.equal(
+      worker('0.6.0', { 'svc.worker.memoryFileStorage.maxFileSize': '1m' }).memory.maxFileBytes,
+      1 << 20,
+    );
+  });
+
+  it('refuses implicit memory as the key says unless the facts say otherwise', () => {
+    const key = 'svc.worker.memoryFileStorage.refuseImplicitMemory';
+    assert.equal(worker('0.6.0').memory.refuseImplicitMemory, false);
+    assert.equal(worker('0.6.0', { [key]: 'true' }).memory.refuseImplicitMemory, true);
+    assert.equal(
+      worker('0.6.0', { [key]: 'true' }, { refuseImplicitMemory: false }).memory.refuseImplicitMemory,
+      false,
+    );
+    assert.equal(refuseImplicitMemoryFrom(conf('0.6.0', 'worker', { [key]: 'true' })), true);
+    // Before the key (0.6.0) a worker never refused.
+    assert.equal(refuseImplicitMemoryFrom(conf('0.5.1', 'worker')), false);
+  });
+
+  it('reads the split, chunk and graceful shutdown keys', () => {
+    const config = worker('0.6.0', {
+      'svc.shuffle.chunk.size': '4m',
+      'svc.worker.shuffle.partitionSplit.max': '2g',
+      'svc.worker.graceful.shutdown.enabled': 'true',
+    });
+    assert.equal(config.chunkSizeBytes, 4 << 20);
+    assert.equal(config.split.maxBytes, 2 * 1024 ** 3);
+    assert.equal(config.gracefulShutdown.enabled, true);
+  });
+});
+
+describe('lifecycleManagerConfigFrom', () => {
+  it('replicates by default for a 0.2.0 client and not from 0.3.0', () => {
+    assert.equal(lifecycleManager('0.2.0').replicate, true);
+    assert.equal(replicationFrom(conf('0.2.0', 'client')), true);
+    assert.equal(lifecycleManager('0.3.0').replicate, false);
+    assert.equal(lifecycleManager('0.3.0', { 'svc.client.push.replicate.enabled': 'true' }).replicate, true);
+  });
+
+  it('feeds svc.rpc.askTimeout to the request timeout and half of it to the file-group wait', () => {
+    const config = lifecycleManager('0.6.0', { 'svc.rpc.askTimeout': '10s' });
+    assert.equal(config.requestTimeoutMs, 10_000);
+    assert.equal(config.fileGroupWaitMs, 5_000);
+    assert.equal(config.maxRequestAttempts, REFERENCE_CONSTANTS.requestAttempts);
+    assert.equal(config.requestSlotsMaxRetries, REFERENCE_CONSTANTS.requestSlotsRetries);
+  });
+
+  it('passes the facts through and takes the release from the configuration', () => {
+    const config = lifecycleManager('0.4.1');
+    assert.equal(config.release, '0.4.1');
+    assert.equal(config.appId, 'app-1');
+    assert.equal(config.user, 'alice');
+    assert.equal(config.master, masterNodeId());
+    assert.equal('plantedBug' in config, false);
+  });
+
+  it('filters excluded workers as the key says, and by the current default before the key existed', () => {
+    assert.equal(readsKeyAt(FILTER_EXCLUDED, '0.3.2'), false);
+    assert.equal(lifecycleManager('0.3.2').filterExcludedWorkers, false);
+    assert.equal(lifecycleManager('0.4.0', { [FILTER_EXCLUDED]: 'true' }).filterExcludedWorkers, true);
+  });
+
+  it('reads the storage tiers under the name the client’s release knows', () => {
+    assert.equal(tiersKeyAt('0.3.2'), 'svc.storage.activeTypes');
+    assert.equal(tiersKeyAt('0.4.0'), TIERS_KEY);
+    const old = conf('0.3.2', 'client', { [tiersKeyAt('0.3.2')]: 'MEMORY,HDD' });
+    assert.deepEqual(availableTypesFrom(old), ['MEMORY', 'HDD']);
+    assert.deepEqual(lifecycleManagerConfigFrom(old, { appId: 'a', user: 'u', master: 'm' }).availableTypes, [
+      'MEMORY',
+      'HDD',
+    ]);
+    assert.deepEqual(lifecycleManager('0.6.0').availableTypes, ['HDD']);
+  });
+
+  it('reads every release’s defaults without a missing key', () => {
+    for (const release of KNOWN_RELEASES) {
+      assert.equal(lifecycleManager(release).release, release);
+      assert.equal(worker(release).release, release);
+      assert.equal(masterConfigFrom(conf(release, 'master'), { dfs: false }).release, release);
+      assert.equal(mapTask(release).release, release);
+    }
+  });
+});
+
+describe('task configs', () => {
+  it('a map task pushes batches of svc.client.push.buffer.max.size', () => {
+    assert.equal(mapTask('0.6.0').batchSizeBytes, 64 * 1024);
+    assert.equal(mapTask('0.6.0', { 'svc.client.push.buffer.max.size': '1m' }).batchSizeBytes, 1 << 20);
+  });
+
+  it('a map task times out pushes and requests after svc.rpc.askTimeout', () => {
+    const config = mapTask('0.6.0', { 'svc.rpc.askTimeout': '9s' });
+    assert.equal(config.pushTimeoutMs, 9_000);
+    assert.equal(config.requestTimeoutMs, 9_000);
+  });
+
+  it('a map task takes its ids, shape and application as given', () => {
+    const config = mapTask('0.5.0', { 'svc.client.push.revive.maxRetries': '7' });
+    assert.equal(config.release, '0.5.0');
+    assert.deepEqual(
+      [config.shuffleId, config.mapId, config.attemptId, config.numMappers, config.numPartitions],
+      [1, 2, 3, 4, 5],
+    );
+    assert.equal(config.appId, 'app-1');
+    assert.equal(config.lifecycleManager, lifecycleManagerNodeId('app-1'));
+    assert.equal(config.maxReviveRetries, 7);
+  });
+
+  it('a reduce task reads the stage rerun switch and svc.rpc.askTimeout', () => {
+    const resolved = conf('0.6.0', 'client', {
+      'svc.client.spark.stageRerun.enabled': 'false',
+      'svc.rpc.askTimeout': '11s',
+    });
+    const config = reduceTaskConfigFrom(
+      resolved,
+      { shuffleId: 1, partitionId: 6 },
+      'app-2',
+      'dedupe-disabled',
+    );
+    assert.equal(config.stageRerunEnabled, false);
+    assert.equal(stageRerunFrom(resolved), false);
+    assert.equal(config.fetchTimeoutMs, 11_000);
+    assert.equal(config.requestTimeoutMs, 11_000);
+    assert.equal(config.partitionId, 6);
+    assert.equal(config.lifecycleManager, lifecycleManagerNodeId('app-2'));
+    assert.equal(config.fileGroupRetryIntervalMs, REFERENCE_CONSTANTS.fileGroupRetryMs);
+    assert.equal(config.maxFileGroupAttempts, REFERENCE_CONSTANTS.fileGroupAttempts);
+    assert.equal(config.plantedBug, 'dedupe-disabled');
+  });
+});

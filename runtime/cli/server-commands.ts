@@ -1,0 +1,111 @@
+// `svc master` and `svc worker`: resolve the configuration, start the server, stop it on SIGTERM/SIGINT.
+import { Command, Option } from 'commander';
+import { parseMasterUrl } from '../../conf/index.ts';
+import { createLogger, LOG_LEVELS, type LogLevelName } from '../log.ts';
+import { runMaster, type RunningServer } from '../process/master.ts';
+import { loadServerConfig, ServerConfigError } from '../process/server-config.ts';
+import { onStopSignals } from '../process/signals.ts';
+import { runWorker } from '../process/worker.ts';
+
+interface ServerFlags {
+  readonly confFile?: string;
+  readonly conf: string[];
+  readonly logLevel: LogLevelName;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function serverCommand(name: 'master' | 'worker', description: string): Command {
+  return new Command(name)
+    .description(description)
+    .option('--conf-file <path>', 'properties file of svc settings (key value or key=value per line)')
+    .option(
+      '--conf <key=value>',
+      'a setting, overriding the file and the environment (repeatable), e.g. --conf svc.worker.rpc.port=0',
+      collect,
+      [],
+    )
+    .addOption(
+      new Option('--log-level <level>', 'least severe log level written (JSON lines on stdout)')
+        .choices(LOG_LEVELS)
+        .default('info'),
+    );
+}
+
+/** Runs a server until it stops; its exit code becomes the process's. Configuration errors exit 2 with the list. */
+async function serve(
+  role: 'master' | 'worker',
+  start: () => Promise<RunningServer>,
+  level: LogLevelName,
+): Promise<void> {
+  let server: RunningServer;
+  try {
+    server = await start();
+  } catch (error) {
+    if (!(error instanceof ServerConfigError)) throw error;
+    console.error(`svc ${role}: ${error.message}`);
+    process.exit(2);
+  }
+  const logger = createLogger(level, { role, node: server.nodeId });
+  onStopSignals(logger, () => {
+    if (server.requestExit === undefined) {
+      void server.shutdown(0, 'signal');
+      return;
+    }
+    void server.requestExit().then((answer) => {
+      if (!answer.success) void server.shutdown(0, `signal; the machine refused its exit: ${answer.message}`);
+    });
+  });
+  process.exit(await server.stopped);
+}
+
+export function masterCommand(): Command {
+  return serverCommand('master', 'run a master (svc.master.host:svc.master.port; port 0 takes a free one)')
+    .addHelpText(
+      'after',
+      '\nThe master prints one JSON line with "event":"listening" and its bound address, then logs as JSON lines.\n' +
+        'Its durable state lives under svc.master.state.dir (svc.master.state.dbBackend: ROCKSDB or LEVELDB).',
+    )
+    .action(async (flags: ServerFlags) => {
+      await serve(
+        'master',
+        async () => {
+          const conf = loadServerConfig('master', flags);
+          return runMaster(conf, createLogger(flags.logLevel, { role: 'master', node: 'master-0' }));
+        },
+        flags.logLevel,
+      );
+    });
+}
+
+export function workerCommand(): Command {
+  return serverCommand('worker', 'run a worker that registers with the master')
+    .argument('[master-url]', 'the master, svc://host:port (default: the first of svc.master.endpoints)')
+    .addHelpText(
+      'after',
+      '\nPorts: svc.worker.rpc.port, .push.port, .fetch.port, .replicate.port (0 takes a free one); the worker\n' +
+        'prints one JSON line with "event":"listening", its node id and bound ports. Tiers: svc.worker.storage.dirs\n' +
+        '(local disks), svc.storage.hdfs.dir (a DFS directory: an NFS, CephFS or HDFS fuse mount) and the memory\n' +
+        'tier (svc.worker.memory.size x svc.worker.directMemoryRatioForMemoryFileStorage). SIGTERM runs the\n' +
+        "worker's configured exit (graceful when svc.worker.graceful.shutdown.enabled); a second signal exits now.",
+    )
+    .action(async (masterUrl: string | undefined, flags: ServerFlags) => {
+      await serve(
+        'worker',
+        async () => {
+          const conf = loadServerConfig('worker', flags);
+          const text = masterUrl ?? `svc://${conf.getList('svc.master.endpoints')[0] ?? ''}`;
+          const url = parseMasterUrl(text, conf.release);
+          if (!url.ok) throw new ServerConfigError(url.message);
+          return runWorker(
+            conf,
+            { host: url.host, port: url.port },
+            createLogger(flags.logLevel, { role: 'worker' }),
+          );
+        },
+        flags.logLevel,
+      );
+    });
+}

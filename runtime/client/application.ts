@@ -1,0 +1,163 @@
+import { randomBytes } from 'node:crypto';
+import { lifecycleManagerConfigFrom } from '../../conf/machine-configs.ts';
+import type { Input } from '../../core/machines/effects.ts';
+import {
+  initialLifecycleManagerState,
+  lifecycleManagerMachine,
+  type LifecycleManagerState,
+} from '../../core/machines/lifecycle-manager/index.ts';
+import type { StatusCode } from '../../core/domain/status.ts';
+import type { Message } from '../../core/protocol/messages.ts';
+import { lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
+import type { Release } from '../../core/release/version.ts';
+import { NodeDriver } from '../driver/node-driver.ts';
+import { createLogger } from '../log.ts';
+import { nodeNetwork, type NodeNetwork } from '../process/node-network.ts';
+import { addressText } from '../transport/addresses.ts';
+import { clientConfig, clientRelease, masterAddress, type ClientOptions } from './client-config.ts';
+import {
+  ApplicationRefusedError,
+  ClientClosedError,
+  ClientReleaseRefusedError,
+  SvcClientError,
+} from './errors.ts';
+
+export interface ApplicationOptions extends ClientOptions {
+  /** `svc://host:port` of the master (or `host:port`). */
+  readonly master: string;
+  /** Default: `app-<time>-<random>`. */
+  readonly appId?: string;
+  readonly user?: string;
+  /** Where the lifecycle manager listens for the application's executors; default 127.0.0.1, port 0 (any). */
+  readonly host?: string;
+  readonly port?: number;
+}
+
+export interface Application {
+  readonly appId: string;
+  readonly release: Release;
+  /** `host:port` that executors connect to (`connectExecutor({ lifecycleManager })`). */
+  readonly lifecycleManager: string;
+  /** Tells the cluster a shuffle's data is no longer needed: workers delete its files. */
+  unregisterShuffle(shuffleId: number): Promise<void>;
+  /** Unregisters the application (every shuffle's files are released) and stops listening. */
+  close(): Promise<void>;
+  /** The lifecycle manager's state, for diagnostics (read only). */
+  state(): LifecycleManagerState;
+}
+
+/**
+ * Starts an application's lifecycle manager in this process (the driver side, as in Spark): it registers the
+ * application with the master, then serves its executors on a port of its own. Resolves once the master accepted
+ * the application; rejects with ClientReleaseRefusedError or ApplicationRefusedError otherwise.
+ */
+export async function startApplication(options: ApplicationOptions): Promise<Application> {
+  const release = clientRelease(options);
+  const conf = clientConfig(release, options);
+  const appId = options.appId ?? `app-${Date.now()}-${randomBytes(3).toString('hex')}`;
+  const lmId = lifecycleManagerNodeId(appId);
+  const logger = createLogger(options.logLevel ?? 'warn', { role: 'lifecycle-manager', node: lmId });
+  let refusal: string | undefined;
+  const network = nodeNetwork({
+    role: 'client',
+    release,
+    nodeId: lmId,
+    conf,
+    logger,
+    refused: (_peer, message) => {
+      refusal = message;
+    },
+  });
+  const master = masterAddress(options.master, release);
+  network.addresses.set(masterNodeId(), master);
+  const bound = await network.transport.listen('rpc', options.host ?? '127.0.0.1', options.port ?? 0);
+  network.addresses.set(lmId, bound);
+
+  const lm = new NodeDriver(
+    lmId,
+    lifecycleManagerMachine,
+    initialLifecycleManagerState(
+      lifecycleManagerConfigFrom(conf, { appId, user: options.user ?? 'svc', master: masterNodeId() }),
+    ),
+    release,
+    { send: (envelope) => network.transport.send(envelope), logger },
+  );
+  network.host.add(lm);
+  const driverNode = new DriverNode(`driver-${appId}`, lmId, network);
+  network.host.add(driverNode);
+  lm.start(new Map());
+  const app = await lm.until((state) => (state.app.status === 'registering' ? undefined : state.app));
+  if (app?.status !== 'registered') {
+    lm.stop();
+    await network.transport.close();
+    throw app?.status === 'refused'
+      ? refusedError(app.code, app.message, refusal)
+      : new SvcClientError(`application ${appId} stopped before the master answered its registration`);
+  }
+
+  let closed = false;
+  return {
+    appId,
+    release,
+    lifecycleManager: addressText(bound),
+    state: () => lm.state,
+    async unregisterShuffle(shuffleId) {
+      if (closed) throw new ClientClosedError(`application ${appId} is closed`);
+      await driverNode.ask({ type: 'UnregisterShuffle', appId, shuffleId });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await driverNode.ask({ type: 'UnregisterApplication', appId });
+        // The lifecycle manager forwards the unregister to the master: let that request finish (or time out).
+        await lm.until(
+          (state) => (state.requests.open.size === 0 ? true : undefined),
+          conf.getDurationMs('svc.rpc.askTimeout'),
+        );
+      } finally {
+        lm.stop();
+        await network.transport.close();
+      }
+    },
+  };
+}
+
+function refusedError(code: StatusCode, message: string, refusal: string | undefined): SvcClientError {
+  if (code === 'CLIENT_RELEASE_REFUSED') return new ClientReleaseRefusedError(refusal ?? message);
+  return new ApplicationRefusedError(
+    code,
+    `the master did not register the application (${code}): ${message}. Check that the master is reachable at ` +
+      'the address given and running.',
+  );
+}
+
+/** The driver's own voice toward its lifecycle manager (unregistering shuffles and the application). */
+class DriverNode {
+  private nextRequest = 1;
+  private readonly waiting = new Map<number, (message: Message) => void>();
+
+  constructor(
+    readonly id: string,
+    private readonly lm: string,
+    private readonly network: NodeNetwork,
+  ) {}
+
+  input(input: Input): void {
+    if (input.kind !== 'receive' || input.envelope.inReplyTo === undefined) return;
+    const resolve = this.waiting.get(input.envelope.inReplyTo);
+    this.waiting.delete(input.envelope.inReplyTo);
+    resolve?.(input.envelope.message);
+  }
+
+  async ask(message: Message): Promise<void> {
+    const requestId = this.nextRequest++;
+    const answer = await new Promise<Message>((resolve) => {
+      this.waiting.set(requestId, resolve);
+      this.network.transport.send({ from: this.id, to: this.lm, requestId, message });
+    });
+    if (answer.type === 'StatusResponse' && answer.status !== 'SUCCESS') {
+      throw new SvcClientError(`${message.type} failed (${answer.status}): ${answer.message}`);
+    }
+  }
+}

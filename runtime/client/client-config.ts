@@ -1,0 +1,53 @@
+import { parseMasterUrl, resolveConfig, type ResolvedConfig } from '../../conf/index.ts';
+import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
+import type { Address } from '../transport/addresses.ts';
+import { SvcClientError } from './errors.ts';
+
+/** Settings every client piece takes. */
+export interface ClientOptions {
+  /** The client release to behave as (0.2.0 to 0.6.0); default the current one. */
+  readonly release?: string;
+  /** Configuration keys, as an application sets them (the names its release knows; see docs/configuration.md). */
+  readonly conf?: Readonly<Record<string, string>>;
+  /** Log level of the client's own lines (pino, stdout); default `warn`. */
+  readonly logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
+}
+
+export function clientRelease(options: ClientOptions): Release {
+  try {
+    return options.release === undefined ? CURRENT_RELEASE : parseRelease(options.release);
+  } catch (error) {
+    throw new SvcClientError(`release '${String(options.release)}': ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The client's configuration as its release reads it: a key it does not know is reported, not silently ignored,
+ * because an application that sets a key expects it to act.
+ */
+export function clientConfig(release: Release, options: ClientOptions): ResolvedConfig {
+  const conf = resolveConfig({ release, role: 'client', overrides: options.conf ?? {} });
+  if (conf.errors.length > 0) {
+    throw new SvcClientError(
+      `the client configuration is invalid for release ${release}: ${conf.errors.map((e) => e.message).join('; ')}`,
+    );
+  }
+  return conf;
+}
+
+/** `svc://host:port` (the scheme of the client's release) or `host:port`. */
+export function masterAddress(text: string, release: Release): Address {
+  const url = text.includes('://') ? parseMasterUrl(text, release) : parseMasterUrl(`svc://${text}`);
+  if (!url.ok) throw new SvcClientError(url.message);
+  return { host: url.host, port: url.port };
+}
+
+/** `host:port` of a lifecycle manager, as `Application.lifecycleManager` gives it. */
+export function parseHostPort(text: string, what: string): Address {
+  const match = /^(.+):(\d+)$/.exec(text.trim());
+  const port = Number(match?.[2]);
+  if (match === null || !(port > 0 && port < 65536)) {
+    throw new SvcClientError(`'${text}' is not the address of a ${what}; expected host:port`);
+  }
+  return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+}

@@ -1,0 +1,47 @@
+/**
+ * What can go wrong for an application, as classes a caller can tell apart. Every message says what happened and
+ * what to do about it.
+ */
+export class SvcClientError extends Error {
+  override readonly name: string = 'SvcClientError';
+}
+
+/** The cluster refused this client's release at the handshake (contract rule 6: upgrade servers first). */
+export class ClientReleaseRefusedError extends SvcClientError {
+  override readonly name = 'ClientReleaseRefusedError';
+}
+
+/** The master did not accept the application (or never answered). */
+export class ApplicationRefusedError extends SvcClientError {
+  override readonly name = 'ApplicationRefusedError';
+  constructor(
+    readonly status: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A map attempt failed: its data is not part of the shuffle; the engine should run the attempt again. */
+export class MapTaskFailedError extends SvcClientError {
+  override readonly name = 'MapTaskFailedError';
+}
+
+/**
+ * A reduce task could not read its partition. `kind` is the core's: `fetch-failure` (rerun the map stage),
+ * `unreadable` (data lost, stage rerun off), `failure` (retry the task), `integrity` (a bug: report it).
+ */
+export class ReduceTaskFailedError extends SvcClientError {
+  override readonly name = 'ReduceTaskFailedError';
+  constructor(
+    readonly kind: 'fetch-failure' | 'unreadable' | 'failure' | 'integrity',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A call on a closed application or shuffle client, or a writer used after close. */
+export class ClientClosedError extends SvcClientError {
+  override readonly name = 'ClientClosedError';
+}

@@ -1,0 +1,324 @@
+import { randomBytes } from 'node:crypto';
+import { mapTaskConfigFrom, reduceTaskConfigFrom } from '../../conf/machine-configs.ts';
+import type { ResolvedConfig } from '../../conf/index.ts';
+import { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
+import {
+  initialMapTaskState,
+  mapTaskMachine,
+  type MapTaskState,
+} from '../../core/machines/client/map-task.ts';
+import {
+  initialReduceTaskState,
+  reduceTaskMachine,
+  type ReduceTaskState,
+} from '../../core/machines/client/reduce-task.ts';
+import type { Input } from '../../core/machines/effects.ts';
+import { lifecycleManagerNodeId, mapTaskNodeId, reduceTaskNodeId } from '../../core/protocol/node-ids.ts';
+import type { Release } from '../../core/release/version.ts';
+import { NodeDriver } from '../driver/node-driver.ts';
+import { createLogger, type Logger } from '../log.ts';
+import { nodeNetwork, type NodeNetwork } from '../process/node-network.ts';
+import { clientConfig, clientRelease, parseHostPort, type ClientOptions } from './client-config.ts';
+import {
+  ClientClosedError,
+  ClientReleaseRefusedError,
+  MapTaskFailedError,
+  ReduceTaskFailedError,
+  SvcClientError,
+} from './errors.ts';
+
+export interface ExecutorOptions extends ClientOptions {
+  /** `host:port` of the application's lifecycle manager (`Application.lifecycleManager`). */
+  readonly lifecycleManager: string;
+  readonly appId: string;
+  /** A name for this executor in handshakes and logs; default `executor-<pid>-<random>`. */
+  readonly executorId?: string;
+}
+
+export interface ShuffleShape {
+  readonly maps: number;
+  readonly partitions: number;
+}
+
+/** How a map attempt ended: `won` (its data is what readers get) or `lost` (another attempt of the map won). */
+export interface MapResult {
+  readonly outcome: 'won' | 'lost';
+  readonly bytes: number;
+  readonly records: number;
+}
+
+export interface MapWriter {
+  /** Adds one record to a partition. Records are pushed when the writer closes. */
+  write(partitionId: number, record: Uint8Array): void;
+  /** Pushes everything, then ends the attempt (MapperEnd). Rejects with MapTaskFailedError. */
+  close(): Promise<MapResult>;
+  /** Record bytes the workers have acknowledged so far (for progress). */
+  acknowledgedBytes(): number;
+  readonly writtenBytes: number;
+}
+
+export interface Shuffle {
+  readonly shuffleId: number;
+  writer(mapId: number, attemptId?: number): MapWriter;
+  /** The records of one partition, every winning map's exactly once, verified end to end. */
+  reader(partitionId: number): AsyncIterable<Uint8Array>;
+  read(partitionId: number): Promise<readonly Uint8Array[]>;
+}
+
+export interface ShuffleClient {
+  readonly release: Release;
+  shuffle(shuffleId: number, shape: ShuffleShape): Shuffle;
+  close(): Promise<void>;
+}
+
+/**
+ * The executor side of an application: runs its map attempts (writers) and reduce tasks (readers) as the core's
+ * task machines, talking to the lifecycle manager and the workers. One per executor process; it holds the file
+ * groups of the shuffles it read, so that its later reduce tasks do not ask the lifecycle manager again.
+ */
+export function connectExecutor(options: ExecutorOptions): ShuffleClient {
+  const release = clientRelease(options);
+  const conf = clientConfig(release, options);
+  const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const logger = createLogger(options.logLevel ?? 'warn', { role: 'executor', node: executorId });
+  let refusal: string | undefined;
+  const network = nodeNetwork({
+    role: 'client',
+    release,
+    nodeId: executorId,
+    conf,
+    logger,
+    refused: (_peer, message) => {
+      refusal = message;
+    },
+  });
+  network.addresses.set(
+    lifecycleManagerNodeId(options.appId),
+    parseHostPort(options.lifecycleManager, 'lifecycle manager'),
+  );
+  const context: ExecutorContext = {
+    appId: options.appId,
+    release,
+    conf,
+    network,
+    logger,
+    fileGroups: new FileGroupCache(),
+    closed: false,
+    refusal: () => refusal,
+  };
+  return {
+    release,
+    shuffle(shuffleId, shape) {
+      if (!(
+        Number.isInteger(shape.maps) &&
+        shape.maps > 0 &&
+        Number.isInteger(shape.partitions) &&
+        shape.partitions > 0
+      )) {
+        throw new SvcClientError(
+          `a shuffle needs a positive whole number of maps and partitions, got ${JSON.stringify(shape)}`,
+        );
+      }
+      return new ShuffleHandle(context, shuffleId, shape);
+    },
+    async close() {
+      context.closed = true;
+      await network.transport.close();
+    },
+  };
+}
+
+interface ExecutorContext {
+  readonly appId: string;
+  readonly release: Release;
+  readonly conf: ResolvedConfig;
+  readonly network: NodeNetwork;
+  readonly logger: Logger;
+  readonly fileGroups: FileGroupCache;
+  closed: boolean;
+  refusal(): string | undefined;
+}
+
+class ShuffleHandle implements Shuffle {
+  constructor(
+    private readonly context: ExecutorContext,
+    readonly shuffleId: number,
+    private readonly shape: ShuffleShape,
+  ) {}
+
+  writer(mapId: number, attemptId = 0): MapWriter {
+    if (!(Number.isInteger(mapId) && mapId >= 0 && mapId < this.shape.maps)) {
+      throw new SvcClientError(
+        `map ${mapId} is outside shuffle ${this.shuffleId}'s 0..${this.shape.maps - 1}`,
+      );
+    }
+    return new TaskWriter(this.context, this.shuffleId, this.shape, mapId, attemptId);
+  }
+
+  async *reader(partitionId: number): AsyncIterable<Uint8Array> {
+    for (const record of await this.read(partitionId)) yield record;
+  }
+
+  async read(partitionId: number): Promise<readonly Uint8Array[]> {
+    const context = this.context;
+    if (context.closed) throw new ClientClosedError('the shuffle client is closed');
+    if (!(Number.isInteger(partitionId) && partitionId >= 0 && partitionId < this.shape.partitions)) {
+      throw new SvcClientError(
+        `partition ${partitionId} is outside shuffle ${this.shuffleId}'s 0..${this.shape.partitions - 1}`,
+      );
+    }
+    const id = reduceTaskNodeId(context.appId, this.shuffleId, partitionId);
+    if (context.network.host.has(id)) {
+      throw new SvcClientError(
+        `partition ${partitionId} of shuffle ${this.shuffleId} is already being read here`,
+      );
+    }
+    const cached = context.fileGroups.lookup(context.appId, this.shuffleId);
+    const config = reduceTaskConfigFrom(
+      context.conf,
+      { shuffleId: this.shuffleId, partitionId },
+      context.appId,
+    );
+    const driver = new NodeDriver<ReduceTaskState>(
+      id,
+      reduceTaskMachine,
+      initialReduceTaskState(cached === undefined ? config : { ...config, cachedFileGroup: cached }),
+      context.release,
+      { send: (envelope) => context.network.transport.send(envelope), logger: context.logger },
+    );
+    const shuffleId = this.shuffleId;
+    context.network.host.add({
+      id,
+      input(input: Input) {
+        if (input.kind === 'receive' && input.envelope.message.type === 'GetReducerFileGroupResponse') {
+          context.fileGroups.remember(context.appId, shuffleId, input.envelope.message);
+        }
+        driver.input(input);
+      },
+    });
+    driver.start(new Map());
+    try {
+      const end = await driver.until((state) =>
+        state.phase === 'done' || state.phase === 'failed' ? state : undefined,
+      );
+      if (end?.phase === 'done' && end.output !== undefined) return end.output;
+      const error = end?.error;
+      const refusal = context.refusal();
+      if (refusal !== undefined) throw new ClientReleaseRefusedError(refusal);
+      throw new ReduceTaskFailedError(
+        error?.kind ?? 'failure',
+        `reading partition ${partitionId} of shuffle ${shuffleId} failed (${error?.kind ?? 'stopped'}): ` +
+          `${error?.message ?? 'the client was closed'}${advice(error?.kind)}`,
+      );
+    } finally {
+      driver.stop();
+      context.network.host.remove(id);
+    }
+  }
+}
+
+function advice(kind: string | undefined): string {
+  switch (kind) {
+    case 'fetch-failure':
+      return '. Rerun the map stage that wrote this shuffle.';
+    case 'unreadable':
+      return '. The data is lost; with svc.client.spark.stageRerun.enabled the engine would rerun the map stage.';
+    case 'integrity':
+      return '. The data read does not match what the maps wrote: please report this as a bug.';
+    case undefined:
+    default:
+      return '. Retry the task.';
+  }
+}
+
+class TaskWriter implements MapWriter {
+  private readonly records: Uint8Array[][];
+  private written = 0;
+  private count = 0;
+  private closing = false;
+  private driver: NodeDriver<MapTaskState> | undefined;
+
+  constructor(
+    private readonly context: ExecutorContext,
+    private readonly shuffleId: number,
+    private readonly shape: ShuffleShape,
+    private readonly mapId: number,
+    private readonly attemptId: number,
+  ) {
+    this.records = Array.from({ length: shape.partitions }, () => []);
+  }
+
+  get writtenBytes(): number {
+    return this.written;
+  }
+
+  write(partitionId: number, record: Uint8Array): void {
+    if (this.closing)
+      throw new ClientClosedError(`map ${this.mapId} attempt ${this.attemptId} is already closed`);
+    const partition = this.records[partitionId];
+    if (partition === undefined) {
+      throw new SvcClientError(
+        `partition ${partitionId} is outside shuffle ${this.shuffleId}'s 0..${this.shape.partitions - 1}`,
+      );
+    }
+    partition.push(record);
+    this.written += record.byteLength;
+    this.count += 1;
+  }
+
+  acknowledgedBytes(): number {
+    let bytes = 0;
+    for (const partition of this.driver?.state.partitions ?? []) bytes += partition.acknowledged.bytes;
+    return bytes;
+  }
+
+  async close(): Promise<MapResult> {
+    const context = this.context;
+    if (this.closing)
+      throw new ClientClosedError(`map ${this.mapId} attempt ${this.attemptId} is already closed`);
+    if (context.closed) throw new ClientClosedError('the shuffle client is closed');
+    this.closing = true;
+    const id = mapTaskNodeId(context.appId, this.shuffleId, this.mapId, this.attemptId);
+    if (context.network.host.has(id)) {
+      throw new SvcClientError(`map ${this.mapId} attempt ${this.attemptId} is already running here`);
+    }
+    const config = mapTaskConfigFrom(
+      context.conf,
+      { shuffleId: this.shuffleId, mapId: this.mapId, attemptId: this.attemptId },
+      { numMappers: this.shape.maps, numPartitions: this.shape.partitions },
+      this.records,
+      context.appId,
+    );
+    const driver = new NodeDriver<MapTaskState>(
+      id,
+      mapTaskMachine,
+      initialMapTaskState(config),
+      context.release,
+      {
+        send: (envelope) => context.network.transport.send(envelope),
+        logger: context.logger,
+      },
+    );
+    this.driver = driver;
+    this.records.length = 0; // the task holds them now
+    context.network.host.add(driver);
+    driver.start(new Map());
+    try {
+      const end = await driver.until((state) =>
+        state.phase === 'won' || state.phase === 'lost' || state.phase === 'failed' ? state : undefined,
+      );
+      if (end?.phase === 'won' || end?.phase === 'lost') {
+        return { outcome: end.phase, bytes: this.written, records: this.count };
+      }
+      const refusal = context.refusal();
+      if (refusal !== undefined) throw new ClientReleaseRefusedError(refusal);
+      throw new MapTaskFailedError(
+        `map ${this.mapId} attempt ${this.attemptId} of shuffle ${this.shuffleId} failed: ` +
+          `${end?.error ?? 'the client was closed'}. Run the attempt again (its data is not part of the shuffle).`,
+      );
+    } finally {
+      driver.stop();
+      context.network.host.remove(id);
+    }
+  }
+}

@@ -1,0 +1,181 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ServerProcess, type LogLine } from './server-process.ts';
+
+/** Where a cluster keeps partition files: local disks, the memory tier, or a shared DFS directory. */
+export type Tier = 'disk' | 'memory' | 'dfs';
+
+export interface LocalClusterOptions {
+  readonly workers: number;
+  /** Default: a new directory under the system's temporary directory, removed by stop(). */
+  readonly dir?: string;
+  readonly tier?: Tier;
+  /** Extra `key=value` settings for every server, every master, every worker. */
+  readonly conf?: readonly string[];
+  readonly masterConf?: readonly string[];
+  readonly workerConf?: readonly string[];
+  readonly logLevel?: string;
+  /** Keep the directory at stop() (for `--keep` or a failing test's logs). */
+  readonly keepDir?: boolean;
+}
+
+/** The client settings that make an application use a cluster's tier. */
+export function clientTierConf(tier: Tier): Record<string, string> {
+  switch (tier) {
+    case 'disk':
+      return { 'svc.storage.availableTypes': 'HDD' };
+    case 'memory':
+      return { 'svc.storage.availableTypes': 'MEMORY,HDD' };
+    case 'dfs':
+      return { 'svc.storage.availableTypes': 'HDFS' };
+  }
+}
+
+/**
+ * A master and workers as child processes on loopback, each on ports the system picked, with their data under one
+ * directory. Used by `svc demo` (npm start) and by the runtime tests; everything it starts, stop() stops.
+ */
+export class LocalCluster {
+  readonly workers: ServerProcess[] = [];
+  /** Each worker's node id (host:rpc:push:fetch:replicate), by index. */
+  readonly workerIds: string[] = [];
+  master!: ServerProcess;
+  masterPort = 0;
+  private masterStarts = 0;
+
+  private constructor(
+    readonly options: LocalClusterOptions,
+    readonly dir: string,
+  ) {}
+
+  static async start(options: LocalClusterOptions): Promise<LocalCluster> {
+    const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'svc-cluster-'));
+    mkdirSync(path.join(dir, 'logs'), { recursive: true });
+    const cluster = new LocalCluster(options, dir);
+    try {
+      await cluster.startMaster(0);
+      await Promise.all(Array.from({ length: options.workers }, (_, index) => cluster.startWorker(index)));
+      await cluster.waitForRegistrations();
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
+    return cluster;
+  }
+
+  get masterUrl(): string {
+    return `svc://127.0.0.1:${this.masterPort}`;
+  }
+
+  get tier(): Tier {
+    return this.options.tier ?? 'disk';
+  }
+
+  private common(): string[] {
+    return [
+      '--log-level',
+      this.options.logLevel ?? 'info',
+      ...(this.options.conf ?? []).flatMap((c) => ['--conf', c]),
+    ];
+  }
+
+  private tierConf(index: number): string[] {
+    const own = path.join(this.dir, `worker-${index}`);
+    switch (this.tier) {
+      case 'disk':
+        return [`svc.worker.storage.dirs=${path.join(own, 'disk-1')}`];
+      case 'memory':
+        return [
+          `svc.worker.storage.dirs=${path.join(own, 'disk-1')}`,
+          'svc.worker.directMemoryRatioForMemoryFileStorage=0.5',
+        ];
+      case 'dfs':
+        return [`svc.storage.hdfs.dir=${path.join(this.dir, 'dfs')}`];
+    }
+  }
+
+  private async startMaster(port: number): Promise<void> {
+    this.masterStarts += 1;
+    const settings = [
+      'svc.master.host=127.0.0.1',
+      `svc.master.port=${port}`,
+      `svc.master.state.dir=${path.join(this.dir, 'master-state')}`,
+      ...(this.tier === 'dfs' ? [`svc.storage.hdfs.dir=${path.join(this.dir, 'dfs')}`] : []),
+      ...(this.options.masterConf ?? []),
+    ];
+    this.master = new ServerProcess({
+      name: 'master',
+      args: ['master', ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      logFile: path.join(this.dir, 'logs', `master-${this.masterStarts}.log`),
+    });
+    const line = await this.master.waitForEvent('listening');
+    this.masterPort = (line.rpc as { port: number }).port;
+  }
+
+  async startWorker(index: number): Promise<ServerProcess> {
+    const own = path.join(this.dir, `worker-${index}`);
+    const settings = [
+      'svc.worker.host=127.0.0.1',
+      ...['rpc', 'push', 'fetch', 'replicate'].map((service) => `svc.worker.${service}.port=0`),
+      `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
+      ...this.tierConf(index),
+      ...(this.options.workerConf ?? []),
+    ];
+    const worker = new ServerProcess({
+      name: `worker-${index}`,
+      args: ['worker', this.masterUrl, ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      logFile: path.join(this.dir, 'logs', `worker-${index}.log`),
+    });
+    this.workers[index] = worker;
+    const line = await worker.waitForEvent('listening');
+    this.workerIds[index] = String(line.node);
+    return worker;
+  }
+
+  /** Resolves once every running worker has registered with the master (its `worker.registered` line). */
+  async waitForRegistrations(after: ReadonlyMap<ServerProcess, number> = new Map()): Promise<void> {
+    await Promise.all(
+      this.workers
+        .filter((worker) => worker.running)
+        .map((worker) =>
+          worker.waitFor(
+            (line: LogLine) => line.event === 'worker.registered',
+            'its registration',
+            after.get(worker) ?? 0,
+          ),
+        ),
+    );
+  }
+
+  /**
+   * Kills the master and starts it again on the same port, with its state directory as it was, or emptied
+   * (`forgetState`: a master whose disk was replaced, which every worker and application must register with again).
+   */
+  async restartMaster(
+    signal: NodeJS.Signals = 'SIGKILL',
+    options: { forgetState?: boolean } = {},
+  ): Promise<void> {
+    this.master.kill(signal);
+    await this.master.exited();
+    if (options.forgetState === true)
+      rmSync(path.join(this.dir, 'master-state'), { recursive: true, force: true });
+    await this.startMaster(this.masterPort);
+  }
+
+  /** The address of every node, as `--keep` prints it. */
+  describe(): { master: string; workers: string[]; dir: string } {
+    return { master: this.masterUrl, workers: [...this.workerIds], dir: this.dir };
+  }
+
+  /** Stops every process (SIGTERM, then SIGKILL) and removes the directory unless asked to keep it. */
+  async stop(options: { keepDir?: boolean } = {}): Promise<void> {
+    const all = [
+      ...this.workers.filter((w) => w !== undefined),
+      ...(this.master === undefined ? [] : [this.master]),
+    ];
+    await Promise.all(all.map((server) => server.stop()));
+    if (!(options.keepDir ?? this.options.keepDir ?? false))
+      rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,152 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+
+/** One JSON log line of a server (pino): `event` names what happened. */
+export interface LogLine {
+  readonly event?: string;
+  readonly level?: number;
+  readonly msg?: string;
+  readonly [field: string]: unknown;
+}
+
+export interface ServerProcessOptions {
+  readonly name: string;
+  /** `svc` arguments: `master …` or `worker svc://… …`. */
+  readonly args: readonly string[];
+  /** Every line the process writes goes to this file as well (kept for diagnosis). */
+  readonly logFile: string;
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/**
+ * A master or worker running as a child process: its JSON log lines are parsed as they come, so that a caller can
+ * wait for an event (`listening`, `worker.registered`, …) instead of sleeping.
+ */
+export class ServerProcess {
+  readonly child: ChildProcess;
+  private readonly lines: LogLine[] = [];
+  private readonly waiters = new Set<{
+    match: (line: LogLine) => boolean;
+    resolve: (line: LogLine) => void;
+  }>();
+  private readonly log: WriteStream;
+  private exitWaiters: ((code: number | null) => void)[] = [];
+  exitCode: number | null | undefined = undefined;
+  readonly stderr: string[] = [];
+
+  constructor(readonly options: ServerProcessOptions) {
+    this.log = createWriteStream(options.logFile, { flags: 'a' });
+    this.child = spawn(process.execPath, ['--import', 'tsx', CLI, ...options.args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
+    createInterface({ input: this.child.stdout! }).on('line', (text) => this.onLine(text));
+    createInterface({ input: this.child.stderr! }).on('line', (text) => {
+      this.stderr.push(text);
+      this.log.write(`[stderr] ${text}\n`);
+    });
+    this.child.on('exit', (code, signal) => {
+      this.exitCode = code ?? (signal === null ? null : -1);
+      this.log.end();
+      for (const waiter of this.exitWaiters) waiter(this.exitCode);
+      this.exitWaiters = [];
+      for (const waiter of this.waiters) waiter.resolve({ event: 'process.exited', code, signal });
+      this.waiters.clear();
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get running(): boolean {
+    return this.exitCode === undefined;
+  }
+
+  /** Lines seen so far. */
+  seen(match: (line: LogLine) => boolean): LogLine[] {
+    return this.lines.filter(match);
+  }
+
+  /**
+   * Resolves with the first line (already seen or to come) that matches. If the process exits first, rejects with
+   * its last lines, so that a failing test says why.
+   */
+  async waitFor(match: (line: LogLine) => boolean, what: string, after = 0): Promise<LogLine> {
+    const found = this.lines.slice(after).find(match);
+    if (found !== undefined) return found;
+    const line = await new Promise<LogLine>((resolve) => {
+      if (!this.running) resolve({ event: 'process.exited', code: this.exitCode });
+      else this.waiters.add({ match, resolve });
+    });
+    if (line.event === 'process.exited' && !match(line)) {
+      throw new Error(
+        `${this.options.name} exited (code ${String(line.code)}) before ${what}; last output:\n` +
+          [...this.lines.slice(-8).map((l) => JSON.stringify(l)), ...this.stderr.slice(-8)].join('\n'),
+      );
+    }
+    return line;
+  }
+
+  /** Resolves with the matching lines after line `after` once there are at least `count` of them. */
+  async waitForCount(
+    match: (line: LogLine) => boolean,
+    count: number,
+    what: string,
+    after = 0,
+  ): Promise<LogLine[]> {
+    let found = this.lines.slice(after).filter(match).length;
+    if (found < count) {
+      await this.waitFor((line) => match(line) && ++found >= count, what, this.lines.length);
+    }
+    return this.lines.slice(after).filter(match);
+  }
+
+  waitForEvent(event: string): Promise<LogLine> {
+    return this.waitFor((line) => line.event === event, `'${event}'`);
+  }
+
+  get lineCount(): number {
+    return this.lines.length;
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    if (this.running) this.child.kill(signal);
+  }
+
+  exited(): Promise<number | null> {
+    if (!this.running) return Promise.resolve(this.exitCode ?? null);
+    return new Promise((resolve) => this.exitWaiters.push(resolve));
+  }
+
+  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
+  async stop(graceMs = 5_000): Promise<void> {
+    if (!this.running) return;
+    this.kill('SIGTERM');
+    const timer = setTimeout(() => this.kill('SIGKILL'), graceMs);
+    await this.exited();
+    clearTimeout(timer);
+  }
+
+  private onLine(text: string): void {
+    this.log.write(`${text}\n`);
+    let line: LogLine;
+    try {
+      line = JSON.parse(text) as LogLine;
+    } catch {
+      line = { event: 'process.text', msg: text };
+    }
+    this.lines.push(line);
+    if (this.lines.length > 20_000) this.lines.splice(0, 10_000);
+    for (const waiter of [...this.waiters]) {
+      if (waiter.match(line)) {
+        this.waiters.delete(waiter);
+        waiter.resolve(line);
+      }
+    }
+  }
+}

@@ -1,0 +1,287 @@
+import type { AdminCommand, BatchableIo, Effect, Input, NodeId } from '../../core/machines/effects.ts';
+import type { Machine } from '../../core/machines/machine.ts';
+import type { Release } from '../../core/release/version.ts';
+import type { Rng } from '../../core/rng.ts';
+import type { Logger } from '../log.ts';
+import type { DurableStore } from '../storage/durable-store.ts';
+import type { TierStorage } from '../storage/tier-storage.ts';
+import type { WireEnvelope } from '../wire/index.ts';
+
+/** What a node's effects act on. Only workers have storage; only masters and workers have a durable store. */
+export interface DriverServices {
+  readonly send: (envelope: WireEnvelope) => void;
+  readonly logger: Logger;
+  readonly storage?: TierStorage;
+  readonly durable?: DurableStore;
+  /** Which store `persist` effects of this node write (`recovery` for a worker, `coordination` for a master). */
+  readonly durableStoreKind?: 'recovery' | 'coordination';
+  /** The machine asked to stop the process (after its earlier effects ran). */
+  readonly onExit?: (code: number, reason: string) => void;
+  readonly onMetric?: (effect: Extract<Effect, { kind: 'metric' }>) => void;
+  /** Bytes handed to the disks and not yet written (back-pressure, ./back-pressure.ts). */
+  readonly onWriteBytes?: (delta: number) => void;
+  readonly clock?: () => number;
+  readonly rng?: Rng;
+}
+
+export interface AdminAnswer {
+  readonly success: boolean;
+  readonly message: string;
+}
+
+/** The runtime's clock: wall-clock milliseconds that never go backwards while the process lives. */
+export function monotonicNow(): number {
+  return Math.floor(performance.timeOrigin + performance.now());
+}
+
+const MATH_RANDOM: Rng = { next: () => Math.random() };
+
+/**
+ * Runs one state machine on real I/O: inputs are processed one at a time in arrival order, each step's effects are
+ * executed in order, asynchronous completions come back as inputs, and `persist` writes are made durable before the
+ * next input is processed (effects.ts). The driver takes no decision of its own; everything it does is an effect's
+ * literal meaning, exactly as the simulator executes it.
+ */
+export class NodeDriver<S> {
+  private current: S;
+  private readonly queue: Input[] = [];
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly pendingAdmin = new Map<number, (answer: AdminAnswer) => void>();
+  private nextCommandId = 1;
+  private draining = false;
+  private persisting = false;
+  private stopped = false;
+  private readonly watchers = new Set<() => void>();
+  private readonly clock: () => number;
+  private readonly rng: Rng;
+
+  constructor(
+    readonly id: NodeId,
+    private readonly machine: Machine<S>,
+    initial: S,
+    readonly release: Release,
+    private readonly services: DriverServices,
+  ) {
+    this.current = initial;
+    this.clock = services.clock ?? monotonicNow;
+    this.rng = services.rng ?? MATH_RANDOM;
+  }
+
+  /** The machine's current state: read it, never change it. */
+  get state(): S {
+    return this.current;
+  }
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  start(recovered: ReadonlyMap<string, string>): void {
+    this.input({ kind: 'start', recovered });
+  }
+
+  input(input: Input): void {
+    if (this.stopped) return;
+    this.queue.push(input);
+    this.drain();
+  }
+
+  /** An operator command; resolves with the machine's `adminReply`. */
+  admin(command: AdminCommand): Promise<AdminAnswer> {
+    const commandId = this.nextCommandId++;
+    return new Promise((resolve) => {
+      this.pendingAdmin.set(commandId, resolve);
+      this.input({ kind: 'admin', command, commandId });
+    });
+  }
+
+  /** Calls `watcher` after every step (client handles follow their task's phase so). Returns the unsubscribe. */
+  watch(watcher: () => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
+  }
+
+  /**
+   * Resolves with the first result `check` gives (not undefined) after a step, or at once if it already does;
+   * resolves undefined after `timeoutMs` or when the node stops.
+   */
+  until<T>(check: (state: S) => T | undefined, timeoutMs?: number): Promise<T | undefined> {
+    const now = check(this.current);
+    if (now !== undefined || this.stopped) return Promise.resolve(now);
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const unwatch = this.watch(() => {
+        const result = this.stopped ? undefined : check(this.current);
+        if (result === undefined && !this.stopped) return;
+        unwatch();
+        if (timer !== undefined) clearTimeout(timer);
+        resolve(result);
+      });
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          unwatch();
+          resolve(undefined);
+        }, timeoutMs);
+      }
+    });
+  }
+
+  /** Stops processing: timers are cancelled and later inputs ignored (the process is going away). */
+  stop(): void {
+    this.stopped = true;
+    for (const watcher of [...this.watchers]) watcher();
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    this.queue.length = 0;
+  }
+
+  private drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (!this.persisting && !this.stopped && this.queue.length > 0) {
+        this.step(this.queue.shift()!);
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private step(input: Input): void {
+    const result = this.machine.step(this.current, input, this.clock(), this.rng);
+    this.current = result.state;
+    const persisted: { key: string; value: string | null }[] = [];
+    for (const effect of result.effects) {
+      if (this.stopped) break;
+      if (effect.kind === 'persist') persisted.push({ key: effect.key, value: effect.value });
+      else this.execute(effect);
+    }
+    for (const watcher of this.watchers) watcher();
+    if (persisted.length > 0) this.persist(persisted);
+  }
+
+  private persist(changes: { key: string; value: string | null }[]): void {
+    const durable = this.services.durable;
+    if (durable === undefined) {
+      this.services.logger.error(
+        { event: 'driver.persist.noStore', node: this.id, keys: changes.map((c) => c.key) },
+        `${this.id} asked to persist but has no durable store`,
+      );
+      return;
+    }
+    this.persisting = true;
+    durable.write(changes).then(
+      () => {
+        this.persisting = false;
+        this.drain();
+      },
+      (error: unknown) => {
+        // A store that cannot write is a process that cannot keep its promises: stop rather than go on forgetting.
+        this.services.logger.fatal(
+          { event: 'driver.persist.failed', node: this.id, error: String(error) },
+          `${this.id}: the durable store failed; stopping`,
+        );
+        this.stop();
+        this.services.onExit?.(1, `durable store failed: ${String(error)}`);
+      },
+    );
+  }
+
+  private execute(effect: Effect): void {
+    switch (effect.kind) {
+      case 'send':
+        this.services.send({
+          from: this.id,
+          to: effect.to,
+          message: effect.message,
+          ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
+          ...(effect.inReplyTo === undefined ? {} : { inReplyTo: effect.inReplyTo }),
+        });
+        return;
+      case 'setTimer': {
+        const previous = this.timers.get(effect.name);
+        if (previous !== undefined) clearTimeout(previous);
+        const name = effect.name;
+        const timer = setTimeout(
+          () => {
+            this.timers.delete(name);
+            this.input({ kind: 'timer', name });
+          },
+          Math.max(0, effect.at - this.clock()),
+        );
+        this.timers.set(name, timer);
+        return;
+      }
+      case 'cancelTimer': {
+        const timer = this.timers.get(effect.name);
+        if (timer !== undefined) clearTimeout(timer);
+        this.timers.delete(effect.name);
+        return;
+      }
+      case 'createFile':
+      case 'write':
+      case 'flush':
+      case 'read':
+      case 'moveFile': {
+        const storage = this.requireStorage(effect.kind);
+        const bytes = writeBytes([effect]);
+        if (bytes > 0) this.services.onWriteBytes?.(bytes);
+        void storage.run(effect).then((completion) => {
+          if (bytes > 0) this.services.onWriteBytes?.(-bytes);
+          this.input(completion);
+        });
+        return;
+      }
+      case 'ioBatch': {
+        const storage = this.requireStorage(effect.kind);
+        const bytes = writeBytes(effect.ops);
+        if (bytes > 0) this.services.onWriteBytes?.(bytes);
+        void storage.runBatch(effect.ops).then((completions) => {
+          if (bytes > 0) this.services.onWriteBytes?.(-bytes);
+          this.input({ kind: 'ioBatchDone', completions });
+        });
+        return;
+      }
+      case 'deleteFile':
+        void this.requireStorage(effect.kind).delete(effect.file);
+        return;
+      case 'persist':
+        return; // gathered by step()
+      case 'log': {
+        const fields = { node: this.id, event: effect.event, ...effect.fields };
+        this.services.logger[effect.level](fields, effect.event);
+        return;
+      }
+      case 'metric':
+        this.services.onMetric?.(effect);
+        return;
+      case 'adminReply': {
+        if (effect.commandId === undefined) return;
+        const resolve = this.pendingAdmin.get(effect.commandId);
+        this.pendingAdmin.delete(effect.commandId);
+        resolve?.({ success: effect.success, message: effect.message });
+        return;
+      }
+      case 'exit':
+        this.services.logger.info(
+          { event: 'driver.exit', node: this.id, code: effect.code, reason: effect.reason },
+          `${this.id} exits: ${effect.reason}`,
+        );
+        this.stop();
+        this.services.onExit?.(effect.code, effect.reason);
+        return;
+    }
+  }
+
+  private requireStorage(kind: string): TierStorage {
+    const storage = this.services.storage;
+    if (storage === undefined) throw new Error(`${this.id} issued a ${kind} effect but has no storage`);
+    return storage;
+  }
+}
+
+function writeBytes(ops: readonly BatchableIo[]): number {
+  let bytes = 0;
+  for (const op of ops) if (op.kind === 'write') bytes += op.bytes.byteLength;
+  return bytes;
+}

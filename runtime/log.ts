@@ -1,0 +1,18 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+/**
+ * One JSON line per event on stdout (pino), readable with `pino-pretty`. Every line carries `role` and `node`, and
+ * an `event` field that scripts and tests match on (`listening`, `worker.registered`, …). Writes are synchronous so
+ * that the line announcing a port is out before anyone can connect, and nothing is lost at exit.
+ */
+export function createLogger(level: LogLevelName, base: Readonly<Record<string, unknown>>): Logger {
+  return pino(
+    { level, base: { ...base }, messageKey: 'msg', timestamp: pino.stdTimeFunctions.isoTime },
+    pino.destination({ dest: 1, sync: true }),
+  );
+}

@@ -1,0 +1,91 @@
+import { masterConfigFrom } from '../../conf/machine-configs.ts';
+import type { ResolvedConfig } from '../../conf/index.ts';
+import { initialMasterState, masterMachine } from '../../core/machines/master/index.ts';
+import { masterNodeId } from '../../core/protocol/node-ids.ts';
+import { NodeDriver } from '../driver/node-driver.ts';
+import type { Logger } from '../log.ts';
+import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
+import { addressText, type Address } from '../transport/addresses.ts';
+import { serverAdmission } from './admission.ts';
+import { nodeNetwork } from './node-network.ts';
+import { optionalString } from './server-config.ts';
+
+export interface RunningServer {
+  readonly nodeId: string;
+  /** Stops serving and closes the stores; resolves when everything is closed. */
+  shutdown(code: number, reason: string): Promise<void>;
+  /** Resolves with the exit code once the server stopped (by its own exit effect or by shutdown). */
+  readonly stopped: Promise<number>;
+  /** The role's own way of stopping (a worker's configured exit type); absent: stop at once. */
+  requestExit?(): Promise<{ readonly success: boolean; readonly message: string }>;
+}
+
+/**
+ * A master process: the master machine on the control-plane port, its durable state in an embedded store under
+ * `svc.master.state.dir`, so that a restarted master remembers what it offered and to whom.
+ */
+export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<RunningServer> {
+  const release = conf.release;
+  const nodeId = masterNodeId();
+  const network = nodeNetwork({
+    role: 'master',
+    release,
+    nodeId,
+    conf,
+    logger,
+    admit: serverAdmission(release),
+  });
+  const stateDir = conf.getString('svc.master.state.dir');
+  const store = await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir);
+  const recovered = await store.load();
+  const rpc: Address = await network.transport.listen(
+    'rpc',
+    conf.getString('svc.master.host'),
+    conf.getInt('svc.master.port'),
+  );
+
+  let finish: (code: number) => void = () => undefined;
+  const stopped = new Promise<number>((resolve) => (finish = resolve));
+  let closing: Promise<void> | undefined;
+  const shutdown = (code: number, reason: string): Promise<void> => {
+    closing ??= (async () => {
+      logger.info({ event: 'process.shutdown', code, reason }, `master stopping: ${reason}`);
+      driver.stop();
+      await network.transport.close();
+      await store.close();
+      finish(code);
+    })();
+    return closing;
+  };
+  const driver = new NodeDriver(
+    nodeId,
+    masterMachine,
+    initialMasterState(
+      masterConfigFrom(conf, { dfs: optionalString(conf, 'svc.storage.hdfs.dir') !== undefined }),
+    ),
+    release,
+    {
+      send: (envelope) => network.transport.send(envelope),
+      logger,
+      durable: store,
+      durableStoreKind: 'coordination',
+      onExit: (code, reason) => void shutdown(code, reason),
+    },
+  );
+  network.host.add(driver);
+  driver.start(recovered);
+  logger.info(
+    {
+      event: 'listening',
+      role: 'master',
+      release,
+      pid: process.pid,
+      rpc,
+      url: `svc://${addressText(rpc)}`,
+      stateDir,
+      recoveredKeys: recovered.size,
+    },
+    `master ${release} listening on ${addressText(rpc)}`,
+  );
+  return { nodeId, shutdown, stopped };
+}

@@ -1,0 +1,59 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { formatProblem, resolveConfig, type ResolvedConfig, type Role } from '../../conf/index.ts';
+import { localPlatform } from '../cli/conf-command.ts';
+
+/** Where a server's settings come from, lowest precedence first: the properties file, the environment, flags. */
+export interface ServerConfigSources {
+  readonly confFile?: string;
+  /** `key=value` pairs from `--conf`. */
+  readonly conf?: readonly string[];
+}
+
+/** A configuration a server cannot start with; the message lists every problem, each with where it was set. */
+export class ServerConfigError extends Error {}
+
+export function parseConfPairs(pairs: readonly string[]): Record<string, string> {
+  const overrides: Record<string, string> = {};
+  for (const pair of pairs) {
+    const separator = pair.indexOf('=');
+    if (separator <= 0) throw new ServerConfigError(`--conf '${pair}' is not key=value`);
+    overrides[pair.slice(0, separator).trim()] = pair.slice(separator + 1).trim();
+  }
+  return overrides;
+}
+
+/** Resolves a master's or worker's configuration through conf/, refusing to go on with any error. */
+export function loadServerConfig(role: Role, sources: ServerConfigSources): ResolvedConfig {
+  let fileText: string | undefined;
+  if (sources.confFile !== undefined) {
+    if (!existsSync(sources.confFile))
+      throw new ServerConfigError(`--conf-file ${sources.confFile}: no such file`);
+    fileText = readFileSync(sources.confFile, 'utf8');
+  }
+  const conf = resolveConfig({
+    role,
+    ...(fileText === undefined ? {} : { fileText, fileName: sources.confFile }),
+    env: process.env,
+    overrides: parseConfPairs(sources.conf ?? []),
+    platform: localPlatform(),
+  });
+  if (conf.errors.length > 0) {
+    throw new ServerConfigError(
+      `the ${role} configuration has ${conf.errors.length} error(s):\n` +
+        conf.errors.map((problem) => `  ${formatProblem(problem)}`).join('\n'),
+    );
+  }
+  return conf;
+}
+
+/** The value of an optional key, or undefined when nothing sets it (or it does not exist at this release). */
+export function optionalString(conf: ResolvedConfig, key: string): string | undefined {
+  if (!conf.has(key)) return undefined;
+  const value = conf.get(key);
+  return value === undefined || value === '' ? undefined : String(value);
+}
+
+export function optionalList(conf: ResolvedConfig, key: string): readonly string[] {
+  if (!conf.has(key) || conf.get(key) === undefined) return [];
+  return conf.getList(key).filter((item) => item.length > 0);
+}

@@ -1,0 +1,208 @@
+import { mkdirSync, statfsSync } from 'node:fs';
+import path from 'node:path';
+import type { ResolvedConfig } from '../../conf/index.ts';
+import { workerConfigFrom } from '../../conf/machine-configs.ts';
+import { parseStorageDirs } from '../../conf/storage-dirs.ts';
+import { DEFAULT_RACK, workerKey, type WorkerId } from '../../core/domain/worker.ts';
+import type { WorkerDiskConfig } from '../../core/machines/worker/config.ts';
+import { initialWorkerState, workerMachine } from '../../core/machines/worker/index.ts';
+import { masterNodeId } from '../../core/protocol/node-ids.ts';
+import { BackPressure } from '../driver/back-pressure.ts';
+import { NodeDriver } from '../driver/node-driver.ts';
+import type { Logger } from '../log.ts';
+import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
+import { TierStorage } from '../storage/tier-storage.ts';
+import type { Address } from '../transport/addresses.ts';
+import { serverAdmission } from './admission.ts';
+import type { RunningServer } from './master.ts';
+import { nodeNetwork } from './node-network.ts';
+import { optionalList, optionalString, ServerConfigError } from './server-config.ts';
+
+const DIRS_KEY = 'svc.worker.storage.dirs';
+
+interface LocalDisk {
+  readonly config: WorkerDiskConfig;
+  readonly dir: string;
+}
+
+/** The worker's local disks from `svc.worker.storage.dirs`; a disk without a capacity gets its filesystem's size. */
+function localDisks(conf: ResolvedConfig): LocalDisk[] {
+  const workingDir = optionalString(conf, 'svc.worker.storage.workingDir');
+  return parseStorageDirs(optionalList(conf, DIRS_KEY)).map((entry) => {
+    const dir = workingDir === undefined ? entry.path : path.join(entry.path, workingDir);
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (error) {
+      throw new ServerConfigError(`${DIRS_KEY}: cannot use ${dir}: ${(error as Error).message}`);
+    }
+    const fs = statfsSync(dir);
+    return {
+      dir,
+      config: {
+        mountPoint: entry.path,
+        type: entry.diskType,
+        capacityBytes: entry.capacityBytes ?? fs.blocks * fs.bsize,
+      },
+    };
+  });
+}
+
+/**
+ * A worker process: the worker machine behind its rpc, push, fetch and replicate ports, partition files on its
+ * tiers (memory, local disks, a DFS directory), its recovery store, and back-pressure on pushes.
+ */
+export async function runWorker(
+  conf: ResolvedConfig,
+  master: Address,
+  logger: Logger,
+): Promise<RunningServer> {
+  const release = conf.release;
+  const disks = localDisks(conf);
+  const dfsDir = optionalString(conf, 'svc.storage.hdfs.dir');
+  if (dfsDir !== undefined) mkdirSync(dfsDir, { recursive: true });
+  const memoryBudget = conf.getBytes('svc.worker.memory.size');
+  const memoryCapacity = Math.floor(
+    memoryBudget * conf.getDouble('svc.worker.directMemoryRatioForMemoryFileStorage'),
+  );
+  if (disks.length === 0 && dfsDir === undefined && memoryCapacity === 0) {
+    throw new ServerConfigError(
+      `the worker has no tier that can hold a partition file: set ${DIRS_KEY} (local disks), ` +
+        'svc.storage.hdfs.dir (a distributed-filesystem directory) or ' +
+        'svc.worker.directMemoryRatioForMemoryFileStorage above 0 (the memory tier)',
+    );
+  }
+
+  const host = conf.getString('svc.worker.host');
+  // The node id is the worker's identity and names its ports: the servers must be bound before the machine exists.
+  const network = nodeNetwork({
+    role: 'worker',
+    release,
+    nodeId: `worker@${host}`,
+    conf,
+    logger,
+    admit: serverAdmission(release),
+  });
+  const ports = {
+    rpc: (await network.transport.listen('rpc', host, conf.getInt('svc.worker.rpc.port'))).port,
+    push: (await network.transport.listen('push', host, conf.getInt('svc.worker.push.port'))).port,
+    fetch: (await network.transport.listen('fetch', host, conf.getInt('svc.worker.fetch.port'))).port,
+    replicate: (await network.transport.listen('replicate', host, conf.getInt('svc.worker.replicate.port')))
+      .port,
+  };
+  const id: WorkerId = {
+    host,
+    rpcPort: ports.rpc,
+    pushPort: ports.push,
+    fetchPort: ports.fetch,
+    replicatePort: ports.replicate,
+  };
+  const nodeId = workerKey(id);
+  network.addresses.set(masterNodeId(), master);
+
+  const recoverPath = conf.getString('svc.worker.graceful.shutdown.recoverPath');
+  const store = await openDurableStore(
+    conf.getString('svc.worker.graceful.shutdown.recoverDbBackend') as DbBackend,
+    recoverPath,
+  );
+  const recovered = await store.load();
+  const storage = new TierStorage({
+    disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
+    ...(dfsDir === undefined ? {} : { dfsDir }),
+    onDiskFailed: (mountPoint, reason) =>
+      logger.error(
+        { event: 'worker.disk.failed', node: nodeId, mountPoint, reason },
+        `disk ${mountPoint} failed: ${reason}`,
+      ),
+  });
+  const pauseAt = (key: string): number => Math.floor(memoryBudget * conf.getDouble(key));
+  const backPressure = new BackPressure(
+    {
+      pauseReceiveBytes: pauseAt('svc.worker.directMemoryRatioToPauseReceive'),
+      pauseReplicateBytes: pauseAt('svc.worker.directMemoryRatioToPauseReplicate'),
+      resumeBytes:
+        conf.get('svc.worker.directMemoryRatioToResume') === undefined
+          ? Math.floor(pauseAt('svc.worker.directMemoryRatioToPauseReceive') / 2)
+          : pauseAt('svc.worker.directMemoryRatioToResume'),
+    },
+    (service, paused) => {
+      if (network.transport.isPaused(service) === paused) return;
+      network.transport.setPaused(service, paused);
+      logger.info(
+        {
+          event: paused ? 'worker.backPressure.paused' : 'worker.backPressure.resumed',
+          node: nodeId,
+          service,
+          bytesInFlight: backPressure.bytesInFlight,
+        },
+        `${paused ? 'stopped' : 'resumed'} reading ${service} connections`,
+      );
+    },
+  );
+
+  let finish: (code: number) => void = () => undefined;
+  const stopped = new Promise<number>((resolve) => (finish = resolve));
+  let closing: Promise<void> | undefined;
+  const shutdown = (code: number, reason: string): Promise<void> => {
+    closing ??= (async () => {
+      logger.info({ event: 'process.shutdown', node: nodeId, code, reason }, `worker stopping: ${reason}`);
+      driver.stop();
+      await network.transport.close();
+      await storage.close();
+      await store.close();
+      finish(code);
+    })();
+    return closing;
+  };
+  // A server runs as the current release, so its own configuration is also the "current" one keys added after an
+  // older release fall back to.
+  const current = conf;
+  const driver = new NodeDriver(
+    nodeId,
+    workerMachine,
+    initialWorkerState(
+      workerConfigFrom(conf, current, {
+        id,
+        master: masterNodeId(),
+        networkLocation: DEFAULT_RACK,
+        disks: disks.map((disk) => disk.config),
+        distributed: dfsDir === undefined ? [] : ['HDFS'],
+        memoryCapacityBytes: memoryCapacity,
+      }),
+    ),
+    release,
+    {
+      send: (envelope) => network.transport.send(envelope),
+      logger,
+      storage,
+      durable: store,
+      durableStoreKind: 'recovery',
+      onExit: (code, reason) => void shutdown(code, reason),
+      onWriteBytes: (delta) => backPressure.change(delta),
+    },
+  );
+  network.host.add(driver);
+  driver.start(recovered);
+  logger.info(
+    {
+      event: 'listening',
+      role: 'worker',
+      release,
+      pid: process.pid,
+      node: nodeId,
+      host,
+      ports,
+      master: `${master.host}:${master.port}`,
+      disks: disks.map((disk) => disk.dir),
+      dfsDir,
+      memoryCapacityBytes: memoryCapacity,
+      recoveredKeys: recovered.size,
+    },
+    `worker ${nodeId} listening`,
+  );
+  return {
+    nodeId,
+    shutdown,
+    stopped,
+    requestExit: () => driver.admin({ type: 'exit', exitType: 'NONE' }),
+  };
+}

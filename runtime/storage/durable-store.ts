@@ -1,0 +1,75 @@
+import { mkdir } from 'node:fs/promises';
+import { RocksLevel } from '@nxtedition/rocksdb';
+import { ClassicLevel } from 'classic-level';
+
+export type DbBackend = 'ROCKSDB' | 'LEVELDB';
+
+/**
+ * A node's store that survives a crash: a worker's recovery store, the masters' coordination store. The core sees it
+ * twice: everything persisted comes back in `start`, and `persist` effects write to it before the next input.
+ */
+export interface DurableStore {
+  /** Everything, as persisted. */
+  load(): Promise<Map<string, string>>;
+  /** One atomic batch, synced to disk before it resolves; a null value deletes the key. */
+  write(changes: readonly { readonly key: string; readonly value: string | null }[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What both backends offer (abstract-level), with utf8 keys and values. */
+interface Level {
+  open(): Promise<void>;
+  batch(
+    operations: (
+      | { readonly type: 'put'; readonly key: string; readonly value: string }
+      | { readonly type: 'del'; readonly key: string }
+    )[],
+    options: { readonly sync: boolean },
+  ): Promise<void>;
+  iterator(): AsyncIterable<[string, string]>;
+  close(): Promise<void>;
+}
+
+/** Opens (creating if needed) the store in `dir`; fails naming the directory and backend, e.g. when it is locked. */
+export async function openDurableStore(backend: DbBackend, dir: string): Promise<DurableStore> {
+  const db = await openLevel(backend, dir);
+  return {
+    async load() {
+      const entries = new Map<string, string>();
+      for await (const [key, value] of db.iterator()) entries.set(key, value);
+      return entries;
+    },
+    async write(changes) {
+      if (changes.length === 0) return;
+      const operations = changes.map(({ key, value }) =>
+        value === null ? { type: 'del' as const, key } : { type: 'put' as const, key, value },
+      );
+      // sync: the batch is on disk (fsync of the write-ahead log) before `persist` counts as done.
+      await db.batch(operations, { sync: true });
+    },
+    close: () => db.close(),
+  };
+}
+
+async function openLevel(backend: DbBackend, dir: string): Promise<Level> {
+  const options = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
+  let db: Level | undefined;
+  try {
+    await mkdir(dir, { recursive: true });
+    db =
+      backend === 'ROCKSDB' ? new RocksLevel(dir, options) : new ClassicLevel<string, string>(dir, options);
+    await db.open();
+    return db;
+  } catch (error) {
+    // Releases what the failed open may hold (the native handle); the open's error is the one worth reporting.
+    await db?.close().catch(() => undefined);
+    throw new Error(`cannot open the ${backend} store in ${dir}: ${describe(error)}`, { cause: error });
+  }
+}
+
+/** The error's message and its cause's: abstract-level reports "Database failed to open" and puts why in `cause`. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? error.cause.message : undefined;
+  return cause === undefined || cause === error.message ? error.message : `${error.message}: ${cause}`;
+}

@@ -1,0 +1,192 @@
+import type { BatchableIo, FileRef, IoCompletion } from '../../core/machines/effects.ts';
+import { isDfsType } from '../../core/domain/storage.ts';
+import { DirectoryFiles } from './directory-files.ts';
+import { DirectoryHealth } from './directory-health.ts';
+import { fileIdSegments } from './file-id.ts';
+import { FileLanes } from './file-lanes.ts';
+import { IoFailure, ioErrorOf } from './io-error.ts';
+import { MemoryFiles } from './memory-files.ts';
+import type { TierFiles } from './tier-files.ts';
+
+export interface TierStorageOptions {
+  /** The local disks: the mount point as the core names the disk, and its directory on this machine. */
+  readonly disks: readonly { readonly mountPoint: string; readonly dir: string }[];
+  /** Directory of the distributed tier (HDFS, OSS and S3 files), e.g. an NFS, CephFS or HDFS-fuse mount. */
+  readonly dfsDir?: string;
+  /** A disk's directory was removed or replaced (for the driver's log); called once per failure. */
+  readonly onDiskFailed?: (mountPoint: string, reason: string) => void;
+}
+
+/** Where one FileRef lives: its tier's files, its id, and the key its operations are ordered by. */
+interface Place {
+  readonly files: TierFiles;
+  readonly id: string;
+  readonly segments: readonly string[];
+  readonly key: string;
+}
+
+/**
+ * Executes the core's file effects (core/machines/effects.ts) on real tiers: memory, local disks and a DFS
+ * directory, with the simulator's semantics (sim/world/storage.ts). Operations on one file run in issue order,
+ * operations on different files concurrently (file-lanes.ts), so `runBatch` is "each as if issued alone, in order",
+ * and so are calls of `run` and `delete` made one after another. Nothing here rejects: a failure is the completion
+ * `ioFailed` with the core's IoError.
+ */
+export class TierStorage {
+  private readonly lanes = new FileLanes();
+  private readonly memory = new MemoryFiles();
+  private readonly disks = new Map<string, DirectoryFiles>();
+  private readonly dfs: DirectoryFiles | undefined;
+  private closed = false;
+
+  constructor(options: TierStorageOptions) {
+    for (const disk of options.disks) {
+      if (this.disks.has(disk.mountPoint)) throw new RangeError(`disk ${disk.mountPoint} is declared twice`);
+      const health: DirectoryHealth = new DirectoryHealth(disk.dir, {
+        watch: true,
+        onFailed: (reason) => {
+          files.releaseAll();
+          try {
+            options.onDiskFailed?.(disk.mountPoint, reason);
+          } catch {
+            // The callback is for logging; its failure must not stop the disk from being marked failed.
+          }
+        },
+      });
+      const files = new DirectoryFiles(disk.dir, health);
+      this.disks.set(disk.mountPoint, files);
+    }
+    if (options.dfsDir !== undefined) {
+      const health: DirectoryHealth = new DirectoryHealth(options.dfsDir, {
+        watch: false,
+        onFailed: () => dfs.releaseAll(),
+      });
+      const dfs = new DirectoryFiles(options.dfsDir, health);
+      this.dfs = dfs;
+    }
+    // Started once every tier exists: a directory missing now fails its disk, and its callback may run at once.
+    for (const files of this.directoryTiers()) files.health.start();
+  }
+
+  /** Runs one operation; resolves with its completion (never rejects). */
+  run(op: BatchableIo): Promise<IoCompletion> {
+    let started: Promise<Uint8Array | undefined>;
+    try {
+      started = this.start(op);
+    } catch (error) {
+      return Promise.resolve(failed(op.op, error));
+    }
+    return started.then(
+      (bytes): IoCompletion =>
+        bytes === undefined ? { kind: 'ioDone', op: op.op } : { kind: 'ioDone', op: op.op, bytes },
+      (error: unknown) => failed(op.op, error),
+    );
+  }
+
+  /** Runs the operations as if each were issued alone, in order; resolves once all completed, in the batch's order. */
+  runBatch(ops: readonly BatchableIo[]): Promise<IoCompletion[]> {
+    return Promise.all(ops.map((op) => this.run(op)));
+  }
+
+  /** Closes and removes the file, after the operations issued on it before; a missing file is fine. Never rejects. */
+  delete(file: FileRef): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    let place: Place;
+    try {
+      place = this.placeOf(file);
+    } catch {
+      return Promise.resolve(); // nothing there to delete
+    }
+    return this.lanes
+      .exclusive([place.key], () => place.files.remove(place.id, place.segments))
+      .catch(() => undefined);
+  }
+
+  /** Bytes held by memory-tier files. */
+  memoryBytes(): number {
+    return this.memory.bytes;
+  }
+
+  /** Lets the operations already issued end, then closes every file handle; later operations fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.lanes.idle();
+    for (const files of this.directoryTiers()) files.health.close();
+    await Promise.all(this.directoryTiers().map((files) => files.closeAll()));
+  }
+
+  /** Queues the operation on its file(s) synchronously (that is what keeps issue order), returning its outcome. */
+  private start(op: BatchableIo): Promise<Uint8Array | undefined> {
+    if (this.closed) throw new IoFailure('IO_ERROR', 'the storage is closed');
+    const place = this.placeOf(op.file);
+    const { files, id, segments, key } = place;
+    switch (op.kind) {
+      case 'createFile':
+        return this.lanes.exclusive([key], () => files.create(id, segments)).then(nothing);
+      case 'write':
+        return this.lanes.append(key, op.bytes, (chunks) => files.append(id, chunks)).then(nothing);
+      case 'flush':
+        return this.lanes.exclusive([key], () => files.flush(id)).then(nothing);
+      case 'read': {
+        const { offset, length } = op;
+        if (!isCount(offset) || !isCount(length))
+          throw new IoFailure('IO_ERROR', `cannot read ${length} bytes at ${offset}`);
+        return this.lanes.read(key, () => files.read(id, offset, length));
+      }
+      case 'moveFile': {
+        const target = this.placeOf(op.to);
+        return this.lanes.exclusive([key, target.key], () => move(place, target)).then(nothing);
+      }
+    }
+  }
+
+  /** Resolves a FileRef; an unknown disk, or a DFS file without a DFS directory, is NOT_FOUND (as in the simulator). */
+  private placeOf(file: FileRef): Place {
+    const segments = fileIdSegments(file.id);
+    let files: TierFiles | undefined;
+    let tier: string;
+    if (file.tier === 'MEMORY') {
+      files = this.memory;
+      tier = 'memory';
+    } else if (isDfsType(file.tier)) {
+      // HDFS, OSS and S3 files share the one DFS directory, as they share one device in the simulator.
+      files = this.dfs;
+      tier = 'dfs';
+    } else {
+      files = this.disks.get(file.mountPoint);
+      tier = `disk:${file.mountPoint}`;
+    }
+    if (files === undefined) {
+      const where = file.mountPoint === '' ? file.tier : `${file.tier} disk ${file.mountPoint}`;
+      throw new IoFailure('NOT_FOUND', `no ${where} storage on this worker`);
+    }
+    // NUL appears in no checked id: the key names exactly one file.
+    return { files, id: file.id, segments, key: `${tier}\0${file.id}` };
+  }
+
+  private directoryTiers(): DirectoryFiles[] {
+    return this.dfs === undefined ? [...this.disks.values()] : [...this.disks.values(), this.dfs];
+  }
+}
+
+/**
+ * Eviction: copy to the target, make the copy durable, then drop the source. A missing source is NOT_FOUND, an
+ * existing target EXISTS; a failure on the target leaves the source untouched, so the worker can retry elsewhere.
+ */
+async function move(source: Place, target: Place): Promise<void> {
+  const chunks = await source.files.contents(source.id);
+  await target.files.adopt(target.id, target.segments, chunks);
+  await source.files.remove(source.id, source.segments);
+}
+
+function failed(op: number, error: unknown): IoCompletion {
+  return { kind: 'ioFailed', op, error: ioErrorOf(error) };
+}
+
+function nothing(): undefined {
+  return undefined;
+}
+
+function isCount(value: number): boolean {
+  return Number.isSafeInteger(value) && value >= 0;
+}

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { startApplication, type Application } from '../client/application.ts';
+import { connectExecutor, type MapResult, type ShuffleClient } from '../client/shuffle-client.ts';
+
+/** A small shuffle for tests: every record names its map, attempt, partition and index, so a reader's output can be checked exactly. */
+export interface SmallJob {
+  readonly maps: number;
+  readonly partitions: number;
+  readonly recordsPerPartition: number;
+  /** Bytes of each record (at least 24). */
+  readonly recordBytes?: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function recordOf(
+  mapId: number,
+  attemptId: number,
+  partitionId: number,
+  index: number,
+  bytes = 32,
+): Uint8Array {
+  return encoder.encode(`m${mapId}a${attemptId}p${partitionId}r${index}`.padEnd(bytes, '.'));
+}
+
+export function recordsOf(job: SmallJob, mapId: number, attemptId: number): Uint8Array[][] {
+  return Array.from({ length: job.partitions }, (_, p) =>
+    Array.from({ length: job.recordsPerPartition }, (_, i) =>
+      recordOf(mapId, attemptId, p, i, job.recordBytes),
+    ),
+  );
+}
+
+export interface ClientSide {
+  readonly app: Application;
+  readonly executor: ShuffleClient;
+  close(): Promise<void>;
+}
+
+/** An application and one executor in this process, against the cluster at `master`. */
+export async function clientSide(
+  master: string,
+  options: { release?: string; conf?: Record<string, string> } = {},
+): Promise<ClientSide> {
+  const app = await startApplication({ master, ...options });
+  const executor = connectExecutor({ lifecycleManager: app.lifecycleManager, appId: app.appId, ...options });
+  return {
+    app,
+    executor,
+    async close() {
+      await executor.close();
+      await app.close();
+    },
+  };
+}
+
+/** Writes every map of `job` (attempt 0 unless `attempts` says more) and returns each attempt's outcome. */
+export async function writeMaps(
+  client: ShuffleClient,
+  shuffleId: number,
+  job: SmallJob,
+  attempts: (mapId: number) => readonly number[] = () => [0],
+): Promise<Map<string, MapResult>> {
+  const shuffle = client.shuffle(shuffleId, { maps: job.maps, partitions: job.partitions });
+  const results = new Map<string, MapResult>();
+  await Promise.all(
+    Array.from({ length: job.maps }, (_, mapId) =>
+      Promise.all(
+        attempts(mapId).map(async (attemptId) => {
+          const writer = shuffle.writer(mapId, attemptId);
+          recordsOf(job, mapId, attemptId).forEach((records, p) =>
+            records.forEach((r) => writer.write(p, r)),
+          );
+          results.set(`${mapId}/${attemptId}`, await writer.close());
+        }),
+      ),
+    ),
+  );
+  return results;
+}
+
+/** Reads every partition and checks it holds exactly the winning attempts' records, each once. */
+export async function readAndVerify(
+  client: ShuffleClient,
+  shuffleId: number,
+  job: SmallJob,
+  winners: ReadonlyMap<number, number>,
+): Promise<void> {
+  const shuffle = client.shuffle(shuffleId, { maps: job.maps, partitions: job.partitions });
+  for (let p = 0; p < job.partitions; p += 1) {
+    const got = (await shuffle.read(p)).map((r) => decoder.decode(r)).sort();
+    const expected = [...winners.entries()]
+      .flatMap(([mapId, attemptId]) =>
+        Array.from({ length: job.recordsPerPartition }, (_, i) =>
+          decoder.decode(recordOf(mapId, attemptId, p, i, job.recordBytes)),
+        ),
+      )
+      .sort();
+    assert.deepEqual(got, expected, `partition ${p} holds other records than the winners wrote`);
+  }
+}
+
+/** The winning attempt of each map from writeMaps' outcomes. */
+export function winnersOf(results: ReadonlyMap<string, MapResult>): Map<number, number> {
+  const winners = new Map<number, number>();
+  for (const [key, result] of results) {
+    if (result.outcome !== 'won') continue;
+    const [mapId, attemptId] = key.split('/').map(Number) as [number, number];
+    assert.equal(winners.has(mapId), false, `map ${mapId} has two winners`);
+    winners.set(mapId, attemptId);
+  }
+  return winners;
+}

@@ -1,0 +1,111 @@
+import { parseWorkerKey, type WorkerId } from '../../core/domain/worker.ts';
+import type { NodeId } from '../../core/machines/effects.ts';
+import type { Message } from '../../core/protocol/messages.ts';
+
+/** A TCP endpoint. */
+export interface Address {
+  readonly host: string;
+  readonly port: number;
+}
+
+export function addressText(address: Address): string {
+  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+}
+
+/** Which of a worker's four servers a message goes to (the reference's separate rpc, push, fetch and replicate ports). */
+export type WorkerService = 'rpc' | 'push' | 'fetch' | 'replicate';
+
+export function workerServiceFor(message: Message): WorkerService {
+  switch (message.type) {
+    case 'PushData':
+    case 'PushMergedData':
+      // A primary forwards to its replica with mode REPLICA: the replica's replicate port, so that a worker can
+      // throttle client pushes and replication separately.
+      return message.mode === 'REPLICA' ? 'replicate' : 'push';
+    case 'OpenStream':
+    case 'FetchChunk':
+    case 'CloseStream':
+      return 'fetch';
+    // Everything else is control plane; listed so that a new message type must be placed here on purpose.
+    case 'RegisterWorker':
+    case 'RegisterWorkerResponse':
+    case 'WorkerHeartbeat':
+    case 'WorkerHeartbeatResponse':
+    case 'ReportWorkerUnavailable':
+    case 'ReportWorkerDecommission':
+    case 'ReportWorkerLost':
+    case 'RegisterApplication':
+    case 'StatusResponse':
+    case 'ApplicationHeartbeat':
+    case 'ApplicationHeartbeatResponse':
+    case 'RequestSlots':
+    case 'RequestSlotsResponse':
+    case 'UnregisterShuffle':
+    case 'UnregisterApplication':
+    case 'ReserveSlots':
+    case 'CommitFiles':
+    case 'CommitFilesResponse':
+    case 'DestroySlots':
+    case 'RegisterShuffle':
+    case 'RegisterShuffleResponse':
+    case 'Revive':
+    case 'ReviveResponse':
+    case 'MapperEnd':
+    case 'GetReducerFileGroup':
+    case 'GetReducerFileGroupResponse':
+    case 'PushDataResponse':
+    case 'PushMergedDataResponse':
+    case 'OpenStreamResponse':
+    case 'ChunkData':
+      return 'rpc';
+  }
+}
+
+function workerPort(worker: WorkerId, service: WorkerService): number {
+  switch (service) {
+    case 'rpc':
+      return worker.rpcPort;
+    case 'push':
+      return worker.pushPort;
+    case 'fetch':
+      return worker.fetchPort;
+    case 'replicate':
+      return worker.replicatePort;
+  }
+}
+
+/**
+ * Where to connect to reach a node. Workers carry their address in their id; masters and lifecycle managers are
+ * known by configuration (`svc.master.endpoints`) or were handed over by the application (an executor learns its
+ * lifecycle manager's address as a Spark executor learns its driver's). Tasks have no address: they are reached
+ * only through the connection they spoke on.
+ */
+export class AddressBook {
+  private readonly known = new Map<NodeId, Address>();
+  private readonly workers = new Map<NodeId, WorkerId | null>();
+
+  set(node: NodeId, address: Address): void {
+    this.known.set(node, address);
+  }
+
+  resolve(node: NodeId, message: Message): Address | undefined {
+    const known = this.known.get(node);
+    if (known !== undefined) return known;
+    const worker = this.workerOf(node);
+    if (worker === undefined) return undefined;
+    return { host: worker.host, port: workerPort(worker, workerServiceFor(message)) };
+  }
+
+  private workerOf(node: NodeId): WorkerId | undefined {
+    let worker = this.workers.get(node);
+    if (worker === undefined) {
+      try {
+        worker = parseWorkerKey(node);
+      } catch {
+        worker = null;
+      }
+      if (this.workers.size < 100_000) this.workers.set(node, worker);
+    }
+    return worker ?? undefined;
+  }
+}

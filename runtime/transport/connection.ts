@@ -1,0 +1,132 @@
+import type { Socket } from 'node:net';
+import { decodeFrame, FrameReader, WireError, type DecodedFrame } from '../wire/index.ts';
+
+export interface ConnectionLimits {
+  readonly maxFrameBytes: number;
+  /** A frame that has begun must be complete within this long (a slow-loris sender is cut off). */
+  readonly frameTimeoutMs: number;
+}
+
+export interface ConnectionEvents {
+  onFrame(frame: DecodedFrame): void;
+  /** Called once. `reason` is set when the connection was closed because of a fault (logged by the owner). */
+  onClose(reason: string | undefined): void;
+}
+
+/**
+ * One TCP connection carrying svc frames, either direction: reads frames incrementally, writes a frame's pieces in
+ * one gather write, and closes itself on a malformed, oversized, truncated or too slow frame. It knows nothing of
+ * handshakes or routing (./transport.ts).
+ */
+export class Connection {
+  private readonly reader: FrameReader;
+  private frameTimer: NodeJS.Timeout | undefined;
+  private closeReason: string | undefined;
+  private closedFlag = false;
+  /** Node ids that spoke on this connection: replies to them go back here. */
+  readonly speakers = new Set<string>();
+
+  constructor(
+    readonly socket: Socket,
+    private readonly limits: ConnectionLimits,
+    private readonly events: ConnectionEvents,
+  ) {
+    this.reader = new FrameReader(limits.maxFrameBytes);
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      this.closeReason ??= `socket error: ${error.code ?? error.message}`;
+    });
+    socket.on('close', () => this.onSocketClosed());
+  }
+
+  get closed(): boolean {
+    return this.closedFlag;
+  }
+
+  /** Writes one frame given as pieces (head and raw payloads) without copying them. */
+  write(pieces: readonly Uint8Array[]): void {
+    if (this.closedFlag || this.socket.destroyed) return;
+    if (pieces.length === 1) {
+      this.socket.write(pieces[0]!);
+      return;
+    }
+    this.socket.cork();
+    for (const piece of pieces) this.socket.write(piece);
+    this.socket.uncork();
+  }
+
+  /** Closes at once, for a fault; `reason` is reported through onClose. */
+  destroy(reason: string): void {
+    this.closeReason ??= reason;
+    this.socket.destroy();
+  }
+
+  /** Closes after what was written has been sent (a refusal's reply must reach the peer). */
+  end(reason?: string): void {
+    if (reason !== undefined) this.closeReason ??= reason;
+    this.socket.end();
+  }
+
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.closedFlag) return;
+    let bodies: Uint8Array[];
+    try {
+      bodies = this.reader.push(chunk);
+    } catch (error) {
+      this.destroy(describe(error));
+      return;
+    }
+    for (const body of bodies) {
+      let frame: DecodedFrame;
+      try {
+        frame = decodeFrame(body);
+      } catch (error) {
+        this.destroy(describe(error));
+        return;
+      }
+      this.events.onFrame(frame);
+      if (this.closedFlag || this.socket.destroyed) return;
+    }
+    this.armFrameTimer();
+  }
+
+  private armFrameTimer(): void {
+    if (this.reader.buffered === 0) {
+      if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
+      this.frameTimer = undefined;
+      return;
+    }
+    if (this.frameTimer !== undefined) return;
+    this.frameTimer = setTimeout(() => {
+      this.destroy(
+        `frame incomplete after ${this.limits.frameTimeoutMs} ms (${this.reader.buffered} bytes received): ` +
+          'the peer sends too slowly (svc.network.timeout)',
+      );
+    }, this.limits.frameTimeoutMs);
+    this.frameTimer.unref();
+  }
+
+  private onSocketClosed(): void {
+    if (this.closedFlag) return;
+    this.closedFlag = true;
+    if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
+    if (this.closeReason === undefined && this.reader.buffered > 0) {
+      this.closeReason = `truncated frame: the peer closed with ${this.reader.buffered} bytes of a frame unread`;
+    }
+    this.events.onClose(this.closeReason);
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof WireError) return `${error.reason} frame: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,354 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { StatusCode } from '../../core/domain/status.ts';
+import type { Envelope, NodeId } from '../../core/machines/effects.ts';
+import type { Release } from '../../core/release/version.ts';
+import type { Logger } from '../log.ts';
+import {
+  encodeEnvelope,
+  encodeHello,
+  encodeHelloReply,
+  type DecodedFrame,
+  type Hello,
+  type WireEnvelope,
+} from '../wire/index.ts';
+import { addressText, type Address, type AddressBook } from './addresses.ts';
+import { Connection, type ConnectionLimits } from './connection.ts';
+
+export type Admission =
+  | { readonly accepted: true }
+  | { readonly accepted: false; readonly status: StatusCode; readonly message: string };
+
+export interface TransportOptions extends ConnectionLimits {
+  /** What this process says of itself in every handshake. */
+  readonly self: Hello;
+  /** Connecting plus the handshake, both ways; a peer that says nothing for this long is cut off. */
+  readonly connectTimeoutMs: number;
+  readonly addresses: AddressBook;
+  readonly logger: Logger;
+  /** Whether a connecting peer is accepted (the core's admission rule, applied by the caller). */
+  readonly admit: (hello: Hello) => Admission;
+  /** Whether a node lives in this process: envelopes to it are delivered without a socket. */
+  readonly isLocal: (node: NodeId) => boolean;
+  /** Hands an arrived envelope to the node it is for; false when no such node lives here. */
+  readonly deliver: (envelope: Envelope) => boolean;
+  /** A send that could not be attempted: no address, connection refused, the peer went away before its handshake. */
+  readonly sendFailed: (envelope: WireEnvelope) => void;
+  /** The peer refused this process's release at the handshake (CLIENT_RELEASE_REFUSED); `message` says why. */
+  readonly refused?: (peer: string, message: string) => void;
+}
+
+interface Queued {
+  readonly envelope: WireEnvelope;
+  readonly pieces: readonly Uint8Array[];
+}
+
+/** An outgoing connection to one address: queues sends until the peer accepted the handshake. */
+interface Link {
+  readonly address: Address;
+  state: 'handshaking' | 'open' | 'closed';
+  readonly connection: Connection;
+  readonly queue: Queued[];
+  peerRelease?: Release;
+  timer?: NodeJS.Timeout;
+}
+
+/**
+ * svc's network layer for one process: listens on its ports, keeps one pooled connection per peer address,
+ * performs the handshake (role, release, node id) on every connection, and routes envelopes. A reply goes back on
+ * the connection its request came on; any other message goes to the destination's address (./addresses.ts) or, for
+ * a node without one (a task), to the connection it last spoke on. Every decision about what to send is the
+ * machines'; this only moves bytes and reports what could not be moved as `sendFailed`, as the simulator does.
+ */
+export class Transport {
+  private readonly servers = new Map<string, Server>();
+  private readonly inbound = new Map<string, Set<Connection>>();
+  private readonly links = new Map<string, Link>();
+  private readonly routes = new Map<NodeId, Connection>();
+  private readonly paused = new Set<string>();
+  private closing = false;
+
+  constructor(private readonly options: TransportOptions) {}
+
+  /** Starts a server for `service` (rpc, push, fetch, replicate); port 0 takes a free one. Resolves the bound address. */
+  async listen(service: string, host: string, port: number): Promise<Address> {
+    const server = createServer((socket) => this.accept(service, socket));
+    const connections = new Set<Connection>();
+    this.inbound.set(service, connections);
+    this.servers.set(service, server);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host, port, backlog: 1024 }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.on('error', (error) =>
+      this.options.logger.error({ event: 'transport.serverError', service, error }),
+    );
+    const bound = server.address();
+    if (bound === null || typeof bound === 'string')
+      throw new Error(`the ${service} server has no TCP address`);
+    return { host, port: bound.port };
+  }
+
+  send(envelope: WireEnvelope): void {
+    if (this.closing) return;
+    if (this.options.isLocal(envelope.to)) {
+      // A node of this process (a driver's own lifecycle manager): no socket, but still asynchronous, as a network is.
+      const local: Envelope = { ...envelope, fromRelease: this.options.self.release };
+      queueMicrotask(() => this.options.deliver(local));
+      return;
+    }
+    const pieces = encodeEnvelope(envelope);
+    if (envelope.inReplyTo !== undefined) {
+      const route = this.routes.get(envelope.to);
+      if (route !== undefined && !route.closed) {
+        route.write(pieces);
+        return;
+      }
+    }
+    const address = this.options.addresses.resolve(envelope.to, envelope.message);
+    if (address !== undefined) {
+      this.sendVia(this.link(address), { envelope, pieces });
+      return;
+    }
+    const route = this.routes.get(envelope.to);
+    if (route !== undefined && !route.closed) route.write(pieces);
+    else this.options.sendFailed(envelope);
+  }
+
+  /** Stops (or restarts) reading from the connections of a service: the worker's back-pressure on pushes. */
+  setPaused(service: string, paused: boolean): void {
+    if (paused === this.paused.has(service)) return;
+    if (paused) this.paused.add(service);
+    else this.paused.delete(service);
+    for (const connection of this.inbound.get(service) ?? []) {
+      if (paused) connection.pause();
+      else connection.resume();
+    }
+  }
+
+  isPaused(service: string): boolean {
+    return this.paused.has(service);
+  }
+
+  /** Closes every server and connection. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const closed = [...this.servers.values()].map(
+      (server) => new Promise<void>((resolve) => server.close(() => resolve())),
+    );
+    for (const connections of this.inbound.values()) for (const c of connections) c.destroy('shutting down');
+    for (const link of this.links.values()) link.connection.destroy('shutting down');
+    await Promise.all(closed);
+  }
+
+  // ------------------------------------------------------------------ accepting
+
+  private accept(service: string, socket: Socket): void {
+    if (this.closing) {
+      socket.destroy();
+      return;
+    }
+    const peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    let hello: Hello | undefined;
+    const connections = this.inbound.get(service)!;
+    const handshakeTimer = setTimeout(() => {
+      connection.destroy(
+        `no handshake within ${this.options.connectTimeoutMs} ms (svc.network.connect.timeout)`,
+      );
+    }, this.options.connectTimeoutMs);
+    handshakeTimer.unref();
+    const connection: Connection = new Connection(socket, this.options, {
+      onFrame: (frame) => {
+        if (hello === undefined) {
+          if (frame.kind !== 'hello') {
+            connection.destroy(`expected a handshake first, got a ${frame.kind} frame`);
+            return;
+          }
+          clearTimeout(handshakeTimer);
+          hello = frame.hello;
+          this.answerHello(connection, hello, peer, service);
+          return;
+        }
+        if (frame.kind !== 'envelope') {
+          connection.destroy(`unexpected ${frame.kind} frame after the handshake`);
+          return;
+        }
+        this.arrived(connection, frame.envelope, hello.release);
+      },
+      onClose: (reason) => {
+        clearTimeout(handshakeTimer);
+        connections.delete(connection);
+        this.forget(connection);
+        if (reason !== undefined && !this.closing) {
+          this.options.logger.warn(
+            { event: 'transport.connectionClosed', service, peer, peerNode: hello?.nodeId, reason },
+            `closed a ${service} connection from ${peer}: ${reason}`,
+          );
+        }
+      },
+    });
+    connections.add(connection);
+    if (this.paused.has(service)) connection.pause();
+  }
+
+  private answerHello(connection: Connection, hello: Hello, peer: string, service: string): void {
+    const self = this.options.self;
+    const admission = this.options.admit(hello);
+    if (!admission.accepted) {
+      this.options.logger.warn(
+        {
+          event: 'transport.peerRefused',
+          service,
+          peer,
+          peerNode: hello.nodeId,
+          peerRelease: hello.release,
+          status: admission.status,
+          reason: admission.message,
+        },
+        admission.message,
+      );
+      connection.write([
+        encodeHelloReply({
+          accepted: false,
+          status: admission.status,
+          message: admission.message,
+          release: self.release,
+          nodeId: self.nodeId,
+        }),
+      ]);
+      connection.end();
+      return;
+    }
+    connection.write([
+      encodeHelloReply({
+        accepted: true,
+        status: 'SUCCESS',
+        message: '',
+        release: self.release,
+        nodeId: self.nodeId,
+      }),
+    ]);
+  }
+
+  // ------------------------------------------------------------------ connecting
+
+  private link(address: Address): Link {
+    const key = addressText(address);
+    const existing = this.links.get(key);
+    if (existing !== undefined && existing.state !== 'closed') return existing;
+    const socket = connect({ host: address.host, port: address.port });
+    const link: Link = {
+      address,
+      state: 'handshaking',
+      queue: [],
+      connection: new Connection(socket, this.options, {
+        onFrame: (frame) => this.onLinkFrame(link, frame),
+        onClose: (reason) => this.onLinkClosed(link, reason),
+      }),
+    };
+    link.timer = setTimeout(() => {
+      link.connection.destroy(
+        `no handshake reply from ${key} within ${this.options.connectTimeoutMs} ms (svc.network.connect.timeout)`,
+      );
+    }, this.options.connectTimeoutMs);
+    link.timer.unref();
+    socket.once('connect', () => link.connection.write([encodeHello(this.options.self)]));
+    this.links.set(key, link);
+    return link;
+  }
+
+  private sendVia(link: Link, queued: Queued): void {
+    if (link.state === 'open') link.connection.write(queued.pieces);
+    else link.queue.push(queued);
+  }
+
+  private onLinkFrame(link: Link, frame: DecodedFrame): void {
+    if (link.state === 'handshaking') {
+      if (frame.kind !== 'helloReply') {
+        link.connection.destroy(`expected a handshake reply, got a ${frame.kind} frame`);
+        return;
+      }
+      clearTimeout(link.timer);
+      const reply = frame.reply;
+      if (!reply.accepted) {
+        link.state = 'closed';
+        this.options.refused?.(addressText(link.address), reply.message);
+        for (const { envelope } of link.queue.splice(0))
+          this.refusedRequest(envelope, reply.status, reply.message, reply.release);
+        link.connection.end();
+        return;
+      }
+      link.state = 'open';
+      link.peerRelease = reply.release;
+      for (const queued of link.queue.splice(0)) link.connection.write(queued.pieces);
+      return;
+    }
+    if (frame.kind !== 'envelope') {
+      link.connection.destroy(`unexpected ${frame.kind} frame after the handshake`);
+      return;
+    }
+    this.arrived(link.connection, frame.envelope, link.peerRelease!);
+  }
+
+  /**
+   * A request queued on a connection whose handshake the peer refused gets the answer the peer's core would have
+   * given it (StatusResponse CLIENT_RELEASE_REFUSED with the peer's message), so that the asking machine learns
+   * why at once instead of from a timeout.
+   */
+  private refusedRequest(
+    envelope: WireEnvelope,
+    status: StatusCode,
+    message: string,
+    release: Release,
+  ): void {
+    if (envelope.requestId === undefined) return;
+    this.options.deliver({
+      from: envelope.to,
+      to: envelope.from,
+      fromRelease: release,
+      inReplyTo: envelope.requestId,
+      message: { type: 'StatusResponse', status, message },
+    });
+  }
+
+  private onLinkClosed(link: Link, reason: string | undefined): void {
+    clearTimeout(link.timer);
+    const key = addressText(link.address);
+    if (this.links.get(key) === link) this.links.delete(key);
+    this.forget(link.connection);
+    const wasOpen = link.state === 'open';
+    link.state = 'closed';
+    for (const { envelope } of link.queue.splice(0)) this.options.sendFailed(envelope);
+    if (reason !== undefined && !this.closing) {
+      this.options.logger.warn(
+        { event: 'transport.connectionClosed', peer: key, established: wasOpen, reason },
+        `connection to ${key} closed: ${reason}`,
+      );
+    }
+  }
+
+  // ------------------------------------------------------------------ both ways
+
+  private arrived(connection: Connection, wire: WireEnvelope, fromRelease: Release): void {
+    const previous = this.routes.get(wire.from);
+    if (previous !== connection) {
+      this.routes.set(wire.from, connection);
+      connection.speakers.add(wire.from);
+    }
+    const envelope: Envelope = { ...wire, fromRelease };
+    if (!this.options.deliver(envelope)) {
+      this.options.logger.debug(
+        { event: 'transport.noSuchNode', to: wire.to, from: wire.from, type: wire.message.type },
+        `no node ${wire.to} here`,
+      );
+    }
+  }
+
+  private forget(connection: Connection): void {
+    for (const node of connection.speakers) {
+      if (this.routes.get(node) === connection) this.routes.delete(node);
+    }
+  }
+}
