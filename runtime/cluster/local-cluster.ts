@@ -43,6 +43,7 @@ export class LocalCluster {
   master!: ServerProcess;
   masterPort = 0;
   private masterStarts = 0;
+  private readonly workerStarts: number[] = [];
 
   private constructor(
     readonly options: LocalClusterOptions,
@@ -113,19 +114,29 @@ export class LocalCluster {
     this.masterPort = (line.rpc as { port: number }).port;
   }
 
-  async startWorker(index: number): Promise<ServerProcess> {
+  /**
+   * Starts worker `index` (again, on the ports it had when `samePorts`: a worker's id is its address, and only a
+   * worker that comes back under the same id finds its files again after a graceful shutdown).
+   */
+  async startWorker(index: number, options: { samePorts?: boolean } = {}): Promise<ServerProcess> {
     const own = path.join(this.dir, `worker-${index}`);
+    const previous = this.workerIds[index];
+    const ports =
+      options.samePorts === true && previous !== undefined
+        ? previous.split(':').slice(1)
+        : ['0', '0', '0', '0'];
     const settings = [
       'svc.worker.host=127.0.0.1',
-      ...['rpc', 'push', 'fetch', 'replicate'].map((service) => `svc.worker.${service}.port=0`),
+      ...['rpc', 'push', 'fetch', 'replicate'].map((service, i) => `svc.worker.${service}.port=${ports[i]}`),
       `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
       ...this.tierConf(index),
       ...(this.options.workerConf ?? []),
     ];
+    this.workerStarts[index] = (this.workerStarts[index] ?? 0) + 1;
     const worker = new ServerProcess({
       name: `worker-${index}`,
       args: ['worker', this.masterUrl, ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
-      logFile: path.join(this.dir, 'logs', `worker-${index}.log`),
+      logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
     });
     this.workers[index] = worker;
     const line = await worker.waitForEvent('listening');

@@ -1,0 +1,44 @@
+// Back-pressure on a real worker: with a memory budget far smaller than the data in flight, the worker stops
+// reading push connections instead of buffering without bound, resumes once its disks caught up, and loses nothing.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { LocalCluster } from './cluster/local-cluster.ts';
+import { clientSide, readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/small-job.ts';
+
+// 8 MB pushed by four maps at once into a worker whose pause threshold is about 218 KB.
+const JOB: SmallJob = { maps: 4, partitions: 4, recordsPerPartition: 500, recordBytes: 1000 };
+
+describe('back-pressure on a real worker', () => {
+  let cluster: LocalCluster;
+  before(async () => {
+    cluster = await LocalCluster.start({ workers: 1, workerConf: ['svc.worker.memory.size=256k'] });
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it('pauses and resumes reading pushes under a small memory budget, and the job verifies', async () => {
+    const client = await clientSide(cluster.masterUrl);
+    try {
+      const results = await writeMaps(client.executor, 0, JOB);
+      await readAndVerify(client.executor, 0, JOB, winnersOf(results));
+    } finally {
+      await client.close();
+    }
+    const events = cluster.workers[0]!.seen((line) => String(line.event).startsWith('worker.backPressure.'));
+    const pushEvents = events.filter((line) => line.service === 'push').map((line) => String(line.event));
+    assert.ok(
+      pushEvents.length >= 2,
+      `the worker paused and resumed push reads (${pushEvents.length} events)`,
+    );
+    pushEvents.forEach((event, i) =>
+      assert.equal(
+        event,
+        i % 2 === 0 ? 'worker.backPressure.paused' : 'worker.backPressure.resumed',
+        `event ${i}`,
+      ),
+    );
+    assert.equal(pushEvents.at(-1), 'worker.backPressure.resumed', 'the worker ends reading again');
+    for (const line of events) assert.ok(Number(line.bytesInFlight) <= 256 * 1024 + 4 * 1024 * 1024);
+  });
+});
