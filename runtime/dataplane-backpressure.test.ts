@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { LocalCluster } from './cluster/local-cluster.ts';
-import { clientSide, readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/small-job.ts';
+import { type SmallJob, runVerifiedJob } from './testing/small-job.ts';
 
 // 8 MB pushed by four maps at once into a worker whose pause threshold is about 218 KB.
 const JOB: SmallJob = { maps: 4, partitions: 4, recordsPerPartition: 500, recordBytes: 1000 };
@@ -18,13 +18,7 @@ describe('back-pressure on a real worker', () => {
   });
 
   it('pauses and resumes reading pushes under a small memory budget, and the job verifies', async () => {
-    const client = await clientSide(cluster.masterUrl);
-    try {
-      const results = await writeMaps(client.executor, 0, JOB);
-      await readAndVerify(client.executor, 0, JOB, winnersOf(results));
-    } finally {
-      await client.close();
-    }
+    await runVerifiedJob(cluster.masterUrl, JOB);
     const events = cluster.workers[0]!.seen((line) => String(line.event).startsWith('worker.backPressure.'));
     const pushEvents = events.filter((line) => line.service === 'push').map((line) => String(line.event));
     assert.ok(

@@ -2,7 +2,14 @@
 // and with an older (0.3.x) client: the readers get exactly the records the winning maps wrote.
 import { after, before, describe, it } from 'node:test';
 import { LocalCluster, clientTierConf, type Tier } from './cluster/local-cluster.ts';
-import { clientSide, readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/small-job.ts';
+import {
+  type SmallJob,
+  clientSide,
+  readAndVerify,
+  runVerifiedJob,
+  winnersOf,
+  writeMaps,
+} from './testing/small-job.ts';
 
 const JOB: SmallJob = { maps: 4, partitions: 6, recordsPerPartition: 50, recordBytes: 200 };
 
@@ -18,30 +25,18 @@ for (const tier of ['disk', 'memory', 'dfs'] as const satisfies readonly Tier[])
 
     for (const replicate of [false, true]) {
       it(`returns exactly the pushed records with replication ${replicate ? 'on' : 'off'}`, async () => {
-        const client = await clientSide(cluster.masterUrl, {
+        await runVerifiedJob(cluster.masterUrl, JOB, {
           conf: { ...clientTierConf(tier), 'svc.client.push.replicate.enabled': String(replicate) },
         });
-        try {
-          const results = await writeMaps(client.executor, 0, JOB);
-          await readAndVerify(client.executor, 0, JOB, winnersOf(results));
-        } finally {
-          await client.close();
-        }
       });
     }
 
     if (tier === 'disk') {
       it('serves a 0.3.x client (its own key names) the same way', async () => {
-        const client = await clientSide(cluster.masterUrl, {
+        await runVerifiedJob(cluster.masterUrl, JOB, {
           release: '0.3.2',
           conf: { 'svc.client.push.replicate.enabled': 'true' },
         });
-        try {
-          const results = await writeMaps(client.executor, 0, JOB);
-          await readAndVerify(client.executor, 0, JOB, winnersOf(results));
-        } finally {
-          await client.close();
-        }
       });
 
       it('gives the reader the winning attempt of a map run twice, once', async () => {

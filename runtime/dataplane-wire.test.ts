@@ -10,7 +10,7 @@ import { ClientReleaseRefusedError } from './client/errors.ts';
 import { startApplication } from './client/application.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import type { ServerProcess } from './cluster/server-process.ts';
-import { clientSide, readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/small-job.ts';
+import { type SmallJob, runVerifiedJob } from './testing/small-job.ts';
 import { encodeHello } from './wire/index.ts';
 
 const JOB: SmallJob = { maps: 2, partitions: 3, recordsPerPartition: 10 };
@@ -100,13 +100,7 @@ describe('the wire on real processes', () => {
       assert.match(reasons.join('\n'), /too slowly/, name);
       assert.ok(server().running, `${name}: the process stays up`);
     }
-    const client = await clientSide(cluster.masterUrl);
-    try {
-      const results = await writeMaps(client.executor, 0, JOB);
-      await readAndVerify(client.executor, 0, JOB, winnersOf(results));
-    } finally {
-      await client.close();
-    }
+    await runVerifiedJob(cluster.masterUrl, JOB);
   });
 
   it('refuses a 0.2.0 client at the handshake with the core’s message, and nothing is written', async () => {

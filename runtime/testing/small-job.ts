@@ -112,3 +112,18 @@ export function winnersOf(results: ReadonlyMap<string, MapResult>): Map<number, 
   }
   return winners;
 }
+
+/** Runs `job` as one application against the cluster at `master`: every map once, then every partition verified. */
+export async function runVerifiedJob(
+  master: string,
+  job: SmallJob,
+  options: { release?: string; conf?: Record<string, string> } = {},
+): Promise<void> {
+  const client = await clientSide(master, options);
+  try {
+    const results = await writeMaps(client.executor, 0, job);
+    await readAndVerify(client.executor, 0, job, winnersOf(results));
+  } finally {
+    await client.close();
+  }
+}
