@@ -1,0 +1,150 @@
+// The demo's record generator: deterministic, shaped as its spec says, and its digests (computed without any data
+// plane) equal the digests of the generated records regrouped by partition in any order.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import {
+  datasetProblem,
+  expectedDigests,
+  generateMap,
+  groupAndDigest,
+  partitionOfKey,
+  recordsOfMap,
+  totalRecords,
+  type DatasetSpec,
+} from './records.ts';
+
+const SPEC: fc.Arbitrary<DatasetSpec> = fc
+  .record({
+    seed: fc.nat(1_000),
+    maps: fc.integer({ min: 1, max: 5 }),
+    reduces: fc.integer({ min: 1, max: 9 }),
+    distinctKeys: fc.integer({ min: 1, max: 300 }),
+    extraKeyBytes: fc.nat(6),
+    valueBytes: fc.nat(40),
+    records: fc.integer({ min: 0, max: 400 }),
+  })
+  .map(({ extraKeyBytes, records, ...rest }) => {
+    const keyBytes = 1 + String(rest.distinctKeys - 1).length + extraKeyBytes;
+    const totalBytes = (records + rest.maps) * (keyBytes + rest.valueBytes);
+    return { ...rest, keyBytes, totalBytes };
+  });
+
+/** Every record of the spec, as copies, with the partition the generator gave it. */
+function allRecords(spec: DatasetSpec): { record: Uint8Array; partition: number }[] {
+  const out: { record: Uint8Array; partition: number }[] = [];
+  for (let mapId = 0; mapId < spec.maps; mapId += 1) {
+    generateMap(spec, mapId, (chunk) => {
+      for (let i = 0; i < chunk.count; i += 1) {
+        const at = i * chunk.recordBytes;
+        out.push({
+          record: Uint8Array.from(chunk.bytes.subarray(at, at + chunk.recordBytes)),
+          partition: chunk.partitions[i]!,
+        });
+      }
+    });
+  }
+  return out;
+}
+
+describe('the demo record generator', () => {
+  it('generates valid specs only', () => {
+    fc.assert(fc.property(SPEC, (spec) => datasetProblem(spec) === undefined));
+    const ok: DatasetSpec = {
+      seed: 1,
+      totalBytes: 1 << 20,
+      maps: 2,
+      reduces: 3,
+      keyBytes: 8,
+      valueBytes: 8,
+      distinctKeys: 10,
+    };
+    assert.equal(datasetProblem(ok), undefined);
+    assert.match(datasetProblem({ ...ok, keyBytes: 2, distinctKeys: 1000 }) ?? '', /needs at least 4 bytes/);
+    assert.match(datasetProblem({ ...ok, totalBytes: 16 }) ?? '', /fewer than one per map/);
+    assert.match(datasetProblem({ ...ok, reduces: 0 }) ?? '', /reduces/);
+  });
+
+  it('gives each map its share of the records, and each record the partition of its key', () => {
+    fc.assert(
+      fc.property(SPEC, (spec) => {
+        const all = allRecords(spec);
+        assert.equal(all.length, totalRecords(spec));
+        let sum = 0;
+        for (let m = 0; m < spec.maps; m += 1) sum += recordsOfMap(spec, m);
+        assert.equal(sum, totalRecords(spec));
+        for (const { record, partition } of all) {
+          assert.equal(record.byteLength, spec.keyBytes + spec.valueBytes);
+          assert.equal(partition, partitionOfKey(record.subarray(0, spec.keyBytes), spec.reduces));
+          assert.match(Buffer.from(record.subarray(0, spec.keyBytes)).toString('latin1'), /^k\d+$/);
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('generates the same records for the same seed and map, and others for another seed', () => {
+    const spec: DatasetSpec = {
+      seed: 7,
+      totalBytes: 3 << 20,
+      maps: 3,
+      reduces: 4,
+      keyBytes: 8,
+      valueBytes: 100,
+      distinctKeys: 50,
+    };
+    const bytesOf = (s: DatasetSpec, mapId: number) => {
+      const chunks: Buffer[] = [];
+      generateMap(s, mapId, (chunk) => chunks.push(chunk.bytes));
+      return Buffer.concat(chunks);
+    };
+    assert.ok(bytesOf(spec, 1).equals(bytesOf(spec, 1)));
+    assert.ok(!bytesOf(spec, 1).equals(bytesOf(spec, 2)));
+    assert.ok(!bytesOf(spec, 1).equals(bytesOf({ ...spec, seed: 8 }, 1)));
+  });
+
+  it('computes per-partition digests equal to those of the records regrouped by partition in any order', () => {
+    fc.assert(
+      fc.property(SPEC, fc.nat(), (spec, shuffleSeed) => {
+        const byPartition: Uint8Array[][] = Array.from({ length: spec.reduces }, () => []);
+        for (const { record, partition } of allRecords(spec)) byPartition[partition]!.push(record);
+        const expected = expectedDigests(spec);
+        for (let p = 0; p < spec.reduces; p += 1) {
+          // Any order: a seeded shuffle of the partition's records (Fisher–Yates with a small LCG).
+          const records = [...byPartition[p]!];
+          let state = (shuffleSeed + p) >>> 0;
+          for (let i = records.length - 1; i > 0; i -= 1) {
+            state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+            const j = state % (i + 1);
+            [records[i], records[j]] = [records[j]!, records[i]!];
+          }
+          assert.deepEqual(groupAndDigest(records, spec.keyBytes).digest, expected[p]);
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('tells a missing, duplicated or altered record from the expected digest', () => {
+    const spec: DatasetSpec = {
+      seed: 3,
+      totalBytes: 64 << 10,
+      maps: 2,
+      reduces: 3,
+      keyBytes: 6,
+      valueBytes: 58,
+      distinctKeys: 500,
+    };
+    const partition0 = allRecords(spec)
+      .filter((r) => r.partition === 0)
+      .map((r) => r.record);
+    const expected = expectedDigests(spec)[0]!;
+    const digest = (records: Uint8Array[]) => groupAndDigest(records, spec.keyBytes).digest;
+    assert.deepEqual(digest(partition0), expected);
+    assert.notDeepEqual(digest(partition0.slice(1)), expected);
+    assert.notDeepEqual(digest([...partition0, partition0[0]!]), expected);
+    const altered = partition0.map((r) => Uint8Array.from(r));
+    altered[0]![spec.keyBytes] = altered[0]![spec.keyBytes]! ^ 1;
+    assert.notDeepEqual(digest(altered), expected);
+  });
+});
