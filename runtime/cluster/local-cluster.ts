@@ -42,6 +42,10 @@ export class LocalCluster {
   readonly workerIds: string[] = [];
   master!: ServerProcess;
   masterPort = 0;
+  /** The bound port of the master's management interface (HTTP), from its `listening` line. */
+  masterHttpPort = 0;
+  /** Each worker's management-interface port, by index. */
+  readonly workerHttpPorts: number[] = [];
   private masterStarts = 0;
   private readonly workerStarts: number[] = [];
 
@@ -67,6 +71,16 @@ export class LocalCluster {
 
   get masterUrl(): string {
     return `svc://127.0.0.1:${this.masterPort}`;
+  }
+
+  /** `http://127.0.0.1:<port>` of the master's management interface. */
+  get masterHttpUrl(): string {
+    return `http://127.0.0.1:${this.masterHttpPort}`;
+  }
+
+  /** `http://127.0.0.1:<port>` of worker `index`'s management interface. */
+  workerHttpUrl(index: number): string {
+    return `http://127.0.0.1:${this.workerHttpPorts[index] ?? 0}`;
   }
 
   get tier(): Tier {
@@ -101,6 +115,8 @@ export class LocalCluster {
     const settings = [
       'svc.master.host=127.0.0.1',
       `svc.master.port=${port}`,
+      'svc.master.http.host=127.0.0.1',
+      'svc.master.http.port=0',
       `svc.master.state.dir=${path.join(this.dir, 'master-state')}`,
       ...(this.tier === 'dfs' ? [`svc.storage.hdfs.dir=${path.join(this.dir, 'dfs')}`] : []),
       ...(this.options.masterConf ?? []),
@@ -112,6 +128,7 @@ export class LocalCluster {
     });
     const line = await this.master.waitForEvent('listening');
     this.masterPort = (line.rpc as { port: number }).port;
+    this.masterHttpPort = (line.http as { port: number }).port;
   }
 
   /**
@@ -128,6 +145,8 @@ export class LocalCluster {
     const settings = [
       'svc.worker.host=127.0.0.1',
       ...['rpc', 'push', 'fetch', 'replicate'].map((service, i) => `svc.worker.${service}.port=${ports[i]}`),
+      'svc.worker.http.host=127.0.0.1',
+      'svc.worker.http.port=0',
       `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
       ...this.tierConf(index),
       ...(this.options.workerConf ?? []),
@@ -141,6 +160,7 @@ export class LocalCluster {
     this.workers[index] = worker;
     const line = await worker.waitForEvent('listening');
     this.workerIds[index] = String(line.node);
+    this.workerHttpPorts[index] = (line.http as { port: number }).port;
     return worker;
   }
 

@@ -3,12 +3,13 @@ import type { ResolvedConfig } from '../../conf/index.ts';
 import { initialMasterState, masterMachine } from '../../core/machines/master/index.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
+import { masterApi, startManagement, type ManagementServer } from '../http/index.ts';
 import type { Logger } from '../log.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from './admission.ts';
 import { nodeNetwork } from './node-network.ts';
-import { optionalString } from './server-config.ts';
+import { optionalString, ServerConfigError } from './server-config.ts';
 
 export interface RunningServer {
   readonly nodeId: string;
@@ -47,10 +48,12 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));
   let closing: Promise<void> | undefined;
+  let http: ManagementServer | undefined;
   const shutdown = (code: number, reason: string): Promise<void> => {
     closing ??= (async () => {
       logger.info({ event: 'process.shutdown', code, reason }, `master stopping: ${reason}`);
       driver.stop();
+      await http?.close();
       await network.transport.close();
       await store.close();
       finish(code);
@@ -74,6 +77,17 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
   );
   network.host.add(driver);
   driver.start(recovered);
+  try {
+    http = await startManagement(
+      'master',
+      masterApi({ driver, conf, self: { nodeId, rpcAddress: addressText(rpc) } }),
+      conf,
+      logger,
+    );
+  } catch (error) {
+    await shutdown(2, String(error));
+    throw new ServerConfigError((error as Error).message);
+  }
   logger.info(
     {
       event: 'listening',
@@ -81,6 +95,7 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
       release,
       pid: process.pid,
       rpc,
+      http: http.address,
       url: `svc://${addressText(rpc)}`,
       stateDir,
       recoveredKeys: recovered.size,

@@ -9,6 +9,7 @@ import { initialWorkerState, workerMachine } from '../../core/machines/worker/in
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
+import { startManagement, workerApi, type ManagementServer } from '../http/index.ts';
 import type { Logger } from '../log.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { TierStorage } from '../storage/tier-storage.ts';
@@ -142,10 +143,12 @@ export async function runWorker(
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));
   let closing: Promise<void> | undefined;
+  let http: ManagementServer | undefined;
   const shutdown = (code: number, reason: string): Promise<void> => {
     closing ??= (async () => {
       logger.info({ event: 'process.shutdown', node: nodeId, code, reason }, `worker stopping: ${reason}`);
       driver.stop();
+      await http?.close();
       await network.transport.close();
       await storage.close();
       await store.close();
@@ -182,6 +185,12 @@ export async function runWorker(
   );
   network.host.add(driver);
   driver.start(recovered);
+  try {
+    http = await startManagement('worker', workerApi({ driver, conf }), conf, logger);
+  } catch (error) {
+    await shutdown(2, String(error));
+    throw new ServerConfigError((error as Error).message);
+  }
   logger.info(
     {
       event: 'listening',
@@ -191,6 +200,7 @@ export async function runWorker(
       node: nodeId,
       host,
       ports,
+      http: http.address,
       master: `${master.host}:${master.port}`,
       disks: disks.map((disk) => disk.dir),
       dfsDir,

@@ -63,10 +63,10 @@ export const MASTER_KEYS: readonly KeySpec[] = [
   {
     key: 'svc.master.http.port',
     ...PORT,
-    min: 1,
     default: '9098',
     roles: MASTER,
-    description: 'Port of the master’s management interface and metrics.',
+    description:
+      'Port of the master’s management interface and metrics (0: any free port, printed in the master’s "listening" line).',
   },
   ...httpAuthKeys('master'),
   {

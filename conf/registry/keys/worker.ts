@@ -63,10 +63,10 @@ export const WORKER_KEYS: readonly KeySpec[] = [
   {
     key: 'svc.worker.http.port',
     ...PORT,
-    min: 1,
     default: '9096',
     roles: WORKER,
-    description: 'Port of the worker’s management interface and metrics.',
+    description:
+      'Port of the worker’s management interface and metrics (0: any free port, printed in the worker’s "listening" line).',
   },
   ...httpAuthKeys('worker'),
   {

@@ -86,7 +86,8 @@ export function handleAdmin(
   }
   const event = eventForExitType(exitType, { gracefulShutdownEnabled: s.config.gracefulShutdown.enabled });
   const verdict = transition(s.lifecycle.state, event);
-  const next = applyWorkerTrigger(s, out, event, `admin exit ${exitType}`);
+  // The answer goes out before the trigger's effects: an immediate exit ends with an `exit` effect, after which a
+  // driver executes nothing more, and the operator must still learn that the command was taken.
   switch (verdict.outcome) {
     case 'move':
       adminReply(
@@ -108,7 +109,7 @@ export function handleAdmin(
       );
       break;
   }
-  return next;
+  return applyWorkerTrigger(s, out, event, `admin exit ${exitType}`);
 }
 
 /**

@@ -415,6 +415,19 @@ describe('worker: leaving the cluster', () => {
     assert.equal(ofKind(effects, 'exit').length, 1);
   });
 
+  it('answers an exit command before its exit effect, so that a driver stopping there still answers', () => {
+    const harness = registered();
+    const effects = harness.step({
+      kind: 'admin',
+      command: { type: 'exit', exitType: 'IMMEDIATELY' },
+      commandId: 7,
+    });
+    const kinds = effects.map((effect) => effect.kind);
+    const reply = kinds.indexOf('adminReply');
+    assert.ok(reply >= 0, 'the command is answered');
+    assert.ok(reply < kinds.indexOf('exit'), `adminReply before exit: ${kinds.join(', ')}`);
+  });
+
   it('decommission (event from the master): reports it, waits until it holds no shuffle, then exits', () => {
     const harness = registered();
     withData(harness, 1);

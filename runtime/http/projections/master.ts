@@ -1,0 +1,146 @@
+import { shuffleKey, workerKey, type WorkerId, type WorkerKey } from '../../../core/domain/index.ts';
+import {
+  decommissioningWorkers,
+  excludedWorkers,
+  lastKnownWorker,
+  lostWorkers,
+  manuallyExcludedWorkers,
+  registeredWorkers,
+  shutdownWorkers,
+  workerEvents,
+  type WorkerRegistry,
+} from '../../../core/lifecycle/index.ts';
+import type { AdminCommand } from '../../../core/machines/effects.ts';
+import type { MasterState } from '../../../core/machines/master/index.ts';
+import type {
+  ApplicationsHeartbeatResponse,
+  HostnamesResponse,
+  MasterInfoResponse,
+  ShufflesResponse,
+  WorkerData,
+  WorkerEventsResponse,
+  WorkersResponse,
+} from './types.ts';
+import { workerData, workerIdData } from './workers.ts';
+
+/**
+ * The master's machine state as the management interface shows it. Pure: each function reads the state (and the
+ * time, for elapsed seconds) and builds a response; none decides anything. The lists come from the registry's own
+ * views (core/lifecycle/registry-views.ts).
+ */
+
+/** A worker named by a set (excluded, shutdown, ...): its last known details if the master has them, else its id. */
+function memberData(registry: WorkerRegistry, id: WorkerId, now: number): WorkerData {
+  const known = lastKnownWorker(registry, workerKey(id));
+  return known === undefined ? workerIdData(id) : workerData(known, now);
+}
+
+/** GET /api/v1/workers on the master. */
+export function workersResponse(state: MasterState, now: number): WorkersResponse {
+  const registry = state.durable.workers;
+  const members = (ids: readonly WorkerId[]): WorkerData[] => ids.map((id) => memberData(registry, id, now));
+  return {
+    workers: registeredWorkers(registry).map((worker) => workerData(worker, now)),
+    lostWorkers: lostWorkers(registry).map((lost) => ({
+      worker: workerData(lost.worker, now),
+      timestamp: lost.lostAt,
+    })),
+    excludedWorkers: members(excludedWorkers(registry)),
+    manualExcludedWorkers: members(manuallyExcludedWorkers(registry)),
+    shutdownWorkers: members(shutdownWorkers(registry)),
+    decommissioningWorkers: members(decommissioningWorkers(registry)),
+  };
+}
+
+/** GET /api/v1/workers/events: the events sent and not yet completed by their worker. */
+export function workerEventsResponse(state: MasterState, now: number): WorkerEventsResponse {
+  const registry = state.durable.workers;
+  return {
+    workerEvents: workerEvents(registry).map((event) => ({
+      worker: memberData(registry, event.worker, now),
+      event: { eventType: event.eventType, eventTime: event.eventTime },
+    })),
+  };
+}
+
+/** GET /api/v1/applications on the master. */
+export function applicationsResponse(state: MasterState): ApplicationsHeartbeatResponse {
+  return {
+    applications: [...state.durable.applications.apps].map(([appId, record]) => ({
+      appId,
+      lastHeartbeatTimestamp: record.lastHeartbeat,
+    })),
+  };
+}
+
+/** GET /api/v1/shuffles on the master: every registered shuffle, as `appId-shuffleId`. */
+export function shufflesResponse(state: MasterState): ShufflesResponse {
+  return {
+    shuffleIds: [...state.durable.applications.apps].flatMap(([appId, record]) =>
+      record.shuffles.map((id) => shuffleKey(appId, id)),
+    ),
+  };
+}
+
+/**
+ * GET /api/v1/applications/hostnames. The master's state does not record the host of each application's
+ * lifecycle manager (the reference keeps it from RequestSlots), so the list is empty until it does.
+ */
+export function hostnamesResponse(_state: MasterState): HostnamesResponse {
+  return { hostnames: [] };
+}
+
+/** Facts about the master process itself, which are not machine state: its node id and control-plane address. */
+export interface MasterSelf {
+  readonly nodeId: string;
+  /** `host:port` of the control plane (rpc). */
+  readonly rpcAddress: string;
+}
+
+/** GET /api/v1/masters: svc runs one master, so the group is that master, leading. */
+export function mastersResponse(self: MasterSelf): MasterInfoResponse {
+  return {
+    groupId: `standalone-${self.nodeId}`,
+    leader: { id: self.nodeId, address: self.rpcAddress },
+    masterCommitInfo: [
+      {
+        commitIndex: 0,
+        id: self.nodeId,
+        address: self.rpcAddress,
+        clientAddress: self.rpcAddress,
+        startUpRole: 'LEADER',
+      },
+    ],
+  };
+}
+
+// -----------------------------------------------------------------------------------------------------------
+// Requests → operator commands (the machine decides; these only translate)
+
+export interface WorkerIdBody {
+  readonly host: string;
+  readonly rpcPort: number;
+  readonly pushPort: number;
+  readonly fetchPort: number;
+  readonly replicatePort: number;
+}
+
+export function keysOf(ids: readonly WorkerIdBody[] | undefined): WorkerKey[] {
+  return (ids ?? []).map((id) => workerKey(id));
+}
+
+/** POST /api/v1/workers/exclude {add, remove}. */
+export function excludeCommand(body: {
+  readonly add?: readonly WorkerIdBody[];
+  readonly remove?: readonly WorkerIdBody[];
+}): AdminCommand {
+  return { type: 'excludeWorkers', add: keysOf(body.add), remove: keysOf(body.remove) };
+}
+
+/** POST /api/v1/workers/events {eventType, workers}; the machine parses the type (any case). */
+export function workerEventCommand(body: {
+  readonly eventType: string;
+  readonly workers: readonly WorkerIdBody[];
+}): AdminCommand {
+  return { type: 'workerEvent', eventType: body.eventType, workers: keysOf(body.workers) };
+}

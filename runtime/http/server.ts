@@ -1,0 +1,338 @@
+import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { featureSince, isFeatureAvailable } from '../../core/release/other-changes.ts';
+import type { HttpRole } from '../../core/release/legacy-endpoints.ts';
+import type { Release } from '../../core/release/version.ts';
+import type { Logger } from '../log.ts';
+import { HttpError, mediaTypeOf, nearestPath, schemaErrorMessage, type SchemaError } from './errors.ts';
+import { legacyIdentity, legacyNotFound, registerLegacyRoutes, type LegacyHandlers } from './legacy.ts';
+import { componentSchemaSet, openApiDocument, openApiYaml, routeSchemas } from './openapi.ts';
+
+/**
+ * The management interface of one node: fastify on `svc.<role>.http.host:port`, serving the /api/v1 routes the
+ * role gives (schemas from the role's OpenAPI document), the legacy unversioned paths as of the node's release,
+ * /openapi.json, /openapi.yaml and Swagger UI at /swagger. Every error is JSON `{message}` with a precise status.
+ */
+
+export interface ApiInput {
+  /** The parsed, validated body (JSON routes), or undefined. */
+  readonly body: unknown;
+  /** The validated query parameters. */
+  readonly query: Readonly<Record<string, string | undefined>>;
+}
+
+export interface ApiRoute {
+  readonly method: 'GET' | 'POST';
+  /** Under /api/v1; must be an operation of the role's OpenAPI document. */
+  readonly path: string;
+  readonly handle: (input: ApiInput) => unknown;
+}
+
+/** What one role serves; built by master-api.ts or worker-api.ts over a running machine. */
+export interface ManagementApi {
+  readonly role: HttpRole;
+  /** The release the node presents: decides which legacy paths exist and whether /api/v1 does. */
+  readonly release: Release;
+  readonly routes: readonly ApiRoute[];
+  readonly legacy: LegacyHandlers;
+  /** Releases what the role's handlers hold (called when the server closes). */
+  readonly close?: () => void;
+}
+
+export interface ManagementServerOptions {
+  readonly api: ManagementApi;
+  readonly logger?: Logger;
+}
+
+export interface ManagementServer {
+  readonly address: { readonly host: string; readonly port: number };
+  readonly app: FastifyInstance;
+  /** Stops listening; requests in flight get a few seconds to finish, then their connections are closed. */
+  close(): Promise<void>;
+}
+
+/** What a route tells the server's hooks about its body. */
+export interface RouteConfig {
+  /** Media types the route's body may have; absent: the route takes no body. */
+  readonly accepts?: readonly string[];
+  readonly bodyRequired?: boolean;
+}
+
+declare module 'fastify' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface FastifyContextConfig extends RouteConfig {}
+}
+
+const JSON_MEDIA_TYPE = 'application/json';
+const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
+
+/** The path of a request URL, without its query; undefined when it is not valid percent-encoding. */
+export function requestPath(url: string): string | undefined {
+  const raw = url.split('?')[0] ?? '';
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+function sendError(reply: FastifyReply, status: number, message: string, headers = {}): FastifyReply {
+  return reply.code(status).headers(headers).type(JSON_MEDIA_TYPE).send({ message });
+}
+
+function acceptsMessage(
+  request: FastifyRequest,
+  accepts: readonly string[],
+  got: string | undefined,
+): string {
+  return (
+    `${request.method} ${requestPath(request.url) ?? request.url} accepts ${accepts.join(' or ')}; ` +
+    (got === undefined ? 'the request has no Content-Type' : `got ${got}`)
+  );
+}
+
+/** What a route's body must look like, for the message of a missing or unreadable body. */
+function bodyForm(request: FastifyRequest): string {
+  const accepts = request.routeOptions.config?.accepts ?? [];
+  return accepts.includes(JSON_MEDIA_TYPE)
+    ? 'a JSON object as the OpenAPI document (/openapi.json) describes'
+    : `a body of type ${accepts.join(' or ')}`;
+}
+
+/** Checks a route's media type before its body is validated, so that a wrong type is a 415, not a 400. */
+function checkMediaType(request: FastifyRequest): void {
+  const config = request.routeOptions.config;
+  const accepts = config?.accepts;
+  if (accepts === undefined) return;
+  const got = mediaTypeOf(request.headers['content-type']);
+  if (got === undefined && (request.body === undefined || request.body === null)) {
+    if (config?.bodyRequired === true) {
+      throw new HttpError(400, `body is required: ${bodyForm(request)}`);
+    }
+    // An optional body left out: the schema's defaults apply.
+    if (accepts.includes(JSON_MEDIA_TYPE)) request.body = {};
+    return;
+  }
+  if (got === undefined || !accepts.includes(got)) {
+    throw new HttpError(415, acceptsMessage(request, accepts, got));
+  }
+}
+
+function onError(logger: Logger | undefined) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    if (error instanceof HttpError) return sendError(reply, error.statusCode, error.message, error.headers);
+    if (error.validation !== undefined && error.validation.length > 0) {
+      const context = error.validationContext ?? 'request';
+      return sendError(reply, 400, schemaErrorMessage(context, error.validation[0] as SchemaError));
+    }
+    switch (error.code) {
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
+        const accepts = request.routeOptions.config?.accepts ?? [];
+        const got = mediaTypeOf(request.headers['content-type']);
+        return sendError(
+          reply,
+          415,
+          accepts.length > 0
+            ? acceptsMessage(request, accepts, got)
+            : `${request.method} ${requestPath(request.url) ?? request.url} takes no body; got ${got ?? 'one'}`,
+        );
+      }
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        return sendError(reply, 400, `body is not valid JSON: expected ${bodyForm(request)}`);
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return sendError(reply, 400, `body is empty: expected ${bodyForm(request)}`);
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendError(
+          reply,
+          413,
+          `body is larger than the ${request.routeOptions.bodyLimit} bytes accepted`,
+        );
+      default:
+        break;
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) return sendError(reply, status, error.message);
+    logger?.error(
+      { event: 'http.error', method: request.method, url: request.url, error: String(error.stack ?? error) },
+      `management interface failed on ${request.method} ${request.url}`,
+    );
+    return sendError(reply, 500, `internal error: ${error.message}`);
+  };
+}
+
+/** Builds the server (not listening): used by startManagementServer and by tests through inject(). */
+export async function buildManagementServer(options: ManagementServerOptions): Promise<FastifyInstance> {
+  const { api, logger } = options;
+  const app = Fastify({
+    logger: false,
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: true },
+    },
+    forceCloseConnections: 'idle',
+    // Errors fastify raises before routing (a URL that is not valid percent-encoding): the same JSON shape.
+    frameworkErrors: (error, request, reply) => {
+      void sendError(reply, 400, `the URL ${request.url} is not valid: ${error.message}`);
+    },
+    // Requests that are not HTTP at all (an unknown method, a malformed header) never reach fastify: same shape.
+    clientErrorHandler: (error: Error & { code?: string }, socket) => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+      const body = JSON.stringify({
+        message: tooLarge
+          ? 'the request headers are too large'
+          : `the request is not valid HTTP/1.1 (${error.code ?? error.message})`,
+      });
+      socket.end(
+        `HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\n` +
+          `content-type: ${JSON_MEDIA_TYPE}; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+          `connection: close\r\n\r\n${body}`,
+      );
+    },
+  });
+  const routes = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const known = routes.get(route.url) ?? new Set<string>();
+    for (const method of methods) known.add(method);
+    routes.set(route.url, known);
+  });
+  app.addContentTypeParser(FORM_MEDIA_TYPE, { parseAs: 'string' }, (_request, body, done) =>
+    done(null, body),
+  );
+  app.setErrorHandler(onError(logger));
+  // Once the server is closing, every answer still sent closes its connection, so that close() need not wait for
+  // clients' idle keep-alive connections.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) void reply.header('connection', 'close');
+    done(null, payload);
+  });
+  app.addHook('onClose', (_instance, done) => {
+    api.close?.();
+    done();
+  });
+
+  const apiV1 = isFeatureAvailable('api-v1', api.release);
+  if (apiV1) {
+    app.addSchema(componentSchemaSet(api.role));
+    for (const route of api.routes) {
+      const schemas = routeSchemas(api.role, route.method, route.path);
+      const config: RouteConfig =
+        schemas.body === undefined ? {} : { accepts: schemas.accepts, bodyRequired: schemas.bodyRequired };
+      app.route({
+        method: route.method,
+        url: route.path,
+        config,
+        schema: {
+          ...(schemas.body === undefined ? {} : { body: schemas.body }),
+          querystring: schemas.querystring,
+          response: schemas.responses,
+        },
+        preValidation: (request, _reply, done) => {
+          checkMediaType(request);
+          done();
+        },
+        handler: (request) =>
+          route.handle({
+            body: request.body,
+            query: request.query as Readonly<Record<string, string | undefined>>,
+          }),
+      });
+    }
+    app.get('/openapi.json', (_request, reply) => reply.send(openApiDocument(api.role)));
+    app.get('/openapi.yaml', async (_request, reply) =>
+      reply.type('application/yaml').send(openApiYaml(api.role)),
+    );
+    await app.register(fastifySwagger, {
+      mode: 'static',
+      specification: { document: openApiDocument(api.role) as unknown as StaticDocumentSpec['document'] },
+    });
+    await app.register(fastifySwaggerUi, { routePrefix: '/swagger' });
+  }
+  registerLegacyRoutes(app, api);
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = requestPath(request.url);
+    if (path === undefined) {
+      return sendError(reply, 400, `the path of ${request.url} is not valid percent-encoding`);
+    }
+    const normalized = path.replace(/\/{2,}/g, '/').replace(/(.)\/+$/, '$1');
+    const allowed = routes.get(normalized);
+    if (allowed !== undefined && allowed.size > 0) {
+      const allow = [...allowed].sort().join(', ');
+      if (request.method === 'OPTIONS') return reply.code(204).header('allow', allow).send();
+      const legacy = legacyIdentity(normalized) === undefined ? '' : ` at release ${api.release}`;
+      return sendError(
+        reply,
+        405,
+        `${request.method} is not allowed on ${normalized}${legacy}; allowed: ${allow}`,
+        {
+          allow,
+        },
+      );
+    }
+    const legacy = legacyNotFound(normalized, api);
+    if (legacy !== undefined) return sendError(reply, legacy.statusCode, legacy.message);
+    if (!apiV1 && /^\/(api|openapi|swagger)(\/|\.|$)/.test(normalized)) {
+      return sendError(
+        reply,
+        404,
+        `${normalized}: this ${api.role} presents release ${api.release}, which has no /api/v1 ` +
+          `nor its OpenAPI document (they arrived in ${featureSince('api-v1')}); use the unversioned paths of that release`,
+      );
+    }
+    const candidates = [...routes.keys()].filter(
+      (candidate) => !candidate.includes('*') && !candidate.includes(':'),
+    );
+    const nearest = nearestPath(normalized, candidates);
+    return sendError(
+      reply,
+      404,
+      `no ${request.method} ${normalized} on this ${api.role}` +
+        (nearest === undefined ? '' : `; the nearest valid path is ${nearest}`) +
+        (apiV1 ? ' (every /api/v1 path: GET /openapi.json)' : ''),
+    );
+  });
+  await app.ready();
+  return app;
+}
+
+/** Builds the server and listens on `host:port` (0: a free port, as the returned address says). */
+export async function startManagementServer(
+  options: ManagementServerOptions & { readonly host: string; readonly port: number },
+): Promise<ManagementServer> {
+  const app = await buildManagementServer(options);
+  await app.listen({ host: options.host, port: options.port });
+  const bound = app.server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+  return {
+    address: { host: options.host, port: bound.port },
+    app,
+    close() {
+      closing ??= (async () => {
+        const grace = setTimeout(() => app.server.closeAllConnections(), 3_000);
+        try {
+          await app.close();
+        } finally {
+          clearTimeout(grace);
+        }
+      })();
+      return closing;
+    },
+  };
+}
