@@ -1,4 +1,11 @@
-import type { AdminCommand, BatchableIo, Effect, Input, NodeId } from '../../core/machines/effects.ts';
+import type {
+  AdminCommand,
+  BatchableIo,
+  Effect,
+  Envelope,
+  Input,
+  NodeId,
+} from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
@@ -19,6 +26,9 @@ export interface DriverServices {
   /** The machine asked to stop the process (after its earlier effects ran). */
   readonly onExit?: (code: number, reason: string) => void;
   readonly onMetric?: (effect: Extract<Effect, { kind: 'metric' }>) => void;
+  /** Every envelope the node receives and sends (the worker's push metrics). */
+  readonly onReceive?: (envelope: Envelope) => void;
+  readonly onSend?: (envelope: WireEnvelope) => void;
   /** Bytes handed to the disks and not yet written (back-pressure, ./back-pressure.ts). */
   readonly onWriteBytes?: (delta: number) => void;
   readonly clock?: () => number;
@@ -85,6 +95,7 @@ export class NodeDriver<S> {
 
   input(input: Input): void {
     if (this.stopped) return;
+    if (input.kind === 'receive') this.services.onReceive?.(input.envelope);
     this.queue.push(input);
     this.drain();
   }
@@ -192,15 +203,18 @@ export class NodeDriver<S> {
 
   private execute(effect: Effect): void {
     switch (effect.kind) {
-      case 'send':
-        this.services.send({
+      case 'send': {
+        const envelope: WireEnvelope = {
           from: this.id,
           to: effect.to,
           message: effect.message,
           ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
           ...(effect.inReplyTo === undefined ? {} : { inReplyTo: effect.inReplyTo }),
-        });
+        };
+        this.services.send(envelope);
+        this.services.onSend?.(envelope);
         return;
+      }
       case 'setTimer': {
         const previous = this.timers.get(effect.name);
         if (previous !== undefined) clearTimeout(previous);

@@ -11,6 +11,7 @@ import { featureSince, isFeatureAvailable } from '../../core/release/other-chang
 import type { HttpRole } from '../../core/release/legacy-endpoints.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
+import type { ServerMetrics } from '../metrics/index.ts';
 import { HttpError, mediaTypeOf, nearestPath, schemaErrorMessage, type SchemaError } from './errors.ts';
 import { legacyIdentity, legacyNotFound, registerLegacyRoutes, type LegacyHandlers } from './legacy.ts';
 import { componentSchemaSet, openApiDocument, openApiYaml, routeSchemas } from './openapi.ts';
@@ -44,6 +45,16 @@ export interface ManagementApi {
   readonly legacy: LegacyHandlers;
   /** Releases what the role's handlers hold (called when the server closes). */
   readonly close?: () => void;
+  /** The node's metrics, served in Prometheus text and JSON (docs/metrics.md); absent when metrics are off. */
+  readonly metrics?: MetricsRoutes;
+}
+
+export interface MetricsRoutes {
+  /** svc.metrics.prometheus.path; `/metrics` serves the same text. */
+  readonly prometheusPath: string;
+  /** svc.metrics.json.path. */
+  readonly jsonPath: string;
+  readonly metrics: Pick<ServerMetrics, 'render' | 'json' | 'contentType'>;
 }
 
 export interface ManagementServerOptions {
@@ -265,6 +276,15 @@ export async function buildManagementServer(options: ManagementServerOptions): P
     await app.register(fastifySwaggerUi, { routePrefix: '/swagger' });
   }
   registerLegacyRoutes(app, api);
+  if (api.metrics !== undefined) {
+    const { prometheusPath, jsonPath, metrics } = api.metrics;
+    for (const url of new Set([prometheusPath, '/metrics'])) {
+      app.get(url, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.render()));
+    }
+    app.get(jsonPath, async (_request, reply) =>
+      reply.type('application/json; charset=utf-8').send(await metrics.json()),
+    );
+  }
 
   app.setNotFoundHandler((request, reply) => {
     const path = requestPath(request.url);

@@ -1,15 +1,16 @@
 import { masterConfigFrom } from '../../conf/machine-configs.ts';
 import type { ResolvedConfig } from '../../conf/index.ts';
-import { initialMasterState, masterMachine } from '../../core/machines/master/index.ts';
+import { initialMasterState, masterMachine, type MasterState } from '../../core/machines/master/index.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { masterApi, startManagement, type ManagementServer } from '../http/index.ts';
 import type { Logger } from '../log.ts';
+import { createMetrics } from '../metrics/index.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from './admission.ts';
 import { nodeNetwork } from './node-network.ts';
-import { optionalString, ServerConfigError } from './server-config.ts';
+import { metricsOptions, metricsRoutes, optionalString, ServerConfigError } from './server-config.ts';
 
 export interface RunningServer {
   readonly nodeId: string;
@@ -49,11 +50,21 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
   const stopped = new Promise<number>((resolve) => (finish = resolve));
   let closing: Promise<void> | undefined;
   let http: ManagementServer | undefined;
+  const metrics = conf.getBoolean('svc.metrics.enabled')
+    ? createMetrics({
+        role: 'master',
+        ...metricsOptions(conf),
+        instance: () =>
+          `${conf.getString('svc.master.host')}:${http?.address.port ?? conf.getInt('svc.master.http.port')}`,
+        state: (): MasterState => driver.state,
+      })
+    : undefined;
   const shutdown = (code: number, reason: string): Promise<void> => {
     closing ??= (async () => {
       logger.info({ event: 'process.shutdown', code, reason }, `master stopping: ${reason}`);
       driver.stop();
       await http?.close();
+      metrics?.close();
       await network.transport.close();
       await store.close();
       finish(code);
@@ -73,6 +84,7 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
       durable: store,
       durableStoreKind: 'coordination',
       onExit: (code, reason) => void shutdown(code, reason),
+      ...(metrics === undefined ? {} : { onMetric: metrics.onMetric }),
     },
   );
   network.host.add(driver);
@@ -80,7 +92,10 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
   try {
     http = await startManagement(
       'master',
-      masterApi({ driver, conf, self: { nodeId, rpcAddress: addressText(rpc) } }),
+      {
+        ...masterApi({ driver, conf, self: { nodeId, rpcAddress: addressText(rpc) } }),
+        ...metricsRoutes(conf, metrics),
+      },
       conf,
       logger,
     );

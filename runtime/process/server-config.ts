@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { formatProblem, resolveConfig, type ResolvedConfig, type Role } from '../../conf/index.ts';
 import { localPlatform } from '../cli/conf-command.ts';
+import type { MetricsRoutes } from '../http/server.ts';
+import { parseExtraLabels, type ServerMetrics } from '../metrics/index.ts';
 
 /** Where a server's settings come from, lowest precedence first: the properties file, the environment, flags. */
 export interface ServerConfigSources {
@@ -56,4 +58,38 @@ export function optionalString(conf: ResolvedConfig, key: string): string | unde
 export function optionalList(conf: ResolvedConfig, key: string): readonly string[] {
   if (!conf.has(key) || conf.get(key) === undefined) return [];
   return conf.getList(key).filter((item) => item.length > 0);
+}
+
+/** The metrics settings of a server (svc.metrics.*); a malformed extra label is a configuration error. */
+export function metricsOptions(conf: ResolvedConfig): {
+  readonly release: ResolvedConfig['release'];
+  readonly extraLabels: Readonly<Record<string, string>>;
+  readonly timerWindowSize: number;
+  readonly sampleRate: number;
+} {
+  try {
+    return {
+      release: conf.release,
+      extraLabels: parseExtraLabels(optionalList(conf, 'svc.metrics.extraLabels')),
+      timerWindowSize: conf.getInt('svc.metrics.timer.slidingWindow.size'),
+      sampleRate: conf.getDouble('svc.metrics.sample.rate'),
+    };
+  } catch (error) {
+    throw new ServerConfigError((error as Error).message);
+  }
+}
+
+/** Where the management interface serves a server's metrics (absent: metrics are off). */
+export function metricsRoutes(
+  conf: ResolvedConfig,
+  metrics: ServerMetrics | undefined,
+): { readonly metrics?: MetricsRoutes } {
+  if (metrics === undefined) return {};
+  return {
+    metrics: {
+      metrics,
+      prometheusPath: conf.getString('svc.metrics.prometheus.path'),
+      jsonPath: conf.getString('svc.metrics.json.path'),
+    },
+  };
 }

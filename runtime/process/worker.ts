@@ -5,11 +5,16 @@ import { workerConfigFrom } from '../../conf/machine-configs.ts';
 import { parseStorageDirs } from '../../conf/storage-dirs.ts';
 import { DEFAULT_RACK, workerKey, type WorkerId } from '../../core/domain/worker.ts';
 import type { WorkerDiskConfig } from '../../core/machines/worker/config.ts';
-import { initialWorkerState, workerMachine } from '../../core/machines/worker/index.ts';
+import {
+  initialWorkerState,
+  workerMachine,
+  type WorkerMachineState,
+} from '../../core/machines/worker/index.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { startManagement, workerApi, type ManagementServer } from '../http/index.ts';
+import { createMetrics, envelopeObserver, ioObserver, statfsDevices } from '../metrics/index.ts';
 import type { Logger } from '../log.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { TierStorage } from '../storage/tier-storage.ts';
@@ -17,7 +22,13 @@ import type { Address } from '../transport/addresses.ts';
 import { serverAdmission } from './admission.ts';
 import type { RunningServer } from './master.ts';
 import { nodeNetwork } from './node-network.ts';
-import { optionalList, optionalString, ServerConfigError } from './server-config.ts';
+import {
+  metricsOptions,
+  metricsRoutes,
+  optionalList,
+  optionalString,
+  ServerConfigError,
+} from './server-config.ts';
 
 const DIRS_KEY = 'svc.worker.storage.dirs';
 
@@ -106,6 +117,18 @@ export async function runWorker(
     recoverPath,
   );
   const recovered = await store.load();
+  let http: ManagementServer | undefined;
+  const metrics = conf.getBoolean('svc.metrics.enabled')
+    ? createMetrics({
+        role: 'worker',
+        ...metricsOptions(conf),
+        // The bound port is known once the management interface listens; the label is read at each scrape.
+        instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
+        state: (): WorkerMachineState => driver.state,
+        devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
+      })
+    : undefined;
+  const envelopes = metrics === undefined ? undefined : envelopeObserver(metrics);
   const storage = new TierStorage({
     disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
     ...(dfsDir === undefined ? {} : { dfsDir }),
@@ -114,6 +137,7 @@ export async function runWorker(
         { event: 'worker.disk.failed', node: nodeId, mountPoint, reason },
         `disk ${mountPoint} failed: ${reason}`,
       ),
+    ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
   });
   const pauseAt = (key: string): number => Math.floor(memoryBudget * conf.getDouble(key));
   const backPressure = new BackPressure(
@@ -128,6 +152,7 @@ export async function runWorker(
     (service, paused) => {
       if (network.transport.isPaused(service) === paused) return;
       network.transport.setPaused(service, paused);
+      metrics?.observePause(service, paused);
       logger.info(
         {
           event: paused ? 'worker.backPressure.paused' : 'worker.backPressure.resumed',
@@ -143,12 +168,12 @@ export async function runWorker(
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));
   let closing: Promise<void> | undefined;
-  let http: ManagementServer | undefined;
   const shutdown = (code: number, reason: string): Promise<void> => {
     closing ??= (async () => {
       logger.info({ event: 'process.shutdown', node: nodeId, code, reason }, `worker stopping: ${reason}`);
       driver.stop();
       await http?.close();
+      metrics?.close();
       await network.transport.close();
       await storage.close();
       await store.close();
@@ -181,12 +206,19 @@ export async function runWorker(
       durableStoreKind: 'recovery',
       onExit: (code, reason) => void shutdown(code, reason),
       onWriteBytes: (delta) => backPressure.change(delta),
+      ...(metrics === undefined ? {} : { onMetric: metrics.onMetric }),
+      ...(envelopes === undefined ? {} : { onReceive: envelopes.received, onSend: envelopes.sent }),
     },
   );
   network.host.add(driver);
   driver.start(recovered);
   try {
-    http = await startManagement('worker', workerApi({ driver, conf }), conf, logger);
+    http = await startManagement(
+      'worker',
+      { ...workerApi({ driver, conf }), ...metricsRoutes(conf, metrics) },
+      conf,
+      logger,
+    );
   } catch (error) {
     await shutdown(2, String(error));
     throw new ServerConfigError((error as Error).message);

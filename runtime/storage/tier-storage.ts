@@ -15,6 +15,8 @@ export interface TierStorageOptions {
   readonly dfsDir?: string;
   /** A disk's directory was removed or replaced (for the driver's log); called once per failure. */
   readonly onDiskFailed?: (mountPoint: string, reason: string) => void;
+  /** Every completed operation with its time from issue to completion (the worker's metrics). */
+  readonly onIoDone?: (op: BatchableIo, completion: IoCompletion, elapsedMs: number) => void;
 }
 
 /** Where one FileRef lives: its tier's files, its id, and the key its operations are ordered by. */
@@ -38,8 +40,10 @@ export class TierStorage {
   private readonly disks = new Map<string, DirectoryFiles>();
   private readonly dfs: DirectoryFiles | undefined;
   private closed = false;
+  private readonly onIoDone: TierStorageOptions['onIoDone'];
 
   constructor(options: TierStorageOptions) {
+    this.onIoDone = options.onIoDone;
     for (const disk of options.disks) {
       if (this.disks.has(disk.mountPoint)) throw new RangeError(`disk ${disk.mountPoint} is declared twice`);
       const health: DirectoryHealth = new DirectoryHealth(disk.dir, {
@@ -70,17 +74,24 @@ export class TierStorage {
 
   /** Runs one operation; resolves with its completion (never rejects). */
   run(op: BatchableIo): Promise<IoCompletion> {
+    const observe = this.onIoDone;
+    const issued = observe === undefined ? 0 : performance.now();
     let started: Promise<Uint8Array | undefined>;
     try {
       started = this.start(op);
     } catch (error) {
       return Promise.resolve(failed(op.op, error));
     }
-    return started.then(
+    const completed = started.then(
       (bytes): IoCompletion =>
         bytes === undefined ? { kind: 'ioDone', op: op.op } : { kind: 'ioDone', op: op.op, bytes },
       (error: unknown) => failed(op.op, error),
     );
+    if (observe === undefined) return completed;
+    return completed.then((completion) => {
+      observe(op, completion, performance.now() - issued);
+      return completion;
+    });
   }
 
   /** Runs the operations as if each were issued alone, in order; resolves once all completed, in the batch's order. */
