@@ -16,3 +16,11 @@ export function createLogger(level: LogLevelName, base: Readonly<Record<string, 
     pino.destination({ dest: 1, sync: true }),
   );
 }
+
+/**
+ * A logger that writes at info whatever the process's level: for the few lines scripts and tests wait on (a
+ * server's `listening` line with its bound ports), which must not vanish under `--log-level warn`.
+ */
+export function announce(logger: Logger): Logger {
+  return logger.child({}, { level: 'info' });
+}

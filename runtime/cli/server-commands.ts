@@ -49,6 +49,11 @@ async function serve(
     process.exit(2);
   }
   const logger = createLogger(level, { role, node: server.nodeId });
+  if (process.env.SVC_EXIT_WITH_PARENT === '1') {
+    // Started by a local cluster (runtime/cluster): its end closes our stdin, and we stop at once with it.
+    process.stdin.on('close', () => void server.shutdown(0, 'the process that started this server is gone'));
+    process.stdin.resume();
+  }
   onStopSignals(logger, () => {
     if (server.requestExit === undefined) {
       void server.shutdown(0, 'signal');

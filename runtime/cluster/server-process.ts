@@ -40,9 +40,11 @@ export class ServerProcess {
 
   constructor(readonly options: ServerProcessOptions) {
     this.log = createWriteStream(options.logFile, { flags: 'a' });
+    // stdin is a pipe the child watches (SVC_EXIT_WITH_PARENT): when this process dies, even by SIGKILL, the pipe
+    // closes and the server stops instead of outliving the cluster that started it.
     this.child = spawn(process.execPath, ['--import', 'tsx', CLI, ...options.args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env, SVC_EXIT_WITH_PARENT: '1' },
     });
     createInterface({ input: this.child.stdout! }).on('line', (text) => this.onLine(text));
     createInterface({ input: this.child.stderr! }).on('line', (text) => {

@@ -4,7 +4,7 @@ import { initialMasterState, masterMachine, type MasterState } from '../../core/
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { masterApi, startManagement, type ManagementServer } from '../http/index.ts';
-import type { Logger } from '../log.ts';
+import { announce, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/index.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
@@ -103,7 +103,8 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
     await shutdown(2, String(error));
     throw new ServerConfigError((error as Error).message);
   }
-  logger.info(
+  // The line scripts and tests wait for: written whatever the log level (docs/operations: readiness).
+  announce(logger).info(
     {
       event: 'listening',
       role: 'master',
