@@ -223,7 +223,7 @@ export async function runWorker(
     await shutdown(2, String(error));
     throw new ServerConfigError((error as Error).message);
   }
-  // The line scripts and tests wait for: written whatever the log level (docs/operations: readiness).
+  // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
   announce(logger).info(
     {
       event: 'listening',
