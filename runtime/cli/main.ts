@@ -1,6 +1,7 @@
 // The `svc` command line. Subcommands are registered by their own modules so that each stays small.
 import { Command } from 'commander';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
+import { adminCommand } from './admin-command.ts';
 import { confCommand } from './conf-command.ts';
 import { demoCommand } from './demo-command.ts';
 import { masterCommand, workerCommand } from './server-commands.ts';
@@ -12,5 +13,6 @@ program.addCommand(demoCommand());
 program.addCommand(masterCommand());
 program.addCommand(workerCommand());
 program.addCommand(confCommand());
+program.addCommand(adminCommand());
 
 await program.parseAsync(process.argv);

@@ -32,6 +32,37 @@ export function clientTierConf(tier: Tier): Record<string, string> {
   }
 }
 
+/** Where a node's management interface answers: `/api/v1`, its Prometheus metrics and Swagger UI. */
+export interface NodeHttpAddresses {
+  /** `http://127.0.0.1:<port>`. */
+  readonly base: string;
+  readonly api: string;
+  /** Absent when the node's metrics are off (`svc.metrics.enabled=false`). */
+  readonly metrics?: string;
+  readonly swagger: string;
+}
+
+/** The last value a `key=value` list gives `key`. */
+function confValue(settings: readonly string[], key: string): string | undefined {
+  let value: string | undefined;
+  for (const setting of settings) {
+    const at = setting.indexOf('=');
+    if (at > 0 && setting.slice(0, at).trim() === key) value = setting.slice(at + 1).trim();
+  }
+  return value;
+}
+
+function httpAddresses(base: string, settings: readonly string[]): NodeHttpAddresses {
+  const metricsOff = confValue(settings, 'svc.metrics.enabled')?.toLowerCase() === 'false';
+  const metricsPath = confValue(settings, 'svc.metrics.prometheus.path') ?? '/metrics/prometheus';
+  return {
+    base,
+    api: `${base}/api/v1`,
+    ...(metricsOff ? {} : { metrics: `${base}${metricsPath}` }),
+    swagger: `${base}/swagger`,
+  };
+}
+
 /**
  * A master and workers as child processes on loopback, each on ports the system picked, with their data under one
  * directory. Used by `svc demo` (npm start) and by the runtime tests; everything it starts, stop() stops.
@@ -166,7 +197,11 @@ export class LocalCluster {
 
   /** Resolves once every running worker has registered with the master (its `worker.registered` line). */
   async waitForRegistrations(after: ReadonlyMap<ServerProcess, number> = new Map()): Promise<void> {
-    await Promise.all(
+    // A master that dies meanwhile would leave the workers retrying for minutes: fail at once, with its output.
+    // (A value, not a rejection: once the workers have registered, the master's later exit must not surface.)
+    const master = this.master;
+    const masterDied = master.exited().then((code) => ({ code }));
+    const registered = Promise.all(
       this.workers
         .filter((worker) => worker.running)
         .map((worker) =>
@@ -177,6 +212,14 @@ export class LocalCluster {
           ),
         ),
     );
+    registered.catch(() => undefined); // seen by the race below; never unhandled once the master's exit won it
+    const first = await Promise.race([registered.then(() => undefined), masterDied]);
+    if (first !== undefined) {
+      throw new Error(
+        `the master exited (code ${String(first.code)}) while the workers registered; last output:\n` +
+          master.stderr.slice(-8).join('\n'),
+      );
+    }
   }
 
   /**
@@ -194,9 +237,23 @@ export class LocalCluster {
     await this.startMaster(this.masterPort);
   }
 
-  /** The address of every node, as `--keep` prints it. */
-  describe(): { master: string; workers: string[]; dir: string } {
-    return { master: this.masterUrl, workers: [...this.workerIds], dir: this.dir };
+  /** The address of every node, with its management interface and metrics, as `--keep` prints it. */
+  describe(): {
+    master: string;
+    masterHttp: NodeHttpAddresses;
+    workers: string[];
+    workersHttp: NodeHttpAddresses[];
+    dir: string;
+  } {
+    const masterConf = [...(this.options.conf ?? []), ...(this.options.masterConf ?? [])];
+    const workerConf = [...(this.options.conf ?? []), ...(this.options.workerConf ?? [])];
+    return {
+      master: this.masterUrl,
+      masterHttp: httpAddresses(this.masterHttpUrl, masterConf),
+      workers: [...this.workerIds],
+      workersHttp: this.workerIds.map((_, index) => httpAddresses(this.workerHttpUrl(index), workerConf)),
+      dir: this.dir,
+    };
   }
 
   /** Stops every process (SIGTERM, then SIGKILL) and removes the directory unless asked to keep it. */

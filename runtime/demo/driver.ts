@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parseMasterUrl } from '../../conf/index.ts';
 import { workerKey } from '../../core/domain/worker.ts';
 import { startApplication, type Application } from '../client/application.ts';
-import { clientTierConf, LocalCluster, type Tier } from '../cluster/local-cluster.ts';
+import { clientTierConf, LocalCluster, type NodeHttpAddresses, type Tier } from '../cluster/local-cluster.ts';
 import { ExecutorProcess } from './executor-process.ts';
 import { mib, seconds, size, throughput } from './format.ts';
 import { createProgress, resolveProgressMode, type Progress, type ProgressMode } from './progress.ts';
@@ -539,11 +539,20 @@ class Demo {
     this.io.out(
       `the cluster stays up (--keep); run another job with: svc demo --master ${description.master}`,
     );
+    const http = (addresses: NodeHttpAddresses) => {
+      this.io.out(`      management  ${addresses.api}`);
+      if (addresses.metrics !== undefined) this.io.out(`      metrics     ${addresses.metrics}`);
+      this.io.out(`      swagger     ${addresses.swagger}`);
+    };
     this.io.out(`  master  ${description.master}`);
+    http(description.masterHttp);
     description.workers.forEach((id, i) => {
       this.io.out(`  worker-${i}  ${id}  data ${path.join(description.dir, `worker-${i}`)}`);
+      const addresses = description.workersHttp[i];
+      if (addresses !== undefined) http(addresses);
     });
     this.io.out(`  directory ${description.dir} (kept; logs under ${path.join(description.dir, 'logs')})`);
+    this.io.out(`operate it with: svc admin workers --master ${description.masterHttp.base}`);
     this.io.out('press Ctrl-C to stop it');
     this.keptUp = true;
     return new Promise<number>(() => undefined); // onSignals ends it
