@@ -52,7 +52,10 @@ export interface MapWriter {
   write(partitionId: number, record: Uint8Array): void;
   /** Pushes everything, then ends the attempt (MapperEnd). Rejects with MapTaskFailedError. */
   close(): Promise<MapResult>;
-  /** Record bytes the workers have acknowledged so far (for progress). */
+  /**
+   * Bytes the workers have acknowledged so far, as pushed: each record with its 4-byte length prefix (for progress;
+   * `writtenBytes` counts the records alone).
+   */
   acknowledgedBytes(): number;
   readonly writtenBytes: number;
 }
