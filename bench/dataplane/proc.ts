@@ -1,0 +1,132 @@
+/**
+ * What Linux says of another process: CPU time from /proc/<pid>/stat (utime + stime, every thread, in clock ticks)
+ * and resident memory from /proc/<pid>/status (VmRSS now, VmHWM its peak). Read from outside, so that the measured
+ * process runs unchanged.
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+let ticksPerSecond: number | undefined;
+
+function clockTicks(): number {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
+
+/** User and system CPU seconds the process has used so far (every thread); NaN when it is gone. */
+export function cpuSeconds(pid: number): { user: number; system: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command (which may hold spaces) start after its closing parenthesis: state is field 3.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { user: Number(fields[11]) / clockTicks(), system: Number(fields[12]) / clockTicks() };
+  } catch {
+    return { user: Number.NaN, system: Number.NaN };
+  }
+}
+
+/** VmRSS and VmHWM in bytes (0 when the process is gone). */
+export function memoryOf(pid: number): { rss: number; hwm: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (field: string): number => {
+      const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+      return match === null ? 0 : Number(match[1]) * 1024;
+    };
+    return { rss: kib('VmRSS'), hwm: kib('VmHWM') };
+  } catch {
+    return { rss: 0, hwm: 0 };
+  }
+}
+
+/** Context switches of the process so far (every thread): voluntary (it waited) and involuntary (preempted). */
+export function switchesOf(pid: number): { voluntary: number; involuntary: number } {
+  let voluntary = 0;
+  let involuntary = 0;
+  try {
+    for (const thread of readdirSync(`/proc/${pid}/task`)) {
+      const status = readFileSync(`/proc/${pid}/task/${thread}/status`, 'utf8');
+      voluntary += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      involuntary += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    }
+  } catch {
+    // gone
+  }
+  return { voluntary, involuntary };
+}
+
+/** Samples the resident memory of some processes every `intervalMs` and keeps each one's peak. */
+export class RssSampler {
+  private readonly peaks = new Map<number, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly pids: readonly number[],
+    intervalMs = 50,
+  ) {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), intervalMs);
+  }
+
+  private sample(): void {
+    for (const pid of this.pids) {
+      const { rss } = memoryOf(pid);
+      this.peaks.set(pid, Math.max(this.peaks.get(pid) ?? 0, rss));
+    }
+  }
+
+  /** Stops sampling; the peak resident bytes of each process, by pid. */
+  stop(): Map<number, number> {
+    clearInterval(this.timer);
+    this.sample();
+    return this.peaks;
+  }
+}
+
+export interface MachineInfo {
+  readonly nproc: number;
+  readonly cpuModel: string;
+  readonly memTotalBytes: number;
+  readonly memAvailableBytes: number;
+  readonly node: string;
+  readonly kernel: string;
+}
+
+export function machineInfo(): MachineInfo {
+  const meminfo = safeRead('/proc/meminfo');
+  const field = (name: string): number => {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(meminfo);
+    return match === null ? 0 : Number(match[1]) * 1024;
+  };
+  const cpuinfo = safeRead('/proc/cpuinfo');
+  return {
+    nproc: Number(safeExec('nproc')) || 0,
+    cpuModel: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? 'unknown',
+    memTotalBytes: field('MemTotal'),
+    memAvailableBytes: field('MemAvailable'),
+    node: process.version,
+    kernel: safeRead('/proc/sys/kernel/osrelease').trim(),
+  };
+}
+
+function safeRead(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function safeExec(command: string): string {
+  try {
+    return execFileSync(command, { encoding: 'utf8' }).trim();
+  } catch {
+    return '';
+  }
+}

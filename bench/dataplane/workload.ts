@@ -1,0 +1,222 @@
+/**
+ * What a push moves, and the bare baselines' byte stream built from it with svc's own encoders, so that a bare sink
+ * receives the same frames a worker does: records packed into batches (core/machines/client/records.ts), batches
+ * framed with their header and CRC-32 (core/protocol/batch-frame.ts), and frames carried in PushData or
+ * PushMergedData envelopes (runtime/wire encodeEnvelope: length prefix, kind, control part, raw payloads), merged
+ * the way the map task merges them (one message per worker holds frames of at most the batch size in all; a larger
+ * frame travels alone).
+ */
+import { randomBytes, randomFillSync } from 'node:crypto';
+import { shuffleKey } from '../../core/domain/ids.ts';
+import { encodeRecordBatches, planBatches } from '../../core/machines/client/records.ts';
+import { encodeBatchFrames } from '../../core/protocol/batch-frame.ts';
+import type { Message } from '../../core/protocol/messages.ts';
+import { mapTaskNodeId } from '../../core/protocol/node-ids.ts';
+import { encodeEnvelope } from '../../runtime/wire/index.ts';
+
+export interface Workload {
+  readonly maps: number;
+  readonly partitions: number;
+  /** Bytes of each record. */
+  readonly recordBytes: number;
+  /** Records each map writes to each partition. */
+  readonly recordsPerPartition: number;
+  /** `svc.client.push.buffer.max.size`: the largest batch payload, and the largest merged push. */
+  readonly batchBytes: number;
+  /** Fill each map's records afresh with random bytes (as a job generates them) instead of reusing one pool. */
+  readonly generate?: boolean;
+  /** The maps this process runs (default: all of them). */
+  readonly mapIds?: readonly number[];
+}
+
+/** A workload of about `totalBytes` of records in maps of about `mapBytes` each. */
+export function workloadOf(options: {
+  totalBytes: number;
+  mapBytes: number;
+  partitions: number;
+  recordBytes: number;
+  batchBytes: number;
+}): Workload {
+  const maps = Math.max(1, Math.round(options.totalBytes / options.mapBytes));
+  const recordsPerPartition = Math.max(
+    1,
+    Math.floor(options.totalBytes / maps / options.partitions / options.recordBytes),
+  );
+  return {
+    maps,
+    partitions: options.partitions,
+    recordBytes: options.recordBytes,
+    recordsPerPartition,
+    batchBytes: options.batchBytes,
+  };
+}
+
+export function mapIdsOf(workload: Workload): readonly number[] {
+  return workload.mapIds ?? Array.from({ length: workload.maps }, (_, m) => m);
+}
+
+/** Record bytes the workload's maps (this process's, when `mapIds` is set) write. */
+export function recordBytesOf(workload: Workload): number {
+  return (
+    mapIdsOf(workload).length * workload.partitions * workload.recordsPerPartition * workload.recordBytes
+  );
+}
+
+export function describeWorkload(workload: Workload): string {
+  const mib = (recordBytesOf({ ...workload, mapIds: undefined }) / 2 ** 20).toFixed(0);
+  return (
+    `${mib} MiB: ${workload.maps} maps x ${workload.partitions} partitions x ${workload.recordsPerPartition} ` +
+    `records of ${workload.recordBytes} B, batches of at most ${workload.batchBytes} B`
+  );
+}
+
+const POOL_RECORDS = 4096;
+
+/** Where the records of a map come from: views of one random pool, or of a freshly filled buffer per map. */
+export class RecordSource {
+  private readonly pool: Uint8Array;
+
+  constructor(private readonly workload: Workload) {
+    this.pool = randomBytes(POOL_RECORDS * workload.recordBytes);
+  }
+
+  /** The records of one map, by partition (views, not copies). */
+  recordsOf(mapId: number): Uint8Array[][] {
+    const { partitions, recordsPerPartition, recordBytes } = this.workload;
+    if (this.workload.generate === true) {
+      const bytes = new Uint8Array(partitions * recordsPerPartition * recordBytes);
+      randomFillSync(bytes);
+      return Array.from({ length: partitions }, (_, p) =>
+        Array.from({ length: recordsPerPartition }, (_, i) => {
+          const at = (p * recordsPerPartition + i) * recordBytes;
+          return bytes.subarray(at, at + recordBytes);
+        }),
+      );
+    }
+    return Array.from({ length: partitions }, (_, p) =>
+      Array.from({ length: recordsPerPartition }, (_, i) => {
+        const at = (((mapId * partitions + p) * recordsPerPartition + i) % POOL_RECORDS) * recordBytes;
+        return this.pool.subarray(at, at + recordBytes);
+      }),
+    );
+  }
+}
+
+/** Names on the bare stream, shaped like svc's (the control part's size depends on them). */
+export interface StreamNames {
+  readonly appId: string;
+  readonly shuffleId: number;
+  /** The node id each sink stands for (a worker's is host:rpc:push:fetch:replicate). */
+  readonly sinkNodeIds: readonly string[];
+}
+
+export interface StreamMessage {
+  readonly sink: number;
+  /** One frame as pieces (head, then the raw payloads), as runtime/transport writes it. */
+  readonly pieces: Uint8Array[];
+  readonly bytes: number;
+  readonly batches: number;
+}
+
+/**
+ * The push messages of one map, in the order a map task sends them: the first batch of every partition, then the
+ * second, and so on (one batch in flight per partition), the batches of one round for one sink merged up to the
+ * batch size. Encoding happens as the generator is pulled, as the map task frames each step's batches when it
+ * sends them.
+ */
+export function* mapMessages(
+  workload: Workload,
+  records: readonly (readonly Uint8Array[])[],
+  mapId: number,
+  names: StreamNames,
+  requestIds: { next: number },
+): Generator<StreamMessage> {
+  const { appId, shuffleId, sinkNodeIds } = names;
+  const attemptId = 0;
+  const cap = workload.batchBytes;
+  const planned = records.map((partition) => planBatches(partition, workload.batchBytes));
+  // As initialMapTaskState: every payload of the attempt in one buffer, batch ids in the same order.
+  const payloads = encodeRecordBatches(planned.flat());
+  const firstBatch: number[] = [];
+  let nextBatchId = 0;
+  for (const batches of planned) {
+    firstBatch.push(nextBatchId);
+    nextBatchId += batches.length;
+  }
+  const rounds = Math.max(0, ...planned.map((batches) => batches.length));
+  const from = mapTaskNodeId(appId, shuffleId, mapId, attemptId);
+  const key = shuffleKey(appId, shuffleId);
+  const sinks = sinkNodeIds.length;
+  for (let round = 0; round < rounds; round += 1) {
+    for (let sink = 0; sink < sinks; sink += 1) {
+      const partitionIds: number[] = [];
+      for (let p = sink; p < planned.length; p += sinks) {
+        if (planned[p]!.length > round) partitionIds.push(p);
+      }
+      if (partitionIds.length === 0) continue;
+      const framed = encodeBatchFrames(
+        partitionIds.map((partitionId) => ({
+          header: {
+            shuffleId,
+            mapId,
+            attemptId,
+            batchId: firstBatch[partitionId]! + round,
+            partitionId,
+            epoch: 0,
+          },
+          payload: payloads[firstBatch[partitionId]! + round]!,
+        })),
+      );
+      let group: number[] = [];
+      let bytes = 0;
+      const emit = (): StreamMessage => {
+        const message: Message =
+          group.length === 1
+            ? {
+                type: 'PushData',
+                shuffleKey: key,
+                mode: 'PRIMARY',
+                partitionId: partitionIds[group[0]!]!,
+                epoch: 0,
+                mapId,
+                attemptId,
+                batchId: firstBatch[partitionIds[group[0]!]!]! + round,
+                payload: framed[group[0]!]!,
+              }
+            : {
+                type: 'PushMergedData',
+                shuffleKey: key,
+                mode: 'PRIMARY',
+                mapId,
+                attemptId,
+                batches: group.map((i) => ({
+                  partitionId: partitionIds[i]!,
+                  epoch: 0,
+                  batchId: firstBatch[partitionIds[i]!]! + round,
+                  payload: framed[i]!,
+                })),
+              };
+        const pieces = encodeEnvelope({
+          from,
+          to: sinkNodeIds[sink]!,
+          requestId: requestIds.next++,
+          message,
+        });
+        let size = 0;
+        for (const piece of pieces) size += piece.byteLength;
+        return { sink, pieces, bytes: size, batches: group.length };
+      };
+      for (let i = 0; i < framed.length; i += 1) {
+        const length = framed[i]!.length;
+        if (group.length > 0 && bytes + length > cap) {
+          yield emit();
+          group = [];
+          bytes = 0;
+        }
+        group.push(i);
+        bytes += length;
+      }
+      yield emit();
+    }
+  }
+}
