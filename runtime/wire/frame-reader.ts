@@ -5,63 +5,72 @@ export const LENGTH_PREFIX_BYTES = 4;
 
 /**
  * Cuts a byte stream into frame bodies. A body that lies whole inside one received chunk is handed out as a view
- * of that chunk (no copy); only a body split across chunks is gathered into one buffer, the one copy a stream
- * socket forces. A length above the limit throws at once, before any of the frame is buffered.
+ * of that chunk (no copy); a body split across chunks is gathered into a buffer of exactly its size, allocated once
+ * its length is known, so each of its bytes is copied once, the one copy a stream socket forces (copying the rest of
+ * the chunk along with it had doubled the worker's copying and pinned whole socket buffers: docs/performance.md). A
+ * length above the limit throws at once, before any of the frame is buffered.
  */
 export class FrameReader {
-  private pending: Uint8Array[] = [];
-  private pendingBytes = 0;
+  /** The body being gathered across chunks, once its length is known. */
+  private body: Uint8Array | undefined;
+  private filled = 0;
+  /** A length prefix split across chunks. */
+  private readonly prefix = new Uint8Array(LENGTH_PREFIX_BYTES);
+  private prefixFilled = 0;
 
   constructor(private readonly maxFrameBytes: number) {}
 
   /** Bytes of an unfinished frame held back (0 when the stream is at a frame boundary). */
   get buffered(): number {
-    return this.pendingBytes;
+    return this.body === undefined ? this.prefixFilled : LENGTH_PREFIX_BYTES + this.filled;
   }
 
   push(chunk: Uint8Array): Uint8Array[] {
-    let data = chunk;
-    if (this.pendingBytes > 0) {
-      this.pending.push(chunk);
-      const needed = this.neededWithPending();
-      if (needed === undefined || this.pendingBytes + chunk.byteLength < needed) {
-        this.pendingBytes += chunk.byteLength;
-        return [];
-      }
-      data = concat(this.pending, this.pendingBytes + chunk.byteLength);
-      this.pending = [];
-      this.pendingBytes = 0;
-    }
     const bodies: Uint8Array[] = [];
-    let offset = 0;
-    while (data.byteLength - offset >= LENGTH_PREFIX_BYTES) {
-      const length = readLength(data, offset);
-      this.check(length);
-      const end = offset + LENGTH_PREFIX_BYTES + length;
-      if (end > data.byteLength) break;
-      bodies.push(data.subarray(offset + LENGTH_PREFIX_BYTES, end));
-      offset = end;
-    }
-    if (offset < data.byteLength) {
-      const rest = data.subarray(offset);
-      this.pending = [rest];
-      this.pendingBytes = rest.byteLength;
+    let at = 0;
+    while (at < chunk.byteLength) {
+      if (this.body !== undefined) {
+        const take = Math.min(this.body.byteLength - this.filled, chunk.byteLength - at);
+        this.body.set(chunk.subarray(at, at + take), this.filled);
+        this.filled += take;
+        at += take;
+        if (this.filled === this.body.byteLength) {
+          bodies.push(this.body);
+          this.body = undefined;
+          this.filled = 0;
+        }
+        continue;
+      }
+      if (this.prefixFilled > 0 || chunk.byteLength - at < LENGTH_PREFIX_BYTES) {
+        while (this.prefixFilled < LENGTH_PREFIX_BYTES && at < chunk.byteLength) {
+          this.prefix[this.prefixFilled++] = chunk[at++]!;
+        }
+        if (this.prefixFilled < LENGTH_PREFIX_BYTES) break;
+        this.prefixFilled = 0;
+        this.startBody(this.checked(readLength(this.prefix, 0)));
+        continue;
+      }
+      const length = this.checked(readLength(chunk, at));
+      const start = at + LENGTH_PREFIX_BYTES;
+      if (start + length <= chunk.byteLength) {
+        bodies.push(chunk.subarray(start, start + length));
+        at = start + length;
+        continue;
+      }
+      this.startBody(length);
+      at = start;
     }
     return bodies;
   }
 
-  /** The whole size (prefix and body) of the frame being gathered, once its prefix has arrived. */
-  private neededWithPending(): number | undefined {
-    const total = this.pendingBytes + this.pending[this.pending.length - 1]!.byteLength;
-    if (total < LENGTH_PREFIX_BYTES) return undefined;
-    const head =
-      this.pending[0]!.byteLength >= LENGTH_PREFIX_BYTES ? this.pending[0]! : concat(this.pending, total);
-    const length = readLength(head, 0);
-    this.check(length);
-    return LENGTH_PREFIX_BYTES + length;
+  private startBody(length: number): void {
+    // Unzeroed (every byte is written before the body is handed out), and a plain Uint8Array like the views.
+    const memory = Buffer.allocUnsafe(length);
+    this.body = new Uint8Array(memory.buffer, memory.byteOffset, length);
+    this.filled = 0;
   }
 
-  private check(length: number): void {
+  private checked(length: number): number {
     if (length > this.maxFrameBytes) {
       throw new WireError(
         'oversized',
@@ -69,6 +78,7 @@ export class FrameReader {
       );
     }
     if (length === 0) throw new WireError('malformed', 'an empty frame');
+    return length;
   }
 }
 
@@ -76,14 +86,4 @@ function readLength(data: Uint8Array, offset: number): number {
   return (
     ((data[offset]! << 24) >>> 0) + (data[offset + 1]! << 16) + (data[offset + 2]! << 8) + data[offset + 3]!
   );
-}
-
-function concat(pieces: readonly Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.byteLength;
-  }
-  return out;
 }
