@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
   hasPersistentStorage,
+  isOverEvictLine,
   needsEvictionOnWrite,
   pickMemoryEvictions,
   type MemoryFile,
@@ -48,6 +49,23 @@ const fileArb: fc.Arbitrary<MemoryFile[]> = fc
   .map((files) => files.map((file, index) => ({ id: `f${index}`, ...file })));
 
 describe('pickMemoryEvictions', () => {
+  it('chooses nothing below the evict line, so a caller may skip listing its files there', () => {
+    fc.assert(
+      fc.property(
+        fileArb,
+        fc.integer({ min: 0, max: 2000 }),
+        fc.integer({ min: 0, max: 3000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (files, limitBytes, usedBytes, ratio) => {
+          const worker = { ...withDisk, memory: { limitBytes, usedBytes } };
+          if (!isOverEvictLine(limitBytes, usedBytes, ratio)) {
+            assert.deepEqual(pickMemoryEvictions(files, worker, ratio), []);
+          }
+        },
+      ),
+    );
+  });
+
   it('evicts the largest open files first, just until usage drops below the line', () => {
     fc.assert(
       fc.property(

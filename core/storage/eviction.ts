@@ -37,6 +37,11 @@ export interface MemoryFile {
  * order) until usage drops below that line, or no open file is left. Empty when below the line or when the worker
  * has nowhere to evict to.
  */
+/** Whether the memory tier holds enough that files must leave it (`evictRatio` of its limit, or more). */
+export function isOverEvictLine(limitBytes: number, usedBytes: number, evictRatio: number): boolean {
+  return limitBytes > 0 && usedBytes >= evictRatio * limitBytes;
+}
+
 export function pickMemoryEvictions(
   files: readonly MemoryFile[],
   worker: WorkerStorage,
@@ -44,7 +49,7 @@ export function pickMemoryEvictions(
 ): readonly string[] {
   const { limitBytes, usedBytes } = worker.memory;
   const line = evictRatio * limitBytes;
-  if (limitBytes <= 0 || usedBytes < line || !hasPersistentStorage(worker)) return [];
+  if (!isOverEvictLine(limitBytes, usedBytes, evictRatio) || !hasPersistentStorage(worker)) return [];
   const open = files
     .map((file, order) => ({ file, order }))
     .filter(({ file }) => !file.committed)

@@ -2,6 +2,7 @@ import type { ShuffleKey } from '../../domain/index.ts';
 import {
   chooseEvictionTarget,
   needsEvictionOnWrite,
+  isOverEvictLine,
   pickMemoryEvictions,
   type TierChoice,
 } from '../../storage/index.ts';
@@ -259,6 +260,10 @@ function startEviction(
 
 /** Under memory pressure, queues the eviction of the largest open memory files (core/storage picks them). */
 function evictUnderPressure(s: WorkerMachineState, out: Outbox): WorkerMachineState {
+  // Asked after every completed write: the cheap check first, so that a worker with many files does not list
+  // them all each time (it made a 10,000-partition push quadratic: docs/performance.md).
+  if (!isOverEvictLine(s.config.memory.capacityBytes, s.memoryUsedBytes, s.config.memory.evictRatio))
+    return s;
   const memoryFiles: {
     id: string;
     bytes: number;
