@@ -5,6 +5,7 @@ import { createLogger, LOG_LEVELS, type LogLevelName } from '../log.ts';
 import { runMaster, type RunningServer } from '../process/master.ts';
 import { loadServerConfig, ServerConfigError } from '../process/server-config.ts';
 import { onStopSignals } from '../process/signals.ts';
+import { TransportConfigError } from '../transport/tls.ts';
 import { runWorker } from '../process/worker.ts';
 
 interface ServerFlags {
@@ -44,7 +45,7 @@ async function serve(
   try {
     server = await start();
   } catch (error) {
-    if (!(error instanceof ServerConfigError)) throw error;
+    if (!(error instanceof ServerConfigError || error instanceof TransportConfigError)) throw error;
     console.error(`svc ${role}: ${error.message}`);
     process.exit(2);
   }

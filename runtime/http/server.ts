@@ -7,11 +7,13 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { featureSince, isFeatureAvailable } from '../../core/release/other-changes.ts';
 import type { HttpRole } from '../../core/release/legacy-endpoints.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
 import type { ServerMetrics } from '../metrics/index.ts';
+import type { HttpAuth } from './auth.ts';
 import { HttpError, mediaTypeOf, nearestPath, schemaErrorMessage, type SchemaError } from './errors.ts';
 import { legacyIdentity, legacyNotFound, registerLegacyRoutes, type LegacyHandlers } from './legacy.ts';
 import { componentSchemaSet, openApiDocument, openApiYaml, routeSchemas } from './openapi.ts';
@@ -60,6 +62,16 @@ export interface MetricsRoutes {
 export interface ManagementServerOptions {
   readonly api: ManagementApi;
   readonly logger?: Logger;
+  /** Who may read and who may change (./auth.ts); absent: everyone may do everything. */
+  readonly auth?: HttpAuth;
+  /** Serve HTTPS with this PEM certificate chain and key; absent: plain HTTP. */
+  readonly https?: ManagementTls;
+}
+
+export interface ManagementTls {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly passphrase?: string;
 }
 
 export interface ManagementServer {
@@ -136,6 +148,34 @@ function checkMediaType(request: FastifyRequest): void {
   }
 }
 
+/** Answers a request the authentication refuses (401 with the challenges, or 403); logs a refused attempt. */
+function authHook(auth: HttpAuth, logger: Logger | undefined) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    const path = requestPath(request.url) ?? request.url;
+    const decision = await auth.decide({
+      method: request.method,
+      route: request.routeOptions.url,
+      path,
+      authorization: request.headers.authorization,
+    });
+    if (decision.allowed) return undefined;
+    const fields = {
+      event: decision.status === 401 ? 'http.unauthorized' : 'http.forbidden',
+      method: request.method,
+      path,
+      peer: request.ip,
+      scheme: decision.scheme,
+      user: decision.user,
+      reason: decision.message,
+    };
+    // A request without credentials is a client's usual first step: not worth a warning.
+    if (decision.presented) logger?.warn(fields, `management interface: ${decision.message}`);
+    else logger?.debug(fields, `management interface: ${decision.message}`);
+    if (decision.challenges.length > 0) void reply.header('www-authenticate', [...decision.challenges]);
+    return sendError(reply, decision.status, decision.message);
+  };
+}
+
 function onError(logger: Logger | undefined) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     if (error instanceof HttpError) return sendError(reply, error.statusCode, error.message, error.headers);
@@ -180,8 +220,10 @@ function onError(logger: Logger | undefined) {
 
 /** Builds the server (not listening): used by startManagementServer and by tests through inject(). */
 export async function buildManagementServer(options: ManagementServerOptions): Promise<FastifyInstance> {
-  const { api, logger } = options;
+  const { api, logger, auth } = options;
+  // With `https`, fastify serves through node:https (HTTP/1.1 over TLS 1.2 or newer).
   const app = Fastify({
+    ...(options.https === undefined ? {} : { https: { ...options.https, minVersion: 'TLSv1.2' as const } }),
     logger: false,
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
     ajv: {
@@ -222,6 +264,8 @@ export async function buildManagementServer(options: ManagementServerOptions): P
     done(null, body),
   );
   app.setErrorHandler(onError(logger));
+  // First of all hooks, before any route or plugin is added, so that it guards every path (404s included).
+  if (auth !== undefined) app.addHook('onRequest', authHook(auth, logger));
   // Once the server is closing, every answer still sent closes its connection, so that close() need not wait for
   // clients' idle keep-alive connections.
   let closing = false;
@@ -337,6 +381,21 @@ export async function startManagementServer(
   options: ManagementServerOptions & { readonly host: string; readonly port: number },
 ): Promise<ManagementServer> {
   const app = await buildManagementServer(options);
+  if (options.https !== undefined) {
+    app.server.on('tlsClientError', (error: NodeJS.ErrnoException, socket: TLSSocket) => {
+      const plain = /WRONG_VERSION_NUMBER|HTTP_REQUEST/.test(error.code ?? '');
+      options.logger?.warn(
+        {
+          event: 'http.tlsRefused',
+          peer: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`,
+          code: error.code,
+        },
+        plain
+          ? 'management interface: refused a request that is not HTTPS (the interface is served on https://)'
+          : `management interface: a TLS handshake failed (${error.code ?? error.message})`,
+      );
+    });
+  }
   await app.listen({ host: options.host, port: options.port });
   const bound = app.server.address() as AddressInfo;
   let closing: Promise<void> | undefined;

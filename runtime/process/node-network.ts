@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeHost } from '../driver/node-host.ts';
 import type { Logger } from '../log.ts';
+import { SvcClientError } from '../client/errors.ts';
 import { AddressBook } from '../transport/addresses.ts';
+import { TransportConfigError, type TransportTls } from '../transport/tls.ts';
 import { Transport, type Admission } from '../transport/transport.ts';
 import type { Hello, PeerRole } from '../wire/index.ts';
 
@@ -28,7 +31,29 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
   const host = new NodeHost();
   const addresses = new AddressBook();
   const conf = options.conf;
-  const transport = new Transport({
+  const tls = transportTls(conf, options.role);
+  let transport: Transport;
+  try {
+    transport = newTransport(options, host, addresses, tls);
+  } catch (error) {
+    // Building the TLS contexts checks the files' contents: a key that is not the certificate's, a wrong passphrase.
+    if (tls === undefined) throw error;
+    throw configError(
+      options.role,
+      `svc.ssl.certFile, svc.ssl.keyFile, svc.ssl.keyPassword, svc.ssl.caFile: ${(error as Error).message}`,
+    );
+  }
+  return { transport, host, addresses };
+}
+
+function newTransport(
+  options: NodeNetworkOptions,
+  host: NodeHost,
+  addresses: AddressBook,
+  tls: TransportTls | undefined,
+): Transport {
+  const conf = options.conf;
+  return new Transport({
     self: { role: options.role, release: options.release, nodeId: options.nodeId },
     maxFrameBytes: conf.getBytes('svc.network.frame.maxSize'),
     connectTimeoutMs: conf.getDurationMs('svc.network.connect.timeout'),
@@ -40,6 +65,56 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
     deliver: (envelope) => host.deliver(envelope),
     sendFailed: (envelope) => host.sendFailed(envelope),
     ...(options.refused === undefined ? {} : { refused: options.refused }),
+    ...(tls === undefined ? {} : { tls }),
   });
-  return { transport, host, addresses };
+}
+
+function configError(role: PeerRole, message: string): Error {
+  return role === 'client' ? new SvcClientError(message) : new TransportConfigError(message);
+}
+
+/** The value of an optional string key, or undefined when nothing sets it. */
+function optional(conf: ResolvedConfig, key: string): string | undefined {
+  const value = conf.get(key);
+  return value === undefined || value === '' ? undefined : String(value);
+}
+
+/**
+ * TLS settings of the process's connections from svc.ssl.* (undefined: plaintext). A master or worker must have a
+ * certificate and key; a client needs them only to listen (an application's lifecycle manager), which the transport
+ * refuses with the keys to set. A file that cannot be read, or a key and certificate that do not fit, is a
+ * configuration error here, before anything listens.
+ */
+export function transportTls(conf: ResolvedConfig, role: PeerRole): TransportTls | undefined {
+  if (!conf.getBoolean('svc.ssl.enabled')) return undefined;
+  const fail = (message: string): Error => configError(role, message);
+  const certFile = optional(conf, 'svc.ssl.certFile');
+  const keyFile = optional(conf, 'svc.ssl.keyFile');
+  const caFile = optional(conf, 'svc.ssl.caFile');
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw fail('svc.ssl.certFile and svc.ssl.keyFile go together: set both (PEM files) or neither');
+  }
+  if (role !== 'client' && certFile === undefined) {
+    throw fail(`svc.ssl.enabled is on: a ${role} needs svc.ssl.certFile and svc.ssl.keyFile (PEM files)`);
+  }
+  const read = (key: string, file: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (error) {
+      throw fail(`${key} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    }
+  };
+  const passphrase = optional(conf, 'svc.ssl.keyPassword');
+  return {
+    ...(certFile === undefined || keyFile === undefined
+      ? {}
+      : {
+          credentials: {
+            cert: read('svc.ssl.certFile', certFile),
+            key: read('svc.ssl.keyFile', keyFile),
+            ...(passphrase === undefined ? {} : { passphrase }),
+          },
+        }),
+    ...(caFile === undefined ? {} : { ca: read('svc.ssl.caFile', caFile) }),
+  };
 }

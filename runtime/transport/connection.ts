@@ -1,5 +1,7 @@
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { decodeFrame, FrameReader, WireError, type DecodedFrame } from '../wire/index.ts';
+import { looksLikeTls, socketErrorReason } from './tls.ts';
 
 export interface ConnectionLimits {
   readonly maxFrameBytes: number;
@@ -16,13 +18,14 @@ export interface ConnectionEvents {
 /**
  * One TCP connection carrying svc frames, either direction: reads frames incrementally, writes a frame's pieces in
  * one gather write, and closes itself on a malformed, oversized, truncated or too slow frame. It knows nothing of
- * handshakes or routing (./transport.ts).
+ * handshakes or routing (./transport.ts). A TLS socket is a socket: frames travel on it unchanged.
  */
 export class Connection {
   private readonly reader: FrameReader;
   private frameTimer: NodeJS.Timeout | undefined;
   private closeReason: string | undefined;
   private closedFlag = false;
+  private receivedAny = false;
   /** Node ids that spoke on this connection: replies to them go back here. */
   readonly speakers = new Set<string>();
 
@@ -35,7 +38,7 @@ export class Connection {
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => {
-      this.closeReason ??= `socket error: ${error.code ?? error.message}`;
+      this.closeReason ??= socketErrorReason(error, socket);
     });
     socket.on('close', () => this.onSocketClosed());
   }
@@ -78,6 +81,15 @@ export class Connection {
 
   private onData(chunk: Buffer): void {
     if (this.closedFlag) return;
+    if (!this.receivedAny) {
+      this.receivedAny = true;
+      if (!(this.socket instanceof TLSSocket) && looksLikeTls(chunk)) {
+        this.destroy(
+          'the peer speaks TLS on this plaintext connection: svc.ssl.enabled must be the same on both sides',
+        );
+        return;
+      }
+    }
     let bodies: Uint8Array[];
     try {
       bodies = this.reader.push(chunk);

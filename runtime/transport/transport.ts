@@ -1,4 +1,5 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
 import type { Envelope, NodeId } from '../../core/machines/effects.ts';
 import type { Release } from '../../core/release/version.ts';
@@ -13,6 +14,7 @@ import {
 } from '../wire/index.ts';
 import { addressText, type Address, type AddressBook } from './addresses.ts';
 import { Connection, type ConnectionLimits } from './connection.ts';
+import { tlsRefusalReason, TlsSetup, type TransportTls } from './tls.ts';
 
 export type Admission =
   | { readonly accepted: true }
@@ -35,6 +37,8 @@ export interface TransportOptions extends ConnectionLimits {
   readonly sendFailed: (envelope: WireEnvelope) => void;
   /** The peer refused this process's release at the handshake (CLIENT_RELEASE_REFUSED); `message` says why. */
   readonly refused?: (peer: string, message: string) => void;
+  /** TLS on every server and connection (svc.ssl.enabled); absent: plaintext. */
+  readonly tls?: TransportTls;
 }
 
 interface Queued {
@@ -66,12 +70,20 @@ export class Transport {
   private readonly routes = new Map<NodeId, Connection>();
   private readonly paused = new Set<string>();
   private closing = false;
+  private readonly tls: TlsSetup | undefined;
 
-  constructor(private readonly options: TransportOptions) {}
+  constructor(private readonly options: TransportOptions) {
+    this.tls = options.tls === undefined ? undefined : new TlsSetup(options.tls);
+  }
+
+  /** Whether connections are TLS (svc.ssl.enabled). */
+  get secure(): boolean {
+    return this.tls !== undefined;
+  }
 
   /** Starts a server for `service` (rpc, push, fetch, replicate); port 0 takes a free one. Resolves the bound address. */
   async listen(service: string, host: string, port: number): Promise<Address> {
-    const server = createServer((socket) => this.accept(service, socket));
+    const server = this.createServer(service);
     const connections = new Set<Connection>();
     this.inbound.set(service, connections);
     this.servers.set(service, server);
@@ -144,6 +156,24 @@ export class Transport {
   }
 
   // ------------------------------------------------------------------ accepting
+
+  /** A plaintext server, or a TLS one whose failed handshakes are logged with what the peer should change. */
+  private createServer(service: string): Server {
+    if (this.tls === undefined) return createServer((socket) => this.accept(service, socket));
+    const server = this.tls.createServer(this.options.connectTimeoutMs, (socket) =>
+      this.accept(service, socket),
+    );
+    server.on('tlsClientError', (error: NodeJS.ErrnoException, socket: TLSSocket) => {
+      if (this.closing) return;
+      const peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+      const reason = tlsRefusalReason(error);
+      this.options.logger.warn(
+        { event: 'transport.tlsRefused', service, peer, code: error.code, reason },
+        `refused a ${service} connection from ${peer}: ${reason}`,
+      );
+    });
+    return server;
+  }
 
   private accept(service: string, socket: Socket): void {
     if (this.closing) {
@@ -238,7 +268,10 @@ export class Transport {
     const key = addressText(address);
     const existing = this.links.get(key);
     if (existing !== undefined && existing.state !== 'closed') return existing;
-    const socket = connect({ host: address.host, port: address.port });
+    const socket =
+      this.tls === undefined
+        ? connect({ host: address.host, port: address.port })
+        : this.tls.connect(address);
     const link: Link = {
       address,
       state: 'handshaking',
@@ -254,7 +287,10 @@ export class Transport {
       );
     }, this.options.connectTimeoutMs);
     link.timer.unref();
-    socket.once('connect', () => link.connection.write([encodeHello(this.options.self)]));
+    // Over TLS the hello waits for the handshake, so that nothing is sent to a peer whose certificate failed.
+    socket.once(this.tls === undefined ? 'connect' : 'secureConnect', () =>
+      link.connection.write([encodeHello(this.options.self)]),
+    );
     this.links.set(key, link);
     return link;
   }
@@ -313,12 +349,21 @@ export class Transport {
     });
   }
 
-  private onLinkClosed(link: Link, reason: string | undefined): void {
+  private onLinkClosed(link: Link, closeReason: string | undefined): void {
     clearTimeout(link.timer);
     const key = addressText(link.address);
     if (this.links.get(key) === link) this.links.delete(key);
     this.forget(link.connection);
     const wasOpen = link.state === 'open';
+    // A TLS port closes on a plaintext hello without a word (as does a peer that went away): say what to check.
+    const reason =
+      closeReason ??
+      (link.state === 'handshaking'
+        ? `the peer closed the connection before answering the handshake` +
+          (this.tls === undefined
+            ? ' (if its port requires TLS, set svc.ssl.enabled=true and svc.ssl.caFile here)'
+            : '')
+        : undefined);
     link.state = 'closed';
     for (const { envelope } of link.queue.splice(0)) this.options.sendFailed(envelope);
     if (reason !== undefined && !this.closing) {

@@ -51,6 +51,44 @@ export const COMMON_KEYS: readonly KeySpec[] = [
       'reason. Must exceed svc.shuffle.chunk.size and svc.client.push.buffer.max.size.',
   },
   {
+    key: 'svc.ssl.enabled',
+    type: 'boolean',
+    default: 'false',
+    roles: ALL_ROLES,
+    description:
+      'svc addition: TLS on every rpc, push, fetch and replicate connection of the process, both ways; a process ' +
+      'that listens (servers, an application’s lifecycle manager) needs svc.ssl.certFile and svc.ssl.keyFile.',
+  },
+  {
+    key: 'svc.ssl.certFile',
+    type: 'string',
+    roles: ALL_ROLES,
+    description:
+      'svc addition: PEM file of the certificate chain the process presents on its TLS ports (and HTTPS), its ' +
+      'own certificate first; its names (DNS or IP) must cover the host peers connect to.',
+  },
+  {
+    key: 'svc.ssl.keyFile',
+    type: 'string',
+    roles: ALL_ROLES,
+    description: 'svc addition: PEM file of the private key of svc.ssl.certFile.',
+  },
+  {
+    key: 'svc.ssl.keyPassword',
+    type: 'string',
+    secret: true,
+    roles: ALL_ROLES,
+    description: 'svc addition: passphrase of an encrypted svc.ssl.keyFile (a secret, shown as ******).',
+  },
+  {
+    key: 'svc.ssl.caFile',
+    type: 'string',
+    roles: ALL_ROLES,
+    description:
+      'svc addition: PEM file of the certificate authorities a TLS connection trusts in its peer (unset: the ' +
+      'authorities Node.js trusts); the peer’s certificate must also name the host connected to.',
+  },
+  {
     key: 'svc.shuffle.chunk.size',
     type: 'bytes',
     default: '8m',

@@ -14,7 +14,9 @@ export function httpAuthKeys(role: Role): readonly KeySpec[] {
       default: '',
       since: '0.6.0',
       roles: [role],
-      description: `Authentication schemes the ${role}'s management interface accepts (empty: no authentication).`,
+      description:
+        `Authentication schemes the ${role}'s management interface accepts (empty: no authentication); with one ` +
+        'set, every request needs credentials of an accepted scheme (docs/http-api.md, Authentication).',
     },
     {
       key: `svc.${role}.http.auth.administers`,
@@ -22,7 +24,62 @@ export function httpAuthKeys(role: Role): readonly KeySpec[] {
       default: '',
       since: '0.6.0',
       roles: [role],
-      description: `Users allowed to call the ${role}'s mutating management endpoints.`,
+      description:
+        `Users allowed to call the ${role}'s mutating management endpoints (basic user names, bearer token ` +
+        'names); with authentication on and this empty, nobody may.',
+    },
+    {
+      key: `svc.${role}.http.auth.basic.file`,
+      type: 'string',
+      since: '0.6.0',
+      roles: [role],
+      description:
+        `svc addition: file of the users of the ${role}'s management interface for BASIC, one user:password line ` +
+        'each, the password in clear or as $scrypt$<salt>$<hash> (base64); read when the process starts.',
+    },
+    {
+      key: `svc.${role}.http.auth.basic.users`,
+      type: 'list',
+      since: '0.6.0',
+      secret: true,
+      roles: [role],
+      description:
+        `svc addition: more BASIC users of the ${role}'s management interface, as user:password entries; a ` +
+        `secret, shown as ******, but visible on a command line: prefer svc.${role}.http.auth.basic.file.`,
+    },
+    {
+      key: `svc.${role}.http.auth.bearer.file`,
+      type: 'string',
+      since: '0.6.0',
+      roles: [role],
+      description:
+        `svc addition: file of the bearer tokens of the ${role}'s management interface, one name:token line each ` +
+        '(the name is who the token authenticates), the token in clear or as $sha256$<hex>; read at start.',
+    },
+    {
+      key: `svc.${role}.http.auth.bearer.tokens`,
+      type: 'list',
+      since: '0.6.0',
+      secret: true,
+      roles: [role],
+      description:
+        `svc addition: more bearer tokens of the ${role}'s management interface, as name:token entries; a ` +
+        `secret, shown as ******, but visible on a command line: prefer svc.${role}.http.auth.bearer.file.`,
+    },
+  ];
+}
+
+/** The management interface's TLS key of `role`; the certificate and key are svc.ssl.certFile and keyFile. */
+export function httpTlsKeys(role: Role): readonly KeySpec[] {
+  return [
+    {
+      key: `svc.${role}.http.ssl.enabled`,
+      type: 'boolean',
+      default: 'false',
+      roles: [role],
+      description:
+        `svc addition: serve the ${role}'s management interface over HTTPS, with the certificate and key of ` +
+        'svc.ssl.certFile and svc.ssl.keyFile.',
     },
   ];
 }
@@ -69,6 +126,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
       'Port of the master’s management interface and metrics (0: any free port, printed in the master’s "listening" line).',
   },
   ...httpAuthKeys('master'),
+  ...httpTlsKeys('master'),
   {
     key: 'svc.master.state.dir',
     type: 'string',

@@ -2,7 +2,7 @@
 import { STORAGE_TYPES } from '../../../core/domain/index.ts';
 import { createFilePolicy, evictPolicy, storageDirs } from '../checks.ts';
 import { WORKER, type KeySpec } from '../spec.ts';
-import { httpAuthKeys } from './master.ts';
+import { httpAuthKeys, httpTlsKeys } from './master.ts';
 
 const PORT = { type: 'int', min: 0, max: 65535 } as const;
 const RATIO = { type: 'double', min: 0, max: 1 } as const;
@@ -69,6 +69,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
       'Port of the worker’s management interface and metrics (0: any free port, printed in the worker’s "listening" line).',
   },
   ...httpAuthKeys('worker'),
+  ...httpTlsKeys('worker'),
   {
     key: 'svc.worker.register.timeout',
     type: 'time',
