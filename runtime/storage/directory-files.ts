@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { DirectoryHealth } from './directory-health.ts';
 import { errnoCode, IoFailure } from './io-error.ts';
 import type { TierFiles } from './tier-files.ts';
+import { unzeroedBytes } from './unzeroed.ts';
 
 interface OpenFile {
   /** Undefined once the root failed: the handle was closed because its file went with the old directory. */
@@ -73,7 +74,8 @@ export class DirectoryFiles implements TierFiles {
   async read(id: string, offset: number, length: number): Promise<Uint8Array> {
     return this.guard(async () => {
       const file = await this.live(id);
-      const bytes = new Uint8Array(Math.max(0, Math.min(length, file.length - offset)));
+      // Only the bytes read are handed out (a short read returns the filled part).
+      const bytes = unzeroedBytes(Math.max(0, Math.min(length, file.length - offset)));
       let filled = 0;
       while (filled < bytes.length) {
         const { bytesRead } = await file.handle!.read(bytes, filled, bytes.length - filled, offset + filled);

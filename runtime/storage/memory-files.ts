@@ -1,5 +1,6 @@
 import { IoFailure } from './io-error.ts';
 import type { TierFiles } from './tier-files.ts';
+import { unzeroedBytes } from './unzeroed.ts';
 
 interface MemoryFile {
   /** The appended buffers themselves, in order: the caller handed them over, so nothing is copied on write. */
@@ -83,7 +84,7 @@ export class MemoryFiles implements TierFiles {
   private readNow(id: string, offset: number, length: number): Uint8Array {
     const file = this.require(id);
     const start = Math.min(offset, file.length);
-    const out = new Uint8Array(Math.max(0, Math.min(length, file.length - start)));
+    const out = unzeroedBytes(Math.max(0, Math.min(length, file.length - start)));
     let index = firstChunkEndingAfter(file.ends, start);
     let copied = 0;
     while (copied < out.length) {
