@@ -12,7 +12,8 @@ import { lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-i
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { createLogger } from '../log.ts';
-import { nodeNetwork, type NodeNetwork } from '../process/node-network.ts';
+import type { NodeNetwork } from '../process/node-network.ts';
+import { clientNetwork } from './client-network.ts';
 import { addressText } from '../transport/addresses.ts';
 import { clientConfig, clientRelease, masterAddress, type ClientOptions } from './client-config.ts';
 import {
@@ -57,17 +58,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
   const appId = options.appId ?? `app-${Date.now()}-${randomBytes(3).toString('hex')}`;
   const lmId = lifecycleManagerNodeId(appId);
   const logger = createLogger(options.logLevel ?? 'warn', { role: 'lifecycle-manager', node: lmId });
-  let refusal: string | undefined;
-  const network = nodeNetwork({
-    role: 'client',
-    release,
-    nodeId: lmId,
-    conf,
-    logger,
-    refused: (_peer, message) => {
-      refusal = message;
-    },
-  });
+  const { network, refusal } = clientNetwork(lmId, release, conf, logger);
   const master = masterAddress(options.master, release);
   network.addresses.set(masterNodeId(), master);
   const bound = await network.transport.listen('rpc', options.host ?? '127.0.0.1', options.port ?? 0);
@@ -91,7 +82,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     lm.stop();
     await network.transport.close();
     throw app?.status === 'refused'
-      ? refusedError(app.code, app.message, refusal)
+      ? refusedError(app.code, app.message, refusal())
       : new SvcClientError(`application ${appId} stopped before the master answered its registration`);
   }
 

@@ -17,7 +17,8 @@ import { lifecycleManagerNodeId, mapTaskNodeId, reduceTaskNodeId } from '../../c
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { createLogger, type Logger } from '../log.ts';
-import { nodeNetwork, type NodeNetwork } from '../process/node-network.ts';
+import type { NodeNetwork } from '../process/node-network.ts';
+import { clientNetwork } from './client-network.ts';
 import { clientConfig, clientRelease, parseHostPort, type ClientOptions } from './client-config.ts';
 import {
   ClientClosedError,
@@ -84,17 +85,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   const conf = clientConfig(release, options);
   const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
   const logger = createLogger(options.logLevel ?? 'warn', { role: 'executor', node: executorId });
-  let refusal: string | undefined;
-  const network = nodeNetwork({
-    role: 'client',
-    release,
-    nodeId: executorId,
-    conf,
-    logger,
-    refused: (_peer, message) => {
-      refusal = message;
-    },
-  });
+  const { network, refusal } = clientNetwork(executorId, release, conf, logger);
   network.addresses.set(
     lifecycleManagerNodeId(options.appId),
     parseHostPort(options.lifecycleManager, 'lifecycle manager'),
@@ -107,7 +98,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     logger,
     fileGroups: new FileGroupCache(),
     closed: false,
-    refusal: () => refusal,
+    refusal,
   };
   return {
     release,

@@ -3,14 +3,14 @@ import type { ResolvedConfig } from '../../conf/index.ts';
 import { initialMasterState, masterMachine, type MasterState } from '../../core/machines/master/index.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import { masterApi, startManagement, type ManagementServer } from '../http/index.ts';
+import { masterApi, type ManagementServer } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/index.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from './admission.ts';
 import { nodeNetwork } from './node-network.ts';
-import { metricsOptions, metricsRoutes, optionalString, ServerConfigError } from './server-config.ts';
+import { metricsOptions, metricsRoutes, serveManagement, optionalString } from './server-config.ts';
 
 export interface RunningServer {
   readonly nodeId: string;
@@ -49,7 +49,8 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));
   let closing: Promise<void> | undefined;
-  let http: ManagementServer | undefined;
+  // Read by closures (the metrics instance label, shutdown) before the interface listens.
+  let http: ManagementServer | undefined = undefined;
   const metrics = conf.getBoolean('svc.metrics.enabled')
     ? createMetrics({
         role: 'master',
@@ -89,20 +90,16 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
   );
   network.host.add(driver);
   driver.start(recovered);
-  try {
-    http = await startManagement(
-      'master',
-      {
-        ...masterApi({ driver, conf, self: { nodeId, rpcAddress: addressText(rpc) } }),
-        ...metricsRoutes(conf, metrics),
-      },
-      conf,
-      logger,
-    );
-  } catch (error) {
-    await shutdown(2, String(error));
-    throw new ServerConfigError((error as Error).message);
-  }
+  http = await serveManagement(
+    'master',
+    {
+      ...masterApi({ driver, conf, self: { nodeId, rpcAddress: addressText(rpc) } }),
+      ...metricsRoutes(conf, metrics),
+    },
+    conf,
+    logger,
+    shutdown,
+  );
   // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
   announce(logger).info(
     {

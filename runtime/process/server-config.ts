@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { formatProblem, resolveConfig, type ResolvedConfig, type Role } from '../../conf/index.ts';
 import { localPlatform } from '../cli/conf-command.ts';
+import { startManagement, type ManagementApi, type ManagementServer } from '../http/index.ts';
 import type { MetricsRoutes } from '../http/server.ts';
+import type { Logger } from '../log.ts';
 import { parseExtraLabels, type ServerMetrics } from '../metrics/index.ts';
 
 /** Where a server's settings come from, lowest precedence first: the properties file, the environment, flags. */
@@ -92,4 +94,23 @@ export function metricsRoutes(
       jsonPath: conf.getString('svc.metrics.json.path'),
     },
   };
+}
+
+/**
+ * Starts a server's management interface; one that cannot listen (a port in use, a wrong host) stops the server
+ * (`shutdown`) and becomes a configuration error naming the keys, as any other setting it cannot use.
+ */
+export async function serveManagement(
+  role: 'master' | 'worker',
+  api: ManagementApi,
+  conf: ResolvedConfig,
+  logger: Logger,
+  shutdown: (code: number, reason: string) => Promise<void>,
+): Promise<ManagementServer> {
+  try {
+    return await startManagement(role, api, conf, logger);
+  } catch (error) {
+    await shutdown(2, String(error));
+    throw new ServerConfigError((error as Error).message);
+  }
 }

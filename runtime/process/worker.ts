@@ -13,7 +13,7 @@ import {
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import { startManagement, workerApi, type ManagementServer } from '../http/index.ts';
+import { workerApi, type ManagementServer } from '../http/index.ts';
 import { createMetrics, envelopeObserver, ioObserver, statfsDevices } from '../metrics/index.ts';
 import { announce, type Logger } from '../log.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
@@ -27,6 +27,7 @@ import {
   metricsRoutes,
   optionalList,
   optionalString,
+  serveManagement,
   ServerConfigError,
 } from './server-config.ts';
 
@@ -117,7 +118,8 @@ export async function runWorker(
     recoverPath,
   );
   const recovered = await store.load();
-  let http: ManagementServer | undefined;
+  // Read by closures (the metrics instance label, shutdown) before the interface listens.
+  let http: ManagementServer | undefined = undefined;
   const metrics = conf.getBoolean('svc.metrics.enabled')
     ? createMetrics({
         role: 'worker',
@@ -212,17 +214,13 @@ export async function runWorker(
   );
   network.host.add(driver);
   driver.start(recovered);
-  try {
-    http = await startManagement(
-      'worker',
-      { ...workerApi({ driver, conf }), ...metricsRoutes(conf, metrics) },
-      conf,
-      logger,
-    );
-  } catch (error) {
-    await shutdown(2, String(error));
-    throw new ServerConfigError((error as Error).message);
-  }
+  http = await serveManagement(
+    'worker',
+    { ...workerApi({ driver, conf }), ...metricsRoutes(conf, metrics) },
+    conf,
+    logger,
+    shutdown,
+  );
   // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
   announce(logger).info(
     {
