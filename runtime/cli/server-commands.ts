@@ -72,7 +72,10 @@ export function masterCommand(): Command {
     .addHelpText(
       'after',
       '\nThe master prints one JSON line with "event":"listening" and its bound address, then logs as JSON lines.\n' +
-        'Its durable state lives under svc.master.state.dir (svc.master.state.dbBackend: ROCKSDB or LEVELDB).',
+        'Its durable state lives under svc.master.state.dir (svc.master.state.dbBackend: ROCKSDB or LEVELDB).\n' +
+        'Management interface and metrics: svc.master.http.host, svc.master.http.port (0: a free one, in the\n' +
+        '"http" field of the listening line); authentication svc.master.http.auth.*; TLS svc.ssl.* and\n' +
+        'svc.master.http.ssl.enabled. Every key: npx svc conf show --role master, docs/configuration.md.',
     )
     .action(async (flags: ServerFlags) => {
       await serve(
@@ -95,7 +98,9 @@ export function workerCommand(): Command {
         'prints one JSON line with "event":"listening", its node id and bound ports. Tiers: svc.worker.storage.dirs\n' +
         '(local disks), svc.storage.hdfs.dir (a DFS directory: an NFS, CephFS or HDFS fuse mount) and the memory\n' +
         'tier (svc.worker.memory.size x svc.worker.directMemoryRatioForMemoryFileStorage). SIGTERM runs the\n' +
-        "worker's configured exit (graceful when svc.worker.graceful.shutdown.enabled); a second signal exits now.",
+        "worker's configured exit (graceful when svc.worker.graceful.shutdown.enabled); a second signal exits now.\n" +
+        'Management interface and metrics: svc.worker.http.host, svc.worker.http.port; authentication\n' +
+        'svc.worker.http.auth.*; TLS svc.ssl.*. Every key: npx svc conf show --role worker, docs/configuration.md.',
     )
     .action(async (masterUrl: string | undefined, flags: ServerFlags) => {
       await serve(
