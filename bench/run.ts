@@ -3,6 +3,9 @@
  *
  *   npm run bench                 every benchmark
  *   npm run bench -- offer-slots  only bench/offer-slots.bench.ts
+ *   npm run bench -- dataplane --only fetch --rounds 3
+ *                                 names first, then flags (from the first argument that starts with -), which
+ *                                 every selected benchmark receives
  *
  * Each benchmark runs in its own process (with --expose-gc, so it may collect garbage between measurements), one
  * after the other, so that one's heap and JIT state cannot slow the next and benchmarks never share the cores. A benchmark prints its own results, each beside a baseline
@@ -17,7 +20,10 @@ import path from 'node:path';
 const GOAL_MISSED = 2;
 
 const benchDir = import.meta.dirname;
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const firstFlag = args.findIndex((arg) => arg.startsWith('-'));
+const filters = firstFlag === -1 ? args : args.slice(0, firstFlag);
+const flags = firstFlag === -1 ? [] : args.slice(firstFlag);
 const files = readdirSync(benchDir)
   .filter((name) => name.endsWith('.bench.ts'))
   .filter((name) => filters.length === 0 || filters.some((needle) => name.includes(needle)))
@@ -32,9 +38,13 @@ const outcomes: { file: string; outcome: string }[] = [];
 for (const file of files) {
   console.log(`\n=== ${file}`);
   const started = performance.now();
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', path.join(benchDir, file)], {
-    stdio: 'inherit',
-  });
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '--expose-gc', path.join(benchDir, file), ...flags],
+    {
+      stdio: 'inherit',
+    },
+  );
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const outcome =
     result.status === 0

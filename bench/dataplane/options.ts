@@ -61,6 +61,7 @@ export interface Options {
 export const HELP = `bench/dataplane.bench.ts: svc's data plane beside bare node:net baselines, same run, same process layout
 
   npm run bench -- dataplane
+  npm run bench -- dataplane <flags>
   SVC_BENCH_DATAPLANE='<flags>' npm run bench -- dataplane
   node --import tsx --expose-gc bench/dataplane.bench.ts [flags]
 
