@@ -1,6 +1,6 @@
 // `svc master` and `svc worker`: resolve the configuration, start the server, stop it on SIGTERM/SIGINT.
 import { Command, Option } from 'commander';
-import { parseMasterUrl } from '../../conf/index.ts';
+import { parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
 import { createLogger, LOG_LEVELS, type LogLevelName } from '../log.ts';
 import { runMaster, type RunningServer } from '../process/master.ts';
 import { loadServerConfig, ServerConfigError } from '../process/server-config.ts';
@@ -12,6 +12,7 @@ interface ServerFlags {
   readonly confFile?: string;
   readonly conf: string[];
   readonly logLevel: LogLevelName;
+  readonly release?: string;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -32,7 +33,21 @@ function serverCommand(name: 'master' | 'worker', description: string): Command 
       new Option('--log-level <level>', 'least severe log level written (JSON lines on stdout)')
         .choices(LOG_LEVELS)
         .default('info'),
+    )
+    .option(
+      '--release <x.y.z>',
+      'the release this server presents (handshakes, legacy paths, metric names, the machine configuration), ' +
+        'as during a rolling upgrade; its own settings are read as of the current release. Default: current',
     );
+}
+
+/** The configuration a server runs on (current release) and, with --release, the one it presents. */
+function serverConfigs(
+  role: 'master' | 'worker',
+  flags: ServerFlags,
+): { conf: ResolvedConfig; presented: ResolvedConfig } {
+  const conf = loadServerConfig(role, { ...flags, release: undefined });
+  return { conf, presented: flags.release === undefined ? conf : loadServerConfig(role, flags) };
 }
 
 /** Runs a server until it stops; its exit code becomes the process's. Configuration errors exit 2 with the list. */
@@ -81,8 +96,12 @@ export function masterCommand(): Command {
       await serve(
         'master',
         async () => {
-          const conf = loadServerConfig('master', flags);
-          return runMaster(conf, createLogger(flags.logLevel, { role: 'master', node: 'master-0' }));
+          const { conf, presented } = serverConfigs('master', flags);
+          return runMaster(
+            conf,
+            createLogger(flags.logLevel, { role: 'master', node: 'master-0' }),
+            presented,
+          );
         },
         flags.logLevel,
       );
@@ -106,14 +125,15 @@ export function workerCommand(): Command {
       await serve(
         'worker',
         async () => {
-          const conf = loadServerConfig('worker', flags);
+          const { conf, presented } = serverConfigs('worker', flags);
           const text = masterUrl ?? `svc://${conf.getList('svc.master.endpoints')[0] ?? ''}`;
-          const url = parseMasterUrl(text, conf.release);
+          const url = parseMasterUrl(text, presented.release);
           if (!url.ok) throw new ServerConfigError(url.message);
           return runWorker(
             conf,
             { host: url.host, port: url.port },
             createLogger(flags.logLevel, { role: 'worker' }),
+            presented,
           );
         },
         flags.logLevel,

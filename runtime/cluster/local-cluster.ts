@@ -16,6 +16,8 @@ export interface LocalClusterOptions {
   readonly masterConf?: readonly string[];
   readonly workerConf?: readonly string[];
   readonly logLevel?: string;
+  /** The release every server presents (`--release`); default the current one. */
+  readonly release?: string;
   /** Keep the directory at stop() (for `--keep` or a failing test's logs). */
   readonly keepDir?: boolean;
 }
@@ -122,6 +124,7 @@ export class LocalCluster {
     return [
       '--log-level',
       this.options.logLevel ?? 'info',
+      ...(this.options.release === undefined ? [] : ['--release', this.options.release]),
       ...(this.options.conf ?? []).flatMap((c) => ['--conf', c]),
     ];
   }

@@ -26,8 +26,14 @@ export interface RunningServer {
  * A master process: the master machine on the control-plane port, its durable state in an embedded store under
  * `svc.master.state.dir`, so that a restarted master remembers what it offered and to whom.
  */
-export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<RunningServer> {
-  const release = conf.release;
+export async function runMaster(
+  conf: ResolvedConfig,
+  logger: Logger,
+  presented: ResolvedConfig = conf,
+): Promise<RunningServer> {
+  // `conf` (the current release's view) runs the process; `presented` is what it shows peers and operators: its
+  // release in handshakes, the machine's configuration, legacy paths and metric names (svc master --release).
+  const release = presented.release;
   const nodeId = masterNodeId();
   const network = nodeNetwork({
     role: 'master',
@@ -55,6 +61,7 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
     ? createMetrics({
         role: 'master',
         ...metricsOptions(conf),
+        release,
         instance: () =>
           `${conf.getString('svc.master.host')}:${http?.address.port ?? conf.getInt('svc.master.http.port')}`,
         state: (): MasterState => driver.state,
@@ -76,7 +83,7 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
     nodeId,
     masterMachine,
     initialMasterState(
-      masterConfigFrom(conf, { dfs: optionalString(conf, 'svc.storage.hdfs.dir') !== undefined }),
+      masterConfigFrom(presented, { dfs: optionalString(conf, 'svc.storage.hdfs.dir') !== undefined }),
     ),
     release,
     {
@@ -93,7 +100,7 @@ export async function runMaster(conf: ResolvedConfig, logger: Logger): Promise<R
   http = await serveManagement(
     'master',
     {
-      ...masterApi({ driver, conf, self: { nodeId, rpcAddress: addressText(rpc) } }),
+      ...masterApi({ driver, conf: presented, self: { nodeId, rpcAddress: addressText(rpc) } }),
       ...metricsRoutes(conf, metrics),
     },
     conf,

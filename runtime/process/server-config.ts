@@ -1,5 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { formatProblem, resolveConfig, type ResolvedConfig, type Role } from '../../conf/index.ts';
+import { assertWithinHistory } from '../../core/release/timeline.ts';
+import { parseRelease, type Release } from '../../core/release/version.ts';
 import { localPlatform } from '../cli/conf-command.ts';
 import { startManagement, type ManagementApi, type ManagementServer } from '../http/index.ts';
 import type { MetricsRoutes } from '../http/server.ts';
@@ -11,6 +13,8 @@ export interface ServerConfigSources {
   readonly confFile?: string;
   /** `key=value` pairs from `--conf`. */
   readonly conf?: readonly string[];
+  /** `--release`: resolve as of this release instead of the current one. */
+  readonly release?: string;
 }
 
 /** A configuration a server cannot start with; the message lists every problem, each with where it was set. */
@@ -34,8 +38,18 @@ export function loadServerConfig(role: Role, sources: ServerConfigSources): Reso
       throw new ServerConfigError(`--conf-file ${sources.confFile}: no such file`);
     fileText = readFileSync(sources.confFile, 'utf8');
   }
+  let release: Release | undefined;
+  if (sources.release !== undefined) {
+    try {
+      release = parseRelease(sources.release);
+      assertWithinHistory(release);
+    } catch (error) {
+      throw new ServerConfigError(`--release: ${(error as Error).message}`);
+    }
+  }
   const conf = resolveConfig({
     role,
+    ...(release === undefined ? {} : { release }),
     ...(fileText === undefined ? {} : { fileText, fileName: sources.confFile }),
     env: process.env,
     overrides: parseConfPairs(sources.conf ?? []),

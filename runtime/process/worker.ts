@@ -68,8 +68,10 @@ export async function runWorker(
   conf: ResolvedConfig,
   master: Address,
   logger: Logger,
+  presented: ResolvedConfig = conf,
 ): Promise<RunningServer> {
-  const release = conf.release;
+  // As the master's (master.ts): `conf` runs the process, `presented` is the release it shows.
+  const release = presented.release;
   const disks = localDisks(conf);
   const dfsDir = optionalString(conf, 'svc.storage.hdfs.dir');
   if (dfsDir !== undefined) mkdirSync(dfsDir, { recursive: true });
@@ -124,6 +126,7 @@ export async function runWorker(
     ? createMetrics({
         role: 'worker',
         ...metricsOptions(conf),
+        release,
         // The bound port is known once the management interface listens; the label is read at each scrape.
         instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
         state: (): WorkerMachineState => driver.state,
@@ -183,14 +186,13 @@ export async function runWorker(
     })();
     return closing;
   };
-  // A server runs as the current release, so its own configuration is also the "current" one keys added after an
-  // older release fall back to.
+  // Keys added after the presented release fall back to the current release's configuration.
   const current = conf;
   const driver = new NodeDriver(
     nodeId,
     workerMachine,
     initialWorkerState(
-      workerConfigFrom(conf, current, {
+      workerConfigFrom(presented, current, {
         id,
         master: masterNodeId(),
         networkLocation: DEFAULT_RACK,
@@ -216,7 +218,7 @@ export async function runWorker(
   driver.start(recovered);
   http = await serveManagement(
     'worker',
-    { ...workerApi({ driver, conf }), ...metricsRoutes(conf, metrics) },
+    { ...workerApi({ driver, conf: presented }), ...metricsRoutes(conf, metrics) },
     conf,
     logger,
     shutdown,
