@@ -7,7 +7,6 @@ import {
 import {
   initialLifecycleManagerState,
   lifecycleManagerMachine,
-  type LifecycleManagerConfig,
 } from '../../core/machines/lifecycle-manager/index.ts';
 import { initialMasterState, masterMachine } from '../../core/machines/master/index.ts';
 import type { MasterState } from '../../core/machines/master/state.ts';
@@ -21,6 +20,7 @@ import {
 import { testWorkerConfig } from '../../core/machines/worker/testing.ts';
 import { lifecycleManagerNodeId, mapTaskNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
+import { testLifecycleManagerConfig } from '../../core/machines/lifecycle-manager/testing.ts';
 
 /**
  * Test support for runtime/metrics: real machine states after a real shuffle (the core's in-memory cluster), and a
@@ -68,27 +68,7 @@ export function runShuffle(
   const tasks: NodeHandle<MapTaskState>[] = [];
   for (const [index, appId] of apps.entries()) {
     const lm = lifecycleManagerNodeId(appId);
-    const config: LifecycleManagerConfig = {
-      release: CURRENT_RELEASE,
-      appId,
-      user: 'alice',
-      master: masterNodeId(),
-      replicate: true,
-      rackAware: false,
-      availableTypes: ['HDD'],
-      maxWorkers: 10_000,
-      filterExcludedWorkers: false,
-      split: { thresholdBytes: 1 << 30, mode: 'SOFT' },
-      reviveBatchIntervalMs: 100,
-      reserveMaxRetries: 3,
-      requestSlotsMaxRetries: 1,
-      heartbeatIntervalMs: 10_000,
-      requestTimeoutMs: 60_000,
-      maxRequestAttempts: 3,
-      fileGroupWaitMs: 30_000,
-      excludePeerWorkerOnFailure: true,
-      excludedWorkerExpireMs: 180_000,
-    };
+    const config = testLifecycleManagerConfig(appId);
     cluster.addNode(lm, {
       machine: lifecycleManagerMachine,
       init: () => initialLifecycleManagerState(config),

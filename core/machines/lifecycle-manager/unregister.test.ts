@@ -12,6 +12,7 @@ import { InMemoryCluster, type NodeHandle } from '../testing/in-memory-cluster.t
 import { initialWorkerState, workerMachine } from '../worker/index.ts';
 import { testWorkerConfig } from '../worker/testing.ts';
 import { initialLifecycleManagerState, lifecycleManagerMachine } from './index.ts';
+import { testLifecycleManagerConfig } from './testing.ts';
 
 /**
  * Unregistering through the real machines (in-memory cluster): the driver's UnregisterShuffle or
@@ -49,28 +50,7 @@ function buildCluster(shuffles: readonly number[], seed: number) {
   );
   const lm = cluster.addNode(LM, {
     machine: lifecycleManagerMachine,
-    init: () =>
-      initialLifecycleManagerState({
-        release: CURRENT_RELEASE,
-        appId: APP,
-        user: 'alice',
-        master: masterNodeId(),
-        replicate: true,
-        rackAware: false,
-        availableTypes: ['HDD'],
-        maxWorkers: 10_000,
-        filterExcludedWorkers: false,
-        split: { thresholdBytes: 1 << 30, mode: 'SOFT' },
-        reviveBatchIntervalMs: 100,
-        reserveMaxRetries: 3,
-        requestSlotsMaxRetries: 1,
-        heartbeatIntervalMs: 10_000,
-        requestTimeoutMs: 60_000,
-        maxRequestAttempts: 3,
-        fileGroupWaitMs: 30_000,
-        excludePeerWorkerOnFailure: true,
-        excludedWorkerExpireMs: 180_000,
-      }),
+    init: () => initialLifecycleManagerState(testLifecycleManagerConfig(APP)),
   });
   // One map per shuffle: enough to register, write and commit every partition of it.
   const maps: NodeHandle<MapTaskState>[] = shuffles.map((shuffleId) =>

@@ -17,16 +17,13 @@ import {
   type MapTaskState,
 } from '../client/map-task.ts';
 import { initialReduceTaskState, reduceTaskMachine, type ReduceTaskState } from '../client/reduce-task.ts';
-import {
-  initialLifecycleManagerState,
-  lifecycleManagerMachine,
-  type LifecycleManagerConfig,
-} from '../lifecycle-manager/index.ts';
+import { initialLifecycleManagerState, lifecycleManagerMachine } from '../lifecycle-manager/index.ts';
 import { initialMasterState, masterMachine } from '../master/index.ts';
 import { testMasterConfig } from '../master/testing.ts';
 import { initialWorkerState, workerMachine } from '../worker/index.ts';
 import { testWorkerConfig } from '../worker/testing.ts';
 import { InMemoryCluster, type NodeHandle } from './in-memory-cluster.ts';
+import { testLifecycleManagerConfig } from '../lifecycle-manager/testing.ts';
 
 /**
  * The whole shuffle, driven by messages alone (issue 3 §6): a master, four workers, a lifecycle manager, map tasks
@@ -84,27 +81,11 @@ function buildCluster(scenario: Scenario, seed = 42) {
         ),
     }),
   );
-  const lmConfig: LifecycleManagerConfig = {
-    release: CURRENT_RELEASE,
-    appId: APP,
-    user: 'alice',
-    master: masterNodeId(),
+  const lmConfig = testLifecycleManagerConfig(APP, {
     replicate: scenario.replicate,
     rackAware: true,
-    availableTypes: ['HDD'],
-    maxWorkers: 10_000,
-    filterExcludedWorkers: false,
     split: { thresholdBytes: scenario.splitThresholdBytes, mode: scenario.splitMode },
-    reviveBatchIntervalMs: 100,
-    reserveMaxRetries: 3,
-    requestSlotsMaxRetries: 1,
-    heartbeatIntervalMs: 10_000,
-    requestTimeoutMs: 60_000,
-    maxRequestAttempts: 3,
-    fileGroupWaitMs: 30_000,
-    excludePeerWorkerOnFailure: true,
-    excludedWorkerExpireMs: 180_000,
-  };
+  });
   const lm = cluster.addNode(LM, {
     machine: lifecycleManagerMachine,
     init: () => initialLifecycleManagerState(lmConfig),
