@@ -75,9 +75,14 @@ async function serve(
       void server.shutdown(0, 'signal');
       return;
     }
-    void server.requestExit().then((answer) => {
-      if (!answer.success) void server.shutdown(0, `signal; the machine refused its exit: ${answer.message}`);
-    });
+    server.requestExit().then(
+      (answer) => {
+        if (!answer.success)
+          void server.shutdown(0, `signal; the machine refused its exit: ${answer.message}`);
+      },
+      // The node stopped before answering (its own exit, a failed store): it is already on its way out.
+      () => undefined,
+    );
   });
   process.exit(await server.stopped);
 }

@@ -35,6 +35,11 @@ export interface DriverServices {
   readonly rng?: Rng;
 }
 
+/** An operator command sent to, or left unanswered by, a node that has stopped. */
+export class NodeStoppedError extends Error {
+  override readonly name = 'NodeStoppedError';
+}
+
 export interface AdminAnswer {
   readonly success: boolean;
   readonly message: string;
@@ -57,7 +62,10 @@ export class NodeDriver<S> {
   private current: S;
   private readonly queue: Input[] = [];
   private readonly timers = new Map<string, NodeJS.Timeout>();
-  private readonly pendingAdmin = new Map<number, (answer: AdminAnswer) => void>();
+  private readonly pendingAdmin = new Map<
+    number,
+    { resolve: (answer: AdminAnswer) => void; reject: (error: NodeStoppedError) => void }
+  >();
   private nextCommandId = 1;
   private draining = false;
   private persisting = false;
@@ -100,11 +108,15 @@ export class NodeDriver<S> {
     this.drain();
   }
 
-  /** An operator command; resolves with the machine's `adminReply`. */
+  /**
+   * An operator command; resolves with the machine's `adminReply`, or rejects with NodeStoppedError when the node
+   * has stopped, or stops, before answering.
+   */
   admin(command: AdminCommand): Promise<AdminAnswer> {
+    if (this.stopped) return Promise.reject(new NodeStoppedError(`${this.id} has stopped`));
     const commandId = this.nextCommandId++;
-    return new Promise((resolve) => {
-      this.pendingAdmin.set(commandId, resolve);
+    return new Promise((resolve, reject) => {
+      this.pendingAdmin.set(commandId, { resolve, reject });
       this.input({ kind: 'admin', command, commandId });
     });
   }
@@ -143,6 +155,10 @@ export class NodeDriver<S> {
   /** Stops processing: timers are cancelled and later inputs ignored (the process is going away). */
   stop(): void {
     this.stopped = true;
+    for (const pending of this.pendingAdmin.values()) {
+      pending.reject(new NodeStoppedError(`${this.id} stopped before answering`));
+    }
+    this.pendingAdmin.clear();
     for (const watcher of [...this.watchers]) watcher();
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
@@ -274,9 +290,9 @@ export class NodeDriver<S> {
         return;
       case 'adminReply': {
         if (effect.commandId === undefined) return;
-        const resolve = this.pendingAdmin.get(effect.commandId);
+        const pending = this.pendingAdmin.get(effect.commandId);
         this.pendingAdmin.delete(effect.commandId);
-        resolve?.({ success: effect.success, message: effect.message });
+        pending?.resolve({ success: effect.success, message: effect.message });
         return;
       }
       case 'exit':

@@ -7,7 +7,7 @@ import {
 } from '../../conf/index.ts';
 import { parseWorkerKey, workerKey, type WorkerKey } from '../../core/domain/index.ts';
 import type { AdminCommand } from '../../core/machines/effects.ts';
-import type { AdminAnswer } from '../driver/node-driver.ts';
+import { NodeStoppedError, type AdminAnswer } from '../driver/node-driver.ts';
 import { HttpError } from './errors.ts';
 
 /**
@@ -16,38 +16,25 @@ import { HttpError } from './errors.ts';
  */
 export interface MachinePort<S> {
   readonly state: S;
-  readonly isStopped: boolean;
   admin(command: AdminCommand): Promise<AdminAnswer>;
-  /** Calls `watcher` after every step and when the node stops; returns the unsubscribe. */
-  watch(watcher: () => void): () => void;
 }
 
 /**
- * Sends an operator command and waits for the machine's answer. A node that stops first (its own exit, a signal)
- * never answers: the request then gets 503 rather than hanging until the server closes, or, for a command whose
- * purpose is to stop the node (`stoppedAnswer`), that answer.
+ * Sends an operator command and waits for the machine's answer; a node that has stopped, or stops before answering
+ * (a signal), gets 503 rather than a request hanging until the server closes.
  */
 export async function runAdmin<S>(
   driver: MachinePort<S>,
   role: string,
   command: AdminCommand,
-  stoppedAnswer?: AdminAnswer,
 ): Promise<AdminAnswer> {
-  const stopping = new HttpError(503, `the ${role} is stopping and takes no more commands`);
-  if (driver.isStopped) throw stopping;
-  let unwatch: () => void = () => undefined;
-  const stopped = new Promise<undefined>((resolve) => {
-    unwatch = driver.watch(() => {
-      if (driver.isStopped) resolve(undefined);
-    });
-  });
   try {
-    const answer = await Promise.race([driver.admin(command), stopped]);
-    if (answer !== undefined) return answer;
-    if (stoppedAnswer !== undefined) return stoppedAnswer;
-    throw stopping;
-  } finally {
-    unwatch();
+    return await driver.admin(command);
+  } catch (error) {
+    if (error instanceof NodeStoppedError) {
+      throw new HttpError(503, `the ${role} is stopping and takes no more commands`);
+    }
+    throw error;
   }
 }
 

@@ -36,12 +36,8 @@ export function workerApi(options: WorkerApiOptions): ManagementApi & { close():
   const { driver, conf } = options;
   const monitor = new EventLoopMonitor();
   const common = { role: 'worker' as const, conf, env: options.env ?? process.env, monitor };
-  // An exit the worker carries out at once stops the machine in the step that would answer it: the stop is the answer.
-  const exit = (command: AdminCommand): Promise<AdminAnswer> =>
-    runAdmin(driver, 'worker', command, {
-      success: true,
-      message: `${command.type === 'exit' ? `exit ${command.exitType}` : command.type}: the worker stopped`,
-    });
+  // The worker answers an exit before carrying it out (core/machines/worker/leaving.ts), even an immediate one.
+  const exit = (command: AdminCommand): Promise<AdminAnswer> => runAdmin(driver, 'worker', command);
 
   return {
     role: 'worker',

@@ -50,7 +50,6 @@ export function workerStateAt(conf: ResolvedConfig): WorkerMachineState {
 /** A driver that holds a fixed state and answers every command with `answer`, recording the commands. */
 export class StubDriver<S> implements MachinePort<S> {
   readonly commands: AdminCommand[] = [];
-  isStopped = false;
 
   constructor(
     public state: S,
@@ -60,9 +59,5 @@ export class StubDriver<S> implements MachinePort<S> {
   admin(command: AdminCommand): Promise<AdminAnswer> {
     this.commands.push(command);
     return Promise.resolve(this.answer);
-  }
-
-  watch(): () => void {
-    return () => undefined;
   }
 }
