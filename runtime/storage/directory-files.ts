@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { DirectoryHealth } from './directory-health.ts';
 import { errnoCode, IoFailure } from './io-error.ts';
 import type { TierFiles } from './tier-files.ts';
-import { unzeroedBytes } from './unzeroed.ts';
+import { unzeroedBytes } from '../unzeroed-bytes.ts';
 
 interface OpenFile {
   /** Undefined once the root failed: the handle was closed because its file went with the old directory. */

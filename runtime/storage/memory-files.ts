@@ -1,6 +1,6 @@
 import { IoFailure } from './io-error.ts';
 import type { TierFiles } from './tier-files.ts';
-import { unzeroedBytes } from './unzeroed.ts';
+import { unzeroedBytes } from '../unzeroed-bytes.ts';
 
 interface MemoryFile {
   /** The appended buffers themselves, in order: the caller handed them over, so nothing is copied on write. */

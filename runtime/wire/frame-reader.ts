@@ -1,3 +1,4 @@
+import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import { WireError } from './errors.ts';
 
 /** Bytes of the length prefix in front of every frame body (unsigned, big-endian). */
@@ -64,9 +65,8 @@ export class FrameReader {
   }
 
   private startBody(length: number): void {
-    // Unzeroed (every byte is written before the body is handed out), and a plain Uint8Array like the views.
-    const memory = Buffer.allocUnsafe(length);
-    this.body = new Uint8Array(memory.buffer, memory.byteOffset, length);
+    // Every byte is written before the body is handed out; a plain Uint8Array like the views.
+    this.body = unzeroedBytes(length);
     this.filled = 0;
   }
 
