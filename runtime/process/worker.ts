@@ -149,10 +149,7 @@ export async function runWorker(
     {
       pauseReceiveBytes: pauseAt('svc.worker.directMemoryRatioToPauseReceive'),
       pauseReplicateBytes: pauseAt('svc.worker.directMemoryRatioToPauseReplicate'),
-      resumeBytes:
-        conf.get('svc.worker.directMemoryRatioToResume') === undefined
-          ? Math.floor(pauseAt('svc.worker.directMemoryRatioToPauseReceive') / 2)
-          : pauseAt('svc.worker.directMemoryRatioToResume'),
+      resumeBytes: pauseAt('svc.worker.directMemoryRatioToResume'),
     },
     (service, paused) => {
       if (network.transport.isPaused(service) === paused) return;
