@@ -64,6 +64,9 @@ export const TIERS_KEY = 'svc.storage.availableTypes';
  * The name a client of `release` reads its storage tiers under, from the configuration registry's history (older
  * releases know an older name, and a client ignores a key it does not know).
  */
+/** Application authentication in the data plane, read by every role (docs/protocol.md, Authentication). */
+export const AUTH_ENABLED = 'svc.auth.enabled';
+
 export function tiersKeyAt(release: Release): string {
   return nameReadAt(REGISTRY.entry(TIERS_KEY).entry, release) ?? TIERS_KEY;
 }
@@ -114,6 +117,7 @@ export function masterConfigFrom(conf: ResolvedConfig, facts: MasterFacts): Mast
   const minWorkers = optional(conf, 'svc.master.slot.assign.minWorkers', (k) => conf.getInt(k));
   return {
     release: conf.release,
+    authEnabled: conf.getBoolean(AUTH_ENABLED),
     hosts: ALLOW_ALL_HOSTS,
     workerHeartbeatTimeoutMs: conf.getDurationMs('svc.master.heartbeat.worker.timeout'),
     applicationTimeoutMs: conf.getDurationMs('svc.master.heartbeat.application.timeout'),
@@ -189,6 +193,7 @@ export function workerConfigFrom(
   const evictText = optional(conf, 'svc.worker.storage.storagePolicy.evictPolicy', (k) => conf.getString(k));
   return {
     release: conf.release,
+    authEnabled: conf.getBoolean(AUTH_ENABLED),
     id: facts.id,
     master: facts.master,
     networkLocation: facts.networkLocation,
@@ -259,6 +264,10 @@ export function stageRerunFrom(conf: ResolvedConfig): boolean {
 export interface LifecycleManagerFacts {
   readonly appId: string;
   readonly user: string;
+  /** The application's secret, registered with the master when svc.auth.enabled (the driver chooses it). */
+  readonly secret?: string;
+  /** The host the lifecycle manager runs on. */
+  readonly hostname?: string;
   /** The master's node id (masterNodeId()). */
   readonly master: NodeId;
   readonly plantedBug?: PlantedBug;
@@ -273,6 +282,9 @@ export function lifecycleManagerConfigFrom(
     release: conf.release,
     appId: facts.appId,
     user: facts.user,
+    authEnabled: conf.getBoolean(AUTH_ENABLED),
+    ...(facts.secret === undefined ? {} : { secret: facts.secret }),
+    ...(facts.hostname === undefined ? {} : { hostname: facts.hostname }),
     master: facts.master,
     replicate: replicationFrom(conf),
     rackAware: conf.getBoolean('svc.client.reserveSlots.rackaware.enabled'),

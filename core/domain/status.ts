@@ -65,6 +65,11 @@ export const STATUS_CODES = {
   CLIENT_RELEASE_REFUSED: 100,
   /** Some requested partitions could not be placed; the reply lists them with the reason. */
   PARTIALLY_PLACED: 101,
+  /**
+   * Authentication is on (svc.auth.enabled) and the request's connection did not prove the identity the request
+   * needs: its application's secret, or the cluster's internal secret for a server's request.
+   */
+  AUTHENTICATION_FAILED: 102,
 } as const;
 
 export type StatusCode = keyof typeof STATUS_CODES;

@@ -16,6 +16,10 @@ export interface ApplicationRecord {
   readonly lastHeartbeat: number;
   /** Registered shuffles, in registration order. */
   readonly shuffles: readonly ShuffleId[];
+  /** The secret the application registered (svc.auth.enabled); its connections prove it. Absent: none. */
+  readonly secret?: string;
+  /** The host of the application's lifecycle manager, as it registered (absent: not told). */
+  readonly hostname?: string;
 }
 
 /** Observed output: estimated partition size = bytes / files (core/slots owns the estimate and bounds). */
@@ -48,6 +52,7 @@ export function recordApplicationHeartbeat(
 ): { readonly registry: ApplicationRegistry; readonly warning: string | null } {
   const record = registry.apps.get(heartbeat.appId);
   const apps = new Map(registry.apps).set(heartbeat.appId, {
+    ...record,
     lastHeartbeat: now,
     shuffles: record?.shuffles ?? [],
   });
@@ -86,6 +91,36 @@ export function takePartitionSizeSample(registry: ApplicationRegistry): {
 }
 
 /**
+ * What an application registers besides being alive: its secret and host. The first secret stays: a registration
+ * must not replace it (it proves the application), which the master checks before calling this. A hostname is
+ * replaced by the latest.
+ */
+export function recordApplicationIdentity(
+  registry: ApplicationRegistry,
+  appId: AppId,
+  identity: { readonly secret?: string; readonly hostname?: string },
+  now: number,
+): ApplicationRegistry {
+  const record = registry.apps.get(appId);
+  const secret = record?.secret ?? identity.secret;
+  const hostname = identity.hostname ?? record?.hostname;
+  const next: ApplicationRecord = {
+    lastHeartbeat: now,
+    shuffles: record?.shuffles ?? [],
+    ...(secret === undefined ? {} : { secret }),
+    ...(hostname === undefined ? {} : { hostname }),
+  };
+  return { ...registry, apps: new Map(registry.apps).set(appId, next) };
+}
+
+/** The hosts of the running applications' lifecycle managers, each once, sorted (GET /api/v1/applications/hostnames). */
+export function applicationHostnames(registry: ApplicationRegistry): string[] {
+  const hosts = new Set<string>();
+  for (const record of registry.apps.values()) if (record.hostname !== undefined) hosts.add(record.hostname);
+  return [...hosts].sort();
+}
+
+/**
  * Registers a shuffle of an application. An application registering a shuffle is alive, so an unknown one is
  * recorded with a heartbeat at `now` (otherwise it could expire before its first heartbeat arrives).
  */
@@ -98,6 +133,7 @@ export function registerShuffle(
   const record = registry.apps.get(appId);
   if (record?.shuffles.includes(shuffleId) === true) return { registry, alreadyRegistered: true };
   const next: ApplicationRecord = {
+    ...record,
     lastHeartbeat: record?.lastHeartbeat ?? now,
     shuffles: [...(record?.shuffles ?? []), shuffleId],
   };
@@ -180,6 +216,8 @@ export interface ApplicationRegistrySnapshot {
     readonly appId: AppId;
     readonly lastHeartbeat: number;
     readonly shuffles: readonly ShuffleId[];
+    readonly secret?: string;
+    readonly hostname?: string;
   }[];
   readonly writtenSinceSample: PartitionSizeSample;
 }
@@ -201,9 +239,14 @@ export function restoreApplications(snapshot: ApplicationRegistrySnapshot): Appl
     );
   }
   const apps = new Map<AppId, ApplicationRecord>();
-  for (const { appId, lastHeartbeat, shuffles } of snapshot.apps) {
+  for (const { appId, lastHeartbeat, shuffles, secret, hostname } of snapshot.apps) {
     if (apps.has(appId)) throw new RangeError(`application registry snapshot lists ${appId} twice`);
-    apps.set(appId, { lastHeartbeat, shuffles });
+    apps.set(appId, {
+      lastHeartbeat,
+      shuffles,
+      ...(typeof secret === 'string' ? { secret } : {}),
+      ...(typeof hostname === 'string' ? { hostname } : {}),
+    });
   }
   return { apps, writtenSinceSample: snapshot.writtenSinceSample };
 }

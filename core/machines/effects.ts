@@ -20,11 +20,26 @@ export interface Envelope<M extends Message = Message> {
    * admission from it; drivers fill it in, never a machine's own code.
    */
   readonly fromRelease: Release;
+  /**
+   * Who the sender's connection proved to be when application authentication is on (svc.auth.enabled): drivers
+   * fill it in from the connection's handshake, never from anything the sender wrote in the envelope. Undefined
+   * when authentication is off, or when the connection proved nothing (yet). Machines decide what each principal
+   * may ask (./authorization.ts).
+   */
+  readonly principal?: Principal;
   /** Set on requests that expect a reply; the reply carries it back as `inReplyTo`. */
   readonly requestId?: number;
   readonly inReplyTo?: number;
   readonly message: M;
 }
+
+/**
+ * A proven identity: `server`, a master or worker that proved the cluster's internal secret, or the peer a process
+ * reached on a connection it opened itself (to an address it chose); `application`, a lifecycle manager or task
+ * that proved its application's secret.
+ */
+export type Principal =
+  { readonly kind: 'server' } | { readonly kind: 'application'; readonly appId: string };
 
 /** A file on a tier. `id` is unique on its node (`<shuffleKey>/<fileName>`); memory and DFS files have mountPoint ''. */
 export interface FileRef {

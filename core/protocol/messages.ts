@@ -67,6 +67,14 @@ export interface RegisterApplication {
   readonly type: 'RegisterApplication';
   readonly appId: AppId;
   readonly user: string;
+  /**
+   * svc addition: the application's secret when authentication is on (svc.auth.enabled). The master keeps the
+   * first one an application registers; the application's connections then prove it (docs/protocol.md,
+   * Authentication). Absent or empty: none.
+   */
+  readonly secret?: string;
+  /** svc addition: the lifecycle manager's host, listed by `/api/v1/applications/hostnames`. Absent: unknown. */
+  readonly hostname?: string;
 }
 /** Also the reply to any client request the server refuses by release (status CLIENT_RELEASE_REFUSED). */
 export interface StatusResponse {
@@ -125,6 +133,22 @@ export interface UnregisterShuffle {
 export interface UnregisterApplication {
   readonly type: 'UnregisterApplication';
   readonly appId: AppId;
+}
+
+/**
+ * svc addition: a worker asks the master for an application's secret, to check the proof of a connection that
+ * claims the application (svc.auth.enabled). Only a server may ask.
+ */
+export interface GetApplicationSecret {
+  readonly type: 'GetApplicationSecret';
+  readonly appId: AppId;
+}
+export interface ApplicationSecretResponse {
+  readonly type: 'ApplicationSecretResponse';
+  readonly appId: AppId;
+  /** False when the master knows no secret for the application (not registered, or registered without one). */
+  readonly found: boolean;
+  readonly secret: string;
 }
 
 // ---------------------------------------------------------------- lifecycle manager ⇄ worker
@@ -365,6 +389,8 @@ export type Message =
   | RequestSlotsResponse
   | UnregisterShuffle
   | UnregisterApplication
+  | GetApplicationSecret
+  | ApplicationSecretResponse
   | ReserveSlots
   | CommitFiles
   | CommitFilesResponse

@@ -42,6 +42,8 @@ export function workerServiceFor(message: Message): WorkerService {
     case 'RequestSlotsResponse':
     case 'UnregisterShuffle':
     case 'UnregisterApplication':
+    case 'GetApplicationSecret':
+    case 'ApplicationSecretResponse':
     case 'ReserveSlots':
     case 'CommitFiles':
     case 'CommitFilesResponse':

@@ -58,6 +58,8 @@ const uint64 = fc.maxSafeNat();
 // proto3 does not send a zero scalar, so -0 arrives as 0: no machine computes a negative zero duration.
 const double = fc.double().map((value) => (value === 0 ? 0 : value));
 const text = fc.string({ unit: 'binary', maxLength: 12 });
+// An optional string field travels as '' when absent, so a present one is never empty.
+const nonEmptyText = fc.string({ unit: 'binary', minLength: 1, maxLength: 12 });
 const bytes = fc.uint8Array({ maxLength: 48 });
 const small = <T>(arb: fc.Arbitrary<T>) => fc.array(arb, { maxLength: 4 });
 
@@ -121,7 +123,11 @@ const MESSAGES: { readonly [T in MessageType]: fc.Arbitrary<MessageOf<T>> } = {
   ReportWorkerUnavailable: msg('ReportWorkerUnavailable', { worker: workerId }),
   ReportWorkerDecommission: msg('ReportWorkerDecommission', { worker: workerId }),
   ReportWorkerLost: msg('ReportWorkerLost', { worker: workerId }),
-  RegisterApplication: msg('RegisterApplication', { appId: text, user: text }),
+  RegisterApplication: msg(
+    'RegisterApplication',
+    { appId: text, user: text, secret: nonEmptyText, hostname: nonEmptyText },
+    ['secret', 'hostname'],
+  ),
   StatusResponse: msg('StatusResponse', { status, message: text }),
   ApplicationHeartbeat: msg('ApplicationHeartbeat', { appId: text, bytesWritten: int64, fileCount: int64 }),
   ApplicationHeartbeatResponse: msg('ApplicationHeartbeatResponse', {
@@ -149,6 +155,12 @@ const MESSAGES: { readonly [T in MessageType]: fc.Arbitrary<MessageOf<T>> } = {
   }),
   UnregisterShuffle: msg('UnregisterShuffle', { appId: text, shuffleId: int32 }),
   UnregisterApplication: msg('UnregisterApplication', { appId: text }),
+  GetApplicationSecret: msg('GetApplicationSecret', { appId: text }),
+  ApplicationSecretResponse: msg('ApplicationSecretResponse', {
+    appId: text,
+    found: fc.boolean(),
+    secret: text,
+  }),
   ReserveSlots: msg('ReserveSlots', {
     appId: text,
     shuffleId: int32,

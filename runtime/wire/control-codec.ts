@@ -524,8 +524,20 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
 
   // ---------------------------------------------------------------- lifecycle manager ⇄ master
   RegisterApplication: {
-    encode: (m) => ({ $typeName: 'svc.wire.v1.RegisterApplication', appId: m.appId, user: m.user }),
-    decode: (p) => ({ type: 'RegisterApplication', appId: p.appId, user: p.user }),
+    encode: (m) => ({
+      $typeName: 'svc.wire.v1.RegisterApplication',
+      appId: m.appId,
+      user: m.user,
+      secret: m.secret ?? '',
+      hostname: m.hostname ?? '',
+    }),
+    decode: (p) => ({
+      type: 'RegisterApplication',
+      appId: p.appId,
+      user: p.user,
+      ...(p.secret === '' ? {} : { secret: p.secret }),
+      ...(p.hostname === '' ? {} : { hostname: p.hostname }),
+    }),
   },
   StatusResponse: {
     encode: (m) => ({
@@ -629,6 +641,19 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
   UnregisterApplication: {
     encode: (m) => ({ $typeName: 'svc.wire.v1.UnregisterApplication', appId: m.appId }),
     decode: (p) => ({ type: 'UnregisterApplication', appId: p.appId }),
+  },
+  GetApplicationSecret: {
+    encode: (m) => ({ $typeName: 'svc.wire.v1.GetApplicationSecret', appId: m.appId }),
+    decode: (p) => ({ type: 'GetApplicationSecret', appId: p.appId }),
+  },
+  ApplicationSecretResponse: {
+    encode: (m) => ({
+      $typeName: 'svc.wire.v1.ApplicationSecretResponse',
+      appId: m.appId,
+      found: m.found,
+      secret: m.secret,
+    }),
+    decode: (p) => ({ type: 'ApplicationSecretResponse', appId: p.appId, found: p.found, secret: p.secret }),
   },
 
   // ---------------------------------------------------------------- lifecycle manager ⇄ worker

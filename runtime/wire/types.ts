@@ -23,8 +23,11 @@ export interface HelloReply {
   readonly nodeId: string;
 }
 
-/** An envelope as it travels: the sender's release is the connection's (its handshake), not the frame's. */
-export type WireEnvelope = Omit<Envelope, 'fromRelease'>;
+/**
+ * An envelope as it travels: the sender's release and principal are the connection's (its handshake), not the
+ * frame's.
+ */
+export type WireEnvelope = Omit<Envelope, 'fromRelease' | 'principal'>;
 
 export type DecodedFrame =
   | { readonly kind: 'hello'; readonly hello: Hello }

@@ -141,6 +141,10 @@ function clientConf(app: AppShape): ResolvedConfig {
   return conf;
 }
 
+function clientConfWithAuth(app: AppShape): ResolvedConfig {
+  return configFor(app.clientRelease, 'client', { ...clientOverrides(app), 'svc.auth.enabled': 'true' });
+}
+
 /** The application's storage types as its release reads them. */
 export function availableTypesOf(app: AppShape): StorageType[] {
   return availableTypesFrom(clientConf(app));
@@ -154,11 +158,17 @@ export function stageRerunOf(app: AppShape): boolean {
   return stageRerunFrom(clientConf(app));
 }
 
-export function lifecycleManagerConfig(app: AppShape, plantedBug?: PlantedBug): LifecycleManagerConfig {
-  return lifecycleManagerConfigFrom(clientConf(app), {
+/** `auth`: the cluster runs with application authentication on; the application then registers a secret. */
+export function lifecycleManagerConfig(
+  app: AppShape,
+  plantedBug?: PlantedBug,
+  auth = false,
+): LifecycleManagerConfig {
+  return lifecycleManagerConfigFrom(auth ? clientConfWithAuth(app) : clientConf(app), {
     appId: app.appId,
     user: 'sim',
     master: masterNodeId(0),
+    ...(auth ? { secret: `secret-of-${app.appId}` } : {}),
     ...(plantedBug === undefined ? {} : { plantedBug }),
   });
 }

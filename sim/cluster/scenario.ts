@@ -1,4 +1,4 @@
-import type { NodeId } from '../../core/machines/effects.ts';
+import type { NodeId, Principal } from '../../core/machines/effects.ts';
 import { initialMapTaskState, mapTaskMachine } from '../../core/machines/client/map-task.ts';
 import { initialReduceTaskState, reduceTaskMachine } from '../../core/machines/client/reduce-task.ts';
 import {
@@ -45,6 +45,13 @@ import {
   workerId,
 } from './configs.ts';
 import { rollingUpgrade } from './upgrade.ts';
+
+/** Simulated connections prove what the real handshake would: servers the cluster secret, clients their application's. */
+const SERVER_PRINCIPAL: Principal = { kind: 'server' };
+
+function applicationPrincipal(app: AppShape): Principal {
+  return { kind: 'application', appId: app.appId };
+}
 
 /** Set for the master and the workers alike: the workers' heartbeat interval is a quarter of it. */
 const WORKER_HEARTBEAT_TIMEOUT = 'svc.master.heartbeat.worker.timeout';
@@ -130,16 +137,19 @@ function buildCluster(
     cluster.workerHeartbeatTimeout === undefined
       ? {}
       : { [WORKER_HEARTBEAT_TIMEOUT]: cluster.workerHeartbeatTimeout };
+  const auth: Record<string, string> = cluster.auth === true ? { 'svc.auth.enabled': 'true' } : {};
   const workerOverrides: Record<string, string> = {
     'svc.shuffle.chunk.size': pick(settings, ['1k', '4k', '8m']),
     ...heartbeat,
+    ...auth,
   };
-  const masterOverrides: Record<string, string> = { ...cluster.masterOverrides, ...heartbeat };
+  const masterOverrides: Record<string, string> = { ...cluster.masterOverrides, ...heartbeat, ...auth };
 
   world.addNode({
     id: master,
     role: 'master',
     release: cluster.serverRelease,
+    principal: SERVER_PRINCIPAL,
     machine: masterMachine,
     initialState: (release) =>
       initialMasterState(
@@ -162,6 +172,7 @@ function buildCluster(
       id,
       role: 'worker',
       release: cluster.serverRelease,
+      principal: SERVER_PRINCIPAL,
       machine: workerMachine,
       disks: shape.disks,
       dfs: cluster.dfs,
@@ -180,6 +191,7 @@ function buildCluster(
         id: mapTaskNodeId(app.appId, job.shuffleId, mapId, attemptId),
         role: 'map',
         release: app.clientRelease,
+        principal: applicationPrincipal(app),
         machine: mapTaskMachine,
         initialState: () => {
           const records = mapRecords(
@@ -196,6 +208,7 @@ function buildCluster(
         id: reduceTaskNodeId(app.appId, job.shuffleId, partitionId),
         role: 'reduce',
         release: app.clientRelease,
+        principal: applicationPrincipal(app),
         machine: reduceTaskMachine,
         initialState: () => {
           const config = reduceTaskConfig(app, { shuffleId: job.shuffleId, partitionId }, plantedBug);
@@ -240,8 +253,10 @@ function buildCluster(
       id: lm,
       role: 'lifecycle-manager',
       release: app.clientRelease,
+      principal: applicationPrincipal(app),
       machine: lifecycleManagerMachine,
-      initialState: () => initialLifecycleManagerState(lifecycleManagerConfig(app, plantedBug)),
+      initialState: () =>
+        initialLifecycleManagerState(lifecycleManagerConfig(app, plantedBug, cluster.auth === true)),
     });
     engine.attach(lm, app.token);
     if (!afterUpgrade.has(app.token))

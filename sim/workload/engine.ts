@@ -818,6 +818,8 @@ export class Engine implements Observer {
         from: `driver-${app.shape.appId}`,
         to: app.lm,
         fromRelease: app.shape.clientRelease,
+        // The engine's driver is the application's own process.
+        principal: { kind: 'application', appId: app.shape.appId },
         requestId: this.nextDriverRequest++,
         message,
       },

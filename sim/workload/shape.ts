@@ -37,6 +37,11 @@ export interface ClusterShape {
    * undefined = the default (120 s). A short one makes crashed, cut-off or slow workers lost within a run.
    */
   readonly workerHeartbeatTimeout?: string;
+  /**
+   * Application authentication on (svc.auth.enabled) for servers and clients: every request's principal is
+   * checked, so a legitimate message the rules would refuse shows as a stuck or failed job.
+   */
+  readonly auth?: boolean;
 }
 
 export interface WorkerShape {
@@ -228,10 +233,17 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   const sized = withSmallMemory(rng, withSmallDisks(rng, policed));
   const dfsOnly = withoutLocalDisks(rng, { cluster: sized, apps: policedApps });
   // Drawn last of all (24 November 2026), so that every earlier part of a seed's shape stays what it was.
-  return {
+  const drawn = {
     cluster: withShortHeartbeatTimeout(rng, dfsOnly.cluster),
     apps: dfsOnly.apps.map((app) => withExclusionFilter(rng, app)),
   };
+  // Drawn after that (25 November 2026), for the same reason.
+  return { ...drawn, cluster: withAuthentication(rng, drawn.cluster) };
+}
+
+/** Now and then application authentication on, so that every legitimate request is checked against its rule. */
+function withAuthentication(rng: Rng, cluster: ClusterShape): ClusterShape {
+  return chance(rng, 0.3) ? { ...cluster, auth: true } : cluster;
 }
 
 /**

@@ -1,4 +1,11 @@
-import type { Effect, Envelope, Input, IoCompletion, NodeId } from '../../core/machines/effects.ts';
+import type {
+  Effect,
+  Envelope,
+  Input,
+  IoCompletion,
+  NodeId,
+  Principal,
+} from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
 import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
@@ -26,6 +33,11 @@ export interface NodeDefinition<S = unknown> {
   readonly role: string;
   /** The release the node runs; stamped on every envelope it sends (the handshake's job on a real wire). */
   readonly release?: Release;
+  /**
+   * Who the node's connections prove to be (application authentication); stamped on every envelope it sends, as
+   * a real connection's handshake establishes it. Absent: nothing proved.
+   */
+  readonly principal?: Principal;
   readonly machine: Machine<S>;
   /** The state of a freshly started process (first start and every restart), for the release it now runs. */
   readonly initialState: (release: Release) => S;
@@ -439,6 +451,7 @@ export class World {
       fromRelease: node.release,
       message: effect.message,
     };
+    if (node.def.principal !== undefined) envelope.principal = node.def.principal;
     if (effect.requestId !== undefined) envelope.requestId = effect.requestId;
     if (effect.inReplyTo !== undefined) envelope.inReplyTo = effect.inReplyTo;
     const target = this.nodes.get(effect.to);

@@ -89,6 +89,43 @@ export const COMMON_KEYS: readonly KeySpec[] = [
       'authorities Node.js trusts); the peer’s certificate must also name the host connected to.',
   },
   {
+    key: 'svc.auth.enabled',
+    type: 'boolean',
+    default: 'false',
+    roles: ALL_ROLES,
+    description:
+      'Application authentication in the data plane (named as in the reference; svc’s handshake is its own): an ' +
+      'application registers a secret with the master, and every connection of its lifecycle manager and tasks ' +
+      'proves it with an HMAC of a challenge; masters and workers prove svc.auth.internal.secret to each other. ' +
+      'Set it alike on servers and clients. Registration carries the secret: use it with svc.ssl.enabled.',
+  },
+  {
+    key: 'svc.auth.internal.secret',
+    type: 'string',
+    secret: true,
+    roles: SERVERS,
+    description:
+      'svc addition: the secret masters and workers prove to each other when svc.auth.enabled (a secret, shown ' +
+      'as ******, but visible on a command line: prefer svc.auth.internal.secretFile).',
+  },
+  {
+    key: 'svc.auth.internal.secretFile',
+    type: 'string',
+    roles: SERVERS,
+    description:
+      'svc addition: file holding svc.auth.internal.secret (its first line; readable by the server only); read ' +
+      'at start. One of the two is required when svc.auth.enabled.',
+  },
+  {
+    key: 'svc.client.auth.secret',
+    type: 'string',
+    secret: true,
+    roles: CLIENT,
+    description:
+      'svc addition: the application’s secret when svc.auth.enabled (a secret, shown as ******). Unset: the ' +
+      'lifecycle manager draws a random one, and the application hands it to its executors.',
+  },
+  {
     key: 'svc.shuffle.chunk.size',
     type: 'bytes',
     default: '8m',

@@ -11,8 +11,20 @@ import { request, type Draft } from './draft.ts';
 const HEARTBEAT_TIMER = 'heartbeat';
 
 export function registerApplication(d: Draft, attempt: number): void {
-  const { appId, user, master } = d.config;
-  request(d, master, { type: 'RegisterApplication', appId, user }, { kind: 'registerApp' }, attempt);
+  const { appId, user, master, secret, hostname } = d.config;
+  request(
+    d,
+    master,
+    {
+      type: 'RegisterApplication',
+      appId,
+      user,
+      ...(d.config.authEnabled === true && secret !== undefined ? { secret } : {}),
+      ...(hostname === undefined ? {} : { hostname }),
+    },
+    { kind: 'registerApp' },
+    attempt,
+  );
 }
 
 /** The master's answer to RegisterApplication; returns true when the application is now registered. */

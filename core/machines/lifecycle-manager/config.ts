@@ -13,6 +13,15 @@ export interface LifecycleManagerConfig {
   readonly release: Release;
   readonly appId: AppId;
   readonly user: string;
+  /**
+   * `svc.auth.enabled`: the application registers `secret` with the master, and only its own tasks (connections
+   * that proved the secret) may ask this lifecycle manager anything. Absent: off.
+   */
+  readonly authEnabled?: boolean;
+  /** The application's secret, registered with the master when authentication is on. */
+  readonly secret?: string;
+  /** The host this lifecycle manager runs on, registered with the master (absent: not told). */
+  readonly hostname?: string;
   /** The master's node id (masterNodeId()). */
   readonly master: NodeId;
   /** `svc.client.push.replicate.enabled`. */

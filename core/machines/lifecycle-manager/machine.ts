@@ -1,4 +1,5 @@
 import { expireExclusions } from '../../client/index.ts';
+import { applicationOf, authorized, SERVER } from '../authorization.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { log, refuseAdmin } from '../outbox.ts';
@@ -58,10 +59,16 @@ function handle(d: Draft, input: Input): void {
     case 'start':
       registerApplication(d, 1);
       return;
-    case 'receive':
-      if (input.envelope.inReplyTo === undefined) onTaskMessage(d, input.envelope);
-      else onReply(d, input.envelope);
+    case 'receive': {
+      const envelope = input.envelope;
+      const fromTask = envelope.inReplyTo === undefined;
+      // Only the application's own tasks (and driver) may ask; answers come from the servers it asked.
+      const required = fromTask ? applicationOf(d.config.appId) : SERVER;
+      if (!authorized(d.out, 'lifecycle-manager', d.config.authEnabled === true, envelope, required)) return;
+      if (fromTask) onTaskMessage(d, envelope);
+      else onReply(d, envelope);
       return;
+    }
     case 'timer':
       onTimer(d, input.name);
       return;

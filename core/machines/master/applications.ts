@@ -7,7 +7,9 @@ import {
   expireApplications,
   lostWorkers,
   recordApplicationHeartbeat,
+  recordApplicationIdentity,
   registerShuffle,
+  type ApplicationRecord,
   shutdownWorkers,
   takePartitionSizeSample,
   unavailableWorkerKeys,
@@ -16,6 +18,7 @@ import {
 } from '../../lifecycle/index.ts';
 import type {
   ApplicationHeartbeat,
+  GetApplicationSecret,
   RegisterApplication,
   RequestSlots,
   RequestSlotsResponse,
@@ -30,6 +33,7 @@ import {
 } from '../../slots/index.ts';
 import type { Envelope } from '../effects.ts';
 import { admitted } from '../admission.ts';
+import { applicationOf, authorizationFailure } from '../authorization.ts';
 import { replyToOf } from '../outbox.ts';
 import { count, log, reply } from '../outbox.ts';
 import { withApplications, withWorkers, type MasterOutbox } from './outbox.ts';
@@ -47,16 +51,42 @@ export function handleRegisterApplication(
   message: RegisterApplication,
 ): MasterState {
   if (!admitted(out, 'master', s.config.release, envelope, true)) return s;
-  const known = s.durable.applications.apps.has(message.appId);
-  const { registry } = recordApplicationHeartbeat(
+  const record = s.durable.applications.apps.get(message.appId);
+  const authEnabled = s.config.authEnabled === true;
+  if (authEnabled) {
+    const refusal = registrationRefusal(record, envelope, message);
+    if (refusal !== null) {
+      log(out, 'warn', 'master.authentication.refused', {
+        from: envelope.from,
+        message: message.type,
+        reason: refusal,
+      });
+      count(out, 'AuthenticationFailCount');
+      reply(out, replyToOf(envelope), {
+        type: 'StatusResponse',
+        status: 'AUTHENTICATION_FAILED',
+        message: refusal,
+      });
+      return s;
+    }
+  }
+  const registry = recordApplicationIdentity(
     s.durable.applications,
-    { appId: message.appId, bytesWritten: 0, fileCount: 0 },
+    message.appId,
+    {
+      // Without authentication a secret means nothing and is not kept.
+      ...(authEnabled && message.secret !== undefined && message.secret !== ''
+        ? { secret: message.secret }
+        : {}),
+      ...(message.hostname === undefined || message.hostname === '' ? {} : { hostname: message.hostname }),
+    },
     out.now,
   );
   log(out, 'info', 'master.application.registered', {
     appId: message.appId,
     user: message.user,
-    again: known,
+    again: record !== undefined,
+    ...(message.hostname === undefined ? {} : { hostname: message.hostname }),
   });
   reply(out, replyToOf(envelope), {
     type: 'StatusResponse',
@@ -64,6 +94,56 @@ export function handleRegisterApplication(
     message: `application ${message.appId} registered with master release ${s.config.release}`,
   });
   return withApplications(s, out, registry);
+}
+
+/**
+ * With authentication on, why a registration is refused (null: accepted). The first registration of an
+ * application records its secret, from any connection, since nothing could be proved before the secret is known;
+ * from then on only a connection that proved that secret may register the application again, and the secret
+ * cannot be replaced (so nobody can take over a running application's identity).
+ */
+function registrationRefusal(
+  record: ApplicationRecord | undefined,
+  envelope: Envelope,
+  message: RegisterApplication,
+): string | null {
+  if (record?.secret !== undefined) {
+    const failure = authorizationFailure(envelope.principal, applicationOf(message.appId));
+    if (failure !== null) {
+      return `application ${message.appId} is registered with a secret, and this connection did not prove it: ${failure}`;
+    }
+    if (message.secret !== undefined && message.secret !== record.secret) {
+      return `application ${message.appId} is registered with another secret, which cannot be replaced`;
+    }
+    return null;
+  }
+  if (message.secret === undefined || message.secret === '') {
+    return (
+      `authentication is on (svc.auth.enabled): application ${message.appId} must register a secret; ` +
+      'set svc.auth.enabled=true on the client too'
+    );
+  }
+  return null;
+}
+
+/**
+ * A worker asks for an application's secret, to check a connection that claims the application (only servers may
+ * ask: ./machine.ts requires it). Answered not found when the master knows none.
+ */
+export function handleGetApplicationSecret(
+  s: MasterState,
+  out: MasterOutbox,
+  envelope: Envelope,
+  message: GetApplicationSecret,
+): MasterState {
+  const secret = s.durable.applications.apps.get(message.appId)?.secret;
+  reply(out, replyToOf(envelope), {
+    type: 'ApplicationSecretResponse',
+    appId: message.appId,
+    found: secret !== undefined,
+    secret: secret ?? '',
+  });
+  return s;
 }
 
 export function handleApplicationHeartbeat(

@@ -45,6 +45,11 @@ export interface MasterConfig {
   };
   /** `svc.master.excludeWorker.unhealthyDiskRatioThreshold`, and whether a distributed tier is configured. */
   readonly exclusion: AutoExclusionPolicy;
+  /**
+   * `svc.auth.enabled`: applications register a secret, and every request must come from a connection that proved
+   * the identity it acts for (../authorization.ts). Absent: off.
+   */
+  readonly authEnabled?: boolean;
   /** Test-only switch for a deliberate bug (the slot offer's 'replica-on-primary'); production never sets it. */
   readonly plantedBug?: PlantedBug;
 }

@@ -1,4 +1,6 @@
 import type { Rng } from '../../rng.ts';
+import type { Message } from '../../protocol/messages.ts';
+import { applicationOf, authorized, SERVER, type Requirement } from '../authorization.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { inputBeforeStart, log, setTimer } from '../outbox.ts';
@@ -6,6 +8,7 @@ import { handleMasterAdmin } from './admin.ts';
 import {
   checkApplications,
   handleApplicationHeartbeat,
+  handleGetApplicationSecret,
   handleRegisterApplication,
   handleRequestSlots,
   handleUnregisterApplication,
@@ -141,8 +144,56 @@ function withFreshHeartbeats(durable: MasterDurableState, now: number): MasterDu
   };
 }
 
+/** What an arrived message needs its connection to have proved (../authorization.ts); undefined: nothing. */
+function requirementOf(message: Message): Requirement | undefined {
+  switch (message.type) {
+    case 'RegisterWorker':
+    case 'WorkerHeartbeat':
+    case 'ReportWorkerUnavailable':
+    case 'ReportWorkerDecommission':
+    case 'ReportWorkerLost':
+    case 'GetApplicationSecret':
+      return SERVER;
+    case 'ApplicationHeartbeat':
+    case 'RequestSlots':
+    case 'UnregisterShuffle':
+    case 'UnregisterApplication':
+      return applicationOf(message.appId);
+    case 'RegisterWorkerResponse':
+    case 'WorkerHeartbeatResponse':
+    case 'RegisterApplication':
+    case 'StatusResponse':
+    case 'ApplicationHeartbeatResponse':
+    case 'RequestSlotsResponse':
+    case 'ApplicationSecretResponse':
+    case 'ReserveSlots':
+    case 'CommitFiles':
+    case 'CommitFilesResponse':
+    case 'DestroySlots':
+    case 'RegisterShuffle':
+    case 'RegisterShuffleResponse':
+    case 'Revive':
+    case 'ReviveResponse':
+    case 'MapperEnd':
+    case 'GetReducerFileGroup':
+    case 'GetReducerFileGroupResponse':
+    case 'PushData':
+    case 'PushDataResponse':
+    case 'PushMergedData':
+    case 'PushMergedDataResponse':
+    case 'OpenStream':
+    case 'OpenStreamResponse':
+    case 'FetchChunk':
+    case 'ChunkData':
+    case 'CloseStream':
+      // RegisterApplication decides for itself (applications.ts); the others are misrouted and ignored.
+      return undefined;
+  }
+}
+
 function onReceive(s: MasterState, out: MasterOutbox, envelope: Envelope): MasterState {
   const message = envelope.message;
+  if (!authorized(out, 'master', s.config.authEnabled === true, envelope, requirementOf(message))) return s;
   switch (message.type) {
     case 'RegisterWorker':
       return handleRegisterWorker(s, out, envelope, message);
@@ -162,6 +213,9 @@ function onReceive(s: MasterState, out: MasterOutbox, envelope: Envelope): Maste
       return handleUnregisterShuffle(s, out, envelope, message);
     case 'UnregisterApplication':
       return handleUnregisterApplication(s, out, envelope, message);
+    case 'GetApplicationSecret':
+      return handleGetApplicationSecret(s, out, envelope, message);
+    case 'ApplicationSecretResponse':
     case 'RegisterWorkerResponse':
     case 'WorkerHeartbeatResponse':
     case 'StatusResponse':

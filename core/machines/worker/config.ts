@@ -20,6 +20,11 @@ export interface WorkerDiskConfig {
 export interface WorkerConfig {
   /** The worker's own release; clients are admitted against it (core/release admitClient). */
   readonly release: Release;
+  /**
+   * `svc.auth.enabled`: every request must come from a connection that proved the application (or, for a
+   * replica's push and the master's answers, the server) it acts for (../authorization.ts). Absent: off.
+   */
+  readonly authEnabled?: boolean;
   readonly id: WorkerId;
   /** The master's node id (masterNodeId()). */
   readonly master: NodeId;

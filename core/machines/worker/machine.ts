@@ -1,5 +1,8 @@
 import { initialLifecycle } from '../../lifecycle/worker-states.ts';
 import type { Rng } from '../../rng.ts';
+import { parseShuffleKey } from '../../domain/ids.ts';
+import type { Message } from '../../protocol/messages.ts';
+import { applicationOf, authorized, SERVER, type Requirement } from '../authorization.ts';
 import type { Envelope, Input, IoError } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { handleCommitFiles, completeFlush, handleDestroySlots } from './commit.ts';
@@ -137,9 +140,68 @@ function restore(
   return state;
 }
 
+/**
+ * What an arrived message needs its connection to have proved (../authorization.ts): a client's request about a
+ * shuffle needs that shuffle's application, a replica's push and the answers to the worker's own requests need a
+ * server. Undefined: nothing (a stream the worker does not have is refused by its handler anyway; misrouted
+ * messages are ignored).
+ */
+function requirementOf(s: WorkerMachineState, message: Message): Requirement | undefined {
+  switch (message.type) {
+    case 'ReserveSlots':
+    case 'CommitFiles':
+    case 'DestroySlots':
+      return applicationOf(message.appId);
+    case 'PushData':
+    case 'PushMergedData':
+      return message.mode === 'REPLICA' ? SERVER : applicationOf(parseShuffleKey(message.shuffleKey).appId);
+    case 'OpenStream':
+      return applicationOf(parseShuffleKey(message.shuffleKey).appId);
+    case 'FetchChunk':
+    case 'CloseStream': {
+      const stream = s.streams.get(message.streamId);
+      return stream === undefined ? undefined : applicationOf(parseShuffleKey(stream.shuffleKey).appId);
+    }
+    case 'PushDataResponse':
+    case 'PushMergedDataResponse':
+    case 'StatusResponse':
+    case 'RegisterWorkerResponse':
+    case 'WorkerHeartbeatResponse':
+    case 'ApplicationSecretResponse':
+      return SERVER;
+    case 'RegisterWorker':
+    case 'WorkerHeartbeat':
+    case 'ReportWorkerUnavailable':
+    case 'ReportWorkerDecommission':
+    case 'ReportWorkerLost':
+    case 'RegisterApplication':
+    case 'ApplicationHeartbeat':
+    case 'ApplicationHeartbeatResponse':
+    case 'RequestSlots':
+    case 'RequestSlotsResponse':
+    case 'UnregisterShuffle':
+    case 'UnregisterApplication':
+    case 'GetApplicationSecret':
+    case 'CommitFilesResponse':
+    case 'RegisterShuffle':
+    case 'RegisterShuffleResponse':
+    case 'Revive':
+    case 'ReviveResponse':
+    case 'MapperEnd':
+    case 'GetReducerFileGroup':
+    case 'GetReducerFileGroupResponse':
+    case 'OpenStreamResponse':
+    case 'ChunkData':
+      // Messages for other roles: misrouted, and ignored.
+      return undefined;
+  }
+}
+
 function onReceive(s: WorkerMachineState, out: Outbox, envelope: Envelope): WorkerMachineState {
   const message = envelope.message;
   const inReplyTo = envelope.inReplyTo;
+  if (!authorized(out, 'worker', s.config.authEnabled === true, envelope, requirementOf(s, message)))
+    return s;
   switch (message.type) {
     case 'ReserveSlots':
       return handleReserveSlots(s, out, envelope, message);
@@ -191,6 +253,8 @@ function onReceive(s: WorkerMachineState, out: Outbox, envelope: Envelope): Work
     case 'RequestSlotsResponse':
     case 'UnregisterShuffle':
     case 'UnregisterApplication':
+    case 'GetApplicationSecret':
+    case 'ApplicationSecretResponse':
     case 'CommitFilesResponse':
     case 'RegisterShuffle':
     case 'RegisterShuffleResponse':
