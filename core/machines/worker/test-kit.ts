@@ -11,7 +11,7 @@ import type {
 } from '../../protocol/messages.ts';
 import { CURRENT_RELEASE, type Release } from '../../release/version.ts';
 import { replayRng } from '../../rng.ts';
-import type { BatchableIo, Effect, Input, IoCompletion, IoError, NodeId } from '../effects.ts';
+import type { BatchableIo, Effect, Input, IoCompletion, IoError, NodeId, Principal } from '../effects.ts';
 import type { Machine } from '../machine.ts';
 import { isBatchable } from './io-batch.ts';
 import type { WorkerConfig } from './config.ts';
@@ -49,7 +49,7 @@ export class Harness<S> {
   receive(
     from: NodeId,
     message: Message,
-    options: { requestId?: number; inReplyTo?: number; fromRelease?: Release } = {},
+    options: { requestId?: number; inReplyTo?: number; fromRelease?: Release; principal?: Principal } = {},
   ): Effect[] {
     return this.step({
       kind: 'receive',
@@ -58,6 +58,7 @@ export class Harness<S> {
         to: 'under-test',
         fromRelease: options.fromRelease ?? CURRENT_RELEASE,
         message,
+        ...(options.principal === undefined ? {} : { principal: options.principal }),
         ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
         ...(options.inReplyTo === undefined ? {} : { inReplyTo: options.inReplyTo }),
       },
@@ -114,7 +115,8 @@ export function registeredWorker(
   harness.receive(
     masterNodeId(),
     { type: 'RegisterWorkerResponse', success: true, message: 'ok' },
-    { inReplyTo: register.requestId! },
+    // The master's answer on the connection the worker opened: a server, as the driver says.
+    { inReplyTo: register.requestId!, principal: { kind: 'server' } },
   );
   return harness;
 }
