@@ -22,10 +22,19 @@ import {
   encodeEnvelopeControl,
   encodeHelloControl,
   encodeHelloReplyControl,
+  AUTH_MAC_BYTES,
+  AUTH_NONCE_BYTES,
 } from './control-codec.ts';
 import { WireError, type WireErrorReason } from './errors.ts';
-import { FrameReader } from './frame-reader.ts';
-import { decodeFrame, encodeEnvelope, encodeHello, encodeHelloReply } from './frames.ts';
+import { FrameReader, LENGTH_PREFIX_BYTES } from './frame-reader.ts';
+import {
+  decodeFrame,
+  encodeAuthChallenge,
+  encodeAuthProof,
+  encodeEnvelope,
+  encodeHello,
+  encodeHelloReply,
+} from './frames.ts';
 import * as pb from './proto/gen/svc/wire/v1/wire_pb.ts';
 import type { Hello, HelloReply, PeerRole, WireEnvelope } from './types.ts';
 
@@ -286,11 +295,17 @@ function envelopeOf(message: fc.Arbitrary<Message>): fc.Arbitrary<WireEnvelope> 
 const release = fc
   .tuple(fc.nat({ max: 999 }), fc.nat({ max: 999 }), fc.nat({ max: 999 }))
   .map(([a, b, c]): Release => `${a}.${b}.${c}`);
-const hello = rec<Hello>({
-  role: fc.constantFrom<PeerRole>('master', 'worker', 'client'),
-  release,
-  nodeId: text,
-});
+const hello = rec<Hello>(
+  {
+    role: fc.constantFrom<PeerRole>('master', 'worker', 'client'),
+    release,
+    nodeId: text,
+    application: nonEmptyText,
+  },
+  ['application'],
+);
+const nonce = fc.uint8Array({ minLength: AUTH_NONCE_BYTES, maxLength: AUTH_NONCE_BYTES });
+const mac = fc.uint8Array({ minLength: AUTH_MAC_BYTES, maxLength: AUTH_MAC_BYTES });
 const helloReply = rec<HelloReply>({ accepted: fc.boolean(), status, message: text, release, nodeId: text });
 
 // ------------------------------------------------------------------------------------------------ helpers
@@ -381,13 +396,32 @@ describe('control codec: the full frame path', () => {
 
   it('handshakes survive the same path', () => {
     fc.assert(
-      fc.property(hello, helloReply, fractions, (h, r, at) => {
-        const decoded = throughStream([[encodeHello(h)], [encodeHelloReply(r)]], at);
+      fc.property(hello, helloReply, nonce, mac, fractions, (h, r, n, m, at) => {
+        const decoded = throughStream(
+          [[encodeHello(h)], [encodeAuthChallenge(n)], [encodeAuthProof(m)], [encodeHelloReply(r)]],
+          at,
+        );
         assert.deepStrictEqual(decoded, [
           { kind: 'hello', hello: h },
+          { kind: 'authChallenge', nonce: n },
+          { kind: 'authProof', mac: m },
           { kind: 'helloReply', reply: r },
         ]);
       }),
+    );
+  });
+
+  it('a challenge or proof of another length than 32 bytes is malformed', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 80 }).filter((bytes) => bytes.byteLength !== 32),
+        (bytes) => {
+          const challenge = encodeAuthChallenge(bytes).subarray(LENGTH_PREFIX_BYTES);
+          assertWireError(() => decodeFrame(challenge), 'malformed', /nonce has/);
+          const proof = encodeAuthProof(bytes).subarray(LENGTH_PREFIX_BYTES);
+          assertWireError(() => decodeFrame(proof), 'malformed', /HMAC-SHA256/);
+        },
+      ),
     );
   });
 

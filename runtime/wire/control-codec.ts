@@ -39,6 +39,7 @@ export function encodeHelloControl(hello: Hello): Uint8Array {
     role: PEER_ROLE.encode(hello.role),
     release: hello.release,
     nodeId: hello.nodeId,
+    application: hello.application ?? '',
   });
 }
 
@@ -49,6 +50,7 @@ export function decodeHelloControl(bytes: Uint8Array): Hello {
       role: PEER_ROLE.decode(hello.role, 'Hello.role'),
       release: release(hello.release, 'Hello.release'),
       nodeId: hello.nodeId,
+      ...(hello.application === '' ? {} : { application: hello.application }),
     };
   } catch (error) {
     throw wireError(error, 'handshake');
@@ -79,6 +81,50 @@ export function decodeHelloReplyControl(bytes: Uint8Array): HelloReply {
   } catch (error) {
     throw wireError(error, 'handshake reply');
   }
+}
+
+/** The length of an AuthChallenge's nonce and of an AuthProof's HMAC-SHA256, in bytes. */
+export const AUTH_NONCE_BYTES = 32;
+export const AUTH_MAC_BYTES = 32;
+
+export function encodeAuthChallengeControl(nonce: Uint8Array): Uint8Array {
+  return toBinary(pb.AuthChallengeSchema, { $typeName: 'svc.wire.v1.AuthChallenge', nonce });
+}
+
+export function decodeAuthChallengeControl(bytes: Uint8Array): Uint8Array {
+  let nonce: Uint8Array;
+  try {
+    nonce = fromBinary(pb.AuthChallengeSchema, bytes, READ_OPTIONS).nonce;
+  } catch (error) {
+    throw wireError(error, 'authentication challenge');
+  }
+  if (nonce.byteLength !== AUTH_NONCE_BYTES) {
+    throw new WireError(
+      'malformed',
+      `an authentication challenge's nonce has ${nonce.byteLength} bytes, not ${AUTH_NONCE_BYTES}`,
+    );
+  }
+  return nonce.slice();
+}
+
+export function encodeAuthProofControl(mac: Uint8Array): Uint8Array {
+  return toBinary(pb.AuthProofSchema, { $typeName: 'svc.wire.v1.AuthProof', mac });
+}
+
+export function decodeAuthProofControl(bytes: Uint8Array): Uint8Array {
+  let mac: Uint8Array;
+  try {
+    mac = fromBinary(pb.AuthProofSchema, bytes, READ_OPTIONS).mac;
+  } catch (error) {
+    throw wireError(error, 'authentication proof');
+  }
+  if (mac.byteLength !== AUTH_MAC_BYTES) {
+    throw new WireError(
+      'malformed',
+      `an authentication proof has ${mac.byteLength} bytes, not the ${AUTH_MAC_BYTES} of an HMAC-SHA256`,
+    );
+  }
+  return mac.slice();
 }
 
 // ------------------------------------------------------------------------------------------------ envelopes

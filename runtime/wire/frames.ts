@@ -1,6 +1,10 @@
 import { WireError } from './errors.ts';
 import {
+  decodeAuthChallengeControl,
+  decodeAuthProofControl,
   decodeEnvelopeControl,
+  encodeAuthChallengeControl,
+  encodeAuthProofControl,
   decodeHelloControl,
   decodeHelloReplyControl,
   encodeEnvelopeControl,
@@ -11,11 +15,11 @@ import { LENGTH_PREFIX_BYTES } from './frame-reader.ts';
 import type { DecodedFrame, Hello, HelloReply, WireEnvelope } from './types.ts';
 
 /**
- * A frame is `length (u32 BE) | kind (u8) | …`. Handshakes carry their control message after a protocol version
+ * A frame is `length (u32 BE) | kind (u8) | …`. Handshakes (hello, reply, and the authentication challenge and proof) carry their control message after a protocol version
  * byte; an envelope carries `control length (u32 BE) | control | raw payloads`, where the payloads (batch bytes,
  * chunks) are never re-encoded: the control message says how long each is, in order (docs/protocol.md).
  */
-export const FRAME_KIND = { hello: 1, helloReply: 2, envelope: 3 } as const;
+export const FRAME_KIND = { hello: 1, helloReply: 2, envelope: 3, authChallenge: 4, authProof: 5 } as const;
 
 /** The frame layout's version, in every handshake; a peer with another refuses the connection. */
 export const PROTOCOL_VERSION = 1;
@@ -38,6 +42,16 @@ export function encodeHello(hello: Hello): Uint8Array {
 
 export function encodeHelloReply(reply: HelloReply): Uint8Array {
   return handshakeFrame(FRAME_KIND.helloReply, encodeHelloReplyControl(reply));
+}
+
+/** The accepting side's challenge (authentication on): 32 random bytes the connecting side proves its secret over. */
+export function encodeAuthChallenge(nonce: Uint8Array): Uint8Array {
+  return handshakeFrame(FRAME_KIND.authChallenge, encodeAuthChallengeControl(nonce));
+}
+
+/** The connecting side's answer to a challenge: an HMAC-SHA256 (runtime/transport/authentication.ts). */
+export function encodeAuthProof(mac: Uint8Array): Uint8Array {
+  return handshakeFrame(FRAME_KIND.authProof, encodeAuthProofControl(mac));
 }
 
 /**
@@ -65,6 +79,10 @@ export function decodeFrame(body: Uint8Array): DecodedFrame {
       return { kind: 'hello', hello: decodeHelloControl(handshakeControl(body)) };
     case FRAME_KIND.helloReply:
       return { kind: 'helloReply', reply: decodeHelloReplyControl(handshakeControl(body)) };
+    case FRAME_KIND.authChallenge:
+      return { kind: 'authChallenge', nonce: decodeAuthChallengeControl(handshakeControl(body)) };
+    case FRAME_KIND.authProof:
+      return { kind: 'authProof', mac: decodeAuthProofControl(handshakeControl(body)) };
     case FRAME_KIND.envelope: {
       if (body.byteLength < 5) throw new WireError('malformed', 'an envelope frame shorter than its head');
       const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
@@ -80,7 +98,10 @@ export function decodeFrame(body: Uint8Array): DecodedFrame {
     }
     case undefined:
     default:
-      throw new WireError('unknown', `frame kind ${String(kind)} is not one of hello, helloReply, envelope`);
+      throw new WireError(
+        'unknown',
+        `frame kind ${String(kind)} is not one of hello, helloReply, envelope, authChallenge, authProof`,
+      );
   }
 }
 

@@ -2,6 +2,8 @@ export { WireError, type WireErrorReason } from './errors.ts';
 export { FrameReader, LENGTH_PREFIX_BYTES } from './frame-reader.ts';
 export {
   decodeFrame,
+  encodeAuthChallenge,
+  encodeAuthProof,
   encodeEnvelope,
   encodeHello,
   encodeHelloReply,
@@ -9,3 +11,4 @@ export {
   PROTOCOL_VERSION,
 } from './frames.ts';
 export type { DecodedFrame, Hello, HelloReply, PeerRole, WireEnvelope } from './types.ts';
+export { AUTH_MAC_BYTES, AUTH_NONCE_BYTES } from './control-codec.ts';
