@@ -159,6 +159,18 @@ describe('authentication of the management interface', () => {
       assert.equal((await get(base(), '/openapi.json', NOBODY)).status, 401);
     });
 
+    it(`${role}: its OpenAPI document names exactly the schemes it accepts`, async () => {
+      const response = await get(base(), '/openapi.json', READER);
+      assert.equal(response.status, 200, response.text);
+      const document = response.json as {
+        security: unknown[];
+        components: { securitySchemes: Record<string, { scheme: string }> };
+      };
+      assert.deepEqual(document.security, [{ basicAuth: [] }, { bearerAuth: [] }]);
+      assert.equal(document.components.securitySchemes.basicAuth?.scheme, 'basic');
+      assert.equal(document.components.securitySchemes.bearerAuth?.scheme, 'bearer');
+    });
+
     it(`${role}: lets any authenticated user read, basic or bearer`, async () => {
       for (const credentials of [READER, ADMIN, VIEWER, OPS]) {
         const response = await get(base(), read, credentials);

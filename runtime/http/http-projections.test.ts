@@ -13,6 +13,7 @@ import {
   excludeWorkers,
   markWorkerLost,
   recordApplicationHeartbeat,
+  recordApplicationIdentity,
   registerShuffle,
   registerWorker,
   reportWorkersDecommissioning,
@@ -27,6 +28,7 @@ import { dynamicConfigResponse } from './projections/conf.ts';
 import {
   applicationsResponse,
   excludeCommand,
+  hostnamesResponse,
   mastersResponse,
   shufflesResponse,
   workerEventCommand,
@@ -146,6 +148,24 @@ describe('master projections', () => {
     valid(
       masterDoc.check('GET', '/api/v1/masters', 200, mastersResponse({ nodeId: 'm', rpcAddress: 'h:1' })),
     );
+  });
+
+  it('hostnames are the hosts the running applications registered, each once, and never a secret', () => {
+    const state = busyMaster();
+    let applications = recordApplicationIdentity(
+      state.durable.applications,
+      'app-2',
+      { hostname: 'b-host', secret: 'x' },
+      1,
+    );
+    applications = recordApplicationIdentity(applications, 'app-3', { hostname: 'a-host' }, 1);
+    applications = recordApplicationIdentity(applications, 'app-4', { hostname: 'b-host' }, 1);
+    const response = hostnamesResponse({ ...state, durable: { ...state.durable, applications } });
+    valid(masterDoc.check('GET', '/api/v1/applications/hostnames', 200, response));
+    assert.deepEqual(response, { hostnames: ['a-host', 'b-host'] });
+    const listed = applicationsResponse({ ...state, durable: { ...state.durable, applications } });
+    valid(masterDoc.check('GET', '/api/v1/applications', 200, listed));
+    assert.doesNotMatch(JSON.stringify(listed), /secret|"x"/);
   });
 
   it('an empty master validates too', () => {

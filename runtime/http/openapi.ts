@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { HttpRole } from '../../core/release/legacy-endpoints.ts';
+import type { AuthScheme } from './auth.ts';
 
 /**
  * The project's OpenAPI documents (openapi/svc-master-v1.yaml, openapi/svc-worker-v1.yaml) and the JSON schemas
@@ -41,7 +42,10 @@ export interface OpenApiDocument {
   readonly components: {
     readonly schemas: Readonly<Record<string, JsonSchema>>;
     readonly responses?: Readonly<Record<string, OpenApiResponse>>;
+    readonly securitySchemes?: Readonly<Record<string, unknown>>;
   };
+  /** Alternatives, each a map of scheme name to scopes; `{}` is anonymous access. */
+  readonly security?: readonly Readonly<Record<string, readonly string[]>>[];
 }
 
 const FILES: Readonly<Record<HttpRole, URL>> = {
@@ -64,6 +68,20 @@ function load(role: HttpRole): { readonly text: string; readonly document: OpenA
 /** The role's OpenAPI document, as parsed from its YAML file. */
 export function openApiDocument(role: HttpRole): OpenApiDocument {
   return load(role).document;
+}
+
+/** The document's name for each authentication scheme of the management interface. */
+const SECURITY_SCHEME: Readonly<Record<AuthScheme, string>> = { BASIC: 'basicAuth', BEARER: 'bearerAuth' };
+
+/**
+ * The document as a server serves it (/openapi.json, Swagger UI): `security` names exactly the schemes this server
+ * accepts, or anonymous access when it accepts none, so that generated clients and Swagger's Authorize offer the
+ * right ones.
+ */
+export function servedOpenApiDocument(role: HttpRole, schemes: readonly AuthScheme[]): OpenApiDocument {
+  const security =
+    schemes.length === 0 ? [{}] : schemes.map((scheme) => ({ [SECURITY_SCHEME[scheme]]: [] as string[] }));
+  return { ...openApiDocument(role), security };
 }
 
 /** The role's OpenAPI document as YAML text, exactly as kept in the repository. */

@@ -16,7 +16,7 @@ import type { ServerMetrics } from '../metrics/index.ts';
 import type { HttpAuth } from './auth.ts';
 import { HttpError, mediaTypeOf, nearestPath, schemaErrorMessage, type SchemaError } from './errors.ts';
 import { legacyIdentity, legacyNotFound, registerLegacyRoutes, type LegacyHandlers } from './legacy.ts';
-import { componentSchemaSet, openApiDocument, openApiYaml, routeSchemas } from './openapi.ts';
+import { componentSchemaSet, openApiYaml, routeSchemas, servedOpenApiDocument } from './openapi.ts';
 
 /**
  * The management interface of one node: fastify on `svc.<role>.http.host:port`, serving the /api/v1 routes the
@@ -309,13 +309,14 @@ export async function buildManagementServer(options: ManagementServerOptions): P
           }),
       });
     }
-    app.get('/openapi.json', (_request, reply) => reply.send(openApiDocument(api.role)));
+    const served = servedOpenApiDocument(api.role, auth?.settings.schemes ?? []);
+    app.get('/openapi.json', (_request, reply) => reply.send(served));
     app.get('/openapi.yaml', async (_request, reply) =>
       reply.type('application/yaml').send(openApiYaml(api.role)),
     );
     await app.register(fastifySwagger, {
       mode: 'static',
-      specification: { document: openApiDocument(api.role) as unknown as StaticDocumentSpec['document'] },
+      specification: { document: served as unknown as StaticDocumentSpec['document'] },
     });
     await app.register(fastifySwaggerUi, { routePrefix: '/swagger' });
   }

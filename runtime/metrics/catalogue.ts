@@ -177,6 +177,12 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'machine',
     'Client requests refused because of the client release.',
   ),
+  master(
+    'AuthenticationFailCount',
+    'counter',
+    'machine',
+    'svc: requests refused because their connection did not prove the identity they need (svc.auth.enabled).',
+  ),
 
   // Worker: from the state.
   ...BOTH_STATE.map(([name, , help]) => worker(name, 'gauge', 'state', help)),
@@ -392,6 +398,12 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'counter',
     'machine',
     'Client requests refused because of the client release.',
+  ),
+  worker(
+    'AuthenticationFailCount',
+    'counter',
+    'machine',
+    'svc: requests refused because their connection did not prove the identity they need (svc.auth.enabled).',
   ),
   ...PROCESS_GAUGES.map((spec) => ({ ...spec, role: 'master' as const })),
   ...PROCESS_GAUGES.map((spec) => ({ ...spec, role: 'worker' as const })),

@@ -1,5 +1,6 @@
 import { shuffleKey, workerKey, type WorkerId, type WorkerKey } from '../../../core/domain/index.ts';
 import {
+  applicationHostnames,
   decommissioningWorkers,
   excludedWorkers,
   lastKnownWorker,
@@ -83,11 +84,11 @@ export function shufflesResponse(state: MasterState): ShufflesResponse {
 }
 
 /**
- * GET /api/v1/applications/hostnames. The master's state does not record the host of each application's
- * lifecycle manager (the reference keeps it from RequestSlots), so the list is empty until it does.
+ * GET /api/v1/applications/hostnames: the hosts of the running applications' lifecycle managers, as they
+ * registered them (svc registers the host with the application; the reference records it at RequestSlots).
  */
-export function hostnamesResponse(_state: MasterState): HostnamesResponse {
-  return { hostnames: [] };
+export function hostnamesResponse(state: MasterState): HostnamesResponse {
+  return { hostnames: applicationHostnames(state.durable.applications) };
 }
 
 /** Facts about the master process itself, which are not machine state: its node id and control-plane address. */
