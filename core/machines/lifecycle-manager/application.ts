@@ -9,6 +9,7 @@ import { request, type Draft } from './draft.ts';
  * interval carrying what was committed since the last one, whose answer updates the workers to avoid.
  */
 const HEARTBEAT_TIMER = 'heartbeat';
+const REGISTER_RETRY_TIMER = 'register-retry';
 
 export function registerApplication(d: Draft, attempt: number): void {
   const { appId, user, master, secret, hostname } = d.config;
@@ -37,6 +38,37 @@ export function onApplicationAnswer(d: Draft, message: MessageOf<'StatusResponse
   }
   refuse(d, message.status, `the master refused application ${d.config.appId}: ${message.message}`);
   return false;
+}
+
+/**
+ * The registration could not even reach the master (connection refused, no route). Before the application ever
+ * registered that means a wrong master address or a master that is down, not a restart to wait out as later on: try
+ * again after 1 s, 2 s, 4 s, … (at most the request timeout) and give up after `maxRequestAttempts` tries, so that
+ * a wrong address is reported within seconds rather than after every request's timeout (minutes).
+ */
+export function onRegistrationUnreachable(d: Draft, attempt: number, why: string): void {
+  if (attempt >= d.config.maxRequestAttempts) {
+    refuse(
+      d,
+      'REQUEST_FAILED',
+      `could not reach the master ${d.config.master} in ${attempt} tries (${why}); check the master's address ` +
+        '(svc.master.endpoints) and that it is running',
+    );
+    return;
+  }
+  const delayMs = Math.min(d.config.requestTimeoutMs, 1_000 * 2 ** (attempt - 1));
+  log(d.out, 'warn', 'master unreachable; registering again later', { attempt, delayMs, why });
+  d.app = { status: 'registering', retryAttempt: attempt + 1 };
+  setTimer(d.out, REGISTER_RETRY_TIMER, d.out.now + delayMs);
+}
+
+export function isRegisterRetryTimer(name: string): boolean {
+  return name === REGISTER_RETRY_TIMER;
+}
+
+export function onRegisterRetryTimer(d: Draft): void {
+  if (d.app.status !== 'registering' || d.app.retryAttempt === undefined) return;
+  registerApplication(d, d.app.retryAttempt);
 }
 
 export function onApplicationUnanswered(d: Draft, attempt: number): void {

@@ -6,8 +6,11 @@ import { log, refuseAdmin } from '../outbox.ts';
 import { expire, settle } from '../client/requests.ts';
 import {
   isHeartbeatTimer,
+  isRegisterRetryTimer,
   onApplicationAnswer,
   onApplicationUnanswered,
+  onRegisterRetryTimer,
+  onRegistrationUnreachable,
   onHeartbeatAnswer,
   registerApplication,
   sendHeartbeat,
@@ -75,6 +78,17 @@ function handle(d: Draft, input: Input): void {
     case 'sendFailed': {
       const open = input.requestId === undefined ? undefined : d.requests.open.get(input.requestId);
       if (open === undefined) return; // a one-way message (DestroySlots) to a worker that is gone
+      if (
+        open.to === d.config.master &&
+        open.purpose.kind === 'registerApp' &&
+        d.app.status === 'registering'
+      ) {
+        const closed = settle(d.requests, d.out, input.requestId);
+        d.requests = closed.table;
+        onRegistrationUnreachable(d, open.attempt, `${input.to} is unreachable`);
+        failAwaitingShuffles(d);
+        return;
+      }
       if (open.to === d.config.master) {
         // The master may be restarting: its request's timeout retries, instead of a burst of immediate retries.
         log(d.out, 'warn', 'master unreachable; waiting for the request timeout', {
@@ -196,6 +210,10 @@ function onReply(d: Draft, envelope: Envelope): void {
 function onTimer(d: Draft, name: string): void {
   if (isHeartbeatTimer(name)) {
     sendHeartbeat(d);
+    return;
+  }
+  if (isRegisterRetryTimer(name)) {
+    onRegisterRetryTimer(d);
     return;
   }
   if (isReviveTimer(name)) {

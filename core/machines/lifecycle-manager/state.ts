@@ -40,7 +40,8 @@ export interface LifecycleManagerState {
 }
 
 export type AppRegistration =
-  | { readonly status: 'registering' }
+  /** `retryAttempt`: the try a retry timer will send, after the master could not be reached. */
+  | { readonly status: 'registering'; readonly retryAttempt?: number }
   | { readonly status: 'registered' }
   /** The master refused the application (e.g. CLIENT_RELEASE_REFUSED) or never answered: every shuffle fails so. */
   | { readonly status: 'refused'; readonly code: StatusCode; readonly message: string }
