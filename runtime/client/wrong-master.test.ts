@@ -1,0 +1,32 @@
+// A wrong master address is reported at once, not after the request timeouts (core/machines/lifecycle-manager,
+// registration retries). Real sockets: a port that was just closed refuses connections.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { startApplication } from './application.ts';
+import { ApplicationRefusedError } from './errors.ts';
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no TCP address');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return address.port;
+}
+
+describe('startApplication with a master nobody listens at', () => {
+  it('rejects after its registration retries with an error that says what to check', async () => {
+    const port = await closedPort();
+    await assert.rejects(
+      startApplication({ master: `svc://127.0.0.1:${port}`, logLevel: 'silent' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ApplicationRefusedError, String(error));
+        assert.equal(error.status, 'REQUEST_FAILED');
+        assert.match(error.message, /could not reach the master .* in 3 tries/);
+        assert.match(error.message, /svc\.master\.endpoints/);
+        return true;
+      },
+    );
+  });
+});
