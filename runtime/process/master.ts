@@ -10,6 +10,8 @@ import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from './admission.ts';
 import { nodeNetwork } from './node-network.ts';
+import { internalSecret, serverPeerSecret } from './server-auth.ts';
+import type { TransportAuth } from '../transport/authentication.ts';
 import { metricsOptions, metricsRoutes, serveManagement, optionalString } from './server-config.ts';
 
 export interface RunningServer {
@@ -35,6 +37,28 @@ export async function runMaster(
   // release in handshakes, the machine's configuration, legacy paths and metric names (svc master --release).
   const release = presented.release;
   const nodeId = masterNodeId();
+  const secret = internalSecret(conf, 'master', logger);
+  // An application's secret is the one the master's own state keeps (core); read when a connection claims it.
+  const applicationSecret = (appId: string): string | undefined =>
+    driver.state.durable.applications.apps.get(appId)?.secret;
+  const auth: TransportAuth | undefined =
+    secret === undefined
+      ? undefined
+      : {
+          secret,
+          principal: { kind: 'server' },
+          expectedSecret: (hello) => {
+            const server = serverPeerSecret(hello, secret);
+            if (server !== undefined) return server;
+            const appId = hello.application ?? '';
+            const principal = { kind: 'application', appId } as const;
+            const known = applicationSecret(appId);
+            // An application not registered yet proves its secret once it has registered it (its first request).
+            return known === undefined
+              ? { kind: 'later', later: () => applicationSecret(appId), principal }
+              : { kind: 'secret', secret: known, principal };
+          },
+        };
   const network = nodeNetwork({
     role: 'master',
     release,
@@ -42,6 +66,7 @@ export async function runMaster(
     conf,
     logger,
     admit: serverAdmission(release),
+    ...(auth === undefined ? {} : { auth }),
   });
   const stateDir = conf.getString('svc.master.state.dir');
   const store = await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir);

@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { ResolvedConfig } from '../../conf/index.ts';
+import type { StatusCode } from '../../core/domain/status.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeHost } from '../driver/node-host.ts';
 import type { Logger } from '../log.ts';
 import { SvcClientError } from '../client/errors.ts';
 import { AddressBook } from '../transport/addresses.ts';
+import type { TransportAuth } from '../transport/authentication.ts';
 import { TransportConfigError, type TransportTls } from '../transport/tls.ts';
 import { Transport, type Admission } from '../transport/transport.ts';
 import type { Hello, PeerRole } from '../wire/index.ts';
@@ -22,8 +24,15 @@ export interface NodeNetworkOptions {
   readonly nodeId: string;
   readonly conf: ResolvedConfig;
   readonly logger: Logger;
+  /**
+   * The application a client process acts for, named in its hellos (read when a connection opens, so that an
+   * executor may learn it after its network exists); absent for servers.
+   */
+  readonly application?: () => string | undefined;
   readonly admit?: (hello: Hello) => Admission;
-  readonly refused?: (peer: string, message: string) => void;
+  readonly refused?: (peer: string, message: string, status: StatusCode) => void;
+  /** Application authentication (svc.auth.enabled); absent: off. */
+  readonly auth?: TransportAuth;
 }
 
 /** The transport, address book and node registry of one process, with the limits its configuration sets. */
@@ -53,8 +62,20 @@ function newTransport(
   tls: TransportTls | undefined,
 ): Transport {
   const conf = options.conf;
+  const application = options.application;
+  const self: Hello =
+    application === undefined
+      ? { role: options.role, release: options.release, nodeId: options.nodeId }
+      : {
+          role: options.role,
+          release: options.release,
+          nodeId: options.nodeId,
+          get application() {
+            return application();
+          },
+        };
   return new Transport({
-    self: { role: options.role, release: options.release, nodeId: options.nodeId },
+    self,
     maxFrameBytes: conf.getBytes('svc.network.frame.maxSize'),
     connectTimeoutMs: conf.getDurationMs('svc.network.connect.timeout'),
     frameTimeoutMs: conf.getDurationMs('svc.network.timeout'),
@@ -66,6 +87,7 @@ function newTransport(
     sendFailed: (envelope) => host.sendFailed(envelope),
     ...(options.refused === undefined ? {} : { refused: options.refused }),
     ...(tls === undefined ? {} : { tls }),
+    ...(options.auth === undefined ? {} : { auth: options.auth }),
   });
 }
 

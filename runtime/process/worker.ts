@@ -22,6 +22,9 @@ import type { Address } from '../transport/addresses.ts';
 import { serverAdmission } from './admission.ts';
 import type { RunningServer } from './master.ts';
 import { nodeNetwork } from './node-network.ts';
+import { ApplicationSecrets } from './application-secrets.ts';
+import { internalSecret, serverPeerSecret } from './server-auth.ts';
+import type { TransportAuth } from '../transport/authentication.ts';
 import {
   metricsOptions,
   metricsRoutes,
@@ -89,6 +92,22 @@ export async function runWorker(
 
   const host = conf.getString('svc.worker.host');
   // The node id is the worker's identity and names its ports: the servers must be bound before the machine exists.
+  const secret = internalSecret(conf, 'worker', logger);
+  // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
+  let secrets: ApplicationSecrets | undefined;
+  const auth: TransportAuth | undefined =
+    secret === undefined
+      ? undefined
+      : {
+          secret,
+          principal: { kind: 'server' },
+          expectedSecret: (hello, fresh) => {
+            const server = serverPeerSecret(hello, secret);
+            if (server !== undefined) return server;
+            if (secrets === undefined) return { kind: 'refused', message: 'the worker is still starting' };
+            return secrets.expected(hello.application ?? '', fresh);
+          },
+        };
   const network = nodeNetwork({
     role: 'worker',
     release,
@@ -96,6 +115,7 @@ export async function runWorker(
     conf,
     logger,
     admit: serverAdmission(release),
+    ...(auth === undefined ? {} : { auth }),
   });
   const ports = {
     rpc: (await network.transport.listen('rpc', host, conf.getInt('svc.worker.rpc.port'))).port,
@@ -113,6 +133,14 @@ export async function runWorker(
   };
   const nodeId = workerKey(id);
   network.addresses.set(masterNodeId(), master);
+  if (auth !== undefined) {
+    secrets = new ApplicationSecrets({
+      id: `${nodeId}#application-secrets`,
+      send: (envelope) => network.transport.send(envelope),
+      askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),
+    });
+    network.host.add(secrets);
+  }
 
   const recoverPath = conf.getString('svc.worker.graceful.shutdown.recoverPath');
   const store = await openDurableStore(

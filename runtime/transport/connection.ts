@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
+import type { Principal } from '../../core/machines/effects.ts';
 import { decodeFrame, FrameReader, WireError, type DecodedFrame } from '../wire/index.ts';
 import { looksLikeTls, socketErrorReason } from './tls.ts';
 
@@ -28,6 +29,11 @@ export class Connection {
   private receivedAny = false;
   /** Node ids that spoke on this connection: replies to them go back here. */
   readonly speakers = new Set<string>();
+  /**
+   * Who the peer proved to be (svc.auth.enabled), stamped on every envelope that arrives here; undefined with
+   * authentication off, or while nothing is proved (yet). Set by the transport, from the handshake only.
+   */
+  principal: Principal | undefined;
 
   constructor(
     readonly socket: Socket,

@@ -1,10 +1,12 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
-import type { Envelope, NodeId } from '../../core/machines/effects.ts';
+import type { Envelope, NodeId, Principal } from '../../core/machines/effects.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
 import {
+  encodeAuthChallenge,
+  encodeAuthProof,
   encodeEnvelope,
   encodeHello,
   encodeHelloReply,
@@ -13,6 +15,15 @@ import {
   type WireEnvelope,
 } from '../wire/index.ts';
 import { addressText, type Address, type AddressBook } from './addresses.ts';
+import {
+  authAdvice,
+  authMac,
+  describePrincipal,
+  newNonce,
+  proofMatches,
+  type ExpectedSecret,
+  type TransportAuth,
+} from './authentication.ts';
 import { Connection, type ConnectionLimits } from './connection.ts';
 import { tlsRefusalReason, TlsSetup, type TransportTls } from './tls.ts';
 
@@ -35,10 +46,40 @@ export interface TransportOptions extends ConnectionLimits {
   readonly deliver: (envelope: Envelope) => boolean;
   /** A send that could not be attempted: no address, connection refused, the peer went away before its handshake. */
   readonly sendFailed: (envelope: WireEnvelope) => void;
-  /** The peer refused this process's release at the handshake (CLIENT_RELEASE_REFUSED); `message` says why. */
-  readonly refused?: (peer: string, message: string) => void;
+  /**
+   * The peer refused this process at the handshake: its release (CLIENT_RELEASE_REFUSED) or its proof
+   * (AUTHENTICATION_FAILED, also when the peer requires authentication and this process has it off); `message`
+   * says why and what to change.
+   */
+  readonly refused?: (peer: string, message: string, status: StatusCode) => void;
   /** TLS on every server and connection (svc.ssl.enabled); absent: plaintext. */
   readonly tls?: TransportTls;
+  /**
+   * Application authentication (svc.auth.enabled; ./authentication.ts): every accepted connection proves the
+   * identity its hello claims, and envelopes carry the principal they arrived with. Absent: off (no challenge,
+   * no principal).
+   */
+  readonly auth?: TransportAuth;
+}
+
+const SERVER: Principal = { kind: 'server' };
+
+/** An accepted connection through its handshake. */
+interface Inbound {
+  readonly connection: Connection;
+  readonly service: string;
+  readonly peer: string;
+  phase: 'hello' | 'proof' | 'verifying' | 'open';
+  hello?: Hello;
+  nonce?: Uint8Array;
+  /** The secret the hello's claim must prove, looked up while the proof travels. */
+  expected?: Promise<ExpectedSecret>;
+  /** A proof kept to verify once the secret is known (ExpectedSecret 'later'). */
+  pending?: {
+    readonly later: () => string | undefined;
+    readonly principal: Principal;
+    readonly mac: Uint8Array;
+  };
 }
 
 interface Queued {
@@ -54,6 +95,8 @@ interface Link {
   readonly queue: Queued[];
   peerRelease?: Release;
   timer?: NodeJS.Timeout;
+  /** Whether this process already answered the peer's authentication challenge. */
+  proved?: boolean;
 }
 
 /**
@@ -107,7 +150,12 @@ export class Transport {
     if (this.closing) return;
     if (this.options.isLocal(envelope.to)) {
       // A node of this process (a driver's own lifecycle manager): no socket, but still asynchronous, as a network is.
-      const local: Envelope = { ...envelope, fromRelease: this.options.self.release };
+      const principal = this.options.auth?.principal;
+      const local: Envelope = {
+        ...envelope,
+        fromRelease: this.options.self.release,
+        ...(principal === undefined ? {} : { principal }),
+      };
       queueMicrotask(() => this.options.deliver(local));
       return;
     }
@@ -181,8 +229,8 @@ export class Transport {
       return;
     }
     const peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
-    let hello: Hello | undefined;
     const connections = this.inbound.get(service)!;
+    // Covers the hello and, with authentication on, the proof: the peer has this long to say who it is.
     const handshakeTimer = setTimeout(() => {
       connection.destroy(
         `no handshake within ${this.options.connectTimeoutMs} ms (svc.network.connect.timeout)`,
@@ -191,21 +239,34 @@ export class Transport {
     handshakeTimer.unref();
     const connection: Connection = new Connection(socket, this.options, {
       onFrame: (frame) => {
-        if (hello === undefined) {
-          if (frame.kind !== 'hello') {
-            connection.destroy(`expected a handshake first, got a ${frame.kind} frame`);
+        switch (inbound.phase) {
+          case 'hello':
+            if (frame.kind !== 'hello') {
+              connection.destroy(`expected a handshake first, got a ${frame.kind} frame`);
+              return;
+            }
+            inbound.hello = frame.hello;
+            if (!this.answerHello(inbound)) clearTimeout(handshakeTimer);
             return;
-          }
-          clearTimeout(handshakeTimer);
-          hello = frame.hello;
-          this.answerHello(connection, hello, peer, service);
-          return;
+          case 'proof':
+            if (frame.kind !== 'authProof') {
+              connection.destroy(`expected an authentication proof, got a ${frame.kind} frame`);
+              return;
+            }
+            clearTimeout(handshakeTimer);
+            inbound.phase = 'verifying';
+            void this.verifyProof(inbound, frame.mac);
+            return;
+          case 'verifying':
+            connection.destroy(`a ${frame.kind} frame before the handshake was answered`);
+            return;
+          case 'open':
+            if (frame.kind !== 'envelope') {
+              connection.destroy(`unexpected ${frame.kind} frame after the handshake`);
+              return;
+            }
+            this.arrivedInbound(inbound, frame.envelope);
         }
-        if (frame.kind !== 'envelope') {
-          connection.destroy(`unexpected ${frame.kind} frame after the handshake`);
-          return;
-        }
-        this.arrived(connection, frame.envelope, hello.release);
       },
       onClose: (reason) => {
         clearTimeout(handshakeTimer);
@@ -213,45 +274,97 @@ export class Transport {
         this.forget(connection);
         if (reason !== undefined && !this.closing) {
           this.options.logger.warn(
-            { event: 'transport.connectionClosed', service, peer, peerNode: hello?.nodeId, reason },
+            {
+              event: 'transport.connectionClosed',
+              service,
+              peer,
+              peerNode: inbound.hello?.nodeId,
+              reason,
+            },
             `closed a ${service} connection from ${peer}: ${reason}`,
           );
         }
       },
     });
+    const inbound: Inbound = { connection, service, peer, phase: 'hello' };
     connections.add(connection);
     if (this.paused.has(service)) connection.pause();
   }
 
-  private answerHello(connection: Connection, hello: Hello, peer: string, service: string): void {
-    const self = this.options.self;
+  /** Answers a hello: accepted, refused, or (authentication on) challenged; true when a proof is now awaited. */
+  private answerHello(inbound: Inbound): boolean {
+    const hello = inbound.hello!;
     const admission = this.options.admit(hello);
     if (!admission.accepted) {
-      this.options.logger.warn(
-        {
-          event: 'transport.peerRefused',
-          service,
-          peer,
-          peerNode: hello.nodeId,
-          peerRelease: hello.release,
-          status: admission.status,
-          reason: admission.message,
-        },
-        admission.message,
-      );
-      connection.write([
-        encodeHelloReply({
-          accepted: false,
-          status: admission.status,
-          message: admission.message,
-          release: self.release,
-          nodeId: self.nodeId,
-        }),
-      ]);
-      connection.end();
-      return;
+      this.refuse(inbound, admission.status, admission.message);
+      return false;
     }
-    connection.write([
+    const auth = this.options.auth;
+    if (auth === undefined) {
+      this.acceptHello(inbound, undefined);
+      return false;
+    }
+    if (hello.role === 'client' && (hello.application ?? '') === '') {
+      this.refuse(
+        inbound,
+        'AUTHENTICATION_FAILED',
+        `authentication is on (svc.auth.enabled) and client ${hello.nodeId} names no application in its ` +
+          'handshake: use a client of this build, with svc.auth.enabled=true and its application’s secret',
+      );
+      return false;
+    }
+    // The secret is looked up while the challenge and the proof travel (a worker may have to ask the master).
+    inbound.expected = this.expectedSecret(auth, hello, false);
+    inbound.expected.catch(() => undefined);
+    inbound.nonce = newNonce();
+    inbound.phase = 'proof';
+    inbound.connection.write([encodeAuthChallenge(inbound.nonce)]);
+    return true;
+  }
+
+  private async expectedSecret(auth: TransportAuth, hello: Hello, fresh: boolean): Promise<ExpectedSecret> {
+    try {
+      return await auth.expectedSecret(hello, fresh);
+    } catch (error) {
+      return { kind: 'refused', message: `cannot check the proof: ${(error as Error).message}` };
+    }
+  }
+
+  /** Checks a proof against the secret the hello's claim needs; answers the hello either way. */
+  private async verifyProof(inbound: Inbound, mac: Uint8Array): Promise<void> {
+    const auth = this.options.auth!;
+    const hello = inbound.hello!;
+    const nonce = inbound.nonce!;
+    let expected = await inbound.expected!;
+    if (inbound.connection.closed) return;
+    if (
+      expected.kind === 'secret' &&
+      expected.cached === true &&
+      !proofMatches(expected.secret, hello, nonce, mac)
+    ) {
+      // A cached secret may be stale (the application registered again): ask once more, without the cache.
+      expected = await this.expectedSecret(auth, hello, true);
+      if (inbound.connection.closed) return;
+    }
+    switch (expected.kind) {
+      case 'refused':
+        this.refuse(inbound, 'AUTHENTICATION_FAILED', `authentication failed: ${expected.message}`);
+        return;
+      case 'later':
+        inbound.pending = { later: expected.later, principal: expected.principal, mac };
+        this.acceptHello(inbound, undefined);
+        return;
+      case 'secret':
+        if (proofMatches(expected.secret, hello, nonce, mac)) this.acceptHello(inbound, expected.principal);
+        else this.refuse(inbound, 'AUTHENTICATION_FAILED', mismatch(hello));
+    }
+  }
+
+  private acceptHello(inbound: Inbound, principal: Principal | undefined): void {
+    const self = this.options.self;
+    inbound.phase = 'open';
+    inbound.connection.principal = principal;
+    inbound.connection.write([
       encodeHelloReply({
         accepted: true,
         status: 'SUCCESS',
@@ -260,6 +373,54 @@ export class Transport {
         nodeId: self.nodeId,
       }),
     ]);
+  }
+
+  /** Answers the hello with a refusal and closes once it is sent. */
+  private refuse(inbound: Inbound, status: StatusCode, message: string): void {
+    const self = this.options.self;
+    const hello = inbound.hello!;
+    this.options.logger.warn(
+      {
+        event: 'transport.peerRefused',
+        service: inbound.service,
+        peer: inbound.peer,
+        peerNode: hello.nodeId,
+        peerRole: hello.role,
+        peerRelease: hello.release,
+        ...(hello.application === undefined ? {} : { peerApplication: hello.application }),
+        status,
+        reason: message,
+      },
+      message,
+    );
+    inbound.phase = 'verifying';
+    inbound.connection.write([
+      encodeHelloReply({ accepted: false, status, message, release: self.release, nodeId: self.nodeId }),
+    ]);
+    inbound.connection.end();
+  }
+
+  /**
+   * An envelope on an accepted connection. A connection accepted before its secret was known has its proof checked
+   * at the first envelope after the secret is: it is then its application, or it is closed.
+   */
+  private arrivedInbound(inbound: Inbound, wire: WireEnvelope): void {
+    const connection = inbound.connection;
+    const pending = inbound.pending;
+    if (pending !== undefined) {
+      const secret = pending.later();
+      if (secret !== undefined) {
+        inbound.pending = undefined;
+        if (!proofMatches(secret, inbound.hello!, inbound.nonce!, pending.mac)) {
+          connection.destroy(
+            `${mismatch(inbound.hello!)} (checked once the application had registered its secret)`,
+          );
+          return;
+        }
+        connection.principal = pending.principal;
+      }
+    }
+    this.arrived(connection, wire, inbound.hello!.release);
   }
 
   // ------------------------------------------------------------------ connecting
@@ -302,6 +463,10 @@ export class Transport {
 
   private onLinkFrame(link: Link, frame: DecodedFrame): void {
     if (link.state === 'handshaking') {
+      if (frame.kind === 'authChallenge' && link.proved !== true) {
+        this.answerChallenge(link, frame.nonce);
+        return;
+      }
       if (frame.kind !== 'helloReply') {
         link.connection.destroy(`expected a handshake reply, got a ${frame.kind} frame`);
         return;
@@ -309,15 +474,13 @@ export class Transport {
       clearTimeout(link.timer);
       const reply = frame.reply;
       if (!reply.accepted) {
-        link.state = 'closed';
-        this.options.refused?.(addressText(link.address), reply.message);
-        for (const { envelope } of link.queue.splice(0))
-          this.refusedRequest(envelope, reply.status, reply.message, reply.release);
-        link.connection.end();
+        this.linkRefused(link, reply.status, reply.message, reply.release);
         return;
       }
       link.state = 'open';
       link.peerRelease = reply.release;
+      // The peer is the one this process chose to reach (and, over TLS, proved its certificate).
+      link.connection.principal = this.options.auth === undefined ? undefined : SERVER;
       for (const queued of link.queue.splice(0)) link.connection.write(queued.pieces);
       return;
     }
@@ -328,10 +491,37 @@ export class Transport {
     this.arrived(link.connection, frame.envelope, link.peerRelease!);
   }
 
+  /** The peer requires authentication: prove this process's secret, or give up saying what to set. */
+  private answerChallenge(link: Link, nonce: Uint8Array): void {
+    link.proved = true;
+    const auth = this.options.auth;
+    if (auth === undefined) {
+      clearTimeout(link.timer);
+      const message =
+        `the peer ${addressText(link.address)} requires authentication (svc.auth.enabled): ` +
+        authAdvice(this.options.self.role);
+      this.options.logger.warn(
+        { event: 'transport.authenticationRequired', peer: addressText(link.address), reason: message },
+        message,
+      );
+      this.linkRefused(link, 'AUTHENTICATION_FAILED', message, this.options.self.release);
+      return;
+    }
+    link.connection.write([encodeAuthProof(authMac(auth.secret, this.options.self, nonce))]);
+  }
+
+  /** The handshake failed for a reason the peer gave: queued requests are answered with it, and the link closes. */
+  private linkRefused(link: Link, status: StatusCode, message: string, release: Release): void {
+    link.state = 'closed';
+    this.options.refused?.(addressText(link.address), message, status);
+    for (const { envelope } of link.queue.splice(0)) this.refusedRequest(envelope, status, message, release);
+    link.connection.end();
+  }
+
   /**
    * A request queued on a connection whose handshake the peer refused gets the answer the peer's core would have
-   * given it (StatusResponse CLIENT_RELEASE_REFUSED with the peer's message), so that the asking machine learns
-   * why at once instead of from a timeout.
+   * given it (StatusResponse CLIENT_RELEASE_REFUSED or AUTHENTICATION_FAILED with the peer's message), so that the
+   * asking machine learns why at once instead of from a timeout.
    */
   private refusedRequest(
     envelope: WireEnvelope,
@@ -377,12 +567,26 @@ export class Transport {
   // ------------------------------------------------------------------ both ways
 
   private arrived(connection: Connection, wire: WireEnvelope, fromRelease: Release): void {
+    const principal = connection.principal;
     const previous = this.routes.get(wire.from);
     if (previous !== connection) {
+      if (
+        this.options.auth !== undefined &&
+        previous !== undefined &&
+        !previous.closed &&
+        !samePrincipal(previous.principal, principal)
+      ) {
+        // A node's replies go where it last spoke: a connection of another identity may not take them over.
+        connection.destroy(
+          `it speaks as ${wire.from}, which a connection that proved ${describePrincipal(previous.principal)} ` +
+            `speaks as, and it proved ${describePrincipal(principal)}`,
+        );
+        return;
+      }
       this.routes.set(wire.from, connection);
       connection.speakers.add(wire.from);
     }
-    const envelope: Envelope = { ...wire, fromRelease };
+    const envelope: Envelope = { ...wire, fromRelease, ...(principal === undefined ? {} : { principal }) };
     if (!this.options.deliver(envelope)) {
       this.options.logger.debug(
         { event: 'transport.noSuchNode', to: wire.to, from: wire.from, type: wire.message.type },
@@ -396,4 +600,26 @@ export class Transport {
       if (this.routes.get(node) === connection) this.routes.delete(node);
     }
   }
+}
+
+function samePrincipal(a: Principal | undefined, b: Principal | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (a.kind === 'server' || b.kind === 'server') return a.kind === b.kind;
+  return a.appId === b.appId;
+}
+
+/** Why a proof did not match, with what the peer should change. */
+function mismatch(hello: Hello): string {
+  if (hello.role === 'client') {
+    return (
+      `authentication failed: ${hello.nodeId} did not prove application ${hello.application ?? ''}’s secret ` +
+      '(svc.auth.enabled): give it the secret the application registered (svc.client.auth.secret, or ' +
+      'Application.secret to connectExecutor)'
+    );
+  }
+  return (
+    `authentication failed: ${hello.role} ${hello.nodeId} did not prove the cluster’s internal secret ` +
+    '(svc.auth.enabled): set svc.auth.internal.secret (or svc.auth.internal.secretFile) to the same value on ' +
+    'every master and worker'
+  );
 }

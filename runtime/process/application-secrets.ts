@@ -1,0 +1,131 @@
+import type { Envelope, Input, NodeId } from '../../core/machines/effects.ts';
+import { masterNodeId } from '../../core/protocol/node-ids.ts';
+import type { HostedNode } from '../driver/node-host.ts';
+import type { ExpectedSecret } from '../transport/authentication.ts';
+import type { WireEnvelope } from '../wire/index.ts';
+
+/** How many applications' secrets a worker keeps; the oldest learnt is forgotten first (and asked again if needed). */
+const MAX_CACHED = 10_000;
+
+export interface ApplicationSecretsOptions {
+  /** The pseudo-node's id: unique per worker (the master routes its answer back by it). */
+  readonly id: NodeId;
+  readonly send: (envelope: WireEnvelope) => void;
+  /** How long to wait for the master's answer (svc.rpc.askTimeout). */
+  readonly askTimeoutMs: number;
+}
+
+type Answer =
+  { readonly kind: 'found'; readonly secret: string } | { readonly kind: 'absent'; readonly why: string };
+
+/**
+ * A worker's knowledge of the applications' secrets (svc.auth.enabled), to check a connection that claims an
+ * application: a cache, filled by asking the master (GetApplicationSecret, the core's message, answered only to a
+ * server) from a pseudo-node of the worker process, one request per application in flight, bounded by
+ * svc.rpc.askTimeout. It decides nothing: the master keeps each application's first secret (core).
+ */
+export class ApplicationSecrets implements HostedNode {
+  readonly id: NodeId;
+  private readonly cache = new Map<string, string>();
+  private readonly inFlight = new Map<string, Promise<Answer>>();
+  private readonly waiting = new Map<number, (answer: Answer) => void>();
+  private nextRequest = 1;
+
+  constructor(private readonly options: ApplicationSecretsOptions) {
+    this.id = options.id;
+  }
+
+  /** The secret `appId`'s connections must prove; `fresh`: ask the master even if cached (after a mismatch). */
+  async expected(appId: string, fresh: boolean): Promise<ExpectedSecret> {
+    const principal = { kind: 'application', appId } as const;
+    const cached = this.cache.get(appId);
+    if (cached !== undefined && !fresh) return { kind: 'secret', secret: cached, principal, cached: true };
+    const answer = await this.ask(appId);
+    if (answer.kind === 'absent') return { kind: 'refused', message: answer.why };
+    return { kind: 'secret', secret: answer.secret, principal };
+  }
+
+  private ask(appId: string): Promise<Answer> {
+    const existing = this.inFlight.get(appId);
+    if (existing !== undefined) return existing;
+    const requestId = this.nextRequest++;
+    const answer = new Promise<Answer>((resolve) => {
+      const timer = setTimeout(
+        () =>
+          this.answer(requestId, {
+            kind: 'absent',
+            why:
+              `the master did not say within ${this.options.askTimeoutMs} ms (svc.rpc.askTimeout) whether ` +
+              `application ${appId} is registered`,
+          }),
+        this.options.askTimeoutMs,
+      );
+      timer.unref();
+      this.waiting.set(requestId, (result) => {
+        clearTimeout(timer);
+        resolve(result);
+      });
+    });
+    this.inFlight.set(appId, answer);
+    void answer.then((result) => {
+      this.inFlight.delete(appId);
+      if (result.kind === 'found') this.remember(appId, result.secret);
+    });
+    this.options.send({
+      from: this.id,
+      to: masterNodeId(),
+      requestId,
+      message: { type: 'GetApplicationSecret', appId },
+    });
+    return answer;
+  }
+
+  private remember(appId: string, secret: string): void {
+    this.cache.delete(appId);
+    this.cache.set(appId, secret);
+    if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
+  }
+
+  private answer(requestId: number, answer: Answer): void {
+    const resolve = this.waiting.get(requestId);
+    this.waiting.delete(requestId);
+    resolve?.(answer);
+  }
+
+  /** The master's answers (only from a server: anyone else could plant a secret), and sends that failed. */
+  input(input: Input): void {
+    if (input.kind === 'sendFailed' && input.requestId !== undefined) {
+      this.answer(input.requestId, {
+        kind: 'absent',
+        why: 'the worker cannot reach the master to learn the application’s secret',
+      });
+      return;
+    }
+    if (input.kind !== 'receive') return;
+    const envelope: Envelope = input.envelope;
+    const message = envelope.message;
+    if (
+      envelope.inReplyTo === undefined ||
+      envelope.principal?.kind !== 'server' ||
+      envelope.from !== masterNodeId()
+    ) {
+      return;
+    }
+    if (message.type === 'ApplicationSecretResponse') {
+      this.answer(
+        envelope.inReplyTo,
+        message.found
+          ? { kind: 'found', secret: message.secret }
+          : {
+              kind: 'absent',
+              why: `application ${message.appId} is not registered with the master (or registered no secret)`,
+            },
+      );
+    } else if (message.type === 'StatusResponse') {
+      this.answer(envelope.inReplyTo, {
+        kind: 'absent',
+        why: `the master refused to give the application's secret (${message.status}): ${message.message}`,
+      });
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import type { ResolvedConfig } from '../../conf/index.ts';
+import type { Principal } from '../../core/machines/effects.ts';
+import type { Logger } from '../log.ts';
+import type { ExpectedSecret } from '../transport/authentication.ts';
+import type { Hello } from '../wire/index.ts';
+import { optionalString, ServerConfigError } from './server-config.ts';
+
+const SERVER: Principal = { kind: 'server' };
+
+/**
+ * The cluster's internal secret of a master or worker when application authentication is on (svc.auth.enabled):
+ * `svc.auth.internal.secret`, or the first line of `svc.auth.internal.secretFile`. Undefined when authentication is
+ * off; a server with it on and neither key set (or an unreadable or empty file) does not start. Warns when TLS is
+ * off, since applications then register their secrets in clear.
+ */
+export function internalSecret(
+  conf: ResolvedConfig,
+  role: 'master' | 'worker',
+  logger: Logger,
+): string | undefined {
+  if (!conf.getBoolean('svc.auth.enabled')) return undefined;
+  let secret = optionalString(conf, 'svc.auth.internal.secret');
+  const file = optionalString(conf, 'svc.auth.internal.secretFile');
+  if (secret === undefined && file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new ServerConfigError(
+        `svc.auth.internal.secretFile ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      );
+    }
+    secret = text.split(/\r?\n/, 1)[0]!.trim();
+    if (secret === '') {
+      throw new ServerConfigError(
+        `svc.auth.internal.secretFile ${file}: its first line is empty; it must hold the cluster's internal secret`,
+      );
+    }
+  }
+  if (secret === undefined) {
+    throw new ServerConfigError(
+      `svc.auth.enabled is on: a ${role} needs the cluster's internal secret, the same on every master and ` +
+        'worker: set svc.auth.internal.secretFile (a file readable by the server only) or svc.auth.internal.secret',
+    );
+  }
+  if (!conf.getBoolean('svc.ssl.enabled')) {
+    logger.warn(
+      { event: 'auth.withoutTls', role },
+      'svc.auth.enabled is on and svc.ssl.enabled is off: applications register their secrets with the master ' +
+        'in clear, and a peer that can read the network can take an application over; turn svc.ssl.enabled on',
+    );
+  }
+  return secret;
+}
+
+/** What a server checks a hello of a master or worker against: the internal secret; the peer is then a server. */
+export function serverPeerSecret(hello: Hello, secret: string): ExpectedSecret | undefined {
+  if (hello.role === 'client') return undefined;
+  return { kind: 'secret', secret, principal: SERVER };
+}

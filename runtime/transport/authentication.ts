@@ -1,0 +1,97 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Principal } from '../../core/machines/effects.ts';
+import { AUTH_NONCE_BYTES, type Hello } from '../wire/index.ts';
+
+/**
+ * Application authentication in the handshake (svc.auth.enabled; docs/protocol.md, Authentication). The accepting
+ * side sends a fresh nonce; the connecting side answers with HMAC-SHA256(secret, transcript), where the transcript
+ * binds a domain string, the hello's claims (role, node id, application) and the nonce. The secret never travels:
+ * only a process that knows it can answer, and an answer is worth nothing on another connection (another nonce)
+ * or for another claim (another transcript).
+ */
+export const AUTH_DOMAIN = 'svc-auth-v1';
+
+/** What a process with authentication on needs of its transport. */
+export interface TransportAuth {
+  /**
+   * The secret this process proves on the connections it opens: the cluster's internal secret (masters and
+   * workers) or its application's secret (a lifecycle manager, an executor). Its hello says which.
+   */
+  readonly secret: string;
+  /** Who this process is: the principal of envelopes between its own nodes (no socket, nothing to prove). */
+  readonly principal: Principal;
+  /**
+   * The secret a connecting peer must prove for what its hello claims, and the principal it then is. `fresh` asks
+   * again without a cache, after a proof did not match a cached secret (the application may have registered again).
+   * May answer later (a worker asks the master).
+   */
+  readonly expectedSecret: (hello: Hello, fresh: boolean) => ExpectedSecret | Promise<ExpectedSecret>;
+}
+
+export type ExpectedSecret =
+  /** Verify the proof against `secret`; `cached`: a mismatch is worth one fresh lookup. */
+  | {
+      readonly kind: 'secret';
+      readonly secret: string;
+      readonly principal: Principal;
+      readonly cached?: boolean;
+    }
+  /**
+   * Nothing to verify against yet (a master that does not know the application: its first registration). The
+   * connection is accepted without a principal; the proof is kept and verified once, at the first envelope after
+   * `later()` returns the secret: then the connection is `principal`, or it is closed.
+   */
+  | { readonly kind: 'later'; readonly later: () => string | undefined; readonly principal: Principal }
+  /** Refuse the connection; `message` says what to fix. */
+  | { readonly kind: 'refused'; readonly message: string };
+
+/** A fresh challenge: 32 random bytes. */
+export function newNonce(): Uint8Array {
+  return randomBytes(AUTH_NONCE_BYTES);
+}
+
+/**
+ * The bytes a proof covers: `svc-auth-v1`, the hello's role, node id and application, and the nonce, each preceded
+ * by its length (u32 big-endian), so that no two different claims share a transcript.
+ */
+export function authTranscript(hello: Hello, nonce: Uint8Array): Buffer {
+  const parts = [
+    Buffer.from(AUTH_DOMAIN, 'utf8'),
+    Buffer.from(hello.role, 'utf8'),
+    Buffer.from(hello.nodeId, 'utf8'),
+    Buffer.from(hello.application ?? '', 'utf8'),
+    Buffer.from(nonce.buffer, nonce.byteOffset, nonce.byteLength),
+  ];
+  const out: Buffer[] = [];
+  for (const part of parts) {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(part.byteLength);
+    out.push(length, part);
+  }
+  return Buffer.concat(out);
+}
+
+/** The proof of `secret` for `hello` over `nonce`. */
+export function authMac(secret: string, hello: Hello, nonce: Uint8Array): Buffer {
+  return createHmac('sha256', secret).update(authTranscript(hello, nonce)).digest();
+}
+
+/** Whether `mac` proves `secret` for `hello` over `nonce`, compared in constant time. */
+export function proofMatches(secret: string, hello: Hello, nonce: Uint8Array, mac: Uint8Array): boolean {
+  const expected = authMac(secret, hello, nonce);
+  return mac.byteLength === expected.byteLength && timingSafeEqual(expected, mac);
+}
+
+/** What a process whose peer asks for a proof it cannot give should set, by the role it has. */
+export function authAdvice(role: Hello['role']): string {
+  return role === 'client'
+    ? 'set svc.auth.enabled=true and the application’s secret (svc.client.auth.secret, or the secret option of ' +
+        'startApplication and connectExecutor) on this client'
+    : 'set svc.auth.enabled=true and svc.auth.internal.secret (or svc.auth.internal.secretFile), the same on every ' +
+        'master and worker, on this server';
+}
+
+export function describePrincipal(principal: Principal | undefined): string {
+  if (principal === undefined) return 'nothing';
+  return principal.kind === 'server' ? 'a server' : `application ${principal.appId}`;
+}
