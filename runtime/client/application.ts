@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { lifecycleManagerConfigFrom } from '../../conf/machine-configs.ts';
 import type { Input } from '../../core/machines/effects.ts';
 import {
@@ -15,9 +16,16 @@ import { createLogger } from '../log.ts';
 import type { NodeNetwork } from '../process/node-network.ts';
 import { clientNetwork } from './client-network.ts';
 import { addressText } from '../transport/addresses.ts';
-import { clientConfig, clientRelease, masterAddress, type ClientOptions } from './client-config.ts';
+import {
+  clientConfig,
+  clientRelease,
+  configuredSecret,
+  masterAddress,
+  type ClientOptions,
+} from './client-config.ts';
 import {
   ApplicationRefusedError,
+  AuthenticationFailedError,
   ClientClosedError,
   ClientReleaseRefusedError,
   SvcClientError,
@@ -39,6 +47,13 @@ export interface Application {
   readonly release: Release;
   /** `host:port` that executors connect to (`connectExecutor({ lifecycleManager })`). */
   readonly lifecycleManager: string;
+  /**
+   * The application's secret when authentication is on (svc.auth.enabled): the one given (`secret`,
+   * svc.client.auth.secret) or drawn at random. Hand it to the executors (`connectExecutor({ secret })`) the way
+   * the application hands them its lifecycle manager's address, over a channel only they can read; never log it.
+   * Undefined when authentication is off.
+   */
+  readonly secret: string | undefined;
   /** Tells the cluster a shuffle's data is no longer needed: workers delete its files. */
   unregisterShuffle(shuffleId: number): Promise<void>;
   /** Unregisters the application (every shuffle's files are released) and stops listening. */
@@ -58,7 +73,13 @@ export async function startApplication(options: ApplicationOptions): Promise<App
   const appId = options.appId ?? `app-${Date.now()}-${randomBytes(3).toString('hex')}`;
   const lmId = lifecycleManagerNodeId(appId);
   const logger = createLogger(options.logLevel ?? 'warn', { role: 'lifecycle-manager', node: lmId });
-  const { network, refusal } = clientNetwork(lmId, release, conf, logger);
+  const authEnabled = conf.getBoolean('svc.auth.enabled');
+  const secret = authEnabled ? (configuredSecret(conf) ?? randomBytes(32).toString('base64url')) : undefined;
+  const { network, refusal, authRefusal } = clientNetwork(lmId, release, conf, logger, {
+    appId,
+    ...(secret === undefined ? {} : { secret }),
+    serves: true,
+  });
   const master = masterAddress(options.master, release);
   network.addresses.set(masterNodeId(), master);
   const bound = await network.transport.listen('rpc', options.host ?? '127.0.0.1', options.port ?? 0);
@@ -68,7 +89,13 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     lmId,
     lifecycleManagerMachine,
     initialLifecycleManagerState(
-      lifecycleManagerConfigFrom(conf, { appId, user: options.user ?? 'svc', master: masterNodeId() }),
+      lifecycleManagerConfigFrom(conf, {
+        appId,
+        user: options.user ?? 'svc',
+        master: masterNodeId(),
+        hostname: hostname(),
+        ...(secret === undefined ? {} : { secret }),
+      }),
     ),
     release,
     { send: (envelope) => network.transport.send(envelope), logger },
@@ -82,7 +109,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     lm.stop();
     await network.transport.close();
     throw app?.status === 'refused'
-      ? refusedError(app.code, app.message, refusal())
+      ? refusedError(app.code, app.message, refusal(), authRefusal())
       : new SvcClientError(`application ${appId} stopped before the master answered its registration`);
   }
 
@@ -91,6 +118,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     appId,
     release,
     lifecycleManager: addressText(bound),
+    secret,
     state: () => lm.state,
     async unregisterShuffle(shuffleId) {
       if (closed) throw new ClientClosedError(`application ${appId} is closed`);
@@ -114,8 +142,18 @@ export async function startApplication(options: ApplicationOptions): Promise<App
   };
 }
 
-function refusedError(code: StatusCode, message: string, refusal: string | undefined): SvcClientError {
+function refusedError(
+  code: StatusCode,
+  message: string,
+  refusal: string | undefined,
+  authRefusal: string | undefined,
+): SvcClientError {
   if (code === 'CLIENT_RELEASE_REFUSED') return new ClientReleaseRefusedError(refusal ?? message);
+  if (code === 'AUTHENTICATION_FAILED') {
+    return new AuthenticationFailedError(
+      `the master did not register the application (AUTHENTICATION_FAILED): ${authRefusal ?? message}`,
+    );
+  }
   return new ApplicationRefusedError(
     code,
     `the master did not register the application (${code}): ${message}. Check that the master is reachable at ` +

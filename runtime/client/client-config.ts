@@ -3,6 +3,16 @@ import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/
 import type { Address } from '../transport/addresses.ts';
 import { SvcClientError } from './errors.ts';
 
+/** The application's secret (svc.auth.enabled), as a client's configuration carries it. */
+export const CLIENT_SECRET_KEY = 'svc.client.auth.secret';
+
+/** `svc.client.auth.secret` when something sets it. */
+export function configuredSecret(conf: ResolvedConfig): string | undefined {
+  if (!conf.has(CLIENT_SECRET_KEY)) return undefined;
+  const value = conf.get(CLIENT_SECRET_KEY);
+  return value === undefined || value === '' ? undefined : String(value);
+}
+
 /** Settings every client piece takes. */
 export interface ClientOptions {
   /** The client release to behave as (0.2.0 to 0.6.0); default the current one. */
@@ -11,6 +21,12 @@ export interface ClientOptions {
   readonly conf?: Readonly<Record<string, string>>;
   /** Log level of the client's own lines (pino, stdout); default `warn`. */
   readonly logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
+  /**
+   * The application's secret when authentication is on (svc.auth.enabled; it overrides svc.client.auth.secret).
+   * startApplication draws a random one when neither is set; an executor needs the application's
+   * (`Application.secret`). Never logged.
+   */
+  readonly secret?: string;
 }
 
 export function clientRelease(options: ClientOptions): Release {
@@ -26,7 +42,11 @@ export function clientRelease(options: ClientOptions): Release {
  * because an application that sets a key expects it to act.
  */
 export function clientConfig(release: Release, options: ClientOptions): ResolvedConfig {
-  const conf = resolveConfig({ release, role: 'client', overrides: options.conf ?? {} });
+  const overrides =
+    options.secret === undefined
+      ? (options.conf ?? {})
+      : { ...options.conf, [CLIENT_SECRET_KEY]: options.secret };
+  const conf = resolveConfig({ release, role: 'client', overrides });
   if (conf.errors.length > 0) {
     throw new SvcClientError(
       `the client configuration is invalid for release ${release}: ${conf.errors.map((e) => e.message).join('; ')}`,

@@ -11,6 +11,14 @@ export class ClientReleaseRefusedError extends SvcClientError {
   override readonly name = 'ClientReleaseRefusedError';
 }
 
+/**
+ * Authentication is on (svc.auth.enabled) and a server refused this client's proof, or this client has
+ * authentication off where the cluster requires it. The message says which secret or setting to fix.
+ */
+export class AuthenticationFailedError extends SvcClientError {
+  override readonly name = 'AuthenticationFailedError';
+}
+
 /** The master did not accept the application (or never answered). */
 export class ApplicationRefusedError extends SvcClientError {
   override readonly name = 'ApplicationRefusedError';

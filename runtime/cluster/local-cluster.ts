@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ServerProcess, type LogLine } from './server-process.ts';
@@ -20,6 +21,17 @@ export interface LocalClusterOptions {
   readonly release?: string;
   /** Keep the directory at stop() (for `--keep` or a failing test's logs). */
   readonly keepDir?: boolean;
+  /**
+   * Application authentication (svc.auth.enabled) on every server, with an internal secret drawn at random and
+   * written to `<dir>/internal-secret` (svc.auth.internal.secretFile, mode 0600). Applications then need
+   * `clientAuthConf()` (and their executors the application's secret).
+   */
+  readonly auth?: boolean;
+}
+
+/** The client settings for a cluster started with `auth`: the application draws its own secret. */
+export function clientAuthConf(): Record<string, string> {
+  return { 'svc.auth.enabled': 'true' };
 }
 
 /** The client settings that make an application use a cluster's tier. */
@@ -90,6 +102,11 @@ export class LocalCluster {
   static async start(options: LocalClusterOptions): Promise<LocalCluster> {
     const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'svc-cluster-'));
     mkdirSync(path.join(dir, 'logs'), { recursive: true });
+    if (options.auth === true) {
+      writeFileSync(path.join(dir, 'internal-secret'), `${randomBytes(32).toString('base64url')}\n`, {
+        mode: 0o600,
+      });
+    }
     const cluster = new LocalCluster(options, dir);
     try {
       await cluster.startMaster(0);
@@ -120,12 +137,20 @@ export class LocalCluster {
     return this.options.tier ?? 'disk';
   }
 
+  /** Where the servers of a cluster started with `auth` read the internal secret. */
+  get internalSecretFile(): string | undefined {
+    return this.options.auth === true ? path.join(this.dir, 'internal-secret') : undefined;
+  }
+
   private common(): string[] {
+    const secretFile = this.internalSecretFile;
+    const auth =
+      secretFile === undefined ? [] : ['svc.auth.enabled=true', `svc.auth.internal.secretFile=${secretFile}`];
     return [
       '--log-level',
       this.options.logLevel ?? 'info',
       ...(this.options.release === undefined ? [] : ['--release', this.options.release]),
-      ...(this.options.conf ?? []).flatMap((c) => ['--conf', c]),
+      ...[...auth, ...(this.options.conf ?? [])].flatMap((c) => ['--conf', c]),
     ];
   }
 

@@ -44,7 +44,13 @@ export async function clientSide(
   options: { release?: string; conf?: Record<string, string> } = {},
 ): Promise<ClientSide> {
   const app = await startApplication({ master, ...options });
-  const executor = connectExecutor({ lifecycleManager: app.lifecycleManager, appId: app.appId, ...options });
+  const executor = connectExecutor({
+    lifecycleManager: app.lifecycleManager,
+    appId: app.appId,
+    ...options,
+    // With svc.auth.enabled the executor proves the application's secret, handed over as Spark hands its address.
+    ...(app.secret === undefined ? {} : { secret: app.secret }),
+  });
   return {
     app,
     executor,
