@@ -21,6 +21,7 @@ import type { Rng } from '../../core/rng.ts';
 import type { FaultTopology } from '../faults/inject.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
+import { intrudersRefused, scheduleIntruders } from '../invariants/isolation.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
 import { readableCopies } from '../invariants/lost-data.ts';
@@ -265,6 +266,8 @@ function buildCluster(
   engine.start(world, afterUpgrade);
 
   const workerSet = new Set(workerNodes.values());
+  // Drawn from a stream of its own, so that no other draw of the seed changes.
+  if (cluster.auth === true) scheduleIntruders(world, [...workerSet], streamRng(seed, 'intruders'), 4);
   const isWorker = (node: NodeId) => workerSet.has(node);
   const isMaster = (node: NodeId) => node === master;
   const memory = memoryUse({
@@ -326,6 +329,7 @@ function buildCluster(
         (node) => (world.stateOf(node) as MasterState).config.workerHeartbeatTimeoutMs,
       ),
       memory,
+      intrudersRefused(),
       admissionDecisions(
         (node) => isMaster(node) || isWorker(node),
         (node) => CLIENT_ROLES.has(world.roleOf(node) ?? ''),

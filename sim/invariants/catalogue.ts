@@ -21,6 +21,8 @@ export const INVARIANTS = {
     'a client of 0.6.0 or later never has data in memory unless it enabled memory; with the worker guard on, no client does',
   admission:
     'servers refuse exactly the clients core/release says they refuse, with a message naming both releases',
+  isolation:
+    "with authentication on, a request from a connection that did not prove the identity it needs changes nothing: an intruder cannot destroy, commit, read or write another application's files, nor answer in the master's or a replica's name",
   'unexpected-fetch-failure': 'a fetch failure only happens when some fault could have lost data',
   liveness: 'once faults stop, every job finishes within a bounded time or fails with an expected error',
   'machine-threw': 'a state machine never throws',

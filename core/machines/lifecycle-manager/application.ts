@@ -42,23 +42,34 @@ export function onApplicationAnswer(d: Draft, message: MessageOf<'StatusResponse
 
 /**
  * The registration could not even reach the master (connection refused, no route). Before the application ever
- * registered that means a wrong master address or a master that is down, not a restart to wait out as later on: try
- * again after 1 s, 2 s, 4 s, … (at most the request timeout) and give up after `maxRequestAttempts` tries, so that
- * a wrong address is reported within seconds rather than after every request's timeout (minutes).
+ * registered that is a wrong master address, or a master that is down or restarting: try again after 1 s, 2 s, 4 s,
+ * … and give up once one request timeout (`requestTimeoutMs`, svc.rpc.askTimeout) has passed since the first
+ * failure, with a warning at every try. A wrong address is so reported after one timeout (60 s by default) instead
+ * of after every try's timeout (3 min), and the warnings say what is wrong at once; a master restart shorter than
+ * the timeout is waited out as before.
  */
 export function onRegistrationUnreachable(d: Draft, attempt: number, why: string): void {
-  if (attempt >= d.config.maxRequestAttempts) {
+  const since = (d.app.status === 'registering' ? d.app.unreachableSince : undefined) ?? d.out.now;
+  const elapsedMs = d.out.now - since;
+  const budgetMs = d.config.requestTimeoutMs;
+  if (elapsedMs >= budgetMs) {
     refuse(
       d,
       'REQUEST_FAILED',
-      `could not reach the master ${d.config.master} in ${attempt} tries (${why}); check the master's address ` +
-        '(svc.master.endpoints) and that it is running',
+      `could not reach the master ${d.config.master} for ${Math.round(elapsedMs / 1_000)} s (${attempt} tries; ` +
+        `${why}); check the master's address (svc.master.endpoints) and that it is running`,
     );
     return;
   }
-  const delayMs = Math.min(d.config.requestTimeoutMs, 1_000 * 2 ** (attempt - 1));
-  log(d.out, 'warn', 'master unreachable; registering again later', { attempt, delayMs, why });
-  d.app = { status: 'registering', retryAttempt: attempt + 1 };
+  const delayMs = Math.min(1_000 * 2 ** Math.min(attempt - 1, 20), budgetMs - elapsedMs);
+  log(d.out, 'warn', 'master unreachable; registering again later', {
+    master: d.config.master,
+    attempt,
+    delayMs,
+    givesUpInMs: budgetMs - elapsedMs,
+    why,
+  });
+  d.app = { status: 'registering', retryAttempt: attempt + 1, unreachableSince: since };
   setTimer(d.out, REGISTER_RETRY_TIMER, d.out.now + delayMs);
 }
 

@@ -39,24 +39,28 @@ function retryTimer(effects: readonly Effect[]) {
 }
 
 describe('lifecycle manager: registering with a master it cannot reach', () => {
-  it('tries again after 1 s and 2 s, then gives up within seconds, naming the address to check', () => {
+  it('tries again after 1 s, 2 s, 4 s, … and gives up after one request timeout, naming what to check', () => {
     const { harness, first } = lifecycleManager();
     let effects = unreachable(harness, first);
     assert.deepEqual(sentOf(effects, 'RegisterApplication'), [], 'no burst of immediate retries');
-    assert.equal(retryTimer(effects)?.at, 1_000);
-    assert.equal(harness.state.app.status, 'registering');
-
-    effects = harness.timer('register-retry', 1_000);
-    effects = unreachable(harness, effects);
-    assert.equal(retryTimer(effects)?.at, 3_000);
-
-    effects = harness.timer('register-retry', 3_000);
-    effects = unreachable(harness, effects);
-    assert.equal(retryTimer(effects), undefined);
+    const tries = [0];
+    for (let timer = retryTimer(effects); timer !== undefined; timer = retryTimer(effects)) {
+      assert.equal(harness.state.app.status, 'registering');
+      tries.push(timer.at);
+      effects = unreachable(harness, harness.timer('register-retry', timer.at));
+    }
+    // testLifecycleManagerConfig's request timeout is 60 s: the last try is at the end of it.
+    assert.deepEqual(tries, [0, 1_000, 3_000, 7_000, 15_000, 31_000, 60_000]);
     const app = registrationOf(harness);
     if (app.status !== 'refused') throw new Error(`expected a refusal, the application is ${app.status}`);
     assert.equal(app.code, 'REQUEST_FAILED');
-    assert.match(app.message, /could not reach the master .* in 3 tries.*svc\.master\.endpoints/);
+    assert.match(app.message, /could not reach the master .* for 60 s \(7 tries.*svc\.master\.endpoints/);
+    assert.equal(
+      ofKind(harness.all, 'log').filter((log) => log.event === 'master unreachable; registering again later')
+        .length,
+      6,
+      'a warning at every try but the last',
+    );
   });
 
   it('registers when the master answers a retry', () => {

@@ -40,8 +40,11 @@ export interface LifecycleManagerState {
 }
 
 export type AppRegistration =
-  /** `retryAttempt`: the try a retry timer will send, after the master could not be reached. */
-  | { readonly status: 'registering'; readonly retryAttempt?: number }
+  /**
+   * After the master could not be reached: `unreachableSince`, when that was first reported; `retryAttempt`, the
+   * try the retry timer will send.
+   */
+  | { readonly status: 'registering'; readonly retryAttempt?: number; readonly unreachableSince?: number }
   | { readonly status: 'registered' }
   /** The master refused the application (e.g. CLIENT_RELEASE_REFUSED) or never answered: every shuffle fails so. */
   | { readonly status: 'refused'; readonly code: StatusCode; readonly message: string }
