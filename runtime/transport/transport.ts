@@ -574,9 +574,11 @@ export class Transport {
         this.options.auth !== undefined &&
         previous !== undefined &&
         !previous.closed &&
+        previous.principal !== undefined &&
         !samePrincipal(previous.principal, principal)
       ) {
-        // A node's replies go where it last spoke: a connection of another identity may not take them over.
+        // A node's replies go where it last spoke: a connection of another identity may not take over those of a
+        // node that spoke on a proven connection (one that proved nothing yet holds nothing worth taking).
         connection.destroy(
           `it speaks as ${wire.from}, which a connection that proved ${describePrincipal(previous.principal)} ` +
             `speaks as, and it proved ${describePrincipal(principal)}`,
