@@ -12,6 +12,7 @@
  *   worker CPU seconds per GiB pushed                 the discarding sink's                        <= 1.5x
  *   peak worker RSS while pushing                     configured memory + 256 MiB                  <=
  *   p50 / p99 push round trip, small batches, many partitions, event-loop delay                    reported
+ *   client + worker CPU seconds per GiB pushed        the bare client's and sink's                 reported
  *
  * bench/dataplane/ holds the parts: options.ts (flags, --help), scenarios.ts (the runs), client.ts and sink.ts (the
  * child processes), workload.ts (the stream), proc.ts (/proc), probe.mjs (event-loop delay), profile.ts
@@ -35,6 +36,7 @@ import {
   rssRow,
   rttRows,
   throughputRow,
+  totalCpuRow,
   type Row,
 } from './dataplane/report.ts';
 import {
@@ -182,6 +184,7 @@ function rowsOf(round: Round): Row[] {
     rows.push(failedRow("npm start's job end to end", 'MiB/s', '>= 50 %', e2eFailure));
   }
   if (pushMemoryRun !== undefined) rows.push(cpuRow(pushMemoryRun, 1.5));
+  for (const run of [pushMemoryRun, replicatedRun]) if (run !== undefined) rows.push(totalCpuRow(run));
   if (round.rss !== undefined) rows.push(rssRow(round.rss, RSS_SLACK), ...rttRows(round.rss));
   const rssFailure = round.svcFailures.get('rss');
   if (rssFailure !== undefined) {

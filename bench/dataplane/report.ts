@@ -108,6 +108,21 @@ export function cpuRow(comparison: Comparison, most: number): Row {
   };
 }
 
+/**
+ * Every measured process's CPU (the worker(s) and the client) per GiB pushed, beside the bare processes'. When the
+ * machine's cores are all busy (2 cores, a client and one or two servers), throughput cannot exceed cores over this
+ * figure, so bare / svc bounds the throughput ratio: the figure says how far CPU alone is from a goal.
+ */
+export function totalCpuRow(comparison: Comparison): Row {
+  const figure = `client + worker CPU seconds per GiB pushed (${comparison.scenario})`;
+  const svc = comparison.svc;
+  if (svc === undefined) return failedRow(figure, 'CPU s/GiB', 'reported', comparison.svcError ?? 'failed');
+  const perGiB = (side: Side) => (side.serverCpuSeconds + side.clientCpuSeconds) / (side.bytes / 2 ** 30);
+  const measured = perGiB(svc);
+  const baseline = perGiB(comparison.bare);
+  return { figure, measured, baseline, unit: 'CPU s/GiB', ratio: measured / baseline, goal: 'reported' };
+}
+
 export function rssRow(figure: RssFigure, slackBytes: number): Row {
   const peak = Math.max(figure.side.serverPeakRssBytes, figure.side.serverHwmBytes);
   const limit = figure.configuredBytes + slackBytes;
