@@ -29,6 +29,7 @@ interface DemoFlags {
   readonly progress: ProgressMode;
   readonly attempts: number;
   readonly logLevel: string;
+  readonly auth?: boolean;
 }
 
 function bytes(value: string): number {
@@ -131,6 +132,13 @@ export function demoCommand(): Command {
     )
     .addOption(
       new Option(
+        '--auth',
+        'application authentication on the whole job (svc.auth.enabled): servers prove an internal secret the ' +
+          'demo draws, the application and its executors a secret of their own (never printed)',
+      ),
+    )
+    .addOption(
+      new Option(
         '--keep',
         'leave the local cluster up after the job, print its addresses, wait for Ctrl-C',
       ).conflicts('master'),
@@ -204,6 +212,7 @@ export function demoCommand(): Command {
         '  svc demo                                   1 GiB, 8 maps, 32 reduces, replication on, disk tier\n' +
         '  svc demo --size 256m --tier memory --replication off\n' +
         '  svc demo --release 0.3.2                   the same job through a 0.3.x client\n' +
+        '  svc demo --auth --size 256m                every connection proves a secret (svc.auth.enabled)\n' +
         '  svc demo --keep                            then, elsewhere: svc demo --master svc://127.0.0.1:<port>\n\n' +
         `Client release by default: ${CURRENT_RELEASE}. The in-process simulated demo: npm run sim -- --scenario demo.`,
     )
@@ -238,6 +247,7 @@ export function demoCommand(): Command {
         progress: flags.progress,
         maxAttempts: flags.attempts,
         logLevel: flags.logLevel,
+        auth: flags.auth === true,
         ...(flags.release === undefined ? {} : { release: flags.release }),
         ...(flags.master === undefined ? {} : { master: flags.master }),
         ...(flags.mapSlots === undefined ? {} : { mapSlots: flags.mapSlots }),

@@ -2,7 +2,8 @@
 // exits; interrupted, it stops everything and removes its directory; with --keep, the cluster waits for Ctrl-C.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, it } from 'node:test';
@@ -133,5 +134,27 @@ describe('svc demo', () => {
     run.child.kill('SIGINT');
     assert.equal(await run.exit, 0, run.lines.join('\n'));
     assert.equal(existsSync(dir), true, '--keep keeps the directory');
+  });
+
+  it('with --auth, runs the job with every connection proven and never prints a secret', async () => {
+    const run = svcDemo([...SMALL, '--auth', '--keep']);
+    const dir = await dataDir(run);
+    await run.waitFor(/press Ctrl-C/);
+    const output = run.lines.join('\n');
+    assert.match(output, /authentication on/);
+    assert.match(output, /verification OK: 6 partitions, 8192 records/);
+    const secret = readFileSync(path.join(dir, 'internal-secret'), 'utf8').trim();
+    const logs = readdirSync(path.join(dir, 'logs')).map((name) =>
+      readFileSync(path.join(dir, 'logs', name), 'utf8'),
+    );
+    for (const text of [output, ...logs]) {
+      assert.ok(!text.includes(secret), 'the internal secret is never printed or logged');
+      assert.ok(
+        !/authentication\.refused|AUTHENTICATION_FAILED/.test(text),
+        'nothing of the job was refused',
+      );
+    }
+    run.child.kill('SIGINT');
+    assert.equal(await run.exit, 0, run.lines.join('\n'));
   });
 });

@@ -8,7 +8,13 @@ import path from 'node:path';
 import { parseMasterUrl } from '../../conf/index.ts';
 import { workerKey } from '../../core/domain/worker.ts';
 import { startApplication, type Application } from '../client/application.ts';
-import { clientTierConf, LocalCluster, type NodeHttpAddresses, type Tier } from '../cluster/local-cluster.ts';
+import {
+  clientAuthConf,
+  clientTierConf,
+  LocalCluster,
+  type NodeHttpAddresses,
+  type Tier,
+} from '../cluster/local-cluster.ts';
 import { ExecutorProcess } from './executor-process.ts';
 import { mib, seconds, size, throughput } from './format.ts';
 import { createProgress, resolveProgressMode, type Progress, type ProgressMode } from './progress.ts';
@@ -48,6 +54,12 @@ export interface DemoOptions {
   readonly maxAttempts: number;
   /** Server log level of the local cluster. */
   readonly logLevel: string;
+  /**
+   * Application authentication (svc.auth.enabled) for the whole job: the local cluster's servers get an internal
+   * secret drawn here, the application a random secret it hands its executors on their stdin. With `master`, the
+   * cluster must have it on too. Default off.
+   */
+  readonly auth?: boolean;
 }
 
 export interface DemoIo {
@@ -167,7 +179,8 @@ class Demo {
     out(
       `svc demo: ${size(spec.totalBytes)} of ${size(recordBytes(spec))} records (${spec.keyBytes} B keys, ` +
         `${spec.distinctKeys} distinct), ${spec.maps} maps → ${spec.reduces} reduces, replication ` +
-        `${options.replication ? 'on' : 'off'}, ${options.tier} tier, seed ${spec.seed}`,
+        `${options.replication ? 'on' : 'off'}, ${options.tier} tier, seed ${spec.seed}` +
+        (options.auth === true ? ', authentication on' : ''),
     );
 
     if (options.master !== undefined) await reachable(options.master);
@@ -189,6 +202,7 @@ class Demo {
         dir: this.runDir,
         keepDir: true, // the directory is this driver's: it removes it, or keeps the logs of a failure
         logLevel: options.logLevel,
+        auth: options.auth === true,
       });
       master = this.cluster.masterUrl;
       out(
@@ -202,6 +216,7 @@ class Demo {
     const conf: Record<string, string> = {
       ...clientTierConf(options.tier),
       'svc.client.push.replicate.enabled': String(options.replication),
+      ...(options.auth === true ? clientAuthConf() : {}),
       ...options.conf,
     };
     try {
@@ -221,6 +236,7 @@ class Demo {
       appId: app.appId,
       release: app.release,
       conf,
+      ...(app.secret === undefined ? {} : { secret: app.secret }),
     };
     await Promise.all(
       this.executors.map((executor) =>
@@ -552,6 +568,12 @@ class Demo {
       if (addresses !== undefined) http(addresses);
     });
     this.io.out(`  directory ${description.dir} (kept; logs under ${path.join(description.dir, 'logs')})`);
+    if (cluster.internalSecretFile !== undefined) {
+      this.io.out(
+        `  authentication on: servers read svc.auth.internal.secretFile=${cluster.internalSecretFile}; ` +
+          'applications need svc.auth.enabled=true',
+      );
+    }
     this.io.out(`operate it with: svc admin workers --master ${description.masterHttp.base}`);
     this.io.out('press Ctrl-C to stop it');
     this.keptUp = true;

@@ -12,6 +12,11 @@ export interface ClientSettings {
   readonly release: string;
   readonly conf: Readonly<Record<string, string>>;
   readonly executorId: string;
+  /**
+   * The application's secret with authentication on (--auth): handed over on the executor's stdin, as a Spark
+   * driver hands its executors what they need; never on a command line, never printed.
+   */
+  readonly secret?: string;
 }
 
 export type ToExecutor =
