@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { StatusCode } from '../core/domain/status.ts';
 import type { Message } from '../core/protocol/messages.ts';
 import { startApplication, type Application } from './client/application.ts';
-import { AuthenticationFailedError, MapTaskFailedError } from './client/errors.ts';
+import { AuthenticationFailedError, MapTaskFailedError, ReduceTaskFailedError } from './client/errors.ts';
 import { connectExecutor } from './client/shuffle-client.ts';
 import { clientAuthConf, LocalCluster } from './cluster/local-cluster.ts';
 import { ServerProcess } from './cluster/server-process.ts';
@@ -167,6 +167,11 @@ describe('application authentication on real processes', () => {
         writer.close(),
         (error: unknown) =>
           error instanceof MapTaskFailedError && /AUTHENTICATION_FAILED/.test(error.message),
+      );
+      await assert.rejects(
+        impostor.shuffle(7, { maps: 1, partitions: 1 }).read(0),
+        (error: unknown) =>
+          error instanceof ReduceTaskFailedError && /AUTHENTICATION_FAILED/.test(error.message),
       );
     } finally {
       await impostor.close();
@@ -371,6 +376,39 @@ describe('application authentication on real processes', () => {
     } finally {
       await lm.close();
       await liar.close();
+    }
+  });
+
+  it('an application registered again under its id with a new secret is checked against the new one', async () => {
+    // Workers cache the first secret; after the application is gone and back with another, their cached secret no
+    // longer matches and they ask the master once more.
+    const appId = `app-again-${process.pid}`;
+    // (Another shuffle id the second time: the workers delete the first one's files only at their next heartbeat.)
+    for (const [shuffleId, secret] of [
+      [0, 'first-secret'],
+      [1, 'second-secret'],
+    ] as const) {
+      const app = await startApplication({
+        master: cluster.masterUrl,
+        appId,
+        secret,
+        conf: AUTH,
+        logLevel: 'silent',
+      });
+      const executor = connectExecutor({
+        lifecycleManager: app.lifecycleManager,
+        appId,
+        secret,
+        conf: AUTH,
+        logLevel: 'silent',
+      });
+      try {
+        const winners = winnersOf(await writeMaps(executor, shuffleId, JOB));
+        await readAndVerify(executor, shuffleId, JOB, winners);
+      } finally {
+        await executor.close();
+        await app.close();
+      }
     }
   });
 

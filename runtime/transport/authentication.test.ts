@@ -249,6 +249,30 @@ describe('the authenticated handshake on loopback', () => {
     }
   });
 
+  it('lets no connection of another identity speak as a node a proven connection speaks as', async () => {
+    const owner = new AuthProbe({ role: 'client', nodeId: 'owner', application: APP, secret: APP_SECRET });
+    const other = new AuthProbe({ role: 'worker', nodeId: 'other', secret: INTERNAL });
+    try {
+      assert.equal((await owner.ask(acceptor.port, NODE, 'shared-node', request)).kind, 'reply');
+      const closed = acceptor.loggedLine(
+        (line) =>
+          line.event === 'transport.connectionClosed' &&
+          /it speaks as shared-node, which a connection that proved application app-a speaks as/.test(
+            String(line.reason),
+          ),
+      );
+      const unanswered = other.ask(acceptor.port, NODE, 'shared-node', request);
+      await closed;
+      await other.close();
+      assert.equal((await unanswered).kind, 'noAnswer');
+      // The owner's replies still reach it.
+      assert.equal((await owner.ask(acceptor.port, NODE, 'shared-node', request)).kind, 'reply');
+    } finally {
+      await owner.close();
+      await other.close();
+    }
+  });
+
   it('looks a cached secret up again once when a proof does not match it', async () => {
     const asked: boolean[] = [];
     acceptor.lookup = (_hello, fresh) => {

@@ -588,7 +588,8 @@ export class Transport {
       this.routes.set(wire.from, connection);
       connection.speakers.add(wire.from);
     }
-    const envelope: Envelope = { ...wire, fromRelease, ...(principal === undefined ? {} : { principal }) };
+    const envelope: Envelope =
+      principal === undefined ? { ...wire, fromRelease } : { ...wire, fromRelease, principal };
     if (!this.options.deliver(envelope)) {
       this.options.logger.debug(
         { event: 'transport.noSuchNode', to: wire.to, from: wire.from, type: wire.message.type },
