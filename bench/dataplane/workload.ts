@@ -1,17 +1,19 @@
 /**
  * What a push moves, and the bare baselines' byte stream built from it with svc's own encoders, so that a bare sink
- * receives the same frames a worker does: records packed into batches (core/machines/client/records.ts), batches
- * framed with their header and CRC-32 (core/protocol/batch-frame.ts), and frames carried in PushData or
+ * receives the same frames a worker does: records packed into batches behind header space
+ * (core/machines/client/records.ts `encodeRecordFrames`), each sealed in place with its header and CRC-32 when sent
+ * (core/protocol/batch-frame.ts `sealBatchFrame`), as the map task does, and frames carried in PushData or
  * PushMergedData envelopes (runtime/wire encodeEnvelope: length prefix, kind, control part, raw payloads), merged
  * the way the map task merges them (one message per worker holds frames of at most the batch size in all; a larger
  * frame travels alone).
  */
 import { randomBytes, randomFillSync } from 'node:crypto';
 import { shuffleKey } from '../../core/domain/ids.ts';
-import { encodeRecordBatches, planBatches } from '../../core/machines/client/records.ts';
-import { encodeBatchFrames } from '../../core/protocol/batch-frame.ts';
+import { encodeRecordFrames, planBatches } from '../../core/machines/client/records.ts';
+import { sealBatchFrame } from '../../core/protocol/batch-frame.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { mapTaskNodeId } from '../../core/protocol/node-ids.ts';
+import { unzeroedBytes } from '../../runtime/unzeroed-bytes.ts';
 import { encodeEnvelope } from '../../runtime/wire/index.ts';
 
 export interface Workload {
@@ -135,8 +137,9 @@ export function* mapMessages(
   const attemptId = 0;
   const cap = workload.batchBytes;
   const planned = records.map((partition) => planBatches(partition, workload.batchBytes));
-  // As initialMapTaskState: every payload of the attempt in one buffer, batch ids in the same order.
-  const payloads = encodeRecordBatches(planned.flat());
+  // As initialMapTaskState (and the svc client's allocation): every frame of the attempt in one unzeroed buffer,
+  // batch ids in the same order, each sealed in place when sent.
+  const frames = encodeRecordFrames(planned.flat(), unzeroedBytes);
   const firstBatch: number[] = [];
   let nextBatchId = 0;
   for (const batches of planned) {
@@ -154,18 +157,15 @@ export function* mapMessages(
         if (planned[p]!.length > round) partitionIds.push(p);
       }
       if (partitionIds.length === 0) continue;
-      const framed = encodeBatchFrames(
-        partitionIds.map((partitionId) => ({
-          header: {
-            shuffleId,
-            mapId,
-            attemptId,
-            batchId: firstBatch[partitionId]! + round,
-            partitionId,
-            epoch: 0,
-          },
-          payload: payloads[firstBatch[partitionId]! + round]!,
-        })),
+      const framed = partitionIds.map((partitionId) =>
+        sealBatchFrame(frames[firstBatch[partitionId]! + round]!, {
+          shuffleId,
+          mapId,
+          attemptId,
+          batchId: firstBatch[partitionId]! + round,
+          partitionId,
+          epoch: 0,
+        }),
       );
       let group: number[] = [];
       let bytes = 0;

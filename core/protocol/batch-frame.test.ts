@@ -9,6 +9,7 @@ import {
   decodeBatchFrames,
   encodeBatchFrame,
   encodeBatchFrames,
+  sealBatchFrame,
   type BatchHeader,
 } from './batch-frame.ts';
 
@@ -22,6 +23,14 @@ const header: fc.Arbitrary<BatchHeader> = fc.record({
   epoch: u32,
 });
 const payload = fc.uint8Array({ maxLength: 300 });
+const zeroHeader: BatchHeader = {
+  shuffleId: 0,
+  mapId: 0,
+  attemptId: 0,
+  batchId: 0,
+  partitionId: 0,
+  epoch: 0,
+};
 
 describe('crc32', () => {
   it('gives the standard check value for "123456789"', () => {
@@ -58,6 +67,27 @@ describe('batch frame', () => {
         });
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('seals a payload laid out behind header space of any content exactly as encodeBatchFrame frames it', () => {
+    fc.assert(
+      fc.property(header, payload, fc.uint8Array({ minLength: 40, maxLength: 40 }), (h, p, junk) => {
+        const frame = new Uint8Array(FRAME_HEADER_BYTES + p.length);
+        frame.set(junk);
+        frame.set(p, FRAME_HEADER_BYTES);
+        assert.equal(sealBatchFrame(frame, h), frame, 'sealed in place');
+        assert.deepEqual([...frame], [...encodeBatchFrame(h, p)]);
+      }),
+      { numRuns: 200 },
+    );
+    assert.throws(
+      () => sealBatchFrame(new Uint8Array(FRAME_HEADER_BYTES - 1), { ...zeroHeader }),
+      RangeError,
+    );
+    assert.throws(
+      () => sealBatchFrame(new Uint8Array(FRAME_HEADER_BYTES), { ...zeroHeader, epoch: -1 }),
+      RangeError,
     );
   });
 

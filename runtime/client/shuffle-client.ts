@@ -17,6 +17,7 @@ import { lifecycleManagerNodeId, mapTaskNodeId, reduceTaskNodeId } from '../../c
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { createLogger, type Logger } from '../log.ts';
+import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import type { NodeNetwork } from '../process/node-network.ts';
 import { clientNetwork } from './client-network.ts';
 import { clientConfig, clientRelease, parseHostPort, type ClientOptions } from './client-config.ts';
@@ -276,13 +277,17 @@ class TaskWriter implements MapWriter {
     if (context.network.host.has(id)) {
       throw new SvcClientError(`map ${this.mapId} attempt ${this.attemptId} is already running here`);
     }
-    const config = mapTaskConfigFrom(
-      context.conf,
-      { shuffleId: this.shuffleId, mapId: this.mapId, attemptId: this.attemptId },
-      { numMappers: this.shape.maps, numPartitions: this.shape.partitions },
-      this.records,
-      context.appId,
-    );
+    const config = {
+      ...mapTaskConfigFrom(
+        context.conf,
+        { shuffleId: this.shuffleId, mapId: this.mapId, attemptId: this.attemptId },
+        { numMappers: this.shape.maps, numPartitions: this.shape.partitions },
+        this.records,
+        context.appId,
+      ),
+      // The attempt's frames are written whole before they are sent: no need to zero their buffer first.
+      allocate: unzeroedBytes,
+    };
     const driver = new NodeDriver<MapTaskState>(
       id,
       mapTaskMachine,

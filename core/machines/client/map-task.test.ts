@@ -196,7 +196,7 @@ describe('map task', () => {
   it('on HARD_SPLIT revives and resends the same batch, framed with the new epoch, at no cost to the budget', () => {
     const h = new Harness({ maxReviveRetries: 0 });
     h.register();
-    h.pushes(0, 'HARD_SPLIT');
+    const split = h.pushes(0, 'HARD_SPLIT');
     const revive = h.last(h.lm, 'Revive');
     assert.deepEqual(
       revive.requests.map((r) => [r.partitionId, r.epoch, r.cause]),
@@ -212,7 +212,31 @@ describe('map task', () => {
       resent.map((f) => [f.batchId, f.epoch]),
       [[0, 1]],
     );
+    // The batch was framed in place for its first push; the resend is a copy, so the bytes sent first (which a
+    // socket may still hold) still say epoch 0.
+    assert.deepEqual(
+      framesOf(split).map((f) => [f.batchId, f.epoch]),
+      [[0, 0]],
+    );
     assert.equal(h.node.state().phase, 'pushing');
+  });
+
+  it('frames batches in a buffer it need not zero: every header byte is written before a push', () => {
+    const h = new Harness({ allocate: (length) => new Uint8Array(length).fill(0xa5) });
+    h.register();
+    const frames = framesOf([
+      ...h.pushes(0, 'SUCCESS'),
+      ...h.pushes(0, 'SUCCESS'),
+      ...h.pushes(1, 'SUCCESS'),
+    ]);
+    assert.deepEqual(
+      frames.map((f) => [f.partitionId, f.batchId, f.epoch, f.payload.length]),
+      [
+        [0, 0, 0, 20],
+        [0, 1, 0, 10],
+        [1, 2, 0, 10],
+      ],
+    );
   });
 
   it('on SOFT_SPLIT counts the batch and revives in the background, moving on when the answer comes', () => {

@@ -14,7 +14,7 @@ import {
   type ShuffleId,
   type StatusCode,
 } from '../../domain/index.ts';
-import { encodeBatchFrames } from '../../protocol/batch-frame.ts';
+import { FRAME_HEADER_BYTES, encodeBatchFrame, sealBatchFrame } from '../../protocol/batch-frame.ts';
 import type {
   MergedBatch,
   Message,
@@ -26,7 +26,7 @@ import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, type Outbox } from '../outbox.ts';
-import { encodeRecordBatches, planBatches } from './records.ts';
+import { encodeRecordFrames, planBatches } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
 /**
@@ -63,6 +63,11 @@ export interface MapTaskConfig {
   readonly maxRequestAttempts: number;
   /** `svc.client.push.excludeWorkerOnFailure.enabled`. */
   readonly excludeWorkerOnFailure: boolean;
+  /**
+   * Allocates the one buffer the attempt's frames are laid out in (records.ts `encodeRecordFrames`); it need not be
+   * zero-filled, as every byte is written before it is sent. Default: a zeroed Uint8Array.
+   */
+  readonly allocate?: (length: number) => Uint8Array;
 }
 
 /**
@@ -92,6 +97,16 @@ export interface PartitionPush {
   readonly partitionId: number;
   /** Encoded payloads of the partition's batches, in order, with their batch ids (unique within the attempt). */
   readonly payloads: readonly Uint8Array[];
+  /**
+   * Each batch's frame: header space, then its payload (the same bytes as `payloads`). A batch is framed in place
+   * when first pushed, and sent as it is whenever it is pushed again with the same epoch.
+   */
+  readonly frames: readonly Uint8Array[];
+  /**
+   * The epoch each batch's frame was sealed with, or UNSEALED. A batch pushed again with another epoch (after a
+   * revive) is framed into a copy instead: the frame sealed before may still wait in a socket's queue.
+   */
+  readonly sealedEpochs: number[];
   readonly batchIds: readonly number[];
   /** Index of the batch being pushed (or the next one); equal to the count when all are acknowledged. */
   readonly current: number;
@@ -124,16 +139,19 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   const planned = [...Array(config.numPartitions).keys()].map((partitionId) =>
     planBatches(config.records[partitionId] ?? [], config.batchSizeBytes),
   );
-  // Every payload of the attempt in one buffer (encodeRecordBatches); batch ids number them in the same order.
-  const payloads = encodeRecordBatches(planned.flat());
+  // Every frame of the attempt in one buffer (encodeRecordFrames); batch ids number them in the same order.
+  const frames = encodeRecordFrames(planned.flat(), config.allocate);
   let nextBatchId = 0;
   const partitions: PartitionPush[] = [];
   for (let partitionId = 0; partitionId < config.numPartitions; partitionId += 1) {
     const first = nextBatchId;
     nextBatchId += planned[partitionId]!.length;
+    const own = frames.slice(first, nextBatchId);
     partitions.push({
       partitionId,
-      payloads: payloads.slice(first, nextBatchId),
+      payloads: own.map((frame) => frame.subarray(FRAME_HEADER_BYTES)),
+      frames: own,
+      sealedEpochs: own.map(() => UNSEALED),
       batchIds: [...Array(nextBatchId - first).keys()].map((i) => first + i),
       current: 0,
       status: 'idle',
@@ -361,35 +379,32 @@ function flushPushes(d: Draft): void {
   }
 }
 
-/** Frames the current batch of each partition, all in one buffer (encodeBatchFrames). */
+/**
+ * Frames the current batch of each partition: in place the first time (its payload is already behind its header
+ * space), as it is when pushed again with the epoch it was sealed with, and into a copy for another epoch.
+ */
 function frameCurrentBatches(d: Draft, partitionIds: readonly number[]): OutgoingBatch[] {
   const { shuffleId, mapId, attemptId } = d.config;
-  const framed = encodeBatchFrames(
-    partitionIds.map((partitionId) => {
-      const partition = d.partitions[partitionId]!;
-      return {
-        header: {
-          shuffleId,
-          mapId,
-          attemptId,
-          batchId: partition.batchIds[partition.current]!,
-          partitionId,
-          epoch: d.locations.get(partitionId)!.epoch,
-        },
-        payload: partition.payloads[partition.current]!,
-      };
-    }),
-  );
-  return partitionIds.map((partitionId, i) => {
+  return partitionIds.map((partitionId) => {
     const partition = d.partitions[partitionId]!;
-    return {
-      partitionId,
-      location: d.locations.get(partitionId)!,
-      batchId: partition.batchIds[partition.current]!,
-      frame: framed[i]!,
-    };
+    const current = partition.current;
+    const location = d.locations.get(partitionId)!;
+    const batchId = partition.batchIds[current]!;
+    const sealed = partition.sealedEpochs[current]!;
+    let frame = partition.frames[current]!;
+    if (sealed !== location.epoch) {
+      const header = { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch };
+      if (sealed === UNSEALED) {
+        sealBatchFrame(frame, header);
+        partition.sealedEpochs[current] = location.epoch;
+      } else frame = encodeBatchFrame(header, partition.payloads[current]!);
+    }
+    return { partitionId, location, batchId, frame };
   });
 }
+
+/** No epoch is negative: a batch's frame not sealed yet. */
+const UNSEALED = -1;
 
 /** The merge key of a location: its primary's worker and its peer's (none when the partition is not replicated). */
 function workerPairOf(location: PartitionLocation): string {

@@ -1,7 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeRecords, encodeRecordBatches, encodeRecords, planBatches } from './records.ts';
+import { FRAME_HEADER_BYTES } from '../../protocol/batch-frame.ts';
+import {
+  decodeRecords,
+  encodeRecordBatches,
+  encodeRecordFrames,
+  encodeRecords,
+  planBatches,
+} from './records.ts';
 
 const records = fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 30 });
 
@@ -30,6 +37,24 @@ describe('records', () => {
             decoded.records.map((r) => [...r]),
             batch.map((r) => [...r]),
           );
+        });
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('lays batches out as frames to be sealed: header space, then exactly what encodeRecords gives, in any buffer', () => {
+    fc.assert(
+      fc.property(fc.array(records, { maxLength: 8 }), fc.integer({ min: 0, max: 255 }), (batches, junk) => {
+        let allocated = 0;
+        const frames = encodeRecordFrames(batches, (length) => {
+          allocated += 1;
+          return new Uint8Array(length).fill(junk);
+        });
+        assert.equal(allocated, 1, 'one buffer for all of them');
+        assert.equal(frames.length, batches.length);
+        frames.forEach((frame, i) => {
+          assert.deepEqual([...frame.subarray(FRAME_HEADER_BYTES)], [...encodeRecords(batches[i]!)]);
         });
       }),
       { numRuns: 100 },

@@ -1,3 +1,4 @@
+import { FRAME_HEADER_BYTES } from '../../protocol/batch-frame.ts';
 import { getU32, putU32 } from '../../protocol/big-endian.ts';
 
 /**
@@ -32,6 +33,38 @@ export function encodeRecordBatches(batches: readonly (readonly Uint8Array[])[])
     payloads.push(buffer.subarray(start, offset));
   }
   return payloads;
+}
+
+/**
+ * Lays several batches out as frames to be sealed, in one buffer from `allocate` (which need not zero it: every byte
+ * is written, here or when the frame is sealed): each batch is FRAME_HEADER_BYTES of header space followed by exactly
+ * what encodeRecords would return for it. Returns a view per batch, header space included; `sealBatchFrame`
+ * (batch-frame.ts) fills in the header, so that a record is copied once on its way from the caller to the socket.
+ */
+export function encodeRecordFrames(
+  batches: readonly (readonly Uint8Array[])[],
+  allocate: (length: number) => Uint8Array = (length) => new Uint8Array(length),
+): Uint8Array[] {
+  let total = 0;
+  for (const records of batches) {
+    total += FRAME_HEADER_BYTES;
+    for (const record of records) total += LENGTH_BYTES + record.length;
+  }
+  const buffer = allocate(total);
+  if (buffer.length < total) throw new RangeError(`asked for ${total} bytes, allocated ${buffer.length}`);
+  const frames: Uint8Array[] = [];
+  let offset = 0;
+  for (const records of batches) {
+    const start = offset;
+    offset += FRAME_HEADER_BYTES;
+    for (const record of records) {
+      putU32(buffer, offset, record.length);
+      buffer.set(record, offset + LENGTH_BYTES);
+      offset += LENGTH_BYTES + record.length;
+    }
+    frames.push(buffer.subarray(start, offset));
+  }
+  return frames;
 }
 
 export type DecodedRecords =
