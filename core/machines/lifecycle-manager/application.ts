@@ -48,28 +48,30 @@ export function onApplicationAnswer(d: Draft, message: MessageOf<'StatusResponse
  * of after every try's timeout (3 min), and the warnings say what is wrong at once; a master restart shorter than
  * the timeout is waited out as before.
  */
-export function onRegistrationUnreachable(d: Draft, attempt: number, why: string): void {
-  const since = (d.app.status === 'registering' ? d.app.unreachableSince : undefined) ?? d.out.now;
+export function onRegistrationUnreachable(d: Draft, why: string): void {
+  const registering = d.app.status === 'registering' ? d.app : undefined;
+  const since = registering?.unreachableSince ?? d.out.now;
+  const tries = (registering?.unreachableTries ?? 0) + 1;
   const elapsedMs = d.out.now - since;
   const budgetMs = d.config.requestTimeoutMs;
   if (elapsedMs >= budgetMs) {
     refuse(
       d,
       'REQUEST_FAILED',
-      `could not reach the master ${d.config.master} for ${Math.round(elapsedMs / 1_000)} s (${attempt} tries; ` +
+      `could not reach the master ${d.config.master} for ${Math.round(elapsedMs / 1_000)} s (${tries} tries; ` +
         `${why}); check the master's address (svc.master.endpoints) and that it is running`,
     );
     return;
   }
-  const delayMs = Math.min(1_000 * 2 ** Math.min(attempt - 1, 20), budgetMs - elapsedMs);
+  const delayMs = Math.min(1_000 * 2 ** Math.min(tries - 1, 20), budgetMs - elapsedMs);
   log(d.out, 'warn', 'master unreachable; registering again later', {
     master: d.config.master,
-    attempt,
+    tries,
     delayMs,
     givesUpInMs: budgetMs - elapsedMs,
     why,
   });
-  d.app = { status: 'registering', retryAttempt: attempt + 1, unreachableSince: since };
+  d.app = { status: 'registering', unreachableTries: tries, unreachableSince: since };
   setTimer(d.out, REGISTER_RETRY_TIMER, d.out.now + delayMs);
 }
 
@@ -78,8 +80,9 @@ export function isRegisterRetryTimer(name: string): boolean {
 }
 
 export function onRegisterRetryTimer(d: Draft): void {
-  if (d.app.status !== 'registering' || d.app.retryAttempt === undefined) return;
-  registerApplication(d, d.app.retryAttempt);
+  // A fresh request: the tries against timeouts (a master that is up but does not answer) count anew.
+  if (d.app.status !== 'registering' || d.app.unreachableTries === undefined) return;
+  registerApplication(d, 1);
 }
 
 export function onApplicationUnanswered(d: Draft, attempt: number): void {

@@ -85,7 +85,7 @@ function handle(d: Draft, input: Input): void {
       ) {
         const closed = settle(d.requests, d.out, input.requestId);
         d.requests = closed.table;
-        onRegistrationUnreachable(d, open.attempt, `${input.to} is unreachable`);
+        onRegistrationUnreachable(d, `${input.to} is unreachable`);
         failAwaitingShuffles(d);
         return;
       }

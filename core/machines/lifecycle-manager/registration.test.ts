@@ -63,6 +63,20 @@ describe('lifecycle manager: registering with a master it cannot reach', () => {
     );
   });
 
+  it('a master reached again but silent still gets every try against timeouts (swarm seed 942907)', () => {
+    const { harness, first } = lifecycleManager();
+    unreachable(harness, first);
+    let sent = onlySent(harness.timer('register-retry', 1_000), 'RegisterApplication');
+    // Up again but cut off from the application: each try times out, and the tries count from one again.
+    for (let timeouts = 1; timeouts < 3; timeouts += 1) {
+      const effects = harness.timer(`req:${sent.requestId!}`, harness.now + 60_000);
+      assert.equal(registrationOf(harness).status, 'registering', `after ${timeouts} timeouts`);
+      sent = onlySent(effects, 'RegisterApplication');
+    }
+    harness.timer(`req:${sent.requestId!}`, harness.now + 60_000);
+    assert.equal(registrationOf(harness).status, 'refused');
+  });
+
   it('registers when the master answers a retry', () => {
     const { harness, first } = lifecycleManager();
     unreachable(harness, first);

@@ -41,10 +41,10 @@ export interface LifecycleManagerState {
 
 export type AppRegistration =
   /**
-   * After the master could not be reached: `unreachableSince`, when that was first reported; `retryAttempt`, the
-   * try the retry timer will send.
+   * After the master could not be reached: `unreachableSince`, when that was first reported; `unreachableTries`,
+   * how many sends failed so far.
    */
-  | { readonly status: 'registering'; readonly retryAttempt?: number; readonly unreachableSince?: number }
+  | { readonly status: 'registering'; readonly unreachableTries?: number; readonly unreachableSince?: number }
   | { readonly status: 'registered' }
   /** The master refused the application (e.g. CLIENT_RELEASE_REFUSED) or never answered: every shuffle fails so. */
   | { readonly status: 'refused'; readonly code: StatusCode; readonly message: string }
