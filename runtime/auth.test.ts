@@ -4,7 +4,8 @@
 // without the internal secret refused on the replicate port; the master's check of a first registration's proof.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { StatusCode } from '../core/domain/status.ts';
@@ -15,6 +16,7 @@ import { connectExecutor } from './client/shuffle-client.ts';
 import { clientAuthConf, LocalCluster } from './cluster/local-cluster.ts';
 import { ServerProcess } from './cluster/server-process.ts';
 import { AuthProbe, type ProbeIdentity, type ProbeOutcome } from './testing/auth-probe.ts';
+import { generateTestCertificates, opensslMissing } from './testing/tls-certs.ts';
 import {
   clientSide,
   readAndVerify,
@@ -432,5 +434,49 @@ describe('application authentication on real processes', () => {
       master.stderr.join('\n'),
       /svc\.auth\.enabled is on: a master needs the cluster's internal secret.*svc\.auth\.internal\.secretFile/,
     );
+  });
+});
+
+// As operators should run it: authentication with TLS, so that the registered secret never crosses the network in
+// clear.
+describe('application authentication over TLS', { skip: opensslMissing() }, () => {
+  let dir: string;
+  let cluster: LocalCluster;
+  let ssl: Record<string, string>;
+
+  before(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'svc-auth-tls-'));
+    const certs = generateTestCertificates(dir, {});
+    ssl = {
+      'svc.ssl.enabled': 'true',
+      'svc.ssl.certFile': certs.certFile,
+      'svc.ssl.keyFile': certs.keyFile,
+      'svc.ssl.caFile': certs.caFile,
+    };
+    cluster = await LocalCluster.start({
+      workers: 2,
+      auth: true,
+      conf: Object.entries(ssl).map(([key, value]) => `${key}=${value}`),
+    });
+  });
+  after(async () => {
+    await cluster?.stop();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs a whole replicated shuffle, no server warning of secrets in clear', async () => {
+    await runVerifiedJob(cluster.masterUrl, JOB, { conf: { ...AUTH, ...ssl } });
+    for (const server of [cluster.master, ...cluster.workers]) {
+      assert.deepEqual(
+        server.seen((line) => line.event === 'auth.withoutTls'),
+        [],
+        server.options.name,
+      );
+      assert.deepEqual(
+        server.seen((line) => String(line.event).endsWith('authentication.refused')),
+        [],
+        server.options.name,
+      );
+    }
   });
 });
