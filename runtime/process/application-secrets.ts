@@ -60,7 +60,6 @@ export class ApplicationSecrets implements HostedNode {
           }),
         this.options.askTimeoutMs,
       );
-      timer.unref();
       this.waiting.set(requestId, (result) => {
         clearTimeout(timer);
         resolve(result);
