@@ -151,7 +151,9 @@ describe('TLS on every port', { skip }, () => {
       }),
       (error: unknown) => {
         assert.ok(error instanceof SvcClientError, String(error));
-        assert.match(error.message, /did not answer RegisterApplication/);
+        assert.match(error.message, /could not reach the master/);
+        // The peer closed the plaintext hello: the error says to turn TLS on.
+        assert.match(error.message, /The last connection failed: .*svc\.ssl\.enabled=true/);
         return true;
       },
     );
@@ -166,7 +168,7 @@ describe('TLS on every port', { skip }, () => {
         conf: { ...clientTls, 'svc.ssl.caFile': certs.otherCaFile, 'svc.rpc.askTimeout': '1s' },
         logLevel: 'silent',
       }),
-      /did not answer RegisterApplication/,
+      /could not reach the master.*The last connection failed: .*certificate/,
     );
     assert.ok(cluster.master.running);
   });

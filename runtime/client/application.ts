@@ -75,7 +75,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
   const logger = createLogger(options.logLevel ?? 'warn', { role: 'lifecycle-manager', node: lmId });
   const authEnabled = conf.getBoolean('svc.auth.enabled');
   const secret = authEnabled ? (configuredSecret(conf) ?? randomBytes(32).toString('base64url')) : undefined;
-  const { network, refusal, authRefusal } = clientNetwork(lmId, release, conf, logger, {
+  const { network, refusal, authRefusal, connectFailure } = clientNetwork(lmId, release, conf, logger, {
     appId,
     ...(secret === undefined ? {} : { secret }),
     serves: true,
@@ -109,7 +109,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     lm.stop();
     await network.transport.close();
     throw app?.status === 'refused'
-      ? refusedError(app.code, app.message, refusal(), authRefusal())
+      ? refusedError(app.code, app.message, refusal(), authRefusal(), connectFailure())
       : new SvcClientError(`application ${appId} stopped before the master answered its registration`);
   }
 
@@ -147,6 +147,7 @@ function refusedError(
   message: string,
   refusal: string | undefined,
   authRefusal: string | undefined,
+  connectFailure: string | undefined,
 ): SvcClientError {
   if (code === 'CLIENT_RELEASE_REFUSED') return new ClientReleaseRefusedError(refusal ?? message);
   if (code === 'AUTHENTICATION_FAILED') {
@@ -156,8 +157,10 @@ function refusedError(
   }
   return new ApplicationRefusedError(
     code,
-    `the master did not register the application (${code}): ${message}. Check that the master is reachable at ` +
-      'the address given and running.',
+    `the master did not register the application (${code}): ${message}. ` +
+      (connectFailure === undefined
+        ? 'Check that the master is reachable at the address given and running.'
+        : `The last connection failed: ${connectFailure}.`),
   );
 }
 

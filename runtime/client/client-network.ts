@@ -18,6 +18,8 @@ export interface ClientNetwork {
    * authentication this client has off, once one has.
    */
   readonly authRefusal: () => string | undefined;
+  /** The last connection this process could not open (`address: reason`), if any. */
+  readonly connectFailure: () => string | undefined;
 }
 
 /** Who a client process is when authentication is on: the application it acts for and its secret. */
@@ -47,6 +49,7 @@ export function clientNetwork(
 ): ClientNetwork {
   let refusal: string | undefined;
   let authRefusal: string | undefined;
+  let connectFailure: string | undefined;
   const addresses: { network?: NodeNetwork } = {};
   // An executor's application is the one whose lifecycle manager it was handed (connectExecutor sets its address
   // before anything is sent), unless the caller names it.
@@ -66,10 +69,18 @@ export function clientNetwork(
       if (status === 'AUTHENTICATION_FAILED') authRefusal = message;
       else refusal = message;
     },
+    connectFailed: (peer, reason) => {
+      connectFailure = `${peer}: ${reason}`;
+    },
     ...(auth === undefined ? {} : { auth }),
   });
   addresses.network = network;
-  return { network, refusal: () => refusal, authRefusal: () => authRefusal };
+  return {
+    network,
+    refusal: () => refusal,
+    authRefusal: () => authRefusal,
+    connectFailure: () => connectFailure,
+  };
 }
 
 function clientAuth(

@@ -30,6 +30,10 @@ describe('startApplication with a master nobody listens at', () => {
         assert.equal(error.status, 'REQUEST_FAILED');
         assert.match(error.message, /could not reach the master .* for 3 s \(3 tries/);
         assert.match(error.message, /svc\.master\.endpoints/);
+        assert.match(
+          error.message,
+          new RegExp(`The last connection failed: 127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`),
+        );
         return true;
       },
     );

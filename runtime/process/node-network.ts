@@ -31,6 +31,7 @@ export interface NodeNetworkOptions {
   readonly application?: () => string | undefined;
   readonly admit?: (hello: Hello) => Admission;
   readonly refused?: (peer: string, message: string, status: StatusCode) => void;
+  readonly connectFailed?: (peer: string, reason: string) => void;
   /** Application authentication (svc.auth.enabled); absent: off. */
   readonly auth?: TransportAuth;
 }
@@ -86,6 +87,7 @@ function newTransport(
     deliver: (envelope) => host.deliver(envelope),
     sendFailed: (envelope) => host.sendFailed(envelope),
     ...(options.refused === undefined ? {} : { refused: options.refused }),
+    ...(options.connectFailed === undefined ? {} : { connectFailed: options.connectFailed }),
     ...(tls === undefined ? {} : { tls }),
     ...(options.auth === undefined ? {} : { auth: options.auth }),
   });

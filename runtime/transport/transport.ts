@@ -52,6 +52,11 @@ export interface TransportOptions extends ConnectionLimits {
    * says why and what to change.
    */
   readonly refused?: (peer: string, message: string, status: StatusCode) => void;
+  /**
+   * A connection this process opened closed before its handshake completed: refused, unreachable, or closed by a
+   * peer that speaks TLS; `reason` says which (and what to check).
+   */
+  readonly connectFailed?: (peer: string, reason: string) => void;
   /** TLS on every server and connection (svc.ssl.enabled); absent: plaintext. */
   readonly tls?: TransportTls;
   /**
@@ -555,6 +560,7 @@ export class Transport {
             : '')
         : undefined);
     link.state = 'closed';
+    if (!wasOpen && reason !== undefined && !this.closing) this.options.connectFailed?.(key, reason);
     for (const { envelope } of link.queue.splice(0)) this.options.sendFailed(envelope);
     if (reason !== undefined && !this.closing) {
       this.options.logger.warn(

@@ -64,6 +64,8 @@ function describe(effect: Effect): string {
  * intruder would learn shuffle keys and file ids).
  */
 export function scheduleIntruders(world: World, workers: readonly NodeId[], rng: Rng, visits: number): void {
+  // Per run, so that a seed replays to the same trace in a process that ran others before.
+  const requestIds = { next: 1 };
   for (let i = 0; i < visits; i += 1) {
     const at = Math.round(uniform(rng, 1_000, 60_000));
     const worker = pick(rng, workers);
@@ -73,17 +75,21 @@ export function scheduleIntruders(world: World, workers: readonly NodeId[], rng:
       for (const message of forgedRequests(w.stateOf(worker) as WorkerMachineState)) {
         w.inject(worker, {
           kind: 'receive',
-          envelope: forged(worker, w.releaseOf(worker), message, principal),
+          envelope: forged(worker, w.releaseOf(worker), message, principal, requestIds),
         });
       }
     });
   }
 }
 
-let nextRequest = 1;
-
 /** A forged envelope, of the worker's own release so that only authentication can stop it. */
-function forged(to: NodeId, release: Release, forgery: Forgery, principal: Principal | undefined): Envelope {
+function forged(
+  to: NodeId,
+  release: Release,
+  forgery: Forgery,
+  principal: Principal | undefined,
+  requestIds: { next: number },
+): Envelope {
   return {
     from: INTRUDER,
     to,
@@ -91,7 +97,7 @@ function forged(to: NodeId, release: Release, forgery: Forgery, principal: Princ
     message: forgery.message,
     ...(principal === undefined ? {} : { principal }),
     ...(forgery.inReplyTo === undefined
-      ? { requestId: (nextRequest += 1) }
+      ? { requestId: (requestIds.next += 1) }
       : { inReplyTo: forgery.inReplyTo }),
   };
 }
