@@ -271,7 +271,7 @@ describe('application authentication on real processes', () => {
           }
         }
         // Nor may A release B's shuffle at the master.
-        const unregister = await probe.ask(cluster.masterPort, 'master-0', `probe-of-${appA.appId}`, {
+        const unregister = await probe.ask(cluster.masterPort, 'master-0', `driver-${appA.appId}`, {
           type: 'UnregisterShuffle',
           appId: b.app.appId,
           shuffleId: 0,
@@ -332,7 +332,7 @@ describe('application authentication on real processes', () => {
     try {
       // Both connect before the application exists: each is accepted, proving nothing yet.
       assertStatus(
-        await liar.ask(cluster.masterPort, 'master-0', `lm-${appId}-liar`, heartbeat),
+        await liar.ask(cluster.masterPort, 'master-0', `map-${appId}-0-0-1`, heartbeat),
         'AUTHENTICATION_FAILED',
         'a request before registration',
       );
@@ -349,7 +349,7 @@ describe('application authentication on real processes', () => {
 
       // The other early connection proved another secret: closed at its next envelope, which is not handled.
       const seen = cluster.master.lineCount;
-      const unanswered = liar.ask(cluster.masterPort, 'master-0', `lm-${appId}-liar`, heartbeat);
+      const unanswered = liar.ask(cluster.masterPort, 'master-0', `map-${appId}-0-0-1`, heartbeat);
       const closed = await cluster.master.waitFor(
         (line) => line.event === 'transport.connectionClosed' && /checked once/.test(String(line.reason)),
         'the liar’s connection closed',
@@ -363,7 +363,7 @@ describe('application authentication on real processes', () => {
       const late = new AuthProbe({ role: 'client', nodeId: 'late', application: appId, secret: 'second' });
       try {
         assertStatus(
-          await late.ask(cluster.masterPort, 'master-0', `lm-${appId}-late`, heartbeat),
+          await late.ask(cluster.masterPort, 'master-0', `map-${appId}-0-0-2`, heartbeat),
           'AUTHENTICATION_FAILED',
           'a new connection with another secret',
         );

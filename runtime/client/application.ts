@@ -9,7 +9,7 @@ import {
 } from '../../core/machines/lifecycle-manager/index.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
 import type { Message } from '../../core/protocol/messages.ts';
-import { lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
+import { driverNodeId, lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { createLogger } from '../log.ts';
@@ -101,7 +101,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     { send: (envelope) => network.transport.send(envelope), logger },
   );
   network.host.add(lm);
-  const driverNode = new DriverNode(`driver-${appId}`, lmId, network);
+  const driverNode = new DriverNode(driverNodeId(appId), lmId, network);
   network.host.add(driverNode);
   lm.start(new Map());
   const app = await lm.until((state) => (state.app.status === 'registering' ? undefined : state.app));

@@ -152,7 +152,10 @@ describe('the authenticated handshake on loopback', () => {
   ): ReturnType<AuthProbe['ask']> {
     const probe = new AuthProbe(identity);
     try {
-      return await probe.ask(target.port, NODE, `${identity.nodeId}-task`, request);
+      // A client speaks as a node of the application it claims (the node-name rule); a server as anything.
+      const speaker =
+        identity.application === undefined ? `${identity.nodeId}-task` : `map-${identity.application}-0-0-0`;
+      return await probe.ask(target.port, NODE, speaker, request);
     } finally {
       await probe.close();
     }
@@ -225,11 +228,11 @@ describe('the authenticated handshake on loopback', () => {
     const right = new AuthProbe({ role: 'client', nodeId: 'late', application: 'app-late', secret: 's1' });
     const wrong = new AuthProbe({ role: 'client', nodeId: 'liar', application: 'app-late', secret: 's2' });
     try {
-      assert.equal((await right.ask(acceptor.port, NODE, 'late-task', request)).kind, 'reply');
+      assert.equal((await right.ask(acceptor.port, NODE, 'map-app-late-0-0-0', request)).kind, 'reply');
       assert.equal(acceptor.delivered.at(-1)?.principal, undefined, 'nothing proved yet');
-      assert.equal((await wrong.ask(acceptor.port, NODE, 'liar-task', request)).kind, 'reply');
+      assert.equal((await wrong.ask(acceptor.port, NODE, 'map-app-late-0-0-1', request)).kind, 'reply');
       known = 's1';
-      assert.equal((await right.ask(acceptor.port, NODE, 'late-task', request)).kind, 'reply');
+      assert.equal((await right.ask(acceptor.port, NODE, 'map-app-late-0-0-0', request)).kind, 'reply');
       assert.deepEqual(acceptor.delivered.at(-1)?.principal, { kind: 'application', appId: 'app-late' });
       const before = acceptor.delivered.length;
       const closed = acceptor.loggedLine(
@@ -237,7 +240,7 @@ describe('the authenticated handshake on loopback', () => {
           line.event === 'transport.connectionClosed' &&
           /did not prove application app-late’s secret.*checked once/.test(String(line.reason)),
       );
-      const unanswered = wrong.ask(acceptor.port, NODE, 'liar-task', request);
+      const unanswered = wrong.ask(acceptor.port, NODE, 'map-app-late-0-0-1', request);
       await closed;
       assert.equal(acceptor.delivered.length, before, 'the liar’s envelope was not delivered');
       await wrong.close();
@@ -253,23 +256,44 @@ describe('the authenticated handshake on loopback', () => {
     const owner = new AuthProbe({ role: 'client', nodeId: 'owner', application: APP, secret: APP_SECRET });
     const other = new AuthProbe({ role: 'worker', nodeId: 'other', secret: INTERNAL });
     try {
-      assert.equal((await owner.ask(acceptor.port, NODE, 'shared-node', request)).kind, 'reply');
+      assert.equal((await owner.ask(acceptor.port, NODE, 'map-app-a-0-0-0', request)).kind, 'reply');
       const closed = acceptor.loggedLine(
         (line) =>
           line.event === 'transport.connectionClosed' &&
-          /it speaks as shared-node, which a connection that proved application app-a speaks as/.test(
+          /it speaks as map-app-a-0-0-0, which a connection that proved application app-a speaks as/.test(
             String(line.reason),
           ),
       );
-      const unanswered = other.ask(acceptor.port, NODE, 'shared-node', request);
+      const unanswered = other.ask(acceptor.port, NODE, 'map-app-a-0-0-0', request);
       await closed;
       await other.close();
       assert.equal((await unanswered).kind, 'noAnswer');
       // The owner's replies still reach it.
-      assert.equal((await owner.ask(acceptor.port, NODE, 'shared-node', request)).kind, 'reply');
+      assert.equal((await owner.ask(acceptor.port, NODE, 'map-app-a-0-0-0', request)).kind, 'reply');
     } finally {
       await owner.close();
       await other.close();
+    }
+  });
+
+  it("closes a client connection that speaks as another application's node, or as no application's", async () => {
+    for (const name of ['map-app-b-0-0-0', 'lm-app-b', 'master-0', '10.0.0.1:1:2:3:4']) {
+      const probe = new AuthProbe({ role: 'client', nodeId: 'a', application: APP, secret: APP_SECRET });
+      try {
+        const before = acceptor.delivered.length;
+        const closed = acceptor.loggedLine(
+          (line) =>
+            line.event === 'transport.connectionClosed' &&
+            String(line.reason).includes(`it acts for application ${APP} and speaks as ${name}, a node of`),
+        );
+        const unanswered = probe.ask(acceptor.port, NODE, name, request);
+        await closed;
+        assert.equal(acceptor.delivered.length, before, `${name}: nothing delivered`);
+        await probe.close();
+        assert.equal((await unanswered).kind, 'noAnswer');
+      } finally {
+        await probe.close();
+      }
     }
   });
 

@@ -2,6 +2,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
 import type { Envelope, NodeId, Principal } from '../../core/machines/effects.ts';
+import { applicationOfNode } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
 import {
@@ -425,7 +426,20 @@ export class Transport {
         connection.principal = pending.principal;
       }
     }
-    this.arrived(connection, wire, inbound.hello!.release);
+    const hello = inbound.hello!;
+    if (this.options.auth !== undefined && hello.role === 'client') {
+      // A client connection speaks only as nodes of the application it proves (or, provisionally, claims): no
+      // application can hold another's node names, nor the replies meant for them (core/protocol/node-ids.ts).
+      const owner = applicationOfNode(wire.from);
+      if (owner !== hello.application) {
+        connection.destroy(
+          `it acts for application ${hello.application ?? '(none)'} and speaks as ${wire.from}, ` +
+            (owner === undefined ? 'a node of no application' : `a node of application ${owner}`),
+        );
+        return;
+      }
+    }
+    this.arrived(connection, wire, hello.release);
   }
 
   // ------------------------------------------------------------------ connecting

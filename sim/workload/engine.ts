@@ -2,6 +2,7 @@ import { idList } from '../../core/domain/index.ts';
 import type { Input, NodeId } from '../../core/machines/effects.ts';
 import { FileGroupCache, type FileGroupAnswer } from '../../core/machines/client/file-group-cache.ts';
 import type { Message } from '../../core/protocol/messages.ts';
+import { driverNodeId } from '../../core/protocol/node-ids.ts';
 import type { MapTaskState } from '../../core/machines/client/map-task.ts';
 import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import type { NodeDefinition, Observer, World } from '../world/world.ts';
@@ -815,7 +816,7 @@ export class Engine implements Observer {
     world.inject(app.lm, {
       kind: 'receive',
       envelope: {
-        from: `driver-${app.shape.appId}`,
+        from: driverNodeId(app.shape.appId),
         to: app.lm,
         fromRelease: app.shape.clientRelease,
         // The engine's driver is the application's own process.
