@@ -60,6 +60,15 @@ function assertStatus(outcome: ProbeOutcome, status: StatusCode, what: string): 
   return message ?? '';
 }
 
+/** The sum of a server's AuthenticationFailCount series, from its Prometheus endpoint. */
+async function authenticationFailures(httpUrl: string): Promise<number> {
+  const text = await (await fetch(`${httpUrl}/metrics/prometheus`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('metrics_AuthenticationFailCount_Count'))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+}
+
 describe('application authentication on real processes', () => {
   let cluster: LocalCluster;
   let appA: Application;
@@ -144,6 +153,9 @@ describe('application authentication on real processes', () => {
         /names no application/,
       );
     });
+    // Refusals at the handshake are counted with the core's: B's secret and no application, on each port.
+    assert.ok((await authenticationFailures(cluster.masterHttpUrl)) >= 2);
+    assert.ok((await authenticationFailures(cluster.workerHttpUrl(0))) >= 8);
 
     // The client library says the same through its own errors.
     await assert.rejects(

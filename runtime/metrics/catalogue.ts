@@ -181,7 +181,7 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'AuthenticationFailCount',
     'counter',
     'machine',
-    'svc: requests refused because their connection did not prove the identity they need (svc.auth.enabled).',
+    'svc: peers refused because they did not prove the identity they need (svc.auth.enabled): at the handshake, and requests the core refuses.',
   ),
 
   // Worker: from the state.
@@ -403,7 +403,7 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'AuthenticationFailCount',
     'counter',
     'machine',
-    'svc: requests refused because their connection did not prove the identity they need (svc.auth.enabled).',
+    'svc: peers refused because they did not prove the identity they need (svc.auth.enabled): at the handshake, and requests the core refuses.',
   ),
   ...PROCESS_GAUGES.map((spec) => ({ ...spec, role: 'master' as const })),
   ...PROCESS_GAUGES.map((spec) => ({ ...spec, role: 'worker' as const })),

@@ -59,6 +59,7 @@ export async function runMaster(
               : { kind: 'secret', secret: known, principal };
           },
         };
+  const countAuthenticationFailure = { count: (): void => undefined };
   const network = nodeNetwork({
     role: 'master',
     release,
@@ -67,6 +68,8 @@ export async function runMaster(
     logger,
     admit: serverAdmission(release),
     ...(auth === undefined ? {} : { auth }),
+    // Counted with the core's refusals; the metrics exist only once the servers listen.
+    authenticationFailed: () => countAuthenticationFailure.count(),
   });
   const stateDir = conf.getString('svc.master.state.dir');
   const store = await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir);
@@ -92,6 +95,10 @@ export async function runMaster(
         state: (): MasterState => driver.state,
       })
     : undefined;
+  if (metrics !== undefined) {
+    countAuthenticationFailure.count = () =>
+      metrics.onMetric({ kind: 'metric', name: 'AuthenticationFailCount', op: 'inc', value: 1 });
+  }
   const shutdown = (code: number, reason: string): Promise<void> => {
     closing ??= (async () => {
       logger.info({ event: 'process.shutdown', code, reason }, `master stopping: ${reason}`);

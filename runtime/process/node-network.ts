@@ -32,6 +32,7 @@ export interface NodeNetworkOptions {
   readonly admit?: (hello: Hello) => Admission;
   readonly refused?: (peer: string, message: string, status: StatusCode) => void;
   readonly connectFailed?: (peer: string, reason: string) => void;
+  readonly authenticationFailed?: () => void;
   /** Application authentication (svc.auth.enabled); absent: off. */
   readonly auth?: TransportAuth;
 }
@@ -88,6 +89,9 @@ function newTransport(
     sendFailed: (envelope) => host.sendFailed(envelope),
     ...(options.refused === undefined ? {} : { refused: options.refused }),
     ...(options.connectFailed === undefined ? {} : { connectFailed: options.connectFailed }),
+    ...(options.authenticationFailed === undefined
+      ? {}
+      : { authenticationFailed: options.authenticationFailed }),
     ...(tls === undefined ? {} : { tls }),
     ...(options.auth === undefined ? {} : { auth: options.auth }),
   });

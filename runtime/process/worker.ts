@@ -108,6 +108,7 @@ export async function runWorker(
             return secrets.expected(hello.application ?? '', fresh);
           },
         };
+  const countAuthenticationFailure = { count: (): void => undefined };
   const network = nodeNetwork({
     role: 'worker',
     release,
@@ -116,6 +117,8 @@ export async function runWorker(
     logger,
     admit: serverAdmission(release),
     ...(auth === undefined ? {} : { auth }),
+    // Counted with the core's refusals; the metrics exist only once the servers listen.
+    authenticationFailed: () => countAuthenticationFailure.count(),
   });
   const ports = {
     rpc: (await network.transport.listen('rpc', host, conf.getInt('svc.worker.rpc.port'))).port,
@@ -161,6 +164,10 @@ export async function runWorker(
         devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
       })
     : undefined;
+  if (metrics !== undefined) {
+    countAuthenticationFailure.count = () =>
+      metrics.onMetric({ kind: 'metric', name: 'AuthenticationFailCount', op: 'inc', value: 1 });
+  }
   const envelopes = metrics === undefined ? undefined : envelopeObserver(metrics);
   const storage = new TierStorage({
     disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),

@@ -58,6 +58,12 @@ export interface TransportOptions extends ConnectionLimits {
    * peer that speaks TLS; `reason` says which (and what to check).
    */
   readonly connectFailed?: (peer: string, reason: string) => void;
+  /**
+   * A peer failed authentication here: refused at the handshake (AUTHENTICATION_FAILED), or closed for a proof
+   * checked later or a node name it may not use. Servers count it (AuthenticationFailCount), as the core counts
+   * the requests it refuses.
+   */
+  readonly authenticationFailed?: () => void;
   /** TLS on every server and connection (svc.ssl.enabled); absent: plaintext. */
   readonly tls?: TransportTls;
   /**
@@ -399,6 +405,7 @@ export class Transport {
       },
       message,
     );
+    if (status === 'AUTHENTICATION_FAILED') this.options.authenticationFailed?.();
     inbound.phase = 'verifying';
     inbound.connection.write([
       encodeHelloReply({ accepted: false, status, message, release: self.release, nodeId: self.nodeId }),
@@ -418,6 +425,7 @@ export class Transport {
       if (secret !== undefined) {
         inbound.pending = undefined;
         if (!proofMatches(secret, inbound.hello!, inbound.nonce!, pending.mac)) {
+          this.options.authenticationFailed?.();
           connection.destroy(
             `${mismatch(inbound.hello!)} (checked once the application had registered its secret)`,
           );
@@ -432,6 +440,7 @@ export class Transport {
       // application can hold another's node names, nor the replies meant for them (core/protocol/node-ids.ts).
       const owner = applicationOfNode(wire.from);
       if (owner !== hello.application) {
+        this.options.authenticationFailed?.();
         connection.destroy(
           `it acts for application ${hello.application ?? '(none)'} and speaks as ${wire.from}, ` +
             (owner === undefined ? 'a node of no application' : `a node of application ${owner}`),
@@ -599,6 +608,7 @@ export class Transport {
       ) {
         // A node's replies go where it last spoke: a connection of another identity may not take over those of a
         // node that spoke on a proven connection (one that proved nothing yet holds nothing worth taking).
+        this.options.authenticationFailed?.();
         connection.destroy(
           `it speaks as ${wire.from}, which a connection that proved ${describePrincipal(previous.principal)} ` +
             `speaks as, and it proved ${describePrincipal(principal)}`,
