@@ -39,6 +39,11 @@ describe('the statistics of a window (reference section 10.1)', () => {
     );
   });
 
+  it('never reports -0, whose place among zeros would depend on the order (property seed 72680984)', () => {
+    assert.deepEqual(snapshotOf([-0, 0]), snapshotOf([0, -0]));
+    assert.ok(Object.is(snapshotOf([-0]).min, 0) && Object.is(snapshotOf([-0]).max, 0));
+  });
+
   it('property: the order of the samples does not matter', () => {
     fc.assert(
       fc.property(fc.array(value, { maxLength: 50 }), fc.integer(), (values, seed) => {

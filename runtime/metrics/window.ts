@@ -65,7 +65,8 @@ export interface WindowSnapshot {
  * q × (n + 1) among the sorted values (1-based), clamped to the first and last value.
  */
 export function snapshotOf(samples: readonly number[], count: number = samples.length): WindowSnapshot {
-  const sorted = [...samples].sort((a, b) => a - b);
+  // -0 and 0 compare equal, so which one ends first would depend on the samples' order: a statistic is never -0.
+  const sorted = samples.map((value) => (value === 0 ? 0 : value)).sort((a, b) => a - b);
   const n = sorted.length;
   const quantiles = Object.fromEntries(
     QUANTILES.map(({ suffix, quantile }) => [suffix, quantileOf(sorted, quantile)]),
