@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { StatusCode } from '../core/domain/status.ts';
 import type { Message } from '../core/protocol/messages.ts';
 import { startApplication, type Application } from './client/application.ts';
-import { AuthenticationFailedError, MapTaskFailedError, ReduceTaskFailedError } from './client/errors.ts';
+import { AuthenticationFailedError } from './client/errors.ts';
 import { connectExecutor } from './client/shuffle-client.ts';
 import { clientAuthConf, LocalCluster } from './cluster/local-cluster.ts';
 import { ServerProcess } from './cluster/server-process.ts';
@@ -180,12 +180,12 @@ describe('application authentication on real processes', () => {
       await assert.rejects(
         writer.close(),
         (error: unknown) =>
-          error instanceof MapTaskFailedError && /AUTHENTICATION_FAILED/.test(error.message),
+          error instanceof AuthenticationFailedError && /did not prove application/.test(error.message),
       );
       await assert.rejects(
         impostor.shuffle(7, { maps: 1, partitions: 1 }).read(0),
         (error: unknown) =>
-          error instanceof ReduceTaskFailedError && /AUTHENTICATION_FAILED/.test(error.message),
+          error instanceof AuthenticationFailedError && /did not prove application/.test(error.message),
       );
     } finally {
       await impostor.close();

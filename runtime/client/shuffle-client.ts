@@ -22,6 +22,7 @@ import type { NodeNetwork } from '../process/node-network.ts';
 import { clientNetwork } from './client-network.ts';
 import { clientConfig, clientRelease, parseHostPort, type ClientOptions } from './client-config.ts';
 import {
+  AuthenticationFailedError,
   ClientClosedError,
   ClientReleaseRefusedError,
   MapTaskFailedError,
@@ -86,7 +87,11 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   const conf = clientConfig(release, options);
   const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
   const logger = createLogger(options.logLevel ?? 'warn', { role: 'executor', node: executorId });
-  const { network, refusal } = clientNetwork(executorId, release, conf, logger);
+  // The executor acts for the application it was given, proving the application's secret (svc.auth.enabled).
+  const { network, refusal, authRefusal } = clientNetwork(executorId, release, conf, logger, {
+    appId: options.appId,
+    ...(options.secret === undefined ? {} : { secret: options.secret }),
+  });
   network.addresses.set(
     lifecycleManagerNodeId(options.appId),
     parseHostPort(options.lifecycleManager, 'lifecycle manager'),
@@ -100,6 +105,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     fileGroups: new FileGroupCache(),
     closed: false,
     refusal,
+    authRefusal,
   };
   return {
     release,
@@ -132,6 +138,8 @@ interface ExecutorContext {
   readonly fileGroups: FileGroupCache;
   closed: boolean;
   refusal(): string | undefined;
+  /** Why a server refused this executor's proof (or requires authentication it has off), once one has. */
+  authRefusal(): string | undefined;
 }
 
 class ShuffleHandle implements Shuffle {
@@ -200,6 +208,8 @@ class ShuffleHandle implements Shuffle {
       const error = end?.error;
       const refusal = context.refusal();
       if (refusal !== undefined) throw new ClientReleaseRefusedError(refusal);
+      const authRefusal = context.authRefusal();
+      if (authRefusal !== undefined) throw new AuthenticationFailedError(authRefusal);
       throw new ReduceTaskFailedError(
         error?.kind ?? 'failure',
         `reading partition ${partitionId} of shuffle ${shuffleId} failed (${error?.kind ?? 'stopped'}): ` +
@@ -311,6 +321,8 @@ class TaskWriter implements MapWriter {
       }
       const refusal = context.refusal();
       if (refusal !== undefined) throw new ClientReleaseRefusedError(refusal);
+      const authRefusal = context.authRefusal();
+      if (authRefusal !== undefined) throw new AuthenticationFailedError(authRefusal);
       throw new MapTaskFailedError(
         `map ${this.mapId} attempt ${this.attemptId} of shuffle ${this.shuffleId} failed: ` +
           `${end?.error ?? 'the client was closed'}. Run the attempt again (its data is not part of the shuffle).`,
