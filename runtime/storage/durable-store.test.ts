@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -57,6 +58,11 @@ for (const backend of ['ROCKSDB', 'LEVELDB'] as const satisfies readonly DbBacke
           ['worker/shuffle/app-2-0', 'ünïcødé ✓'],
         ]),
       );
+    });
+
+    it('creates its directory for its owner only (a master keeps secrets there)', async () => {
+      await openStore();
+      assert.equal((await stat(dir)).mode & 0o777, 0o700);
     });
 
     it('deletes keys written as null, in the same batch as puts', async () => {

@@ -55,7 +55,9 @@ async function openLevel(backend: DbBackend, dir: string): Promise<Level> {
   const options = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
   let db: Level | undefined;
   try {
-    await mkdir(dir, { recursive: true });
+    // Owner only: a master's state holds the applications' secrets (svc.auth.enabled); a directory that exists
+    // keeps the mode the operator gave it.
+    await mkdir(dir, { recursive: true, mode: 0o700 });
     db =
       backend === 'ROCKSDB' ? new RocksLevel(dir, options) : new ClassicLevel<string, string>(dir, options);
     await db.open();
