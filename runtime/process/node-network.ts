@@ -33,6 +33,8 @@ export interface NodeNetworkOptions {
   readonly refused?: (peer: string, message: string, status: StatusCode) => void;
   readonly connectFailed?: (peer: string, reason: string) => void;
   readonly authenticationFailed?: () => void;
+  /** A frame's pieces were written (a worker takes back its read buffers). */
+  readonly written?: (pieces: readonly Uint8Array[]) => void;
   /** Application authentication (svc.auth.enabled); absent: off. */
   readonly auth?: TransportAuth;
 }
@@ -89,6 +91,7 @@ function newTransport(
     sendFailed: (envelope) => host.sendFailed(envelope),
     ...(options.refused === undefined ? {} : { refused: options.refused }),
     ...(options.connectFailed === undefined ? {} : { connectFailed: options.connectFailed }),
+    ...(options.written === undefined ? {} : { written: options.written }),
     ...(options.authenticationFailed === undefined
       ? {}
       : { authenticationFailed: options.authenticationFailed }),

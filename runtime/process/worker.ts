@@ -1,3 +1,4 @@
+import { ReadBuffers } from '../storage/read-buffers.ts';
 import { mkdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedConfig } from '../../conf/index.ts';
@@ -109,6 +110,10 @@ export async function runWorker(
           },
         };
   const countAuthenticationFailure = { count: (): void => undefined };
+  // Chunks are served from buffers used again once written (docs/performance.md, item 4).
+  const readBuffers = new ReadBuffers(
+    Math.floor(memoryBudget * conf.getDouble('svc.worker.directMemoryRatioForReadBuffer')),
+  );
   const network = nodeNetwork({
     role: 'worker',
     release,
@@ -119,6 +124,7 @@ export async function runWorker(
     ...(auth === undefined ? {} : { auth }),
     // Counted with the core's refusals; the metrics exist only once the servers listen.
     authenticationFailed: () => countAuthenticationFailure.count(),
+    written: (pieces) => readBuffers.giveBack(pieces),
   });
   const ports = {
     rpc: (await network.transport.listen('rpc', host, conf.getInt('svc.worker.rpc.port'))).port,
@@ -178,6 +184,7 @@ export async function runWorker(
         `disk ${mountPoint} failed: ${reason}`,
       ),
     ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
+    readBuffers,
   });
   const pauseAt = (key: string): number => Math.floor(memoryBudget * conf.getDouble(key));
   const backPressure = new BackPressure(

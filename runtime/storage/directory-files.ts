@@ -2,6 +2,7 @@ import { mkdir, open, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { DirectoryHealth } from './directory-health.ts';
 import { errnoCode, IoFailure } from './io-error.ts';
+import type { ReadBuffers } from './read-buffers.ts';
 import type { TierFiles } from './tier-files.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 
@@ -31,6 +32,8 @@ export class DirectoryFiles implements TierFiles {
   constructor(
     readonly root: string,
     readonly health: DirectoryHealth,
+    /** Where served chunks are read into (reused once written); absent: a fresh buffer each. */
+    private readonly readBuffers?: ReadBuffers,
   ) {}
 
   async create(id: string, segments: readonly string[]): Promise<void> {
@@ -70,12 +73,17 @@ export class DirectoryFiles implements TierFiles {
     });
   }
 
-  /** [offset, offset + length), short at the end of the file, in one buffer. */
-  async read(id: string, offset: number, length: number): Promise<Uint8Array> {
+  /**
+   * [offset, offset + length), short at the end of the file, in one buffer: one of the read buffers when `lend`
+   * (a chunk to serve, whose buffer the transport gives back once written).
+   */
+  async read(id: string, offset: number, length: number, lend = false): Promise<Uint8Array> {
     return this.guard(async () => {
       const file = await this.live(id);
       // Only the bytes read are handed out (a short read returns the filled part).
-      const bytes = unzeroedBytes(Math.max(0, Math.min(length, file.length - offset)));
+      const size = Math.max(0, Math.min(length, file.length - offset));
+      const bytes =
+        lend && this.readBuffers !== undefined ? this.readBuffers.take(size) : unzeroedBytes(size);
       let filled = 0;
       while (filled < bytes.length) {
         const { bytesRead } = await file.handle!.read(bytes, filled, bytes.length - filled, offset + filled);

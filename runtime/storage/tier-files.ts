@@ -10,8 +10,11 @@ export interface TierFiles {
   append(id: string, chunks: readonly Uint8Array[]): Promise<void>;
   /** Makes everything appended so far durable. */
   flush(id: string): Promise<void>;
-  /** [offset, offset + length), short at the end of the file. */
-  read(id: string, offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * [offset, offset + length), short at the end of the file. `lend`: the bytes serve a chunk to a reader, and may
+   * be read into a buffer lent by the tier's ReadBuffers (read-buffers.ts), which the transport gives back.
+   */
+  read(id: string, offset: number, length: number, lend?: boolean): Promise<Uint8Array>;
   /** The whole file, for moving it to another tier. */
   contents(id: string): Promise<readonly Uint8Array[]>;
   /** Creates a file holding `chunks` durably (a move's target); a failure leaves no partial file behind. */

@@ -1,3 +1,4 @@
+import type { ReadBuffers } from './read-buffers.ts';
 import type { BatchableIo, FileRef, IoCompletion } from '../../core/machines/effects.ts';
 import { isDfsType } from '../../core/domain/storage.ts';
 import { DirectoryFiles } from './directory-files.ts';
@@ -17,6 +18,8 @@ export interface TierStorageOptions {
   readonly onDiskFailed?: (mountPoint: string, reason: string) => void;
   /** Every completed operation with its time from issue to completion (the worker's metrics). */
   readonly onIoDone?: (op: BatchableIo, completion: IoCompletion, elapsedMs: number) => void;
+  /** Buffers that chunks read from disk and DFS files are served in, given back by the transport once written. */
+  readonly readBuffers?: ReadBuffers;
 }
 
 /** Where one FileRef lives: its tier's files, its id, and the key its operations are ordered by. */
@@ -57,7 +60,7 @@ export class TierStorage {
           }
         },
       });
-      const files = new DirectoryFiles(disk.dir, health);
+      const files = new DirectoryFiles(disk.dir, health, options.readBuffers);
       this.disks.set(disk.mountPoint, files);
     }
     if (options.dfsDir !== undefined) {
@@ -65,7 +68,7 @@ export class TierStorage {
         watch: false,
         onFailed: () => dfs.releaseAll(),
       });
-      const dfs = new DirectoryFiles(options.dfsDir, health);
+      const dfs = new DirectoryFiles(options.dfsDir, health, options.readBuffers);
       this.dfs = dfs;
     }
     // Started once every tier exists: a directory missing now fails its disk, and its callback may run at once.
@@ -142,7 +145,8 @@ export class TierStorage {
         const { offset, length } = op;
         if (!isCount(offset) || !isCount(length))
           throw new IoFailure('IO_ERROR', `cannot read ${length} bytes at ${offset}`);
-        return this.lanes.read(key, () => files.read(id, offset, length));
+        // The core reads only to serve a chunk (core/machines/effects.ts): the bytes may live in a lent buffer.
+        return this.lanes.read(key, () => files.read(id, offset, length, true));
       }
       case 'moveFile': {
         const target = this.placeOf(op.to);

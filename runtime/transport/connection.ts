@@ -54,14 +54,20 @@ export class Connection {
   }
 
   /** Writes one frame given as pieces (head and raw payloads) without copying them. */
-  write(pieces: readonly Uint8Array[]): void {
+  /**
+   * Writes a frame's pieces in one gather write. `written` runs once the socket no longer needs them (they reached
+   * the kernel, or the write failed); never when nothing was written (the connection had closed).
+   */
+  write(pieces: readonly Uint8Array[], written?: () => void): void {
     if (this.closedFlag || this.socket.destroyed) return;
     if (pieces.length === 1) {
-      this.socket.write(pieces[0]!);
+      this.socket.write(pieces[0]!, written);
       return;
     }
     this.socket.cork();
-    for (const piece of pieces) this.socket.write(piece);
+    const last = pieces.length - 1;
+    for (let i = 0; i < last; i += 1) this.socket.write(pieces[i]!);
+    this.socket.write(pieces[last]!, written);
     this.socket.uncork();
   }
 

@@ -59,6 +59,12 @@ export interface TransportOptions extends ConnectionLimits {
    */
   readonly connectFailed?: (peer: string, reason: string) => void;
   /**
+   * The pieces of a frame were written to the socket (or the write failed) and the socket needs them no more: a
+   * worker takes back the read buffers its chunks were served in (runtime/storage/read-buffers.ts). Called only for
+   * frames with raw payloads; never for a frame that was not written (its connection closed first).
+   */
+  readonly written?: (pieces: readonly Uint8Array[]) => void;
+  /**
    * A peer failed authentication here: refused at the handshake (AUTHENTICATION_FAILED), or closed for a proof
    * checked later or a node name it may not use. Servers count it (AuthenticationFailCount), as the core counts
    * the requests it refuses.
@@ -97,6 +103,7 @@ interface Inbound {
 interface Queued {
   readonly envelope: WireEnvelope;
   readonly pieces: readonly Uint8Array[];
+  readonly written?: () => void;
 }
 
 /** An outgoing connection to one address: queues sends until the peer accepted the handshake. */
@@ -172,20 +179,23 @@ export class Transport {
       return;
     }
     const pieces = encodeEnvelope(envelope);
+    // Raw payloads travel as pieces of their own: whoever lent them may have them back once they are written.
+    const givesBack = this.options.written;
+    const written = givesBack !== undefined && pieces.length > 1 ? () => givesBack(pieces) : undefined;
     if (envelope.inReplyTo !== undefined) {
       const route = this.routes.get(envelope.to);
       if (route !== undefined && !route.closed) {
-        route.write(pieces);
+        route.write(pieces, written);
         return;
       }
     }
     const address = this.options.addresses.resolve(envelope.to, envelope.message);
     if (address !== undefined) {
-      this.sendVia(this.link(address), { envelope, pieces });
+      this.sendVia(this.link(address), { envelope, pieces, ...(written === undefined ? {} : { written }) });
       return;
     }
     const route = this.routes.get(envelope.to);
-    if (route !== undefined && !route.closed) route.write(pieces);
+    if (route !== undefined && !route.closed) route.write(pieces, written);
     else this.options.sendFailed(envelope);
   }
 
@@ -485,7 +495,7 @@ export class Transport {
   }
 
   private sendVia(link: Link, queued: Queued): void {
-    if (link.state === 'open') link.connection.write(queued.pieces);
+    if (link.state === 'open') link.connection.write(queued.pieces, queued.written);
     else link.queue.push(queued);
   }
 
@@ -509,7 +519,7 @@ export class Transport {
       link.peerRelease = reply.release;
       // The peer is the one this process chose to reach (and, over TLS, proved its certificate).
       link.connection.principal = this.options.auth === undefined ? undefined : SERVER;
-      for (const queued of link.queue.splice(0)) link.connection.write(queued.pieces);
+      for (const queued of link.queue.splice(0)) link.connection.write(queued.pieces, queued.written);
       return;
     }
     if (frame.kind !== 'envelope') {
