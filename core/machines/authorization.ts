@@ -48,18 +48,31 @@ export function authorized(
   if (!enabled || required === undefined) return true;
   const failure = authorizationFailure(envelope.principal, required);
   if (failure === null) return true;
+  refuseUnauthenticated(out, role, envelope, failure);
+  return false;
+}
+
+/**
+ * Refuses an arrived envelope for `reason`: logged and counted, and a request answered with StatusResponse
+ * AUTHENTICATION_FAILED (one-way messages and answers get nothing). The machine then ignores the envelope.
+ */
+export function refuseUnauthenticated(
+  out: Outbox,
+  role: 'master' | 'worker' | 'lifecycle-manager',
+  envelope: Envelope,
+  reason: string,
+): void {
   log(out, 'warn', `${role}.authentication.refused`, {
     from: envelope.from,
     message: envelope.message.type,
-    reason: failure,
+    reason,
   });
   count(out, 'AuthenticationFailCount');
   if (envelope.requestId !== undefined && envelope.inReplyTo === undefined) {
     reply(out, replyToOf(envelope), {
       type: 'StatusResponse',
       status: 'AUTHENTICATION_FAILED',
-      message: `refused ${envelope.message.type}: ${failure} (svc.auth.enabled)`,
+      message: `refused ${envelope.message.type}: ${reason} (svc.auth.enabled)`,
     });
   }
-  return false;
 }

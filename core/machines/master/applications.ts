@@ -33,7 +33,7 @@ import {
 } from '../../slots/index.ts';
 import type { Envelope } from '../effects.ts';
 import { admitted } from '../admission.ts';
-import { applicationOf, authorizationFailure } from '../authorization.ts';
+import { applicationOf, authorizationFailure, refuseUnauthenticated } from '../authorization.ts';
 import { replyToOf } from '../outbox.ts';
 import { count, log, reply } from '../outbox.ts';
 import { withApplications, withWorkers, type MasterOutbox } from './outbox.ts';
@@ -56,17 +56,7 @@ export function handleRegisterApplication(
   if (authEnabled) {
     const refusal = registrationRefusal(record, envelope, message);
     if (refusal !== null) {
-      log(out, 'warn', 'master.authentication.refused', {
-        from: envelope.from,
-        message: message.type,
-        reason: refusal,
-      });
-      count(out, 'AuthenticationFailCount');
-      reply(out, replyToOf(envelope), {
-        type: 'StatusResponse',
-        status: 'AUTHENTICATION_FAILED',
-        message: refusal,
-      });
+      refuseUnauthenticated(out, 'master', envelope, refusal);
       return s;
     }
   }
