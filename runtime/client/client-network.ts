@@ -1,7 +1,5 @@
 import type { ResolvedConfig } from '../../conf/index.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
-import type { Principal } from '../../core/machines/effects.ts';
-import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
 import { nodeNetwork, type NodeNetwork } from '../process/node-network.ts';
@@ -24,8 +22,8 @@ export interface ClientNetwork {
 
 /** Who a client process is when authentication is on: the application it acts for and its secret. */
 export interface ClientIdentity {
-  /** The application; absent: the one whose lifecycle manager this process was given (an executor's). */
-  readonly appId?: string;
+  /** The application this process acts for. */
+  readonly appId: string;
   /** The application's secret; absent: svc.client.auth.secret. */
   readonly secret?: string;
   /**
@@ -45,16 +43,12 @@ export function clientNetwork(
   release: Release,
   conf: ResolvedConfig,
   logger: Logger,
-  identity: ClientIdentity = {},
+  identity: ClientIdentity,
 ): ClientNetwork {
   let refusal: string | undefined;
   let authRefusal: string | undefined;
   let connectFailure: string | undefined;
-  const addresses: { network?: NodeNetwork } = {};
-  // An executor's application is the one whose lifecycle manager it was handed (connectExecutor sets its address
-  // before anything is sent), unless the caller names it.
-  const application = (): string | undefined =>
-    identity.appId ?? (addresses.network === undefined ? undefined : applicationOf(addresses.network));
+  const application = identity.appId;
   const auth = conf.getBoolean('svc.auth.enabled')
     ? clientAuth(nodeId, application, identity.secret ?? configuredSecret(conf), identity.serves === true)
     : undefined;
@@ -74,7 +68,6 @@ export function clientNetwork(
     },
     ...(auth === undefined ? {} : { auth }),
   });
-  addresses.network = network;
   return {
     network,
     refusal: () => refusal,
@@ -85,7 +78,7 @@ export function clientNetwork(
 
 function clientAuth(
   nodeId: string,
-  application: () => string | undefined,
+  appId: string,
   secret: string | undefined,
   serves: boolean,
 ): TransportAuth {
@@ -97,12 +90,9 @@ function clientAuth(
   }
   return {
     secret,
-    get principal(): Principal {
-      return { kind: 'application', appId: application() ?? '' };
-    },
+    principal: { kind: 'application', appId },
     expectedSecret: (hello): ExpectedSecret => {
-      const appId = application();
-      if (!serves || appId === undefined) {
+      if (!serves) {
         return { kind: 'refused', message: `${nodeId} accepts no connections` };
       }
       if (hello.role !== 'client' || hello.application !== appId) {
@@ -116,12 +106,4 @@ function clientAuth(
       return { kind: 'secret', secret, principal: { kind: 'application', appId } };
     },
   };
-}
-
-/** The application whose lifecycle manager this process knows the address of (an executor knows one). */
-function applicationOf(network: NodeNetwork): string | undefined {
-  for (const node of network.addresses.nodes()) {
-    if (node.startsWith('lm-') && lifecycleManagerNodeId(node.slice(3)) === node) return node.slice(3);
-  }
-  return undefined;
 }

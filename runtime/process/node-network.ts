@@ -24,11 +24,8 @@ export interface NodeNetworkOptions {
   readonly nodeId: string;
   readonly conf: ResolvedConfig;
   readonly logger: Logger;
-  /**
-   * The application a client process acts for, named in its hellos (read when a connection opens, so that an
-   * executor may learn it after its network exists); absent for servers.
-   */
-  readonly application?: () => string | undefined;
+  /** The application a client process acts for, named in its hellos; absent for servers. */
+  readonly application?: string;
   readonly admit?: (hello: Hello) => Admission;
   readonly refused?: (peer: string, message: string, status: StatusCode) => void;
   readonly connectFailed?: (peer: string, reason: string) => void;
@@ -66,18 +63,12 @@ function newTransport(
   tls: TransportTls | undefined,
 ): Transport {
   const conf = options.conf;
-  const application = options.application;
-  const self: Hello =
-    application === undefined
-      ? { role: options.role, release: options.release, nodeId: options.nodeId }
-      : {
-          role: options.role,
-          release: options.release,
-          nodeId: options.nodeId,
-          get application() {
-            return application();
-          },
-        };
+  const self: Hello = {
+    role: options.role,
+    release: options.release,
+    nodeId: options.nodeId,
+    ...(options.application === undefined ? {} : { application: options.application }),
+  };
   return new Transport({
     self,
     maxFrameBytes: conf.getBytes('svc.network.frame.maxSize'),

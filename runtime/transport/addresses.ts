@@ -90,11 +90,6 @@ export class AddressBook {
     this.known.set(node, address);
   }
 
-  /** The nodes whose address was set (not the workers, whose ids are their addresses). */
-  nodes(): Iterable<NodeId> {
-    return this.known.keys();
-  }
-
   resolve(node: NodeId, message: Message): Address | undefined {
     const known = this.known.get(node);
     if (known !== undefined) return known;
