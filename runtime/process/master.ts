@@ -10,7 +10,7 @@ import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from './admission.ts';
 import { nodeNetwork } from './node-network.ts';
-import { internalSecret, serverPeerSecret } from './server-auth.ts';
+import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
 import { metricsOptions, metricsRoutes, serveManagement, optionalString } from './server-config.ts';
 
@@ -59,7 +59,18 @@ export async function runMaster(
               : { kind: 'secret', secret: known, principal };
           },
         };
-  const countAuthenticationFailure = { count: (): void => undefined };
+  // Read by closures (the metrics instance label, shutdown) before the interface listens.
+  let http: ManagementServer | undefined = undefined;
+  const metrics = conf.getBoolean('svc.metrics.enabled')
+    ? createMetrics({
+        role: 'master',
+        ...metricsOptions(conf),
+        release,
+        instance: () =>
+          `${conf.getString('svc.master.host')}:${http?.address.port ?? conf.getInt('svc.master.http.port')}`,
+        state: (): MasterState => driver.state,
+      })
+    : undefined;
   const network = nodeNetwork({
     role: 'master',
     release,
@@ -68,8 +79,7 @@ export async function runMaster(
     logger,
     admit: serverAdmission(release),
     ...(auth === undefined ? {} : { auth }),
-    // Counted with the core's refusals; the metrics exist only once the servers listen.
-    authenticationFailed: () => countAuthenticationFailure.count(),
+    authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
   });
   const stateDir = conf.getString('svc.master.state.dir');
   const store = await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir);
@@ -83,22 +93,6 @@ export async function runMaster(
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));
   let closing: Promise<void> | undefined;
-  // Read by closures (the metrics instance label, shutdown) before the interface listens.
-  let http: ManagementServer | undefined = undefined;
-  const metrics = conf.getBoolean('svc.metrics.enabled')
-    ? createMetrics({
-        role: 'master',
-        ...metricsOptions(conf),
-        release,
-        instance: () =>
-          `${conf.getString('svc.master.host')}:${http?.address.port ?? conf.getInt('svc.master.http.port')}`,
-        state: (): MasterState => driver.state,
-      })
-    : undefined;
-  if (metrics !== undefined) {
-    countAuthenticationFailure.count = () =>
-      metrics.onMetric({ kind: 'metric', name: 'AuthenticationFailCount', op: 'inc', value: 1 });
-  }
   const shutdown = (code: number, reason: string): Promise<void> => {
     closing ??= (async () => {
       logger.info({ event: 'process.shutdown', code, reason }, `master stopping: ${reason}`);

@@ -1,3 +1,4 @@
+import type { MetricEffect } from '../metrics/registry.ts';
 import { readFileSync } from 'node:fs';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import type { Principal } from '../../core/machines/effects.ts';
@@ -59,3 +60,14 @@ export function serverPeerSecret(hello: Hello, secret: string): ExpectedSecret |
   if (hello.role === 'client') return undefined;
   return { kind: 'secret', secret, principal: SERVER };
 }
+
+/**
+ * A peer that failed authentication in the handshake, counted with the core's own refusals (the transport's
+ * `authenticationFailed`).
+ */
+export const AUTHENTICATION_FAILED: MetricEffect = {
+  kind: 'metric',
+  name: 'AuthenticationFailCount',
+  op: 'inc',
+  value: 1,
+};

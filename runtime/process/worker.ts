@@ -24,7 +24,7 @@ import { serverAdmission } from './admission.ts';
 import type { RunningServer } from './master.ts';
 import { nodeNetwork } from './node-network.ts';
 import { ApplicationSecrets } from './application-secrets.ts';
-import { internalSecret, serverPeerSecret } from './server-auth.ts';
+import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
 import {
   metricsOptions,
@@ -109,11 +109,23 @@ export async function runWorker(
             return secrets.expected(hello.application ?? '', fresh);
           },
         };
-  const countAuthenticationFailure = { count: (): void => undefined };
   // Chunks are served from buffers used again once written (docs/performance.md, item 4).
   const readBuffers = new ReadBuffers(
     Math.floor(memoryBudget * conf.getDouble('svc.worker.directMemoryRatioForReadBuffer')),
   );
+  // Read by closures (the metrics instance label, shutdown) before the interface listens.
+  let http: ManagementServer | undefined = undefined;
+  const metrics = conf.getBoolean('svc.metrics.enabled')
+    ? createMetrics({
+        role: 'worker',
+        ...metricsOptions(conf),
+        release,
+        // The bound port is known once the management interface listens; the label is read at each scrape.
+        instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
+        state: (): WorkerMachineState => driver.state,
+        devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
+      })
+    : undefined;
   const network = nodeNetwork({
     role: 'worker',
     release,
@@ -122,8 +134,7 @@ export async function runWorker(
     logger,
     admit: serverAdmission(release),
     ...(auth === undefined ? {} : { auth }),
-    // Counted with the core's refusals; the metrics exist only once the servers listen.
-    authenticationFailed: () => countAuthenticationFailure.count(),
+    authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
     written: (pieces) => readBuffers.giveBack(pieces),
   });
   const ports = {
@@ -157,23 +168,6 @@ export async function runWorker(
     recoverPath,
   );
   const recovered = await store.load();
-  // Read by closures (the metrics instance label, shutdown) before the interface listens.
-  let http: ManagementServer | undefined = undefined;
-  const metrics = conf.getBoolean('svc.metrics.enabled')
-    ? createMetrics({
-        role: 'worker',
-        ...metricsOptions(conf),
-        release,
-        // The bound port is known once the management interface listens; the label is read at each scrape.
-        instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
-        state: (): WorkerMachineState => driver.state,
-        devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
-      })
-    : undefined;
-  if (metrics !== undefined) {
-    countAuthenticationFailure.count = () =>
-      metrics.onMetric({ kind: 'metric', name: 'AuthenticationFailCount', op: 'inc', value: 1 });
-  }
   const envelopes = metrics === undefined ? undefined : envelopeObserver(metrics);
   const storage = new TierStorage({
     disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
