@@ -1,7 +1,7 @@
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { Principal } from '../../core/machines/effects.ts';
-import { decodeFrame, FrameReader, WireError, type DecodedFrame } from '../wire/index.ts';
+import { decodeFrame, FrameReader, InPlaceFrameReader, WireError, type DecodedFrame } from '../wire/index.ts';
 import { looksLikeTls, socketErrorReason } from './tls.ts';
 
 export interface ConnectionLimits {
@@ -20,9 +20,13 @@ export interface ConnectionEvents {
  * One TCP connection carrying svc frames, either direction: reads frames incrementally, writes a frame's pieces in
  * one gather write, and closes itself on a malformed, oversized, truncated or too slow frame. It knows nothing of
  * handshakes or routing (./transport.ts). A TLS socket is a socket: frames travel on it unchanged.
+ *
+ * A plain TCP connection this process opens (`Connection.open`) is read in place: the socket reads into where the
+ * frames stay (`InPlaceFrameReader`, net's `onread`). Node offers `onread` neither to accepted sockets nor over
+ * TLS, so those are read in node's 64 KiB chunks (`FrameReader`).
  */
 export class Connection {
-  private readonly reader: FrameReader;
+  private readonly reader: FrameReader | InPlaceFrameReader;
   private frameTimer: NodeJS.Timeout | undefined;
   private closeReason: string | undefined;
   private closedFlag = false;
@@ -35,14 +39,38 @@ export class Connection {
    */
   principal: Principal | undefined;
 
+  /** Opens a plain TCP connection to `host:port`, read in place. */
+  static open(
+    address: { readonly host: string; readonly port: number },
+    limits: ConnectionLimits,
+    events: ConnectionEvents,
+  ): Connection {
+    const reader = new InPlaceFrameReader(limits.maxFrameBytes);
+    const socket = connect({
+      host: address.host,
+      port: address.port,
+      onread: {
+        buffer: () => reader.region(),
+        // Bytes arrive only after connecting, by when the connection exists.
+        callback: (count: number, region: Uint8Array) => {
+          connection.onReadInPlace(count, region);
+          return true; // pausing goes through pause(), as for any socket
+        },
+      },
+    });
+    const connection = new Connection(socket, limits, events, reader);
+    return connection;
+  }
+
   constructor(
     readonly socket: Socket,
     private readonly limits: ConnectionLimits,
     private readonly events: ConnectionEvents,
+    inPlace?: InPlaceFrameReader,
   ) {
-    this.reader = new FrameReader(limits.maxFrameBytes);
+    this.reader = inPlace ?? new FrameReader(limits.maxFrameBytes);
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    if (inPlace === undefined) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => {
       this.closeReason ??= socketErrorReason(error, socket);
     });
@@ -92,23 +120,41 @@ export class Connection {
   }
 
   private onData(chunk: Buffer): void {
-    if (this.closedFlag) return;
-    if (!this.receivedAny) {
-      this.receivedAny = true;
-      if (!(this.socket instanceof TLSSocket) && looksLikeTls(chunk)) {
-        this.destroy(
-          'the peer speaks TLS on this plaintext connection: svc.ssl.enabled must be the same on both sides',
-        );
-        return;
-      }
-    }
+    if (this.closedFlag || this.spokeTls(chunk)) return;
     let bodies: Uint8Array[];
     try {
-      bodies = this.reader.push(chunk);
+      bodies = (this.reader as FrameReader).push(chunk);
     } catch (error) {
       this.destroy(describe(error));
       return;
     }
+    this.deliver(bodies);
+  }
+
+  private onReadInPlace(count: number, region: Uint8Array): void {
+    if (this.closedFlag || this.spokeTls(region.subarray(0, count))) return;
+    let bodies: Uint8Array[];
+    try {
+      bodies = (this.reader as InPlaceFrameReader).received(count);
+    } catch (error) {
+      this.destroy(describe(error));
+      return;
+    }
+    this.deliver(bodies);
+  }
+
+  /** True when the first bytes of a plaintext connection are TLS (and the connection is being closed). */
+  private spokeTls(first: Uint8Array): boolean {
+    if (this.receivedAny) return false;
+    this.receivedAny = true;
+    if (this.socket instanceof TLSSocket || !looksLikeTls(first)) return false;
+    this.destroy(
+      'the peer speaks TLS on this plaintext connection: svc.ssl.enabled must be the same on both sides',
+    );
+    return true;
+  }
+
+  private deliver(bodies: readonly Uint8Array[]): void {
     for (const body of bodies) {
       let frame: DecodedFrame;
       try {

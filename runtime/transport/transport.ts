@@ -1,4 +1,4 @@
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
 import type { Envelope, NodeId, Principal } from '../../core/machines/effects.ts';
@@ -467,19 +467,16 @@ export class Transport {
     const key = addressText(address);
     const existing = this.links.get(key);
     if (existing !== undefined && existing.state !== 'closed') return existing;
-    const socket =
-      this.tls === undefined
-        ? connect({ host: address.host, port: address.port })
-        : this.tls.connect(address);
-    const link: Link = {
-      address,
-      state: 'handshaking',
-      queue: [],
-      connection: new Connection(socket, this.options, {
-        onFrame: (frame) => this.onLinkFrame(link, frame),
-        onClose: (reason) => this.onLinkClosed(link, reason),
-      }),
+    const events = {
+      onFrame: (frame: DecodedFrame) => this.onLinkFrame(link, frame),
+      onClose: (reason: string | undefined) => this.onLinkClosed(link, reason),
     };
+    const connection =
+      this.tls === undefined
+        ? Connection.open(address, this.options, events)
+        : new Connection(this.tls.connect(address), this.options, events);
+    const socket = connection.socket;
+    const link: Link = { address, state: 'handshaking', queue: [], connection };
     link.timer = setTimeout(() => {
       link.connection.destroy(
         `no handshake reply from ${key} within ${this.options.connectTimeoutMs} ms (svc.network.connect.timeout)`,

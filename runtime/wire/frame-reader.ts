@@ -48,10 +48,10 @@ export class FrameReader {
         }
         if (this.prefixFilled < LENGTH_PREFIX_BYTES) break;
         this.prefixFilled = 0;
-        this.startBody(this.checked(readLength(this.prefix, 0)));
+        this.startBody(checkedFrameLength(readFrameLength(this.prefix, 0), this.maxFrameBytes));
         continue;
       }
-      const length = this.checked(readLength(chunk, at));
+      const length = checkedFrameLength(readFrameLength(chunk, at), this.maxFrameBytes);
       const start = at + LENGTH_PREFIX_BYTES;
       if (start + length <= chunk.byteLength) {
         bodies.push(chunk.subarray(start, start + length));
@@ -69,20 +69,21 @@ export class FrameReader {
     this.body = unzeroedBytes(length);
     this.filled = 0;
   }
-
-  private checked(length: number): number {
-    if (length > this.maxFrameBytes) {
-      throw new WireError(
-        'oversized',
-        `a frame of ${length} bytes exceeds the limit of ${this.maxFrameBytes} (svc.network.frame.maxSize)`,
-      );
-    }
-    if (length === 0) throw new WireError('malformed', 'an empty frame');
-    return length;
-  }
 }
 
-function readLength(data: Uint8Array, offset: number): number {
+/** A frame's body length as the prefix gives it, refused when empty or above the limit. */
+export function checkedFrameLength(length: number, maxFrameBytes: number): number {
+  if (length > maxFrameBytes) {
+    throw new WireError(
+      'oversized',
+      `a frame of ${length} bytes exceeds the limit of ${maxFrameBytes} (svc.network.frame.maxSize)`,
+    );
+  }
+  if (length === 0) throw new WireError('malformed', 'an empty frame');
+  return length;
+}
+
+export function readFrameLength(data: Uint8Array, offset: number): number {
   return (
     ((data[offset]! << 24) >>> 0) + (data[offset + 1]! << 16) + (data[offset + 2]! << 8) + data[offset + 3]!
   );

@@ -1,5 +1,6 @@
 export { WireError, type WireErrorReason } from './errors.ts';
 export { FrameReader, LENGTH_PREFIX_BYTES } from './frame-reader.ts';
+export { InPlaceFrameReader } from './in-place-reader.ts';
 export {
   decodeFrame,
   encodeAuthChallenge,

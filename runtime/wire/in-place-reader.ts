@@ -1,0 +1,110 @@
+import { unzeroedBytes } from '../unzeroed-bytes.ts';
+import { checkedFrameLength, LENGTH_PREFIX_BYTES, readFrameLength } from './frame-reader.ts';
+
+/** Bytes of a fresh slab: the most one read takes when no large frame is under way. */
+export const SLAB_BYTES = 256 * 1024;
+/** Below this much room a slab is left behind for a fresh one, so that a read is never tiny. */
+const MIN_ROOM_BYTES = 32 * 1024;
+
+/**
+ * Cuts a byte stream into frame bodies, telling the socket where to read to (net.Socket's `onread`), so that the
+ * kernel copies the bytes straight to where they stay: frames of up to a slab are read into a slab and handed out
+ * as views of it; a frame larger than what is left of its slab gets a buffer of its own, the part already read is
+ * moved there once and the socket then reads the rest of the frame directly into it. `FrameReader` (node's
+ * 64 KiB reads, then one copy of every frame that spans two of them) stays the reader of sockets that cannot be
+ * read in place: accepted sockets and TLS (docs/performance.md).
+ *
+ * A slab is never written again once a view of it has been handed out: the next read always goes after the last
+ * byte received. A slab stays alive while any of its frames does.
+ */
+export class InPlaceFrameReader {
+  private slab: Uint8Array = unzeroedBytes(SLAB_BYTES);
+  /** Where the unfinished frame (or its length prefix) starts in the slab. */
+  private start = 0;
+  /** Where the bytes received so far end in the slab. */
+  private end = 0;
+  /** The unfinished frame's body length, once its prefix is complete. */
+  private length: number | undefined;
+  /** A body too large for its slab, read directly into a buffer of its own. */
+  private body: Uint8Array | undefined;
+  private filled = 0;
+
+  constructor(private readonly maxFrameBytes: number) {}
+
+  /** Bytes of an unfinished frame held back (0 when the stream is at a frame boundary). */
+  get buffered(): number {
+    return this.body === undefined ? this.end - this.start : LENGTH_PREFIX_BYTES + this.filled;
+  }
+
+  /** Where the socket's next read goes. */
+  region(): Uint8Array {
+    if (this.body !== undefined) return this.body.subarray(this.filled);
+    const room = this.slab.byteLength - this.end;
+    if (this.length !== undefined) {
+      const needed = this.start + LENGTH_PREFIX_BYTES + this.length;
+      if (needed <= this.slab.byteLength) return this.slab.subarray(this.end);
+      if (LENGTH_PREFIX_BYTES + this.length > SLAB_BYTES / 2) return this.ownBody();
+      this.freshSlab();
+      return this.slab.subarray(this.end);
+    }
+    if (room < MIN_ROOM_BYTES) this.freshSlab();
+    return this.slab.subarray(this.end);
+  }
+
+  /** `count` bytes were read into the last region; returns the bodies they complete, in order. */
+  received(count: number): Uint8Array[] {
+    if (this.body !== undefined) {
+      this.filled += count;
+      if (this.filled < this.body.byteLength) return [];
+      const whole = this.body;
+      this.body = undefined;
+      this.filled = 0;
+      this.length = undefined;
+      return [whole, ...this.cut()];
+    }
+    this.end += count;
+    return this.cut();
+  }
+
+  /** Hands out every complete frame in the slab and reads the length of the next one if it is there. */
+  private cut(): Uint8Array[] {
+    const bodies: Uint8Array[] = [];
+    for (;;) {
+      if (this.length === undefined) {
+        if (this.end - this.start < LENGTH_PREFIX_BYTES) break;
+        this.length = checkedFrameLength(readFrameLength(this.slab, this.start), this.maxFrameBytes);
+      }
+      const bodyStart = this.start + LENGTH_PREFIX_BYTES;
+      if (this.end - bodyStart < this.length) break;
+      bodies.push(this.slab.subarray(bodyStart, bodyStart + this.length));
+      this.start = bodyStart + this.length;
+      this.length = undefined;
+    }
+    return bodies;
+  }
+
+  /**
+   * Moves the frame under way out of the slab into a buffer of exactly its size; the slab goes on after the last
+   * frame handed out, since nothing refers to the moved bytes.
+   */
+  private ownBody(): Uint8Array {
+    const length = this.length!;
+    const bodyStart = this.start + LENGTH_PREFIX_BYTES;
+    // Every byte is written before the body is handed out.
+    this.body = unzeroedBytes(length);
+    this.body.set(this.slab.subarray(bodyStart, this.end));
+    this.filled = this.end - bodyStart;
+    this.end = this.start;
+    return this.body.subarray(this.filled);
+  }
+
+  /** Leaves the current slab to the frames handed out of it; the unfinished bytes move to a fresh one. */
+  private freshSlab(): void {
+    const pending = this.slab.subarray(this.start, this.end);
+    const next = unzeroedBytes(Math.max(SLAB_BYTES, LENGTH_PREFIX_BYTES + (this.length ?? 0)));
+    next.set(pending);
+    this.slab = next;
+    this.start = 0;
+    this.end = pending.byteLength;
+  }
+}
