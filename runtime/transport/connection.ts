@@ -1,4 +1,4 @@
-import { connect, type Socket } from 'node:net';
+import { connect, Socket, type Server } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { Principal } from '../../core/machines/effects.ts';
 import { decodeFrame, FrameReader, InPlaceFrameReader, WireError, type DecodedFrame } from '../wire/index.ts';
@@ -45,30 +45,19 @@ export class Connection {
     limits: ConnectionLimits,
     events: ConnectionEvents,
   ): Connection {
-    const reader = new InPlaceFrameReader(limits.maxFrameBytes);
-    const socket = connect({
-      host: address.host,
-      port: address.port,
-      onread: {
-        buffer: () => reader.region(),
-        // Bytes arrive only after connecting, by when the connection exists.
-        callback: (count: number, region: Uint8Array) => {
-          connection.onReadInPlace(count, region);
-          return true; // pausing goes through pause(), as for any socket
-        },
-      },
-    });
-    const connection = new Connection(socket, limits, events, reader);
-    return connection;
+    const reading = new InPlaceReading(limits.maxFrameBytes);
+    const socket = connect({ host: address.host, port: address.port, onread: reading.onread });
+    return new Connection(socket, limits, events, reading);
   }
 
   constructor(
     readonly socket: Socket,
     private readonly limits: ConnectionLimits,
     private readonly events: ConnectionEvents,
-    inPlace?: InPlaceFrameReader,
+    inPlace?: InPlaceReading,
   ) {
-    this.reader = inPlace ?? new FrameReader(limits.maxFrameBytes);
+    this.reader = inPlace?.reader ?? new FrameReader(limits.maxFrameBytes);
+    inPlace?.attach(this);
     socket.setNoDelay(true);
     if (inPlace === undefined) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => {
@@ -131,7 +120,8 @@ export class Connection {
     this.deliver(bodies);
   }
 
-  private onReadInPlace(count: number, region: Uint8Array): void {
+  /** `count` bytes were read into `region` (an in-place socket's onread). */
+  onReadInPlace(count: number, region: Uint8Array): void {
     if (this.closedFlag || this.spokeTls(region.subarray(0, count))) return;
     let bodies: Uint8Array[];
     try {
@@ -194,6 +184,63 @@ export class Connection {
     }
     this.events.onClose(this.closeReason);
   }
+}
+
+/** A socket's `onread`, feeding an `InPlaceFrameReader` and, once attached, its connection. */
+export class InPlaceReading {
+  readonly reader: InPlaceFrameReader;
+  private connection: Connection | undefined;
+  readonly onread = {
+    buffer: (): Uint8Array => this.reader.region(),
+    callback: (count: number, region: Uint8Array): boolean => {
+      // Bytes arrive only once the socket is connected, by when the connection is attached.
+      this.connection!.onReadInPlace(count, region);
+      return true; // pausing goes through Connection.pause(), as for any socket
+    },
+  };
+
+  constructor(maxFrameBytes: number) {
+    this.reader = new InPlaceFrameReader(maxFrameBytes);
+  }
+
+  attach(connection: Connection): void {
+    this.connection = connection;
+  }
+}
+
+/** The part of a listening net.Server's handle that accepts: node's own `onconnection` (lib/net.js). */
+interface AcceptingHandle {
+  onconnection: (status: number, clientHandle: unknown) => void;
+}
+
+/**
+ * Makes a plain TCP server hand its accepted sockets to `accept` read in place, or returns false where this node
+ * does not allow it. Node gives `onread` only to sockets it is asked to create, never to accepted ones, so this
+ * takes over the listening handle's `onconnection` and builds the socket from the accepted handle the way node
+ * does (`new Socket({ handle })`), with `onread`. Accept errors still go to node's own handler. The server then
+ * neither counts these sockets nor waits for them in `close()`: the transport tracks and closes its connections
+ * itself. Guarded: a node whose server handle has no `onconnection` keeps the 'connection' event and `FrameReader`
+ * (runtime/transport/in-place.test.ts fails on this node if the hook stops taking effect).
+ */
+export function acceptInPlace(
+  server: Server,
+  maxFrameBytes: number,
+  accept: (socket: Socket, reading: InPlaceReading) => void,
+): boolean {
+  const handle = (server as unknown as { _handle?: Partial<AcceptingHandle> })._handle;
+  const original = handle?.onconnection;
+  if (handle === undefined || typeof original !== 'function') return false;
+  handle.onconnection = function (this: unknown, status: number, clientHandle: unknown): void {
+    if (status !== 0 || clientHandle === undefined) {
+      original.call(this, status, clientHandle);
+      return;
+    }
+    const reading = new InPlaceReading(maxFrameBytes);
+    const options = { handle: clientHandle, readable: true, writable: true, onread: reading.onread };
+    const socket = new Socket(options);
+    accept(socket, reading);
+  };
+  return true;
 }
 
 function describe(error: unknown): string {

@@ -25,7 +25,7 @@ import {
   type ExpectedSecret,
   type TransportAuth,
 } from './authentication.ts';
-import { Connection, type ConnectionLimits } from './connection.ts';
+import { acceptInPlace, Connection, type ConnectionLimits, type InPlaceReading } from './connection.ts';
 import { tlsRefusalReason, TlsSetup, type TransportTls } from './tls.ts';
 
 export type Admission =
@@ -159,6 +159,11 @@ export class Transport {
     server.on('error', (error) =>
       this.options.logger.error({ event: 'transport.serverError', service, error }),
     );
+    if (this.tls === undefined) {
+      acceptInPlace(server, this.options.maxFrameBytes, (socket, reading) =>
+        this.accept(service, socket, reading),
+      );
+    }
     const bound = server.address();
     if (bound === null || typeof bound === 'string')
       throw new Error(`the ${service} server has no TCP address`);
@@ -245,7 +250,7 @@ export class Transport {
     return server;
   }
 
-  private accept(service: string, socket: Socket): void {
+  private accept(service: string, socket: Socket, reading?: InPlaceReading): void {
     if (this.closing) {
       socket.destroy();
       return;
@@ -259,55 +264,60 @@ export class Transport {
       );
     }, this.options.connectTimeoutMs);
     handshakeTimer.unref();
-    const connection: Connection = new Connection(socket, this.options, {
-      onFrame: (frame) => {
-        switch (inbound.phase) {
-          case 'hello':
-            if (frame.kind !== 'hello') {
-              connection.destroy(`expected a handshake first, got a ${frame.kind} frame`);
+    const connection: Connection = new Connection(
+      socket,
+      this.options,
+      {
+        onFrame: (frame) => {
+          switch (inbound.phase) {
+            case 'hello':
+              if (frame.kind !== 'hello') {
+                connection.destroy(`expected a handshake first, got a ${frame.kind} frame`);
+                return;
+              }
+              inbound.hello = frame.hello;
+              if (!this.answerHello(inbound)) clearTimeout(handshakeTimer);
               return;
-            }
-            inbound.hello = frame.hello;
-            if (!this.answerHello(inbound)) clearTimeout(handshakeTimer);
-            return;
-          case 'proof':
-            if (frame.kind !== 'authProof') {
-              connection.destroy(`expected an authentication proof, got a ${frame.kind} frame`);
+            case 'proof':
+              if (frame.kind !== 'authProof') {
+                connection.destroy(`expected an authentication proof, got a ${frame.kind} frame`);
+                return;
+              }
+              clearTimeout(handshakeTimer);
+              inbound.phase = 'verifying';
+              void this.verifyProof(inbound, frame.mac);
               return;
-            }
-            clearTimeout(handshakeTimer);
-            inbound.phase = 'verifying';
-            void this.verifyProof(inbound, frame.mac);
-            return;
-          case 'verifying':
-            connection.destroy(`a ${frame.kind} frame before the handshake was answered`);
-            return;
-          case 'open':
-            if (frame.kind !== 'envelope') {
-              connection.destroy(`unexpected ${frame.kind} frame after the handshake`);
+            case 'verifying':
+              connection.destroy(`a ${frame.kind} frame before the handshake was answered`);
               return;
-            }
-            this.arrivedInbound(inbound, frame.envelope);
-        }
+            case 'open':
+              if (frame.kind !== 'envelope') {
+                connection.destroy(`unexpected ${frame.kind} frame after the handshake`);
+                return;
+              }
+              this.arrivedInbound(inbound, frame.envelope);
+          }
+        },
+        onClose: (reason) => {
+          clearTimeout(handshakeTimer);
+          connections.delete(connection);
+          this.forget(connection);
+          if (reason !== undefined && !this.closing) {
+            this.options.logger.warn(
+              {
+                event: 'transport.connectionClosed',
+                service,
+                peer,
+                peerNode: inbound.hello?.nodeId,
+                reason,
+              },
+              `closed a ${service} connection from ${peer}: ${reason}`,
+            );
+          }
+        },
       },
-      onClose: (reason) => {
-        clearTimeout(handshakeTimer);
-        connections.delete(connection);
-        this.forget(connection);
-        if (reason !== undefined && !this.closing) {
-          this.options.logger.warn(
-            {
-              event: 'transport.connectionClosed',
-              service,
-              peer,
-              peerNode: inbound.hello?.nodeId,
-              reason,
-            },
-            `closed a ${service} connection from ${peer}: ${reason}`,
-          );
-        }
-      },
-    });
+      reading,
+    );
     const inbound: Inbound = { connection, service, peer, phase: 'hello' };
     connections.add(connection);
     if (this.paused.has(service)) connection.pause();
