@@ -94,7 +94,11 @@ export type FromClient =
 
 // ------------------------------------------------------------------ sink (./sink.ts)
 
-export type SinkMode = 'discard' | 'file';
+/**
+ * discard: count and drop; keep: count and hold every chunk until the stream ends (what a memory tier must do at
+ * least: the floor for a worker's CPU); file: append to a file.
+ */
+export type SinkMode = 'discard' | 'keep' | 'file';
 
 export type ToSink =
   | {

@@ -109,6 +109,38 @@ export function cpuRow(comparison: Comparison, most: number): Row {
 }
 
 /**
+ * The sink that keeps what it receives against the discarding one (what holding fresh memory costs by itself), and
+ * the worker against the keeping sink: with a memory tier, the first bounds how close the worker can come to the
+ * discarding sink.
+ */
+export function keepingCpuRows(comparison: Comparison): Row[] {
+  const keeping = comparison.keeping;
+  if (keeping === undefined) return [];
+  const rows: Row[] = [
+    {
+      figure: 'sink keeping the bytes, CPU s/GiB, against the discarding sink',
+      measured: keeping.serverCpuPerGiB,
+      baseline: comparison.bare.serverCpuPerGiB,
+      unit: 'CPU s/GiB',
+      ratio: keeping.serverCpuPerGiB / comparison.bare.serverCpuPerGiB,
+      goal: 'reported',
+    },
+  ];
+  const svc = comparison.svc;
+  if (svc !== undefined) {
+    rows.push({
+      figure: 'worker CPU s/GiB (memory tier) against the sink keeping the bytes',
+      measured: svc.serverCpuPerGiB,
+      baseline: keeping.serverCpuPerGiB,
+      unit: 'CPU s/GiB',
+      ratio: svc.serverCpuPerGiB / keeping.serverCpuPerGiB,
+      goal: 'reported',
+    });
+  }
+  return rows;
+}
+
+/**
  * Every measured process's CPU (the worker(s) and the client) per GiB pushed, beside the bare processes'. When the
  * machine's cores are all busy (2 cores, a client and one or two servers), throughput cannot exceed cores over this
  * figure, so bare / svc bounds the throughput ratio: the figure says how far CPU alone is from a goal.

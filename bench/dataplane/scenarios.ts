@@ -96,6 +96,8 @@ export interface Comparison {
   readonly svc?: Side;
   readonly svcError?: string;
   readonly bare: Side;
+  /** push-memory: the same stream into a sink that keeps what it receives (the floor for a memory tier's CPU). */
+  readonly keeping?: Side;
 }
 
 /** svc failed the run (a task failed, a process exited): a figure svc could not produce, not a harness error. */
@@ -629,20 +631,21 @@ function standardWorkload(ctx: Context, totalBytes: number): Workload {
 
 export async function pushMemory(ctx: Context): Promise<Comparison> {
   const o = ctx.options;
-  return pushComparison(
-    ctx,
-    {
-      name: 'push-memory',
-      workload: standardWorkload(ctx, o.size),
-      workers: 1,
-      tier: 'memory',
-      workerConf: memoryTierConf(o.size),
-      mapSlots: o.mapSlots,
-      replicate: false,
-    },
-    'discard',
-    'push into one worker, memory tier',
-  );
+  const spec: PushSpec = {
+    name: 'push-memory',
+    workload: standardWorkload(ctx, o.size),
+    workers: 1,
+    tier: 'memory',
+    workerConf: memoryTierConf(o.size),
+    mapSlots: o.mapSlots,
+    replicate: false,
+  };
+  const comparison = await pushComparison(ctx, spec, 'discard', 'push into one worker, memory tier');
+  // What keeping the bytes costs by itself: the sink holds every chunk it reads, as a memory tier must.
+  const keeping = await barePushSide(ctx, spec, 'keep');
+  await stopAll([keeping.client], keeping.sinks);
+  ctx.log(`  bare, keeping: ${keeping.side.mibPerSecond.toFixed(1)} MiB/s`);
+  return { ...comparison, keeping: keeping.side };
 }
 
 export async function pushReplicated(ctx: Context): Promise<Comparison> {

@@ -3,8 +3,9 @@
  * over IPC by bench/dataplane.bench.ts, ./protocol.ts). No svc code at all: node:net and node:fs only.
  *
  * - push port: reads a stream and walks its length prefixes (counting frames, nothing decoded), then discards it
- *   (`discard`) or appends it to a file of its own with plain sequential writes and one fdatasync at the end
- *   (`file`); with a relay set (`relay-to`) it also forwards every byte to another sink's relay port.
+ *   (`discard`), holds every chunk until the stream ends (`keep`: the least a memory tier does, which must keep
+ *   fresh memory for what it receives), or appends it to a file of its own with plain sequential writes and one
+ *   fdatasync at the end (`file`); with a relay set (`relay-to`) it also forwards every byte to another sink's relay port.
  * - relay port: the same, never relaying further (a replica).
  * - serve port: bare TCP reads of files: a request is a relative path and a newline, the answer its length (u64 BE)
  *   and its bytes, read from the file in pieces of `chunkBytes` (svc.shuffle.chunk.size) as a worker serves chunks.
@@ -187,14 +188,17 @@ async function receive(socket: Socket, relay: Endpoint | undefined, kind: 'push'
     socket.on('end', resolve);
     socket.on('error', reject);
   });
+  const kept: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => {
     bytes += chunk.length;
     counter.push(chunk);
+    if (mode === 'keep') kept.push(chunk);
     if (appender !== undefined && !appender.push(chunk)) fileFull = true;
     if (relaySocket !== undefined && !relaySocket.write(chunk)) relayFull = true;
     if (fileFull || relayFull) flow();
   });
   await ended;
+  kept.length = 0; // held until here
   if (!counter.whole) throw new Error(`a ${kind} stream ended inside a frame`);
   await appender?.finish();
   let relayed: SinkAck | undefined;
