@@ -286,6 +286,7 @@ export function detailTable(comparisons: readonly Comparison[], rss: RssFigure |
     if (c.svc !== undefined) rows.push(sideCells(`${c.scenario} svc`, c.svc));
     else rows.push([`${c.scenario} svc`, 'FAILED']);
     rows.push(sideCells(`${c.scenario} bare`, c.bare));
+    if (c.keeping !== undefined) rows.push(sideCells(`${c.scenario} bare, keeping`, c.keeping));
   }
   if (rss !== undefined) rows.push(sideCells('rss svc', rss.side));
   return table(
@@ -314,6 +315,7 @@ export function profileText(comparisons: readonly Comparison[], rss: RssFigure |
   for (const c of comparisons) {
     if (c.svc !== undefined) sides.push({ label: `${c.scenario} svc`, side: c.svc });
     sides.push({ label: `${c.scenario} bare`, side: c.bare });
+    if (c.keeping !== undefined) sides.push({ label: `${c.scenario} bare, keeping`, side: c.keeping });
   }
   if (rss !== undefined) sides.push({ label: 'rss svc', side: rss.side });
   const parts: string[] = [];
