@@ -332,6 +332,7 @@ export function mapTaskConfigFrom(
     lifecycleManager: lifecycleManagerNodeId(appId),
     records,
     batchSizeBytes: conf.getBytes('svc.client.push.buffer.max.size'),
+    mergeSizeBytes: conf.getBytes('svc.client.push.merge.maxSize'),
     maxReviveRetries: conf.getInt('svc.client.push.revive.maxRetries'),
     pushTimeoutMs: askTimeout,
     requestTimeoutMs: askTimeout,

@@ -39,6 +39,7 @@ export interface Options {
   readonly recordSize: number;
   readonly batch: number;
   readonly smallBatch: number;
+  readonly merge: number;
   readonly mapSlots: number;
   readonly smallMapSlots: number;
   readonly readSlots: number;
@@ -98,6 +99,7 @@ Sizes (bytes: 1g, 256m, 64k):
   --record-size <b>        bytes per record (1020: 64 records fill 64 KiB exactly)   default 1020
   --batch <b>              svc.client.push.buffer.max.size           default 64k
   --small-batch <b>        the same in small-batches                 default 4k
+  --merge <b>              svc.client.push.merge.maxSize             default 2m
   --map-slots <n>          maps a client runs at once                default 2
   --small-map-slots <n>    the same in small-batches                 default 8
   --read-slots <n>         partitions (files) read at once           default 4
@@ -165,6 +167,7 @@ const STRING_FLAGS = [
   'record-size',
   'batch',
   'small-batch',
+  'merge',
   'map-slots',
   'small-map-slots',
   'read-slots',
@@ -231,6 +234,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
     recordSize: size('record-size', '1020'),
     batch: size('batch', '64k'),
     smallBatch: size('small-batch', '4k'),
+    merge: size('merge', '2m'),
     mapSlots: whole('map-slots', 2),
     smallMapSlots: whole('small-map-slots', 8),
     readSlots: whole('read-slots', 4),

@@ -553,6 +553,7 @@ async function svcPushSide(ctx: Context, spec: PushSpec): Promise<SvcPush> {
         ...clientTierConf(spec.tier),
         'svc.client.push.replicate.enabled': String(spec.replicate),
         'svc.client.push.buffer.max.size': String(spec.workload.batchBytes),
+        'svc.client.push.merge.maxSize': String(spec.workload.mergeBytes),
         'svc.shuffle.chunk.size': String(ctx.options.chunk),
       },
     });
@@ -624,6 +625,7 @@ function standardWorkload(ctx: Context, totalBytes: number): Workload {
     partitions: o.partitions,
     recordBytes: o.recordSize,
     batchBytes: o.batch,
+    mergeBytes: o.merge,
   });
 }
 
@@ -678,6 +680,7 @@ export async function smallBatches(ctx: Context): Promise<Comparison> {
         partitions: o.partitions,
         recordBytes: o.recordSize,
         batchBytes: o.smallBatch,
+        mergeBytes: o.merge,
       }),
       workers: 1,
       tier: 'memory',
@@ -702,6 +705,7 @@ export async function manyPartitions(ctx: Context): Promise<Comparison> {
         partitions: o.manyPartitions,
         recordBytes: o.recordSize,
         batchBytes: o.batch,
+        mergeBytes: o.merge,
       }),
       workers: 1,
       tier: 'memory',
@@ -953,6 +957,8 @@ async function bareJob(
     recordBytes: DEMO_RECORD_BYTES,
     recordsPerPartition,
     batchBytes: 64 * 1024,
+    // The demo's (the registry's default).
+    mergeBytes: 2 * MIB,
     generate: true,
   };
   const dir = path.join(ctx.runDir, 'e2e-bare');

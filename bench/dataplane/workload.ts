@@ -23,8 +23,10 @@ export interface Workload {
   readonly recordBytes: number;
   /** Records each map writes to each partition. */
   readonly recordsPerPartition: number;
-  /** `svc.client.push.buffer.max.size`: the largest batch payload, and the largest merged push. */
+  /** `svc.client.push.buffer.max.size`: the largest batch payload. */
   readonly batchBytes: number;
+  /** `svc.client.push.merge.maxSize`: the most frame bytes of one merged push. */
+  readonly mergeBytes: number;
   /** Fill each map's records afresh with random bytes (as a job generates them) instead of reusing one pool. */
   readonly generate?: boolean;
   /** The maps this process runs (default: all of them). */
@@ -38,6 +40,7 @@ export function workloadOf(options: {
   partitions: number;
   recordBytes: number;
   batchBytes: number;
+  mergeBytes: number;
 }): Workload {
   const maps = Math.max(1, Math.round(options.totalBytes / options.mapBytes));
   const recordsPerPartition = Math.max(
@@ -50,6 +53,7 @@ export function workloadOf(options: {
     recordBytes: options.recordBytes,
     recordsPerPartition,
     batchBytes: options.batchBytes,
+    mergeBytes: options.mergeBytes,
   };
 }
 
@@ -123,7 +127,7 @@ export interface StreamMessage {
 /**
  * The push messages of one map, in the order a map task sends them: the first batch of every partition, then the
  * second, and so on (one batch in flight per partition), the batches of one round for one sink merged up to the
- * batch size. Encoding happens as the generator is pulled, as the map task frames each step's batches when it
+ * merge size. Encoding happens as the generator is pulled, as the map task frames each step's batches when it
  * sends them.
  */
 export function* mapMessages(
@@ -135,7 +139,7 @@ export function* mapMessages(
 ): Generator<StreamMessage> {
   const { appId, shuffleId, sinkNodeIds } = names;
   const attemptId = 0;
-  const cap = workload.batchBytes;
+  const cap = workload.mergeBytes;
   const planned = records.map((partition) => planBatches(partition, workload.batchBytes));
   // As initialMapTaskState (and the svc client's allocation): every frame of the attempt in one unzeroed buffer,
   // batch ids in the same order, each sealed in place when sent.

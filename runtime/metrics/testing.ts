@@ -90,6 +90,7 @@ export function runShuffle(
             lifecycleManager: lm,
             records: Array.from({ length: partitions }, () => [record, record, record]),
             batchSizeBytes: 64,
+            mergeSizeBytes: 64,
             maxReviveRetries: 5,
             pushTimeoutMs: 120_000,
             requestTimeoutMs: 60_000,

@@ -27,6 +27,17 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     description: 'Data of a partition a client buffers before pushing it.',
   },
   {
+    key: 'svc.client.push.merge.maxSize',
+    type: 'bytes',
+    default: '2m',
+    min: 1,
+    roles: CLIENT,
+    description:
+      'svc addition: the most frame bytes one PushMergedData carries. The batches a map task pushes at once to ' +
+      'the same primary and replica travel merged up to this size (a larger batch travels alone); each merged ' +
+      'push costs the worker one message and one answer instead of one per batch.',
+  },
+  {
     key: 'svc.client.push.revive.maxRetries',
     type: 'int',
     default: '5',

@@ -48,7 +48,8 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     roles: ALL_ROLES,
     description:
       'svc addition: the largest frame a connection accepts; a larger one closes that connection with a logged ' +
-      'reason. Must exceed svc.shuffle.chunk.size and svc.client.push.buffer.max.size.',
+      'reason. Must exceed svc.shuffle.chunk.size, svc.client.push.buffer.max.size and ' +
+      'svc.client.push.merge.maxSize.',
   },
   {
     key: 'svc.ssl.enabled',

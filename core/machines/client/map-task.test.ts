@@ -48,6 +48,7 @@ const baseConfig: MapTaskConfig = {
   lifecycleManager: LM,
   records: [[text('p0-r00'), text('p0-r01'), text('p0-r02')], [text('p1-r00')]],
   batchSizeBytes: 20,
+  mergeSizeBytes: 20,
   maxReviveRetries: 2,
   pushTimeoutMs: 1_000,
   requestTimeoutMs: 5_000,
@@ -58,7 +59,12 @@ const baseConfig: MapTaskConfig = {
 class Harness extends ProbeHarness<MapTaskState> {
   readonly lm: Probe;
   constructor(config: Partial<MapTaskConfig> = {}) {
-    super(ME, { machine: mapTaskMachine, init: () => initialMapTaskState({ ...baseConfig, ...config }) });
+    // A test that sets only the batch size merges up to it, as the cap was before it had a key of its own.
+    const merge = { mergeSizeBytes: config.batchSizeBytes ?? baseConfig.mergeSizeBytes };
+    super(ME, {
+      machine: mapTaskMachine,
+      init: () => initialMapTaskState({ ...baseConfig, ...merge, ...config }),
+    });
     this.lm = this.probe(LM);
     for (let i = 0; i < 4; i += 1) this.probe(workerKey(worker(i)));
     this.start();
@@ -339,16 +345,18 @@ describe('map task', () => {
     fc.assert(
       fc.property(
         fc.array(fc.array(fc.string({ maxLength: 12 }), { maxLength: 6 }), { minLength: 1, maxLength: 5 }),
-        // From batches that never merge (every frame is over the cap) to several batches per merged push.
         fc.integer({ min: 20, max: 160 }),
+        // From batches that never merge (every frame is over the cap) to several batches per merged push.
+        fc.integer({ min: 20, max: 400 }),
         fc.infiniteStream(fc.constantFrom(...statuses)),
-        (records, batchSizeBytes, outcomes) => {
+        (records, batchSizeBytes, mergeSizeBytes, outcomes) => {
           const encoded = records.map((rs) => rs.map(text));
           const h = new Harness({
             numPartitions: encoded.length,
             records: encoded,
             maxReviveRetries: 1000,
             batchSizeBytes,
+            mergeSizeBytes,
           });
           const outcome = () => outcomes.next().value as StatusCode;
           h.register(encoded.map((_, p) => location(p, 0, p % 2)));
@@ -439,11 +447,12 @@ describe('map task: merged pushes', () => {
     }
   });
 
-  it('cuts a group into messages of at most batchSizeBytes of frames, each holding at least one batch', () => {
+  it('cuts a group into messages of at most mergeSizeBytes of frames, each holding at least one batch', () => {
     const h = new Harness({
       numPartitions: 5,
       records: oneRecordEach(5),
-      batchSizeBytes: 2 * FRAME_OF_ONE_RECORD + 10,
+      batchSizeBytes: 20,
+      mergeSizeBytes: 2 * FRAME_OF_ONE_RECORD + 10,
     });
     h.register([0, 1, 2, 3, 4].map((p) => location(p, 0, 0)));
     assert.deepEqual(h.pending(h.w(0), 'PushMergedData').map(batchesOf), [
@@ -461,7 +470,12 @@ describe('map task: merged pushes', () => {
       [4],
     );
 
-    const tiny = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 20 });
+    const tiny = new Harness({
+      numPartitions: 2,
+      records: oneRecordEach(2),
+      batchSizeBytes: 1_000,
+      mergeSizeBytes: 20,
+    });
     tiny.register([location(0, 0, 0), location(1, 0, 0)]);
     assert.equal(tiny.pending(tiny.w(0), 'PushData').length, 2, 'a frame larger than the cap travels alone');
     assert.equal(tiny.pending(tiny.w(0), 'PushMergedData').length, 0);

@@ -48,11 +48,13 @@ export interface MapTaskConfig {
   readonly lifecycleManager: NodeId;
   /** What this attempt writes: the records of each partition (index = partitionId), in order. */
   readonly records: readonly (readonly Uint8Array[])[];
-  /**
-   * `svc.client.push.buffer.max.size`: records are packed into batches of at most this many bytes, and a merged push
-   * carries frames of at most this many bytes in all (a larger frame travels alone).
-   */
+  /** `svc.client.push.buffer.max.size`: records are packed into batches of at most this many bytes. */
   readonly batchSizeBytes: number;
+  /**
+   * `svc.client.push.merge.maxSize`: a merged push carries frames of at most this many bytes in all (a larger frame
+   * travels alone).
+   */
+  readonly mergeSizeBytes: number;
   /** `svc.client.push.revive.maxRetries`: revives one batch may ask for after failures (splits are free). */
   readonly maxReviveRetries: number;
   /** `svc.client.push.timeout`: a push unanswered this long failed (PUSH_DATA_TIMEOUT_PRIMARY). */
@@ -350,7 +352,7 @@ interface OutgoingBatch extends PushedBatch {
 /**
  * Sends the batches queued during the step, merged by worker pair: batches whose primary is on the same worker and
  * whose replica is on the same peer (or that have none) go in one message, so that the primary can forward what it
- * takes to that peer in one message too. A group is cut, in queue order, into messages of at most `batchSizeBytes`
+ * takes to that peer in one message too. A group is cut, in queue order, into messages of at most `mergeSizeBytes`
  * of frames (at least one batch each). A task that stopped during the step sends nothing.
  */
 function flushPushes(d: Draft): void {
@@ -362,7 +364,7 @@ function flushPushes(d: Draft): void {
     if (group === undefined) groups.set(pair, [batch]);
     else group.push(batch);
   }
-  const cap = d.config.batchSizeBytes;
+  const cap = d.config.mergeSizeBytes;
   for (const group of groups.values()) {
     let message: OutgoingBatch[] = [];
     let bytes = 0;

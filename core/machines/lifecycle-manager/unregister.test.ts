@@ -70,6 +70,7 @@ function buildCluster(shuffles: readonly number[], seed: number) {
             new TextEncoder().encode(`s${shuffleId}p${p}`.padEnd(32, '.')),
           ]),
           batchSizeBytes: 64,
+          mergeSizeBytes: 64,
           maxReviveRetries: 5,
           pushTimeoutMs: 120_000,
           requestTimeoutMs: 60_000,

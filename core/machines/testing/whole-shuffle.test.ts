@@ -102,6 +102,7 @@ function buildCluster(scenario: Scenario, seed = 42) {
     lifecycleManager: LM,
     records: recordsOf(mapId, attemptId).map((rs) => rs.map((r) => new TextEncoder().encode(r))),
     batchSizeBytes: 64,
+    mergeSizeBytes: 64,
     maxReviveRetries: 5,
     pushTimeoutMs: 120_000,
     requestTimeoutMs: 60_000,
