@@ -26,7 +26,7 @@ import { defaultJsonPath, HELP, parseOptions, type Options } from './dataplane/o
 import { machineInfo } from './dataplane/proc.ts';
 import {
   cpuRow,
-  keepingCpuRows,
+  keepingRows,
   detailTable,
   e2eRow,
   failedRow,
@@ -184,8 +184,10 @@ function rowsOf(round: Round): Row[] {
   if (e2eFailure !== undefined) {
     rows.push(failedRow("npm start's job end to end", 'MiB/s', '>= 50 %', e2eFailure));
   }
-  if (pushMemoryRun !== undefined) rows.push(cpuRow(pushMemoryRun, 1.5), ...keepingCpuRows(pushMemoryRun));
-  for (const run of [pushMemoryRun, replicatedRun]) if (run !== undefined) rows.push(totalCpuRow(run));
+  if (pushMemoryRun !== undefined) rows.push(cpuRow(pushMemoryRun, 1.5));
+  for (const run of [pushMemoryRun, replicatedRun]) {
+    if (run !== undefined) rows.push(totalCpuRow(run), ...keepingRows(run));
+  }
   if (round.rss !== undefined) rows.push(rssRow(round.rss, RSS_SLACK), ...rttRows(round.rss));
   const rssFailure = round.svcFailures.get('rss');
   if (rssFailure !== undefined) {

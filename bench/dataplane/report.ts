@@ -109,27 +109,36 @@ export function cpuRow(comparison: Comparison, most: number): Row {
 }
 
 /**
- * The sink that keeps what it receives against the discarding one (what holding fresh memory costs by itself), and
- * the worker against the keeping sink: with a memory tier, the first bounds how close the worker can come to the
- * discarding sink.
+ * The sinks that keep what they receive against the discarding ones (what holding fresh memory costs by itself,
+ * in throughput and in server CPU), and the worker(s) against the keeping sinks: with a memory tier, the first two
+ * bound how close svc can come to the discarding baseline.
  */
-export function keepingCpuRows(comparison: Comparison): Row[] {
+export function keepingRows(comparison: Comparison): Row[] {
   const keeping = comparison.keeping;
   if (keeping === undefined) return [];
+  const bare = comparison.bare;
   const rows: Row[] = [
     {
-      figure: 'sink keeping the bytes, CPU s/GiB, against the discarding sink',
+      figure: `bare push keeping the bytes, against discarding them (${comparison.scenario})`,
+      measured: keeping.mibPerSecond,
+      baseline: bare.mibPerSecond,
+      unit: 'MiB/s',
+      ratio: keeping.mibPerSecond / bare.mibPerSecond,
+      goal: 'reported',
+    },
+    {
+      figure: `sink(s) keeping the bytes, CPU s/GiB, against discarding (${comparison.scenario})`,
       measured: keeping.serverCpuPerGiB,
-      baseline: comparison.bare.serverCpuPerGiB,
+      baseline: bare.serverCpuPerGiB,
       unit: 'CPU s/GiB',
-      ratio: keeping.serverCpuPerGiB / comparison.bare.serverCpuPerGiB,
+      ratio: keeping.serverCpuPerGiB / bare.serverCpuPerGiB,
       goal: 'reported',
     },
   ];
   const svc = comparison.svc;
   if (svc !== undefined) {
     rows.push({
-      figure: 'worker CPU s/GiB (memory tier) against the sink keeping the bytes',
+      figure: `worker(s) CPU s/GiB against the sink(s) keeping the bytes (${comparison.scenario})`,
       measured: svc.serverCpuPerGiB,
       baseline: keeping.serverCpuPerGiB,
       unit: 'CPU s/GiB',

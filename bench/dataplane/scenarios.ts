@@ -642,30 +642,37 @@ export async function pushMemory(ctx: Context): Promise<Comparison> {
     mapSlots: o.mapSlots,
     replicate: false,
   };
-  const comparison = await pushComparison(ctx, spec, 'discard', 'push into one worker, memory tier');
-  // What keeping the bytes costs by itself: the sink holds every chunk it reads, as a memory tier must.
-  const keeping = await barePushSide(ctx, spec, 'keep');
-  await stopAll([keeping.client], keeping.sinks);
-  ctx.log(`  bare, keeping: ${keeping.side.mibPerSecond.toFixed(1)} MiB/s`);
-  return { ...comparison, keeping: keeping.side };
+  return withKeepingSide(
+    ctx,
+    spec,
+    await pushComparison(ctx, spec, 'discard', 'push into one worker, memory tier'),
+  );
 }
 
 export async function pushReplicated(ctx: Context): Promise<Comparison> {
   const o = ctx.options;
-  return pushComparison(
-    ctx,
-    {
-      name: 'push-replicated',
-      workload: standardWorkload(ctx, o.replicatedSize),
-      workers: 2,
-      tier: 'memory',
-      workerConf: memoryTierConf(o.replicatedSize),
-      mapSlots: o.mapSlots,
-      replicate: true,
-    },
-    'discard',
-    'push with replication (two workers, memory tier)',
-  );
+  const spec: PushSpec = {
+    name: 'push-replicated',
+    workload: standardWorkload(ctx, o.replicatedSize),
+    workers: 2,
+    tier: 'memory',
+    workerConf: memoryTierConf(o.replicatedSize),
+    mapSlots: o.mapSlots,
+    replicate: true,
+  };
+  const what = 'push with replication (two workers, memory tier)';
+  return withKeepingSide(ctx, spec, await pushComparison(ctx, spec, 'discard', what));
+}
+
+/**
+ * Adds what keeping the bytes costs by itself: the same bare push into sinks that hold every chunk they read until
+ * the stream ends, as a memory tier must (a replicating pair keeps each byte twice).
+ */
+async function withKeepingSide(ctx: Context, spec: PushSpec, comparison: Comparison): Promise<Comparison> {
+  const keeping = await barePushSide(ctx, spec, 'keep');
+  await stopAll([keeping.client], keeping.sinks);
+  ctx.log(`  bare, keeping: ${keeping.side.mibPerSecond.toFixed(1)} MiB/s`);
+  return { ...comparison, keeping: keeping.side };
 }
 
 export async function smallBatches(ctx: Context): Promise<Comparison> {
