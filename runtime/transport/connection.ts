@@ -110,22 +110,20 @@ export class Connection {
 
   private onData(chunk: Buffer): void {
     if (this.closedFlag || this.spokeTls(chunk)) return;
-    let bodies: Uint8Array[];
-    try {
-      bodies = (this.reader as FrameReader).push(chunk);
-    } catch (error) {
-      this.destroy(describe(error));
-      return;
-    }
-    this.deliver(bodies);
+    this.cut(() => (this.reader as FrameReader).push(chunk));
   }
 
   /** `count` bytes were read into `region` (an in-place socket's onread). */
   onReadInPlace(count: number, region: Uint8Array): void {
     if (this.closedFlag || this.spokeTls(region.subarray(0, count))) return;
+    this.cut(() => (this.reader as InPlaceFrameReader).received(count));
+  }
+
+  /** Delivers the frames the reader cut, or closes the connection on the reader's refusal. */
+  private cut(read: () => Uint8Array[]): void {
     let bodies: Uint8Array[];
     try {
-      bodies = (this.reader as InPlaceFrameReader).received(count);
+      bodies = read();
     } catch (error) {
       this.destroy(describe(error));
       return;

@@ -5,30 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Envelope } from '../../core/machines/effects.ts';
-import { CURRENT_RELEASE } from '../../core/release/version.ts';
-import { createLogger } from '../log.ts';
 import { SLAB_BYTES } from '../wire/in-place-reader.ts';
 import type { WireEnvelope } from '../wire/index.ts';
 import { AddressBook } from './addresses.ts';
-import { Transport } from './transport.ts';
-
-function transport(nodeId: string, addresses: AddressBook, deliver: (envelope: Envelope) => void): Transport {
-  return new Transport({
-    self: { role: 'worker', release: CURRENT_RELEASE, nodeId },
-    maxFrameBytes: 1 << 24,
-    frameTimeoutMs: 10_000,
-    connectTimeoutMs: 10_000,
-    addresses,
-    logger: createLogger('silent', { role: 'test' }),
-    admit: () => ({ accepted: true }),
-    isLocal: () => false,
-    deliver: (envelope) => {
-      deliver(envelope);
-      return true;
-    },
-    sendFailed: () => undefined,
-  });
-}
+import { loopbackTransport } from './loopback-transport.ts';
 
 function chunk(from: string, to: string, index: number, bytes: Uint8Array): WireEnvelope {
   return {
@@ -49,8 +29,8 @@ describe('plain TCP connections are read in place', () => {
   const waiting = new Map<string, (envelope: Envelope) => void>();
   const next = (node: string) => new Promise<Envelope>((resolve) => waiting.set(node, resolve));
   const arrive = (node: string) => (envelope: Envelope) => waiting.get(node)?.(envelope);
-  const accepting = transport('accepting', new AddressBook(), arrive('accepting'));
-  const opening = transport('opening', addresses, arrive('opening'));
+  const accepting = loopbackTransport('accepting', new AddressBook(), arrive('accepting'));
+  const opening = loopbackTransport('opening', addresses, arrive('opening'));
 
   before(async () => {
     addresses.set('accepting', await accepting.listen('rpc', '127.0.0.1', 0));

@@ -4,34 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Envelope } from '../../core/machines/effects.ts';
-import { CURRENT_RELEASE } from '../../core/release/version.ts';
-import { createLogger } from '../log.ts';
 import { AddressBook } from './addresses.ts';
-import { Transport } from './transport.ts';
-
-function transport(
-  nodeId: string,
-  addresses: AddressBook,
-  deliver: (envelope: Envelope) => void,
-  written?: (pieces: readonly Uint8Array[]) => void,
-): Transport {
-  return new Transport({
-    self: { role: 'worker', release: CURRENT_RELEASE, nodeId },
-    maxFrameBytes: 1 << 24,
-    frameTimeoutMs: 10_000,
-    connectTimeoutMs: 10_000,
-    addresses,
-    logger: createLogger('silent', { role: 'test' }),
-    admit: () => ({ accepted: true }),
-    isLocal: () => false,
-    deliver: (envelope) => {
-      deliver(envelope);
-      return true;
-    },
-    sendFailed: () => undefined,
-    ...(written === undefined ? {} : { written }),
-  });
-}
+import { loopbackTransport } from './loopback-transport.ts';
 
 describe('the transport tells when a frame’s pieces are written', () => {
   const addresses = new AddressBook();
@@ -40,11 +14,11 @@ describe('the transport tells when a frame’s pieces are written', () => {
   const reported: (readonly Uint8Array[])[] = [];
   const reports: (() => void)[] = [];
   const nextReport = () => new Promise<void>((resolve) => reports.push(resolve));
-  const receiver = transport('receiver', new AddressBook(), (envelope) => {
+  const receiver = loopbackTransport('receiver', new AddressBook(), (envelope) => {
     arrived.push(envelope);
     waiting.shift()?.(envelope);
   });
-  const sender = transport(
+  const sender = loopbackTransport(
     'sender',
     addresses,
     () => undefined,
