@@ -21,9 +21,9 @@ export interface ConnectionEvents {
  * one gather write, and closes itself on a malformed, oversized, truncated or too slow frame. It knows nothing of
  * handshakes or routing (./transport.ts). A TLS socket is a socket: frames travel on it unchanged.
  *
- * A plain TCP connection this process opens (`Connection.open`) is read in place: the socket reads into where the
- * frames stay (`InPlaceFrameReader`, net's `onread`). Node offers `onread` neither to accepted sockets nor over
- * TLS, so those are read in node's 64 KiB chunks (`FrameReader`).
+ * Plain TCP connections are read in place: the socket reads into where the frames stay (`InPlaceFrameReader`,
+ * net's `onread`), those this process opens through `Connection.open`, accepted ones through `acceptInPlace`. TLS
+ * connections (node offers no `onread` there) are read in node's 64 KiB chunks (`FrameReader`).
  */
 export class Connection {
   private readonly reader: FrameReader | InPlaceFrameReader;

@@ -12,7 +12,8 @@ const MIN_ROOM_BYTES = 32 * 1024;
  * as views of it; a frame larger than what is left of its slab gets a buffer of its own, the part already read is
  * moved there once and the socket then reads the rest of the frame directly into it. `FrameReader` (node's
  * 64 KiB reads, then one copy of every frame that spans two of them) stays the reader of sockets that cannot be
- * read in place: accepted sockets and TLS (docs/performance.md).
+ * read in place: TLS, and accepted sockets where runtime/transport's accept hook is unavailable
+ * (docs/performance.md).
  *
  * A slab is never written again once a view of it has been handed out: the next read always goes after the last
  * byte received. A slab stays alive while any of its frames does.
