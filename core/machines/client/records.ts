@@ -8,31 +8,9 @@ import { getU32, putU32 } from '../../protocol/big-endian.ts';
  */
 const LENGTH_BYTES = 4;
 
+/** One batch's payload alone (tests and tools; a map task lays its batches out as frames, encodeRecordFrames). */
 export function encodeRecords(records: readonly Uint8Array[]): Uint8Array {
-  return encodeRecordBatches([records])[0]!;
-}
-
-/**
- * Encodes several batches into one buffer and returns a view of it per batch, each exactly what encodeRecords would
- * return: V8 allocates a typed array of more than 64 bytes outside its heap at ≈ 1 µs each, and a map task encodes
- * all its batches (one or more per partition) when it starts.
- */
-export function encodeRecordBatches(batches: readonly (readonly Uint8Array[])[]): Uint8Array[] {
-  let total = 0;
-  for (const records of batches) for (const record of records) total += LENGTH_BYTES + record.length;
-  const buffer = new Uint8Array(total);
-  const payloads: Uint8Array[] = [];
-  let offset = 0;
-  for (const records of batches) {
-    const start = offset;
-    for (const record of records) {
-      putU32(buffer, offset, record.length);
-      buffer.set(record, offset + LENGTH_BYTES);
-      offset += LENGTH_BYTES + record.length;
-    }
-    payloads.push(buffer.subarray(start, offset));
-  }
-  return payloads;
+  return encodeRecordFrames([records])[0]!.subarray(FRAME_HEADER_BYTES);
 }
 
 /**
