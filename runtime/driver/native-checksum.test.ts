@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { crc32, installCrc32, portableCrc32 } from '../../core/protocol/crc32.ts';
-import { useNativeChecksum } from './native-checksum.ts';
+import { nativeChecksum, simdChecksumIfLoaded, useNativeChecksum, zlibChecksum } from './native-checksum.ts';
 
 describe('the native checksum', () => {
   after(() => installCrc32(undefined));
@@ -21,6 +21,27 @@ describe('the native checksum', () => {
           assert.equal(crc32(bytes, previous, start, end), portableCrc32(bytes, previous, start, end));
         },
       ),
+    );
+  });
+
+  it('loads the SIMD implementation on this platform, and it agrees with zlib and the portable loop', () => {
+    const simd = simdChecksumIfLoaded();
+    // CI runs on linux-x64, where @node-rs/crc32 ships a binary: falling back there would be a silent slowdown.
+    if (process.platform === 'linux' && process.arch === 'x64') assert.equal(nativeChecksum, 'simd');
+    if (simd === undefined) return;
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 70_000 }),
+        fc.nat({ max: 0xffffffff }),
+        fc.nat(),
+        (bytes, previous, cut) => {
+          const view = bytes.subarray(cut % (bytes.length + 1));
+          const expected = portableCrc32(view, previous);
+          assert.equal(simd(view, previous), expected);
+          assert.equal(zlibChecksum(view, previous), expected);
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 
