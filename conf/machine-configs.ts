@@ -333,6 +333,7 @@ export function mapTaskConfigFrom(
     records,
     batchSizeBytes: conf.getBytes('svc.client.push.buffer.max.size'),
     mergeSizeBytes: conf.getBytes('svc.client.push.merge.maxSize'),
+    maxInFlightPerPartition: conf.getInt('svc.client.push.maxInFlightPerPartition'),
     maxReviveRetries: conf.getInt('svc.client.push.revive.maxRetries'),
     pushTimeoutMs: askTimeout,
     requestTimeoutMs: askTimeout,

@@ -40,6 +40,8 @@ export interface Options {
   readonly batch: number;
   readonly smallBatch: number;
   readonly merge: number;
+  /** svc.client.push.maxInFlightPerPartition; undefined: the key's default. */
+  readonly window: number | undefined;
   readonly mapSlots: number;
   readonly smallMapSlots: number;
   readonly readSlots: number;
@@ -100,6 +102,7 @@ Sizes (bytes: 1g, 256m, 64k):
   --batch <b>              svc.client.push.buffer.max.size           default 64k
   --small-batch <b>        the same in small-batches                 default 4k
   --merge <b>              svc.client.push.merge.maxSize             default 2m
+  --window <n>             svc.client.push.maxInFlightPerPartition   default: the key's default
   --map-slots <n>          maps a client runs at once                default 2
   --small-map-slots <n>    the same in small-batches                 default 8
   --read-slots <n>         partitions (files) read at once           default 4
@@ -168,6 +171,7 @@ const STRING_FLAGS = [
   'batch',
   'small-batch',
   'merge',
+  'window',
   'map-slots',
   'small-map-slots',
   'read-slots',
@@ -235,6 +239,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
     batch: size('batch', '64k'),
     smallBatch: size('small-batch', '4k'),
     merge: size('merge', '2m'),
+    window: text('window') === undefined ? undefined : whole('window', 1),
     mapSlots: whole('map-slots', 2),
     smallMapSlots: whole('small-map-slots', 8),
     readSlots: whole('read-slots', 4),

@@ -554,6 +554,9 @@ async function svcPushSide(ctx: Context, spec: PushSpec): Promise<SvcPush> {
         'svc.client.push.replicate.enabled': String(spec.replicate),
         'svc.client.push.buffer.max.size': String(spec.workload.batchBytes),
         'svc.client.push.merge.maxSize': String(spec.workload.mergeBytes),
+        ...(ctx.options.window === undefined
+          ? {}
+          : { 'svc.client.push.maxInFlightPerPartition': String(ctx.options.window) }),
         'svc.shuffle.chunk.size': String(ctx.options.chunk),
       },
     });

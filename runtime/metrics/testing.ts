@@ -91,6 +91,7 @@ export function runShuffle(
             records: Array.from({ length: partitions }, () => [record, record, record]),
             batchSizeBytes: 64,
             mergeSizeBytes: 64,
+            maxInFlightPerPartition: 2,
             maxReviveRetries: 5,
             pushTimeoutMs: 120_000,
             requestTimeoutMs: 60_000,

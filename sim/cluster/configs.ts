@@ -126,6 +126,13 @@ export function clientOverrides(app: AppShape): Record<string, string> {
     ...(app.filterExcludedWorkers === undefined
       ? {}
       : { [FILTER_EXCLUDED]: String(app.filterExcludedWorkers) }),
+    ...(app.push === undefined
+      ? {}
+      : {
+          'svc.client.push.buffer.max.size': String(app.push.batchBytes),
+          'svc.client.push.merge.maxSize': String(app.push.mergeBytes),
+          'svc.client.push.maxInFlightPerPartition': String(app.push.window),
+        }),
   };
 }
 

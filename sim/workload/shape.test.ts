@@ -68,6 +68,8 @@ describe('swarm workload shapes', () => {
         if (app.rackAware === true && app.replicate !== false) seen.add('rack-aware replicas');
         if (app.splitMode === 'HARD' && app.splitThresholdBytes !== undefined) seen.add('hard splits');
         if (app.filterExcludedWorkers === true) seen.add('client exclusions in RequestSlots');
+        if (app.push !== undefined && app.push.window > 1)
+          seen.add('several batches of a partition in flight');
       }
     }
     assert.deepEqual([...seen].sort(), [
@@ -77,6 +79,7 @@ describe('swarm workload shapes', () => {
       'load-aware slots',
       'one rack',
       'rack-aware replicas',
+      'several batches of a partition in flight',
       'short worker heartbeat timeout',
       'size updates',
       'skewed racks',

@@ -99,6 +99,13 @@ export interface AppShape {
    * learn of excluded and shutting workers while its jobs still revive.
    */
   readonly heartbeatIntervalMs?: number;
+  /**
+   * How map tasks cut and send their data: `svc.client.push.buffer.max.size` (batchBytes),
+   * `svc.client.push.merge.maxSize` (mergeBytes) and `svc.client.push.maxInFlightPerPartition` (window).
+   * Undefined: the defaults, under which the swarm's few small records make one batch per partition and map, so
+   * that no partition ever has two batches in flight.
+   */
+  readonly push?: { readonly batchBytes: number; readonly mergeBytes: number; readonly window: number };
   readonly startAt: number;
   /**
    * Tasks the application's executors run at once (executors × cores per executor); further tasks wait for a free
@@ -238,7 +245,21 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
     apps: dfsOnly.apps.map((app) => withExclusionFilter(rng, app)),
   };
   // Drawn after that (25 November 2026), for the same reason.
-  return { ...drawn, cluster: withAuthentication(rng, drawn.cluster) };
+  const authenticated = { ...drawn, cluster: withAuthentication(rng, drawn.cluster) };
+  // And after that (26 November 2026).
+  return { ...authenticated, apps: authenticated.apps.map((app) => withPushShape(rng, app)) };
+}
+
+/**
+ * Half the applications push batches of a few records each, merged or not, with up to 8 of a partition in flight:
+ * batches of one partition then race each other, fail and are pushed again out of order, and the readers must
+ * still return each exactly once.
+ */
+function withPushShape(rng: Rng, app: AppShape): AppShape {
+  if (!chance(rng, 0.5)) return app;
+  const batchBytes = pick(rng, [48, 96, 256]);
+  const mergeBytes = pick(rng, [batchBytes, 4 * batchBytes, 2 * MiB]);
+  return { ...app, push: { batchBytes, mergeBytes, window: pick(rng, [1, 2, 3, 4, 8]) } };
 }
 
 /** Now and then application authentication on, so that every legitimate request is checked against its rule. */

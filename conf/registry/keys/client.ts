@@ -38,6 +38,18 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
       'push costs the worker one message and one answer instead of one per batch.',
   },
   {
+    key: 'svc.client.push.maxInFlightPerPartition',
+    type: 'int',
+    default: '4',
+    min: 1,
+    roles: CLIENT,
+    description:
+      'svc addition: batches of one partition a map task keeps pushed and not yet answered. 1 waits for each ' +
+      'answer before the next batch of the partition; more keep the worker busy while answers travel (readers ' +
+      'order batches by id, so the order in which they land does not matter). Bounds the bytes a map task has ' +
+      'in flight to this many batches per partition.',
+  },
+  {
     key: 'svc.client.push.revive.maxRetries',
     type: 'int',
     default: '5',

@@ -49,6 +49,7 @@ const baseConfig: MapTaskConfig = {
   records: [[text('p0-r00'), text('p0-r01'), text('p0-r02')], [text('p1-r00')]],
   batchSizeBytes: 20,
   mergeSizeBytes: 20,
+  maxInFlightPerPartition: 1,
   maxReviveRetries: 2,
   pushTimeoutMs: 1_000,
   requestTimeoutMs: 5_000,
@@ -348,8 +349,9 @@ describe('map task', () => {
         fc.integer({ min: 20, max: 160 }),
         // From batches that never merge (every frame is over the cap) to several batches per merged push.
         fc.integer({ min: 20, max: 400 }),
+        fc.integer({ min: 1, max: 4 }),
         fc.infiniteStream(fc.constantFrom(...statuses)),
-        (records, batchSizeBytes, mergeSizeBytes, outcomes) => {
+        (records, batchSizeBytes, mergeSizeBytes, maxInFlightPerPartition, outcomes) => {
           const encoded = records.map((rs) => rs.map(text));
           const h = new Harness({
             numPartitions: encoded.length,
@@ -357,6 +359,7 @@ describe('map task', () => {
             maxReviveRetries: 1000,
             batchSizeBytes,
             mergeSizeBytes,
+            maxInFlightPerPartition,
           });
           const outcome = () => outcomes.next().value as StatusCode;
           h.register(encoded.map((_, p) => location(p, 0, p % 2)));
@@ -400,6 +403,104 @@ describe('map task', () => {
         },
       ),
       { numRuns: 60 },
+    );
+  });
+});
+
+describe('map task: several batches of a partition in flight', () => {
+  /** Partition 0 of `n` one-record batches (a 10-byte batch cap holds one 6-byte record), all merged per step. */
+  const batchesOfOne = (n: number) => [Array.from({ length: n }, (_, i) => text(`p0-r${i}`.padEnd(6, '-')))];
+
+  it('keeps up to maxInFlightPerPartition batches in flight and pushes the next as each is answered', () => {
+    const h = new Harness({
+      numPartitions: 1,
+      records: batchesOfOne(5),
+      batchSizeBytes: 10,
+      mergeSizeBytes: 1_000,
+      maxInFlightPerPartition: 3,
+    });
+    h.register([location(0, 0, 0)]);
+    const first = h.merged(0, (m) => m.batches.map(() => 'SUCCESS'));
+    assert.deepEqual(
+      batchesOf(first[0]!).map(([, batchId]) => batchId),
+      [0, 1, 2],
+    );
+    const second = h.merged(0, (m) => m.batches.map(() => 'SUCCESS'));
+    assert.deepEqual(
+      batchesOf(second[0]!).map(([, batchId]) => batchId),
+      [3, 4],
+    );
+    assert.deepEqual(h.last(h.lm, 'MapperEnd').written, [{ partitionId: 0, batches: 5, bytes: 50 }]);
+  });
+
+  it('on failures in a full window, counts the others, asks one revive, and pushes each failed batch again', () => {
+    const h = new Harness({
+      numPartitions: 1,
+      records: batchesOfOne(5),
+      batchSizeBytes: 10,
+      mergeSizeBytes: 1_000,
+      maxInFlightPerPartition: 3,
+    });
+    h.register([location(0, 0, 0)]);
+    h.merged(0, () => ['SUCCESS', 'PUSH_DATA_WRITE_FAIL_PRIMARY', 'PUSH_DATA_WRITE_FAIL_PRIMARY']);
+    assert.equal(h.received(h.lm, 'Revive').length, 1, 'one revive for the partition');
+    assert.equal(h.pending(h.w(0), 'PushMergedData').length + h.pending(h.w(0), 'PushData').length, 0);
+    const state = h.node.state().partitions[0]!;
+    assert.deepEqual(
+      [state.status, state.retries, state.revivesLeft],
+      ['waiting', [1, 2], [2, 1, 1, 2, 2]],
+      'nothing is pushed while the revive is out; each failed batch spent a revive of its own',
+    );
+    h.reviveTo(1, (p) => location(p, 1, 2));
+    const again = h.merged(2, (m) => m.batches.map(() => 'SUCCESS'));
+    assert.deepEqual(batchesOf(again[0]!), [
+      [0, 1, 1],
+      [0, 2, 1],
+      [0, 3, 1],
+    ]);
+    h.pushes(2, 'SUCCESS');
+    assert.deepEqual(h.last(h.lm, 'MapperEnd').written, [{ partitionId: 0, batches: 5, bytes: 50 }]);
+  });
+
+  it('a batch failing at an epoch older than the newest known goes to the newest location, with no revive', () => {
+    const driver = new Driver({
+      ...baseConfig,
+      numPartitions: 1,
+      records: batchesOfOne(2),
+      batchSizeBytes: 10,
+      mergeSizeBytes: 10,
+      maxInFlightPerPartition: 2,
+    });
+    const registration = sentOf(driver.step({ kind: 'start', recovered: new Map() }))[0]!;
+    const [b0, b1] = sentOf(
+      driver.answer(registration, {
+        type: 'RegisterShuffleResponse',
+        status: 'SUCCESS',
+        locations: [location(0, 0, 0)],
+        message: '',
+      }),
+    ).filter(isPush);
+    assert.ok(b0 !== undefined && b1 !== undefined, 'both batches in flight, one PushData each');
+    const revive = sentOf(
+      driver.answer(b0, { type: 'PushDataResponse', status: 'HARD_SPLIT', message: '' }),
+    )[0]!;
+    assert.equal(revive.message.type, 'Revive');
+    const [retried] = sentOf(
+      driver.answer(revive, {
+        type: 'ReviveResponse',
+        results: [{ partitionId: 0, status: 'SUCCESS', newLocation: location(0, 1, 2), oldAvailable: true }],
+        endedMapIds: [],
+      }),
+    ).filter(isPush);
+    assert.deepEqual(
+      [retried?.to, retried?.message.type === 'PushData' && retried.message.batchId],
+      [workerKey(worker(2)), 0],
+    );
+    const late = sentOf(driver.answer(b1, { type: 'PushDataResponse', status: 'HARD_SPLIT', message: '' }));
+    assert.deepEqual(
+      late.map((e) => [e.to, e.message.type, e.message.type === 'PushData' ? e.message.epoch : -1]),
+      [[workerKey(worker(2)), 'PushData', 1]],
+      'straight to the newest location, framed for its epoch, and no second revive',
     );
   });
 });
@@ -503,13 +604,13 @@ describe('map task: merged pushes', () => {
     );
     const state = h.node.state();
     assert.deepEqual(
-      state.partitions.map((p) => [p.current, p.status, p.revivesLeft]),
+      state.partitions.map((p) => [p.next, p.inFlight, p.retries, p.status, p.revivesLeft]),
       [
-        [1, 'pushing', 1],
-        [0, 'waiting', 1],
-        [0, 'waiting', 0],
+        [2, 1, [], 'active', [1, 1]],
+        [1, 0, [0], 'waiting', [1]],
+        [1, 0, [0], 'waiting', [0]],
       ],
-      'the success moves on; the split is free; the failure spends a revive',
+      'the success moves on; the split is free; the failure spends a revive of its batch',
     );
     const next = h.pending(h.w(0), 'PushData');
     assert.deepEqual(
@@ -557,7 +658,7 @@ describe('map task: merged pushes', () => {
     );
     assert.deepEqual(
       h.node.state().partitions.map((p) => p.revivesLeft),
-      [1, 1],
+      [[1], [1]],
     );
 
     const down = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 1_000 });
@@ -645,17 +746,19 @@ describe('map task: merged pushes', () => {
     ]);
   });
 
-  it('property: each step sends every batch it queued exactly once, in messages within the cap, one pair each', () => {
+  it('property: each step fills every window exactly, sends each batch once, in messages within the cap, one pair each', () => {
     const placement = fc.record({
       primary: fc.integer({ min: 0, max: 3 }),
       peer: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
     });
-    const partition = fc.tuple(placement, fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 4 }));
+    const partition = fc.tuple(placement, fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 6 }));
     fc.assert(
       fc.property(
         fc.array(partition, { minLength: 1, maxLength: 8 }),
         fc.integer({ min: 20, max: 400 }),
-        (spec, batchSizeBytes) => {
+        fc.integer({ min: 1, max: 4 }),
+        fc.nat(),
+        (spec, batchSizeBytes, window, order) => {
           const locations = spec.map(([{ primary, peer }], p) =>
             peer === undefined ? location(p, 0, primary) : replicated(p, 0, primary, peer),
           );
@@ -664,6 +767,7 @@ describe('map task: merged pushes', () => {
             numPartitions: spec.length,
             records: spec.map(([, sizes]) => sizes.map((n) => new Uint8Array(n))),
             batchSizeBytes,
+            maxInFlightPerPartition: window,
           });
           const registration = sentOf(driver.step({ kind: 'start', recovered: new Map() }))[0]!;
           let effects = driver.answer(registration, {
@@ -672,38 +776,37 @@ describe('map task: merged pushes', () => {
             locations,
             message: '',
           });
-          // What the step must push: the current batch of each partition it started or acknowledged.
-          let expected = driver.state.partitions
-            .filter((p) => p.payloads.length > 0)
-            .map((p) => p.partitionId);
           const inFlight: PushSend[] = [];
           const sent = new Set<number>();
+          const acknowledged = new Map<number, number>();
+          const pushedOf = new Map<number, number>();
+          let answered = 0;
           while (driver.state.phase === 'pushing') {
             const pushes = sentOf(effects).filter(isPush);
-            const batches = pushes.flatMap((push) => checkPush(push, locations, batchSizeBytes));
-            assert.deepEqual(
-              batches.map((b) => b.partitionId).sort((a, b) => a - b),
-              expected.sort((a, b) => a - b),
-              'every queued batch is sent once in the step that queued it',
-            );
-            for (const { partitionId, batchId } of batches) {
-              const current = driver.state.partitions[partitionId]!;
-              assert.equal(
-                batchId,
-                current.batchIds[current.current],
-                'the partition pushes its current batch',
-              );
+            for (const { partitionId, batchId } of pushes.flatMap((push) =>
+              checkPush(push, locations, batchSizeBytes),
+            )) {
               assert.ok(!sent.has(batchId), `batch ${batchId} sent twice`);
               sent.add(batchId);
+              const partition = driver.state.partitions[partitionId]!;
+              const pushed = pushedOf.get(partitionId) ?? 0;
+              assert.equal(batchId, partition.batchIds[pushed], 'a partition pushes its batches in order');
+              pushedOf.set(partitionId, pushed + 1);
+            }
+            for (const p of driver.state.partitions) {
+              const left = p.payloads.length - (acknowledged.get(p.partitionId) ?? 0);
+              assert.equal(
+                (pushedOf.get(p.partitionId) ?? 0) - (acknowledged.get(p.partitionId) ?? 0),
+                Math.min(window, left),
+                `partition ${p.partitionId} keeps its window full while it has batches left`,
+              );
             }
             inFlight.push(...pushes);
-            const next = inFlight.shift();
+            // Answers come back in any order: each worker answers its own pushes when it gets to them.
+            const next = inFlight.splice((order + answered++) % inFlight.length, 1)[0];
             assert.ok(next !== undefined, 'a pushing task has a push in flight');
             effects = driver.answer(next, succeeded(next.message));
-            expected = partitionsOf(next.message).filter((p) => {
-              const after = driver.state.partitions[p]!;
-              return after.current < after.payloads.length;
-            });
+            for (const p of partitionsOf(next.message)) acknowledged.set(p, (acknowledged.get(p) ?? 0) + 1);
           }
           assert.equal(driver.state.phase, 'ending');
           assert.equal(

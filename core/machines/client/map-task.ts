@@ -31,8 +31,9 @@ import { ask, emptyRequests, expire, settle, type RequestTable } from './request
 
 /**
  * One attempt of one map task (node `map-<app>-<shuffle>-<map>-<attempt>`): registers the shuffle with its lifecycle
- * manager, pushes its records as framed batches to each partition's primary (one batch in flight per partition;
- * the batches one step sends to the same primary and peer travel merged in one PushMergedData), follows splits and
+ * manager, pushes its records as framed batches to each partition's primary (at most `maxInFlightPerPartition`
+ * batches of a partition in flight; the batches one step sends to the same primary and peer travel merged in one
+ * PushMergedData), follows splits and
  * failures through revives (core/client decides each reaction), and reports what was acknowledged with MapperEnd.
  * It then stays idle: a task is part of an engine's executor, not a process to stop.
  * docs/core/machines-client.md describes the messages, timers and outcomes.
@@ -55,6 +56,12 @@ export interface MapTaskConfig {
    * travels alone).
    */
   readonly mergeSizeBytes: number;
+  /**
+   * `svc.client.push.maxInFlightPerPartition`: batches of one partition pushed and not yet answered. 1 waits for
+   * each batch's answer before the next; more keep the worker busy while the answer of the one before travels.
+   * Readers order batches by id, so the order in which they land in a file does not matter.
+   */
+  readonly maxInFlightPerPartition: number;
   /** `svc.client.push.revive.maxRetries`: revives one batch may ask for after failures (splits are free). */
   readonly maxReviveRetries: number;
   /** `svc.client.push.timeout`: a push unanswered this long failed (PUSH_DATA_TIMEOUT_PRIMARY). */
@@ -110,12 +117,19 @@ export interface PartitionPush {
    */
   readonly sealedEpochs: number[];
   readonly batchIds: readonly number[];
-  /** Index of the batch being pushed (or the next one); equal to the count when all are acknowledged. */
-  readonly current: number;
-  /** idle: nothing in flight; pushing: the current batch is in flight; waiting: it waits for a revive. */
-  readonly status: 'idle' | 'pushing' | 'waiting';
-  /** Revives the current batch may still spend on failures. */
-  readonly revivesLeft: number;
+  /** Index of the first batch never pushed; equal to the count once every batch was pushed at least once. */
+  readonly next: number;
+  /** Batches pushed (or queued to be, this step) and not yet answered. */
+  readonly inFlight: number;
+  /** Batches whose push failed, to be pushed again to the newest location, oldest first. */
+  readonly retries: readonly number[];
+  /** waiting: a failure asked for a revive, and nothing of the partition is pushed until it answers. */
+  readonly status: 'active' | 'waiting';
+  /**
+   * Revives each batch may still spend on failures (`svc.client.push.revive.maxRetries` per batch, as the
+   * reference counts them): changed in place by the machine, like `sealedEpochs`.
+   */
+  readonly revivesLeft: number[];
   readonly acknowledged: { readonly batches: number; readonly bytes: number };
 }
 
@@ -126,13 +140,19 @@ export type MapRequest =
   | { readonly kind: 'revive'; readonly requests: readonly ReviveRequest[] }
   | { readonly kind: 'mapperEnd' };
 
-/** One batch of a push request: the partition's current batch, sent to this location. */
+/** One batch of a push request: batch `batch` (an index into the partition's batches), sent to this location. */
 export interface PushedBatch {
   readonly partitionId: number;
+  readonly batch: number;
   readonly location: PartitionLocation;
 }
 
 export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
+  if (!Number.isSafeInteger(config.maxInFlightPerPartition) || config.maxInFlightPerPartition < 1) {
+    throw new RangeError(
+      `maxInFlightPerPartition must be a whole number of at least 1, not ${config.maxInFlightPerPartition}`,
+    );
+  }
   if (config.records.length > config.numPartitions) {
     throw new RangeError(
       `map ${config.mapId} has records for ${config.records.length} partitions but the shuffle has ${config.numPartitions}`,
@@ -155,9 +175,11 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
       frames: own,
       sealedEpochs: own.map(() => UNSEALED),
       batchIds: [...Array(nextBatchId - first).keys()].map((i) => first + i),
-      current: 0,
-      status: 'idle',
-      revivesLeft: config.maxReviveRetries,
+      next: 0,
+      inFlight: 0,
+      retries: [],
+      status: 'active',
+      revivesLeft: own.map(() => config.maxReviveRetries),
       acknowledged: { batches: 0, bytes: 0 },
     });
   }
@@ -180,8 +202,13 @@ interface Draft {
   partitions: PartitionPush[];
   reviving: Set<number>;
   error?: string;
-  /** Partitions whose current batch this step decided to push: sent, merged by worker pair, at its end. */
-  pushQueue: number[];
+  /**
+   * Partitions whose window may have room: filled once the step has handled its whole input, so that a failure
+   * later in the same answer stops pushes to the location that failed.
+   */
+  refill: Set<number>;
+  /** Batches this step decided to push: sent, merged by worker pair, at its end. */
+  pushQueue: QueuedBatch[];
   /** Revive requests gathered during this step: sent together as one Revive at its end. */
   reviveQueue: ReviveRequest[];
   readonly out: Outbox;
@@ -192,6 +219,7 @@ export const mapTaskMachine: Machine<MapTaskState> = {
     // The machine owns its state (machine.ts): the draft works on the state's own collections, in place.
     // New fields before the spread: V8 (Node 20) builds `{ ...state, out }` through a slow path, ~1 µs per field.
     const draft: Draft = {
+      refill: new Set(),
       pushQueue: [],
       reviveQueue: [],
       out: newOutbox(now, rng),
@@ -201,9 +229,10 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       reviving: state.reviving as Set<number>,
     };
     handle(draft, input);
+    for (const partitionId of draft.refill) fillWindow(draft, partitionId);
     flushPushes(draft);
     flushRevives(draft);
-    const { out, pushQueue: _pushes, reviveQueue: _revives, ...next } = draft;
+    const { out, refill: _refill, pushQueue: _pushes, reviveQueue: _revives, ...next } = draft;
     return { state: next, effects: out.effects };
   },
 };
@@ -327,7 +356,7 @@ function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): 
   d.phase = 'pushing';
   for (const partition of d.partitions) {
     if (partition.payloads.length === 0) continue;
-    if (d.locations.has(partition.partitionId)) push(d, partition.partitionId);
+    if (d.locations.has(partition.partitionId)) d.refill.add(partition.partitionId);
     else {
       // The reference client's rule for a partition it has no location for: revive from epoch -1.
       updatePartition(d, partition.partitionId, { status: 'waiting' });
@@ -337,10 +366,32 @@ function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): 
   maybeEnd(d);
 }
 
-/** Queues the partition's current batch; the step's end sends it (see flushPushes). */
-function push(d: Draft, partitionId: number): void {
-  d.pushQueue.push(partitionId);
-  updatePartition(d, partitionId, { status: 'pushing' });
+/** A batch this step pushes: which one of which partition. */
+interface QueuedBatch {
+  readonly partitionId: number;
+  readonly batch: number;
+}
+
+/**
+ * Queues the partition's batches up to its window: those to push again first, then those never pushed; the step's
+ * end sends them (see flushPushes). Nothing is queued while the partition waits for a revive.
+ */
+function fillWindow(d: Draft, partitionId: number): void {
+  const partition = d.partitions[partitionId]!;
+  if (partition.status === 'waiting') return;
+  const room = d.config.maxInFlightPerPartition - partition.inFlight;
+  if (room <= 0) return;
+  const retries = partition.retries.slice(0, room);
+  let next = partition.next;
+  const fresh = Math.min(room - retries.length, partition.payloads.length - next);
+  if (retries.length === 0 && fresh <= 0) return;
+  for (const batch of retries) d.pushQueue.push({ partitionId, batch });
+  for (let k = 0; k < fresh; k += 1) d.pushQueue.push({ partitionId, batch: next++ });
+  updatePartition(d, partitionId, {
+    next,
+    inFlight: partition.inFlight + retries.length + Math.max(0, fresh),
+    retries: retries.length === 0 ? partition.retries : partition.retries.slice(retries.length),
+  });
 }
 
 /** A queued batch, framed for the location it goes to. */
@@ -358,7 +409,7 @@ interface OutgoingBatch extends PushedBatch {
 function flushPushes(d: Draft): void {
   if (d.pushQueue.length === 0 || d.phase !== 'pushing') return;
   const groups = new Map<string, OutgoingBatch[]>();
-  for (const batch of frameCurrentBatches(d, d.pushQueue)) {
+  for (const batch of frameQueuedBatches(d, d.pushQueue)) {
     const pair = workerPairOf(batch.location);
     const group = groups.get(pair);
     if (group === undefined) groups.set(pair, [batch]);
@@ -382,26 +433,26 @@ function flushPushes(d: Draft): void {
 }
 
 /**
- * Frames the current batch of each partition: in place the first time (its payload is already behind its header
- * space), as it is when pushed again with the epoch it was sealed with, and into a copy for another epoch.
+ * Frames each queued batch for its partition's newest location: in place the first time (its payload is already
+ * behind its header space), as it is when pushed again with the epoch it was sealed with, and into a copy for
+ * another epoch.
  */
-function frameCurrentBatches(d: Draft, partitionIds: readonly number[]): OutgoingBatch[] {
+function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingBatch[] {
   const { shuffleId, mapId, attemptId } = d.config;
-  return partitionIds.map((partitionId) => {
+  return queued.map(({ partitionId, batch }) => {
     const partition = d.partitions[partitionId]!;
-    const current = partition.current;
     const location = d.locations.get(partitionId)!;
-    const batchId = partition.batchIds[current]!;
-    const sealed = partition.sealedEpochs[current]!;
-    let frame = partition.frames[current]!;
+    const batchId = partition.batchIds[batch]!;
+    const sealed = partition.sealedEpochs[batch]!;
+    let frame = partition.frames[batch]!;
     if (sealed !== location.epoch) {
       const header = { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch };
       if (sealed === UNSEALED) {
         sealBatchFrame(frame, header);
-        partition.sealedEpochs[current] = location.epoch;
-      } else frame = encodeBatchFrame(header, partition.payloads[current]!);
+        partition.sealedEpochs[batch] = location.epoch;
+      } else frame = encodeBatchFrame(header, partition.payloads[batch]!);
     }
-    return { partitionId, location, batchId, frame };
+    return { partitionId, batch, location, batchId, frame };
   });
 }
 
@@ -475,13 +526,8 @@ function onPushAnswer(d: Draft, batches: readonly PushedBatch[], message: Messag
     return;
   }
   for (let i = 0; i < batches.length; i += 1) {
-    const { partitionId, location } = batches[i]!;
-    react(
-      d,
-      partitionId,
-      location,
-      reactToPushReply(statuses[i]!, reactionContext(d, partitionId, location)),
-    );
+    const pushed = batches[i]!;
+    react(d, pushed, reactToPushReply(statuses[i]!, reactionContext(d, pushed)));
   }
   maybeEnd(d);
 }
@@ -502,39 +548,39 @@ function statusPerBatch(message: Message, batches: number): readonly StatusCode[
  */
 function failPushedBatches(d: Draft, batches: readonly PushedBatch[], cause: PushFailureStatus): void {
   count(d.out, 'PushDataFailCount', batches.length, { cause });
-  for (const { partitionId, location } of batches) {
-    react(d, partitionId, location, reactToPushFailure(cause, reactionContext(d, partitionId, location)));
+  for (const pushed of batches) {
+    react(d, pushed, reactToPushFailure(cause, reactionContext(d, pushed)));
   }
 }
 
-function reactionContext(d: Draft, partitionId: number, location: PartitionLocation) {
+function reactionContext(d: Draft, { partitionId, batch, location }: PushedBatch) {
   const newest = d.locations.get(partitionId);
   return {
     location,
-    remainingRevives: d.partitions[partitionId]!.revivesLeft,
+    remainingRevives: d.partitions[partitionId]!.revivesLeft[batch]!,
     mapperEnded: false,
     newerEpochKnown: newest !== undefined && newest.epoch > location.epoch,
     excludeWorkerOnFailure: d.config.excludeWorkerOnFailure,
   };
 }
 
-function react(d: Draft, partitionId: number, location: PartitionLocation, reaction: PushReaction): void {
+/** One pushed batch reacts to its answer (or to the push's failure): acknowledged, retried, or the end of the task. */
+function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
   if (d.phase !== 'pushing') return;
+  const { partitionId, location } = pushed;
   const partition = d.partitions[partitionId]!;
   switch (reaction.kind) {
     case 'done': {
-      const bytes = partition.payloads[partition.current]!.length;
+      const bytes = partition.payloads[pushed.batch]!.length;
       updatePartition(d, partitionId, {
-        current: partition.current + 1,
-        status: 'idle',
-        revivesLeft: d.config.maxReviveRetries,
+        inFlight: partition.inFlight - 1,
         acknowledged: {
           batches: partition.acknowledged.batches + 1,
           bytes: partition.acknowledged.bytes + bytes,
         },
       });
       if (reaction.reviveInBackground === true) queueRevive(d, partitionId, 'SOFT_SPLIT', location);
-      if (partition.current + 1 < partition.payloads.length) push(d, partitionId);
+      d.refill.add(partitionId);
       return;
     }
     case 'dropBatch':
@@ -549,13 +595,22 @@ function react(d: Draft, partitionId: number, location: PartitionLocation, react
         epoch: location.epoch,
         cause: reaction.cause,
       });
+      if (reaction.consumesRevive) partition.revivesLeft[pushed.batch]! -= 1;
       updatePartition(d, partitionId, {
-        revivesLeft: partition.revivesLeft - (reaction.consumesRevive ? 1 : 0),
-        status: 'waiting',
+        inFlight: partition.inFlight - 1,
+        retries: withRetry(partition.retries, pushed.batch),
+        ...(reaction.revive ? { status: 'waiting' as const } : {}),
       });
       if (reaction.revive) queueRevive(d, partitionId, reaction.cause, location);
-      else if (!d.reviving.has(partitionId)) push(d, partitionId); // a newer location is already known
+      // Otherwise a newer location is already known: push there (unless a revive's answer is awaited).
+      else d.refill.add(partitionId);
   }
+}
+
+/** The batches to push again with `batch` among them, oldest first. */
+function withRetry(retries: readonly number[], batch: number): number[] {
+  const at = retries.findIndex((b) => b > batch);
+  return at < 0 ? [...retries, batch] : [...retries.slice(0, at), batch, ...retries.slice(at)];
 }
 
 function queueRevive(
@@ -624,7 +679,8 @@ function onReviveResponse(
         const known = d.locations.get(partitionId);
         if (known === undefined || reaction.location.epoch > known.epoch)
           d.locations.set(partitionId, reaction.location);
-        if (waiting) push(d, partitionId);
+        if (waiting) updatePartition(d, partitionId, { status: 'active' });
+        d.refill.add(partitionId);
         break;
       }
       case 'dropBatch':
@@ -647,7 +703,9 @@ function onReviveResponse(
 
 function maybeEnd(d: Draft): void {
   if (d.phase !== 'pushing') return;
-  const finished = d.partitions.every((p) => p.current === p.payloads.length && p.status === 'idle');
+  const finished = d.partitions.every(
+    (p) => p.next === p.payloads.length && p.inFlight === 0 && p.retries.length === 0,
+  );
   if (!finished) return;
   d.phase = 'ending';
   sendMapperEnd(d, 1);

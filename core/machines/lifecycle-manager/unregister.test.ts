@@ -71,6 +71,7 @@ function buildCluster(shuffles: readonly number[], seed: number) {
           ]),
           batchSizeBytes: 64,
           mergeSizeBytes: 64,
+          maxInFlightPerPartition: 2,
           maxReviveRetries: 5,
           pushTimeoutMs: 120_000,
           requestTimeoutMs: 60_000,

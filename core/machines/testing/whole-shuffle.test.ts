@@ -103,6 +103,7 @@ function buildCluster(scenario: Scenario, seed = 42) {
     records: recordsOf(mapId, attemptId).map((rs) => rs.map((r) => new TextEncoder().encode(r))),
     batchSizeBytes: 64,
     mergeSizeBytes: 64,
+    maxInFlightPerPartition: 3,
     maxReviveRetries: 5,
     pushTimeoutMs: 120_000,
     requestTimeoutMs: 60_000,
