@@ -18,6 +18,7 @@ import { workerApi, type ManagementServer } from '../http/index.ts';
 import { createMetrics, envelopeObserver, ioObserver, statfsDevices } from '../metrics/index.ts';
 import { announce, type Logger } from '../log.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
+import { MAX_BLOCK, MemoryPool } from '../storage/memory-pool.ts';
 import { TierStorage } from '../storage/tier-storage.ts';
 import type { Address } from '../transport/addresses.ts';
 import { serverAdmission } from './admission.ts';
@@ -43,6 +44,26 @@ interface LocalDisk {
 }
 
 /** The worker's local disks from `svc.worker.storage.dirs`; a disk without a capacity gets its filesystem's size. */
+/**
+ * The memory tier's pool (runtime/storage/memory-pool.ts), allocated (and with `preTouch` written page by page) now,
+ * or none when the memory tier is off or smaller than one block (its files then keep the buffers they are given).
+ */
+function memoryTierPool(capacityBytes: number, preTouch: boolean, logger: Logger): MemoryPool | undefined {
+  if (capacityBytes < MAX_BLOCK) return undefined;
+  const started = performance.now();
+  const pool = new MemoryPool({ capacityBytes, preTouch });
+  logger.info(
+    {
+      event: 'worker.memoryTier.allocated',
+      bytes: pool.capacityBytes,
+      preTouch,
+      ms: Math.round(performance.now() - started),
+    },
+    `memory tier: ${(pool.capacityBytes / 2 ** 20).toFixed(0)} MiB allocated${preTouch ? ' and pre-touched' : ''}`,
+  );
+  return pool;
+}
+
 function localDisks(conf: ResolvedConfig): LocalDisk[] {
   const workingDir = optionalString(conf, 'svc.worker.storage.workingDir');
   return parseStorageDirs(optionalList(conf, DIRS_KEY)).map((entry) => {
@@ -109,6 +130,13 @@ export async function runWorker(
             return secrets.expected(hello.application ?? '', fresh);
           },
         };
+  // The memory tier's bytes live in memory allocated now, once, and used again as files come and go: fresh memory
+  // for every byte kept cost page faults and garbage collections (docs/performance.md).
+  const memoryPool = memoryTierPool(
+    memoryCapacity,
+    conf.getBoolean('svc.worker.memoryFileStorage.preTouch'),
+    logger,
+  );
   // Chunks are served from buffers used again once written (docs/performance.md, item 4).
   const readBuffers = new ReadBuffers(
     Math.floor(memoryBudget * conf.getDouble('svc.worker.directMemoryRatioForReadBuffer')),
@@ -179,6 +207,18 @@ export async function runWorker(
       ),
     ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
     readBuffers,
+    ...(memoryPool === undefined ? {} : { memoryPool }),
+    onMemoryOverflow: (blockBytes) =>
+      logger.warn(
+        {
+          event: 'worker.memoryTier.overflow',
+          node: nodeId,
+          blockBytes,
+          poolBytes: memoryPool?.capacityBytes,
+        },
+        'the memory tier’s pool could not lend a block (fragmentation): memory files now also use heap memory ' +
+          'beyond svc.worker.memory.size; logged once',
+      ),
   });
   const pauseAt = (key: string): number => Math.floor(memoryBudget * conf.getDouble(key));
   const backPressure = new BackPressure(

@@ -1,26 +1,72 @@
 import { IoFailure } from './io-error.ts';
+import { MAX_BLOCK, blockSizeFor } from './memory-pool.ts';
+import type { MemoryPool, PoolBlock } from './memory-pool.ts';
 import type { TierFiles } from './tier-files.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 
 interface MemoryFile {
-  /** The appended buffers themselves, in order: the caller handed them over, so nothing is copied on write. */
-  readonly chunks: Uint8Array[];
-  /** `ends[i]` is the file offset just past `chunks[i]` (for finding a read's first chunk by binary search). */
+  /**
+   * Where the file's bytes are, in order. Without a pool: the appended buffers themselves (the caller handed them
+   * over, so nothing is copied on write). With a pool: the file's blocks, all full but the last.
+   */
+  readonly pieces: Uint8Array[];
+  /** `ends[i]` is the file offset just past the bytes in `pieces[i]` (for finding a read's first piece by binary search). */
   readonly ends: number[];
+  /** With a pool, `blocks[i]` is the pool block behind `pieces[i]`, or undefined for an overflow block; else empty. */
+  readonly blocks: (PoolBlock | undefined)[];
   length: number;
 }
 
 /**
- * The memory tier: files as lists of the chunks written to them. Nothing here is durable; a flush only checks that
- * the file exists. The work is synchronous; results are promises only to share TierFiles with the disk tiers.
+ * The memory tier. Nothing here is durable. The work is synchronous; results are promises only to share TierFiles
+ * with the disk tiers.
+ *
+ * Without a pool, a file is the list of the chunks written to it, kept as they are. With a pool (memory-pool.ts),
+ * appended bytes are copied into pool blocks, so that a push fills memory allocated and faulted in at start instead
+ * of keeping fresh buffers (page faults and GC for every kept byte). A file's blocks grow with it, up to MAX_BLOCK,
+ * and its flush (the commit) moves the last block's bytes into a smaller block when they fit, so a committed file
+ * wastes less than half of its last block. When the pool has no block of the size needed (fragmentation: the core
+ * admits no more memory-file bytes than the pool holds), a plain GC-managed block is used instead, and counted.
  */
 export class MemoryFiles implements TierFiles {
   private readonly files = new Map<string, MemoryFile>();
   private held = 0;
+  private overflowHeld = 0;
+  private overflowMade = 0;
 
-  /** Bytes held by all memory files. */
+  /** `onFirstOverflow`: called once, when the pool first cannot lend a block (for the worker's one warning). */
+  constructor(
+    private readonly pool?: MemoryPool,
+    private readonly onFirstOverflow?: (blockBytes: number) => void,
+  ) {}
+
+  /** Bytes held by all memory files (the sum of their lengths). */
   get bytes(): number {
     return this.held;
+  }
+
+  /** The pool's size (0 without a pool). */
+  get poolCapacityBytes(): number {
+    return this.pool?.capacityBytes ?? 0;
+  }
+
+  /** Pool bytes lent to files, including the unused room at the end of their last blocks. */
+  get poolUsedBytes(): number {
+    return this.pool?.usedBytes ?? 0;
+  }
+
+  get poolFreeBytes(): number {
+    return this.pool?.freeBytes ?? 0;
+  }
+
+  /** Bytes of overflow blocks held now: blocks the pool could not lend, allocated from the heap instead. */
+  get overflowBytes(): number {
+    return this.overflowHeld;
+  }
+
+  /** Overflow blocks allocated since start (never decreases): the worker can log the first one. */
+  get overflowBlocks(): number {
+    return this.overflowMade;
   }
 
   create(id: string): Promise<void> {
@@ -31,24 +77,38 @@ export class MemoryFiles implements TierFiles {
     return settled(() => this.appendNow(id, chunks));
   }
 
+  /** The commit: checks that the file exists and, with a pool, moves its tail into the smallest block that fits. */
   flush(id: string): Promise<void> {
-    return settled(() => void this.require(id));
+    return settled(() => {
+      const file = this.require(id);
+      if (this.pool !== undefined) this.compactTail(file, this.pool);
+    });
   }
 
   /**
-   * A copy of [offset, offset + length), short at the end of the file. A copy, not a view of a stored chunk: the
-   * reader may keep or change its bytes while the file lives on.
+   * A copy of [offset, offset + length), short at the end of the file. A copy, not a view of a stored piece: the
+   * reader may keep or change its bytes while the file lives on (or after its blocks went to another file).
    */
   read(id: string, offset: number, length: number): Promise<Uint8Array> {
     return settled(() => this.readNow(id, offset, length));
   }
 
-  /** The stored chunks themselves: a move hands them to the target tier without copying. */
+  /**
+   * Views of the stored bytes, in order: a move hands them to the target tier without copying. With a pool they are
+   * views of pool blocks, valid only until the file is removed (its blocks are then lent to other files); a move
+   * awaits the target's `adopt` before removing the source.
+   */
   contents(id: string): Promise<readonly Uint8Array[]> {
-    return settled(() => [...this.require(id).chunks]);
+    return settled(() => {
+      const file = this.require(id);
+      return file.pieces.map((piece, index) => {
+        const used = usedBytesOf(file, index);
+        return used === piece.length ? piece : piece.subarray(0, used);
+      });
+    });
   }
 
-  /** A move into memory: the source lets go of the chunks, so they are kept as they are. */
+  /** A move into memory: kept as they are without a pool (the source lets go of them), copied into blocks with one. */
   adopt(id: string, _segments: readonly string[], chunks: readonly Uint8Array[]): Promise<void> {
     return settled(() => {
       this.createNow(id);
@@ -56,42 +116,115 @@ export class MemoryFiles implements TierFiles {
     });
   }
 
+  /** Removes the file and gives its blocks back to the pool; views from `contents` are invalid from now on. */
   remove(id: string): Promise<void> {
     const file = this.files.get(id);
     if (file !== undefined) {
       this.files.delete(id);
       this.held -= file.length;
+      for (const [index, block] of file.blocks.entries()) this.letGo(file.pieces[index]!, block);
     }
     return Promise.resolve();
   }
 
   private createNow(id: string): void {
     if (this.files.has(id)) throw new IoFailure('EXISTS', `memory file ${id} exists`);
-    this.files.set(id, { chunks: [], ends: [], length: 0 });
+    this.files.set(id, { pieces: [], ends: [], blocks: [], length: 0 });
   }
 
   private appendNow(id: string, chunks: readonly Uint8Array[]): void {
     const file = this.require(id);
+    if (this.pool === undefined) this.keepChunks(file, chunks);
+    else this.copyChunks(file, chunks, this.pool);
+  }
+
+  private keepChunks(file: MemoryFile, chunks: readonly Uint8Array[]): void {
     for (const chunk of chunks) {
       if (chunk.length === 0) continue;
       file.length += chunk.length;
-      file.chunks.push(chunk);
+      file.pieces.push(chunk);
       file.ends.push(file.length);
       this.held += chunk.length;
     }
+  }
+
+  /** Fills the last block's free room first, then new blocks sized for what is left of this append. */
+  private copyChunks(file: MemoryFile, chunks: readonly Uint8Array[], pool: MemoryPool): void {
+    let toPlace = 0;
+    for (const chunk of chunks) toPlace += chunk.length;
+    for (const chunk of chunks) {
+      let copied = 0;
+      while (copied < chunk.length) {
+        if (roomOf(file) === 0) this.addBlock(file, toPlace, pool);
+        const last = file.pieces.length - 1;
+        const piece = file.pieces[last]!;
+        const at = usedBytesOf(file, last);
+        const n = Math.min(piece.length - at, chunk.length - copied);
+        piece.set(n === chunk.length ? chunk : chunk.subarray(copied, copied + n), at);
+        copied += n;
+        toPlace -= n;
+        file.length += n;
+        file.ends[last] = file.length;
+        this.held += n;
+      }
+    }
+  }
+
+  /**
+   * A new last block, large enough for what this append still has to place and at least as large as the file
+   * (up to MAX_BLOCK): a file's blocks grow geometrically, so a small file takes a small block and a large one
+   * few blocks.
+   */
+  private addBlock(file: MemoryFile, toPlace: number, pool: MemoryPool): void {
+    const size = blockSizeFor(Math.min(MAX_BLOCK, Math.max(toPlace, file.length)));
+    const block = pool.allocate(size);
+    file.pieces.push(block?.bytes ?? this.overflowBlock(size));
+    file.blocks.push(block);
+    file.ends.push(file.length);
+  }
+
+  /** Moves the last block's bytes into a smaller block when they fit one (a pool block is not traded for overflow). */
+  private compactTail(file: MemoryFile, pool: MemoryPool): void {
+    const last = file.pieces.length - 1;
+    if (last < 0) return;
+    const piece = file.pieces[last]!;
+    const used = usedBytesOf(file, last);
+    const size = blockSizeFor(used);
+    if (size >= piece.length) return;
+    const smaller = pool.allocate(size);
+    const current = file.blocks[last];
+    if (smaller === undefined && current !== undefined) return;
+    const target = smaller?.bytes ?? this.overflowBlock(size);
+    target.set(piece.subarray(0, used));
+    this.letGo(piece, current);
+    file.pieces[last] = target;
+    file.blocks[last] = smaller;
+  }
+
+  /** A heap block standing in for a pool block the pool could not lend; collected once its file is gone. */
+  private overflowBlock(size: number): Uint8Array {
+    if (this.overflowMade === 0) this.onFirstOverflow?.(size);
+    this.overflowHeld += size;
+    this.overflowMade += 1;
+    return unzeroedBytes(size);
+  }
+
+  private letGo(piece: Uint8Array, block: PoolBlock | undefined): void {
+    if (block !== undefined) this.pool!.release(block);
+    else this.overflowHeld -= piece.length;
   }
 
   private readNow(id: string, offset: number, length: number): Uint8Array {
     const file = this.require(id);
     const start = Math.min(offset, file.length);
     const out = unzeroedBytes(Math.max(0, Math.min(length, file.length - start)));
-    let index = firstChunkEndingAfter(file.ends, start);
+    let index = firstPieceEndingAfter(file.ends, start);
     let copied = 0;
     while (copied < out.length) {
-      const chunk = file.chunks[index]!;
-      const from = start + copied - (file.ends[index]! - chunk.length);
-      const n = Math.min(chunk.length - from, out.length - copied);
-      out.set(chunk.subarray(from, from + n), copied);
+      const piece = file.pieces[index]!;
+      const from = start + copied - startOf(file, index);
+      const n = Math.min(usedBytesOf(file, index) - from, out.length - copied);
+      out.set(piece.subarray(from, from + n), copied);
       copied += n;
       index += 1;
     }
@@ -105,8 +238,23 @@ export class MemoryFiles implements TierFiles {
   }
 }
 
-/** The index of the first chunk whose end lies past `offset` (chunks.length when none does). */
-function firstChunkEndingAfter(ends: readonly number[], offset: number): number {
+/** The file offset of the first byte in `pieces[index]`. */
+function startOf(file: MemoryFile, index: number): number {
+  return index === 0 ? 0 : file.ends[index - 1]!;
+}
+
+function usedBytesOf(file: MemoryFile, index: number): number {
+  return file.ends[index]! - startOf(file, index);
+}
+
+/** The free room at the end of the file's last piece (0 when it has none). */
+function roomOf(file: MemoryFile): number {
+  const last = file.pieces.length - 1;
+  return last < 0 ? 0 : file.pieces[last]!.length - usedBytesOf(file, last);
+}
+
+/** The index of the first piece whose end lies past `offset` (pieces.length when none does). */
+function firstPieceEndingAfter(ends: readonly number[], offset: number): number {
   let low = 0;
   let high = ends.length;
   while (low < high) {

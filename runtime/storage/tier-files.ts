@@ -15,7 +15,10 @@ export interface TierFiles {
    * be read into a buffer lent by the tier's ReadBuffers (read-buffers.ts), which the transport gives back.
    */
   read(id: string, offset: number, length: number, lend?: boolean): Promise<Uint8Array>;
-  /** The whole file, for moving it to another tier. */
+  /**
+   * The whole file, for moving it to another tier. May be views of the tier's own memory (a pooled memory tier),
+   * valid until the file is removed: a move awaits the target's `adopt` before removing the source.
+   */
   contents(id: string): Promise<readonly Uint8Array[]>;
   /** Creates a file holding `chunks` durably (a move's target); a failure leaves no partial file behind. */
   adopt(id: string, segments: readonly string[], chunks: readonly Uint8Array[]): Promise<void>;

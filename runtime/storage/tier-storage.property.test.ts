@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { BatchableIo, FileRef, IoCompletion, IoError } from '../../core/machines/effects.ts';
+import { MemoryPool } from './memory-pool.ts';
 import { TierStorage } from './tier-storage.ts';
 import { dfsFile, diskFile, makeDir, makeTempRoot, memoryFile, removeTempRoot } from './testing.ts';
 
@@ -126,14 +127,21 @@ function describeCompletion(completion: IoCompletion): string {
   return completion.bytes === undefined ? 'ok' : read(completion.bytes);
 }
 
+/** The memory tier without a pool, with one, and with an empty one (every block an overflow block). */
+const POOL_CAPACITY = fc.constantFrom(undefined, 1 << 20, 0);
+
 describe('TierStorage against a model', () => {
   it('completes random operation sequences exactly as the model applying them one at a time', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(STEP, { maxLength: 25 }), async (steps) => {
+      fc.asyncProperty(fc.array(STEP, { maxLength: 25 }), POOL_CAPACITY, async (steps, poolCapacity) => {
         const root = await makeTempRoot('model');
         const storage = new TierStorage({
           disks: [{ mountPoint: DISK, dir: await makeDir(root, 'disk') }],
           dfsDir: await makeDir(root, 'dfs'),
+          memoryPool:
+            poolCapacity === undefined
+              ? undefined
+              : new MemoryPool({ capacityBytes: poolCapacity, preTouch: false }),
         });
         try {
           const model = new Model();

@@ -4,6 +4,7 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { BatchableIo, FileRef } from '../../core/machines/effects.ts';
+import { MemoryPool } from './memory-pool.ts';
 import { TierStorage } from './tier-storage.ts';
 import {
   bytesOf,
@@ -45,8 +46,20 @@ describe('TierStorage', () => {
     return (await storage.runBatch(ops)).map(outcome);
   }
 
-  const tiers: readonly { readonly name: string; readonly file: (id: string) => FileRef }[] = [
+  /** A storage whose memory tier copies into a pool (memory-pool.ts), in place of the one made before each test. */
+  async function usePooledMemory(): Promise<void> {
+    await storage.close();
+    const memoryPool = new MemoryPool({ capacityBytes: 4 << 20, preTouch: false });
+    storage = new TierStorage({ disks: [{ mountPoint: DISK, dir: diskDir }], dfsDir, memoryPool });
+  }
+
+  const tiers: readonly {
+    readonly name: string;
+    readonly file: (id: string) => FileRef;
+    readonly pooled?: boolean;
+  }[] = [
     { name: 'memory', file: memoryFile },
+    { name: 'memory with a pool', file: memoryFile, pooled: true },
     { name: 'a local disk', file: (id) => diskFile(id, DISK) },
     { name: 'the DFS directory (HDFS)', file: (id) => dfsFile(id, 'HDFS') },
     { name: 'the DFS directory (S3)', file: (id) => dfsFile(id, 'S3') },
@@ -54,6 +67,8 @@ describe('TierStorage', () => {
 
   for (const tier of tiers) {
     describe(`on ${tier.name}`, () => {
+      if (tier.pooled === true) beforeEach(usePooledMemory);
+
       it('creates, appends, flushes and reads back exactly the appended bytes', async () => {
         const file = tier.file('app-1-0/0-0');
         assert.deepEqual(
@@ -305,6 +320,39 @@ describe('TierStorage', () => {
     assert.equal(storage.memoryBytes(), 4);
     await storage.delete(file);
     assert.equal(storage.memoryBytes(), 0);
+  });
+
+  it('with a pool, copies what is written to a memory file, reports the pool, and moves the file out and back', async () => {
+    await usePooledMemory();
+    const file = memoryFile('app-9-1/0-0');
+    const onDisk = diskFile('app-9-1/0-0', DISK);
+    const bytes = bytesOf('abcd');
+    await batch([
+      { kind: 'createFile', op: 1, file },
+      { kind: 'write', op: 2, file, bytes },
+    ]);
+    bytes[0] = 'z'.charCodeAt(0);
+    assert.equal(await run({ kind: 'read', op: 3, file, offset: 0, length: 4 }), 'ok:abcd');
+    assert.equal(storage.memoryBytes(), 4);
+    assert.deepEqual(storage.memoryPoolStats(), {
+      capacityBytes: 4 << 20,
+      usedBytes: 4096,
+      freeBytes: (4 << 20) - 4096,
+      overflowBytes: 0,
+      overflowBlocks: 0,
+    });
+    assert.deepEqual(
+      await batch([
+        { kind: 'moveFile', op: 4, file, to: onDisk },
+        { kind: 'write', op: 5, file: onDisk, bytes: bytesOf('!') },
+        { kind: 'moveFile', op: 6, file: onDisk, to: file },
+        { kind: 'read', op: 7, file, offset: 0, length: 10 },
+      ]),
+      ['ok', 'ok', 'ok', 'ok:abcd!'],
+    );
+    await storage.delete(file);
+    assert.equal(storage.memoryBytes(), 0);
+    assert.equal(storage.memoryPoolStats().usedBytes, 0);
   });
 
   it('rejects ids that would leave their tier directory, or name one file twice, with IO_ERROR', async () => {

@@ -7,6 +7,7 @@ import { fileIdSegments } from './file-id.ts';
 import { FileLanes } from './file-lanes.ts';
 import { IoFailure, ioErrorOf } from './io-error.ts';
 import { MemoryFiles } from './memory-files.ts';
+import type { MemoryPool } from './memory-pool.ts';
 import type { TierFiles } from './tier-files.ts';
 
 export interface TierStorageOptions {
@@ -20,6 +21,22 @@ export interface TierStorageOptions {
   readonly onIoDone?: (op: BatchableIo, completion: IoCompletion, elapsedMs: number) => void;
   /** Buffers that chunks read from disk and DFS files are served in, given back by the transport once written. */
   readonly readBuffers?: ReadBuffers;
+  /** Memory the memory tier copies appended bytes into (memory-pool.ts); without it, it keeps the buffers written. */
+  readonly memoryPool?: MemoryPool;
+  /** The pool first could not lend a block (fragmentation): called once, for the worker's warning. */
+  readonly onMemoryOverflow?: (blockBytes: number) => void;
+}
+
+/** The memory tier's pool, for the worker's metrics; all 0 without a pool. */
+export interface MemoryPoolStats {
+  readonly capacityBytes: number;
+  /** Pool bytes lent to memory files, including the free room at the end of their last blocks. */
+  readonly usedBytes: number;
+  readonly freeBytes: number;
+  /** Heap bytes held in blocks the pool could not lend (fragmentation); ideally 0. */
+  readonly overflowBytes: number;
+  /** Overflow blocks allocated since start; never decreases. */
+  readonly overflowBlocks: number;
 }
 
 /** Where one FileRef lives: its tier's files, its id, and the key its operations are ordered by. */
@@ -39,7 +56,7 @@ interface Place {
  */
 export class TierStorage {
   private readonly lanes = new FileLanes();
-  private readonly memory = new MemoryFiles();
+  private readonly memory: MemoryFiles;
   private readonly disks = new Map<string, DirectoryFiles>();
   private readonly dfs: DirectoryFiles | undefined;
   private closed = false;
@@ -47,6 +64,7 @@ export class TierStorage {
 
   constructor(options: TierStorageOptions) {
     this.onIoDone = options.onIoDone;
+    this.memory = new MemoryFiles(options.memoryPool, options.onMemoryOverflow);
     for (const disk of options.disks) {
       if (this.disks.has(disk.mountPoint)) throw new RangeError(`disk ${disk.mountPoint} is declared twice`);
       const health: DirectoryHealth = new DirectoryHealth(disk.dir, {
@@ -119,6 +137,18 @@ export class TierStorage {
   /** Bytes held by memory-tier files. */
   memoryBytes(): number {
     return this.memory.bytes;
+  }
+
+  /** The memory tier's pool and overflow, for the worker's metrics and its one log line on the first overflow. */
+  memoryPoolStats(): MemoryPoolStats {
+    const memory = this.memory;
+    return {
+      capacityBytes: memory.poolCapacityBytes,
+      usedBytes: memory.poolUsedBytes,
+      freeBytes: memory.poolFreeBytes,
+      overflowBytes: memory.overflowBytes,
+      overflowBlocks: memory.overflowBlocks,
+    };
   }
 
   /** Lets the operations already issued end, then closes every file handle; later operations fail. */

@@ -184,6 +184,18 @@ export const WORKER_KEYS: readonly KeySpec[] = [
       'by a client before 0.6.0), so that such a file goes to the next tier instead.',
   },
   {
+    key: 'svc.worker.memoryFileStorage.preTouch',
+    type: 'boolean',
+    default: 'true',
+    since: '0.5.0',
+    roles: WORKER,
+    description:
+      'svc addition: the memory tier (svc.worker.memory.size × svc.worker.directMemoryRatioForMemoryFileStorage) is ' +
+      'allocated when the worker starts and pushed bytes are copied into it; true also writes every page of it ' +
+      'then, as the JVM’s AlwaysPreTouch does, so that pushes into memory never wait for the kernel to fault ' +
+      'pages in (the worker holds that memory from its start). false leaves the pages to be faulted in on first use.',
+  },
+  {
     key: 'svc.worker.memoryFileStorage.maxFileSize',
     type: 'bytes',
     default: '8m',
