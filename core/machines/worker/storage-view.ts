@@ -55,10 +55,17 @@ export function hasAnyStorage(s: WorkerMachineState): boolean {
   );
 }
 
-/** Adds `delta` bytes to the tier the file lives on (memory, a local disk; distributed tiers are not counted). */
+/**
+ * Adds `delta` bytes to the tier the file lives on (memory, a local disk; distributed tiers are not counted), in
+ * place: the machine owns its state record (see takeId in state.ts), and copying the whole record for every write
+ * to a memory file cost more than the rest of the write's bookkeeping.
+ */
 export function accountBytes(s: WorkerMachineState, file: FileRef, delta: number): WorkerMachineState {
   if (delta === 0) return s;
-  if (file.tier === 'MEMORY') return { ...s, memoryUsedBytes: Math.max(0, s.memoryUsedBytes + delta) };
+  if (file.tier === 'MEMORY') {
+    (s as { memoryUsedBytes: number }).memoryUsedBytes = Math.max(0, s.memoryUsedBytes + delta);
+    return s;
+  }
   if (file.tier === 'HDD' || file.tier === 'SSD') {
     const used = s.diskUsedBytes.get(file.mountPoint) ?? 0;
     setEntry(s.diskUsedBytes, file.mountPoint, Math.max(0, used + delta));
