@@ -1,15 +1,15 @@
 /**
  * What a push moves, and the bare baselines' byte stream built from it with svc's own encoders, so that a bare sink
- * receives the same frames a worker does: records packed into batches behind header space
- * (core/machines/client/records.ts `encodeRecordFrames`), each sealed in place with its header and CRC-32 when sent
- * (core/protocol/batch-frame.ts `sealBatchFrame`), as the map task does, and frames carried in PushData or
- * PushMergedData envelopes (runtime/wire encodeEnvelope: length prefix, kind, control part, raw payloads), merged
- * the way the map task merges them (one message per worker holds frames of at most the batch size in all; a larger
- * frame travels alone).
+ * receives the same frames a worker does: batches laid out behind header space in one buffer per map
+ * (core/machines/client/records.ts `layoutRecordFrames`), each filled with its records (`fillRecordFrame`) and sealed
+ * in place with its header and CRC-32 when sent (core/protocol/batch-frame.ts `sealBatchFrame`), as the map task
+ * does, and frames carried in PushData or PushMergedData envelopes (runtime/wire encodeEnvelope: length prefix,
+ * kind, control part, raw payloads), merged the way the map task merges them (one message per worker holds frames of
+ * at most the merge size in all; a larger frame travels alone).
  */
 import { randomBytes, randomFillSync } from 'node:crypto';
 import { shuffleKey } from '../../core/domain/ids.ts';
-import { encodeRecordFrames, planBatches } from '../../core/machines/client/records.ts';
+import { fillRecordFrame, layoutRecordFrames, planBatches } from '../../core/machines/client/records.ts';
 import { sealBatchFrame } from '../../core/protocol/batch-frame.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { mapTaskNodeId } from '../../core/protocol/node-ids.ts';
@@ -142,8 +142,8 @@ export function* mapMessages(
   const cap = workload.mergeBytes;
   const planned = records.map((partition) => planBatches(partition, workload.batchBytes));
   // As initialMapTaskState (and the svc client's allocation): every frame of the attempt in one unzeroed buffer,
-  // batch ids in the same order, each sealed in place when sent.
-  const frames = encodeRecordFrames(planned.flat(), unzeroedBytes);
+  // batch ids in the same order, each filled with its records and sealed in place when sent.
+  const frames = layoutRecordFrames(planned.flat(), unzeroedBytes);
   const firstBatch: number[] = [];
   let nextBatchId = 0;
   for (const batches of planned) {
@@ -161,16 +161,18 @@ export function* mapMessages(
         if (planned[p]!.length > round) partitionIds.push(p);
       }
       if (partitionIds.length === 0) continue;
-      const framed = partitionIds.map((partitionId) =>
-        sealBatchFrame(frames[firstBatch[partitionId]! + round]!, {
+      const framed = partitionIds.map((partitionId) => {
+        const frame = frames[firstBatch[partitionId]! + round]!;
+        fillRecordFrame(frame, planned[partitionId]![round]!);
+        return sealBatchFrame(frame, {
           shuffleId,
           mapId,
           attemptId,
           batchId: firstBatch[partitionId]! + round,
           partitionId,
           epoch: 0,
-        }),
-      );
+        });
+      });
       let group: number[] = [];
       let bytes = 0;
       const emit = (): StreamMessage => {

@@ -158,6 +158,25 @@ function oneRecordEach(partitions: number): readonly (readonly Uint8Array[])[] {
 }
 
 describe('map task', () => {
+  it('copies a batch’s records into its frame only when the batch is first pushed', () => {
+    // Marked memory: a byte still 0xee was never written.
+    const h = new Harness({ allocate: (length) => new Uint8Array(length).fill(0xee) });
+    const untouched = (frame: Uint8Array) => frame.every((byte) => byte === 0xee);
+    const frames = h.node.state().partitions.flatMap((p) => p.frames);
+    assert.ok(frames.every(untouched), 'nothing copied at start');
+    h.register();
+    const pushed = h.pending(h.w(0), 'PushData');
+    assert.equal(pushed.length, 1);
+    assert.deepEqual(decodeRecords(frameOf(pushed[0]!.message.payload).payload), {
+      ok: true,
+      records: [text('p0-r00'), text('p0-r01')],
+    });
+    const second = h.node.state().partitions[0]!.frames[1]!;
+    assert.ok(untouched(second), 'the batch after it, not pushed yet, is untouched');
+    h.pushes(0, 'SUCCESS');
+    assert.ok(!untouched(second), 'and is filled once pushed');
+  });
+
   it('registers, pushes framed batches one at a time per partition, and reports what was acknowledged', () => {
     const h = new Harness();
     assert.deepEqual(h.last(h.lm, 'RegisterShuffle'), {

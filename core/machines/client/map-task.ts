@@ -26,7 +26,7 @@ import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, type Outbox } from '../outbox.ts';
-import { encodeRecordFrames, planBatches } from './records.ts';
+import { fillRecordFrame, layoutRecordFrames, planBatches } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
 /**
@@ -73,7 +73,7 @@ export interface MapTaskConfig {
   /** `svc.client.push.excludeWorkerOnFailure.enabled`. */
   readonly excludeWorkerOnFailure: boolean;
   /**
-   * Allocates the one buffer the attempt's frames are laid out in (records.ts `encodeRecordFrames`); it need not be
+   * Allocates the one buffer the attempt's frames are laid out in (records.ts `layoutRecordFrames`); it need not be
    * zero-filled, as every byte is written before it is sent. Default: a zeroed Uint8Array.
    */
   readonly allocate?: (length: number) => Uint8Array;
@@ -104,11 +104,17 @@ export interface MapTaskState {
 
 export interface PartitionPush {
   readonly partitionId: number;
-  /** Encoded payloads of the partition's batches, in order, with their batch ids (unique within the attempt). */
-  readonly payloads: readonly Uint8Array[];
   /**
-   * Each batch's frame: header space, then its payload (the same bytes as `payloads`). A batch is framed in place
-   * when first pushed, and sent as it is whenever it is pushed again with the same epoch.
+   * Encoded payloads of the partition's batches, in order, with their batch ids (unique within the attempt); a
+   * batch's bytes are written when it is first pushed (their length is known from the start).
+   */
+  readonly payloads: readonly Uint8Array[];
+  /** The records of each batch, copied into its frame when it is first pushed. */
+  readonly batchRecords: readonly (readonly Uint8Array[])[];
+  /**
+   * Each batch's frame: header space, then its payload (the same bytes as `payloads`). A batch's records are copied
+   * in and its frame sealed in place when it is first pushed; it is sent as it is whenever it is pushed again with
+   * the same epoch.
    */
   readonly frames: readonly Uint8Array[];
   /**
@@ -161,8 +167,11 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   const planned = [...Array(config.numPartitions).keys()].map((partitionId) =>
     planBatches(config.records[partitionId] ?? [], config.batchSizeBytes),
   );
-  // Every frame of the attempt in one buffer (encodeRecordFrames); batch ids number them in the same order.
-  const frames = encodeRecordFrames(planned.flat(), config.allocate);
+  // Every frame of the attempt in one buffer (layoutRecordFrames), each filled with its records when first pushed:
+  // copying a whole map's records at once held the executor's event loop for 100-300 ms per 128 MiB, and with
+  // several batches of a partition in flight the copy of the next ones now overlaps the worker's work on the last
+  // ones (docs/performance.md). Batch ids number the frames in the same order.
+  const frames = layoutRecordFrames(planned.flat(), config.allocate);
   let nextBatchId = 0;
   const partitions: PartitionPush[] = [];
   for (let partitionId = 0; partitionId < config.numPartitions; partitionId += 1) {
@@ -172,6 +181,7 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     partitions.push({
       partitionId,
       payloads: own.map((frame) => frame.subarray(FRAME_HEADER_BYTES)),
+      batchRecords: planned[partitionId]!,
       frames: own,
       sealedEpochs: own.map(() => UNSEALED),
       batchIds: [...Array(nextBatchId - first).keys()].map((i) => first + i),
@@ -448,6 +458,7 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
     if (sealed !== location.epoch) {
       const header = { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch };
       if (sealed === UNSEALED) {
+        fillRecordFrame(frame, partition.batchRecords[batch]!);
         sealBatchFrame(frame, header);
         partition.sealedEpochs[batch] = location.epoch;
       } else frame = encodeBatchFrame(header, partition.payloads[batch]!);

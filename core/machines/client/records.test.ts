@@ -2,7 +2,14 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { FRAME_HEADER_BYTES } from '../../protocol/batch-frame.ts';
-import { decodeRecords, encodeRecordFrames, encodeRecords, planBatches } from './records.ts';
+import {
+  decodeRecords,
+  encodeRecordFrames,
+  encodeRecords,
+  fillRecordFrame,
+  layoutRecordFrames,
+  planBatches,
+} from './records.ts';
 
 const records = fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 30 });
 
@@ -50,6 +57,35 @@ describe('records', () => {
         frames.forEach((frame, i) => {
           assert.deepEqual([...frame.subarray(FRAME_HEADER_BYTES)], [...encodeRecords(batches[i]!)]);
         });
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('fills laid-out frames in any order, each touching only its own bytes, and refuses records that do not fit', () => {
+    fc.assert(
+      fc.property(fc.array(records, { minLength: 1, maxLength: 8 }), fc.nat(), (batches, seed) => {
+        const buffer = new Uint8Array(
+          batches.reduce((n, b) => n + FRAME_HEADER_BYTES + b.reduce((m, r) => m + 4 + r.length, 0), 0),
+        );
+        const frames = layoutRecordFrames(batches, () => buffer.fill(0xee));
+        const order = batches.map((_, i) => i).sort((a, b) => ((a * 7 + seed) % 11) - ((b * 7 + seed) % 11));
+        const filled = new Set<number>();
+        for (const i of order) {
+          fillRecordFrame(frames[i]!, batches[i]!);
+          filled.add(i);
+          frames.forEach((frame, k) => {
+            const payload = frame.subarray(FRAME_HEADER_BYTES);
+            if (filled.has(k)) assert.deepEqual([...payload], [...encodeRecords(batches[k]!)]);
+            else
+              assert.ok(
+                payload.every((byte) => byte === 0xee),
+                `frame ${k} is untouched until filled`,
+              );
+          });
+        }
+        const longer = [...batches[0]!, Uint8Array.of(1)];
+        assert.throws(() => fillRecordFrame(frames[0]!, longer), RangeError);
       }),
       { numRuns: 100 },
     );

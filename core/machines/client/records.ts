@@ -14,35 +14,57 @@ export function encodeRecords(records: readonly Uint8Array[]): Uint8Array {
 }
 
 /**
- * Lays several batches out as frames to be sealed, in one buffer from `allocate` (which need not zero it: every byte
- * is written, here or when the frame is sealed): each batch is FRAME_HEADER_BYTES of header space followed by exactly
- * what encodeRecords would return for it. Returns a view per batch, header space included; `sealBatchFrame`
- * (batch-frame.ts) fills in the header, so that a record is copied once on its way from the caller to the socket.
+ * Lays several batches out as frames, in one buffer from `allocate` (which need not zero it: every byte is written
+ * before it is sent): each batch is FRAME_HEADER_BYTES of header space followed by room for exactly what
+ * encodeRecords returns for it. Returns a view per batch, header space included, with nothing written yet:
+ * `fillRecordFrame` copies a batch's records in, then `sealBatchFrame` (batch-frame.ts) writes the header, so that a
+ * record is copied once on its way from the caller to the socket, when its batch is first sent.
  */
-export function encodeRecordFrames(
+export function layoutRecordFrames(
   batches: readonly (readonly Uint8Array[])[],
   allocate: (length: number) => Uint8Array = (length) => new Uint8Array(length),
 ): Uint8Array[] {
   let total = 0;
-  for (const records of batches) {
-    total += FRAME_HEADER_BYTES;
-    for (const record of records) total += LENGTH_BYTES + record.length;
-  }
+  for (const records of batches) total += FRAME_HEADER_BYTES + encodedLength(records);
   const buffer = allocate(total);
   if (buffer.length < total) throw new RangeError(`asked for ${total} bytes, allocated ${buffer.length}`);
   const frames: Uint8Array[] = [];
   let offset = 0;
   for (const records of batches) {
-    const start = offset;
-    offset += FRAME_HEADER_BYTES;
-    for (const record of records) {
-      putU32(buffer, offset, record.length);
-      buffer.set(record, offset + LENGTH_BYTES);
-      offset += LENGTH_BYTES + record.length;
-    }
-    frames.push(buffer.subarray(start, offset));
+    const length = FRAME_HEADER_BYTES + encodedLength(records);
+    frames.push(buffer.subarray(offset, offset + length));
+    offset += length;
   }
   return frames;
+}
+
+/** Copies a batch's records behind the header space of its frame (laid out for exactly them by layoutRecordFrames). */
+export function fillRecordFrame(frame: Uint8Array, records: readonly Uint8Array[]): void {
+  let offset = FRAME_HEADER_BYTES;
+  for (const record of records) {
+    putU32(frame, offset, record.length);
+    frame.set(record, offset + LENGTH_BYTES);
+    offset += LENGTH_BYTES + record.length;
+  }
+  if (offset !== frame.length) {
+    throw new RangeError(`a batch of ${offset} bytes does not fit its frame of ${frame.length}`);
+  }
+}
+
+/** layoutRecordFrames and fillRecordFrame at once: every frame filled, ready to be sealed. */
+export function encodeRecordFrames(
+  batches: readonly (readonly Uint8Array[])[],
+  allocate?: (length: number) => Uint8Array,
+): Uint8Array[] {
+  const frames = layoutRecordFrames(batches, allocate);
+  for (let i = 0; i < frames.length; i += 1) fillRecordFrame(frames[i]!, batches[i]!);
+  return frames;
+}
+
+function encodedLength(records: readonly Uint8Array[]): number {
+  let length = 0;
+  for (const record of records) length += LENGTH_BYTES + record.length;
+  return length;
 }
 
 export type DecodedRecords =
