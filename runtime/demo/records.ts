@@ -1,7 +1,7 @@
 // The demo job's data: key/value records generated deterministically per map, and the per-partition facts a reader
 // must end up with (count, order-independent checksum, distinct keys), computed from the generator alone.
 import { createCipheriv, createHash } from 'node:crypto';
-import { crc32 } from 'node:zlib';
+import { nativeCrc32 as crc32 } from '../driver/native-checksum.ts';
 
 /** What the demo job writes. Every map's records depend only on the spec and the map id. */
 export interface DatasetSpec {

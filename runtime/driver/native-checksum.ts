@@ -48,6 +48,11 @@ export function useNativeChecksum(): NativeChecksum {
   return nativeChecksum;
 }
 
+/** CRC-32 of `bytes` with the fastest native implementation here (for the runtime's own checksums of records). */
+export function nativeCrc32(bytes: Uint8Array, previous = 0): number {
+  return (simdChecksum ?? zlibChecksum)(bytes, previous);
+}
+
 /** The SIMD implementation when it loaded here (for tests that pin its values). */
 export function simdChecksumIfLoaded(): Crc32Implementation | undefined {
   return simdChecksum;
