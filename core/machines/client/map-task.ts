@@ -748,8 +748,13 @@ function onMapperEndAnswer(d: Draft, message: MessageOf<'StatusResponse'>): void
   else fail(d, `MapperEnd refused with ${message.status}: ${message.message}`);
 }
 
+/**
+ * Changes a partition's record in place: the machine owns its state (the draft already shares the partitions array
+ * with the state it came from), and a copy per acknowledged batch cost about a microsecond each, thousands of times
+ * per GiB pushed.
+ */
 function updatePartition(d: Draft, partitionId: number, change: Partial<PartitionPush>): void {
-  d.partitions[partitionId] = { ...d.partitions[partitionId]!, ...change };
+  Object.assign(d.partitions[partitionId]!, change);
 }
 
 function lose(d: Draft, reason: string): void {
