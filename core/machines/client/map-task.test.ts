@@ -427,17 +427,18 @@ describe('map task', () => {
 });
 
 describe('map task: several batches of a partition in flight', () => {
-  /** Partition 0 of `n` one-record batches (a 10-byte batch cap holds one 6-byte record), all merged per step. */
-  const batchesOfOne = (n: number) => [Array.from({ length: n }, (_, i) => text(`p0-r${i}`.padEnd(6, '-')))];
-
-  it('keeps up to maxInFlightPerPartition batches in flight and pushes the next as each is answered', () => {
-    const h = new Harness({
+  /** Partition 0 of five one-record batches (a 10-byte cap holds one 6-byte record), a window of 3, all merged. */
+  const fiveBatchesWindowOfThree = () =>
+    new Harness({
       numPartitions: 1,
-      records: batchesOfOne(5),
+      records: [Array.from({ length: 5 }, (_, i) => text(`p0-r${i}`.padEnd(6, '-')))],
       batchSizeBytes: 10,
       mergeSizeBytes: 1_000,
       maxInFlightPerPartition: 3,
     });
+
+  it('keeps up to maxInFlightPerPartition batches in flight and pushes the next as each is answered', () => {
+    const h = fiveBatchesWindowOfThree();
     h.register([location(0, 0, 0)]);
     const first = h.merged(0, (m) => m.batches.map(() => 'SUCCESS'));
     assert.deepEqual(
@@ -453,13 +454,7 @@ describe('map task: several batches of a partition in flight', () => {
   });
 
   it('on failures in a full window, counts the others, asks one revive, and pushes each failed batch again', () => {
-    const h = new Harness({
-      numPartitions: 1,
-      records: batchesOfOne(5),
-      batchSizeBytes: 10,
-      mergeSizeBytes: 1_000,
-      maxInFlightPerPartition: 3,
-    });
+    const h = fiveBatchesWindowOfThree();
     h.register([location(0, 0, 0)]);
     h.merged(0, () => ['SUCCESS', 'PUSH_DATA_WRITE_FAIL_PRIMARY', 'PUSH_DATA_WRITE_FAIL_PRIMARY']);
     assert.equal(h.received(h.lm, 'Revive').length, 1, 'one revive for the partition');
@@ -485,7 +480,7 @@ describe('map task: several batches of a partition in flight', () => {
     const driver = new Driver({
       ...baseConfig,
       numPartitions: 1,
-      records: batchesOfOne(2),
+      records: [[text('p0-r0-'), text('p0-r1-')]],
       batchSizeBytes: 10,
       mergeSizeBytes: 10,
       maxInFlightPerPartition: 2,
