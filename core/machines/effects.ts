@@ -64,8 +64,17 @@ export type Effect =
   | { readonly kind: 'cancelTimer'; readonly name: string }
   /** Create an empty file on a tier; completes with ioDone/ioFailed. Creating an existing file fails. */
   | { readonly kind: 'createFile'; readonly op: number; readonly file: FileRef }
-  /** Append bytes; completes with ioDone/ioFailed. Appended bytes are not durable until a flush completes. */
-  | { readonly kind: 'write'; readonly op: number; readonly file: FileRef; readonly bytes: Uint8Array }
+  /**
+   * Append bytes, then each of `more` in order (several batches of one file in one operation); completes with one
+   * ioDone/ioFailed for all of them. Appended bytes are not durable until a flush completes.
+   */
+  | {
+      readonly kind: 'write';
+      readonly op: number;
+      readonly file: FileRef;
+      readonly bytes: Uint8Array;
+      readonly more?: readonly Uint8Array[];
+    }
   /** Make everything written so far durable (fsync); completes with ioDone/ioFailed. */
   | { readonly kind: 'flush'; readonly op: number; readonly file: FileRef }
   /** Read a byte range; ioDone carries the bytes. Used to serve a chunk to a reader. */
@@ -159,3 +168,15 @@ export type AdminCommand =
   | { readonly type: 'excludeWorkers'; readonly add: readonly string[]; readonly remove: readonly string[] }
   | { readonly type: 'workerEvent'; readonly eventType: string; readonly workers: readonly string[] }
   | { readonly type: 'exit'; readonly exitType: string };
+
+/** The chunks a write appends, in order: its `bytes`, then each of `more`. */
+export function chunksOfWrite(write: Extract<Effect, { kind: 'write' }>): readonly Uint8Array[] {
+  return write.more === undefined ? [write.bytes] : [write.bytes, ...write.more];
+}
+
+/** How many bytes a write appends. */
+export function lengthOfWrite(write: Extract<Effect, { kind: 'write' }>): number {
+  let length = write.bytes.length;
+  if (write.more !== undefined) for (const chunk of write.more) length += chunk.length;
+  return length;
+}

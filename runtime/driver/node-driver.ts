@@ -1,10 +1,11 @@
-import type {
-  AdminCommand,
-  BatchableIo,
-  Effect,
-  Envelope,
-  Input,
-  NodeId,
+import {
+  lengthOfWrite,
+  type AdminCommand,
+  type BatchableIo,
+  type Effect,
+  type Envelope,
+  type Input,
+  type NodeId,
 } from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
 import type { Release } from '../../core/release/version.ts';
@@ -315,6 +316,6 @@ export class NodeDriver<S> {
 
 function writeBytes(ops: readonly BatchableIo[]): number {
   let bytes = 0;
-  for (const op of ops) if (op.kind === 'write') bytes += op.bytes.byteLength;
+  for (const op of ops) if (op.kind === 'write') bytes += lengthOfWrite(op);
   return bytes;
 }

@@ -1,6 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import type { PartitionMode } from '../../core/domain/index.ts';
-import type { BatchableIo, Envelope, IoCompletion } from '../../core/machines/effects.ts';
+import {
+  lengthOfWrite,
+  type BatchableIo,
+  type Envelope,
+  type IoCompletion,
+} from '../../core/machines/effects.ts';
 import type { WorkerObservations } from './registry.ts';
 
 /**
@@ -74,7 +79,7 @@ export function ioObserver(
     if (completion.kind !== 'ioDone') return;
     switch (op.kind) {
       case 'write':
-        metrics.observeFileIo(op.file.tier, op.bytes.length, elapsedMs);
+        metrics.observeFileIo(op.file.tier, lengthOfWrite(op), elapsedMs);
         return;
       case 'flush':
         metrics.observeFileIo(op.file.tier, 0, elapsedMs);

@@ -18,10 +18,32 @@ describe('FileLanes', () => {
       calls.push(chunks.map((chunk) => chunk[0]!));
       if (calls.length === 1) await first.promise;
     };
-    const appends = [1, 2, 3, 4, 5].map((n) => lanes.append('f', new Uint8Array([n]), appendAll));
+    const appends = [1, 2, 3, 4, 5].map((n) => lanes.append('f', [new Uint8Array([n])], appendAll));
     first.open();
     await Promise.all(appends);
     assert.deepEqual(calls, [[1], [2, 3, 4, 5]]);
+  });
+
+  it('keeps an append of several chunks whole and in order, merged with the appends queued after it', async () => {
+    const lanes = new FileLanes();
+    const calls: number[][] = [];
+    const first = gate();
+    const appendAll = async (chunks: readonly Uint8Array[]) => {
+      calls.push(chunks.map((chunk) => chunk[0]!));
+      if (calls.length === 1) await first.promise;
+    };
+    const one = (n: number) => new Uint8Array([n]);
+    const appends = [
+      lanes.append('f', [one(1), one(2)], appendAll),
+      lanes.append('f', [one(3), one(4), one(5)], appendAll),
+      lanes.append('f', [one(6)], appendAll),
+    ];
+    first.open();
+    await Promise.all(appends);
+    assert.deepEqual(calls, [
+      [1, 2],
+      [3, 4, 5, 6],
+    ]);
   });
 
   it('fails every append of a merged call when the call fails', async () => {
@@ -33,7 +55,7 @@ describe('FileLanes', () => {
       if (calls === 1) return first.promise;
       throw new Error('disk full');
     };
-    const appends = [1, 2, 3].map((n) => lanes.append('f', new Uint8Array([n]), appendAll));
+    const appends = [1, 2, 3].map((n) => lanes.append('f', [new Uint8Array([n])], appendAll));
     first.open();
     const results = await Promise.allSettled(appends);
     assert.deepEqual(
@@ -58,7 +80,7 @@ describe('FileLanes', () => {
         return name;
       });
     const append = () =>
-      lanes.append('f', new Uint8Array([0]), async () => {
+      lanes.append('f', [new Uint8Array([0])], async () => {
         log.push(`append with ${running} running`);
         await Promise.resolve();
       });

@@ -15,7 +15,8 @@ export type AppendAll = (chunks: readonly Uint8Array[]) => Promise<void>;
 type Task =
   | {
       readonly kind: 'append';
-      readonly bytes: Uint8Array;
+      /** One operation's chunks (a write of several batches is one task: it succeeds or fails as a whole). */
+      readonly chunks: readonly Uint8Array[];
       readonly appendAll: AppendAll;
       readonly resolve: () => void;
       readonly reject: (error: unknown) => void;
@@ -33,10 +34,13 @@ export class FileLanes {
   private readonly lanes = new Map<string, Task[]>();
   private idleWaiters: (() => void)[] = [];
 
-  /** Appends after everything queued on `key` so far (possibly merged with the appends queued right after it). */
-  append(key: string, bytes: Uint8Array, appendAll: AppendAll): Promise<void> {
+  /**
+   * Appends `chunks`, in order, after everything queued on `key` so far (possibly merged with the appends queued
+   * right after it).
+   */
+  append(key: string, chunks: readonly Uint8Array[], appendAll: AppendAll): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.enqueue(key, { kind: 'append', bytes, appendAll, resolve, reject });
+      this.enqueue(key, { kind: 'append', chunks, appendAll, resolve, reject });
     });
   }
 
@@ -91,7 +95,7 @@ export class FileLanes {
       if (head.kind === 'append') {
         const group = queue.splice(0, mergeableAppends(queue)) as AppendTask[];
         try {
-          await head.appendAll(group.map((task) => task.bytes));
+          await head.appendAll(group.length === 1 ? head.chunks : group.flatMap((task) => task.chunks));
           for (const task of group) task.resolve();
         } catch (error) {
           for (const task of group) task.reject(error);
@@ -119,12 +123,17 @@ export class FileLanes {
 /** How many appends at the head of the queue go into one call. */
 function mergeableAppends(queue: readonly Task[]): number {
   let count = 0;
+  let chunks = 0;
   let bytes = 0;
   for (const task of queue) {
-    if (task.kind !== 'append' || count === MAX_MERGED_CHUNKS || (count > 0 && bytes >= MAX_MERGED_BYTES))
+    if (
+      task.kind !== 'append' ||
+      (count > 0 && (chunks + task.chunks.length > MAX_MERGED_CHUNKS || bytes >= MAX_MERGED_BYTES))
+    )
       break;
     count += 1;
-    bytes += task.bytes.length;
+    chunks += task.chunks.length;
+    for (const chunk of task.chunks) bytes += chunk.length;
   }
   return count;
 }

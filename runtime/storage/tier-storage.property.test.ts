@@ -27,7 +27,12 @@ const REF = fc
 
 type Op =
   | { readonly kind: 'createFile'; readonly file: FileRef }
-  | { readonly kind: 'write'; readonly file: FileRef; readonly bytes: Uint8Array }
+  | {
+      readonly kind: 'write';
+      readonly file: FileRef;
+      readonly bytes: Uint8Array;
+      readonly more?: readonly Uint8Array[];
+    }
   | { readonly kind: 'flush'; readonly file: FileRef }
   | { readonly kind: 'read'; readonly file: FileRef; readonly offset: number; readonly length: number }
   | { readonly kind: 'moveFile'; readonly file: FileRef; readonly to: FileRef };
@@ -37,8 +42,20 @@ const OP: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 4,
     arbitrary: fc
-      .tuple(REF, fc.uint8Array({ minLength: 0, maxLength: 12 }))
-      .map(([file, bytes]): Op => ({ kind: 'write', file, bytes })),
+      .tuple(
+        REF,
+        fc.uint8Array({ minLength: 0, maxLength: 12 }),
+        // Now and then a write of several batches in one operation, as the worker issues them for a disk file.
+        fc.option(fc.array(fc.uint8Array({ minLength: 0, maxLength: 8 }), { minLength: 1, maxLength: 3 }), {
+          nil: undefined,
+        }),
+      )
+      .map(([file, bytes, more]): Op => ({
+        kind: 'write',
+        file,
+        bytes,
+        ...(more === undefined ? {} : { more }),
+      })),
   },
   { weight: 1, arbitrary: REF.map((file): Op => ({ kind: 'flush', file })) },
   {
@@ -78,6 +95,7 @@ class Model {
       case 'write':
         if (bytes === undefined) return fail('NOT_FOUND');
         bytes.push(...op.bytes);
+        for (const chunk of op.more ?? []) bytes.push(...chunk);
         return 'ok';
       case 'flush':
         return bytes === undefined ? fail('NOT_FOUND') : 'ok';

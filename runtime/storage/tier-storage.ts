@@ -1,5 +1,10 @@
 import type { ReadBuffers } from './read-buffers.ts';
-import type { BatchableIo, FileRef, IoCompletion } from '../../core/machines/effects.ts';
+import {
+  chunksOfWrite,
+  type BatchableIo,
+  type FileRef,
+  type IoCompletion,
+} from '../../core/machines/effects.ts';
 import { isDfsType } from '../../core/domain/storage.ts';
 import { DirectoryFiles } from './directory-files.ts';
 import { DirectoryHealth } from './directory-health.ts';
@@ -168,7 +173,7 @@ export class TierStorage {
       case 'createFile':
         return this.lanes.exclusive([key], () => files.create(id, segments)).then(nothing);
       case 'write':
-        return this.lanes.append(key, op.bytes, (chunks) => files.append(id, chunks)).then(nothing);
+        return this.lanes.append(key, chunksOfWrite(op), (chunks) => files.append(id, chunks)).then(nothing);
       case 'flush':
         return this.lanes.exclusive([key], () => files.flush(id)).then(nothing);
       case 'read': {

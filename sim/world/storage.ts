@@ -1,4 +1,11 @@
-import type { Effect, FileRef, IoCompletion, IoError } from '../../core/machines/effects.ts';
+import {
+  chunksOfWrite,
+  lengthOfWrite,
+  type Effect,
+  type FileRef,
+  type IoCompletion,
+  type IoError,
+} from '../../core/machines/effects.ts';
 import type { Rng } from '../../core/rng.ts';
 import { isDfsType } from '../../core/domain/index.ts';
 import { SimVolume } from './volume.ts';
@@ -176,8 +183,8 @@ export class NodeStorage {
         return this.complete(device, now, 0, result(effect.op, error));
       }
       case 'write': {
-        const error = this.injected(device, 'write') ?? device.volume.append(path, effect.bytes);
-        return this.complete(device, now, effect.bytes.length, result(effect.op, error));
+        const error = this.injected(device, 'write') ?? device.volume.appendAll(path, chunksOfWrite(effect));
+        return this.complete(device, now, lengthOfWrite(effect), result(effect.op, error));
       }
       case 'flush': {
         const error = this.injected(device, 'sync') ?? device.volume.sync(path);

@@ -69,6 +69,16 @@ describe('SimVolume', () => {
     assert.equal(volume.create('/f'), 'EXISTS');
   });
 
+  it('appends a write of several chunks in order, or none of them when they do not all fit', () => {
+    const volume = new SimVolume(10, false);
+    volume.create('/f');
+    assert.equal(volume.appendAll('/f', [Uint8Array.of(1, 2), Uint8Array.of(3)]), undefined);
+    assert.equal(volume.appendAll('/f', [new Uint8Array(4), new Uint8Array(4)]), 'NO_SPACE');
+    assert.equal(volume.length('/f'), 3, 'nothing of the refused write');
+    assert.deepEqual(volume.read('/f', 0, 3), Uint8Array.of(1, 2, 3));
+    assert.equal(volume.appendAll('/missing', [Uint8Array.of(1)]), 'NOT_FOUND');
+  });
+
   it('keeps appends and reads of every size whole, larger than its first slab or not (swarm seed 55088)', () => {
     const volume = new SimVolume(Infinity, false);
     const sizes = [10_000, 3, 4_096, 16_384, 16_385, 70_000, 1];

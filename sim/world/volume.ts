@@ -99,6 +99,17 @@ export class SimVolume {
   }
 
   /** Appends all of `bytes` or nothing: a short write would be a different fault than the one injected. */
+  /** Appends every chunk, in order, or none of them (one write of several batches fails as a whole). */
+  appendAll(path: string, chunks: readonly Uint8Array[]): IoError | undefined {
+    const entry = this.files.get(path);
+    if (!entry) return 'NOT_FOUND';
+    let length = 0;
+    for (const chunk of chunks) length += chunk.length;
+    if (this.usedBytes + length > this.capacityBytes) return 'NO_SPACE';
+    for (const chunk of chunks) this.append(path, chunk);
+    return undefined;
+  }
+
   append(path: string, bytes: Uint8Array): IoError | undefined {
     const entry = this.files.get(path);
     if (!entry) return 'NOT_FOUND';

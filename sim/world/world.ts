@@ -1,10 +1,11 @@
-import type {
-  Effect,
-  Envelope,
-  Input,
-  IoCompletion,
-  NodeId,
-  Principal,
+import {
+  lengthOfWrite,
+  type Effect,
+  type Envelope,
+  type Input,
+  type IoCompletion,
+  type NodeId,
+  type Principal,
 } from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
 import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
@@ -542,7 +543,7 @@ function traceEffect(effect: FileEffect): string {
     case 'flush':
       return `${effect.kind} op=${effect.op} ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id}`;
     case 'write':
-      return `write op=${effect.op} ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id} +${effect.bytes.length}`;
+      return `write op=${effect.op} ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id} +${lengthOfWrite(effect)}`;
     case 'read':
       return `read op=${effect.op} ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id} @${effect.offset}+${effect.length}`;
     case 'moveFile':

@@ -13,6 +13,7 @@ import type {
   LogLevel,
   NodeId,
 } from '../effects.ts';
+import { chunksOfWrite } from '../effects.ts';
 import type { Machine } from '../machine.ts';
 
 /**
@@ -513,7 +514,7 @@ function performIo(files: Map<string, MutableFile>, effect: IoEffect): Uint8Arra
     case 'write': {
       const file = files.get(effect.file.id);
       if (file === undefined) return 'NOT_FOUND';
-      append(file, effect.bytes);
+      for (const chunk of chunksOfWrite(effect)) append(file, chunk);
       return undefined;
     }
     case 'flush': {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { Effect, IoCompletion, IoError } from '../effects.ts';
+import { chunksOfWrite, type Effect, type IoCompletion, type IoError } from '../effects.ts';
 import type { PartitionFile, WorkerMachineState } from './state.ts';
 import {
   CLIENT,
@@ -18,13 +18,14 @@ import {
   type Harness,
   type IoEffect,
   commitFiles,
+  onlySent,
 } from './test-kit.ts';
 
 /**
  * The per-file task runner (file-queue.ts) builds one new record per transition and never changes a stored one. For
  * generated histories of plain and merged pushes to disk and memory files, commits, and I/O completions that succeed
- * or fail in any order: a file has at most one operation in flight and it is the one its record names, writes reach
- * the disk in the order they were accepted, a file's length and chunk starts are exactly what its successful writes
+ * or fail in any order: a file has at most one operation in flight and it is the one its record names (several writes
+ * of a disk file go as one operation of several chunks), writes reach the disk in the order they were accepted, a file's length and chunk starts are exactly what its successful writes
  * make them, and every record the worker ever stored still reads as it did when it was stored.
  */
 
@@ -121,7 +122,7 @@ function keyOf(bytes: Uint8Array): string {
 }
 
 /** How often the histories exercised what the property is about (checked after the run, so it cannot be vacuous). */
-const seen = { queuedWrites: 0, writes: 0, flushes: 0, moves: 0, failures: 0 };
+const seen = { queuedWrites: 0, writes: 0, runs: 0, flushes: 0, moves: 0, failures: 0 };
 
 describe('worker: the per-file task runner', () => {
   it('runs one task per file in order, derives length and chunks from the writes, and never changes a stored record', () => {
@@ -140,10 +141,14 @@ describe('worker: the per-file task runner', () => {
         const observe = (effects: readonly Effect[]): void => {
           for (const op of ioOps(effects)) {
             if (op.kind === 'write') {
-              const order = pushOrder.get(keyOf(op.bytes));
-              assert.ok(order !== undefined, 'a write carries the bytes of a pushed batch');
-              assert.ok(order > (lastWritten.get(op.file.id) ?? -1), `${op.file.id}: writes in push order`);
-              lastWritten.set(op.file.id, order);
+              const chunks = chunksOfWrite(op);
+              if (chunks.length > 1) seen.runs += 1;
+              for (const chunk of chunks) {
+                const order = pushOrder.get(keyOf(chunk));
+                assert.ok(order !== undefined, 'a write carries the bytes of pushed batches');
+                assert.ok(order > (lastWritten.get(op.file.id) ?? -1), `${op.file.id}: writes in push order`);
+                lastWritten.set(op.file.id, order);
+              }
             }
             if (op.kind === 'moveFile') seen.moves += 1;
             if (op.kind === 'flush') seen.flushes += 1;
@@ -192,7 +197,7 @@ describe('worker: the per-file task runner', () => {
               else if (op!.kind === 'write') {
                 seen.writes += 1;
                 const lengths = written.get(op!.file.id) ?? [];
-                written.set(op!.file.id, [...lengths, op!.bytes.length]);
+                written.set(op!.file.id, [...lengths, ...chunksOfWrite(op!).map((chunk) => chunk.length)]);
               }
               observe(worker.step(completion));
               break;
@@ -215,5 +220,31 @@ describe('worker: the per-file task runner', () => {
       { numRuns: 200 },
     );
     for (const [what, times] of Object.entries(seen)) assert.ok(times > 0, `the histories never had ${what}`);
+  });
+
+  it('writes the batches of a disk file that one push carries as one operation, and answers them together', () => {
+    for (const outcome of ['ok', 'IO_ERROR'] as const) {
+      const worker = newWorker();
+      const batches = [0, 1, 2].map((batchId) => ({ partitionId: 1, batchId, size: 10 }));
+      const effects = worker.receive(MAPPER, pushMergedData(KEY, 'PRIMARY', batches), { requestId: 7 });
+      const writes = ioOps(effects).filter((op) => op.kind === 'write');
+      assert.equal(writes.length, 1, 'one operation for the three batches of partition 1');
+      const write = writes[0]!;
+      assert.ok(write.kind === 'write');
+      assert.equal(chunksOfWrite(write).length, 3);
+      const answer = onlySent(
+        outcome === 'ok' ? worker.ioDone(write.op) : worker.ioFailed(write.op, outcome),
+        'PushMergedDataResponse',
+      );
+      const file = filesOf(worker.state).find((f) => f.location.partitionId === 1)!;
+      if (outcome === 'ok') {
+        assert.deepEqual(answer.message.statuses, ['SUCCESS', 'SUCCESS', 'SUCCESS']);
+        assert.equal(file.bytes, write.bytes.length * 3);
+      } else {
+        assert.deepEqual(answer.message.statuses, Array(3).fill('PUSH_DATA_WRITE_FAIL_PRIMARY'));
+        assert.equal(file.bytes, 0, 'a failed run adds nothing: the acknowledged prefix stays');
+        assert.equal(file.status, 'failed');
+      }
+    }
   });
 });

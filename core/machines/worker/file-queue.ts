@@ -21,10 +21,14 @@ import {
 import { accountBytes, noteDiskFailure, recordLatency, storageView } from './storage-view.ts';
 
 /**
- * The per-file task runner. Each partition file runs one task at a time (write, flush, evict), in the order the tasks
- * were accepted, so that appends never interleave, chunk boundaries are batch boundaries and a flush covers every
- * write accepted before it. A failure seals the file: queued writes fail at once, while flushes still run, so that
- * the acknowledged prefix of the file can be committed (docs/core/machines-master-worker.md, "Write failures").
+ * The per-file task runner. Each partition file runs one operation at a time, in the order the tasks were accepted,
+ * so that appends never interleave, chunk boundaries are batch boundaries and a flush covers every write accepted
+ * before it. Consecutive writes queued for a file on a disk or the DFS go as one operation (one `write` effect with
+ * several chunks, at most MAX_RUN_TASKS and MAX_RUN_BYTES): a merged push carries several batches of a partition,
+ * and one system call and one completion per batch cost the worker more than the bytes (docs/performance.md). Such
+ * a run succeeds or fails as a whole. A failure seals the file: queued writes fail at once, while flushes still run,
+ * so that the acknowledged prefix of the file can be committed (docs/core/machines-master-worker.md, "Write
+ * failures").
  *
  * This is the worker's hottest path (every batch of every push is one write and one completion here), so each
  * transition copies the file's record once into a draft (files.ts FileDraft), fills it in and stores it once, rather
@@ -50,20 +54,30 @@ const NO_TASKS: readonly FileTask[] = [];
 /** The outcome of every task that succeeded, shared: outcomes are read, never changed. */
 const SUCCEEDED: CopyOutcome = { ok: true };
 
+/** The most writes, and bytes, one operation carries: bounds the time an acknowledgement waits for its run. */
+export const MAX_RUN_TASKS = 16;
+export const MAX_RUN_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Queues a task for the file and starts it if the file is idle; `start: false` only queues it (a push queues all
+ * its batches first, so that the writes of one file go as one operation), and startNextTask starts it later.
+ */
 export function enqueueTask(
   s: WorkerMachineState,
   out: Outbox,
   shuffleKey: ShuffleKey,
   name: string,
   task: FileTask,
+  start = true,
 ): WorkerMachineState {
   const file = getFile(s, shuffleKey, name);
   if (file === undefined) return s;
-  return advance(s, out, shuffleKey, fileDraft(file, { queue: [...file.queue, task] }));
+  const queued = fileDraft(file, { queue: [...file.queue, task] });
+  return start ? advance(s, out, shuffleKey, queued) : putFile(s, shuffleKey, queued);
 }
 
 /** Starts the stored file's next task if it is idle. */
-function startNextTask(
+export function startNextTask(
   s: WorkerMachineState,
   out: Outbox,
   shuffleKey: ShuffleKey,
@@ -114,24 +128,28 @@ export function completeFileTask(
   const file = getFile(s, shuffleKey, fileName);
   const head = file?.queue[0];
   if (file === undefined || head === undefined || head.kind === 'evict') return { state: s, finished: [] };
-  const next = fileDraft(file, { busyOp: undefined, queue: rest(file.queue) });
+  const done = file.queue.slice(0, purpose.tasks);
+  const next = fileDraft(file, { busyOp: undefined, queue: after(file.queue, done.length) });
   if (!result.ok) {
     const state = noteDiskFailure(s, file.file, result.error);
     const dropped = sealFile(out, shuffleKey, next, `${head.kind} failed: ${result.error}`);
+    const outcome: CopyOutcome = { ok: false, error: result.error };
     return {
       state: advance(state, out, shuffleKey, next),
-      finished: [
-        { shuffleKey, fileName, task: head, outcome: { ok: false, error: result.error } },
-        ...dropped,
-      ],
+      finished: [...done.map((task) => ({ shuffleKey, fileName, task, outcome })), ...dropped],
     };
   }
-  const finished: FinishedTask[] = [{ shuffleKey, fileName, task: head, outcome: SUCCEEDED }];
+  const finished: FinishedTask[] = done.map((task) => ({ shuffleKey, fileName, task, outcome: SUCCEEDED }));
   // Writes and flushes both move bytes to the disk: their latency is its flush time for the load-aware policy.
   let state = recordLatency(s, file.file, 'flush', out.now - purpose.issuedAt);
   if (head.kind === 'flush') return { state: advance(state, out, shuffleKey, next), finished };
-  appendBytes(next, head.bytes.length, s.config.chunkSizeBytes);
-  state = accountBytes(state, file.file, head.bytes.length);
+  let written = 0;
+  for (const task of done) {
+    if (task.kind !== 'write') continue;
+    appendBytes(next, task.bytes.length, s.config.chunkSizeBytes);
+    written += task.bytes.length;
+  }
+  state = accountBytes(state, file.file, written);
   if (file.file.tier !== 'MEMORY') return { state: advance(state, out, shuffleKey, next), finished };
   // The pressure check weighs every memory file, this one with its new bytes, and may queue this one's eviction.
   state = evictUnderPressure(putFile(state, shuffleKey, next), out);
@@ -202,7 +220,11 @@ function sealFile(out: Outbox, shuffleKey: ShuffleKey, file: FileDraft, failure:
   }));
 }
 
-/** Issues the file's head task; its completion comes back to completeFileTask. */
+/**
+ * Issues the file's head task, with the writes queued right after it when the head is a write to a disk or the DFS
+ * (memory files take one write at a time: each may first move the file off the memory tier); the completion comes
+ * back to completeFileTask.
+ */
 function issue(
   s: WorkerMachineState,
   out: Outbox,
@@ -211,18 +233,42 @@ function issue(
   task: Exclude<FileTask, { kind: 'evict' }>,
 ): void {
   const op = takeId(s);
-  out.effects.push(
-    task.kind === 'write'
-      ? { kind: 'write', op, file: file.file, bytes: task.bytes }
-      : { kind: 'flush', op, file: file.file },
-  );
-  setEntry(s.ops, op, { kind: 'file-task', shuffleKey, fileName: file.name, issuedAt: out.now });
+  let tasks = 1;
+  if (task.kind === 'flush') out.effects.push({ kind: 'flush', op, file: file.file });
+  else {
+    const more = file.file.tier === 'MEMORY' ? [] : followingWrites(file.queue, task.bytes.length);
+    tasks += more.length;
+    out.effects.push(
+      more.length === 0
+        ? { kind: 'write', op, file: file.file, bytes: task.bytes }
+        : { kind: 'write', op, file: file.file, bytes: task.bytes, more },
+    );
+  }
+  setEntry(s.ops, op, { kind: 'file-task', shuffleKey, fileName: file.name, issuedAt: out.now, tasks });
   file.busyOp = op;
+}
+
+/** The bytes of the writes right behind the head of the queue that can go with it (MAX_RUN_TASKS, MAX_RUN_BYTES). */
+function followingWrites(queue: readonly FileTask[], headBytes: number): Uint8Array[] {
+  const more: Uint8Array[] = [];
+  let bytes = headBytes;
+  for (let i = 1; i < queue.length && i < MAX_RUN_TASKS; i += 1) {
+    const task = queue[i]!;
+    if (task.kind !== 'write' || bytes + task.bytes.length > MAX_RUN_BYTES) break;
+    more.push(task.bytes);
+    bytes += task.bytes.length;
+  }
+  return more;
+}
+
+/** The queue without its first `count` tasks. */
+function after(queue: readonly FileTask[], count: number): readonly FileTask[] {
+  return queue.length <= count ? NO_TASKS : queue.slice(count);
 }
 
 /** The queue without its head task. */
 function rest(queue: readonly FileTask[]): readonly FileTask[] {
-  return queue.length <= 1 ? NO_TASKS : queue.slice(1);
+  return after(queue, 1);
 }
 
 /** Where the evict policy would move the file now (kind 'none' with the reason when no tier can take it). */

@@ -15,7 +15,7 @@ import { decideSplit, type WorkerStorage } from '../../storage/index.ts';
 import type { Envelope, NodeId } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
-import { enqueueTask } from './file-queue.ts';
+import { enqueueTask, startNextTask } from './file-queue.ts';
 import { cancelTimer, count, log, reply, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
 import {
   owned,
@@ -64,6 +64,7 @@ export function handlePush(
   let pushId: number | undefined;
   let waiting = 0;
   let forwards: Map<NodeId, number[]> | undefined;
+  let written: Set<string> | undefined;
   const judged: PushBatch[] = [];
   for (let index = 0; index < batches.length; index += 1) {
     const batch = batches[index]!;
@@ -126,13 +127,19 @@ export function handlePush(
       else group.push(index);
     }
     if (pushId === undefined) pushId = takeId(state);
-    state = enqueueTask(state, out, shuffleKey, fileName, {
-      kind: 'write',
-      pushId,
-      batch: index,
-      bytes: batch.payload,
-    });
+    state = enqueueTask(
+      state,
+      out,
+      shuffleKey,
+      fileName,
+      { kind: 'write', pushId, batch: index, bytes: batch.payload },
+      false,
+    );
+    (written ??= new Set()).add(fileName);
   }
+  // Started once every batch is queued: a file's batches of this push then go to its disk as one write.
+  if (written !== undefined)
+    for (const fileName of written) state = startNextTask(state, out, shuffleKey, fileName);
 
   const push: PendingPush = {
     replyTo: replyToOf(envelope),

@@ -162,6 +162,8 @@ export type OpPurpose =
       readonly shuffleKey: ShuffleKey;
       readonly fileName: string;
       readonly issuedAt: number;
+      /** Tasks at the head of the file's queue the operation carries: several writes go as one (file-queue.ts). */
+      readonly tasks: number;
     }
   | {
       readonly kind: 'evict-move';
