@@ -9,36 +9,44 @@ function gate(): { promise: Promise<void>; open: () => void } {
   return { promise, open };
 }
 
+/**
+ * An appendAll that records the first byte of every chunk of each call, and holds the first call open until
+ * `release` (so that the appends queued meanwhile are merged).
+ */
+function recordingAppends(): {
+  calls: number[][];
+  appendAll: (chunks: readonly Uint8Array[]) => Promise<void>;
+  release: () => void;
+} {
+  const calls: number[][] = [];
+  const first = gate();
+  const appendAll = async (chunks: readonly Uint8Array[]) => {
+    calls.push(chunks.map((chunk) => chunk[0]!));
+    if (calls.length === 1) await first.promise;
+  };
+  return { calls, appendAll, release: first.open };
+}
+
 describe('FileLanes', () => {
   it('hands the appends queued behind a running one to the file in a single call, in order', async () => {
     const lanes = new FileLanes();
-    const calls: number[][] = [];
-    const first = gate();
-    const appendAll = async (chunks: readonly Uint8Array[]) => {
-      calls.push(chunks.map((chunk) => chunk[0]!));
-      if (calls.length === 1) await first.promise;
-    };
+    const { calls, appendAll, release } = recordingAppends();
     const appends = [1, 2, 3, 4, 5].map((n) => lanes.append('f', [new Uint8Array([n])], appendAll));
-    first.open();
+    release();
     await Promise.all(appends);
     assert.deepEqual(calls, [[1], [2, 3, 4, 5]]);
   });
 
   it('keeps an append of several chunks whole and in order, merged with the appends queued after it', async () => {
     const lanes = new FileLanes();
-    const calls: number[][] = [];
-    const first = gate();
-    const appendAll = async (chunks: readonly Uint8Array[]) => {
-      calls.push(chunks.map((chunk) => chunk[0]!));
-      if (calls.length === 1) await first.promise;
-    };
+    const { calls, appendAll, release } = recordingAppends();
     const one = (n: number) => new Uint8Array([n]);
     const appends = [
       lanes.append('f', [one(1), one(2)], appendAll),
       lanes.append('f', [one(3), one(4), one(5)], appendAll),
       lanes.append('f', [one(6)], appendAll),
     ];
-    first.open();
+    release();
     await Promise.all(appends);
     assert.deepEqual(calls, [
       [1, 2],
