@@ -33,6 +33,7 @@ function loadSimdChecksum(): Crc32Implementation | undefined {
 }
 
 const simdChecksum = loadSimdChecksum();
+const fastest = simdChecksum ?? zlibChecksum;
 
 /** The native CRC-32 this process installs: the SIMD one where its binary loads, zlib's otherwise. */
 export const nativeChecksum: NativeChecksum = simdChecksum === undefined ? 'zlib' : 'simd';
@@ -43,14 +44,13 @@ export const nativeChecksum: NativeChecksum = simdChecksum === undefined ? 'zlib
  * costs of the data path: at 64 KiB the SIMD one runs at about 20 GB/s on this machine, zlib's at about 4, the
  * portable loop at 0.6 (docs/performance.md).
  */
-export function useNativeChecksum(): NativeChecksum {
-  installCrc32(simdChecksum ?? zlibChecksum);
-  return nativeChecksum;
+export function useNativeChecksum(): void {
+  installCrc32(fastest);
 }
 
 /** CRC-32 of `bytes` with the fastest native implementation here (for the runtime's own checksums of records). */
 export function nativeCrc32(bytes: Uint8Array, previous = 0): number {
-  return (simdChecksum ?? zlibChecksum)(bytes, previous);
+  return fastest(bytes, previous);
 }
 
 /** The SIMD implementation when it loaded here (for tests that pin its values). */

@@ -394,12 +394,12 @@ function fillWindow(d: Draft, partitionId: number): void {
   const retries = partition.retries.slice(0, room);
   let next = partition.next;
   const fresh = Math.min(room - retries.length, partition.payloads.length - next);
-  if (retries.length === 0 && fresh <= 0) return;
+  if (retries.length === 0 && fresh === 0) return;
   for (const batch of retries) d.pushQueue.push({ partitionId, batch });
   for (let k = 0; k < fresh; k += 1) d.pushQueue.push({ partitionId, batch: next++ });
   updatePartition(d, partitionId, {
     next,
-    inFlight: partition.inFlight + retries.length + Math.max(0, fresh),
+    inFlight: partition.inFlight + retries.length + fresh,
     retries: retries.length === 0 ? partition.retries : partition.retries.slice(retries.length),
   });
 }

@@ -64,7 +64,7 @@ export function handlePush(
   let pushId: number | undefined;
   let waiting = 0;
   let forwards: Map<NodeId, number[]> | undefined;
-  let written: Set<string> | undefined;
+  let queuedFiles: Set<string> | undefined;
   const judged: PushBatch[] = [];
   for (let index = 0; index < batches.length; index += 1) {
     const batch = batches[index]!;
@@ -135,11 +135,11 @@ export function handlePush(
       { kind: 'write', pushId, batch: index, bytes: batch.payload },
       false,
     );
-    (written ??= new Set()).add(fileName);
+    (queuedFiles ??= new Set()).add(fileName);
   }
   // Started once every batch is queued: a file's batches of this push then go to its disk as one write.
-  if (written !== undefined)
-    for (const fileName of written) state = startNextTask(state, out, shuffleKey, fileName);
+  if (queuedFiles !== undefined)
+    for (const fileName of queuedFiles) state = startNextTask(state, out, shuffleKey, fileName);
 
   const push: PendingPush = {
     replyTo: replyToOf(envelope),
