@@ -20,7 +20,9 @@ import { crc32 } from './crc32.ts';
 export const FRAME_MAGIC = 0x53564342; // 'SVCB'
 export const FRAME_VERSION = 1;
 export const FRAME_HEADER_BYTES = 40;
-const CRC_OFFSET = 36;
+/** Where a frame's CRC-32 sits; the checksum covers the bytes before it and the payload after the header. */
+export const FRAME_CRC_OFFSET = 36;
+const CRC_OFFSET = FRAME_CRC_OFFSET;
 const MAX_U32 = 0xffffffff;
 
 /** Who a batch belongs to. Every field is an unsigned 32-bit integer. */

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import { installCrc32, type Crc32Implementation } from '../../core/protocol/crc32.ts';
+import { recallingChecksum } from '../wire/index.ts';
 
 /** Which native CRC-32 a process checks batches with. */
 export type NativeChecksum = 'simd' | 'zlib';
@@ -42,10 +43,11 @@ export const nativeChecksum: NativeChecksum = simdChecksum === undefined ? 'zlib
  * The runtime's CRC-32: a native one with the same values as the core's portable loop (a property test pins all
  * three equal). Every batch is checked by its primary, its replica and its reader, so this is one of the largest
  * costs of the data path: at 64 KiB the SIMD one runs at about 20 GB/s on this machine, zlib's at about 4, the
- * portable loop at 0.6 (docs/performance.md).
+ * portable loop at 0.6 (docs/performance.md). Values the connections computed as the bytes arrived (while they were
+ * in the cache: runtime/wire/batch-checksums.ts) are taken instead of computed again.
  */
 export function useNativeChecksum(): void {
-  installCrc32(fastest);
+  installCrc32(recallingChecksum(fastest));
 }
 
 /** CRC-32 of `bytes` with the fastest native implementation here (for the runtime's own checksums of records). */

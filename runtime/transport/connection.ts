@@ -1,6 +1,7 @@
 import { connect, Socket, type Server } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { Principal } from '../../core/machines/effects.ts';
+import { nativeCrc32 } from '../driver/native-checksum.ts';
 import { decodeFrame, FrameReader, InPlaceFrameReader, WireError, type DecodedFrame } from '../wire/index.ts';
 import { looksLikeTls, socketErrorReason } from './tls.ts';
 
@@ -198,7 +199,8 @@ export class InPlaceReading {
   };
 
   constructor(maxFrameBytes: number) {
-    this.reader = new InPlaceFrameReader(maxFrameBytes);
+    // The batches of large frames are checksummed as they arrive, for the core's check to recall.
+    this.reader = new InPlaceFrameReader(maxFrameBytes, nativeCrc32);
   }
 
   attach(connection: Connection): void {

@@ -1,4 +1,6 @@
+import type { Crc32Implementation } from '../../core/protocol/crc32.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
+import { BatchChecksumScanner } from './batch-checksums.ts';
 import { checkedFrameLength, LENGTH_PREFIX_BYTES, readFrameLength } from './frame-reader.ts';
 
 /** Bytes of a fresh slab: the most one read takes when no large frame is under way. */
@@ -17,6 +19,9 @@ const MIN_ROOM_BYTES = 32 * 1024;
  *
  * A slab is never written again once a view of it has been handed out: the next read always goes after the last
  * byte received. A slab stays alive while any of its frames does.
+ *
+ * Given a CRC-32, the reader checksums the batch frames of a large frame as each read lands, while the bytes are in
+ * the cache (./batch-checksums.ts); small frames are checked by their handler right after their read anyway.
  */
 export class InPlaceFrameReader {
   private slab: Uint8Array = unzeroedBytes(SLAB_BYTES);
@@ -29,8 +34,12 @@ export class InPlaceFrameReader {
   /** A body too large for its slab, read directly into a buffer of its own. */
   private body: Uint8Array | undefined;
   private filled = 0;
+  private scanner: BatchChecksumScanner | undefined;
 
-  constructor(private readonly maxFrameBytes: number) {}
+  constructor(
+    private readonly maxFrameBytes: number,
+    private readonly checksum?: Crc32Implementation,
+  ) {}
 
   /** Bytes of an unfinished frame held back (0 when the stream is at a frame boundary). */
   get buffered(): number {
@@ -56,9 +65,11 @@ export class InPlaceFrameReader {
   received(count: number): Uint8Array[] {
     if (this.body !== undefined) {
       this.filled += count;
+      this.scanner?.advance(this.filled);
       if (this.filled < this.body.byteLength) return [];
       const whole = this.body;
       this.body = undefined;
+      this.scanner = undefined;
       this.filled = 0;
       this.length = undefined;
       return [whole, ...this.cut()];
@@ -96,6 +107,10 @@ export class InPlaceFrameReader {
     this.body.set(this.slab.subarray(bodyStart, this.end));
     this.filled = this.end - bodyStart;
     this.end = this.start;
+    if (this.checksum !== undefined) {
+      this.scanner = new BatchChecksumScanner(this.body, this.checksum);
+      this.scanner.advance(this.filled);
+    }
     return this.body.subarray(this.filled);
   }
 
