@@ -9,6 +9,7 @@ import {
 } from '../../core/machines/client/map-task.ts';
 import {
   initialReduceTaskState,
+  outputRecords,
   reduceTaskMachine,
   type ReduceTaskState,
 } from '../../core/machines/client/reduce-task.ts';
@@ -63,11 +64,23 @@ export interface MapWriter {
   readonly writtenBytes: number;
 }
 
+/**
+ * A partition's records, verified end to end before the first is handed out, each made as it is iterated: a reducer
+ * that does not keep them leaves only short-lived garbage (docs/client.md). Every iteration gives the same records
+ * in the same order.
+ */
+export interface PartitionRecords extends Iterable<Uint8Array> {
+  readonly count: number;
+}
+
 export interface Shuffle {
   readonly shuffleId: number;
   writer(mapId: number, attemptId?: number): MapWriter;
   /** The records of one partition, every winning map's exactly once, verified end to end. */
+  records(partitionId: number): Promise<PartitionRecords>;
+  /** The same records as an async iterable. */
   reader(partitionId: number): AsyncIterable<Uint8Array>;
+  /** The same records in one array (a view per record, all alive at once). */
   read(partitionId: number): Promise<readonly Uint8Array[]>;
 }
 
@@ -159,10 +172,14 @@ class ShuffleHandle implements Shuffle {
   }
 
   async *reader(partitionId: number): AsyncIterable<Uint8Array> {
-    for (const record of await this.read(partitionId)) yield record;
+    for (const record of await this.records(partitionId)) yield record;
   }
 
   async read(partitionId: number): Promise<readonly Uint8Array[]> {
+    return [...(await this.records(partitionId))];
+  }
+
+  async records(partitionId: number): Promise<PartitionRecords> {
     const context = this.context;
     if (context.closed) throw new ClientClosedError('the shuffle client is closed');
     if (!(Number.isInteger(partitionId) && partitionId >= 0 && partitionId < this.shape.partitions)) {
@@ -204,7 +221,11 @@ class ShuffleHandle implements Shuffle {
       const end = await driver.until((state) =>
         state.phase === 'done' || state.phase === 'failed' ? state : undefined,
       );
-      if (end?.phase === 'done' && end.output !== undefined) return end.output;
+      const output = end?.phase === 'done' ? end.output : undefined;
+      if (output !== undefined) {
+        const records = outputRecords(output);
+        return { count: output.records, [Symbol.iterator]: () => records[Symbol.iterator]() };
+      }
       const error = end?.error;
       const refusal = context.refusal();
       if (refusal !== undefined) throw new ClientReleaseRefusedError(refusal);

@@ -52,7 +52,7 @@ async function runReduce(
 ) {
   const started = performance.now();
   const shuffle = client.shuffle(task.shuffleId, { maps: spec.maps, partitions: spec.reduces });
-  const records = await shuffle.read(task.partition);
+  const records = await shuffle.records(task.partition);
   const { digest, largestGroup } = groupAndDigest(records, spec.keyBytes);
   send({ type: 'reduceDone', task: task.task, digest, largestGroup, ms: performance.now() - started });
 }

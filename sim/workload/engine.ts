@@ -4,7 +4,7 @@ import { FileGroupCache, type FileGroupAnswer } from '../../core/machines/client
 import type { Message } from '../../core/protocol/messages.ts';
 import { driverNodeId } from '../../core/protocol/node-ids.ts';
 import type { MapTaskState } from '../../core/machines/client/map-task.ts';
-import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
+import { outputRecords, type ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import type { NodeDefinition, Observer, World } from '../world/world.ts';
 import type { TaskKind } from '../faults/plan.ts';
 import { compareOutput, recordKey } from './records.ts';
@@ -583,7 +583,7 @@ export class Engine implements Observer {
     const reducer = app.reducers[ref.partitionId]!;
     if (state.phase === 'done') {
       this.settled.add(node);
-      const problem = compareOutput(state.output ?? [], this.expectedKeys(app, ref.partitionId));
+      const problem = compareOutput(outputRecords(state.output), this.expectedKeys(app, ref.partitionId));
       if (problem !== undefined) {
         world.fail({
           invariant: 'exactly-once',

@@ -73,10 +73,7 @@ export function keyOf(record: Uint8Array): string {
  * Compares a reducer's output with the records it must hold, as multisets. Returns undefined when they match, or a
  * description of the first differences (at most a few of each kind, to keep the report readable).
  */
-export function compareOutput(
-  output: readonly Uint8Array[],
-  expected: readonly string[],
-): string | undefined {
+export function compareOutput(output: Iterable<Uint8Array>, expected: readonly string[]): string | undefined {
   const want = new Map<string, number>();
   for (const key of expected) want.set(key, (want.get(key) ?? 0) + 1);
   const extra: string[] = [];

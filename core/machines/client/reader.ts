@@ -1,11 +1,12 @@
 import type { BatchFrame } from '../../protocol/batch-frame.ts';
 import type { PartitionWritten } from '../../protocol/messages.ts';
-import { decodeRecords } from './records.ts';
+import { checkRecords } from './records.ts';
 
 /**
  * The reader's integrity layer (architecture rule 5), pure: from every frame read for one partition (all epochs,
  * in read order), keep each (map, attempt, batch) once, keep only the winning attempt of each map, check that what
- * is left matches, map by map, the batch and byte counts the winners reported at MapperEnd, and give back the records.
+ * is left matches, map by map, the batch and byte counts the winners reported at MapperEnd, and give back the winning
+ * batches, each checked to hold whole records (`recordsIn`, ./records.ts, hands the records out as they are asked for).
  * A mismatch is an error naming the map and both counts, never silently short or duplicated data.
  */
 export interface PartitionReadInput {
@@ -26,8 +27,13 @@ export interface PartitionReadInput {
 export type PartitionReadResult =
   | {
       readonly ok: true;
-      /** Winning batches in (mapId, batchId) order, records in batch order: independent of epochs and copies. */
-      readonly records: readonly Uint8Array[];
+      /**
+       * The winning batches' payloads in (mapId, batchId) order, records in batch order: independent of epochs and
+       * copies. Each is a whole number of records.
+       */
+      readonly batches: readonly Uint8Array[];
+      /** How many records they hold. */
+      readonly records: number;
       readonly duplicatesDropped: number;
       readonly losingBatchesDropped: number;
     }
@@ -45,7 +51,7 @@ export function assemblePartition(input: PartitionReadInput): PartitionReadResul
       };
     }
   }
-  if (!input.integrity) return recordsOf(input.frames, 0, 0);
+  if (!input.integrity) return batchesOf(input.frames, 0, 0);
 
   const unique = new Map<string, BatchFrame>();
   let duplicates = 0;
@@ -80,7 +86,7 @@ export function assemblePartition(input: PartitionReadInput): PartitionReadResul
     };
   }
   winners.sort((a, b) => a.mapId - b.mapId || a.batchId - b.batchId);
-  return recordsOf(winners, duplicates, losers);
+  return batchesOf(winners, duplicates, losers);
 }
 
 function checkCounts(
@@ -111,19 +117,21 @@ function checkCounts(
   return undefined;
 }
 
-function recordsOf(frames: readonly BatchFrame[], duplicates: number, losers: number): PartitionReadResult {
-  const records: Uint8Array[] = [];
+function batchesOf(frames: readonly BatchFrame[], duplicates: number, losers: number): PartitionReadResult {
+  const batches: Uint8Array[] = [];
+  let records = 0;
   for (const frame of frames) {
-    const decoded = decodeRecords(frame.payload);
-    if (!decoded.ok) {
+    const checked = checkRecords(frame.payload);
+    if (!checked.ok) {
       return {
         ok: false,
-        message: `map ${frame.mapId} attempt ${frame.attemptId} batch ${frame.batchId}: ${decoded.message}`,
+        message: `map ${frame.mapId} attempt ${frame.attemptId} batch ${frame.batchId}: ${checked.message}`,
       };
     }
-    records.push(...decoded.records);
+    batches.push(frame.payload);
+    records += checked.count;
   }
-  return { ok: true, records, duplicatesDropped: duplicates, losingBatchesDropped: losers };
+  return { ok: true, batches, records, duplicatesDropped: duplicates, losingBatchesDropped: losers };
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

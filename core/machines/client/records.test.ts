@@ -3,12 +3,14 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { FRAME_HEADER_BYTES } from '../../protocol/batch-frame.ts';
 import {
+  checkRecords,
   decodeRecords,
   encodeRecordFrames,
   encodeRecords,
   fillRecordFrame,
   layoutRecordFrames,
   planBatches,
+  recordsIn,
 } from './records.ts';
 
 const records = fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 30 });
@@ -105,6 +107,38 @@ describe('records', () => {
     );
   });
 
+  it('hands out the records of several payloads in order, as often as asked, and counts them without making any', () => {
+    fc.assert(
+      fc.property(fc.array(records, { maxLength: 6 }), (batches) => {
+        const payloads = batches.map((batch) => encodeRecords(batch));
+        const all = batches.flat().map((r) => [...r]);
+        for (const payload of payloads) {
+          const checked = checkRecords(payload);
+          const decoded = decodeRecords(payload);
+          assert.ok(checked.ok && decoded.ok);
+          assert.equal(checked.count, decoded.records.length);
+        }
+        const lazily = recordsIn(payloads);
+        assert.deepEqual(
+          [...lazily].map((r) => [...r]),
+          all,
+        );
+        assert.deepEqual(
+          [...lazily].map((r) => [...r]),
+          all,
+          'a second iteration starts over',
+        );
+        for (const record of lazily) {
+          assert.ok(
+            payloads.some((payload) => payload.buffer === record.buffer),
+            'a view, not a copy',
+          );
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('reports a payload that is cut short', () => {
     const payload = encodeRecords([new Uint8Array([1, 2, 3])]);
     const cut = decodeRecords(payload.subarray(0, 5));
@@ -112,6 +146,10 @@ describe('records', () => {
     assert.match(cut.message, /announces 3 bytes but 1 remain/);
     const short = decodeRecords(payload.subarray(0, 2));
     assert.ok(!short.ok);
+    assert.deepEqual(checkRecords(payload.subarray(0, 5)), cut);
+    const shortChecked = checkRecords(payload.subarray(0, 2));
+    assert.ok(!shortChecked.ok);
+    assert.match(shortChecked.message, /cut short/);
   });
 
   it('batches keep every record in order, respect the size limit, and are never empty', () => {

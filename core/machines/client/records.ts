@@ -71,10 +71,17 @@ export type DecodedRecords =
   | { readonly ok: true; readonly records: readonly Uint8Array[] }
   | { readonly ok: false; readonly message: string };
 
-/** Unpacks a payload; a record running past the end is an error (the frame's CRC passed, so the writer erred). */
-export function decodeRecords(payload: Uint8Array): DecodedRecords {
-  const records: Uint8Array[] = [];
+export type CheckedRecords =
+  { readonly ok: true; readonly count: number } | { readonly ok: false; readonly message: string };
+
+/**
+ * Checks that a payload is a whole number of records and counts them, without making a view of any: a reader
+ * checks every batch before it hands out the first record, and hands records out only as they are asked for
+ * (`recordsIn`). A record running past the end is an error (the frame's CRC passed, so the writer erred).
+ */
+export function checkRecords(payload: Uint8Array): CheckedRecords {
   let offset = 0;
+  let count = 0;
   while (offset < payload.length) {
     if (payload.length - offset < LENGTH_BYTES) {
       return { ok: false, message: `record length at byte ${offset} of a batch is cut short` };
@@ -87,10 +94,47 @@ export function decodeRecords(payload: Uint8Array): DecodedRecords {
         message: `record at byte ${offset} of a batch announces ${length} bytes but ${payload.length - start} remain`,
       };
     }
-    records.push(payload.subarray(start, start + length));
     offset = start + length;
+    count += 1;
   }
-  return { ok: true, records };
+  return { ok: true, count };
+}
+
+/** Unpacks a payload into a view per record; an error where `checkRecords` finds one. */
+export function decodeRecords(payload: Uint8Array): DecodedRecords {
+  const checked = checkRecords(payload);
+  if (!checked.ok) return checked;
+  return { ok: true, records: [...recordsIn([payload])] };
+}
+
+/**
+ * The records of payloads already checked by `checkRecords`, in order, each made as it is asked for: a reader that
+ * keeps nothing makes only short-lived views (a million records per GiB kept in one array were most of a fetching
+ * client's garbage collection: docs/performance.md).
+ */
+export function recordsIn(payloads: readonly Uint8Array[]): Iterable<Uint8Array> {
+  return { [Symbol.iterator]: () => new RecordCursor(payloads) };
+}
+
+class RecordCursor implements Iterator<Uint8Array> {
+  private payload = 0;
+  private offset = 0;
+
+  constructor(private readonly payloads: readonly Uint8Array[]) {}
+
+  next(): IteratorResult<Uint8Array> {
+    for (;;) {
+      const payload = this.payloads[this.payload];
+      if (payload === undefined) return { done: true, value: undefined };
+      if (this.offset < payload.length) {
+        const start = this.offset + LENGTH_BYTES;
+        this.offset = start + getU32(payload, this.offset);
+        return { done: false, value: payload.subarray(start, this.offset) };
+      }
+      this.payload += 1;
+      this.offset = 0;
+    }
+  }
 }
 
 /**

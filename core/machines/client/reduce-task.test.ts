@@ -8,6 +8,7 @@ import { ProbeHarness } from '../testing/probe-harness.ts';
 import { encodeRecords } from './records.ts';
 import {
   initialReduceTaskState,
+  outputRecords,
   reduceTaskMachine,
   type ReduceTaskConfig,
   type ReduceTaskState,
@@ -200,7 +201,7 @@ class Harness extends ProbeHarness<ReduceTaskState> {
   }
 
   output(): string[] {
-    return (this.node.state().output ?? []).map((r) => new TextDecoder().decode(r));
+    return [...outputRecords(this.node.state().output)].map((r) => new TextDecoder().decode(r));
   }
 }
 

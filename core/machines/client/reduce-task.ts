@@ -14,14 +14,15 @@ import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, setTimer, tell, type Outbox } from '../outbox.ts';
 import { assemblePartition } from './reader.ts';
+import { recordsIn } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
 /**
  * One reduce task (node `reduce-<app>-<shuffle>-<partition>`): asks the lifecycle manager for the partition's file
  * group (unless its executor already holds it: ReduceTaskConfig.cachedFileGroup), reads every epoch's committed
  * file (the primary copy, or the replica when the primary cannot be read), chunk by chunk, decodes the frames and
- * hands them to the reader's integrity layer (./reader.ts). The result is in the state: `output` (the records, in a
- * deterministic order) or `error`. docs/core/machines-client.md.
+ * hands them to the reader's integrity layer (./reader.ts). The result is in the state: `output` (the winning
+ * batches, whose records come out in a deterministic order: `outputRecords`) or `error`. docs/core/machines-client.md.
  */
 export interface ReduceTaskConfig {
   readonly release: Release;
@@ -100,8 +101,19 @@ export interface ReduceTaskState {
   readonly chunks: readonly (readonly BatchFrame[])[];
   /** Why copies could not be read (for the error message when no copy of an epoch can). */
   readonly copyFailures: readonly string[];
-  readonly output?: readonly Uint8Array[];
+  readonly output?: ReduceOutput;
   readonly error?: ReduceError;
+}
+
+/** What a finished read gives back: the winning batches (records in order: `recordsIn`, ./records.ts). */
+export interface ReduceOutput {
+  readonly batches: readonly Uint8Array[];
+  readonly records: number;
+}
+
+/** A finished read's records in order, each made as it is asked for (none for no output). */
+export function outputRecords(output: ReduceOutput | undefined): Iterable<Uint8Array> {
+  return recordsIn(output?.batches ?? []);
 }
 
 export type ReduceRequest =
@@ -131,7 +143,7 @@ interface Draft {
   cursor?: ReadCursor;
   chunks: readonly (readonly BatchFrame[])[];
   copyFailures: readonly string[];
-  output?: readonly Uint8Array[];
+  output?: ReduceOutput;
   error?: ReduceError;
   readonly out: Outbox;
 }
@@ -471,11 +483,11 @@ function finish(d: Draft): void {
     return;
   }
   d.phase = 'done';
-  d.output = result.records;
-  d.chunks = []; // the records are out; the frames would only hold memory
+  d.output = { batches: result.batches, records: result.records };
+  d.chunks = []; // the batches are out; the frames would only hold memory
   log(d.out, 'info', 'partition read', {
     partitionId: d.config.partitionId,
-    records: result.records.length,
+    records: result.records,
     duplicatesDropped: result.duplicatesDropped,
     losingBatchesDropped: result.losingBatchesDropped,
   });

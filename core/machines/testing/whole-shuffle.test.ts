@@ -16,7 +16,12 @@ import {
   type MapTaskConfig,
   type MapTaskState,
 } from '../client/map-task.ts';
-import { initialReduceTaskState, reduceTaskMachine, type ReduceTaskState } from '../client/reduce-task.ts';
+import {
+  initialReduceTaskState,
+  outputRecords,
+  reduceTaskMachine,
+  type ReduceTaskState,
+} from '../client/reduce-task.ts';
 import { initialLifecycleManagerState, lifecycleManagerMachine } from '../lifecycle-manager/index.ts';
 import { initialMasterState, masterMachine } from '../master/index.ts';
 import { testMasterConfig } from '../master/testing.ts';
@@ -247,7 +252,7 @@ describe('a whole shuffle through the machines', () => {
           (attemptId, mapId) => recordsOf(mapId, attemptId)[partitionId]!,
         );
         assert.deepEqual(
-          (state.output ?? []).map((r) => new TextDecoder().decode(r)),
+          [...outputRecords(state.output)].map((r) => new TextDecoder().decode(r)),
           want,
           `partition ${partitionId}`,
         );
@@ -337,7 +342,7 @@ describe('a whole shuffle through the machines', () => {
               (attemptId, mapId) => recordsOf(mapId, attemptId)[partitionId]!,
             );
             assert.deepEqual(
-              (state.output ?? []).map((r) => new TextDecoder().decode(r)),
+              [...outputRecords(state.output)].map((r) => new TextDecoder().decode(r)),
               want,
             );
           }
