@@ -213,7 +213,7 @@ function malformed(message: string): WireError {
 }
 
 /** The raw bytes after an envelope's control part, handed out in order as views (no copy). */
-class PayloadRegion {
+export class PayloadRegion {
   private at = 0;
 
   constructor(private readonly bytes: Uint8Array) {}

@@ -12,6 +12,7 @@ import {
   encodeHelloReplyControl,
 } from './control-codec.ts';
 import { LENGTH_PREFIX_BYTES } from './frame-reader.ts';
+import { decodeHotEnvelope, encodeHotEnvelope } from './hot-codec.ts';
 import type { DecodedFrame, Hello, HelloReply, WireEnvelope } from './types.ts';
 
 /**
@@ -59,7 +60,7 @@ export function encodeAuthProof(mac: Uint8Array): Uint8Array {
  * socket writes them together without copying batch bytes (runtime/transport/connection.ts).
  */
 export function encodeEnvelope(envelope: WireEnvelope): Uint8Array[] {
-  const { control, payloads } = encodeEnvelopeControl(envelope);
+  const { control, payloads } = encodeHotEnvelope(envelope) ?? encodeEnvelopeControl(envelope);
   let payloadBytes = 0;
   for (const payload of payloads) payloadBytes += payload.byteLength;
   const head = new Uint8Array(HEAD_BYTES + 4 + control.byteLength);
@@ -94,7 +95,9 @@ export function decodeFrame(body: Uint8Array): DecodedFrame {
         );
       }
       const control = body.subarray(5, 5 + controlLength);
-      return { kind: 'envelope', envelope: decodeEnvelopeControl(control, body.subarray(5 + controlLength)) };
+      const payloads = body.subarray(5 + controlLength);
+      const envelope = decodeHotEnvelope(control, payloads) ?? decodeEnvelopeControl(control, payloads);
+      return { kind: 'envelope', envelope };
     }
     case undefined:
     default:

@@ -1,0 +1,523 @@
+import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { PARTITION_MODE_CODE } from '../../core/domain/partition.ts';
+import { STATUS_CODES, type StatusCode } from '../../core/domain/status.ts';
+import type {
+  MergedBatch,
+  PushData,
+  PushDataResponse,
+  PushMergedData,
+  PushMergedDataResponse,
+} from '../../core/protocol/messages.ts';
+import { PayloadRegion } from './control-codec.ts';
+import type { WireEnvelope } from './types.ts';
+
+/**
+ * The control part of the data plane's four hot messages (PushData, PushMergedData and their answers), written by
+ * hand and read with @bufbuild/protobuf's binary reader instead of through the schema's reflection: a map task sends
+ * about one such message per batch and the worker answers each, so their envelopes were a visible share of both
+ * sides' time (docs/performance.md). The bytes are exactly those `toBinary` writes for the same envelope (a
+ * property test compares them), so any protobuf decoder reads them, and whatever this reader meets that it does not
+ * expect (another message, an unknown or repeated field, a wire type or value it would refuse) it leaves to the
+ * schema's decoder, which then decodes or refuses it as it always did: the fast path never changes an answer.
+ */
+
+/** Envelope and message field numbers (runtime/wire/proto/svc/wire/v1/wire.proto). */
+const ENVELOPE_FROM = 1;
+const ENVELOPE_TO = 2;
+const ENVELOPE_REQUEST_ID = 3;
+const ENVELOPE_IN_REPLY_TO = 4;
+const PUSH_DATA = 36;
+const PUSH_DATA_RESPONSE = 37;
+const PUSH_MERGED_DATA = 38;
+const PUSH_MERGED_DATA_RESPONSE = 39;
+
+const MODE_NAMES = reverse(PARTITION_MODE_CODE);
+const STATUS_NAMES = reverse(STATUS_CODES);
+
+function reverse<T extends string>(table: Readonly<Record<T, number>>): readonly (T | undefined)[] {
+  const names: (T | undefined)[] = [];
+  for (const [name, number] of Object.entries(table) as [T, number][]) names[number] = name;
+  return names;
+}
+
+/** Thrown inside this module when it leaves an envelope to the schema's codec; never escapes. */
+class NotHot extends Error {}
+const NOT_HOT = new NotHot();
+
+function wireNumber<T extends string>(table: Readonly<Record<T, number>>, name: T): number {
+  const number = table[name] as number | undefined;
+  if (number === undefined) throw NOT_HOT;
+  return number;
+}
+
+// ------------------------------------------------------------------------------------------------ encode
+
+/** The control part and payloads of a hot message's envelope, or undefined for any other message. */
+export function encodeHotEnvelope(
+  envelope: WireEnvelope,
+): { control: Uint8Array; payloads: readonly Uint8Array[] } | undefined {
+  const message = envelope.message;
+  if (
+    message.type !== 'PushData' &&
+    message.type !== 'PushDataResponse' &&
+    message.type !== 'PushMergedData' &&
+    message.type !== 'PushMergedDataResponse'
+  ) {
+    return undefined;
+  }
+  try {
+    return encodeEnvelope(envelope, message);
+  } catch (error) {
+    // A value `toBinary` would refuse: the schema's codec encodes it or says why not.
+    if (error === NOT_HOT) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Written by hand into one buffer of the exact size: sizes first (a nested message's length comes before it), then
+ * the bytes. Field order and implicit presence are `toBinary`'s: a field at its proto3 default is not written.
+ */
+function encodeEnvelope(
+  envelope: WireEnvelope,
+  message: PushData | PushDataResponse | PushMergedData | PushMergedDataResponse,
+): { control: Uint8Array; payloads: readonly Uint8Array[] } {
+  const from = utf8(envelope.from);
+  const to = utf8(envelope.to);
+  const { requestId, inReplyTo } = envelope;
+  if (requestId !== undefined) checkUint64(requestId);
+  if (inReplyTo !== undefined) checkUint64(inReplyTo);
+  const body = messageWriter(message);
+  const field =
+    message.type === 'PushData'
+      ? PUSH_DATA
+      : message.type === 'PushDataResponse'
+        ? PUSH_DATA_RESPONSE
+        : message.type === 'PushMergedData'
+          ? PUSH_MERGED_DATA
+          : PUSH_MERGED_DATA_RESPONSE;
+  const size =
+    bytesFieldSize(from) +
+    bytesFieldSize(to) +
+    (requestId === undefined ? 0 : 1 + varintSize(requestId)) +
+    (inReplyTo === undefined ? 0 : 1 + varintSize(inReplyTo)) +
+    2 + // the message's tag: fields 36-39 take two bytes
+    varintSize(body.size) +
+    body.size;
+  const out = new Output(size);
+  out.bytesField(ENVELOPE_FROM, from);
+  out.bytesField(ENVELOPE_TO, to);
+  if (requestId !== undefined) out.varintField(ENVELOPE_REQUEST_ID, requestId);
+  if (inReplyTo !== undefined) out.varintField(ENVELOPE_IN_REPLY_TO, inReplyTo);
+  out.tag(field, WireType.LengthDelimited);
+  out.varint(body.size);
+  body.write(out);
+  if (out.pos !== size) throw new Error(`hot codec: wrote ${out.pos} of ${size} bytes`); // a bug here, not input
+  const payloads: Uint8Array[] = [];
+  if (message.type === 'PushData') payloads.push(message.payload);
+  else if (message.type === 'PushMergedData')
+    for (const batch of message.batches) payloads.push(batch.payload);
+  return { control: out.bytes, payloads };
+}
+
+interface BodyWriter {
+  readonly size: number;
+  write(out: Output): void;
+}
+
+function messageWriter(
+  message: PushData | PushDataResponse | PushMergedData | PushMergedDataResponse,
+): BodyWriter {
+  switch (message.type) {
+    case 'PushData': {
+      const shuffleKey = utf8(message.shuffleKey);
+      const mode = wireNumber(PARTITION_MODE_CODE, message.mode);
+      const ints = [
+        mode,
+        message.partitionId,
+        message.epoch,
+        message.mapId,
+        message.attemptId,
+        message.batchId,
+      ];
+      const length = message.payload.byteLength;
+      let size = bytesFieldSize(shuffleKey) + uint32FieldSize(length);
+      for (const value of ints) size += int32FieldSize(value);
+      return {
+        size,
+        write(out) {
+          out.bytesField(1, shuffleKey);
+          for (let i = 0; i < ints.length; i += 1) out.int32Field(2 + i, ints[i]!);
+          out.uint32Field(8, length);
+        },
+      };
+    }
+    case 'PushDataResponse': {
+      const status = wireNumber(STATUS_CODES, message.status);
+      const text = utf8(message.message);
+      return {
+        size: int32FieldSize(status) + bytesFieldSize(text),
+        write(out) {
+          out.int32Field(1, status);
+          out.bytesField(2, text);
+        },
+      };
+    }
+    case 'PushMergedData': {
+      const shuffleKey = utf8(message.shuffleKey);
+      const mode = wireNumber(PARTITION_MODE_CODE, message.mode);
+      const { mapId, attemptId, batches } = message;
+      const batchSizes = new Array<number>(batches.length);
+      let size =
+        bytesFieldSize(shuffleKey) + int32FieldSize(mode) + int32FieldSize(mapId) + int32FieldSize(attemptId);
+      for (let i = 0; i < batches.length; i += 1) {
+        const batch = batches[i]!;
+        const batchSize =
+          int32FieldSize(batch.partitionId) +
+          int32FieldSize(batch.epoch) +
+          int32FieldSize(batch.batchId) +
+          uint32FieldSize(batch.payload.byteLength);
+        batchSizes[i] = batchSize;
+        size += 1 + varintSize(batchSize) + batchSize;
+      }
+      return {
+        size,
+        write(out) {
+          out.bytesField(1, shuffleKey);
+          out.int32Field(2, mode);
+          out.int32Field(3, mapId);
+          out.int32Field(4, attemptId);
+          for (let i = 0; i < batches.length; i += 1) {
+            const batch = batches[i]!;
+            out.tag(5, WireType.LengthDelimited);
+            out.varint(batchSizes[i]!);
+            out.int32Field(1, batch.partitionId);
+            out.int32Field(2, batch.epoch);
+            out.int32Field(3, batch.batchId);
+            out.uint32Field(4, batch.payload.byteLength);
+          }
+        },
+      };
+    }
+    case 'PushMergedDataResponse': {
+      const numbers = message.statuses.map((status) => wireNumber(STATUS_CODES, status));
+      const text = utf8(message.message);
+      let packed = 0;
+      for (const number of numbers) packed += int32Size(number);
+      return {
+        size: (numbers.length === 0 ? 0 : 1 + varintSize(packed) + packed) + bytesFieldSize(text),
+        write(out) {
+          if (numbers.length > 0) {
+            out.tag(1, WireType.LengthDelimited);
+            out.varint(packed);
+            for (const number of numbers) out.int32(number);
+          }
+          out.bytesField(2, text);
+        },
+      };
+    }
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** A string's UTF-8 bytes (lone surrogates become U+FFFD, as TextEncoder and `toBinary` make them). */
+function utf8(text: string): Uint8Array | string {
+  for (let i = 0; i < text.length; i += 1) if (text.charCodeAt(i) > 0x7f) return encoder.encode(text);
+  return text; // ASCII: one byte per character, written as it is
+}
+
+function checkInt32(value: number): void {
+  if (!Number.isInteger(value) || value > 0x7fff_ffff || value < -0x8000_0000) throw NOT_HOT;
+}
+
+function checkUint32(value: number): void {
+  if (!Number.isInteger(value) || value > 0xffff_ffff || value < 0) throw NOT_HOT;
+}
+
+function checkUint64(value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw NOT_HOT;
+}
+
+function varintSize(value: number): number {
+  let size = 1;
+  while (value >= 0x80) {
+    value = Math.floor(value / 0x80);
+    size += 1;
+  }
+  return size;
+}
+
+/** A negative int32 is written as its 64-bit two's complement: ten bytes. */
+function int32Size(value: number): number {
+  checkInt32(value);
+  return value < 0 ? 10 : varintSize(value);
+}
+
+function int32FieldSize(value: number): number {
+  const size = int32Size(value);
+  return value === 0 ? 0 : 1 + size;
+}
+
+function uint32FieldSize(value: number): number {
+  checkUint32(value);
+  return value === 0 ? 0 : 1 + varintSize(value);
+}
+
+function bytesFieldSize(bytes: Uint8Array | string): number {
+  const length = typeof bytes === 'string' ? bytes.length : bytes.byteLength;
+  return length === 0 ? 0 : 1 + varintSize(length) + length;
+}
+
+/**
+ * Control parts are cut from a shared slab: a typed array of more than 64 bytes is allocated outside V8's heap at
+ * about a microsecond each, as long as encoding the whole message. Every byte of a cut is written before it is used.
+ */
+const SLAB_BYTES = 64 * 1024;
+let slab = new Uint8Array(SLAB_BYTES);
+let slabUsed = 0;
+
+function controlBytes(size: number): Uint8Array {
+  if (size > SLAB_BYTES / 16) return new Uint8Array(size);
+  if (slabUsed + size > SLAB_BYTES) {
+    slab = new Uint8Array(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const bytes = slab.subarray(slabUsed, slabUsed + size);
+  slabUsed += size;
+  return bytes;
+}
+
+class Output {
+  readonly bytes: Uint8Array;
+  pos = 0;
+
+  constructor(size: number) {
+    this.bytes = controlBytes(size);
+  }
+
+  tag(field: number, type: WireType): void {
+    this.varint((field << 3) | type);
+  }
+
+  varint(value: number): void {
+    const bytes = this.bytes;
+    while (value >= 0x80) {
+      bytes[this.pos++] = (value % 0x80) | 0x80;
+      value = Math.floor(value / 0x80);
+    }
+    bytes[this.pos++] = value;
+  }
+
+  int32(value: number): void {
+    if (value >= 0) {
+      this.varint(value);
+      return;
+    }
+    // Sign-extended to 64 bits: the low 32 bits in five groups of seven, then 1s up to the tenth byte.
+    let low = value >>> 0;
+    const bytes = this.bytes;
+    for (let i = 0; i < 4; i += 1) {
+      bytes[this.pos++] = (low & 0x7f) | 0x80;
+      low >>>= 7;
+    }
+    bytes[this.pos++] = low | 0x70 | 0x80; // bits 28-31, then four 1s of the high word
+    for (let i = 0; i < 4; i += 1) bytes[this.pos++] = 0xff;
+    bytes[this.pos++] = 0x01;
+  }
+
+  int32Field(field: number, value: number): void {
+    if (value === 0) return;
+    this.tag(field, WireType.Varint);
+    this.int32(value);
+  }
+
+  uint32Field(field: number, value: number): void {
+    if (value === 0) return;
+    this.tag(field, WireType.Varint);
+    this.varint(value);
+  }
+
+  varintField(field: number, value: number): void {
+    this.tag(field, WireType.Varint);
+    this.varint(value);
+  }
+
+  bytesField(field: number, value: Uint8Array | string): void {
+    const length = typeof value === 'string' ? value.length : value.byteLength;
+    if (length === 0) return;
+    this.tag(field, WireType.LengthDelimited);
+    this.varint(length);
+    if (typeof value === 'string') {
+      const bytes = this.bytes;
+      for (let i = 0; i < length; i += 1) bytes[this.pos++] = value.charCodeAt(i);
+    } else {
+      this.bytes.set(value, this.pos);
+      this.pos += length;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ decode
+
+/** A hot message's envelope, or undefined for anything the schema's decoder is to read (or refuse). */
+export function decodeHotEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnvelope | undefined {
+  try {
+    return decodeEnvelope(control, payloadBytes);
+  } catch {
+    return undefined;
+  }
+}
+
+function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnvelope {
+  const reader = new BinaryReader(control);
+  let from = '';
+  let to = '';
+  let requestId: number | undefined;
+  let inReplyTo: number | undefined;
+  let field = 0;
+  let body: Uint8Array | undefined;
+  while (reader.pos < reader.len) {
+    const [number, type] = reader.tag();
+    if (type === WireType.LengthDelimited && number === ENVELOPE_FROM) from = reader.string(true);
+    else if (type === WireType.LengthDelimited && number === ENVELOPE_TO) to = reader.string(true);
+    else if (type === WireType.Varint && number === ENVELOPE_REQUEST_ID) requestId = Number(reader.uint64());
+    else if (type === WireType.Varint && number === ENVELOPE_IN_REPLY_TO) inReplyTo = Number(reader.uint64());
+    else if (
+      type === WireType.LengthDelimited &&
+      number >= PUSH_DATA &&
+      number <= PUSH_MERGED_DATA_RESPONSE
+    ) {
+      if (body !== undefined) throw NOT_HOT; // a message field twice: protobuf merges them; the schema's decoder does
+      field = number;
+      body = reader.bytes();
+    } else throw NOT_HOT;
+  }
+  if (body === undefined) throw NOT_HOT;
+  const payloads = new PayloadRegion(payloadBytes);
+  const message = decodeMessage(field, new BinaryReader(body), payloads);
+  payloads.finish();
+  if (requestId === undefined) {
+    return inReplyTo === undefined ? { from, to, message } : { from, to, inReplyTo, message };
+  }
+  return inReplyTo === undefined
+    ? { from, to, requestId, message }
+    : { from, to, requestId, inReplyTo, message };
+}
+
+function decodeMessage(
+  field: number,
+  reader: BinaryReader,
+  payloads: PayloadRegion,
+): PushData | PushDataResponse | PushMergedData | PushMergedDataResponse {
+  switch (field) {
+    case PUSH_DATA:
+      return readPushData(reader, payloads);
+    case PUSH_DATA_RESPONSE: {
+      let status = 0;
+      let message = '';
+      while (reader.pos < reader.len) {
+        const [number, type] = reader.tag();
+        if (number === 1 && type === WireType.Varint) status = reader.int32();
+        else if (number === 2 && type === WireType.LengthDelimited) message = reader.string(true);
+        else throw NOT_HOT;
+      }
+      return { type: 'PushDataResponse', status: named(STATUS_NAMES, status), message };
+    }
+    case PUSH_MERGED_DATA:
+      return readPushMergedData(reader, payloads);
+    default: {
+      const statuses: StatusCode[] = [];
+      let message = '';
+      while (reader.pos < reader.len) {
+        const [number, type] = reader.tag();
+        if (number === 1 && type === WireType.LengthDelimited) {
+          const end = reader.uint32() + reader.pos;
+          while (reader.pos < end) statuses.push(named(STATUS_NAMES, reader.int32()));
+          if (reader.pos !== end) throw NOT_HOT;
+        } else if (number === 1 && type === WireType.Varint)
+          statuses.push(named(STATUS_NAMES, reader.int32()));
+        else if (number === 2 && type === WireType.LengthDelimited) message = reader.string(true);
+        else throw NOT_HOT;
+      }
+      return { type: 'PushMergedDataResponse', statuses, message };
+    }
+  }
+}
+
+function readPushData(reader: BinaryReader, payloads: PayloadRegion): PushData {
+  let shuffleKey = '';
+  const ints = [0, 0, 0, 0, 0, 0, 0, 0, 0]; // by field number: mode 2, partition 3 … batch 7, payload length 8
+  while (reader.pos < reader.len) {
+    const [number, type] = reader.tag();
+    if (number === 1 && type === WireType.LengthDelimited) shuffleKey = reader.string(true);
+    else if (number >= 2 && number <= 7 && type === WireType.Varint) ints[number] = reader.int32();
+    else if (number === 8 && type === WireType.Varint) ints[8] = reader.uint32();
+    else throw NOT_HOT;
+  }
+  return {
+    type: 'PushData',
+    shuffleKey,
+    mode: named(MODE_NAMES, ints[2]!),
+    partitionId: ints[3]!,
+    epoch: ints[4]!,
+    mapId: ints[5]!,
+    attemptId: ints[6]!,
+    batchId: ints[7]!,
+    payload: payloads.take(ints[8]!, 'PushData.payload'),
+  };
+}
+
+function readPushMergedData(reader: BinaryReader, payloads: PayloadRegion): PushMergedData {
+  let shuffleKey = '';
+  let mode = 0;
+  let mapId = 0;
+  let attemptId = 0;
+  const lengths: number[] = [];
+  const batches: { partitionId: number; epoch: number; batchId: number }[] = [];
+  while (reader.pos < reader.len) {
+    const [number, type] = reader.tag();
+    if (number === 1 && type === WireType.LengthDelimited) shuffleKey = reader.string(true);
+    else if (number === 2 && type === WireType.Varint) mode = reader.int32();
+    else if (number === 3 && type === WireType.Varint) mapId = reader.int32();
+    else if (number === 4 && type === WireType.Varint) attemptId = reader.int32();
+    else if (number === 5 && type === WireType.LengthDelimited) {
+      const end = reader.uint32() + reader.pos;
+      let partitionId = 0;
+      let epoch = 0;
+      let batchId = 0;
+      let length = 0;
+      while (reader.pos < end) {
+        const [inner, innerType] = reader.tag();
+        if (innerType !== WireType.Varint || inner < 1 || inner > 4) throw NOT_HOT;
+        if (inner === 1) partitionId = reader.int32();
+        else if (inner === 2) epoch = reader.int32();
+        else if (inner === 3) batchId = reader.int32();
+        else length = reader.uint32();
+      }
+      if (reader.pos !== end) throw NOT_HOT;
+      batches.push({ partitionId, epoch, batchId });
+      lengths.push(length);
+    } else throw NOT_HOT;
+  }
+  // Payloads are taken in list order after the whole control part was read, as the schema's decoder does.
+  const merged: MergedBatch[] = new Array<MergedBatch>(batches.length);
+  for (let i = 0; i < batches.length; i += 1) {
+    const { partitionId, epoch, batchId } = batches[i]!;
+    merged[i] = { partitionId, epoch, batchId, payload: payloads.take(lengths[i]!, 'MergedBatch.payload') };
+  }
+  return {
+    type: 'PushMergedData',
+    shuffleKey,
+    mode: named(MODE_NAMES, mode),
+    mapId,
+    attemptId,
+    batches: merged,
+  };
+}
+
+function named<T extends string>(names: readonly (T | undefined)[], number: number): T {
+  const name = names[number];
+  if (name === undefined) throw NOT_HOT; // the schema's decoder names the field and the value it refuses
+  return name;
+}
