@@ -11,6 +11,7 @@ import { installCrc32, portableCrc32, type Crc32Implementation } from '../../cor
 import { recallChecksum, recallingChecksum } from './batch-checksums.ts';
 import { FRAME_KIND } from './frames.ts';
 import { InPlaceFrameReader, SLAB_BYTES } from './in-place-reader.ts';
+import { concatBytes, readAll } from './testing.ts';
 
 const portable: Crc32Implementation = (bytes, previous) => portableCrc32(bytes, previous);
 
@@ -37,20 +38,6 @@ function batch(batchId: number, length: number): Uint8Array {
     { shuffleId: 1, mapId: 2, attemptId: 0, batchId, partitionId: 3, epoch: 0 },
     payload,
   );
-}
-
-/** Feeds `stream` to the reader in reads of the given sizes, as a socket would. */
-function readAll(reader: InPlaceFrameReader, stream: Uint8Array, sizes: readonly number[]): Uint8Array[] {
-  const bodies: Uint8Array[] = [];
-  let at = 0;
-  for (let turn = 0; at < stream.byteLength; turn += 1) {
-    const region = reader.region();
-    const count = Math.min(region.byteLength, stream.byteLength - at, sizes[turn % sizes.length]!);
-    region.set(stream.subarray(at, at + count));
-    at += count;
-    bodies.push(...reader.received(count));
-  }
-  return bodies;
 }
 
 /** Where each batch frame of an envelope body lies (payloads assumed to be batch frames only). */
@@ -95,9 +82,7 @@ describe('batch checksums while hot', () => {
             ),
           );
           const reader = new InPlaceFrameReader(4 * SLAB_BYTES, portable);
-          const whole = new Uint8Array(stream.reduce((sum, frame) => sum + frame.byteLength, 0));
-          stream.reduce((at, frame) => (whole.set(frame, at), at + frame.byteLength), 0);
-          const bodies = readAll(reader, whole, sizes);
+          const bodies = readAll(reader, concatBytes(stream), sizes);
           assert.equal(bodies.length, frames.length);
           for (const body of bodies) {
             for (const { header, payload } of batchesOf(body)) {
@@ -151,7 +136,7 @@ describe('batch checksums while hot', () => {
     notEnvelope[4] = FRAME_KIND.hello;
     const [afterJunk, hello] = readAll(
       reader,
-      Uint8Array.from([...envelopeFrame(new Uint8Array(3), [junk, good]), ...notEnvelope]),
+      concatBytes([envelopeFrame(new Uint8Array(3), [junk, good]), notEnvelope]),
       [SLAB_BYTES],
     );
     assert.ok(afterJunk !== undefined && hello !== undefined && ownBuffer(afterJunk) && ownBuffer(hello));

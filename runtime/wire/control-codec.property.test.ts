@@ -37,6 +37,7 @@ import {
 } from './frames.ts';
 import * as pb from './proto/gen/svc/wire/v1/wire_pb.ts';
 import type { Hello, HelloReply, PeerRole, WireEnvelope } from './types.ts';
+import { concatBytes } from './testing.ts';
 
 // ------------------------------------------------------------------------------------------------ arbitraries
 //
@@ -310,20 +311,10 @@ const helloReply = rec<HelloReply>({ accepted: fc.boolean(), status, message: te
 
 // ------------------------------------------------------------------------------------------------ helpers
 
-function concat(pieces: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.byteLength;
-  }
-  return out;
-}
-
 /** Control codec only: the envelope's control part and its payloads laid out one after the other. */
 function roundTrip(envelope: WireEnvelope): WireEnvelope {
   const { control, payloads } = encodeEnvelopeControl(envelope);
-  return decodeEnvelopeControl(control, concat(payloads));
+  return decodeEnvelopeControl(control, concatBytes(payloads));
 }
 
 /** A stream of bytes cut at the given fractions of its length (cuts may repeat: an empty chunk is fine). */
@@ -341,7 +332,7 @@ function cut(stream: Uint8Array, fractions: readonly number[]): Uint8Array[] {
 /** Frames through the whole path: pieces → one byte stream → chunks → FrameReader → decodeFrame. */
 function throughStream(frames: readonly (readonly Uint8Array[])[], fractions: readonly number[]) {
   const reader = new FrameReader(1 << 24);
-  const bodies = cut(concat(frames.flat()), fractions).flatMap((chunk) => reader.push(chunk));
+  const bodies = cut(concatBytes(frames.flat()), fractions).flatMap((chunk) => reader.push(chunk));
   assert.equal(reader.buffered, 0);
   return bodies.map(decodeFrame);
 }
@@ -436,7 +427,7 @@ describe('control codec: the full frame path', () => {
 
   it('decoded payloads are views of the frame, not copies', () => {
     const payload = Uint8Array.from([1, 2, 3, 4]);
-    const frame = concat(
+    const frame = concatBytes(
       encodeEnvelope({
         from: 'map-1',
         to: 'worker',
@@ -497,7 +488,7 @@ describe('control codec: the full frame path', () => {
           const damaged = control.slice();
           damaged[at % damaged.byteLength]! ^= flip;
           try {
-            decodeEnvelopeControl(damaged, concat(payloads));
+            decodeEnvelopeControl(damaged, concatBytes(payloads));
           } catch (error) {
             assert.ok(error instanceof WireError, `not a WireError: ${String(error)}`);
           }
@@ -545,7 +536,7 @@ describe('control codec: what a peer cannot make it accept', () => {
   it('bytes left after the payloads are malformed', () => {
     const { control, payloads } = encodeEnvelopeControl(push);
     assertWireError(
-      () => decodeEnvelopeControl(control, concat([...payloads, Uint8Array.of(0)])),
+      () => decodeEnvelopeControl(control, concatBytes([...payloads, Uint8Array.of(0)])),
       'malformed',
     );
     const noPayload: WireEnvelope = { from: 'a', to: 'b', message: { type: 'CloseStream', streamId: 1 } };
@@ -566,7 +557,7 @@ describe('control codec: what a peer cannot make it accept', () => {
       'unknown',
     );
     // A oneof case added by a newer schema (field 99, an empty message) looks the same to this build.
-    const newer = concat([
+    const newer = concatBytes([
       envelopeBytes({ from: 'a', to: 'b', message: { case: undefined } }),
       Uint8Array.of(0x9a, 0x06, 0x00),
     ]);
@@ -576,8 +567,8 @@ describe('control codec: what a peer cannot make it accept', () => {
   it('unknown fields of known messages are ignored', () => {
     const { control, payloads } = encodeEnvelopeControl(push);
     // Field 9 (reserved in Envelope), varint 1: skipped.
-    const extended = concat([control, Uint8Array.of(0x48, 0x01)]);
-    assert.deepStrictEqual(decodeEnvelopeControl(extended, concat(payloads)), push);
+    const extended = concatBytes([control, Uint8Array.of(0x48, 0x01)]);
+    assert.deepStrictEqual(decodeEnvelopeControl(extended, concatBytes(payloads)), push);
   });
 
   it('an enum value out of range is malformed', () => {

@@ -8,6 +8,7 @@ import type { Message } from '../../core/protocol/messages.ts';
 import { decodeEnvelopeControl, encodeEnvelopeControl } from './control-codec.ts';
 import { decodeHotEnvelope, encodeHotEnvelope } from './hot-codec.ts';
 import type { WireEnvelope } from './types.ts';
+import { concatBytes } from './testing.ts';
 
 const int32 = fc.oneof(fc.integer(), fc.constantFrom(0, -1, 2 ** 31 - 1, -(2 ** 31)));
 const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 12 }), fc.constant(''));
@@ -57,16 +58,6 @@ const hotEnvelope: fc.Arbitrary<WireEnvelope> = fc.record(
   { requiredKeys: ['from', 'to', 'message'] },
 );
 
-function concat(pieces: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.byteLength;
-  }
-  return out;
-}
-
 describe('the hot messages codec', () => {
   it('writes exactly the bytes toBinary writes, and reads what the schema decoder reads', () => {
     fc.assert(
@@ -76,7 +67,7 @@ describe('the hot messages codec', () => {
         assert.ok(hot !== undefined);
         assert.deepStrictEqual(hot.control, schema.control);
         assert.deepStrictEqual(hot.payloads, schema.payloads);
-        const payloads = concat(schema.payloads);
+        const payloads = concatBytes(schema.payloads);
         assert.deepStrictEqual(
           decodeHotEnvelope(schema.control, payloads),
           decodeEnvelopeControl(schema.control, payloads),
@@ -149,7 +140,7 @@ describe('the hot messages codec', () => {
         const { control, payloads } = encodeEnvelopeControl(envelope);
         const damaged = control.slice();
         if (damaged.byteLength > 0) damaged[at % damaged.byteLength] = value;
-        const rest = concat(payloads);
+        const rest = concatBytes(payloads);
         const hot = decodeHotEnvelope(damaged, rest);
         if (hot === undefined) return;
         assert.deepStrictEqual(hot, decodeEnvelopeControl(damaged, rest));

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { WireError } from './errors.ts';
 import { InPlaceFrameReader, SLAB_BYTES } from './in-place-reader.ts';
+import { concatBytes, readAll } from './testing.ts';
 
 /** A frame: u32 big-endian length, then the body. */
 function frame(body: Uint8Array): Uint8Array {
@@ -10,32 +11,6 @@ function frame(body: Uint8Array): Uint8Array {
   new DataView(out.buffer).setUint32(0, body.byteLength);
   out.set(body, 4);
   return out;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
-}
-
-/** Feeds `stream` to the reader as a socket would: each read writes at most `sizes[i]` bytes into the region. */
-function readAll(reader: InPlaceFrameReader, stream: Uint8Array, sizes: readonly number[]): Uint8Array[] {
-  const bodies: Uint8Array[] = [];
-  let at = 0;
-  let turn = 0;
-  while (at < stream.byteLength) {
-    const region = reader.region();
-    assert.ok(region.byteLength > 0, 'a region always has room');
-    const count = Math.min(region.byteLength, stream.byteLength - at, sizes[turn++ % sizes.length]!);
-    region.set(stream.subarray(at, at + count));
-    at += count;
-    bodies.push(...reader.received(count));
-  }
-  return bodies;
 }
 
 const bodyLength = fc.oneof(
@@ -54,7 +29,7 @@ describe('InPlaceFrameReader', () => {
         (lengths, sizes, seed) => {
           const bodies = lengths.map((length, i) => new Uint8Array(length).fill((seed + i) % 256));
           const reader = new InPlaceFrameReader(4 * SLAB_BYTES);
-          const out = readAll(reader, concat(bodies.map(frame)), sizes);
+          const out = readAll(reader, concatBytes(bodies.map(frame)), sizes);
           assert.equal(reader.buffered, 0);
           // Checked after the whole stream: a later read into a slab would have changed an earlier body.
           assert.equal(out.length, bodies.length);
@@ -85,7 +60,7 @@ describe('InPlaceFrameReader', () => {
   it('hands out small frames as views of the slab they were read into', () => {
     const reader = new InPlaceFrameReader(1024);
     const region = reader.region();
-    const stream = concat([frame(Uint8Array.of(1, 2, 3)), frame(Uint8Array.of(4))]);
+    const stream = concatBytes([frame(Uint8Array.of(1, 2, 3)), frame(Uint8Array.of(4))]);
     region.set(stream);
     const bodies = reader.received(stream.byteLength);
     assert.deepStrictEqual(bodies, [Uint8Array.of(1, 2, 3), Uint8Array.of(4)]);
