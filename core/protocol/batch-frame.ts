@@ -22,7 +22,6 @@ export const FRAME_VERSION = 1;
 export const FRAME_HEADER_BYTES = 40;
 /** Where a frame's CRC-32 sits; the checksum covers the bytes before it and the payload after the header. */
 export const FRAME_CRC_OFFSET = 36;
-const CRC_OFFSET = FRAME_CRC_OFFSET;
 const MAX_U32 = 0xffffffff;
 
 /** Who a batch belongs to. Every field is an unsigned 32-bit integer. */
@@ -101,7 +100,7 @@ export function sealBatchFrame(frame: Uint8Array, header: BatchHeader): Uint8Arr
     );
   checkFrameInput(header, frame.subarray(FRAME_HEADER_BYTES));
   writeHeader(frame, 0, header, frame.length - FRAME_HEADER_BYTES);
-  putU32(frame, CRC_OFFSET, frameChecksum(frame, 0, frame.length));
+  putU32(frame, FRAME_CRC_OFFSET, frameChecksum(frame, 0, frame.length));
   return frame;
 }
 
@@ -125,7 +124,7 @@ function checkFrameInput(header: BatchHeader, payload: Uint8Array): void {
 function writeFrame(target: Uint8Array, at: number, header: BatchHeader, payload: Uint8Array): void {
   writeHeader(target, at, header, payload.length);
   target.set(payload, at + FRAME_HEADER_BYTES);
-  putU32(target, at + CRC_OFFSET, frameChecksum(target, at, at + FRAME_HEADER_BYTES + payload.length));
+  putU32(target, at + FRAME_CRC_OFFSET, frameChecksum(target, at, at + FRAME_HEADER_BYTES + payload.length));
 }
 
 /** The header's bytes up to the CRC field, the reserved ones included (the target need not be zeroed). */
@@ -216,7 +215,7 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
       `batch frame at byte ${offset} is torn: its header announces ${length} payload bytes but only ${bytes.length - start} remain; the data was cut short (read it again or from the other copy)`,
     );
   }
-  const expected = getU32(bytes, offset + CRC_OFFSET);
+  const expected = getU32(bytes, offset + FRAME_CRC_OFFSET);
   const actual = frameChecksum(bytes, offset, start + length);
   if (actual !== expected) {
     return failure(
@@ -241,7 +240,7 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
 
 /** The CRC of the frame at `offset..end`: its header up to the CRC field, then its payload. */
 function frameChecksum(bytes: Uint8Array, offset: number, end: number): number {
-  const header = crc32(bytes, 0, offset, offset + CRC_OFFSET);
+  const header = crc32(bytes, 0, offset, offset + FRAME_CRC_OFFSET);
   return crc32(bytes, header, offset + FRAME_HEADER_BYTES, end);
 }
 

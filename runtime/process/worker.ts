@@ -43,7 +43,6 @@ interface LocalDisk {
   readonly dir: string;
 }
 
-/** The worker's local disks from `svc.worker.storage.dirs`; a disk without a capacity gets its filesystem's size. */
 /**
  * The memory tier's pool (runtime/storage/memory-pool.ts), allocated (and with `preTouch` written page by page) now,
  * or none when the memory tier is off or smaller than one block (its files then keep the buffers they are given).
@@ -64,6 +63,7 @@ function memoryTierPool(capacityBytes: number, preTouch: boolean, logger: Logger
   return pool;
 }
 
+/** The worker's local disks from `svc.worker.storage.dirs`; a disk without a capacity gets its filesystem's size. */
 function localDisks(conf: ResolvedConfig): LocalDisk[] {
   const workingDir = optionalString(conf, 'svc.worker.storage.workingDir');
   return parseStorageDirs(optionalList(conf, DIRS_KEY)).map((entry) => {

@@ -45,20 +45,6 @@ export class MemoryFiles implements TierFiles {
     return this.held;
   }
 
-  /** The pool's size (0 without a pool). */
-  get poolCapacityBytes(): number {
-    return this.pool?.capacityBytes ?? 0;
-  }
-
-  /** Pool bytes lent to files, including the unused room at the end of their last blocks. */
-  get poolUsedBytes(): number {
-    return this.pool?.usedBytes ?? 0;
-  }
-
-  get poolFreeBytes(): number {
-    return this.pool?.freeBytes ?? 0;
-  }
-
   /** Bytes of overflow blocks held now: blocks the pool could not lend, allocated from the heap instead. */
   get overflowBytes(): number {
     return this.overflowHeld;

@@ -46,11 +46,32 @@ describe('TierStorage', () => {
     return (await storage.runBatch(ops)).map(outcome);
   }
 
-  /** A storage whose memory tier copies into a pool (memory-pool.ts), in place of the one made before each test. */
-  async function usePooledMemory(): Promise<void> {
+  /**
+   * A storage whose memory tier copies into a pool (memory-pool.ts), in place of the one made before each test;
+   * returns the pool and the block sizes of the overflows it reported.
+   */
+  async function usePooledMemory(): Promise<{ pool: MemoryPool; overflows: number[] }> {
     await storage.close();
     const memoryPool = new MemoryPool({ capacityBytes: 4 << 20, preTouch: false });
-    storage = new TierStorage({ disks: [{ mountPoint: DISK, dir: diskDir }], dfsDir, memoryPool });
+    const overflows: number[] = [];
+    storage = new TierStorage({
+      disks: [{ mountPoint: DISK, dir: diskDir }],
+      dfsDir,
+      memoryPool,
+      onMemoryOverflow: (blockBytes) => overflows.push(blockBytes),
+    });
+    return { pool: memoryPool, overflows };
+  }
+
+  /** Creates `file` holding 'abcd', then changes the buffer it was written from: what does a read give back? */
+  async function writeThenChangeTheBuffer(file: FileRef): Promise<string> {
+    const bytes = bytesOf('abcd');
+    await batch([
+      { kind: 'createFile', op: 1, file },
+      { kind: 'write', op: 2, file, bytes },
+    ]);
+    bytes[0] = 'z'.charCodeAt(0);
+    return run({ kind: 'read', op: 3, file, offset: 0, length: 4 });
   }
 
   const tiers: readonly {
@@ -310,37 +331,22 @@ describe('TierStorage', () => {
 
   it('keeps the buffers handed to a memory file instead of copying them, and counts their bytes', async () => {
     const file = memoryFile('app-9-0/0-0');
-    const bytes = bytesOf('abcd');
-    await batch([
-      { kind: 'createFile', op: 1, file },
-      { kind: 'write', op: 2, file, bytes },
-    ]);
-    bytes[0] = 'z'.charCodeAt(0);
-    assert.equal(await run({ kind: 'read', op: 3, file, offset: 0, length: 4 }), 'ok:zbcd');
+    assert.equal(await writeThenChangeTheBuffer(file), 'ok:zbcd');
     assert.equal(storage.memoryBytes(), 4);
     await storage.delete(file);
     assert.equal(storage.memoryBytes(), 0);
   });
 
   it('with a pool, copies what is written to a memory file, reports the pool, and moves the file out and back', async () => {
-    await usePooledMemory();
+    const { pool, overflows } = await usePooledMemory();
     const file = memoryFile('app-9-1/0-0');
     const onDisk = diskFile('app-9-1/0-0', DISK);
-    const bytes = bytesOf('abcd');
-    await batch([
-      { kind: 'createFile', op: 1, file },
-      { kind: 'write', op: 2, file, bytes },
-    ]);
-    bytes[0] = 'z'.charCodeAt(0);
-    assert.equal(await run({ kind: 'read', op: 3, file, offset: 0, length: 4 }), 'ok:abcd');
+    assert.equal(await writeThenChangeTheBuffer(file), 'ok:abcd');
     assert.equal(storage.memoryBytes(), 4);
-    assert.deepEqual(storage.memoryPoolStats(), {
-      capacityBytes: 4 << 20,
-      usedBytes: 4096,
-      freeBytes: (4 << 20) - 4096,
-      overflowBytes: 0,
-      overflowBlocks: 0,
-    });
+    assert.deepEqual(
+      { capacityBytes: pool.capacityBytes, usedBytes: pool.usedBytes, freeBytes: pool.freeBytes, overflows },
+      { capacityBytes: 4 << 20, usedBytes: 4096, freeBytes: (4 << 20) - 4096, overflows: [] },
+    );
     assert.deepEqual(
       await batch([
         { kind: 'moveFile', op: 4, file, to: onDisk },
@@ -352,7 +358,7 @@ describe('TierStorage', () => {
     );
     await storage.delete(file);
     assert.equal(storage.memoryBytes(), 0);
-    assert.equal(storage.memoryPoolStats().usedBytes, 0);
+    assert.equal(pool.usedBytes, 0);
   });
 
   it('rejects ids that would leave their tier directory, or name one file twice, with IO_ERROR', async () => {

@@ -32,18 +32,6 @@ export interface TierStorageOptions {
   readonly onMemoryOverflow?: (blockBytes: number) => void;
 }
 
-/** The memory tier's pool, for the worker's metrics; all 0 without a pool. */
-export interface MemoryPoolStats {
-  readonly capacityBytes: number;
-  /** Pool bytes lent to memory files, including the free room at the end of their last blocks. */
-  readonly usedBytes: number;
-  readonly freeBytes: number;
-  /** Heap bytes held in blocks the pool could not lend (fragmentation); ideally 0. */
-  readonly overflowBytes: number;
-  /** Overflow blocks allocated since start; never decreases. */
-  readonly overflowBlocks: number;
-}
-
 /** Where one FileRef lives: its tier's files, its id, and the key its operations are ordered by. */
 interface Place {
   readonly files: TierFiles;
@@ -142,18 +130,6 @@ export class TierStorage {
   /** Bytes held by memory-tier files. */
   memoryBytes(): number {
     return this.memory.bytes;
-  }
-
-  /** The memory tier's pool and overflow, for the worker's metrics and its one log line on the first overflow. */
-  memoryPoolStats(): MemoryPoolStats {
-    const memory = this.memory;
-    return {
-      capacityBytes: memory.poolCapacityBytes,
-      usedBytes: memory.poolUsedBytes,
-      freeBytes: memory.poolFreeBytes,
-      overflowBytes: memory.overflowBytes,
-      overflowBlocks: memory.overflowBlocks,
-    };
   }
 
   /** Lets the operations already issued end, then closes every file handle; later operations fail. */

@@ -29,7 +29,7 @@ interface Remembered {
 const remembered = new WeakMap<ArrayBufferLike, Map<number, Remembered>>();
 
 /** Remembers that the CRC-32 of `bytes`, continued from `previous`, is `crc`. */
-export function rememberChecksum(bytes: Uint8Array, previous: number, crc: number): void {
+function rememberChecksum(bytes: Uint8Array, previous: number, crc: number): void {
   let byOffset = remembered.get(bytes.buffer);
   if (byOffset === undefined) {
     byOffset = new Map();

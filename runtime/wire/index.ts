@@ -1,7 +1,7 @@
 export { WireError, type WireErrorReason } from './errors.ts';
 export { FrameReader, LENGTH_PREFIX_BYTES } from './frame-reader.ts';
 export { InPlaceFrameReader } from './in-place-reader.ts';
-export { BatchChecksumScanner, recallingChecksum } from './batch-checksums.ts';
+export { recallingChecksum } from './batch-checksums.ts';
 export {
   decodeFrame,
   encodeAuthChallenge,

@@ -33,8 +33,8 @@ import { ask, emptyRequests, expire, settle, type RequestTable } from './request
  * One attempt of one map task (node `map-<app>-<shuffle>-<map>-<attempt>`): registers the shuffle with its lifecycle
  * manager, pushes its records as framed batches to each partition's primary (at most `maxInFlightPerPartition`
  * batches of a partition in flight; the batches one step sends to the same primary and peer travel merged in one
- * PushMergedData), follows splits and
- * failures through revives (core/client decides each reaction), and reports what was acknowledged with MapperEnd.
+ * PushMergedData), follows splits and failures through revives (core/client decides each reaction), and reports
+ * what was acknowledged with MapperEnd.
  * It then stays idle: a task is part of an engine's executor, not a process to stop.
  * docs/core/machines-client.md describes the messages, timers and outcomes.
  */

@@ -25,8 +25,9 @@ import {
  * The per-file task runner (file-queue.ts) builds one new record per transition and never changes a stored one. For
  * generated histories of plain and merged pushes to disk and memory files, commits, and I/O completions that succeed
  * or fail in any order: a file has at most one operation in flight and it is the one its record names (several writes
- * of a disk file go as one operation of several chunks), writes reach the disk in the order they were accepted, a file's length and chunk starts are exactly what its successful writes
- * make them, and every record the worker ever stored still reads as it did when it was stored.
+ * of a disk file go as one operation of several chunks), writes reach the disk in the order they were accepted, a
+ * file's length and chunk starts are exactly what its successful writes make them, and every record the worker ever
+ * stored still reads as it did when it was stored.
  */
 
 const PARTITIONS = 4;
