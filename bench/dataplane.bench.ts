@@ -24,7 +24,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultJsonPath, HELP, parseOptions, type Options } from './dataplane/options.ts';
 import { machineInfo } from './dataplane/proc.ts';
+import { measureMemoryPasses, type MemoryPasses } from './dataplane/floor.ts';
 import {
+  cpuFloorRows,
   cpuRow,
   keepingRows,
   detailTable,
@@ -116,6 +118,8 @@ interface Round {
   readonly comparisons: Comparison[];
   rss?: RssFigure;
   e2e?: E2eFigure;
+  /** The unavoidable memory passes, timed in this process right after push-memory (./dataplane/floor.ts). */
+  memoryPasses?: MemoryPasses;
   /** Figures svc failed to produce, by scenario (rss, e2e; a push's failure is in its comparison). */
   readonly svcFailures: Map<string, string>;
 }
@@ -125,6 +129,11 @@ async function runRound(round: Round): Promise<void> {
     switch (scenario) {
       case 'push-memory':
         round.comparisons.push(await pushMemory(ctx));
+        round.memoryPasses = measureMemoryPasses();
+        console.log(
+          `memory passes here (256 MiB, fastest of 4): CRC-32 ${(1 / round.memoryPasses.checksumSecondsPerGiB).toFixed(1)} ` +
+            `GiB/s, copy ${(1 / round.memoryPasses.copySecondsPerGiB).toFixed(1)} GiB/s`,
+        );
         break;
       case 'push-disk': {
         const result = await pushDiskAndFetch(ctx, o.scenarios.includes('fetch'));
@@ -185,6 +194,8 @@ function rowsOf(round: Round): Row[] {
     rows.push(failedRow("npm start's job end to end", 'MiB/s', '>= 50 %', e2eFailure));
   }
   if (pushMemoryRun !== undefined) rows.push(cpuRow(pushMemoryRun, 1.5));
+  if (pushMemoryRun !== undefined && round.memoryPasses !== undefined)
+    rows.push(...cpuFloorRows(pushMemoryRun, round.memoryPasses));
   for (const run of [pushMemoryRun, replicatedRun]) {
     if (run !== undefined) rows.push(totalCpuRow(run), ...keepingRows(run));
   }

@@ -2,6 +2,7 @@
  * The data-plane benchmark's rows (issue 15's table) from the scenarios' measurements, printed as tables and kept
  * as JSON for CI history.
  */
+import type { MemoryPasses } from './floor.ts';
 import type { Comparison, E2eFigure, RssFigure, Side } from './scenarios.ts';
 
 const MIB = 2 ** 20;
@@ -106,6 +107,29 @@ export function cpuRow(comparison: Comparison, most: number): Row {
     goal: `<= ${most}x`,
     met: ratio <= most,
   };
+}
+
+/**
+ * The worker's CPU floor in this run, against the discarding sink (the CPU goal's baseline): the sink's CPU plus
+ * the memory passes no worker that checks every batch can skip (one CRC-32 pass), and then also the copy into the
+ * memory tier's pool. A floor at or above the goal's factor means the goal leaves nothing for the protocol itself.
+ */
+export function cpuFloorRows(comparison: Comparison, passes: MemoryPasses): Row[] {
+  const sink = comparison.bare.serverCpuPerGiB;
+  const checked = sink + passes.checksumSecondsPerGiB;
+  const kept = checked + passes.copySecondsPerGiB;
+  const row = (figure: string, measured: number): Row => ({
+    figure,
+    measured,
+    baseline: sink,
+    unit: 'CPU s/GiB',
+    ratio: measured / sink,
+    goal: 'reported',
+  });
+  return [
+    row('worker CPU floor: the discarding sink + one CRC-32 pass over every byte', checked),
+    row('worker CPU floor: the same + one copy of every byte into the pool', kept),
+  ];
 }
 
 /**
