@@ -72,6 +72,11 @@ export class FileLanes {
     });
   }
 
+  /** Whether anything is queued or running on `key`. */
+  busy(key: string): boolean {
+    return this.lanes.has(key);
+  }
+
   /** Resolves once nothing is queued or running on any file. */
   idle(): Promise<void> {
     if (this.lanes.size === 0) return Promise.resolve();

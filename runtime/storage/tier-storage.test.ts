@@ -265,6 +265,25 @@ describe('TierStorage', () => {
       assert.equal(await readFile(path.join(diskDir, 'app-4-0', '0-0'), 'utf8'), 'in memory, then disk');
     });
 
+    it("orders a memory file's operations behind its move, and runs them at once when nothing is queued", async () => {
+      const source = memoryFile('app-4-1/0-0');
+      const target = diskFile('app-4-1/0-0', DISK);
+      const created = storage.run({ kind: 'createFile', op: 1, file: source });
+      const written = storage.run({ kind: 'write', op: 2, file: source, bytes: bytesOf('kept') });
+      // Nothing was queued on the file: the memory tier did the work when called, before the promises settled.
+      assert.equal(storage.memoryBytes(), 4);
+      const moved = storage.run({ kind: 'moveFile', op: 3, file: source, to: target });
+      // The move holds the file's lane: what is issued after it waits for it, and finds the file gone.
+      const lateWrite = run({ kind: 'write', op: 4, file: source, bytes: bytesOf('late') });
+      const deleted = storage.delete(source);
+      assert.equal(storage.memoryBytes(), 4);
+      assert.deepEqual((await Promise.all([created, written, moved])).map(outcome), ['ok', 'ok', 'ok']);
+      assert.equal(await lateWrite, 'NOT_FOUND');
+      await deleted;
+      assert.equal(storage.memoryBytes(), 0);
+      assert.equal(await readFile(path.join(diskDir, 'app-4-1', '0-0'), 'utf8'), 'kept');
+    });
+
     it('moves between the disk, the DFS directory and memory', async () => {
       const onDisk = diskFile('app-5-0/0-0', DISK);
       const onDfs = dfsFile('app-5-0/0-0');
