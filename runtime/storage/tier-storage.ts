@@ -122,8 +122,7 @@ export class TierStorage {
     } catch {
       return Promise.resolve(); // nothing there to delete
     }
-    const remove = () => place.files.remove(place.id, place.segments);
-    return (this.inline(place) ? remove() : this.lanes.exclusive([place.key], remove)).catch(() => undefined);
+    return this.alone(place, () => place.files.remove(place.id, place.segments)).catch(() => undefined);
   }
 
   /** Bytes held by memory-tier files. */
@@ -144,26 +143,34 @@ export class TierStorage {
     if (this.closed) throw new IoFailure('IO_ERROR', 'the storage is closed');
     const place = this.placeOf(op.file);
     const { files, id, segments, key } = place;
-    if (op.kind === 'read' && !(isCount(op.offset) && isCount(op.length)))
-      throw new IoFailure('IO_ERROR', `cannot read ${op.length} bytes at ${op.offset}`);
-    if (op.kind !== 'moveFile' && this.inline(place)) return this.startInline(op, place);
     switch (op.kind) {
       case 'createFile':
-        return this.lanes.exclusive([key], () => files.create(id, segments)).then(nothing);
-      case 'write':
-        return this.lanes.append(key, chunksOfWrite(op), (chunks) => files.append(id, chunks)).then(nothing);
+        return this.alone(place, () => files.create(id, segments)).then(nothing);
+      case 'write': {
+        const chunks = chunksOfWrite(op);
+        const append = (all: readonly Uint8Array[]) => files.append(id, all);
+        return (this.inline(place) ? append(chunks) : this.lanes.append(key, chunks, append)).then(nothing);
+      }
       case 'flush':
-        return this.lanes.exclusive([key], () => files.flush(id)).then(nothing);
+        return this.alone(place, () => files.flush(id)).then(nothing);
       case 'read': {
         const { offset, length } = op;
+        if (!isCount(offset) || !isCount(length))
+          throw new IoFailure('IO_ERROR', `cannot read ${length} bytes at ${offset}`);
         // The core reads only to serve a chunk (core/machines/effects.ts): the bytes may live in a lent buffer.
-        return this.lanes.read(key, () => files.read(id, offset, length, true));
+        const read = () => files.read(id, offset, length, true);
+        return this.inline(place) ? read() : this.lanes.read(key, read);
       }
       case 'moveFile': {
         const target = this.placeOf(op.to);
         return this.lanes.exclusive([key, target.key], () => move(place, target)).then(nothing);
       }
     }
+  }
+
+  /** Runs `work` alone on the file: after everything issued on it before, and before anything issued after. */
+  private alone<T>(place: Place, work: () => Promise<T>): Promise<T> {
+    return this.inline(place) ? work() : this.lanes.exclusive([place.key], work);
   }
 
   /**
@@ -175,24 +182,6 @@ export class TierStorage {
    */
   private inline(place: Place): boolean {
     return place.files === this.memory && !this.lanes.busy(place.key);
-  }
-
-  /** `start` for a memory file whose lane is empty: the operation runs now, as its lane would have run it. */
-  private startInline(
-    op: Exclude<BatchableIo, { kind: 'moveFile' }>,
-    place: Place,
-  ): Promise<Uint8Array | undefined> {
-    const { id } = place;
-    switch (op.kind) {
-      case 'createFile':
-        return this.memory.create(id).then(nothing);
-      case 'write':
-        return this.memory.append(id, chunksOfWrite(op)).then(nothing);
-      case 'flush':
-        return this.memory.flush(id).then(nothing);
-      case 'read':
-        return this.memory.read(id, op.offset, op.length);
-    }
   }
 
   /** Resolves a FileRef; an unknown disk, or a DFS file without a DFS directory, is NOT_FOUND (as in the simulator). */
