@@ -1,20 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { lifecycleManagerConfigFrom } from '../../conf/machine-configs.ts';
-import type { Input } from '../../core/machines/effects.ts';
 import {
   initialLifecycleManagerState,
   lifecycleManagerMachine,
   type LifecycleManagerState,
 } from '../../core/machines/lifecycle-manager/index.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
-import type { Message } from '../../core/protocol/messages.ts';
 import { driverNodeId, lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { createLogger } from '../log.ts';
-import type { NodeNetwork } from '../process/node-network.ts';
 import { clientNetwork } from './client-network.ts';
+import { DriverNode } from './driver-node.ts';
 import { addressText } from '../transport/addresses.ts';
 import {
   clientConfig,
@@ -28,6 +26,7 @@ import {
   AuthenticationFailedError,
   ClientClosedError,
   ClientReleaseRefusedError,
+  RequestFailedError,
   SvcClientError,
 } from './errors.ts';
 
@@ -54,9 +53,16 @@ export interface Application {
    * Undefined when authentication is off.
    */
   readonly secret: string | undefined;
-  /** Tells the cluster a shuffle's data is no longer needed: workers delete its files. */
+  /**
+   * Tells the cluster a shuffle's data is no longer needed: workers delete its files. Rejects with
+   * RequestFailedError when the lifecycle manager cannot be reached or does not answer within svc.rpc.askTimeout.
+   */
   unregisterShuffle(shuffleId: number): Promise<void>;
-  /** Unregisters the application (every shuffle's files are released) and stops listening. */
+  /**
+   * Unregisters the application (every shuffle's files are released) and stops listening. Settles within
+   * svc.rpc.askTimeout: when the master does not confirm the unregister in time it rejects with RequestFailedError,
+   * the application being closed all the same. A second call waits for the first and resolves.
+   */
   close(): Promise<void>;
   /** The lifecycle manager's state, for diagnostics (read only). */
   state(): LifecycleManagerState;
@@ -101,7 +107,12 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     { send: (envelope) => network.transport.send(envelope), logger },
   );
   network.host.add(lm);
-  const driverNode = new DriverNode(driverNodeId(appId), lmId, network);
+  const askTimeoutMs = conf.getDurationMs('svc.rpc.askTimeout');
+  const driverNode = new DriverNode(driverNodeId(appId), lmId, {
+    send: (envelope) => network.transport.send(envelope),
+    deadlineMs: askTimeoutMs,
+    connectFailure,
+  });
   network.host.add(driverNode);
   lm.start(new Map());
   const app = await lm.until((state) => (state.app.status === 'registering' ? undefined : state.app));
@@ -113,7 +124,36 @@ export async function startApplication(options: ApplicationOptions): Promise<App
       : new SvcClientError(`application ${appId} stopped before the master answered its registration`);
   }
 
-  let closed = false;
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    const deadline = Date.now() + askTimeoutMs;
+    try {
+      await driverNode.ask({ type: 'UnregisterApplication', appId });
+      // The lifecycle manager forwards the unregister to the master: let that request finish, within the deadline.
+      const confirmed = await lm.until(
+        (state) => (state.requests.open.size === 0 ? true : undefined),
+        Math.max(0, deadline - Date.now()),
+      );
+      const unconfirmed = [...lm.state.requests.open.values()].some(
+        (open) => open.purpose.kind === 'unregisterApp',
+      );
+      // Releases of reserved copies a lost worker never answers are worth trying, not worth an error.
+      if (confirmed === undefined && unconfirmed) {
+        throw new RequestFailedError(
+          'UnregisterApplication',
+          `application ${appId} is closed here, but the master did not confirm its unregister within ` +
+            `${askTimeoutMs} ms (svc.rpc.askTimeout)${lastFailure(connectFailure())}: the master keeps its ` +
+            'shuffles, and the workers their files, until the application expires there ' +
+            '(svc.master.heartbeat.application.timeout)',
+        );
+      }
+    } finally {
+      const reason = new ClientClosedError(`application ${appId} is closed`);
+      driverNode.stop(reason);
+      lm.stop();
+      await network.transport.close();
+    }
+  };
   return {
     appId,
     release,
@@ -121,25 +161,19 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     secret,
     state: () => lm.state,
     async unregisterShuffle(shuffleId) {
-      if (closed) throw new ClientClosedError(`application ${appId} is closed`);
+      if (closing !== undefined) throw new ClientClosedError(`application ${appId} is closed`);
       await driverNode.ask({ type: 'UnregisterShuffle', appId, shuffleId });
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      try {
-        await driverNode.ask({ type: 'UnregisterApplication', appId });
-        // The lifecycle manager forwards the unregister to the master: let that request finish (or time out).
-        await lm.until(
-          (state) => (state.requests.open.size === 0 ? true : undefined),
-          conf.getDurationMs('svc.rpc.askTimeout'),
-        );
-      } finally {
-        lm.stop();
-        await network.transport.close();
-      }
+    close() {
+      if (closing !== undefined) return closing.catch(() => undefined);
+      closing = close();
+      return closing;
     },
   };
+}
+
+function lastFailure(connectFailure: string | undefined): string {
+  return connectFailure === undefined ? '' : ` (the last connection failed: ${connectFailure})`;
 }
 
 function refusedError(
@@ -162,34 +196,4 @@ function refusedError(
         ? 'Check that the master is reachable at the address given and running.'
         : `The last connection failed: ${connectFailure}.`),
   );
-}
-
-/** The driver's own voice toward its lifecycle manager (unregistering shuffles and the application). */
-class DriverNode {
-  private nextRequest = 1;
-  private readonly waiting = new Map<number, (message: Message) => void>();
-
-  constructor(
-    readonly id: string,
-    private readonly lm: string,
-    private readonly network: NodeNetwork,
-  ) {}
-
-  input(input: Input): void {
-    if (input.kind !== 'receive' || input.envelope.inReplyTo === undefined) return;
-    const resolve = this.waiting.get(input.envelope.inReplyTo);
-    this.waiting.delete(input.envelope.inReplyTo);
-    resolve?.(input.envelope.message);
-  }
-
-  async ask(message: Message): Promise<void> {
-    const requestId = this.nextRequest++;
-    const answer = await new Promise<Message>((resolve) => {
-      this.waiting.set(requestId, resolve);
-      this.network.transport.send({ from: this.id, to: this.lm, requestId, message });
-    });
-    if (answer.type === 'StatusResponse' && answer.status !== 'SUCCESS') {
-      throw new SvcClientError(`${message.type} failed (${answer.status}): ${answer.message}`);
-    }
-  }
 }

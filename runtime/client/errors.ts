@@ -53,3 +53,17 @@ export class ReduceTaskFailedError extends SvcClientError {
 export class ClientClosedError extends SvcClientError {
   override readonly name = 'ClientClosedError';
 }
+
+/**
+ * A request of the client got no answer within its deadline (svc.rpc.askTimeout), or could not be sent at all. The
+ * message names the request, the peer and the deadline; `request` is the request's message type.
+ */
+export class RequestFailedError extends SvcClientError {
+  override readonly name = 'RequestFailedError';
+  constructor(
+    readonly request: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

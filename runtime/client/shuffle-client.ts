@@ -87,6 +87,11 @@ export interface Shuffle {
 export interface ShuffleClient {
   readonly release: Release;
   shuffle(shuffleId: number, shape: ShuffleShape): Shuffle;
+  /**
+   * Stops the executor's running tasks (a writer's pending `close()` and a pending read reject with
+   * ClientClosedError; tasks started later throw it) and closes its connections. A second call gets the first's
+   * promise.
+   */
   close(): Promise<void>;
 }
 
@@ -120,6 +125,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     refusal,
     authRefusal,
   };
+  let closing: Promise<void> | undefined;
   return {
     release,
     shuffle(shuffleId, shape) {
@@ -135,11 +141,31 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
       }
       return new ShuffleHandle(context, shuffleId, shape);
     },
-    async close() {
-      context.closed = true;
-      await network.transport.close();
+    close() {
+      closing ??= closeExecutor(context, executorId);
+      return closing;
     },
   };
+}
+
+/**
+ * Closes an executor once (a second close gets the first one's promise): every running task is stopped through the
+ * host, its pending `close()` or read rejecting with ClientClosedError, and the connections are closed.
+ */
+async function closeExecutor(context: ExecutorContext, executorId: string): Promise<void> {
+  context.closed = true;
+  const stopped = context.network.host.close(
+    new ClientClosedError(
+      `executor ${executorId} was closed while this task ran; its map attempt or read did not finish`,
+    ),
+  );
+  if (stopped > 0) {
+    context.logger.info(
+      { event: 'executor.closed', executor: executorId, stoppedTasks: stopped },
+      `executor ${executorId} closed with ${stopped} running task(s)`,
+    );
+  }
+  await context.network.transport.close();
 }
 
 interface ExecutorContext {
@@ -149,6 +175,10 @@ interface ExecutorContext {
   readonly network: NodeNetwork;
   readonly logger: Logger;
   readonly fileGroups: FileGroupCache;
+  /**
+   * Set when the executor closes. Every task runs as a node on `network.host` (with `stop`): closing stops them
+   * there, so that their waits reject with ClientClosedError, and the host refuses tasks started later.
+   */
   closed: boolean;
   refusal(): string | undefined;
   /** Why a server refused this executor's proof (or requires authentication it has off), once one has. */
@@ -209,6 +239,7 @@ class ShuffleHandle implements Shuffle {
     const shuffleId = this.shuffleId;
     context.network.host.add({
       id,
+      stop: (reason) => driver.stop(reason),
       input(input: Input) {
         if (input.kind === 'receive' && input.envelope.message.type === 'GetReducerFileGroupResponse') {
           context.fileGroups.remember(context.appId, shuffleId, input.envelope.message);

@@ -43,3 +43,26 @@ describe('NodeDriver admin commands', () => {
     await assert.rejects(node.admin({ type: 'excludeWorkers', add: [], remove: [] }), NodeStoppedError);
   });
 });
+
+describe('NodeDriver waits when the node stops', () => {
+  it('resolves a wait with undefined when the node stops without a reason', async () => {
+    const node = driver();
+    const waiting = node.until(() => undefined);
+    node.stop();
+    assert.equal(await waiting, undefined);
+  });
+
+  it('rejects a wait, and every later one, with the reason the node was stopped with', async () => {
+    const node = driver();
+    const waiting = node.until(() => undefined);
+    const reason = new Error('the client was closed');
+    node.stop(reason);
+    node.stop(); // a later stop without a reason (a task's own cleanup) keeps the first reason
+    await assert.rejects(waiting, (error) => error === reason);
+    await assert.rejects(
+      node.until(() => undefined),
+      (error) => error === reason,
+    );
+    assert.equal(await node.until(() => 'ready'), 'ready', 'a check that holds still answers');
+  });
+});

@@ -65,12 +65,13 @@ export class NodeDriver<S> {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly pendingAdmin = new Map<
     number,
-    { resolve: (answer: AdminAnswer) => void; reject: (error: NodeStoppedError) => void }
+    { resolve: (answer: AdminAnswer) => void; reject: (error: Error) => void }
   >();
   private nextCommandId = 1;
   private draining = false;
   private persisting = false;
   private stopped = false;
+  private stopReason: Error | undefined;
   private readonly watchers = new Set<() => void>();
   private readonly clock: () => number;
   private readonly rng: Rng;
@@ -130,19 +131,24 @@ export class NodeDriver<S> {
 
   /**
    * Resolves with the first result `check` gives (not undefined) after a step, or at once if it already does;
-   * resolves undefined after `timeoutMs` or when the node stops.
+   * resolves undefined after `timeoutMs` or when the node stops, or rejects with the reason it was stopped with
+   * (`stop(reason)`: a closed client's waits fail with the client's error instead of looking like a task failure).
    */
   until<T>(check: (state: S) => T | undefined, timeoutMs?: number): Promise<T | undefined> {
     const now = check(this.current);
-    if (now !== undefined || this.stopped) return Promise.resolve(now);
-    return new Promise((resolve) => {
+    if (now !== undefined) return Promise.resolve(now);
+    if (this.stopped) {
+      return this.stopReason === undefined ? Promise.resolve(undefined) : Promise.reject(this.stopReason);
+    }
+    return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       const unwatch = this.watch(() => {
         const result = this.stopped ? undefined : check(this.current);
         if (result === undefined && !this.stopped) return;
         unwatch();
         if (timer !== undefined) clearTimeout(timer);
-        resolve(result);
+        if (result === undefined && this.stopReason !== undefined) reject(this.stopReason);
+        else resolve(result);
       });
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
@@ -153,11 +159,16 @@ export class NodeDriver<S> {
     });
   }
 
-  /** Stops processing: timers are cancelled and later inputs ignored (the process is going away). */
-  stop(): void {
+  /**
+   * Stops processing: timers are cancelled and later inputs ignored (the process is going away). With a `reason`,
+   * every wait on this node (`until`, `admin`) rejects with it; the first reason given is kept.
+   */
+  stop(reason?: Error): void {
+    if (reason !== undefined && !this.stopped) this.stopReason = reason;
+    if (this.stopped) return;
     this.stopped = true;
     for (const pending of this.pendingAdmin.values()) {
-      pending.reject(new NodeStoppedError(`${this.id} stopped before answering`));
+      pending.reject(this.stopReason ?? new NodeStoppedError(`${this.id} stopped before answering`));
     }
     this.pendingAdmin.clear();
     for (const watcher of [...this.watchers]) watcher();

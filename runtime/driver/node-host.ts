@@ -1,10 +1,15 @@
 import type { Envelope, Input, NodeId } from '../../core/machines/effects.ts';
 import type { WireEnvelope } from '../wire/index.ts';
 
-/** What the host needs of a node: somewhere to put its inputs. */
+/** What the host needs of a node: somewhere to put its inputs, and a way to stop it when the process closes. */
 export interface HostedNode {
   readonly id: NodeId;
   input(input: Input): void;
+  /**
+   * Stops the node, its waits rejecting with `reason` (NodeDriver.stop). A client's task node must have it: closing
+   * the client stops its running tasks through the host.
+   */
+  stop?(reason: Error): void;
 }
 
 /**
@@ -13,10 +18,28 @@ export interface HostedNode {
  */
 export class NodeHost {
   private readonly nodes = new Map<NodeId, HostedNode>();
+  private closedBy: Error | undefined;
 
+  /** Runs a node here; throws the host's close reason once it is closed (a task started after its client closed). */
   add(node: HostedNode): void {
+    if (this.closedBy !== undefined) throw this.closedBy;
     if (this.nodes.has(node.id)) throw new Error(`node ${node.id} already runs in this process`);
     this.nodes.set(node.id, node);
+  }
+
+  /**
+   * Stops every node that can be stopped, with `reason` (their waits reject with it), and refuses new nodes with
+   * it. Returns how many nodes were stopped. A second close keeps the first reason.
+   */
+  close(reason: Error): number {
+    this.closedBy ??= reason;
+    let stopped = 0;
+    for (const node of [...this.nodes.values()]) {
+      if (node.stop === undefined) continue;
+      node.stop(this.closedBy);
+      stopped += 1;
+    }
+    return stopped;
   }
 
   remove(id: NodeId): void {

@@ -1,0 +1,200 @@
+// A client that never hangs, on real sockets: a request to a peer that accepts and never answers rejects at its
+// deadline, a send that fails rejects at once, an application whose master stopped answering (SIGSTOP) closes within
+// svc.rpc.askTimeout with an error saying so, and closing an executor rejects the waits of its running tasks.
+import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
+import { LocalCluster } from '../cluster/local-cluster.ts';
+import { createLogger } from '../log.ts';
+import { startApplication } from './application.ts';
+import { clientConfig, clientRelease } from './client-config.ts';
+import { clientNetwork } from './client-network.ts';
+import { DriverNode } from './driver-node.ts';
+import { ClientClosedError, RequestFailedError } from './errors.ts';
+import { connectExecutor } from './shuffle-client.ts';
+
+/** A TCP server that accepts connections and never answers; `connected` resolves once a peer has sent bytes. */
+class SilentServer {
+  private readonly sockets = new Set<Socket>();
+  private heard: () => void = () => undefined;
+  /** Resolves once a peer has written something (its handshake): its request is then waiting here. */
+  readonly spoken = new Promise<void>((resolve) => (this.heard = resolve));
+  readonly server: Server = createServer((socket) => {
+    this.sockets.add(socket);
+    socket.on('data', () => this.heard());
+    socket.on('error', () => undefined);
+    socket.on('close', () => this.sockets.delete(socket));
+  });
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    if (address === null || typeof address === 'string') throw new Error('no TCP address');
+    return address.port;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+async function closedPort(): Promise<number> {
+  const silent = new SilentServer();
+  const port = await silent.listen();
+  await silent.close();
+  return port;
+}
+
+/** A driver node of application `app-x` whose lifecycle manager is at `port`, on a real client network. */
+function driverTowards(port: number, deadline: string): { node: DriverNode; close: () => Promise<void> } {
+  const release = clientRelease({});
+  const conf = clientConfig(release, {
+    conf: { 'svc.rpc.askTimeout': deadline, 'svc.network.connect.timeout': '10min' },
+  });
+  const logger = createLogger('silent', {});
+  const { network, connectFailure } = clientNetwork('driver-x', release, conf, logger, { appId: 'app-x' });
+  const lifecycleManager = lifecycleManagerNodeId('app-x');
+  network.addresses.set(lifecycleManager, { host: '127.0.0.1', port });
+  const node = new DriverNode('driver-x', lifecycleManager, {
+    send: (envelope) => network.transport.send(envelope),
+    deadlineMs: conf.getDurationMs('svc.rpc.askTimeout'),
+    connectFailure,
+  });
+  network.host.add(node);
+  return { node, close: () => network.transport.close() };
+}
+
+describe('the driver’s requests to its lifecycle manager', () => {
+  it('reject at the deadline, naming the request, when the peer accepts and never answers', async () => {
+    const silent = new SilentServer();
+    const driver = driverTowards(await silent.listen(), '1s');
+    try {
+      await assert.rejects(
+        driver.node.ask({ type: 'UnregisterShuffle', appId: 'app-x', shuffleId: 3 }),
+        (error: unknown) => {
+          assert.ok(error instanceof RequestFailedError, String(error));
+          assert.equal(error.request, 'UnregisterShuffle');
+          assert.match(
+            error.message,
+            /UnregisterShuffle got no answer from .* within 1000 ms \(svc\.rpc\.askTimeout\)/,
+          );
+          return true;
+        },
+      );
+    } finally {
+      await driver.close();
+      await silent.close();
+    }
+  });
+
+  it('reject as soon as the send fails, long before the deadline', async () => {
+    const driver = driverTowards(await closedPort(), '10min');
+    try {
+      await assert.rejects(
+        driver.node.ask({ type: 'UnregisterApplication', appId: 'app-x' }),
+        (error: unknown) => {
+          assert.ok(error instanceof RequestFailedError, String(error));
+          assert.match(error.message, /UnregisterApplication could not be sent to .*ECONNREFUSED/);
+          return true;
+        },
+      );
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it('reject with the stop reason when the node stops, and later requests too', async () => {
+    const silent = new SilentServer();
+    const driver = driverTowards(await silent.listen(), '10min');
+    try {
+      const asked = driver.node.ask({ type: 'UnregisterShuffle', appId: 'app-x', shuffleId: 1 });
+      await silent.spoken;
+      const reason = new ClientClosedError('closed');
+      driver.node.stop(reason);
+      await assert.rejects(asked, (error) => error === reason);
+      await assert.rejects(
+        driver.node.ask({ type: 'UnregisterShuffle', appId: 'app-x', shuffleId: 2 }),
+        (error) => error === reason,
+      );
+    } finally {
+      await driver.close();
+      await silent.close();
+    }
+  });
+});
+
+describe('an application whose master stopped answering', () => {
+  let cluster: LocalCluster;
+  before(async () => {
+    cluster = await LocalCluster.start({ workers: 0 });
+  });
+  after(async () => {
+    cluster?.master.kill('SIGCONT');
+    await cluster?.stop();
+  });
+
+  it('closes within svc.rpc.askTimeout, rejecting with an error that says the master did not confirm', async () => {
+    const app = await startApplication({
+      master: cluster.masterUrl,
+      logLevel: 'silent',
+      conf: { 'svc.rpc.askTimeout': '2s' },
+    });
+    cluster.master.kill('SIGSTOP');
+    try {
+      // The lifecycle manager answers an unregistered shuffle itself and tells the master later.
+      await app.unregisterShuffle(0);
+      await assert.rejects(app.close(), (error: unknown) => {
+        assert.ok(error instanceof RequestFailedError, String(error));
+        assert.equal(error.request, 'UnregisterApplication');
+        assert.match(
+          error.message,
+          /is closed here, but the master did not confirm its unregister within 2000 ms/,
+        );
+        return true;
+      });
+      await app.close(); // a second close resolves
+      await assert.rejects(app.unregisterShuffle(1), ClientClosedError);
+    } finally {
+      cluster.master.kill('SIGCONT');
+    }
+  });
+});
+
+describe('closing an executor', () => {
+  it('rejects a running map attempt’s close() and a running read with ClientClosedError', async () => {
+    const silent = new SilentServer();
+    const port = await silent.listen();
+    // Deadlines far away: only the executor's close can end these waits.
+    const executor = connectExecutor({
+      lifecycleManager: `127.0.0.1:${port}`,
+      appId: 'app-x',
+      logLevel: 'silent',
+      conf: { 'svc.rpc.askTimeout': '10min', 'svc.network.connect.timeout': '10min' },
+    });
+    try {
+      const shuffle = executor.shuffle(0, { maps: 1, partitions: 2 });
+      const writer = shuffle.writer(0);
+      writer.write(1, new Uint8Array([1, 2, 3]));
+      const writing = writer.close();
+      const reading = shuffle.records(0);
+      await silent.spoken; // the tasks' first requests are on their way to a lifecycle manager that never answers
+      const closed = executor.close();
+      const second = executor.close();
+      await assert.rejects(writing, (error: unknown) => {
+        assert.ok(error instanceof ClientClosedError, String(error));
+        assert.match(error.message, /was closed while this task ran/);
+        return true;
+      });
+      await assert.rejects(reading, ClientClosedError);
+      await closed;
+      await second;
+      await assert.rejects(shuffle.records(1), ClientClosedError);
+      await assert.rejects(shuffle.writer(0).close(), ClientClosedError);
+    } finally {
+      await executor.close();
+      await silent.close();
+    }
+  });
+});
