@@ -86,13 +86,34 @@ export async function writeMaps(
   return results;
 }
 
-/** Reads every partition and checks it holds exactly the winning attempts' records, each once. */
+/**
+ * Checks that `winners` names exactly one winning attempt for each map of `job` and nothing else: a map whose every
+ * attempt lost (or failed) would otherwise make its records expected nowhere, and its partitions read as correct.
+ */
+export function assertOneWinnerPerMap(job: SmallJob, winners: ReadonlyMap<number, number>): void {
+  for (let mapId = 0; mapId < job.maps; mapId += 1) {
+    assert.ok(
+      winners.has(mapId),
+      `map ${mapId} has no winning attempt (every attempt lost or failed); winners: ${JSON.stringify([...winners])}`,
+    );
+  }
+  const strangers = [...winners.keys()].filter(
+    (mapId) => !(Number.isInteger(mapId) && mapId >= 0 && mapId < job.maps),
+  );
+  assert.deepEqual(strangers, [], `winners of maps outside 0..${job.maps - 1}`);
+}
+
+/**
+ * Reads every partition and checks it holds exactly the winning attempts' records, each once; every map must have
+ * exactly one winning attempt (assertOneWinnerPerMap).
+ */
 export async function readAndVerify(
   client: ShuffleClient,
   shuffleId: number,
   job: SmallJob,
   winners: ReadonlyMap<number, number>,
 ): Promise<void> {
+  assertOneWinnerPerMap(job, winners);
   const shuffle = client.shuffle(shuffleId, { maps: job.maps, partitions: job.partitions });
   for (let p = 0; p < job.partitions; p += 1) {
     const got = (await shuffle.read(p)).map((r) => decoder.decode(r)).sort();
