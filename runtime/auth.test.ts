@@ -16,6 +16,7 @@ import { connectExecutor } from './client/shuffle-client.ts';
 import { clientAuthConf, LocalCluster } from './cluster/local-cluster.ts';
 import { ServerProcess } from './cluster/server-process.ts';
 import { AuthProbe, type ProbeIdentity, type ProbeOutcome } from './testing/auth-probe.ts';
+import { within } from './testing/deadline.ts';
 import { generateTestCertificates, opensslMissing } from './testing/tls-certs.ts';
 import {
   clientSide,
@@ -440,7 +441,9 @@ describe('application authentication on real processes', () => {
       ],
       logFile: path.join(cluster.dir, 'logs', 'master-without-secret.log'),
     });
-    const code = await master.exited();
+    const code = await within(master.exited(), 'the master without a secret to exit').finally(() =>
+      master.stop(),
+    );
     assert.notEqual(code, 0);
     assert.match(
       master.stderr.join('\n'),

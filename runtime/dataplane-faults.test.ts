@@ -5,6 +5,7 @@ import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import { LocalCluster } from './cluster/local-cluster.ts';
+import { STARTUP_WAIT_MS } from './cluster/server-process.ts';
 import {
   clientSide,
   readAndVerify,
@@ -54,7 +55,8 @@ describe('faults during a job on real processes', () => {
       const disk = path.join(cluster.dir, 'worker-0', 'disk-1');
       assert.ok(existsSync(disk));
       rmSync(disk, { recursive: true, force: true });
-      await cluster.workers[0]!.waitForEvent('worker.disk.failed');
+      // The worker finds the disk gone at its next health check, which may be a while away.
+      await cluster.workers[0]!.waitForEvent('worker.disk.failed', STARTUP_WAIT_MS);
       for (let mapId = 1; mapId < JOB.maps; mapId += 1)
         results.set(...(await writeMap(client.executor, mapId)));
       await readAndVerify(client.executor, 0, JOB, winnersOf(results));
@@ -86,7 +88,7 @@ describe('faults during a job on real processes', () => {
           if (forgetState) {
             await cluster.waitForRegistrations(before);
           } else {
-            await cluster.master.waitForEvent('master.restored');
+            await cluster.master.waitForEvent('master.restored', STARTUP_WAIT_MS);
           }
           for (let mapId = 1; mapId < JOB.maps; mapId += 1)
             results.set(...(await writeMap(client.executor, mapId)));

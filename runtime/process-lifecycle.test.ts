@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { connectExecutor } from './client/shuffle-client.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
+import { STARTUP_WAIT_MS } from './cluster/server-process.ts';
 import {
   clientSide,
   readAndVerify,
@@ -40,9 +41,9 @@ describe('stopping a worker on real processes', () => {
       assert.ok(worker.seen((line) => line.event === 'process.stopping').length === 1);
 
       const restarted = await cluster.startWorker(0, { samePorts: true });
-      const listening = await restarted.waitForEvent('listening');
+      const listening = await restarted.waitForEvent('listening', STARTUP_WAIT_MS);
       assert.ok(Number(listening.recoveredKeys) > 0, 'the recovery store kept the committed files');
-      await restarted.waitForEvent('worker.registered');
+      await restarted.waitForEvent('worker.registered', STARTUP_WAIT_MS);
       // A new executor has no cached file groups: it asks the lifecycle manager and fetches from both workers.
       const reader = connectExecutor({
         lifecycleManager: client.app.lifecycleManager,

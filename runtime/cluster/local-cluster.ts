@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ServerProcess, type LogLine } from './server-process.ts';
+import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
 
 /** Where a cluster keeps partition files: local disks, the memory tier, or a shared DFS directory. */
 export type Tier = 'disk' | 'memory' | 'dfs';
@@ -185,7 +185,7 @@ export class LocalCluster {
       args: ['master', ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
       logFile: path.join(this.dir, 'logs', `master-${this.masterStarts}.log`),
     });
-    const line = await this.master.waitForEvent('listening');
+    const line = await this.master.waitForEvent('listening', STARTUP_WAIT_MS);
     this.masterPort = (line.rpc as { port: number }).port;
     this.masterHttpPort = (line.http as { port: number }).port;
   }
@@ -217,7 +217,7 @@ export class LocalCluster {
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
     });
     this.workers[index] = worker;
-    const line = await worker.waitForEvent('listening');
+    const line = await worker.waitForEvent('listening', STARTUP_WAIT_MS);
     this.workerIds[index] = String(line.node);
     this.workerHttpPorts[index] = (line.http as { port: number }).port;
     return worker;
@@ -237,6 +237,7 @@ export class LocalCluster {
             (line: LogLine) => line.event === 'worker.registered',
             'its registration',
             after.get(worker) ?? 0,
+            STARTUP_WAIT_MS,
           ),
         ),
     );

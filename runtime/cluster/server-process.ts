@@ -5,6 +5,16 @@ import { fileURLToPath } from 'node:url';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
 
+/**
+ * How long a wait for a log line lasts unless the caller says otherwise: the lines tests wait for follow their
+ * cause within moments, so that a check that no longer holds fails here, naming the line, instead of hanging to the
+ * test runner's global timeout.
+ */
+export const DEFAULT_WAIT_MS = 30_000;
+
+/** For the lines of a process starting (listening, registered, restored): a cold start under load takes longer. */
+export const STARTUP_WAIT_MS = 120_000;
+
 /** One JSON log line of a server (pino): `event` names what happened. */
 export interface LogLine {
   readonly event?: string;
@@ -75,41 +85,72 @@ export class ServerProcess {
   }
 
   /**
-   * Resolves with the first line (already seen or to come) that matches. If the process exits first, rejects with
-   * its last lines, so that a failing test says why.
+   * Resolves with the first line (already seen or to come) after line `after` that matches. Rejects, naming `what`
+   * and this process and quoting its last lines, if the process exits first or no such line comes within
+   * `timeoutMs` (DEFAULT_WAIT_MS).
    */
-  async waitFor(match: (line: LogLine) => boolean, what: string, after = 0): Promise<LogLine> {
+  async waitFor(
+    match: (line: LogLine) => boolean,
+    what: string,
+    after = 0,
+    timeoutMs = DEFAULT_WAIT_MS,
+  ): Promise<LogLine> {
     const found = this.lines.slice(after).find(match);
     if (found !== undefined) return found;
-    const line = await new Promise<LogLine>((resolve) => {
-      if (!this.running) resolve({ event: 'process.exited', code: this.exitCode });
-      else this.waiters.add({ match, resolve });
+    const line = await new Promise<LogLine | undefined>((resolve) => {
+      if (!this.running) {
+        resolve({ event: 'process.exited', code: this.exitCode });
+        return;
+      }
+      const waiter = {
+        match,
+        resolve: (line: LogLine) => {
+          clearTimeout(timer);
+          resolve(line);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        resolve(undefined);
+      }, timeoutMs);
+      this.waiters.add(waiter);
     });
+    if (line === undefined) {
+      throw new Error(
+        `${this.options.name} (pid ${String(this.pid)}) did not log ${what} within ${timeoutMs} ms; ` +
+          `last output:\n${this.lastOutput()}`,
+      );
+    }
     if (line.event === 'process.exited' && !match(line)) {
       throw new Error(
-        `${this.options.name} exited (code ${String(line.code)}) before ${what}; last output:\n` +
-          [...this.lines.slice(-8).map((l) => JSON.stringify(l)), ...this.stderr.slice(-8)].join('\n'),
+        `${this.options.name} exited (code ${String(line.code)}) before ${what}; last output:\n${this.lastOutput()}`,
       );
     }
     return line;
   }
 
-  /** Resolves with the matching lines after line `after` once there are at least `count` of them. */
+  /** Resolves with the matching lines after line `after` once there are at least `count` of them (see waitFor). */
   async waitForCount(
     match: (line: LogLine) => boolean,
     count: number,
     what: string,
     after = 0,
+    timeoutMs = DEFAULT_WAIT_MS,
   ): Promise<LogLine[]> {
     let found = this.lines.slice(after).filter(match).length;
     if (found < count) {
-      await this.waitFor((line) => match(line) && ++found >= count, what, this.lines.length);
+      await this.waitFor((line) => match(line) && ++found >= count, what, this.lines.length, timeoutMs);
     }
     return this.lines.slice(after).filter(match);
   }
 
-  waitForEvent(event: string): Promise<LogLine> {
-    return this.waitFor((line) => line.event === event, `'${event}'`);
+  /** Resolves with the first line of `event` (see waitFor). */
+  waitForEvent(event: string, timeoutMs = DEFAULT_WAIT_MS): Promise<LogLine> {
+    return this.waitFor((line) => line.event === event, `'${event}'`, 0, timeoutMs);
+  }
+
+  private lastOutput(): string {
+    return [...this.lines.slice(-8).map((l) => JSON.stringify(l)), ...this.stderr.slice(-8)].join('\n');
   }
 
   get lineCount(): number {

@@ -9,6 +9,7 @@ import type { Envelope, Principal } from '../../core/machines/effects.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import { pino } from 'pino';
 import { AuthProbe } from '../testing/auth-probe.ts';
+import { within } from '../testing/deadline.ts';
 import type { Hello, PeerRole } from '../wire/index.ts';
 import { AddressBook } from './addresses.ts';
 import { authMac, authTranscript, proofMatches, type ExpectedSecret } from './authentication.ts';
@@ -49,10 +50,18 @@ class Acceptor {
     resolve: () => void;
   }>();
 
-  /** Resolves once the acceptor logged a line that matches (already or later). */
-  loggedLine(match: (line: Record<string, unknown>) => boolean): Promise<void> {
+  /**
+   * Resolves once the acceptor logged a line that matches (already or later); rejects, naming `what`, when none
+   * came within the test's wait deadline.
+   */
+  loggedLine(what: string, match: (line: Record<string, unknown>) => boolean): Promise<void> {
     if (this.logged.some(match)) return Promise.resolve();
-    return new Promise((resolve) => this.logWaiters.add({ match, resolve }));
+    const waiter: { match: typeof match; resolve: () => void } = { match, resolve: () => undefined };
+    const logged = new Promise<void>((resolve) => {
+      waiter.resolve = resolve;
+      this.logWaiters.add(waiter);
+    });
+    return within(logged, `the acceptor to log ${what}`).finally(() => this.logWaiters.delete(waiter));
   }
 
   private onLog(text: string): void {
@@ -236,6 +245,7 @@ describe('the authenticated handshake on loopback', () => {
       assert.deepEqual(acceptor.delivered.at(-1)?.principal, { kind: 'application', appId: 'app-late' });
       const before = acceptor.delivered.length;
       const closed = acceptor.loggedLine(
+        'the close of the connection whose kept proof was wrong',
         (line) =>
           line.event === 'transport.connectionClosed' &&
           /did not prove application app-late’s secret.*checked once/.test(String(line.reason)),
@@ -258,6 +268,7 @@ describe('the authenticated handshake on loopback', () => {
     try {
       assert.equal((await owner.ask(acceptor.port, NODE, 'map-app-a-0-0-0', request)).kind, 'reply');
       const closed = acceptor.loggedLine(
+        'the close of the connection speaking as a node another identity proved',
         (line) =>
           line.event === 'transport.connectionClosed' &&
           /it speaks as map-app-a-0-0-0, which a connection that proved application app-a speaks as/.test(
@@ -282,6 +293,7 @@ describe('the authenticated handshake on loopback', () => {
       try {
         const before = acceptor.delivered.length;
         const closed = acceptor.loggedLine(
+          `the close of the connection speaking as ${name}`,
           (line) =>
             line.event === 'transport.connectionClosed' &&
             String(line.reason).includes(`it acts for application ${APP} and speaks as ${name}, a node of`),
