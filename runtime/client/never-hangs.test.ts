@@ -6,6 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
 import { LocalCluster } from '../cluster/local-cluster.ts';
+import { within } from '../testing/deadline.ts';
 import { createLogger } from '../log.ts';
 import { startApplication } from './application.ts';
 import { clientConfig, clientRelease } from './client-config.ts';
@@ -145,7 +146,7 @@ describe('an application whose master stopped answering', () => {
     try {
       // The lifecycle manager answers an unregistered shuffle itself and tells the master later.
       await app.unregisterShuffle(0);
-      await assert.rejects(app.close(), (error: unknown) => {
+      await assert.rejects(within(app.close(), 'the application to close'), (error: unknown) => {
         assert.ok(error instanceof RequestFailedError, String(error));
         assert.equal(error.request, 'UnregisterApplication');
         assert.match(
@@ -182,12 +183,13 @@ describe('closing an executor', () => {
       await silent.spoken; // the tasks' first requests are on their way to a lifecycle manager that never answers
       const closed = executor.close();
       const second = executor.close();
-      await assert.rejects(writing, (error: unknown) => {
+      // A task node the host cannot stop would leave these waits hanging: each has a deadline of its own.
+      await assert.rejects(within(writing, 'the running map attempt to end'), (error: unknown) => {
         assert.ok(error instanceof ClientClosedError, String(error));
         assert.match(error.message, /was closed while this task ran/);
         return true;
       });
-      await assert.rejects(reading, ClientClosedError);
+      await assert.rejects(within(reading, 'the running read to end'), ClientClosedError);
       await closed;
       await second;
       await assert.rejects(shuffle.records(1), ClientClosedError);
