@@ -9,6 +9,8 @@ import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { within } from '../testing/deadline.ts';
+import { STARTUP_WAIT_MS } from './server-process.ts';
 
 const HOLDER = fileURLToPath(new URL('../testing/hold-cluster.ts', import.meta.url));
 
@@ -33,7 +35,7 @@ describe('local cluster servers', () => {
     const holder = spawn(process.execPath, ['--import', 'tsx', HOLDER, dir], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    const pids = await new Promise<number[]>((resolve, reject) => {
+    const held = new Promise<number[]>((resolve, reject) => {
       createInterface({ input: holder.stdout }).on('line', (line) => {
         if (line.includes('"held"')) resolve((JSON.parse(line) as { pids: number[] }).pids);
       });
@@ -41,6 +43,13 @@ describe('local cluster servers', () => {
         reject(new Error(`the holder exited (${String(code)}) before its cluster was up`)),
       );
     });
+    held.catch(() => undefined); // seen by within() below; never unhandled once its deadline has passed
+    const pids = await within(held, 'the holder’s cluster to be up', STARTUP_WAIT_MS).catch(
+      (error: unknown) => {
+        holder.kill('SIGKILL');
+        throw error;
+      },
+    );
     started.push(...pids, holder.pid!);
     assert.equal(pids.length, 2);
     assert.ok(pids.every(alive));
