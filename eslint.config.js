@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import { boundaryConfigs } from './tools/eslint/boundaries.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '**/fixtures/**', 'coverage/**', 'runtime/wire/proto/gen/**'] },
+  { ignores: ['node_modules/**', '**/fixtures/**', 'coverage/**', 'runtime/wire/proto/gen/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

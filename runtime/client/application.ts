@@ -10,7 +10,8 @@ import type { StatusCode } from '../../core/domain/status.ts';
 import { driverNodeId, lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import { createLogger } from '../log.ts';
+import type { NodeNetwork } from '../process/node-network.ts';
+import { clientLogger } from './client-log.ts';
 import { clientNetwork } from './client-network.ts';
 import { DriverNode } from './driver-node.ts';
 import { addressText } from '../transport/addresses.ts';
@@ -29,6 +30,7 @@ import {
   RequestFailedError,
   SvcClientError,
 } from './errors.ts';
+import { checkShuffleId, checkStageAttempt, clusterShuffleId, type ShuffleStage } from './stage-attempts.ts';
 
 export interface ApplicationOptions extends ClientOptions {
   /** `svc://host:port` of the master (or `host:port`). */
@@ -54,10 +56,20 @@ export interface Application {
    */
   readonly secret: string | undefined;
   /**
-   * Tells the cluster a shuffle's data is no longer needed: workers delete its files. Rejects with
-   * RequestFailedError when the lifecycle manager cannot be reached or does not answer within svc.rpc.askTimeout.
+   * Tells the cluster a shuffle's data is no longer needed (its current stage attempt's): workers delete its files.
+   * Rejects with RequestFailedError when the lifecycle manager cannot be reached or does not answer within
+   * svc.rpc.askTimeout.
    */
   unregisterShuffle(shuffleId: number): Promise<void>;
+  /**
+   * Reruns the map stage of a shuffle whose data is lost (a read failed with ReduceTaskFailedError `fetch-failure`):
+   * the current stage attempt is released, and the next one starts empty. Hand the returned `stageAttempt` to the
+   * executors, which run every map again through `client.shuffle(shuffleId, shape, { stageAttempt })` and read from
+   * that handle. Tasks still running under the old attempt fail (their data no longer counts).
+   */
+  rerunMapStage(shuffleId: number): Promise<ShuffleStage>;
+  /** The stage attempt a shuffle's executors write and read now: 0 until `rerunMapStage`. */
+  stageAttempt(shuffleId: number): number;
   /**
    * Unregisters the application (every shuffle's files are released) and stops listening. Settles within
    * svc.rpc.askTimeout: when the master does not confirm the unregister in time it rejects with RequestFailedError,
@@ -78,7 +90,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
   const conf = clientConfig(release, options);
   const appId = options.appId ?? `app-${Date.now()}-${randomBytes(3).toString('hex')}`;
   const lmId = lifecycleManagerNodeId(appId);
-  const logger = createLogger(options.logLevel ?? 'warn', { role: 'lifecycle-manager', node: lmId });
+  const logger = clientLogger(options.logger, options.logLevel, { role: 'lifecycle-manager', node: lmId });
   const authEnabled = conf.getBoolean('svc.auth.enabled');
   const secret = authEnabled ? (configuredSecret(conf) ?? randomBytes(32).toString('base64url')) : undefined;
   const { network, refusal, authRefusal, connectFailure } = clientNetwork(lmId, release, conf, logger, {
@@ -154,6 +166,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
       await network.transport.close();
     }
   };
+  const stageAttempts = new Map<number, number>();
   return {
     appId,
     release,
@@ -162,7 +175,34 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     state: () => lm.state,
     async unregisterShuffle(shuffleId) {
       if (closing !== undefined) throw new ClientClosedError(`application ${appId} is closed`);
-      await driverNode.ask({ type: 'UnregisterShuffle', appId, shuffleId });
+      const attempt = stageAttempts.get(shuffleId) ?? 0;
+      await driverNode.ask({
+        type: 'UnregisterShuffle',
+        appId,
+        shuffleId: clusterShuffleId(shuffleId, attempt),
+      });
+    },
+    async rerunMapStage(shuffleId) {
+      if (closing !== undefined) throw new ClientClosedError(`application ${appId} is closed`);
+      const attempt = stageAttempts.get(shuffleId) ?? 0;
+      const next = attempt + 1;
+      checkStageAttempt(next);
+      // The abandoned attempt is released first: a late task of it is refused rather than counted.
+      await driverNode.ask({
+        type: 'UnregisterShuffle',
+        appId,
+        shuffleId: clusterShuffleId(shuffleId, attempt),
+      });
+      stageAttempts.set(shuffleId, next);
+      logger.warn(
+        { event: 'stage.rerun', shuffleId, stageAttempt: next },
+        `rerunning the map stage of shuffle ${shuffleId} as stage attempt ${next}`,
+      );
+      return { shuffleId, stageAttempt: next };
+    },
+    stageAttempt(shuffleId) {
+      checkShuffleId(shuffleId);
+      return stageAttempts.get(shuffleId) ?? 0;
     },
     close() {
       if (closing !== undefined) return closing.catch(() => undefined);

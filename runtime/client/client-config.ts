@@ -1,6 +1,7 @@
 import { parseMasterUrl, resolveConfig, type ResolvedConfig } from '../../conf/index.ts';
 import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
 import type { Address } from '../transport/addresses.ts';
+import type { ClientLogger } from './client-log.ts';
 import { SvcClientError } from './errors.ts';
 
 /** The application's secret (svc.auth.enabled), as a client's configuration carries it. */
@@ -19,8 +20,13 @@ export interface ClientOptions {
   readonly release?: string;
   /** Configuration keys, as an application sets them (the names its release knows; see docs/configuration.md). */
   readonly conf?: Readonly<Record<string, string>>;
-  /** Log level of the client's own lines (pino, stdout); default `warn`. */
+  /**
+   * Level of the library's own log lines; default `warn` (warnings and errors only). They go to `logger`, else to
+   * stderr as JSON lines: never to the application's stdout.
+   */
   readonly logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
+  /** The application's logger (pino, or any object with pino-style `warn` and `error`; see ClientLogger). */
+  readonly logger?: ClientLogger;
   /**
    * The application's secret when authentication is on (svc.auth.enabled; it overrides svc.client.auth.secret).
    * startApplication draws a random one when neither is set; an executor needs the application's

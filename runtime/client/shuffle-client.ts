@@ -17,9 +17,10 @@ import type { Input } from '../../core/machines/effects.ts';
 import { lifecycleManagerNodeId, mapTaskNodeId, reduceTaskNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import { createLogger, type Logger } from '../log.ts';
+import type { Logger } from '../log.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import type { NodeNetwork } from '../process/node-network.ts';
+import { clientLogger } from './client-log.ts';
 import { clientNetwork } from './client-network.ts';
 import { clientConfig, clientRelease, parseHostPort, type ClientOptions } from './client-config.ts';
 import {
@@ -30,6 +31,7 @@ import {
   ReduceTaskFailedError,
   SvcClientError,
 } from './errors.ts';
+import { clusterShuffleId, rerunAdvice } from './stage-attempts.ts';
 
 export interface ExecutorOptions extends ClientOptions {
   /** `host:port` of the application's lifecycle manager (`Application.lifecycleManager`). */
@@ -84,9 +86,19 @@ export interface Shuffle {
   read(partitionId: number): Promise<readonly Uint8Array[]>;
 }
 
+/** Which stage attempt of the shuffle a handle writes and reads (`application.rerunMapStage`). */
+export interface ShuffleOptions {
+  /** Default 0; after `application.rerunMapStage(id)`, the attempt it returned. */
+  readonly stageAttempt?: number;
+}
+
 export interface ShuffleClient {
   readonly release: Release;
-  shuffle(shuffleId: number, shape: ShuffleShape): Shuffle;
+  /**
+   * A handle on stage attempt `stageAttempt` (default 0) of the application's shuffle `shuffleId` (0 to 2^20 - 1).
+   * Every call for one shuffle id must give the same shape: another is refused (SvcClientError).
+   */
+  shuffle(shuffleId: number, shape: ShuffleShape, options?: ShuffleOptions): Shuffle;
   /**
    * Stops the executor's running tasks (a writer's pending `close()` and a pending read reject with
    * ClientClosedError; tasks started later throw it) and closes its connections. A second call gets the first's
@@ -104,7 +116,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   const release = clientRelease(options);
   const conf = clientConfig(release, options);
   const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
-  const logger = createLogger(options.logLevel ?? 'warn', { role: 'executor', node: executorId });
+  const logger = clientLogger(options.logger, options.logLevel, { role: 'executor', node: executorId });
   // The executor acts for the application it was given, proving the application's secret (svc.auth.enabled).
   const { network, refusal, authRefusal } = clientNetwork(executorId, release, conf, logger, {
     appId: options.appId,
@@ -126,9 +138,11 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     authRefusal,
   };
   let closing: Promise<void> | undefined;
+  const shapes = new Map<number, ShuffleShape>();
   return {
     release,
-    shuffle(shuffleId, shape) {
+    shuffle(shuffleId, shape, options = {}) {
+      const clusterId = clusterShuffleId(shuffleId, options.stageAttempt ?? 0);
       if (!(
         Number.isInteger(shape.maps) &&
         shape.maps > 0 &&
@@ -139,7 +153,17 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
           `a shuffle needs a positive whole number of maps and partitions, got ${JSON.stringify(shape)}`,
         );
       }
-      return new ShuffleHandle(context, shuffleId, shape);
+      const declared = shapes.get(shuffleId);
+      if (declared !== undefined && !sameShape(declared, shape)) {
+        throw new SvcClientError(
+          `shuffle ${shuffleId} was declared with ${declared.maps} maps and ${declared.partitions} partitions; it ` +
+            `cannot be declared again with ${shape.maps} and ${shape.partitions}. A shuffle id names one shuffle ` +
+            'for the whole application: use a new id for a shuffle of another shape',
+        );
+      }
+      shapes.set(shuffleId, { maps: shape.maps, partitions: shape.partitions });
+      // The cluster knows each stage attempt as a shuffle of its own (./stage-attempts.ts).
+      return new ShuffleHandle(context, clusterId, shape);
     },
     close() {
       closing ??= closeExecutor(context, executorId);
@@ -166,6 +190,10 @@ async function closeExecutor(context: ExecutorContext, executorId: string): Prom
     );
   }
   await context.network.transport.close();
+}
+
+function sameShape(a: ShuffleShape, b: ShuffleShape): boolean {
+  return a.maps === b.maps && a.partitions === b.partitions;
 }
 
 interface ExecutorContext {
@@ -265,7 +293,7 @@ class ShuffleHandle implements Shuffle {
       throw new ReduceTaskFailedError(
         error?.kind ?? 'failure',
         `reading partition ${partitionId} of shuffle ${shuffleId} failed (${error?.kind ?? 'stopped'}): ` +
-          `${error?.message ?? 'the client was closed'}${advice(error?.kind)}`,
+          `${error?.message ?? 'the client was closed'}${advice(error?.kind, shuffleId)}`,
       );
     } finally {
       driver.stop();
@@ -274,12 +302,15 @@ class ShuffleHandle implements Shuffle {
   }
 }
 
-function advice(kind: string | undefined): string {
+function advice(kind: string | undefined, clusterId: number): string {
   switch (kind) {
     case 'fetch-failure':
-      return '. Rerun the map stage that wrote this shuffle.';
+      return `${rerunAdvice(clusterId)}.`;
     case 'unreadable':
-      return '. The data is lost; with svc.client.spark.stageRerun.enabled the engine would rerun the map stage.';
+      return (
+        '. The data is lost and stage rerun is off (svc.client.spark.stageRerun.enabled=false, the default before ' +
+        `0.6.0): the read cannot succeed. To recover${rerunAdvice(clusterId).slice(1)}.`
+      );
     case 'integrity':
       return '. The data read does not match what the maps wrote: please report this as a bug.';
     case undefined:

@@ -228,6 +228,20 @@ describe('lifecycle manager: registration', () => {
     assert.equal(h.received(h.master, 'RequestSlots').length, 1);
   });
 
+  it('refuses a task that declares a registered shuffle with another shape, and keeps serving the shuffle', () => {
+    const h = new Harness();
+    h.registered(4, 3);
+    h.ask('map-7', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 5, numPartitions: 4 });
+    h.advance(10);
+    const refused = h.last(h.task('map-7'), 'RegisterShuffleResponse');
+    assert.equal(refused.status, 'SHUFFLE_ALREADY_REGISTERED');
+    assert.deepEqual(refused.locations, []);
+    assert.match(refused.message, /registered with 3 maps and 4 partitions; this task declares 5 maps and 4/);
+    h.ask('map-8', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 3, numPartitions: 4 });
+    h.advance(10);
+    assert.equal(h.last(h.task('map-8'), 'RegisterShuffleResponse').status, 'SUCCESS');
+  });
+
   it('gives every waiting task the master refusal, with its message', () => {
     const h = new Harness({ release: '0.2.0' });
     h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 1 });

@@ -62,16 +62,18 @@ export function onRegisterShuffle(d: Draft, message: RegisterShuffle, replyTo: R
   const known = d.shuffles.get(message.shuffleId);
   if (known !== undefined) {
     if (known.numMappers !== message.numMappers || known.numPartitions !== message.numPartitions) {
-      log(
-        d.out,
-        'warn',
-        'RegisterShuffle disagrees with the registered shuffle; keeping the registered numbers',
-        {
-          shuffleId: message.shuffleId,
-          registered: { numMappers: known.numMappers, numPartitions: known.numPartitions },
-          asked: { numMappers: message.numMappers, numPartitions: message.numPartitions },
-        },
+      // Keeping the registered numbers would let this task write maps or partitions the shuffle does not have, or
+      // read a shuffle of another shape as its own: a mistake of the application, refused where it is made.
+      answer(
+        d,
+        replyTo,
+        'SHUFFLE_ALREADY_REGISTERED',
+        [],
+        `shuffle ${message.shuffleId} of ${d.config.appId} is registered with ${known.numMappers} maps and ` +
+          `${known.numPartitions} partitions; this task declares ${message.numMappers} maps and ` +
+          `${message.numPartitions} partitions. A shuffle id names one shuffle: declare it with one shape everywhere`,
       );
+      return;
     }
     if (isPlaced(known)) answer(d, replyTo, 'SUCCESS', latestLocations(known), '');
     else updateShuffle(d, known.shuffleId, { registerWaiters: [...known.registerWaiters, replyTo] });
