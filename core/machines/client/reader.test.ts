@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { BatchFrame } from '../../protocol/batch-frame.ts';
+import { decodeBatchFrame, encodeBatchFrame, type BatchFrame } from '../../protocol/batch-frame.ts';
 import { admitFrames, checkWinnerCounts, newLedger } from './reader.ts';
 import type { PartitionWritten } from '../../protocol/messages.ts';
 import { encodeRecords, recordsIn } from './records.ts';
@@ -150,6 +150,29 @@ describe('reader integrity layer', () => {
     const stranger = assemblePartition(inputOf(maps, [{ ...frame!, partitionId: 8 }]));
     assert.ok(!stranger.ok);
     assert.match(stranger.message, /partition 8 .* was found in a file of shuffle 1 partition 7/);
+  });
+
+  it('tells two decoded copies of a batch apart by their stored CRC when they are of the same epoch', () => {
+    const header = { shuffleId: 1, mapId: 0, attemptId: 0, batchId: 0, partitionId: 7 };
+    const decode = (epoch: number, record: string) => {
+      const decoded = decodeBatchFrame(
+        encodeBatchFrame({ ...header, epoch }, encodeRecords([new TextEncoder().encode(record)])),
+      );
+      assert.ok(decoded.ok);
+      return decoded.value;
+    };
+    const maps = [{ attempts: 1, winner: 0, batches: [1] }];
+    const sameEpoch = assemblePartition(inputOf(maps, [decode(0, 'aaaa'), decode(0, 'aaab')]), 1);
+    assert.ok(!sameEpoch.ok);
+    assert.match(sameEpoch.message, /read twice with different contents/);
+    // The same batch resent under a new epoch: its header (and so its CRC) differs, its contents do not.
+    const identity = { shuffleId: 1, partitionId: 7, mapAttempts: [0], integrity: true };
+    const ledger = newLedger();
+    assert.ok(admitFrames(ledger, identity, [decode(0, 'aaaa')]).ok);
+    const again = admitFrames(ledger, identity, [decode(1, 'aaaa'), decode(0, 'aaaa')]);
+    assert.ok(again.ok);
+    assert.equal(again.batches.length, 0);
+    assert.equal(ledger.duplicatesDropped, 2);
   });
 
   it('without the integrity layer (planted bug), hands out duplicates and losers as they come', () => {
