@@ -58,7 +58,10 @@ export interface ReduceTaskConfig {
   readonly maxChunksAhead: number;
   /** `svc.client.spark.stageRerun.enabled`: whether unreadable data is a FetchFailure the engine answers by rerunning. */
   readonly stageRerunEnabled: boolean;
-  /** 'dedupe-disabled' switches the reader's integrity layer off (simulator proof only). */
+  /**
+   * 'dedupe-disabled' switches the reader's integrity layer off, 'read-ahead-ignored' its read-ahead budget
+   * (simulator proof only).
+   */
   readonly plantedBug?: PlantedBug;
   /**
    * The shuffle's file group as the task's executor already holds it (./file-group-cache.ts): the task reads with it
@@ -422,7 +425,7 @@ function ahead(d: Draft): number {
  * epoch, and once every epoch is read runs the count check. Called after anything that may free budget or end a copy.
  */
 function pump(d: Draft): void {
-  const max = Math.max(1, d.config.maxChunksAhead);
+  const max = d.config.plantedBug === 'read-ahead-ignored' ? Infinity : Math.max(1, d.config.maxChunksAhead);
   for (;;) {
     if (d.phase === 'draining' && d.ready.length === 0) {
       d.phase = 'done';
