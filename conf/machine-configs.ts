@@ -360,6 +360,7 @@ export function reduceTaskConfigFrom(
     fileGroupRetryIntervalMs: REFERENCE_CONSTANTS.fileGroupRetryMs,
     maxFileGroupAttempts: REFERENCE_CONSTANTS.fileGroupAttempts,
     fetchTimeoutMs: askTimeout,
+    maxChunksAhead: conf.getInt('svc.client.fetch.maxReqsInFlight'),
     stageRerunEnabled: stageRerunFrom(conf),
     ...(plantedBug === undefined ? {} : { plantedBug }),
   };

@@ -15,6 +15,8 @@ export const PLANTED_BUGS = [
   'restart-forgets-committed',
   /** Revive chooses among all of a shuffle's workers, excluded and shutting-down ones included. */
   'revive-ignores-excluded',
+  /** A reduce task fetches every chunk at once, whatever its read-ahead budget (svc.client.fetch.maxReqsInFlight). */
+  'read-ahead-ignored',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

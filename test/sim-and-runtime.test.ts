@@ -17,7 +17,6 @@ import { workerKey } from '../core/domain/index.ts';
 import { initialMapTaskState, mapTaskMachine } from '../core/machines/client/map-task.ts';
 import {
   initialReduceTaskState,
-  outputRecords,
   reduceTaskMachine,
   type ReduceTaskState,
 } from '../core/machines/client/reduce-task.ts';
@@ -36,6 +35,7 @@ import {
 import { LocalCluster } from '../runtime/cluster/local-cluster.ts';
 import { clientSide, recordsOf, type SmallJob } from '../runtime/testing/small-job.ts';
 import { World } from '../sim/world/world.ts';
+import { ReduceReading } from '../sim/workload/reduce-reading.ts';
 
 const JOB: SmallJob = { maps: 3, partitions: 5, recordsPerPartition: 30, recordBytes: 100 };
 const APP = 'app-same';
@@ -135,12 +135,19 @@ function underSimulator(): Checksums {
     });
     world.schedule(30_000, 'start reducer', (w) => w.start(id));
   });
+  // The reducers' consumer, as the simulator's engine runs it: takes each chunk handed out, answers `consumed`.
+  const reading = new ReduceReading();
+  world.observe({
+    onStep(node, _effects, w) {
+      if (reducers.includes(node)) reading.afterStep(w, node, w.stateOf(node) as ReduceTaskState, 1);
+    },
+  });
   world.run({ until: 600_000, maxEvents: 2_000_000 });
   return checksums(
     reducers.map((id) => {
       const state = world.stateOf(id) as ReduceTaskState;
       assert.equal(state.phase, 'done', `${id} under the simulator: ${JSON.stringify(state.error)}`);
-      return [...outputRecords(state.output)];
+      return [...reading.recordsOf(id)];
     }),
   );
 }

@@ -6,7 +6,7 @@
  * - svc: an application (lifecycle manager) and an executor of svc's client library in this process; a push runs
  *   the workload's maps `mapSlots` at a time (`shuffle.writer(map).write(p, record)`, `close()`), then waits until
  *   the lifecycle manager holds the shuffle's committed file group (so a disk tier's final flush is inside the
- *   measurement, as the bare disk sink's fdatasync is); a read runs `shuffle.records(p)` over every partition.
+ *   measurement, as the bare disk sink's fdatasync is); a read streams `shuffle.reader(p).chunks()` over every partition.
  *   The round trip of every push request is measured here by wrapping Transport.send and NodeHost.deliver (the
  *   library is unchanged: the wrappers only note times).
  * - bare: the same framed stream (./workload.ts) written to sink sockets, and bare TCP reads of files.
@@ -201,9 +201,11 @@ async function svcRead(message: Extract<ToClient, { type: 'svc-read' }>): Promis
     Array.from({ length: workload.partitions }, (_, p) => p),
     message.slots,
     async (partitionId) => {
-      for (const record of await shuffle.records(partitionId)) {
-        bytes += record.byteLength;
-        records += 1;
+      for await (const chunk of shuffle.reader(partitionId).chunks()) {
+        for (const record of chunk) {
+          bytes += record.byteLength;
+          records += 1;
+        }
       }
     },
   );

@@ -159,6 +159,12 @@ export type Input =
       readonly message: Message;
     }
   /**
+   * From the application, to a reduce task: its consumer is done with every chunk the task handed out up to and
+   * including `chunk` (ReadyChunk.seq), whose places in the read-ahead budget are free again. Only reduce tasks
+   * take it; every other machine ignores it.
+   */
+  | { readonly kind: 'consumed'; readonly chunk: number }
+  /**
    * An operator command from the management interface (HTTP or CLI). The machine answers it with one `adminReply`
    * effect carrying the same `commandId`, which the driver chooses to match the answer to its caller.
    */

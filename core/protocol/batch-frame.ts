@@ -37,6 +37,11 @@ export interface BatchHeader {
 export interface BatchFrame extends BatchHeader {
   /** A view into the decoded bytes (not a copy). */
   readonly payload: Uint8Array;
+  /**
+   * The CRC-32 stored in the frame's header (header and payload), as checked when it was decoded; absent on frames
+   * built in memory. A reader compares two copies of one batch of the same epoch by it without keeping either.
+   */
+  readonly crc?: number;
 }
 
 export type FrameProblem =
@@ -234,6 +239,7 @@ function decodeAt(bytes: Uint8Array, offset: number): FrameResult<BatchFrame> {
       partitionId: getU32(bytes, offset + 24),
       epoch: getU32(bytes, offset + 28),
       payload: bytes.subarray(start, start + length),
+      crc: expected,
     },
   };
 }

@@ -10,7 +10,6 @@ import type { StatusCode } from '../../core/domain/status.ts';
 import { driverNodeId, lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import type { NodeNetwork } from '../process/node-network.ts';
 import { clientLogger } from './client-log.ts';
 import { clientNetwork } from './client-network.ts';
 import { DriverNode } from './driver-node.ts';

@@ -67,3 +67,18 @@ export class RequestFailedError extends SvcClientError {
     super(message);
   }
 }
+
+/**
+ * A read did not finish within its `timeoutMs` (ReadOptions). The message says what the read was waiting for: the
+ * maps of the shuffle that have not ended, or the worker whose chunk did not come. Reading again may succeed once
+ * they have ended; a map that never runs must be run (or its stage rerun) by the engine.
+ */
+export class ReadTimeoutError extends SvcClientError {
+  override readonly name = 'ReadTimeoutError';
+}
+
+/** A read was stopped through its AbortSignal (ReadOptions.signal); `cause` is the signal's reason. */
+export class ReadAbortedError extends SvcClientError {
+  override readonly name = 'AbortError';
+  readonly code = 'ABORT_ERR';
+}

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mapTaskConfigFrom, reduceTaskConfigFrom } from '../../conf/machine-configs.ts';
+import type { Readable } from 'node:stream';
+import { mapTaskConfigFrom } from '../../conf/machine-configs.ts';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
 import {
@@ -7,14 +8,8 @@ import {
   mapTaskMachine,
   type MapTaskState,
 } from '../../core/machines/client/map-task.ts';
-import {
-  initialReduceTaskState,
-  outputRecords,
-  reduceTaskMachine,
-  type ReduceTaskState,
-} from '../../core/machines/client/reduce-task.ts';
-import type { Input } from '../../core/machines/effects.ts';
-import { lifecycleManagerNodeId, mapTaskNodeId, reduceTaskNodeId } from '../../core/protocol/node-ids.ts';
+import { recordsIn } from '../../core/machines/client/records.ts';
+import { lifecycleManagerNodeId, mapTaskNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import type { Logger } from '../log.ts';
@@ -28,10 +23,17 @@ import {
   ClientClosedError,
   ClientReleaseRefusedError,
   MapTaskFailedError,
-  ReduceTaskFailedError,
   SvcClientError,
 } from './errors.ts';
-import { clusterShuffleId, rerunAdvice } from './stage-attempts.ts';
+import { clusterShuffleId } from './stage-attempts.ts';
+import {
+  readableOf,
+  StreamingPartitionRead,
+  type PartitionReader,
+  type ReadOptions,
+} from './partition-reader.ts';
+
+export type { PartitionReader, ReadOptions } from './partition-reader.ts';
 
 export interface ExecutorOptions extends ClientOptions {
   /** `host:port` of the application's lifecycle manager (`Application.lifecycleManager`). */
@@ -69,7 +71,7 @@ export interface MapWriter {
 /**
  * A partition's records, verified end to end before the first is handed out, each made as it is iterated: a reducer
  * that does not keep them leaves only short-lived garbage (docs/client.md). Every iteration gives the same records
- * in the same order.
+ * in the same order. The whole partition is in memory: for small partitions; `reader()` streams.
  */
 export interface PartitionRecords extends Iterable<Uint8Array> {
   readonly count: number;
@@ -78,12 +80,18 @@ export interface PartitionRecords extends Iterable<Uint8Array> {
 export interface Shuffle {
   readonly shuffleId: number;
   writer(mapId: number, attemptId?: number): MapWriter;
-  /** The records of one partition, every winning map's exactly once, verified end to end. */
-  records(partitionId: number): Promise<PartitionRecords>;
-  /** The same records as an async iterable. */
-  reader(partitionId: number): AsyncIterable<Uint8Array>;
-  /** The same records in one array (a view per record, all alive at once). */
-  read(partitionId: number): Promise<readonly Uint8Array[]>;
+  /**
+   * The records of one partition, streamed: every winning map's exactly once, each batch checked before its records
+   * are handed out, at most `svc.client.fetch.maxReqsInFlight` chunks in memory whatever the partition's size. The
+   * read starts at the first `next()`; the count check at the end makes the iteration throw when it fails.
+   */
+  reader(partitionId: number, options?: ReadOptions): PartitionReader;
+  /** The same stream as a `stream.Readable` in object mode (one record per item), with back-pressure. */
+  readable(partitionId: number, options?: ReadOptions): Readable;
+  /** The whole partition, verified end to end before the first record is handed out (held in memory). */
+  records(partitionId: number, options?: ReadOptions): Promise<PartitionRecords>;
+  /** The whole partition in one array (a view per record, all alive at once): for small partitions. */
+  read(partitionId: number, options?: ReadOptions): Promise<readonly Uint8Array[]>;
 }
 
 /** Which stage attempt of the shuffle a handle writes and reads (`application.rerunMapStage`). */
@@ -229,93 +237,35 @@ class ShuffleHandle implements Shuffle {
     return new TaskWriter(this.context, this.shuffleId, this.shape, mapId, attemptId);
   }
 
-  async *reader(partitionId: number): AsyncIterable<Uint8Array> {
-    for (const record of await this.records(partitionId)) yield record;
+  reader(partitionId: number, options?: ReadOptions): StreamingPartitionRead {
+    this.checkPartition(partitionId);
+    return new StreamingPartitionRead(this.context, this.shuffleId, partitionId, options);
   }
 
-  async read(partitionId: number): Promise<readonly Uint8Array[]> {
-    return [...(await this.records(partitionId))];
+  readable(partitionId: number, options?: ReadOptions): Readable {
+    return readableOf(this.reader(partitionId, options));
   }
 
-  async records(partitionId: number): Promise<PartitionRecords> {
-    const context = this.context;
-    if (context.closed) throw new ClientClosedError('the shuffle client is closed');
+  async read(partitionId: number, options?: ReadOptions): Promise<readonly Uint8Array[]> {
+    return [...(await this.records(partitionId, options))];
+  }
+
+  async records(partitionId: number, options?: ReadOptions): Promise<PartitionRecords> {
+    const reader = this.reader(partitionId, options);
+    const batches: Uint8Array[] = [];
+    // The chunks' records stay views into their batches: kept whole until the read (and its count check) ended.
+    for await (const chunk of reader.readyChunks()) batches.push(...chunk.batches);
+    const records = recordsIn(batches);
+    return { count: reader.recordsRead, [Symbol.iterator]: () => records[Symbol.iterator]() };
+  }
+
+  private checkPartition(partitionId: number): void {
+    if (this.context.closed) throw new ClientClosedError('the shuffle client is closed');
     if (!(Number.isInteger(partitionId) && partitionId >= 0 && partitionId < this.shape.partitions)) {
       throw new SvcClientError(
         `partition ${partitionId} is outside shuffle ${this.shuffleId}'s 0..${this.shape.partitions - 1}`,
       );
     }
-    const id = reduceTaskNodeId(context.appId, this.shuffleId, partitionId);
-    if (context.network.host.has(id)) {
-      throw new SvcClientError(
-        `partition ${partitionId} of shuffle ${this.shuffleId} is already being read here`,
-      );
-    }
-    const cached = context.fileGroups.lookup(context.appId, this.shuffleId);
-    const config = reduceTaskConfigFrom(
-      context.conf,
-      { shuffleId: this.shuffleId, partitionId },
-      context.appId,
-    );
-    const driver = new NodeDriver<ReduceTaskState>(
-      id,
-      reduceTaskMachine,
-      initialReduceTaskState(cached === undefined ? config : { ...config, cachedFileGroup: cached }),
-      context.release,
-      { send: (envelope) => context.network.transport.send(envelope), logger: context.logger },
-    );
-    const shuffleId = this.shuffleId;
-    context.network.host.add({
-      id,
-      stop: (reason) => driver.stop(reason),
-      input(input: Input) {
-        if (input.kind === 'receive' && input.envelope.message.type === 'GetReducerFileGroupResponse') {
-          context.fileGroups.remember(context.appId, shuffleId, input.envelope.message);
-        }
-        driver.input(input);
-      },
-    });
-    driver.start(new Map());
-    try {
-      const end = await driver.until((state) =>
-        state.phase === 'done' || state.phase === 'failed' ? state : undefined,
-      );
-      const output = end?.phase === 'done' ? end.output : undefined;
-      if (output !== undefined) {
-        const records = outputRecords(output);
-        return { count: output.records, [Symbol.iterator]: () => records[Symbol.iterator]() };
-      }
-      const error = end?.error;
-      const refusal = context.refusal();
-      if (refusal !== undefined) throw new ClientReleaseRefusedError(refusal);
-      const authRefusal = context.authRefusal();
-      if (authRefusal !== undefined) throw new AuthenticationFailedError(authRefusal);
-      throw new ReduceTaskFailedError(
-        error?.kind ?? 'failure',
-        `reading partition ${partitionId} of shuffle ${shuffleId} failed (${error?.kind ?? 'stopped'}): ` +
-          `${error?.message ?? 'the client was closed'}${advice(error?.kind, shuffleId)}`,
-      );
-    } finally {
-      driver.stop();
-      context.network.host.remove(id);
-    }
-  }
-}
-
-function advice(kind: string | undefined, clusterId: number): string {
-  switch (kind) {
-    case 'fetch-failure':
-      return `${rerunAdvice(clusterId)}.`;
-    case 'unreadable':
-      return (
-        '. The data is lost and stage rerun is off (svc.client.spark.stageRerun.enabled=false, the default before ' +
-        `0.6.0): the read cannot succeed. To recover${rerunAdvice(clusterId).slice(1)}.`
-      );
-    case 'integrity':
-      return '. The data read does not match what the maps wrote: please report this as a bug.';
-    case undefined:
-    default:
-      return '. Retry the task.';
   }
 }
 

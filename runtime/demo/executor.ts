@@ -4,7 +4,7 @@
 import { createInterface } from 'node:readline';
 import { connectExecutor, type ShuffleClient } from '../client/shuffle-client.ts';
 import { decodeLine, encodeLine, type FromExecutor, type ToExecutor } from './protocol.ts';
-import { expectedDigests, generateMap, groupAndDigest, type DatasetSpec } from './records.ts';
+import { expectedDigests, generateMap, Grouping, type DatasetSpec } from './records.ts';
 
 /** How often a running map reports its acknowledged bytes. */
 const PROGRESS_MS = 200;
@@ -52,8 +52,10 @@ async function runReduce(
 ) {
   const started = performance.now();
   const shuffle = client.shuffle(task.shuffleId, { maps: spec.maps, partitions: spec.reduces });
-  const records = await shuffle.records(task.partition);
-  const { digest, largestGroup } = groupAndDigest(records, spec.keyBytes);
+  // Streamed: the reducer holds at most svc.client.fetch.maxReqsInFlight chunks of its partition at a time.
+  const grouping = new Grouping(spec.keyBytes);
+  for await (const chunk of shuffle.reader(task.partition).chunks()) grouping.add(chunk);
+  const { digest, largestGroup } = grouping.finish();
   send({ type: 'reduceDone', task: task.task, digest, largestGroup, ms: performance.now() - started });
 }
 

@@ -211,17 +211,38 @@ export function groupAndDigest(
   records: Iterable<Uint8Array>,
   keyBytes: number,
 ): { digest: PartitionDigest; largestGroup: number } {
-  const groups = new Map<string, number>();
-  const digest = emptyDigest();
-  for (const record of records) {
-    addRecord(digest, record);
-    const key = Buffer.from(record.buffer, record.byteOffset, Math.min(keyBytes, record.byteLength)).toString(
-      'latin1',
-    );
-    groups.set(key, (groups.get(key) ?? 0) + 1);
+  const grouping = new Grouping(keyBytes);
+  grouping.add(records);
+  return grouping.finish();
+}
+
+/**
+ * groupAndDigest fed piece by piece (a streaming reader's chunks): only the groups' counts are kept, never a record,
+ * so that a reducer's memory does not grow with its partition's bytes.
+ */
+export class Grouping {
+  private readonly groups = new Map<string, number>();
+  private readonly digest = emptyDigest();
+
+  constructor(private readonly keyBytes: number) {}
+
+  add(records: Iterable<Uint8Array>): void {
+    const { groups, digest, keyBytes } = this;
+    for (const record of records) {
+      addRecord(digest, record);
+      const key = Buffer.from(
+        record.buffer,
+        record.byteOffset,
+        Math.min(keyBytes, record.byteLength),
+      ).toString('latin1');
+      groups.set(key, (groups.get(key) ?? 0) + 1);
+    }
   }
-  digest.keys = groups.size;
-  let largestGroup = 0;
-  for (const count of groups.values()) largestGroup = Math.max(largestGroup, count);
-  return { digest, largestGroup };
+
+  finish(): { digest: PartitionDigest; largestGroup: number } {
+    this.digest.keys = this.groups.size;
+    let largestGroup = 0;
+    for (const count of this.groups.values()) largestGroup = Math.max(largestGroup, count);
+    return { digest: this.digest, largestGroup };
+  }
 }

@@ -133,6 +133,7 @@ export function clientOverrides(app: AppShape): Record<string, string> {
           'svc.client.push.merge.maxSize': String(app.push.mergeBytes),
           'svc.client.push.maxInFlightPerPartition': String(app.push.window),
         }),
+    ...(app.fetchAhead === undefined ? {} : { 'svc.client.fetch.maxReqsInFlight': String(app.fetchAhead) }),
   };
 }
 

@@ -7,6 +7,8 @@ export const INVARIANTS = {
     'every record of every winning map attempt is read exactly once by its reducer, and no record of a losing attempt',
   integrity:
     'a reducer never finds data that does not match what the winning attempts reported (counts, CRC)',
+  'read-ahead':
+    'a reducer never holds more chunks ahead of its consumer (asked for, arrived, handed out and not consumed) than svc.client.fetch.maxReqsInFlight',
   'one-winner': 'at most one attempt of a map wins',
   'replica-placement': "a replica is never placed on its primary's worker",
   'disk-budget':

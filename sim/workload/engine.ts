@@ -4,10 +4,11 @@ import { FileGroupCache, type FileGroupAnswer } from '../../core/machines/client
 import type { Message } from '../../core/protocol/messages.ts';
 import { driverNodeId } from '../../core/protocol/node-ids.ts';
 import type { MapTaskState } from '../../core/machines/client/map-task.ts';
-import { outputRecords, type ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
+import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import type { NodeDefinition, Observer, World } from '../world/world.ts';
 import type { TaskKind } from '../faults/plan.ts';
 import { compareOutput, recordKey } from './records.ts';
+import { ReduceReading } from './reduce-reading.ts';
 import type { AppShape, JobShape } from './shape.ts';
 
 /**
@@ -176,6 +177,8 @@ export class Engine implements Observer {
   private readonly settled = new Set<NodeId>();
   /** When each reducer's current process started (a retry starts a new one). */
   private readonly reducerStarts = new Map<NodeId, number>();
+  /** What each reducer's consumer took of the chunks it handed out. */
+  private readonly reading = new ReduceReading();
   private readonly byNode = new Map<NodeId, AppRun>();
   private calmAt = Infinity;
   private running: number;
@@ -563,6 +566,7 @@ export class Engine implements Observer {
       this.tasks.set(def.id, { kind: 'reduce', app, shuffleId: job.shuffleId, partitionId });
       this.settled.delete(def.id);
       this.reducerStarts.set(def.id, w.now);
+      this.reading.begin(def.id);
       if (w.hasNode(def.id)) {
         // A retry of the same reducer: a new process in the same slot.
         w.relaunch(def.id);
@@ -581,9 +585,16 @@ export class Engine implements Observer {
   ): void {
     const app = ref.app;
     const reducer = app.reducers[ref.partitionId]!;
+    // The reducer computes over its records as they come: a chunk takes an eighth of its compute time.
+    const consumeMs = Math.round((app.job!.shape.reduceComputeMs?.[ref.partitionId] ?? 0) / 8);
+    const overBudget = this.reading.afterStep(world, node, state, consumeMs);
+    if (overBudget !== undefined) {
+      world.fail({ invariant: 'read-ahead', node, detail: overBudget });
+      return;
+    }
     if (state.phase === 'done') {
       this.settled.add(node);
-      const problem = compareOutput(outputRecords(state.output), this.expectedKeys(app, ref.partitionId));
+      const problem = compareOutput(this.reading.recordsOf(node), this.expectedKeys(app, ref.partitionId));
       if (problem !== undefined) {
         world.fail({
           invariant: 'exactly-once',

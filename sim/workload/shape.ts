@@ -106,6 +106,8 @@ export interface AppShape {
    * that no partition ever has two batches in flight.
    */
   readonly push?: { readonly batchBytes: number; readonly mergeBytes: number; readonly window: number };
+  /** `svc.client.fetch.maxReqsInFlight`: chunks a reducer fetches ahead of its consumer; undefined = the default. */
+  readonly fetchAhead?: number;
   readonly startAt: number;
   /**
    * Tasks the application's executors run at once (executors × cores per executor); further tasks wait for a free
@@ -247,7 +249,18 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   // Drawn after that (25 November 2026), for the same reason.
   const authenticated = { ...drawn, cluster: withAuthentication(rng, drawn.cluster) };
   // And after that (26 November 2026).
-  return { ...authenticated, apps: authenticated.apps.map((app) => withPushShape(rng, app)) };
+  const pushed = { ...authenticated, apps: authenticated.apps.map((app) => withPushShape(rng, app)) };
+  // And after that (27 November 2026).
+  return { ...pushed, apps: pushed.apps.map((app) => withFetchAhead(rng, app)) };
+}
+
+/**
+ * Half the applications read with a small read-ahead (1 to 3 chunks), so that reducers, which consume their chunks
+ * over simulated time, wait for their consumer and fetch again (with the workers' small chunk sizes).
+ */
+function withFetchAhead(rng: Rng, app: AppShape): AppShape {
+  if (!chance(rng, 0.5)) return app;
+  return { ...app, fetchAhead: pick(rng, [1, 2, 3]) };
 }
 
 /**

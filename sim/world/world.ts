@@ -526,6 +526,8 @@ function traceInput(input: Input): string {
       return `sendFailed to=${input.to} ${input.message.type}`;
     case 'admin':
       return `admin ${describe(input.command)}`;
+    case 'consumed':
+      return `consumed chunk=${input.chunk}`;
   }
 }
 

@@ -209,6 +209,17 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     roles: CLIENT,
     description: 'Whether MapPartition shuffles split large partitions.',
   },
+  {
+    key: 'svc.client.fetch.maxReqsInFlight',
+    type: 'int',
+    default: '4',
+    min: 1,
+    roles: CLIENT,
+    description:
+      'svc addition (the reference has the same name): chunks a reduce task fetches ahead of its consumer: asked ' +
+      'for, arrived, or handed out and not yet consumed. A reader holds at most this many chunks ' +
+      '(svc.shuffle.chunk.size each, plus at most one batch), whatever the size of its partition.',
+  },
   askTimeout('getReducerFileGroup', 'a reducer asking where its partition files are'),
   askTimeout('registerShuffle', 'registering a shuffle'),
   askTimeout('requestPartition', 'a revive (a request for a new partition location)'),

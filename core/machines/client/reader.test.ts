@@ -1,8 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { BatchFrame } from '../../protocol/batch-frame.ts';
-import { assemblePartition, type PartitionReadInput } from './reader.ts';
+import { decodeBatchFrame, encodeBatchFrame, type BatchFrame } from '../../protocol/batch-frame.ts';
+import { admitFrames, checkWinnerCounts, newLedger } from './reader.ts';
+import type { PartitionWritten } from '../../protocol/messages.ts';
 import { encodeRecords, recordsIn } from './records.ts';
 
 /** A map attempt's batches for partition 7: batch b holds the records `m<map>a<attempt>b<b>r<i>`. */
@@ -37,6 +38,29 @@ const scenario = fc
     maps.map((m) => ({ ...m, winner: m.winner % m.attempts, batches: m.batches.slice(0, m.attempts) })),
   );
 
+interface PartitionReadInput {
+  readonly shuffleId: number;
+  readonly partitionId: number;
+  readonly frames: readonly BatchFrame[];
+  readonly mapAttempts: readonly number[];
+  readonly expected: readonly (PartitionWritten & { readonly mapId: number })[];
+  readonly integrity: boolean;
+}
+
+/** Admits the frames chunk by chunk (`perChunk` frames each), then runs the count check. */
+function assemblePartition(input: PartitionReadInput, perChunk = 3) {
+  const ledger = newLedger();
+  const batches: Uint8Array[] = [];
+  for (let i = 0; i < input.frames.length; i += perChunk) {
+    const admitted = admitFrames(ledger, input, input.frames.slice(i, i + perChunk));
+    if (!admitted.ok) return admitted;
+    batches.push(...admitted.batches);
+  }
+  const mismatch = checkWinnerCounts(ledger, input, input.expected);
+  if (mismatch !== undefined) return { ok: false as const, message: mismatch };
+  return { ok: true as const, batches, records: ledger.records };
+}
+
 function inputOf(
   maps: readonly { attempts: number; winner: number; batches: readonly number[] }[],
   frames: readonly BatchFrame[],
@@ -60,34 +84,44 @@ function inputOf(
 }
 
 describe('reader integrity layer', () => {
-  it('gives exactly the winning attempts’ records, once, whatever the duplicates, losers and order', () => {
+  it('gives exactly the winning attempts’ records, once, whatever the duplicates, losers, order and chunking', () => {
     fc.assert(
-      fc.property(scenario, fc.array(fc.nat(), { maxLength: 20 }), fc.nat(), (maps, duplicates, seed) => {
-        const all = maps.flatMap((m, mapId) =>
-          m.batches.flatMap((count, attemptId) => batches(mapId, attemptId, count, 2)),
-        );
-        const frames = [
-          ...all,
-          ...duplicates.filter(() => all.length > 0).map((d) => ({ ...all[d % all.length]!, epoch: 1 })),
-        ];
-        // A deterministic shuffle of the read order.
-        const order = frames.map((f, i) => ({ f, k: (i * 7919 + seed) % 104729 })).sort((a, b) => a.k - b.k);
-        const result = assemblePartition(
-          inputOf(
-            maps,
-            order.map((o) => o.f),
-          ),
-        );
-        assert.ok(result.ok, result.ok ? '' : result.message);
-        const expected = maps.flatMap((m, mapId) =>
-          Array.from({ length: m.batches[m.winner]! }, (_, b) => [
-            `m${mapId}a${m.winner}b${b}r0`,
-            `m${mapId}a${m.winner}b${b}r1`,
-          ]).flat(),
-        );
-        assert.deepEqual(text([...recordsIn(result.batches)]), expected);
-        assert.equal(result.records, expected.length);
-      }),
+      fc.property(
+        scenario,
+        fc.array(fc.nat(), { maxLength: 20 }),
+        fc.nat(),
+        fc.integer({ min: 1, max: 5 }),
+        (maps, duplicates, seed, perChunk) => {
+          const all = maps.flatMap((m, mapId) =>
+            m.batches.flatMap((count, attemptId) => batches(mapId, attemptId, count, 2)),
+          );
+          const frames = [
+            ...all,
+            ...duplicates.filter(() => all.length > 0).map((d) => ({ ...all[d % all.length]!, epoch: 1 })),
+          ];
+          // A deterministic shuffle of the read order.
+          const order = frames
+            .map((f, i) => ({ f, k: (i * 7919 + seed) % 104729 }))
+            .sort((a, b) => a.k - b.k);
+          const result = assemblePartition(
+            inputOf(
+              maps,
+              order.map((o) => o.f),
+            ),
+            perChunk,
+          );
+          assert.ok(result.ok, result.ok ? '' : result.message);
+          const expected = maps.flatMap((m, mapId) =>
+            Array.from({ length: m.batches[m.winner]! }, (_, b) => [
+              `m${mapId}a${m.winner}b${b}r0`,
+              `m${mapId}a${m.winner}b${b}r1`,
+            ]).flat(),
+          );
+          // Records come out in read order: compare as sorted lists (order across maps is no guarantee).
+          assert.deepEqual(text([...recordsIn(result.batches)]).sort(), [...expected].sort());
+          assert.equal(result.records, expected.length);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -116,6 +150,29 @@ describe('reader integrity layer', () => {
     const stranger = assemblePartition(inputOf(maps, [{ ...frame!, partitionId: 8 }]));
     assert.ok(!stranger.ok);
     assert.match(stranger.message, /partition 8 .* was found in a file of shuffle 1 partition 7/);
+  });
+
+  it('tells two decoded copies of a batch apart by their stored CRC when they are of the same epoch', () => {
+    const header = { shuffleId: 1, mapId: 0, attemptId: 0, batchId: 0, partitionId: 7 };
+    const decode = (epoch: number, record: string) => {
+      const decoded = decodeBatchFrame(
+        encodeBatchFrame({ ...header, epoch }, encodeRecords([new TextEncoder().encode(record)])),
+      );
+      assert.ok(decoded.ok);
+      return decoded.value;
+    };
+    const maps = [{ attempts: 1, winner: 0, batches: [1] }];
+    const sameEpoch = assemblePartition(inputOf(maps, [decode(0, 'aaaa'), decode(0, 'aaab')]), 1);
+    assert.ok(!sameEpoch.ok);
+    assert.match(sameEpoch.message, /read twice with different contents/);
+    // The same batch resent under a new epoch: its header (and so its CRC) differs, its contents do not.
+    const identity = { shuffleId: 1, partitionId: 7, mapAttempts: [0], integrity: true };
+    const ledger = newLedger();
+    assert.ok(admitFrames(ledger, identity, [decode(0, 'aaaa')]).ok);
+    const again = admitFrames(ledger, identity, [decode(1, 'aaaa'), decode(0, 'aaaa')]);
+    assert.ok(again.ok);
+    assert.equal(again.batches.length, 0);
+    assert.equal(ledger.duplicatesDropped, 2);
   });
 
   it('without the integrity layer (planted bug), hands out duplicates and losers as they come', () => {

@@ -7,8 +7,9 @@ import type { Probe } from '../testing/in-memory-cluster.ts';
 import { ProbeHarness } from '../testing/probe-harness.ts';
 import { encodeRecords } from './records.ts';
 import {
+  chunkRecords,
+  chunksAhead,
   initialReduceTaskState,
-  outputRecords,
   reduceTaskMachine,
   type ReduceTaskConfig,
   type ReduceTaskState,
@@ -34,6 +35,7 @@ const baseConfig: ReduceTaskConfig = {
   fileGroupRetryIntervalMs: 1_000,
   maxFileGroupAttempts: 3,
   fetchTimeoutMs: 1_000,
+  maxChunksAhead: 2,
   stageRerunEnabled: true,
 };
 
@@ -132,6 +134,11 @@ class Harness extends ProbeHarness<ReduceTaskState> {
   readonly lm: Probe;
   private nextStream = 1;
   private readonly streams = new Map<number, Copy>();
+  /** What the consumer got, in order, and the last chunk it took. */
+  private readonly consumed: string[] = [];
+  private taken = -1;
+  /** The most chunks the task ever held ahead of its consumer. */
+  maxAhead = 0;
 
   constructor(config: Partial<ReduceTaskConfig> = {}) {
     super('reduce-app-0-3', {
@@ -197,11 +204,24 @@ class Harness extends ProbeHarness<ReduceTaskState> {
         });
       }
       this.advance(5);
+      this.consume();
     }
   }
 
+  /** The consumer takes every chunk handed out since it last looked and says so. */
+  consume(): void {
+    const state = this.node.state();
+    this.maxAhead = Math.max(this.maxAhead, chunksAhead(state));
+    const fresh = state.ready.filter((chunk) => chunk.seq > this.taken);
+    if (fresh.length === 0) return;
+    for (const record of chunkRecords(fresh)) this.consumed.push(new TextDecoder().decode(record));
+    this.taken = fresh[fresh.length - 1]!.seq;
+    this.cluster.consumed(this.node.id, this.taken);
+    this.advance(1);
+  }
+
   output(): string[] {
-    return [...outputRecords(this.node.state().output)].map((r) => new TextDecoder().decode(r));
+    return [...this.consumed];
   }
 }
 
@@ -229,7 +249,8 @@ describe('reduce task', () => {
     h.serve(copies);
     const state = h.node.state();
     assert.equal(state.phase, 'done', state.error?.message);
-    assert.deepEqual(h.output(), ['a', 'b', 'c'], 'winners only, each batch once, in (map, batch) order');
+    assert.deepEqual(h.output(), ['a', 'c', 'b'], 'winners only, each batch once, in file order');
+    assert.ok(h.maxAhead <= baseConfig.maxChunksAhead);
     assert.equal(
       h.received(h.probe(workerKey(worker(1))), 'OpenStream').length,
       0,
@@ -246,7 +267,7 @@ describe('reduce task', () => {
     const cached = new Harness({ cachedFileGroup: group(copies) });
     cached.serve(copies);
     assert.equal(cached.node.state().phase, 'done', cached.node.state().error?.message);
-    assert.deepEqual(cached.output(), ['a', 'b', 'c']);
+    assert.deepEqual(cached.output(), ['a', 'c', 'b']);
     assert.equal(cached.received(cached.lm, 'GetReducerFileGroup').length, 0);
 
     const notCommitted = new Harness({
@@ -269,7 +290,7 @@ describe('reduce task', () => {
       h.serve(copies, damage, true);
       const state = h.node.state();
       assert.equal(state.phase, 'done', state.error?.message);
-      assert.deepEqual(h.output(), ['a', 'b', 'c']);
+      assert.deepEqual(h.output(), ['a', 'c', 'b']);
       const opens = h.received(h.probe(workerKey(worker(0))), 'OpenStream');
       assert.ok(opens.length > 0 && opens.every((o) => o.readFirstChunk === true));
       for (const copy of copies) {
@@ -304,7 +325,7 @@ describe('reduce task', () => {
       h.advance(5);
       h.serve(copies, damage);
       assert.equal(h.node.state().phase, 'done', h.node.state().error?.message);
-      assert.deepEqual(h.output(), ['a', 'b', 'c']);
+      assert.deepEqual(h.output(), ['a', 'c', 'b']);
       assert.equal(h.received(h.probe(workerKey(worker(replicaWorker))), 'OpenStream').length, 1);
       assert.equal(h.node.state().copyFailures.length, 1);
       if ('corrupt' in damage) {
@@ -323,7 +344,7 @@ describe('reduce task', () => {
     h.answer(h.lm, 'GetReducerFileGroup', () => group(moved));
     h.advance(5);
     h.serve(moved);
-    assert.deepEqual(h.output(), ['a', 'b', 'c']);
+    assert.deepEqual(h.output(), ['a', 'c', 'b']);
   });
 
   it('turns an epoch without a readable copy into a FetchFailure when stage rerun is on, an unreadable failure when off', () => {

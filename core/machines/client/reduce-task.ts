@@ -13,16 +13,27 @@ import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, setTimer, tell, type Outbox } from '../outbox.ts';
-import { assemblePartition } from './reader.ts';
+import {
+  admitFrames,
+  checkWinnerCounts,
+  newLedger,
+  type IntegrityLedger,
+  type PartitionIdentity,
+} from './reader.ts';
 import { recordsIn } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
 /**
  * One reduce task (node `reduce-<app>-<shuffle>-<partition>`): asks the lifecycle manager for the partition's file
  * group (unless its executor already holds it: ReduceTaskConfig.cachedFileGroup), reads every epoch's committed
- * file (the primary copy, or the replica when the primary cannot be read), chunk by chunk, decodes the frames and
- * hands them to the reader's integrity layer (./reader.ts). The result is in the state: `output` (the winning
- * batches, whose records come out in a deterministic order: `outputRecords`) or `error`. docs/core/machines-client.md.
+ * file (the primary copy, or the replica when the primary cannot be read), chunk by chunk, and streams: each chunk's
+ * frames are CRC-checked and admitted by the reader's integrity layer (./reader.ts) as the chunk comes, and its
+ * winning batches are handed out at once in `ready`. The consumer answers each chunk with a `consumed` input; at
+ * most `maxChunksAhead` chunks are asked for, early or handed out and not consumed. The count check runs once every
+ * epoch is read. docs/core/machines-client.md.
+ *
+ * Order: chunks are handed out in the order the files hold them (epochs ascending, each file from its start);
+ * inside a batch, records keep the order the map wrote them. Order across maps or batches is no guarantee.
  */
 export interface ReduceTaskConfig {
   readonly release: Release;
@@ -40,9 +51,17 @@ export interface ReduceTaskConfig {
   readonly maxFileGroupAttempts: number;
   /** `svc.client.fetch.timeout`: an OpenStream or FetchChunk unanswered this long fails that copy. */
   readonly fetchTimeoutMs: number;
+  /**
+   * `svc.client.fetch.maxReqsInFlight`: chunks fetched ahead and not yet consumed (asked for, arrived, or handed out
+   * and not yet answered by a `consumed` input). The task's memory is at most this many chunks.
+   */
+  readonly maxChunksAhead: number;
   /** `svc.client.spark.stageRerun.enabled`: whether unreadable data is a FetchFailure the engine answers by rerunning. */
   readonly stageRerunEnabled: boolean;
-  /** 'dedupe-disabled' switches the reader's integrity layer off (simulator proof only). */
+  /**
+   * 'dedupe-disabled' switches the reader's integrity layer off, 'read-ahead-ignored' its read-ahead budget
+   * (simulator proof only).
+   */
   readonly plantedBug?: PlantedBug;
   /**
    * The shuffle's file group as the task's executor already holds it (./file-group-cache.ts): the task reads with it
@@ -51,7 +70,13 @@ export interface ReduceTaskConfig {
   readonly cachedFileGroup?: MessageOf<'GetReducerFileGroupResponse'>;
 }
 
-export type ReduceTaskPhase = 'file-group' | 'fetching' | 'done' | 'failed';
+/**
+ * - `file-group`: asking the lifecycle manager where the partition is (and waiting for the map stage to end).
+ * - `fetching`: reading the epochs' copies chunk by chunk, handing each chunk's records out as it is admitted.
+ * - `draining`: everything was read and the count check passed; handed-out chunks still wait for the consumer.
+ * - `done`: the consumer has consumed every chunk. `failed`: see `error`.
+ */
+export type ReduceTaskPhase = 'file-group' | 'fetching' | 'draining' | 'done' | 'failed';
 
 /**
  * - `fetch-failure`: the data cannot be read (every copy of an epoch failed, or the shuffle lost data) and stage rerun
@@ -79,15 +104,36 @@ export interface ReadPlan {
   readonly expected: readonly (PartitionWritten & { readonly mapId: number })[];
 }
 
-/** Where the read is: which epoch and copy, and that copy's stream once open. */
+/**
+ * Where the read is: which epoch and copy, and that copy's stream once open. Chunks are asked for in order, may
+ * arrive in any order, and are admitted (and handed out) in order: `arrived` holds those that came early.
+ */
 export interface ReadCursor {
   readonly epochIndex: number;
   readonly copyIndex: number;
+  /** An OpenStream of this copy is out. */
+  readonly opening: boolean;
   readonly streamId?: number;
   readonly chunkOffsets?: readonly number[];
-  readonly chunkIndex: number;
-  /** Frames of the copy being read, chunk by chunk; kept only when the whole copy reads cleanly. */
-  readonly chunks: readonly (readonly BatchFrame[])[];
+  /** The next chunk to ask for. */
+  readonly nextRequest: number;
+  /** The next chunk to admit. */
+  readonly nextAdmit: number;
+  /** Requests of this copy not yet answered (an OpenStream, which brings chunk 0, counts as one). */
+  readonly inFlight: number;
+  /** Chunks that arrived before the one to admit next, decoded and checked. */
+  readonly arrived: ReadonlyMap<number, readonly BatchFrame[]>;
+}
+
+/**
+ * One admitted chunk handed out to the consumer: its winning batches, new to the partition, each a whole number of
+ * records (`recordsIn`, ./records.ts). `seq` counts the chunks handed out, from 0; the consumer answers with a
+ * `consumed` input once it is done with a chunk, which frees its place in the read-ahead budget.
+ */
+export interface ReadyChunk {
+  readonly seq: number;
+  readonly batches: readonly Uint8Array[];
+  readonly records: number;
 }
 
 export interface ReduceTaskState {
@@ -97,23 +143,28 @@ export interface ReduceTaskState {
   readonly fileGroupAttempts: number;
   readonly plan?: ReadPlan;
   readonly cursor?: ReadCursor;
-  /** Frames of the epochs read completely so far, chunk by chunk (appending never copies frames). */
-  readonly chunks: readonly (readonly BatchFrame[])[];
+  /** Chunks handed out and not yet consumed, in `seq` order. */
+  readonly ready: readonly ReadyChunk[];
+  /** The `seq` the next chunk handed out gets. */
+  readonly nextSeq: number;
+  /** What was admitted so far (de-duplication, winners, counts): ./reader.ts. Updated in place. */
+  readonly ledger: IntegrityLedger;
   /** Why copies could not be read (for the error message when no copy of an epoch can). */
   readonly copyFailures: readonly string[];
-  readonly output?: ReduceOutput;
+  /** While the map stage has not ended: the lifecycle manager's last word on it (which maps it waits for). */
+  readonly waitingFor?: string;
   readonly error?: ReduceError;
 }
 
-/** What a finished read gives back: the winning batches (records in order: `recordsIn`, ./records.ts). */
-export interface ReduceOutput {
-  readonly batches: readonly Uint8Array[];
-  readonly records: number;
+/** Chunks fetched ahead and not yet consumed: asked for, arrived early, or handed out (bounded by maxChunksAhead). */
+export function chunksAhead(state: ReduceTaskState): number {
+  const cursor = state.cursor;
+  return (cursor === undefined ? 0 : cursor.inFlight + cursor.arrived.size) + state.ready.length;
 }
 
-/** A finished read's records in order, each made as it is asked for (none for no output). */
-export function outputRecords(output: ReduceOutput | undefined): Iterable<Uint8Array> {
-  return recordsIn(output?.batches ?? []);
+/** The records of handed-out chunks, in order, each made as it is asked for. */
+export function chunkRecords(chunks: readonly ReadyChunk[]): Iterable<Uint8Array> {
+  return recordsIn(chunks.length === 1 ? chunks[0]!.batches : chunks.flatMap((chunk) => chunk.batches));
 }
 
 export type ReduceRequest =
@@ -129,7 +180,9 @@ export function initialReduceTaskState(config: ReduceTaskConfig): ReduceTaskStat
     phase: 'file-group',
     requests: emptyRequests(),
     fileGroupAttempts: 0,
-    chunks: [],
+    ready: [],
+    nextSeq: 0,
+    ledger: newLedger(),
     copyFailures: [],
   };
 }
@@ -141,9 +194,11 @@ interface Draft {
   fileGroupAttempts: number;
   plan?: ReadPlan;
   cursor?: ReadCursor;
-  chunks: readonly (readonly BatchFrame[])[];
+  ready: readonly ReadyChunk[];
+  nextSeq: number;
+  readonly ledger: IntegrityLedger;
   copyFailures: readonly string[];
-  output?: ReduceOutput;
+  waitingFor?: string;
   error?: ReduceError;
   readonly out: Outbox;
 }
@@ -190,6 +245,9 @@ function handle(d: Draft, input: Input): void {
       }
       return;
     }
+    case 'consumed':
+      onConsumed(d, input.chunk);
+      return;
     case 'ioDone':
     case 'ioFailed':
     case 'ioBatchDone':
@@ -206,6 +264,7 @@ function onReceive(d: Draft, envelope: Envelope): void {
   if (closed.request === undefined) return; // late answer to a request already given up on
   const message = envelope.message;
   const purpose = closed.request.purpose;
+  if (purpose.kind !== 'fileGroup') answered(d);
   switch (purpose.kind) {
     case 'fileGroup':
       if (message.type === 'GetReducerFileGroupResponse') onFileGroup(d, message);
@@ -217,9 +276,15 @@ function onReceive(d: Draft, envelope: Envelope): void {
       return;
     case 'chunk':
       if (message.type === 'ChunkData') onChunk(d, purpose.chunkIndex, message);
-      else copyFailed(d, describeUnexpected(message, 'ChunkData'));
+      else copyFailed(d, describeUnexpected(message, 'ChunkData'), d.cursor!.streamId);
       return;
   }
+}
+
+/** A request of the current copy was answered (or given up on): one fewer in flight. */
+function answered(d: Draft): void {
+  const cursor = d.cursor!;
+  d.cursor = { ...cursor, inFlight: cursor.inFlight - 1 };
 }
 
 function onNoAnswer(d: Draft, purpose: ReduceRequest, attempt: number, why: string): void {
@@ -234,10 +299,12 @@ function onNoAnswer(d: Draft, purpose: ReduceRequest, attempt: number, why: stri
         );
       return;
     case 'open':
+      answered(d);
       copyFailed(d, `OpenStream ${why}`);
       return;
     case 'chunk':
-      copyFailed(d, `chunk ${purpose.chunkIndex} ${why}`);
+      answered(d);
+      copyFailed(d, `chunk ${purpose.chunkIndex} ${why}`, d.cursor!.streamId);
       return;
   }
 }
@@ -261,6 +328,14 @@ function askFileGroup(d: Draft, attempt: number, fresh = true): void {
 
 function onFileGroup(d: Draft, message: MessageOf<'GetReducerFileGroupResponse'>): void {
   if (message.status === 'STAGE_END_TIMEOUT') {
+    // Said at warn: a read that waits for maps that never end would otherwise wait in silence.
+    d.waitingFor = message.message;
+    log(d.out, 'warn', 'partition read waits for the map stage', {
+      shuffleId: d.config.shuffleId,
+      partitionId: d.config.partitionId,
+      asks: d.fileGroupAttempts,
+      lifecycleManager: message.message,
+    });
     if (d.fileGroupAttempts >= d.config.maxFileGroupAttempts) {
       fail(
         d,
@@ -270,6 +345,7 @@ function onFileGroup(d: Draft, message: MessageOf<'GetReducerFileGroupResponse'>
     } else setTimer(d.out, FILE_GROUP_RETRY_TIMER, d.out.now + d.config.fileGroupRetryIntervalMs);
     return;
   }
+  delete d.waitingFor;
   if (message.status === 'SHUFFLE_DATA_LOST') {
     fetchFailure(d, `the lifecycle manager reports lost data: ${message.message}`);
     return;
@@ -292,8 +368,20 @@ function onFileGroup(d: Draft, message: MessageOf<'GetReducerFileGroupResponse'>
   }
   d.plan = plan;
   d.phase = 'fetching';
-  d.cursor = { epochIndex: 0, copyIndex: 0, chunkIndex: 0, chunks: [] };
-  openCopy(d);
+  d.cursor = freshCursor(0, 0);
+  pump(d);
+}
+
+function freshCursor(epochIndex: number, copyIndex: number): ReadCursor {
+  return {
+    epochIndex,
+    copyIndex,
+    opening: false,
+    nextRequest: 0,
+    nextAdmit: 0,
+    inFlight: 0,
+    arrived: new Map(),
+  };
 }
 
 /** Copies grouped by epoch (ascending), each epoch's primary before its replica; or why an epoch is unreadable. */
@@ -327,13 +415,53 @@ function currentCopy(d: Draft) {
   return plan.epochs[cursor.epochIndex]?.copies[cursor.copyIndex];
 }
 
-/** Opens the cursor's copy, or, when every epoch is read, assembles the partition. */
-function openCopy(d: Draft): void {
-  const copy = currentCopy(d);
-  if (copy === undefined) {
-    finish(d);
+function ahead(d: Draft): number {
+  const cursor = d.cursor;
+  return (cursor === undefined ? 0 : cursor.inFlight + cursor.arrived.size) + d.ready.length;
+}
+
+/**
+ * Moves the read on as far as the read-ahead budget allows: opens the next copy, asks for chunks, steps to the next
+ * epoch, and once every epoch is read runs the count check. Called after anything that may free budget or end a copy.
+ */
+function pump(d: Draft): void {
+  const max = d.config.plantedBug === 'read-ahead-ignored' ? Infinity : Math.max(1, d.config.maxChunksAhead);
+  for (;;) {
+    if (d.phase === 'draining' && d.ready.length === 0) {
+      d.phase = 'done';
+      return;
+    }
+    if (d.phase !== 'fetching') return;
+    const copy = currentCopy(d);
+    if (copy === undefined) {
+      finishReading(d);
+      continue;
+    }
+    let cursor = d.cursor!;
+    if (cursor.streamId === undefined) {
+      // OpenStream brings chunk 0 with it (readFirstChunk): it needs a place in the budget.
+      if (!cursor.opening && ahead(d) < max) openCopy(d, copy);
+      return;
+    }
+    const chunks = cursor.chunkOffsets!.length - 1;
+    if (cursor.nextAdmit >= chunks) {
+      // No CloseStream: the worker ends a stream by itself once its last chunk was served.
+      d.cursor = freshCursor(cursor.epochIndex + 1, 0);
+      continue;
+    }
+    while (cursor.nextRequest < chunks && ahead(d) < max) {
+      // The worker ends the stream once it has served the last chunk: ask for it only when no earlier request is
+      // still out, so that the end cannot overtake one (a reordering network would make it refuse that request).
+      if (cursor.nextRequest === chunks - 1 && cursor.inFlight > 0) break;
+      requestChunk(d, copy, cursor.streamId!, cursor.nextRequest);
+      cursor = { ...d.cursor!, nextRequest: cursor.nextRequest + 1, inFlight: d.cursor!.inFlight + 1 };
+      d.cursor = cursor;
+    }
     return;
   }
+}
+
+function openCopy(d: Draft, copy: EpochCopies['copies'][number]): void {
   const { appId, shuffleId } = d.config;
   d.requests = ask(
     d.requests,
@@ -351,10 +479,12 @@ function openCopy(d: Draft): void {
     },
     d.config.fetchTimeoutMs,
   );
+  d.cursor = { ...d.cursor!, opening: true, inFlight: d.cursor!.inFlight + 1 };
 }
 
 function onStreamOpened(d: Draft, message: MessageOf<'OpenStreamResponse'>): void {
   const copy = currentCopy(d)!;
+  d.cursor = { ...d.cursor!, opening: false };
   if (message.status !== 'SUCCESS') {
     copyFailed(d, `OpenStream refused with ${message.status}: ${message.message}`);
     return;
@@ -368,35 +498,27 @@ function onStreamOpened(d: Draft, message: MessageOf<'OpenStreamResponse'>): voi
     );
     return;
   }
-  const { epochIndex, copyIndex } = d.cursor!;
-  d.cursor = {
-    epochIndex,
-    copyIndex,
-    streamId: message.streamId,
-    chunkOffsets: offsets,
-    chunkIndex: 0,
-    chunks: [],
-  };
+  d.cursor = { ...d.cursor, streamId: message.streamId, chunkOffsets: offsets };
   // The worker answered with chunk 0 (OpenStream.readFirstChunk); a server that does not only gives the offsets.
-  if (message.firstChunk !== undefined && offsets.length > 1) acceptChunk(d, 0, message.firstChunk);
-  else fetchNextChunk(d);
+  if (message.firstChunk !== undefined && offsets.length > 1) {
+    d.cursor = { ...d.cursor, nextRequest: 1 };
+    acceptChunk(d, 0, message.firstChunk);
+  } else pump(d);
 }
 
-function fetchNextChunk(d: Draft): void {
-  const cursor = d.cursor!;
-  const chunks = cursor.chunkOffsets!.length - 1;
-  if (cursor.chunkIndex >= chunks) {
-    copyDone(d);
-    return;
-  }
-  const copy = currentCopy(d)!;
+function requestChunk(
+  d: Draft,
+  copy: EpochCopies['copies'][number],
+  streamId: number,
+  chunkIndex: number,
+): void {
   d.requests = ask(
     d.requests,
     d.out,
     {
       to: workerKey(copy.location.worker),
-      message: { type: 'FetchChunk', streamId: cursor.streamId!, chunkIndex: cursor.chunkIndex },
-      purpose: { kind: 'chunk', chunkIndex: cursor.chunkIndex },
+      message: { type: 'FetchChunk', streamId, chunkIndex },
+      purpose: { kind: 'chunk', chunkIndex },
     },
     d.config.fetchTimeoutMs,
   );
@@ -414,7 +536,10 @@ function onChunk(d: Draft, chunkIndex: number, message: MessageOf<'ChunkData'>):
   acceptChunk(d, chunkIndex, message.bytes);
 }
 
-/** A chunk arrived (in ChunkData, or chunk 0 in the OpenStreamResponse): check it, keep its frames, go on. */
+/**
+ * A chunk arrived (in ChunkData, or chunk 0 in the OpenStreamResponse): check its length and every frame's CRC, keep
+ * it until the chunks before it are admitted, then admit it and every early one that follows it, in order.
+ */
 function acceptChunk(d: Draft, chunkIndex: number, bytes: Uint8Array): void {
   const cursor = d.cursor!;
   const offsets = cursor.chunkOffsets!;
@@ -429,23 +554,62 @@ function acceptChunk(d: Draft, chunkIndex: number, bytes: Uint8Array): void {
     copyFailed(d, `chunk ${chunkIndex}: ${decoded.error.message}`, cursor.streamId);
     return;
   }
-  d.cursor = { ...cursor, chunkIndex: chunkIndex + 1, chunks: [...cursor.chunks, decoded.value] };
-  fetchNextChunk(d);
+  // The map is the cursor's own: copied so that the previous state's cursor keeps what it had.
+  const arrived = new Map(cursor.arrived);
+  arrived.set(chunkIndex, decoded.value);
+  let nextAdmit = cursor.nextAdmit;
+  for (let frames = arrived.get(nextAdmit); frames !== undefined; frames = arrived.get(nextAdmit)) {
+    arrived.delete(nextAdmit);
+    nextAdmit += 1;
+    if (!handOut(d, frames)) return;
+  }
+  d.cursor = { ...cursor, arrived, nextAdmit };
+  pump(d);
 }
 
-function copyDone(d: Draft): void {
-  const cursor = d.cursor!;
-  // No CloseStream: the worker ends a stream by itself once its last chunk was served.
-  d.chunks = [...d.chunks, ...cursor.chunks];
-  d.cursor = { epochIndex: cursor.epochIndex + 1, copyIndex: 0, chunkIndex: 0, chunks: [] };
-  openCopy(d);
+/** Admits one chunk's frames (./reader.ts) and hands its winning batches out; false when the task failed. */
+function handOut(d: Draft, frames: readonly BatchFrame[]): boolean {
+  const admitted = admitFrames(d.ledger, identityOf(d), frames);
+  if (!admitted.ok) {
+    fail(d, 'integrity', admitted.message);
+    return false;
+  }
+  // A chunk with nothing new (duplicates, losers) takes no place: nothing to consume.
+  if (admitted.batches.length > 0) {
+    d.ready = [...d.ready, { seq: d.nextSeq, batches: admitted.batches, records: admitted.records }];
+    d.nextSeq += 1;
+  }
+  return true;
 }
 
-/** This copy cannot be read: drop what it gave, try the epoch's next copy; none left is a fetch failure. */
+function identityOf(d: Draft): PartitionIdentity {
+  return {
+    shuffleId: d.config.shuffleId,
+    partitionId: d.config.partitionId,
+    mapAttempts: d.plan!.mapAttempts,
+    integrity: d.config.plantedBug !== 'dedupe-disabled',
+  };
+}
+
+/** The consumer is done with every chunk up to `seq`: their places in the budget are free. */
+function onConsumed(d: Draft, seq: number): void {
+  if (d.ready.length === 0 || d.ready[0]!.seq > seq) return;
+  d.ready = d.ready.filter((chunk) => chunk.seq > seq);
+  pump(d);
+}
+
+/**
+ * This copy cannot be read: forget its requests and early chunks and try the epoch's next copy from its start (what
+ * this copy already handed out stays out: the ledger drops those batches when the next copy holds them too); no
+ * copy left is a fetch failure.
+ */
 function copyFailed(d: Draft, reason: string, streamId?: number): void {
   const copy = currentCopy(d)!;
   const cursor = d.cursor!;
-  closeStream(d, streamId);
+  closeStream(d, copy, streamId);
+  for (const request of [...d.requests.open.values()]) {
+    if (request.purpose.kind !== 'fileGroup') d.requests = settle(d.requests, d.out, request.id).table;
+  }
   const line = `${copy.location.mode} copy of epoch ${copy.location.epoch} on ${workerKey(copy.location.worker)}: ${reason}`;
   d.copyFailures = [...d.copyFailures, line];
   log(d.out, 'warn', 'partition copy unreadable; trying the next copy', {
@@ -455,41 +619,32 @@ function copyFailed(d: Draft, reason: string, streamId?: number): void {
   count(d.out, 'FetchFailCount');
   const epoch = d.plan!.epochs[cursor.epochIndex]!;
   if (cursor.copyIndex + 1 < epoch.copies.length) {
-    d.cursor = { epochIndex: cursor.epochIndex, copyIndex: cursor.copyIndex + 1, chunkIndex: 0, chunks: [] };
-    openCopy(d);
+    d.cursor = freshCursor(cursor.epochIndex, cursor.copyIndex + 1);
+    pump(d);
     return;
   }
   fetchFailure(d, `no copy of epoch ${epoch.epoch} could be read: ${d.copyFailures.join('; ')}`);
 }
 
-function closeStream(d: Draft, streamId: number | undefined): void {
+function closeStream(d: Draft, copy: EpochCopies['copies'][number], streamId: number | undefined): void {
   if (streamId === undefined) return;
-  const copy = currentCopy(d)!;
   tell(d.out, workerKey(copy.location.worker), { type: 'CloseStream', streamId });
 }
 
-function finish(d: Draft): void {
-  const plan = d.plan!;
-  const result = assemblePartition({
-    shuffleId: d.config.shuffleId,
-    partitionId: d.config.partitionId,
-    frames: d.chunks.flat(),
-    mapAttempts: plan.mapAttempts,
-    expected: plan.expected,
-    integrity: d.config.plantedBug !== 'dedupe-disabled',
-  });
-  if (!result.ok) {
-    fail(d, 'integrity', result.message);
+/** Every epoch was read: the count check of the integrity rules, then only the consumer's draining is left. */
+function finishReading(d: Draft): void {
+  const mismatch = checkWinnerCounts(d.ledger, identityOf(d), d.plan!.expected);
+  if (mismatch !== undefined) {
+    fail(d, 'integrity', mismatch);
     return;
   }
-  d.phase = 'done';
-  d.output = { batches: result.batches, records: result.records };
-  d.chunks = []; // the batches are out; the frames would only hold memory
+  d.phase = 'draining';
+  d.cursor = undefined;
   log(d.out, 'info', 'partition read', {
     partitionId: d.config.partitionId,
-    records: result.records,
-    duplicatesDropped: result.duplicatesDropped,
-    losingBatchesDropped: result.losingBatchesDropped,
+    records: d.ledger.records,
+    duplicatesDropped: d.ledger.duplicatesDropped,
+    losingBatchesDropped: d.ledger.losingBatchesDropped,
   });
 }
 
@@ -516,6 +671,7 @@ function fetchFailure(d: Draft, reason: string): void {
 function fail(d: Draft, kind: ReduceError['kind'], message: string): void {
   d.phase = 'failed';
   d.error = { kind, message };
+  d.ready = []; // nothing more goes out: the consumer sees the failure
   log(d.out, 'error', 'reduce task failed', { partitionId: d.config.partitionId, kind, message });
 }
 

@@ -646,6 +646,7 @@ describe('lifecycle manager: mapper end, commit and file groups', () => {
     const timeout = h.last(h.task('reduce-0'), 'GetReducerFileGroupResponse');
     assert.equal(timeout.status, 'STAGE_END_TIMEOUT');
     assert.match(timeout.message, /0 of 2 maps ended/);
+    assert.match(timeout.message, /waiting for maps 0, 1/);
     h.ask('reduce-1', { type: 'GetReducerFileGroup', appId: 'app', shuffleId: 7 }, 3);
     h.advance(10);
     assert.equal(h.last(h.task('reduce-1'), 'GetReducerFileGroupResponse').status, 'SHUFFLE_UNREGISTERED');

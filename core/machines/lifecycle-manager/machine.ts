@@ -104,6 +104,7 @@ function handle(d: Draft, input: Input): void {
     case 'ioDone':
     case 'ioFailed':
     case 'ioBatchDone':
+    case 'consumed': // a reduce task's input only
       return;
     case 'admin':
       refuseAdmin(d.out, 'lifecycle manager', input);

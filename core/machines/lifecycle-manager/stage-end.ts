@@ -347,8 +347,19 @@ export function onFileGroupWaitOver(d: Draft, parkId: number): void {
       shuffle === undefined
         ? `shuffle ${parked.shuffleId} is no longer registered`
         : `the map stage of shuffle ${parked.shuffleId} has not ended yet (${shuffle.endedMaps} of ` +
-          `${shuffle.numMappers} maps ended, phase ${shuffle.phase}); ask again`,
+          `${shuffle.numMappers} maps ended, phase ${shuffle.phase}${waitingMaps(shuffle.mapAttempts)}); ask again`,
   });
+}
+
+/** `; waiting for maps 0, 3, 7` (the first 20 without a winning attempt), or nothing when every map has one. */
+function waitingMaps(mapAttempts: readonly number[]): string {
+  const waiting: number[] = [];
+  mapAttempts.forEach((attempt, mapId) => {
+    if (attempt < 0) waiting.push(mapId);
+  });
+  if (waiting.length === 0) return '';
+  const shown = waiting.slice(0, 20).join(', ');
+  return `; waiting for map${waiting.length === 1 ? '' : 's'} ${shown}${waiting.length > 20 ? ` and ${waiting.length - 20} more` : ''}`;
 }
 
 const FILE_GROUP_TIMER_PREFIX = 'file-group:';

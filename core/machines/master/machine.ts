@@ -76,6 +76,8 @@ function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState 
       return onTimer(s, out, input.name);
     case 'admin':
       return handleMasterAdmin(s, out, input.command, input.commandId);
+    case 'consumed': // a reduce task's input only
+      return s;
     case 'sendFailed':
       log(out, 'debug', 'master.sendFailed', { to: input.to, message: input.message.type });
       return s;

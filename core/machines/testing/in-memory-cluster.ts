@@ -232,6 +232,11 @@ export class InMemoryCluster {
     this.transmit({ ...envelope, fromRelease: envelope.fromRelease ?? CURRENT_RELEASE });
   }
 
+  /** Tells a reduce task its consumer is done with every chunk it handed out up to `chunk` (a `consumed` input). */
+  consumed(id: NodeId, chunk: number): void {
+    this.enqueue(this.node(id), this.clock, { kind: 'consumed', chunk });
+  }
+
   /** Delivers an operator command; its answer lands in `adminReplies` with the same `commandId`. */
   admin(id: NodeId, command: AdminCommand, commandId?: number): void {
     this.enqueue(

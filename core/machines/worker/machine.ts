@@ -97,6 +97,8 @@ function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachi
     }
     case 'admin':
       return handleAdmin(s, out, input.command, input.commandId);
+    case 'consumed': // a reduce task's input only
+      return s;
   }
 }
 

@@ -1,0 +1,335 @@
+import { rerunAdvice } from './stage-attempts.ts';
+import { Readable } from 'node:stream';
+import { reduceTaskConfigFrom } from '../../conf/machine-configs.ts';
+import type { ResolvedConfig } from '../../conf/index.ts';
+import type { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
+import {
+  chunkRecords,
+  initialReduceTaskState,
+  reduceTaskMachine,
+  type ReadyChunk,
+  type ReduceTaskState,
+} from '../../core/machines/client/reduce-task.ts';
+import type { Input } from '../../core/machines/effects.ts';
+import { workerKey } from '../../core/domain/index.ts';
+import { reduceTaskNodeId } from '../../core/protocol/node-ids.ts';
+import type { Release } from '../../core/release/version.ts';
+import { NodeDriver } from '../driver/node-driver.ts';
+import type { Logger } from '../log.ts';
+import type { NodeNetwork } from '../process/node-network.ts';
+import {
+  AuthenticationFailedError,
+  ClientClosedError,
+  ClientReleaseRefusedError,
+  ReadAbortedError,
+  ReadTimeoutError,
+  ReduceTaskFailedError,
+  SvcClientError,
+} from './errors.ts';
+
+/** How one read of a partition may go. */
+export interface ReadOptions {
+  /**
+   * The read's deadline, in milliseconds from its first `next()`: past it the iteration throws ReadTimeoutError,
+   * whose message names what the read was waiting for (the maps that have not ended, a worker's chunk). None: the
+   * read waits as long as the reduce task's own limits allow (svc.rpc.askTimeout, the map stage's end).
+   */
+  readonly timeoutMs?: number;
+  /** Aborting it stops the read: the iteration throws ReadAbortedError (`name` 'AbortError', `cause` the reason). */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * One partition's records, read as they are iterated: chunk by chunk from the workers, at most
+ * `svc.client.fetch.maxReqsInFlight` chunks ahead of the consumer, each batch checked (CRC, whole records) before its
+ * records are handed out, every winning map's records exactly once. The count check runs once everything is read:
+ * when it fails, the iteration throws after the last record (ReduceTaskFailedError, kind `integrity`), and the
+ * engine must discard what the task computed and run it again, as with any reader failure.
+ *
+ * A record is a view into its chunk's buffer, valid while the iteration goes on; one kept past its chunk keeps the
+ * chunk's memory alive (copy it: `record.slice()`). Iterate once: a second iteration throws.
+ */
+export interface PartitionReader extends AsyncIterable<Uint8Array> {
+  /**
+   * The records chunk by chunk (fewer promises than one per record): each item is a synchronous iterable of one
+   * chunk's records, which the reader counts as consumed when the next item is asked for.
+   */
+  chunks(): AsyncIterable<Iterable<Uint8Array>>;
+  /** Records handed out so far. */
+  readonly recordsRead: number;
+}
+
+/** What a partition read needs of its executor (shuffle-client.ts's ExecutorContext). */
+export interface ReaderContext {
+  readonly appId: string;
+  readonly release: Release;
+  readonly conf: ResolvedConfig;
+  readonly network: NodeNetwork;
+  readonly logger: Logger;
+  readonly fileGroups: FileGroupCache;
+  readonly closed: boolean;
+  refusal(): string | undefined;
+  authRefusal(): string | undefined;
+}
+
+type Waited = { readonly chunk: ReadyChunk } | { readonly end: true } | { readonly failed: ReduceTaskState };
+
+/** A reduce task run for one read, fed by its consumer's pace. */
+export class StreamingPartitionRead implements PartitionReader {
+  private driver: NodeDriver<ReduceTaskState> | undefined;
+  private started = false;
+  private ended = false;
+  /** The last chunk handed to the consumer, and the last one reported consumed to the task. */
+  private taken = -1;
+  private reported = -1;
+  private deadline = Infinity;
+  private records = 0;
+
+  constructor(
+    private readonly context: ReaderContext,
+    private readonly shuffleId: number,
+    private readonly partitionId: number,
+    private readonly options: ReadOptions = {},
+  ) {}
+
+  get recordsRead(): number {
+    return this.records;
+  }
+
+  async *chunks(): AsyncGenerator<Iterable<Uint8Array>, void, undefined> {
+    for await (const chunk of this.readyChunks()) yield chunkRecords([chunk]);
+  }
+
+  /** The chunks as the reduce task hands them out (their batches), each consumed when the next is asked for. */
+  async *readyChunks(): AsyncGenerator<ReadyChunk, void, undefined> {
+    if (this.started) throw new SvcClientError(`partition ${this.partitionId} is read once per reader`);
+    this.start();
+    try {
+      for (;;) {
+        const chunk = await this.nextChunk();
+        if (chunk === undefined) return;
+        this.records += chunk.records;
+        yield chunk;
+      }
+    } finally {
+      this.stop();
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    const chunks = this.chunks();
+    let current: Iterator<Uint8Array> | undefined;
+    return {
+      next: async (): Promise<IteratorResult<Uint8Array>> => {
+        for (;;) {
+          if (current !== undefined) {
+            const record = current.next();
+            if (record.done !== true) return record;
+            current = undefined;
+          }
+          const chunk = await chunks.next();
+          if (chunk.done === true) return { done: true, value: undefined };
+          current = chunk.value[Symbol.iterator]();
+        }
+      },
+      return: async (): Promise<IteratorResult<Uint8Array>> => {
+        await chunks.return(undefined);
+        return { done: true, value: undefined };
+      },
+    };
+  }
+
+  private start(): void {
+    const context = this.context;
+    if (context.closed) throw new ClientClosedError('the shuffle client is closed');
+    if (this.options.signal?.aborted === true) {
+      throw new ReadAbortedError(
+        `reading partition ${this.partitionId} of shuffle ${this.shuffleId} was aborted before it started`,
+        { cause: this.options.signal.reason },
+      );
+    }
+    const id = reduceTaskNodeId(context.appId, this.shuffleId, this.partitionId);
+    if (context.network.host.has(id)) {
+      throw new SvcClientError(
+        `partition ${this.partitionId} of shuffle ${this.shuffleId} is already being read here`,
+      );
+    }
+    this.started = true;
+    if (this.options.timeoutMs !== undefined) this.deadline = performance.now() + this.options.timeoutMs;
+    const cached = context.fileGroups.lookup(context.appId, this.shuffleId);
+    const config = reduceTaskConfigFrom(
+      context.conf,
+      { shuffleId: this.shuffleId, partitionId: this.partitionId },
+      context.appId,
+    );
+    const driver = new NodeDriver<ReduceTaskState>(
+      id,
+      reduceTaskMachine,
+      initialReduceTaskState(cached === undefined ? config : { ...config, cachedFileGroup: cached }),
+      context.release,
+      { send: (envelope) => context.network.transport.send(envelope), logger: context.logger },
+    );
+    this.driver = driver;
+    const shuffleId = this.shuffleId;
+    context.network.host.add({
+      id,
+      // Closing the executor stops the task through the host: its waits reject with the host's reason.
+      stop: (reason) => driver.stop(reason),
+      input(input: Input) {
+        if (input.kind === 'receive' && input.envelope.message.type === 'GetReducerFileGroupResponse') {
+          context.fileGroups.remember(context.appId, shuffleId, input.envelope.message);
+        }
+        driver.input(input);
+      },
+    });
+    driver.start(new Map());
+  }
+
+  private stop(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.driver?.stop();
+    this.context.network.host.remove(reduceTaskNodeId(this.context.appId, this.shuffleId, this.partitionId));
+  }
+
+  /** The next chunk once the task hands it out; undefined at the end; throws the read's failure. */
+  private async nextChunk(): Promise<ReadyChunk | undefined> {
+    const driver = this.driver!;
+    // Asking for the next chunk is the consumer's word that it is done with the one it had.
+    if (this.taken > this.reported) {
+      this.reported = this.taken;
+      driver.input({ kind: 'consumed', chunk: this.taken });
+    }
+    const waited = await this.wait((state) => {
+      const chunk = state.ready.find((c) => c.seq > this.taken);
+      if (chunk !== undefined) return { chunk };
+      if (state.phase === 'done') return { end: true };
+      if (state.phase === 'failed') return { failed: state };
+      return undefined;
+    });
+    if ('chunk' in waited) {
+      this.taken = waited.chunk.seq;
+      return waited.chunk;
+    }
+    if ('end' in waited) return undefined;
+    throw this.failure(waited.failed);
+  }
+
+  /** Waits for `check` after the task's steps, bounded by the deadline and the abort signal. */
+  private wait(check: (state: ReduceTaskState) => Waited | undefined): Promise<Waited> {
+    const driver = this.driver!;
+    const now = check(driver.state);
+    if (now !== undefined) return Promise.resolve(now);
+    const signal = this.options.signal;
+    return new Promise<Waited>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        unwatch();
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => {
+        done();
+        reject(
+          new ReadAbortedError(
+            `reading partition ${this.partitionId} of shuffle ${this.shuffleId} was aborted while it waited for ${this.waitingFor()}`,
+            { cause: signal?.reason },
+          ),
+        );
+      };
+      const unwatch = driver.watch(() => {
+        if (driver.isStopped) {
+          done();
+          reject(this.failure(undefined));
+          return;
+        }
+        const result = check(driver.state);
+        if (result === undefined) return;
+        done();
+        resolve(result);
+      });
+      if (signal !== undefined) {
+        if (signal.aborted) {
+          onAbort();
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (this.deadline !== Infinity) {
+        timer = setTimeout(
+          () => {
+            done();
+            reject(
+              new ReadTimeoutError(
+                `reading partition ${this.partitionId} of shuffle ${this.shuffleId} did not finish within ` +
+                  `${this.options.timeoutMs} ms; it was waiting for ${this.waitingFor()}`,
+              ),
+            );
+          },
+          Math.max(0, this.deadline - performance.now()),
+        );
+      }
+    });
+  }
+
+  /** What the read waits for, in words (for the deadline's and the abort's messages). */
+  private waitingFor(): string {
+    const state = this.driver!.state;
+    switch (state.phase) {
+      case 'file-group':
+        return state.waitingFor === undefined
+          ? "the lifecycle manager's answer to GetReducerFileGroup"
+          : `the map stage to end (the lifecycle manager says: ${state.waitingFor})`;
+      case 'fetching': {
+        const cursor = state.cursor;
+        const copy =
+          cursor === undefined ? undefined : state.plan?.epochs[cursor.epochIndex]?.copies[cursor.copyIndex];
+        if (copy === undefined || cursor === undefined) return 'the next chunk';
+        return (
+          `${cursor.streamId === undefined ? 'the stream' : `chunk ${cursor.nextAdmit}`} of the ${copy.location.mode} ` +
+          `copy of epoch ${copy.location.epoch} on ${workerKey(copy.location.worker)}`
+        );
+      }
+      case 'draining':
+      case 'done':
+      case 'failed':
+        return 'the end of the read';
+    }
+  }
+
+  private failure(state: ReduceTaskState | undefined): SvcClientError {
+    const context = this.context;
+    const refusal = context.refusal();
+    if (refusal !== undefined) return new ClientReleaseRefusedError(refusal);
+    const authRefusal = context.authRefusal();
+    if (authRefusal !== undefined) return new AuthenticationFailedError(authRefusal);
+    const error = state?.error;
+    return new ReduceTaskFailedError(
+      error?.kind ?? 'failure',
+      `reading partition ${this.partitionId} of shuffle ${this.shuffleId} failed (${error?.kind ?? 'stopped'}): ` +
+        `${error?.message ?? 'the client was closed'}${advice(error?.kind, this.shuffleId)}`,
+    );
+  }
+}
+
+/** A partition's records as a `stream.Readable` in object mode: one record per chunk of the stream. */
+export function readableOf(reader: PartitionReader, highWaterMark = 1024): Readable {
+  return Readable.from(reader, { objectMode: true, highWaterMark });
+}
+
+function advice(kind: string | undefined, clusterId: number): string {
+  switch (kind) {
+    case 'fetch-failure':
+      return `${rerunAdvice(clusterId)}.`;
+    case 'unreadable':
+      return (
+        '. The data is lost and stage rerun is off (svc.client.spark.stageRerun.enabled=false, the default before ' +
+        `0.6.0): the read cannot succeed. To recover${rerunAdvice(clusterId).slice(1)}.`
+      );
+    case 'integrity':
+      return '. The data read does not match what the maps wrote: please report this as a bug.';
+    case undefined:
+    default:
+      return '. Retry the task.';
+  }
+}
