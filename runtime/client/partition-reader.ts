@@ -240,7 +240,13 @@ export class StreamingPartitionRead implements PartitionReader {
       const unwatch = driver.watch(() => {
         if (driver.isStopped) {
           done();
-          reject(this.failure(undefined));
+          reject(
+            this.context.closed
+              ? new ClientClosedError(
+                  `the executor was closed while partition ${this.partitionId} of shuffle ${this.shuffleId} was read`,
+                )
+              : this.failure(undefined),
+          );
           return;
         }
         const result = check(driver.state);
