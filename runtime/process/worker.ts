@@ -21,7 +21,7 @@ import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { MAX_BLOCK, MemoryPool } from '../storage/memory-pool.ts';
 import { TierStorage } from '../storage/tier-storage.ts';
 import type { Address } from '../transport/addresses.ts';
-import { serverAdmission } from './admission.ts';
+import { serverAdmission } from '../transport/release-admission.ts';
 import type { RunningServer } from './master.ts';
 import { nodeNetwork } from './node-network.ts';
 import { ApplicationSecrets } from './application-secrets.ts';
