@@ -86,6 +86,11 @@ export interface WorkerConfig {
     /** `svc.worker.graceful.shutdown.checkSlotsFinished.timeout`. */
     readonly timeoutMs: number;
   };
+  /**
+   * `svc.worker.storage.expireDirs.timeout`: how long after its start a worker keeps the files an earlier run left on
+   * its disks before deleting those of shuffles the master no longer has (./leftovers.ts).
+   */
+  readonly leftoverGraceMs: number;
   readonly decommission: {
     /** How often a decommissioning worker checks whether it still holds shuffles (reference: 30 s). */
     readonly checkIntervalMs: number;
