@@ -79,7 +79,10 @@ export interface WorkerConfig {
     readonly fastFailDurationMs: number;
   };
   readonly gracefulShutdown: {
-    /** `svc.worker.graceful.shutdown.enabled`: what exit type NONE means (Graceful, else Immediately). */
+    /**
+     * `svc.worker.graceful.shutdown.enabled`: what exit type NONE means (Graceful, else Immediately), and whether the
+     * worker keeps a recovery store (persists committed files, restores them at start).
+     */
     readonly enabled: boolean;
     /** `svc.worker.graceful.shutdown.checkSlotsFinished.interval`. */
     readonly checkIntervalMs: number;

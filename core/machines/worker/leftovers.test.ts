@@ -152,6 +152,50 @@ describe('worker: files an earlier run left on the disks', () => {
     );
   });
 
+  it('without graceful shutdown keeps no recovery store: writes none, restores none, its files are leftovers', () => {
+    const { recovered, file } = committedRecovery();
+    assert.ok(recovered.size > 0, 'a worker with graceful shutdown persisted its commit');
+    const harness = new Harness(
+      workerMachine,
+      initialWorkerState(
+        testWorkerConfig(SELF, {
+          gracefulShutdown: { enabled: false, checkIntervalMs: 1_000, timeoutMs: 480_000 },
+        }),
+      ),
+    );
+    harness.step({ kind: 'start', recovered, leftovers: [file] });
+    assert.equal(harness.state.shuffles.size, 0, 'nothing restored');
+    assert.deepEqual([...harness.state.leftovers.keys()], [KEY]);
+    const register = onlySent(harness.all, 'RegisterWorker');
+    harness.receive(
+      MASTER,
+      { type: 'RegisterWorkerResponse', success: true, message: 'ok' },
+      { inReplyTo: register.requestId!, principal: { kind: 'server' } },
+    );
+    harness.completeIo(
+      harness.receive(
+        CLIENT,
+        {
+          type: 'ReserveSlots',
+          appId: 'app',
+          shuffleId: 2,
+          primaries: [location(0, 0, 'PRIMARY', SELF)],
+          replicas: [],
+          splitThreshold: 1024 ** 3,
+          splitMode: 'SOFT',
+          memoryEnabled: false,
+        },
+        { requestId: 1 },
+      ),
+    );
+    const effects = harness.receive(CLIENT, commitFiles(['0-0'], [0]), { requestId: 3 });
+    assert.deepEqual(
+      ofKind([...effects, ...harness.completeIo(effects)], 'persist'),
+      [],
+      'nothing persisted',
+    );
+  });
+
   it('deletes exactly the leftovers of expired shuffles, once, and only after the grace (property)', () => {
     const fileArb = fc.record({
       app: fc.constantFrom('a', 'b', 'c-x'),

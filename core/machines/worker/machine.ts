@@ -116,7 +116,10 @@ function onStart(
     return s;
   }
   let state: WorkerMachineState = { ...s, started: true, lifecycle: initialLifecycle(out.now) };
-  if (s.config.plantedBug !== 'restart-forgets-committed') state = restore(state, out, recovered);
+  // Only a worker with graceful shutdown keeps a recovery store; without it, what an earlier run wrote is a leftover.
+  if (s.config.gracefulShutdown.enabled && s.config.plantedBug !== 'restart-forgets-committed') {
+    state = restore(state, out, recovered);
+  }
   state = findLeftovers(state, out, found);
   armDiskCheck(state, out);
   return startRegistration(state, out);
