@@ -11,6 +11,7 @@ import {
   workerMachine,
   type WorkerMachineState,
 } from '../../core/machines/worker/index.ts';
+import type { FileRef } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
@@ -295,17 +296,9 @@ async function startWorker(
   store: DurableStore,
   opened: { close(): Promise<void> }[],
 ): Promise<RunningServer> {
-  const { disks, dfsDir, memoryCapacity, memoryPool, readBuffers } = tiers;
+  const { disks, dfsDir, memoryCapacity, readBuffers } = tiers;
   const recovered = await store.load();
-  const leftovers = await listDiskFiles(
-    disks.map((disk) => ({ dir: disk.dir, mountPoint: disk.config.mountPoint, type: disk.config.type })),
-  );
-  for (const { dir, reason } of leftovers.unreadable) {
-    logger.warn(
-      { event: 'worker.leftovers.unreadable', dir, reason },
-      `cannot list ${dir} for files an earlier run left: ${reason}`,
-    );
-  }
+  const found = await filesOnDisks(disks, logger);
 
   const host = conf.getString('svc.worker.host');
   // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
@@ -358,30 +351,7 @@ async function startWorker(
     network.host.add(secrets);
   }
 
-  const storage = new TierStorage({
-    disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
-    ...(dfsDir === undefined ? {} : { dfsDir }),
-    onDiskFailed: (mountPoint, reason) =>
-      logger.error(
-        { event: 'worker.disk.failed', node: nodeId, mountPoint, reason },
-        `disk ${mountPoint} failed: ${reason}`,
-      ),
-    ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
-    onDeleteFailed: deleteFailureReporter(logger, nodeId, metrics),
-    readBuffers,
-    ...(memoryPool === undefined ? {} : { memoryPool }),
-    onMemoryOverflow: (blockBytes) =>
-      logger.warn(
-        {
-          event: 'worker.memoryTier.overflow',
-          node: nodeId,
-          blockBytes,
-          poolBytes: memoryPool?.capacityBytes,
-        },
-        'the memory tier’s pool could not lend a block (fragmentation): memory files now also use heap memory ' +
-          'beyond svc.worker.memory.size; logged once',
-      ),
-  });
+  const storage = workerStorage(tiers, nodeId, metrics, logger);
   opened.push(storage);
   const backPressure = pushBackPressure(conf, tiers.memoryBudget, network, metrics, logger, nodeId);
 
@@ -444,7 +414,7 @@ async function startWorker(
 
   // Every port listens: the machine starts, and registers with the master.
   network.host.add(worker);
-  worker.input({ kind: 'start', recovered, leftovers: leftovers.files });
+  worker.input({ kind: 'start', recovered, leftovers: found });
   // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
   announce(logger).info(
     {
@@ -471,6 +441,54 @@ async function startWorker(
     stopped,
     requestExit: () => worker.admin({ type: 'exit', exitType: 'NONE' }),
   };
+}
+
+/** Every partition file on the local disks, for the core to tell its own from an earlier run's leftovers. */
+async function filesOnDisks(disks: readonly LocalDisk[], logger: Logger): Promise<FileRef[]> {
+  const listed = await listDiskFiles(
+    disks.map((disk) => ({ dir: disk.dir, mountPoint: disk.config.mountPoint, type: disk.config.type })),
+  );
+  for (const { dir, reason } of listed.unreadable) {
+    logger.warn(
+      { event: 'worker.leftovers.unreadable', dir, reason },
+      `cannot list ${dir} for files an earlier run left: ${reason}`,
+    );
+  }
+  return listed.files;
+}
+
+/** The partition files on the worker's tiers, with the warnings and metrics of their failures. */
+function workerStorage(
+  tiers: WorkerTiers,
+  nodeId: string,
+  metrics: WorkerMetrics | undefined,
+  logger: Logger,
+): TierStorage {
+  const { disks, dfsDir, memoryPool, readBuffers } = tiers;
+  return new TierStorage({
+    disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
+    ...(dfsDir === undefined ? {} : { dfsDir }),
+    onDiskFailed: (mountPoint, reason) =>
+      logger.error(
+        { event: 'worker.disk.failed', node: nodeId, mountPoint, reason },
+        `disk ${mountPoint} failed: ${reason}`,
+      ),
+    ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
+    onDeleteFailed: deleteFailureReporter(logger, nodeId, metrics),
+    readBuffers,
+    ...(memoryPool === undefined ? {} : { memoryPool }),
+    onMemoryOverflow: (blockBytes) =>
+      logger.warn(
+        {
+          event: 'worker.memoryTier.overflow',
+          node: nodeId,
+          blockBytes,
+          poolBytes: memoryPool?.capacityBytes,
+        },
+        'the memory tier’s pool could not lend a block (fragmentation): memory files now also use heap memory ' +
+          'beyond svc.worker.memory.size; logged once',
+      ),
+  });
 }
 
 /** A failed delete (runtime/storage): one warning line and DeleteFileFailCount, instead of nothing. */
