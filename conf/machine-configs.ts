@@ -234,6 +234,7 @@ export function workerConfigFrom(
       checkIntervalMs: conf.getDurationMs('svc.worker.graceful.shutdown.checkSlotsFinished.interval'),
       timeoutMs: conf.getDurationMs('svc.worker.graceful.shutdown.checkSlotsFinished.timeout'),
     },
+    leftoverGraceMs: conf.getDurationMs('svc.worker.storage.expireDirs.timeout'),
     decommission: {
       checkIntervalMs: conf.getDurationMs('svc.worker.decommission.checkInterval'),
       forceExitTimeoutMs: conf.getDurationMs('svc.worker.decommission.forceExitTimeout'),

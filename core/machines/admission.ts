@@ -6,12 +6,13 @@ import { count, log, reply, replyToOf, type Outbox } from './outbox.ts';
 /**
  * Admission by release for a client request. A refused client gets StatusResponse CLIENT_RELEASE_REFUSED with a
  * message naming both releases and the upgrade order; `adviseOnMismatch` logs the same-release advice for requests
- * that start a conversation (a reserve, an application's registration), not for every push. Shared by the master
- * and the worker (`role` names the server in the log).
+ * that start a conversation (a reserve, an application's registration), not for every push. Shared by the master,
+ * the worker and the lifecycle manager, which serves its application's executors as a server serves its clients
+ * (`role` names the server in the log).
  */
 export function admitted(
   out: Outbox,
-  role: 'master' | 'worker',
+  role: 'master' | 'worker' | 'lifecycle-manager',
   serverRelease: Release,
   envelope: Envelope,
   adviseOnMismatch = false,

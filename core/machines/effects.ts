@@ -143,8 +143,15 @@ export type IoCompletion = Extract<Input, { kind: 'ioDone' | 'ioFailed' }>;
 export type IoError = 'NO_SPACE' | 'IO_ERROR' | 'NOT_FOUND' | 'EXISTS' | 'TIMEOUT';
 
 export type Input =
-  /** First input after (re)start; `recovered` holds the node's durable store as it was persisted. */
-  | { readonly kind: 'start'; readonly recovered: ReadonlyMap<string, string> }
+  /**
+   * First input after (re)start; `recovered` holds the node's durable store as it was persisted. A worker's driver
+   * also lists the partition files on its local disks (`leftovers`: what an earlier run left there, absent: none).
+   */
+  | {
+      readonly kind: 'start';
+      readonly recovered: ReadonlyMap<string, string>;
+      readonly leftovers?: readonly FileRef[];
+    }
   | { readonly kind: 'receive'; readonly envelope: Envelope }
   | { readonly kind: 'timer'; readonly name: string }
   | { readonly kind: 'ioDone'; readonly op: number; readonly bytes?: Uint8Array }

@@ -4,6 +4,7 @@ import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
 import { nodeNetwork, type NodeNetwork } from '../process/node-network.ts';
 import type { ExpectedSecret, TransportAuth } from '../transport/authentication.ts';
+import { serverAdmission } from '../transport/release-admission.ts';
 import { configuredSecret } from './client-config.ts';
 import { SvcClientError } from './errors.ts';
 
@@ -59,6 +60,8 @@ export function clientNetwork(
     conf,
     logger,
     application,
+    // A lifecycle manager admits its executors by release as a master or worker admits clients.
+    ...(identity.serves === true ? { admit: serverAdmission(release) } : {}),
     refused: (_peer, message, status: StatusCode) => {
       if (status === 'AUTHENTICATION_FAILED') authRefusal = message;
       else refusal = message;

@@ -400,6 +400,18 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'Client requests refused because of the client release.',
   ),
   worker(
+    'LeftoverFilesRemovedCount',
+    'counter',
+    'machine',
+    'svc: partition files an earlier run of the worker left on its disks, removed once the master no longer had their shuffles.',
+  ),
+  worker(
+    'DeleteFileFailCount',
+    'counter',
+    'driver',
+    'svc: partition files a delete left behind (permissions, an I/O error); each is also a warning line.',
+  ),
+  worker(
     'AuthenticationFailCount',
     'counter',
     'machine',

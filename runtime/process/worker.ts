@@ -11,28 +11,42 @@ import {
   workerMachine,
   type WorkerMachineState,
 } from '../../core/machines/worker/index.ts';
+import type { FileRef } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import { workerApi, type ManagementServer } from '../http/index.ts';
-import { createMetrics, envelopeObserver, ioObserver, statfsDevices } from '../metrics/index.ts';
+import { startManagement, workerApi, type ManagementServer } from '../http/index.ts';
+import {
+  createMetrics,
+  envelopeObserver,
+  ioObserver,
+  statfsDevices,
+  type WorkerMetrics,
+} from '../metrics/index.ts';
 import { announce, type Logger } from '../log.ts';
-import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
+import {
+  openDurableStore,
+  volatileDurableStore,
+  type DbBackend,
+  type DurableStore,
+} from '../storage/durable-store.ts';
+import { listDiskFiles } from '../storage/leftover-files.ts';
 import { MAX_BLOCK, MemoryPool } from '../storage/memory-pool.ts';
 import { TierStorage } from '../storage/tier-storage.ts';
 import type { Address } from '../transport/addresses.ts';
-import { serverAdmission } from './admission.ts';
+import { serverAdmission } from '../transport/release-admission.ts';
 import type { RunningServer } from './master.ts';
-import { nodeNetwork } from './node-network.ts';
+import { nodeNetwork, type NodeNetwork } from './node-network.ts';
 import { ApplicationSecrets } from './application-secrets.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
+import { TransportConfigError } from '../transport/tls.ts';
+import type { Release } from '../../core/release/version.ts';
 import {
   metricsOptions,
   metricsRoutes,
   optionalList,
   optionalString,
-  serveManagement,
   ServerConfigError,
 } from './server-config.ts';
 
@@ -85,21 +99,26 @@ function localDisks(conf: ResolvedConfig): LocalDisk[] {
   });
 }
 
-/**
- * A worker process: the worker machine behind its rpc, push, fetch and replicate ports, partition files on its
- * tiers (memory, local disks, a DFS directory), its recovery store, and back-pressure on pushes.
- */
-export async function runWorker(
-  conf: ResolvedConfig,
-  master: Address,
-  logger: Logger,
-  presented: ResolvedConfig = conf,
-): Promise<RunningServer> {
-  // As the master's (master.ts): `conf` runs the process, `presented` is the release it shows.
-  const release = presented.release;
+/** The worker's tiers and the memory they take, validated: at least one tier must be able to hold a file. */
+interface WorkerTiers {
+  readonly disks: readonly LocalDisk[];
+  readonly dfsDir: string | undefined;
+  readonly memoryBudget: number;
+  readonly memoryCapacity: number;
+  readonly memoryPool: MemoryPool | undefined;
+  readonly readBuffers: ReadBuffers;
+}
+
+function workerTiers(conf: ResolvedConfig, logger: Logger): WorkerTiers {
   const disks = localDisks(conf);
   const dfsDir = optionalString(conf, 'svc.storage.hdfs.dir');
-  if (dfsDir !== undefined) mkdirSync(dfsDir, { recursive: true });
+  if (dfsDir !== undefined) {
+    try {
+      mkdirSync(dfsDir, { recursive: true });
+    } catch (error) {
+      throw new ServerConfigError(`svc.storage.hdfs.dir: cannot use ${dfsDir}: ${(error as Error).message}`);
+    }
+  }
   const memoryBudget = conf.getBytes('svc.worker.memory.size');
   const memoryCapacity = Math.floor(
     memoryBudget * conf.getDouble('svc.worker.directMemoryRatioForMemoryFileStorage'),
@@ -111,117 +130,106 @@ export async function runWorker(
         'svc.worker.directMemoryRatioForMemoryFileStorage above 0 (the memory tier)',
     );
   }
-
-  const host = conf.getString('svc.worker.host');
-  // The node id is the worker's identity and names its ports: the servers must be bound before the machine exists.
-  const secret = internalSecret(conf, 'worker', logger);
-  // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
-  let secrets: ApplicationSecrets | undefined;
-  const auth: TransportAuth | undefined =
-    secret === undefined
-      ? undefined
-      : {
-          secret,
-          principal: { kind: 'server' },
-          expectedSecret: (hello, fresh) => {
-            const server = serverPeerSecret(hello, secret);
-            if (server !== undefined) return server;
-            if (secrets === undefined) return { kind: 'refused', message: 'the worker is still starting' };
-            return secrets.expected(hello.application ?? '', fresh);
-          },
-        };
-  // The memory tier's bytes live in memory allocated now, once, and used again as files come and go: fresh memory
-  // for every byte kept cost page faults and garbage collections (docs/performance.md).
-  const memoryPool = memoryTierPool(
+  return {
+    disks,
+    dfsDir,
+    memoryBudget,
     memoryCapacity,
-    conf.getBoolean('svc.worker.memoryFileStorage.preTouch'),
-    logger,
-  );
-  // Chunks are served from buffers used again once written (docs/performance.md, item 4).
-  const readBuffers = new ReadBuffers(
-    Math.floor(memoryBudget * conf.getDouble('svc.worker.directMemoryRatioForReadBuffer')),
-  );
-  // Read by closures (the metrics instance label, shutdown) before the interface listens.
-  let http: ManagementServer | undefined = undefined;
-  const metrics = conf.getBoolean('svc.metrics.enabled')
-    ? createMetrics({
-        role: 'worker',
-        ...metricsOptions(conf),
-        release,
-        // The bound port is known once the management interface listens; the label is read at each scrape.
-        instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
-        state: (): WorkerMachineState => driver.state,
-        devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
-      })
-    : undefined;
-  const network = nodeNetwork({
-    role: 'worker',
-    release,
-    nodeId: `worker@${host}`,
-    conf,
-    logger,
-    admit: serverAdmission(release),
-    ...(auth === undefined ? {} : { auth }),
-    authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
-    written: (pieces) => readBuffers.giveBack(pieces),
-  });
-  const ports = {
-    rpc: (await network.transport.listen('rpc', host, conf.getInt('svc.worker.rpc.port'))).port,
-    push: (await network.transport.listen('push', host, conf.getInt('svc.worker.push.port'))).port,
-    fetch: (await network.transport.listen('fetch', host, conf.getInt('svc.worker.fetch.port'))).port,
-    replicate: (await network.transport.listen('replicate', host, conf.getInt('svc.worker.replicate.port')))
-      .port,
+    // The memory tier's bytes live in memory allocated now, once, and used again as files come and go: fresh memory
+    // for every byte kept cost page faults and garbage collections (docs/performance.md).
+    memoryPool: memoryTierPool(
+      memoryCapacity,
+      conf.getBoolean('svc.worker.memoryFileStorage.preTouch'),
+      logger,
+    ),
+    // Chunks are served from buffers used again once written (docs/performance.md, item 4).
+    readBuffers: new ReadBuffers(
+      Math.floor(memoryBudget * conf.getDouble('svc.worker.directMemoryRatioForReadBuffer')),
+    ),
   };
-  const id: WorkerId = {
-    host,
-    rpcPort: ports.rpc,
-    pushPort: ports.push,
-    fetchPort: ports.fetch,
-    replicatePort: ports.replicate,
-  };
-  const nodeId = workerKey(id);
-  network.addresses.set(masterNodeId(), master);
-  if (auth !== undefined) {
-    secrets = new ApplicationSecrets({
-      id: `${nodeId}#application-secrets`,
-      send: (envelope) => network.transport.send(envelope),
-      askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),
-    });
-    network.host.add(secrets);
-  }
+}
 
-  const recoverPath = conf.getString('svc.worker.graceful.shutdown.recoverPath');
-  const store = await openDurableStore(
-    conf.getString('svc.worker.graceful.shutdown.recoverDbBackend') as DbBackend,
-    recoverPath,
-  );
-  const recovered = await store.load();
-  const envelopes = metrics === undefined ? undefined : envelopeObserver(metrics);
-  const storage = new TierStorage({
-    disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
-    ...(dfsDir === undefined ? {} : { dfsDir }),
-    onDiskFailed: (mountPoint, reason) =>
-      logger.error(
-        { event: 'worker.disk.failed', node: nodeId, mountPoint, reason },
-        `disk ${mountPoint} failed: ${reason}`,
-      ),
-    ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
-    readBuffers,
-    ...(memoryPool === undefined ? {} : { memoryPool }),
-    onMemoryOverflow: (blockBytes) =>
-      logger.warn(
-        {
-          event: 'worker.memoryTier.overflow',
-          node: nodeId,
-          blockBytes,
-          poolBytes: memoryPool?.capacityBytes,
-        },
-        'the memory tier’s pool could not lend a block (fragmentation): memory files now also use heap memory ' +
-          'beyond svc.worker.memory.size; logged once',
-      ),
-  });
+const GRACEFUL_KEY = 'svc.worker.graceful.shutdown.enabled';
+const RECOVER_PATH_KEY = 'svc.worker.graceful.shutdown.recoverPath';
+const RECOVER_BACKEND_KEY = 'svc.worker.graceful.shutdown.recoverDbBackend';
+
+/**
+ * The recovery store, opened before any port listens: on disk only when graceful shutdown is on (as the reference's
+ * recovery DB), so that workers without it share no path; a store that cannot be opened (locked by another worker,
+ * not writable) is a configuration error naming its path and key.
+ */
+async function openRecoveryStore(conf: ResolvedConfig): Promise<DurableStore> {
+  if (!conf.getBoolean(GRACEFUL_KEY)) return volatileDurableStore();
+  const recoverPath = conf.getString(RECOVER_PATH_KEY);
+  const backend = conf.getString(RECOVER_BACKEND_KEY) as DbBackend;
+  try {
+    return await openDurableStore(backend, recoverPath);
+  } catch (error) {
+    throw new ServerConfigError(
+      `${RECOVER_PATH_KEY}: the recovery store in ${recoverPath} (${RECOVER_BACKEND_KEY} ${backend}) cannot be ` +
+        `opened: ${(error as Error).message}. Each worker with ${GRACEFUL_KEY} on needs a ${RECOVER_PATH_KEY} of ` +
+        'its own (another worker on this host may hold this one)',
+    );
+  }
+}
+
+const DATA_SERVICES = ['rpc', 'push', 'fetch', 'replicate'] as const;
+
+/** Binds the rpc, push, fetch and replicate ports; one that cannot listen is a configuration error naming its key. */
+async function listenDataPorts(
+  network: NodeNetwork,
+  conf: ResolvedConfig,
+  host: string,
+): Promise<Record<(typeof DATA_SERVICES)[number], number>> {
+  const ports = { rpc: 0, push: 0, fetch: 0, replicate: 0 };
+  for (const service of DATA_SERVICES) {
+    const key = `svc.worker.${service}.port`;
+    const port = conf.getInt(key);
+    try {
+      ports[service] = (await network.transport.listen(service, host, port)).port;
+    } catch (error) {
+      throw new ServerConfigError(
+        `svc.worker.host/${key}: the ${service} port cannot listen on ${host}:${port}: ${(error as Error).message}` +
+          (port === 0 ? '' : `; set ${key} to a free port, or 0 for any`),
+      );
+    }
+  }
+  return ports;
+}
+
+/**
+ * With authentication on, whose secrets the worker's connections must prove: a server's (the internal secret) or an
+ * application's, asked from the master through `secrets` once the worker's id is known.
+ */
+function workerAuth(
+  secret: string | undefined,
+  secrets: () => ApplicationSecrets | undefined,
+): TransportAuth | undefined {
+  if (secret === undefined) return undefined;
+  return {
+    secret,
+    principal: { kind: 'server' },
+    expectedSecret: (hello, fresh) => {
+      const server = serverPeerSecret(hello, secret);
+      if (server !== undefined) return server;
+      const known = secrets();
+      if (known === undefined) return { kind: 'refused', message: 'the worker is still starting' };
+      return known.expected(hello.application ?? '', fresh);
+    },
+  };
+}
+
+/** Pauses reading pushes (and replicas) while the bytes in flight exceed the budget's ratios; resumes below. */
+function pushBackPressure(
+  conf: ResolvedConfig,
+  memoryBudget: number,
+  network: NodeNetwork,
+  metrics: WorkerMetrics | undefined,
+  logger: Logger,
+  nodeId: string,
+): BackPressure {
   const pauseAt = (key: string): number => Math.floor(memoryBudget * conf.getDouble(key));
-  const backPressure = new BackPressure(
+  const backPressure: BackPressure = new BackPressure(
     {
       pauseReceiveBytes: pauseAt('svc.worker.directMemoryRatioToPauseReceive'),
       pauseReplicateBytes: pauseAt('svc.worker.directMemoryRatioToPauseReplicate'),
@@ -242,6 +250,110 @@ export async function runWorker(
       );
     },
   );
+  return backPressure;
+}
+
+/**
+ * A worker process: the worker machine behind its rpc, push, fetch and replicate ports, partition files on its
+ * tiers (memory, local disks, a DFS directory), its recovery store, and back-pressure on pushes.
+ *
+ * Starting is all or nothing: the tiers and the recovery store first, then every port (rpc, push, fetch, replicate
+ * and the management interface), and only then the machine, which registers with the master; any failure before
+ * that closes what was opened and is a ServerConfigError naming the key to change (`svc worker` exits 2 with it),
+ * so that the master never offers a worker that could not start.
+ */
+export async function runWorker(
+  conf: ResolvedConfig,
+  master: Address,
+  logger: Logger,
+  presented: ResolvedConfig = conf,
+): Promise<RunningServer> {
+  // As the master's (master.ts): `conf` runs the process, `presented` is the release it shows.
+  const release = presented.release;
+  const tiers = workerTiers(conf, logger);
+  const { disks, dfsDir } = tiers;
+  const store = await openRecoveryStore(conf);
+  const opened: { close(): Promise<void> }[] = [store];
+  try {
+    return await startWorker(conf, presented, release, master, logger, tiers, store, opened);
+  } catch (error) {
+    for (const resource of opened.reverse()) await resource.close().catch(() => undefined);
+    if (error instanceof ServerConfigError || error instanceof TransportConfigError) throw error;
+    throw new ServerConfigError(
+      `the worker could not start (disks ${disks.map((disk) => disk.dir).join(', ') || 'none'}` +
+        `${dfsDir === undefined ? '' : `, DFS ${dfsDir}`}): ${(error as Error).message}`,
+    );
+  }
+}
+
+async function startWorker(
+  conf: ResolvedConfig,
+  presented: ResolvedConfig,
+  release: Release,
+  master: Address,
+  logger: Logger,
+  tiers: WorkerTiers,
+  store: DurableStore,
+  opened: { close(): Promise<void> }[],
+): Promise<RunningServer> {
+  const { disks, dfsDir, memoryCapacity, readBuffers } = tiers;
+  const recovered = await store.load();
+  const found = await filesOnDisks(disks, logger);
+
+  const host = conf.getString('svc.worker.host');
+  // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
+  let secrets: ApplicationSecrets | undefined;
+  const auth = workerAuth(internalSecret(conf, 'worker', logger), () => secrets);
+  // Read by closures (the metrics instance label, shutdown) before the interface listens.
+  let http: ManagementServer | undefined = undefined;
+  let driver: NodeDriver<WorkerMachineState> | undefined = undefined;
+  const metrics = conf.getBoolean('svc.metrics.enabled')
+    ? createMetrics({
+        role: 'worker',
+        ...metricsOptions(conf),
+        release,
+        // The bound port is known once the management interface listens; the label is read at each scrape.
+        instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
+        state: (): WorkerMachineState => driver!.state,
+        devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
+      })
+    : undefined;
+  if (metrics !== undefined) opened.push({ close: () => Promise.resolve(metrics.close()) });
+  const network = nodeNetwork({
+    role: 'worker',
+    release,
+    nodeId: `worker@${host}`,
+    conf,
+    logger,
+    admit: serverAdmission(release),
+    ...(auth === undefined ? {} : { auth }),
+    authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
+    written: (pieces) => readBuffers.giveBack(pieces),
+  });
+  opened.push(network.transport);
+  // The node id is the worker's identity and names its ports: the servers must be bound before the machine exists.
+  const ports = await listenDataPorts(network, conf, host);
+  const id: WorkerId = {
+    host,
+    rpcPort: ports.rpc,
+    pushPort: ports.push,
+    fetchPort: ports.fetch,
+    replicatePort: ports.replicate,
+  };
+  const nodeId = workerKey(id);
+  network.addresses.set(masterNodeId(), master);
+  if (auth !== undefined) {
+    secrets = new ApplicationSecrets({
+      id: `${nodeId}#application-secrets`,
+      send: (envelope) => network.transport.send(envelope),
+      askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),
+    });
+    network.host.add(secrets);
+  }
+
+  const storage = workerStorage(tiers, nodeId, metrics, logger);
+  opened.push(storage);
+  const backPressure = pushBackPressure(conf, tiers.memoryBudget, network, metrics, logger, nodeId);
 
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));
@@ -249,7 +361,7 @@ export async function runWorker(
   const shutdown = (code: number, reason: string): Promise<void> => {
     closing ??= (async () => {
       logger.info({ event: 'process.shutdown', node: nodeId, code, reason }, `worker stopping: ${reason}`);
-      driver.stop();
+      driver?.stop();
       await http?.close();
       metrics?.close();
       await network.transport.close();
@@ -259,9 +371,10 @@ export async function runWorker(
     })();
     return closing;
   };
+  const envelopes = metrics === undefined ? undefined : envelopeObserver(metrics);
   // Keys added after the presented release fall back to the current release's configuration.
   const current = conf;
-  const driver = new NodeDriver(
+  const worker = new NodeDriver(
     nodeId,
     workerMachine,
     initialWorkerState(
@@ -287,15 +400,21 @@ export async function runWorker(
       ...(envelopes === undefined ? {} : { onReceive: envelopes.received, onSend: envelopes.sent }),
     },
   );
-  network.host.add(driver);
-  driver.start(recovered);
-  http = await serveManagement(
+  driver = worker;
+  // The last port: a worker whose management interface cannot listen never registers with the master.
+  http = await startManagement(
     'worker',
-    { ...workerApi({ driver, conf: presented }), ...metricsRoutes(conf, metrics) },
+    { ...workerApi({ driver: worker, conf: presented }), ...metricsRoutes(conf, metrics) },
     conf,
     logger,
-    shutdown,
-  );
+  ).catch((error: unknown) => {
+    throw new ServerConfigError((error as Error).message);
+  });
+  opened.push(http);
+
+  // Every port listens: the machine starts, and registers with the master.
+  network.host.add(worker);
+  worker.input({ kind: 'start', recovered, leftovers: found });
   // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
   announce(logger).info(
     {
@@ -312,6 +431,7 @@ export async function runWorker(
       dfsDir,
       memoryCapacityBytes: memoryCapacity,
       recoveredKeys: recovered.size,
+      recoveryStore: conf.getBoolean(GRACEFUL_KEY) ? conf.getString(RECOVER_PATH_KEY) : null,
     },
     `worker ${nodeId} listening`,
   );
@@ -319,6 +439,69 @@ export async function runWorker(
     nodeId,
     shutdown,
     stopped,
-    requestExit: () => driver.admin({ type: 'exit', exitType: 'NONE' }),
+    requestExit: () => worker.admin({ type: 'exit', exitType: 'NONE' }),
+  };
+}
+
+/** Every partition file on the local disks, for the core to tell its own from an earlier run's leftovers. */
+async function filesOnDisks(disks: readonly LocalDisk[], logger: Logger): Promise<FileRef[]> {
+  const listed = await listDiskFiles(
+    disks.map((disk) => ({ dir: disk.dir, mountPoint: disk.config.mountPoint, type: disk.config.type })),
+  );
+  for (const { dir, reason } of listed.unreadable) {
+    logger.warn(
+      { event: 'worker.leftovers.unreadable', dir, reason },
+      `cannot list ${dir} for files an earlier run left: ${reason}`,
+    );
+  }
+  return listed.files;
+}
+
+/** The partition files on the worker's tiers, with the warnings and metrics of their failures. */
+function workerStorage(
+  tiers: WorkerTiers,
+  nodeId: string,
+  metrics: WorkerMetrics | undefined,
+  logger: Logger,
+): TierStorage {
+  const { disks, dfsDir, memoryPool, readBuffers } = tiers;
+  return new TierStorage({
+    disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
+    ...(dfsDir === undefined ? {} : { dfsDir }),
+    onDiskFailed: (mountPoint, reason) =>
+      logger.error(
+        { event: 'worker.disk.failed', node: nodeId, mountPoint, reason },
+        `disk ${mountPoint} failed: ${reason}`,
+      ),
+    ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
+    onDeleteFailed: deleteFailureReporter(logger, nodeId, metrics),
+    readBuffers,
+    ...(memoryPool === undefined ? {} : { memoryPool }),
+    onMemoryOverflow: (blockBytes) =>
+      logger.warn(
+        {
+          event: 'worker.memoryTier.overflow',
+          node: nodeId,
+          blockBytes,
+          poolBytes: memoryPool?.capacityBytes,
+        },
+        'the memory tier’s pool could not lend a block (fragmentation): memory files now also use heap memory ' +
+          'beyond svc.worker.memory.size; logged once',
+      ),
+  });
+}
+
+/** A failed delete (runtime/storage): one warning line and DeleteFileFailCount, instead of nothing. */
+function deleteFailureReporter(
+  logger: Logger,
+  nodeId: string,
+  metrics: WorkerMetrics | undefined,
+): (file: string, reason: string) => void {
+  return (file, reason) => {
+    logger.warn(
+      { event: 'worker.deleteFile.failed', node: nodeId, file, reason },
+      `could not delete ${file}: ${reason}`,
+    );
+    metrics?.onMetric({ kind: 'metric', name: 'DeleteFileFailCount', op: 'inc', value: 1 });
   };
 }

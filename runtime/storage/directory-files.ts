@@ -108,12 +108,17 @@ export class DirectoryFiles implements TierFiles {
       await this.append(id, chunks);
       await this.flush(id);
     } catch (error) {
-      await this.remove(id, segments);
+      // The create's or write's failure is the one to report; a remove failing as well changes nothing of it.
+      await this.remove(id, segments).catch(() => undefined);
       throw error;
     }
   }
 
-  /** Closes and unlinks the file; a missing file is fine, and nothing here fails (a delete completes silently). */
+  /**
+   * Closes and unlinks the file; a missing file is fine. A file that exists and cannot be unlinked (permissions, an
+   * I/O error) rejects with the system error: the caller reports it (TierStorage's onDeleteFailed), since the core's
+   * delete completes silently and its bytes would otherwise stay on the disk unnoticed.
+   */
   async remove(id: string, segments: readonly string[]): Promise<void> {
     const file = this.files.get(id);
     this.files.delete(id);
@@ -127,8 +132,9 @@ export class DirectoryFiles implements TierFiles {
     const filePath = this.pathOf(id);
     try {
       await unlink(filePath);
-    } catch {
-      return; // missing already, or not removable: either way nothing the core could act on
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') return; // missing already: what a delete wants
+      throw error;
     }
     // An emptied shuffle directory would stay forever otherwise; a create racing with this retries (openNew).
     if (segments.length > 1) await rmdir(path.dirname(filePath)).catch(() => undefined);

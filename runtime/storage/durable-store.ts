@@ -51,6 +51,27 @@ export async function openDurableStore(backend: DbBackend, dir: string): Promise
   };
 }
 
+/**
+ * A store that keeps what is written in this process only: a worker's recovery store when graceful shutdown is off
+ * (svc.worker.graceful.shutdown.enabled false). Nothing is opened on disk, so nothing can be locked by another
+ * worker; a restart recovers nothing, as in the reference, and the files left behind are removed once their
+ * applications are gone (core/machines/worker/leftovers.ts).
+ */
+export function volatileDurableStore(): DurableStore {
+  const entries = new Map<string, string>();
+  return {
+    load: () => Promise.resolve(new Map(entries)),
+    write(changes) {
+      for (const { key, value } of changes) {
+        if (value === null) entries.delete(key);
+        else entries.set(key, value);
+      }
+      return Promise.resolve();
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
 async function openLevel(backend: DbBackend, dir: string): Promise<Level> {
   const options = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
   let db: Level | undefined;

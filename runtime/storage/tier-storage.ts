@@ -30,6 +30,11 @@ export interface TierStorageOptions {
   readonly memoryPool?: MemoryPool;
   /** The pool first could not lend a block (fragmentation): called once, for the worker's warning. */
   readonly onMemoryOverflow?: (blockBytes: number) => void;
+  /**
+   * A delete that left its file behind (permissions, an I/O error, an id that names no file of a tier): the core's
+   * delete completes silently, so this is the only trace (the worker's warning and DeleteFileFailCount).
+   */
+  readonly onDeleteFailed?: (file: string, reason: string) => void;
 }
 
 /** Where one FileRef lives: its tier's files, its id, and the key its operations are ordered by. */
@@ -54,9 +59,11 @@ export class TierStorage {
   private readonly dfs: DirectoryFiles | undefined;
   private closed = false;
   private readonly onIoDone: TierStorageOptions['onIoDone'];
+  private readonly onDeleteFailed: TierStorageOptions['onDeleteFailed'];
 
   constructor(options: TierStorageOptions) {
     this.onIoDone = options.onIoDone;
+    this.onDeleteFailed = options.onDeleteFailed;
     this.memory = new MemoryFiles(options.memoryPool, options.onMemoryOverflow);
     for (const disk of options.disks) {
       if (this.disks.has(disk.mountPoint)) throw new RangeError(`disk ${disk.mountPoint} is declared twice`);
@@ -113,16 +120,32 @@ export class TierStorage {
     return Promise.all(ops.map((op) => this.run(op)));
   }
 
-  /** Closes and removes the file, after the operations issued on it before; a missing file is fine. Never rejects. */
+  /**
+   * Closes and removes the file, after the operations issued on it before; a missing file is fine. Never rejects: a
+   * file left behind is reported to `onDeleteFailed`.
+   */
   delete(file: FileRef): Promise<void> {
     if (this.closed) return Promise.resolve();
     let place: Place;
     try {
       place = this.placeOf(file);
-    } catch {
-      return Promise.resolve(); // nothing there to delete
+    } catch (error) {
+      // A tier this worker does not have holds nothing to delete; an unsafe id names no file it may touch.
+      if (!(error instanceof IoFailure && error.code === 'NOT_FOUND')) this.deleteFailed(file, error);
+      return Promise.resolve();
     }
-    return this.alone(place, () => place.files.remove(place.id, place.segments)).catch(() => undefined);
+    return this.alone(place, () => place.files.remove(place.id, place.segments)).catch((error: unknown) =>
+      this.deleteFailed(file, error),
+    );
+  }
+
+  private deleteFailed(file: FileRef, error: unknown): void {
+    const where = file.mountPoint === '' ? file.tier : `${file.tier} ${file.mountPoint}`;
+    try {
+      this.onDeleteFailed?.(`${file.id} (${where})`, error instanceof Error ? error.message : String(error));
+    } catch {
+      // The callback is for logging and counting; its failure must not make a delete reject.
+    }
   }
 
   /** Bytes held by memory-tier files. */

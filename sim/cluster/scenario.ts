@@ -141,6 +141,10 @@ function buildCluster(
   const auth: Record<string, string> = cluster.auth === true ? { 'svc.auth.enabled': 'true' } : {};
   const workerOverrides: Record<string, string> = {
     'svc.shuffle.chunk.size': pick(settings, ['1k', '4k', '8m']),
+    // Short enough that a restarted worker's leftover files are removed within a run (core/machines/worker/leftovers.ts).
+    'svc.worker.storage.expireDirs.timeout': '1s',
+    // Simulated workers keep a recovery store, as a runtime worker does only with graceful shutdown on.
+    'svc.worker.graceful.shutdown.enabled': 'true',
     ...heartbeat,
     ...auth,
   };

@@ -99,6 +99,7 @@ export function healthyDisk(): DiskFaults {
  */
 export class NodeStorage {
   private readonly disks = new Map<string, Device>();
+  private readonly diskTypes = new Map<string, DiskSpec['type']>();
   private readonly memory: Device;
   private readonly dfs: Device | undefined;
 
@@ -112,6 +113,7 @@ export class NodeStorage {
     for (const spec of specs) {
       if (this.disks.has(spec.mountPoint))
         throw new RangeError(`${node}: disk ${spec.mountPoint} declared twice`);
+      this.diskTypes.set(spec.mountPoint, spec.type);
       this.disks.set(spec.mountPoint, {
         volume: new SimVolume(spec.capacityBytes, false),
         latency: LATENCY[spec.type],
@@ -147,6 +149,17 @@ export class NodeStorage {
   /** Bytes stored (including not yet synced ones) on a disk. */
   usedBytes(mountPoint: string): number {
     return this.disks.get(mountPoint)?.volume.used ?? 0;
+  }
+
+  /** Every file on the local disks, as a restarted worker's driver lists them (memory and the DFS are not listed). */
+  diskFiles(): FileRef[] {
+    const files: FileRef[] = [];
+    for (const [mountPoint, disk] of this.disks) {
+      for (const path of disk.volume.paths()) {
+        files.push({ id: path.slice(disk.prefix.length), tier: this.diskTypes.get(mountPoint)!, mountPoint });
+      }
+    }
+    return files;
   }
 
   /** The current length of a file, or undefined when it does not exist. */

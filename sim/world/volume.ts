@@ -88,6 +88,11 @@ export class SimVolume {
     return this.files.has(path);
   }
 
+  /** Every file's path, in creation order (a restarted worker lists its disks). */
+  paths(): IterableIterator<string> {
+    return this.files.keys();
+  }
+
   length(path: string): number | undefined {
     return this.files.get(path)?.length;
   }

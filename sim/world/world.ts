@@ -234,7 +234,12 @@ export class World {
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
     const store = this.durableStoreOf(node) === 'coordination' ? this.coordination : node.recovery;
-    this.enqueue(node, this.clock, { kind: 'start', recovered: new Map(store) });
+    const leftovers = node.storage?.diskFiles();
+    this.enqueue(node, this.clock, {
+      kind: 'start',
+      recovered: new Map(store),
+      ...(leftovers === undefined ? {} : { leftovers }),
+    });
   }
 
   /** Power loss: the process dies, memory is gone, disks keep only synced bytes; the recovery store survives. */

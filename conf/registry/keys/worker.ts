@@ -144,7 +144,8 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '1h',
     roles: WORKER,
-    description: 'Time after which local directories of expired applications are deleted.',
+    description:
+      'Time after a worker starts before it deletes the files an earlier run left on its local disks for shuffles the master no longer has.',
   },
   {
     key: 'svc.worker.storage.storagePolicy.createFilePolicy',

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { workerKey, type PartitionLocation, type StatusCode, type WorkerId } from '../../domain/index.ts';
 import type { Message, MessageOf, RequestSlotsResponse } from '../../protocol/messages.ts';
+import type { Release } from '../../release/version.ts';
 import type { Probe } from '../testing/in-memory-cluster.ts';
 import { ProbeHarness } from '../testing/probe-harness.ts';
 import {
@@ -101,6 +102,8 @@ class Harness extends ProbeHarness<LifecycleManagerState> {
   readonly master: Probe;
   readonly workers: Probe[];
 
+  private readonly release: Release;
+
   constructor(config: Partial<LifecycleManagerConfig> = {}, workers = 4) {
     super(
       LM,
@@ -111,6 +114,7 @@ class Harness extends ProbeHarness<LifecycleManagerState> {
       { seed: 7 },
     );
     this.lm = this.node;
+    this.release = config.release ?? baseConfig.release;
     this.master = this.probe(MASTER);
     this.workers = Array.from({ length: workers }, (_, i) => this.probe(workerKey(worker(i))));
     this.start();
@@ -121,9 +125,10 @@ class Harness extends ProbeHarness<LifecycleManagerState> {
     return this.probe(id);
   }
 
-  /** Task `from` sends a request to the LM. */
+  /** Task `from`, of the application's release as tasks are, sends a request to the LM. */
   ask(from: string, message: Message, requestId = 1): void {
-    this.send(from, message, requestId);
+    this.probe(from);
+    this.cluster.inject({ from, to: LM, fromRelease: this.release, message, requestId });
   }
 
   registerApp(status: StatusCode = 'SUCCESS', message = ''): void {

@@ -1,4 +1,5 @@
 import { expireExclusions } from '../../client/index.ts';
+import { admitted } from '../admission.ts';
 import { applicationOf, authorized, SERVER } from '../authorization.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
@@ -68,6 +69,8 @@ function handle(d: Draft, input: Input): void {
       // Only the application's own tasks (and driver) may ask; answers come from the servers it asked.
       const required = fromTask ? applicationOf(d.config.appId) : SERVER;
       if (!authorized(d.out, 'lifecycle-manager', d.config.authEnabled === true, envelope, required)) return;
+      // Its executors are admitted by release as the master and workers admit clients: one rule, the core's.
+      if (fromTask && !admitted(d.out, 'lifecycle-manager', d.config.release, envelope)) return;
       if (fromTask) onTaskMessage(d, envelope);
       else onReply(d, envelope);
       return;

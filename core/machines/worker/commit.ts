@@ -142,8 +142,13 @@ export function dropShuffle(
   return removed;
 }
 
-/** Writes the shuffle's committed files to the recovery store (or deletes its key when there are none). */
+/**
+ * Writes the shuffle's committed files to the recovery store (or deletes its key when there are none). A worker
+ * without graceful shutdown keeps no recovery store, as the reference's (its driver opens none on disk): nothing is
+ * written, and a restart serves none of the earlier files (./leftovers.ts removes them).
+ */
 export function persistShuffle(s: WorkerMachineState, out: Outbox, key: ShuffleKey): void {
+  if (!s.config.gracefulShutdown.enabled) return;
   const shuffle = s.shuffles.get(key);
   out.effects.push({
     kind: 'persist',

@@ -79,13 +79,21 @@ export interface WorkerConfig {
     readonly fastFailDurationMs: number;
   };
   readonly gracefulShutdown: {
-    /** `svc.worker.graceful.shutdown.enabled`: what exit type NONE means (Graceful, else Immediately). */
+    /**
+     * `svc.worker.graceful.shutdown.enabled`: what exit type NONE means (Graceful, else Immediately), and whether the
+     * worker keeps a recovery store (persists committed files, restores them at start).
+     */
     readonly enabled: boolean;
     /** `svc.worker.graceful.shutdown.checkSlotsFinished.interval`. */
     readonly checkIntervalMs: number;
     /** `svc.worker.graceful.shutdown.checkSlotsFinished.timeout`. */
     readonly timeoutMs: number;
   };
+  /**
+   * `svc.worker.storage.expireDirs.timeout`: how long after its start a worker keeps the files an earlier run left on
+   * its disks before deleting those of shuffles the master no longer has (./leftovers.ts).
+   */
+  readonly leftoverGraceMs: number;
   readonly decommission: {
     /** How often a decommissioning worker checks whether it still holds shuffles (reference: 30 s). */
     readonly checkIntervalMs: number;

@@ -3,7 +3,7 @@ import type { Rng } from '../../rng.ts';
 import { parseShuffleKey } from '../../domain/ids.ts';
 import type { Message } from '../../protocol/messages.ts';
 import { applicationOf, authorized, SERVER, type Requirement } from '../authorization.ts';
-import type { Envelope, Input, IoError } from '../effects.ts';
+import type { Envelope, FileRef, Input, IoError } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { handleCommitFiles, completeFlush, handleDestroySlots } from './commit.ts';
 import { DISK_CHECK_TIMER, armDiskCheck, isProbeOp, onDiskCheckTimer, onProbeIo } from './disk-health.ts';
@@ -32,6 +32,7 @@ import { groupIo } from './io-batch.ts';
 import { completeForward, completeLocalWrite, handlePush } from './push.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
+import { findLeftovers } from './leftovers.ts';
 import { completeCreate, handleReserveSlots } from './reserve.ts';
 import type { WorkerMachineState } from './state.ts';
 import { accountBytes } from './storage-view.ts';
@@ -55,7 +56,7 @@ function handle(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachine
 }
 
 function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachineState {
-  if (input.kind === 'start') return onStart(s, out, input.recovered);
+  if (input.kind === 'start') return onStart(s, out, input.recovered, input.leftovers ?? []);
   if (!s.started) {
     inputBeforeStart(out, 'worker', input);
     return s;
@@ -102,18 +103,26 @@ function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachi
   }
 }
 
-/** (Re)start: restore the committed files of the recovery store, then register with the master. */
+/**
+ * (Re)start: restore the committed files of the recovery store, take note of the files an earlier run left on the
+ * disks (./leftovers.ts), then register with the master.
+ */
 function onStart(
   s: WorkerMachineState,
   out: Outbox,
   recovered: ReadonlyMap<string, string>,
+  found: readonly FileRef[],
 ): WorkerMachineState {
   if (s.started) {
     log(out, 'error', 'worker.startedTwice', { hint: 'a restarted worker begins from its initial state' });
     return s;
   }
   let state: WorkerMachineState = { ...s, started: true, lifecycle: initialLifecycle(out.now) };
-  if (s.config.plantedBug !== 'restart-forgets-committed') state = restore(state, out, recovered);
+  // Only a worker with graceful shutdown keeps a recovery store; without it, what an earlier run wrote is a leftover.
+  if (s.config.gracefulShutdown.enabled && s.config.plantedBug !== 'restart-forgets-committed') {
+    state = restore(state, out, recovered);
+  }
+  state = findLeftovers(state, out, found);
   armDiskCheck(state, out);
   return startRegistration(state, out);
 }

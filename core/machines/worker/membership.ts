@@ -4,6 +4,7 @@ import { purgeUnavailablePeers } from '../../replication/index.ts';
 import { dropShuffle } from './commit.ts';
 import { applyWorkerTrigger, checkDrain } from './leaving.ts';
 import { cancelTimer, count, log, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
+import { heartbeatShuffleKeys, removeExpiredLeftovers } from './leftovers.ts';
 import { requestTimer } from './push.ts';
 import { takeId, type OutstandingRequest, type WorkerMachineState } from './state.ts';
 import { diskInfos } from './storage-view.ts';
@@ -90,7 +91,7 @@ export function onHeartbeatTimer(s: WorkerMachineState, out: Outbox): WorkerMach
       type: 'WorkerHeartbeat',
       worker: s.config.id,
       disks: diskInfos(s),
-      activeShuffleKeys: [...s.shuffles.keys()],
+      activeShuffleKeys: heartbeatShuffleKeys(s),
       highWorkload: false,
       state: s.lifecycle.state,
     },
@@ -126,6 +127,7 @@ export function onHeartbeatAnswer(
   for (const key of response.expiredShuffleKeys) {
     state = dropShuffle(state, out, key, 'the master no longer has the shuffle');
   }
+  state = removeExpiredLeftovers(state, out, response.expiredShuffleKeys);
   if (response.workerEvent !== 'None')
     state = applyWorkerTrigger(state, out, response.workerEvent, 'master worker event');
   return checkDrain(state, out);

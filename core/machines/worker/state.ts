@@ -252,6 +252,13 @@ export interface WorkerMachineState {
    * waits for them, and says so again only when this number changes.
    */
   readonly memoryFilesAwaitingDisk: number;
+  /**
+   * Partition files found on the local disks at start that belong to no file the worker holds, by shuffle: deleted
+   * once the master no longer has their shuffle and the grace period has passed (./leftovers.ts).
+   */
+  readonly leftovers: ReadonlyMap<ShuffleKey, readonly FileRef[]>;
+  /** When the leftovers were found (the start). */
+  readonly leftoversFoundAt: number;
 }
 
 /**
@@ -296,5 +303,7 @@ export function initialWorkerState(config: WorkerConfig): WorkerMachineState {
     unavailablePeers: new Map(),
     exitPending: false,
     memoryFilesAwaitingDisk: 0,
+    leftovers: new Map(),
+    leftoversFoundAt: 0,
   };
 }

@@ -32,7 +32,8 @@ export function testWorkerConfig(id: WorkerId, overrides: Partial<WorkerConfig> 
     register: { retryIntervalMs: 2_000, timeoutMs: 180_000 },
     masterRequestTimeoutMs: 60_000,
     replicate: { timeoutMs: 120_000, fastFailDurationMs: 60_000 },
-    gracefulShutdown: { enabled: false, checkIntervalMs: 1_000, timeoutMs: 480_000 },
+    gracefulShutdown: { enabled: true, checkIntervalMs: 1_000, timeoutMs: 480_000 },
+    leftoverGraceMs: 3_600_000,
     decommission: { checkIntervalMs: 30_000, forceExitTimeoutMs: 6 * 3_600_000 },
     ...overrides,
   };
