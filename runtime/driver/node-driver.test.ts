@@ -111,7 +111,10 @@ function echoDriver(store: DelayingStore, onExit?: (code: number) => void) {
     ...(onExit === undefined ? {} : { onExit }),
   });
   const receive = (text: string) =>
-    node.input({ kind: 'receive', envelope: { from: 'peer', to: 'n', message: answer(text) } });
+    node.input({
+      kind: 'receive',
+      envelope: { from: 'peer', to: 'n', fromRelease: '0.6.0', message: answer(text) },
+    });
   return { node, sent, receive };
 }
 
@@ -184,7 +187,10 @@ describe('NodeDriver durable before acknowledged', () => {
       onInputsFull: (full, backlog) => reports.push([full, backlog]),
     });
     const receive = (text: string) =>
-      node.input({ kind: 'receive', envelope: { from: 'peer', to: 'n', message: answer(text) } });
+      node.input({
+        kind: 'receive',
+        envelope: { from: 'peer', to: 'n', fromRelease: '0.6.0', message: answer(text) },
+      });
     receive('persist a');
     for (const text of ['b', 'c', 'd', 'e', 'f']) receive(text);
     assert.deepEqual(reports, [[true, 4]]);
