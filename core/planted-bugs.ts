@@ -15,6 +15,8 @@ export const PLANTED_BUGS = [
   'restart-forgets-committed',
   /** Revive chooses among all of a shuffle's workers, excluded and shutting-down ones included. */
   'revive-ignores-excluded',
+  /** The master places its persist after a step's replies: they may leave before the store holds the change. */
+  'ack-before-persist',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

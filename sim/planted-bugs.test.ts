@@ -19,6 +19,7 @@ const PROOF: Readonly<
   'dedupe-disabled': { invariant: 'exactly-once', withinSeeds: 30 },
   'restart-forgets-committed': { invariant: 'committed-survives-graceful-restart', withinSeeds: 60 },
   'revive-ignores-excluded': { invariant: 'no-slots-on-unavailable', withinSeeds: 150 },
+  'ack-before-persist': { invariant: 'acknowledged-survives-crash', withinSeeds: 30 },
 };
 
 const swarm = SCENARIOS.swarm!;
