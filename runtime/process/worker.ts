@@ -13,6 +13,8 @@ import {
 } from '../../core/machines/worker/index.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
+import { holdWhileBacklogFull } from '../driver/backlog.ts';
+import { PauseReasons } from '../driver/pause-reasons.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { workerApi, type ManagementServer } from '../http/index.ts';
 import { createMetrics, envelopeObserver, ioObserver, statfsDevices } from '../metrics/index.ts';
@@ -151,6 +153,7 @@ export async function runWorker(
         // The bound port is known once the management interface listens; the label is read at each scrape.
         instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
         state: (): WorkerMachineState => driver.state,
+        backlog: (): number => driver.backlog,
         devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
       })
     : undefined;
@@ -220,6 +223,8 @@ export async function runWorker(
           'beyond svc.worker.memory.size; logged once',
       ),
   });
+  // The memory budget and the driver's backlog both may stop reading a service (./driver/pause-reasons.ts).
+  const pauses = new PauseReasons((service, paused) => network.transport.setPaused(service, paused));
   const pauseAt = (key: string): number => Math.floor(memoryBudget * conf.getDouble(key));
   const backPressure = new BackPressure(
     {
@@ -228,8 +233,8 @@ export async function runWorker(
       resumeBytes: pauseAt('svc.worker.directMemoryRatioToResume'),
     },
     (service, paused) => {
-      if (network.transport.isPaused(service) === paused) return;
-      network.transport.setPaused(service, paused);
+      if (pauses.isHeldBy('memory', service) === paused) return;
+      pauses.hold('memory', service, paused);
       metrics?.observePause(service, paused);
       logger.info(
         {
@@ -283,6 +288,7 @@ export async function runWorker(
       durableStoreKind: 'recovery',
       onExit: (code, reason) => void shutdown(code, reason),
       onWriteBytes: (delta) => backPressure.change(delta),
+      onInputsFull: holdWhileBacklogFull(pauses, ['rpc', 'push', 'fetch', 'replicate'], logger, nodeId),
       ...(metrics === undefined ? {} : { onMetric: metrics.onMetric }),
       ...(envelopes === undefined ? {} : { onReceive: envelopes.received, onSend: envelopes.sent }),
     },
