@@ -119,7 +119,10 @@ export class NodeDriver<S> {
     return this.queue.length + this.heldSteps;
   }
 
-  /** The machine's current state: read it, never change it. */
+  /**
+   * The machine's current state: read it, never change it. While a write of the durable store is in flight it may
+   * be ahead of what the store holds and of what the node has said (its effects wait); reads for display only.
+   */
   get state(): S {
     return this.current;
   }
