@@ -203,3 +203,34 @@ describe('NodeDriver durable before acknowledged', () => {
     assert.equal(sent.length, 6);
   });
 });
+
+describe('NodeDriver order of held effects', () => {
+  it('keeps an input that arrives while held effects run behind them', async () => {
+    const store = new DelayingStore();
+    const sent: string[] = [];
+    const node: NodeDriver<null> = new NodeDriver('n', echo, null, '0.6.0', {
+      // The first answer's send fails at once, as a send to a peer without a connection may: a new input.
+      send: (envelope) => {
+        const text = (envelope.message as { message: string }).message;
+        sent.push(text);
+        if (text === 're persist a') {
+          node.input({
+            kind: 'receive',
+            envelope: { from: 'peer', to: 'n', fromRelease: '0.6.0', message: answer('plain c') },
+          });
+        }
+      },
+      logger: createLogger('silent', {}),
+      durable: store,
+    });
+    const receive = (text: string) =>
+      node.input({
+        kind: 'receive',
+        envelope: { from: 'peer', to: 'n', fromRelease: '0.6.0', message: answer(text) },
+      });
+    receive('persist a');
+    receive('plain b');
+    await store.confirm();
+    assert.deepEqual(sent, ['re persist a', 're plain b', 're plain c']);
+  });
+});

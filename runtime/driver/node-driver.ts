@@ -297,7 +297,15 @@ export class NodeDriver<S> {
       () => {
         this.writing = false;
         if (this.stopped) return;
-        this.releaseHeld();
+        // As in drain(): an input that arrives while held effects run (a send failing at once) waits its turn
+        // instead of stepping, and running, ahead of the effects of earlier steps.
+        this.draining = true;
+        try {
+          this.releaseHeld();
+        } finally {
+          this.draining = false;
+        }
+        this.drain();
       },
       (error: unknown) => {
         this.writing = false;
