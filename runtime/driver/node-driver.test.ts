@@ -152,6 +152,7 @@ describe('NodeDriver durable before acknowledged', () => {
     assert.equal(node.backlog, 5, 'every input waits for the first write');
     await store.confirm();
     assert.deepEqual(sent, ['re persist a', 're plain b'], 'up to the next persist');
+    assert.equal(node.backlog, 3, 'the steps of c, d and e still wait');
     assert.deepEqual(store.writes[1], [
       { key: 'persist c', value: 'v' },
       { key: 'persist d', value: 'v' },

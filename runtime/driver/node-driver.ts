@@ -85,10 +85,13 @@ export class NodeDriver<S> {
   private draining = false;
   /** A write to the durable store is in flight: every effect from here on waits in `held`. */
   private writing = false;
-  /** Effects that wait for a write, in the order the machine asked for them (persists included). */
-  private held: Effect[] = [];
-  /** Steps whose effects (some or all) wait in `held`. */
-  private heldSteps = 0;
+  /** Effects that wait for a write, in the order the machine asked for them (persists included), by step. */
+  private held: HeldEffect[] = [];
+  /** The persists of the write in flight, by step. */
+  private inFlight: HeldEffect[] = [];
+  /** For each step with effects still waiting (held or in flight), how many; its size is the steps waiting. */
+  private readonly waiting = new Map<number, number>();
+  private nextStep = 0;
   private full = false;
   private readonly inputLimit: number;
   private stopped = false;
@@ -116,7 +119,7 @@ export class NodeDriver<S> {
    * the durable store. Bounded by `inputLimit` through `onInputsFull` (back-pressure on the connections).
    */
   get backlog(): number {
-    return this.queue.length + this.heldSteps;
+    return this.queue.length + this.waiting.size;
   }
 
   /**
@@ -198,7 +201,8 @@ export class NodeDriver<S> {
     this.timers.clear();
     this.queue.length = 0;
     this.held = [];
-    this.heldSteps = 0;
+    this.inFlight = [];
+    this.waiting.clear();
   }
 
   /** Reports the backlog crossing its limit (full) and falling back to half of it (not full). */
@@ -236,8 +240,7 @@ export class NodeDriver<S> {
     this.current = result.state;
     const effects = result.effects;
     if (this.writing || this.held.length > 0) {
-      for (const effect of effects) this.held.push(effect);
-      this.heldSteps += 1;
+      this.hold(effects, 0);
     } else {
       for (let i = 0; i < effects.length; i += 1) {
         if (this.stopped) break;
@@ -246,13 +249,27 @@ export class NodeDriver<S> {
           this.execute(effect);
           continue;
         }
-        for (let j = i; j < effects.length; j += 1) this.held.push(effects[j]!);
-        this.heldSteps += 1;
+        this.hold(effects, i);
         this.releaseHeld();
         break;
       }
     }
     for (const watcher of this.watchers) watcher();
+  }
+
+  /** Holds a step's effects from `from` on. */
+  private hold(effects: readonly Effect[], from: number): void {
+    if (from >= effects.length) return;
+    const step = this.nextStep++;
+    for (let i = from; i < effects.length; i += 1) this.held.push({ effect: effects[i]!, step });
+    this.waiting.set(step, effects.length - from);
+  }
+
+  /** One of a step's held effects was carried out (or written). */
+  private done(step: number): void {
+    const left = this.waiting.get(step)! - 1;
+    if (left === 0) this.waiting.delete(step);
+    else this.waiting.set(step, left);
   }
 
   /**
@@ -262,34 +279,40 @@ export class NodeDriver<S> {
    */
   private releaseHeld(): void {
     while (!this.writing && !this.stopped && this.held.length > 0) {
-      const first = this.held.findIndex((effect) => effect.kind === 'persist');
+      const first = this.held.findIndex((held) => held.effect.kind === 'persist');
       const ready = first === -1 ? this.held.splice(0) : this.held.splice(0, first);
-      for (const effect of ready) {
+      for (const { effect, step } of ready) {
         if (this.stopped) return;
+        this.done(step);
         this.execute(effect);
       }
       if (first === -1) break;
-      const changes: { key: string; value: string | null }[] = [];
-      const rest: Effect[] = [];
-      for (const effect of this.held) {
-        if (effect.kind === 'persist') changes.push({ key: effect.key, value: effect.value });
-        else rest.push(effect);
-      }
+      const rest: HeldEffect[] = [];
+      this.inFlight = [];
+      for (const held of this.held) (held.effect.kind === 'persist' ? this.inFlight : rest).push(held);
       this.held = rest;
-      this.write(changes);
+      this.write();
     }
-    if (!this.writing && this.held.length === 0) this.heldSteps = 0;
     this.updateBacklog();
   }
 
-  /** One write to the store; the held effects are released when it is confirmed. */
-  private write(changes: { key: string; value: string | null }[]): void {
+  /** Writes the persists in flight; the held effects are released when the store confirmed them. */
+  private write(): void {
+    const changes: { key: string; value: string | null }[] = [];
+    for (const { effect } of this.inFlight) {
+      if (effect.kind === 'persist') changes.push({ key: effect.key, value: effect.value });
+    }
+    const written = (): void => {
+      for (const { step } of this.inFlight) this.done(step);
+      this.inFlight = [];
+    };
     const durable = this.services.durable;
     if (durable === undefined) {
       this.services.logger.error(
         { event: 'driver.persist.noStore', node: this.id, keys: changes.map((c) => c.key) },
         `${this.id} asked to persist but has no durable store`,
       );
+      written();
       return;
     }
     this.writing = true;
@@ -297,6 +320,7 @@ export class NodeDriver<S> {
       () => {
         this.writing = false;
         if (this.stopped) return;
+        written();
         // As in drain(): an input that arrives while held effects run (a send failing at once) waits its turn
         // instead of stepping, and running, ahead of the effects of earlier steps.
         this.draining = true;
@@ -416,6 +440,12 @@ export class NodeDriver<S> {
     if (storage === undefined) throw new Error(`${this.id} issued a ${kind} effect but has no storage`);
     return storage;
   }
+}
+
+/** An effect waiting for a write of the durable store, with the step it came from (the backlog counts steps). */
+interface HeldEffect {
+  readonly effect: Effect;
+  readonly step: number;
 }
 
 function writeBytes(ops: readonly BatchableIo[]): number {
