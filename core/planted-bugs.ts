@@ -17,6 +17,8 @@ export const PLANTED_BUGS = [
   'revive-ignores-excluded',
   /** A reduce task fetches every chunk at once, whatever its read-ahead budget (svc.client.fetch.maxReqsInFlight). */
   'read-ahead-ignored',
+  /** The master places its persist after a step's replies: they may leave before the store holds the change. */
+  'ack-before-persist',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

@@ -20,6 +20,7 @@ const PROOF: Readonly<
   'restart-forgets-committed': { invariant: 'committed-survives-graceful-restart', withinSeeds: 60 },
   'revive-ignores-excluded': { invariant: 'no-slots-on-unavailable', withinSeeds: 150 },
   'read-ahead-ignored': { invariant: 'read-ahead', withinSeeds: 15 },
+  'ack-before-persist': { invariant: 'acknowledged-survives-crash', withinSeeds: 30 },
 };
 
 const swarm = SCENARIOS.swarm!;

@@ -95,8 +95,9 @@ export type Effect =
    */
   | { readonly kind: 'ioBatch'; readonly ops: readonly BatchableIo[] }
   /**
-   * Write a key of a durable store synchronously before the next input: `recovery` is a worker's graceful-shutdown
-   * store, `coordination` the masters' shared store (high availability). A null value deletes the key.
+   * Write a key of a durable store: `recovery` is a worker's graceful-shutdown store, `coordination` the masters'
+   * shared store (high availability). A null value deletes the key. Every effect placed after it waits until the
+   * store confirmed the write (durable before acknowledged, docs/core.md); effects before it do not.
    */
   | {
       readonly kind: 'persist';

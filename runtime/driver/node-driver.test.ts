@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Effect, Input } from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
+import type { Message } from '../../core/protocol/messages.ts';
 import { createLogger } from '../log.ts';
+import type { DurableStore } from '../storage/durable-store.ts';
 import { NodeDriver, NodeStoppedError } from './node-driver.ts';
 
 /** Answers `exit now` after its exit effect (as a machine must not), and anything else with a reply. */
@@ -64,5 +66,195 @@ describe('NodeDriver waits when the node stops', () => {
       (error) => error === reason,
     );
     assert.equal(await node.until(() => 'ready'), 'ready', 'a check that holds still answers');
+  });
+});
+
+/** A store whose writes resolve (or fail) only when the test says so. */
+class DelayingStore implements DurableStore {
+  readonly writes: { readonly key: string; readonly value: string | null }[][] = [];
+  private readonly settle: { resolve: () => void; reject: (error: Error) => void }[] = [];
+
+  load(): Promise<Map<string, string>> {
+    return Promise.resolve(new Map<string, string>());
+  }
+
+  write(changes: readonly { readonly key: string; readonly value: string | null }[]): Promise<void> {
+    this.writes.push([...changes]);
+    return new Promise((resolve, reject) => this.settle.push({ resolve, reject }));
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  get inFlight(): number {
+    return this.settle.length;
+  }
+
+  /** Confirms the oldest write in flight, and lets the driver's continuation run. */
+  async confirm(): Promise<void> {
+    this.settle.shift()!.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  async fail(): Promise<void> {
+    this.settle.shift()!.reject(new Error('disk gone'));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const answer = (text: string): Message => ({ type: 'StatusResponse', status: 'SUCCESS', message: text });
+
+/**
+ * Answers every received message with a StatusResponse naming it; a message whose text starts with `persist` is
+ * first written to the store, as the master does with a registration.
+ */
+const echo: Machine<null> = {
+  step(state, input: Input) {
+    if (input.kind !== 'receive' || input.envelope.message.type !== 'StatusResponse') {
+      return { state, effects: [] };
+    }
+    const text = input.envelope.message.message;
+    const effects: Effect[] = [];
+    if (text.startsWith('persist'))
+      effects.push({ kind: 'persist', store: 'coordination', key: text, value: 'v' });
+    effects.push({ kind: 'send', to: 'peer', message: answer(`re ${text}`), inReplyTo: 1 });
+    effects.push({ kind: 'log', level: 'info', event: `answered ${text}` });
+    return { state, effects };
+  },
+};
+
+function echoDriver(store: DelayingStore, onExit?: (code: number) => void) {
+  const sent: string[] = [];
+  const node = new NodeDriver('n', echo, null, '0.6.0', {
+    send: (envelope) => sent.push((envelope.message as { message: string }).message),
+    logger: createLogger('silent', {}),
+    durable: store,
+    durableStoreKind: 'coordination',
+    ...(onExit === undefined ? {} : { onExit }),
+  });
+  const receive = (text: string) =>
+    node.input({
+      kind: 'receive',
+      envelope: { from: 'peer', to: 'n', fromRelease: '0.6.0', message: answer(text) },
+    });
+  return { node, sent, receive };
+}
+
+describe('NodeDriver durable before acknowledged', () => {
+  it('sends a step’s answer only once the store confirmed the write before it', async () => {
+    const store = new DelayingStore();
+    const { sent, receive } = echoDriver(store);
+    receive('persist a');
+    assert.deepEqual(store.writes, [[{ key: 'persist a', value: 'v' }]]);
+    assert.deepEqual(sent, [], 'nothing leaves while the write is in flight');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(sent, [], 'nor after the event loop turned, while the store has not answered');
+    await store.confirm();
+    assert.deepEqual(sent, ['re persist a']);
+  });
+
+  it('sends the answer of a step without persist at once, inside the input call', () => {
+    const store = new DelayingStore();
+    const { sent, receive } = echoDriver(store);
+    receive('plain');
+    assert.deepEqual(sent, ['re plain']);
+    assert.equal(store.writes.length, 0);
+  });
+
+  it('steps later inputs meanwhile, keeps their effects in order behind the write, and writes their persists together', async () => {
+    const store = new DelayingStore();
+    const { node, sent, receive } = echoDriver(store);
+    receive('persist a');
+    receive('plain b');
+    receive('persist c');
+    receive('persist d');
+    receive('plain e');
+    assert.equal(store.inFlight, 1, 'one write at a time');
+    assert.deepEqual(sent, []);
+    assert.equal(node.backlog, 5, 'every input waits for the first write');
+    await store.confirm();
+    assert.deepEqual(sent, ['re persist a', 're plain b'], 'up to the next persist');
+    assert.equal(node.backlog, 3, 'the steps of c, d and e still wait');
+    assert.deepEqual(store.writes[1], [
+      { key: 'persist c', value: 'v' },
+      { key: 'persist d', value: 'v' },
+    ]);
+    await store.confirm();
+    assert.deepEqual(sent, ['re persist a', 're plain b', 're persist c', 're persist d', 're plain e']);
+    assert.equal(node.backlog, 0);
+    receive('plain f');
+    assert.deepEqual(sent.at(-1), 're plain f', 'synchronous again once nothing waits');
+  });
+
+  it('drops what waited for a write the store refused, and stops', async () => {
+    const store = new DelayingStore();
+    const exits: number[] = [];
+    const { node, sent, receive } = echoDriver(store, (code) => exits.push(code));
+    receive('persist a');
+    receive('plain b');
+    await store.fail();
+    assert.deepEqual(sent, [], 'an answer whose write failed is never sent');
+    assert.ok(node.isStopped);
+    assert.deepEqual(exits, [1]);
+  });
+
+  it('reports a full backlog once, and its draining once', async () => {
+    const store = new DelayingStore();
+    const reports: [boolean, number][] = [];
+    const sent: string[] = [];
+    const node = new NodeDriver('n', echo, null, '0.6.0', {
+      send: (envelope) => sent.push((envelope.message as { message: string }).message),
+      logger: createLogger('silent', {}),
+      durable: store,
+      inputLimit: 4,
+      onInputsFull: (full, backlog) => reports.push([full, backlog]),
+    });
+    const receive = (text: string) =>
+      node.input({
+        kind: 'receive',
+        envelope: { from: 'peer', to: 'n', fromRelease: '0.6.0', message: answer(text) },
+      });
+    receive('persist a');
+    for (const text of ['b', 'c', 'd', 'e', 'f']) receive(text);
+    assert.deepEqual(reports, [[true, 4]]);
+    assert.equal(node.backlog, 6, 'inputs past the bound are still taken: only the peers are held back');
+    await store.confirm();
+    assert.deepEqual(reports, [
+      [true, 4],
+      [false, 0],
+    ]);
+    assert.equal(sent.length, 6);
+  });
+});
+
+describe('NodeDriver order of held effects', () => {
+  it('keeps an input that arrives while held effects run behind them', async () => {
+    const store = new DelayingStore();
+    const sent: string[] = [];
+    const node: NodeDriver<null> = new NodeDriver('n', echo, null, '0.6.0', {
+      // The first answer's send fails at once, as a send to a peer without a connection may: a new input.
+      send: (envelope) => {
+        const text = (envelope.message as { message: string }).message;
+        sent.push(text);
+        if (text === 're persist a') {
+          node.input({
+            kind: 'receive',
+            envelope: { from: 'peer', to: 'n', fromRelease: '0.6.0', message: answer('plain c') },
+          });
+        }
+      },
+      logger: createLogger('silent', {}),
+      durable: store,
+    });
+    const receive = (text: string) =>
+      node.input({
+        kind: 'receive',
+        envelope: { from: 'peer', to: 'n', fromRelease: '0.6.0', message: answer(text) },
+      });
+    receive('persist a');
+    receive('plain b');
+    await store.confirm();
+    assert.deepEqual(sent, ['re persist a', 're plain b', 're plain c']);
   });
 });

@@ -34,7 +34,21 @@ export interface DriverServices {
   readonly onWriteBytes?: (delta: number) => void;
   readonly clock?: () => number;
   readonly rng?: Rng;
+  /** The bound of the node's backlog (see NodeDriver.backlog); default DEFAULT_INPUT_LIMIT. */
+  readonly inputLimit?: number;
+  /**
+   * Called with true when the backlog reaches `inputLimit`, with false when it falls back to half of it: the
+   * process stops reading the connections that feed the node meanwhile. Inputs past the bound are still accepted
+   * (a completion or a reply dropped would wedge the machine); only the peers are held back.
+   */
+  readonly onInputsFull?: (full: boolean, backlog: number) => void;
 }
+
+/**
+ * The default bound of a driver's backlog. Inputs are stepped as they arrive, so a backlog only builds while the
+ * durable store is slower than the peers (a write in flight holds every later step's effects) or while a step runs.
+ */
+export const DEFAULT_INPUT_LIMIT = 4096;
 
 /** An operator command sent to, or left unanswered by, a node that has stopped. */
 export class NodeStoppedError extends Error {
@@ -55,8 +69,8 @@ const MATH_RANDOM: Rng = { next: () => Math.random() };
 
 /**
  * Runs one state machine on real I/O: inputs are processed one at a time in arrival order, each step's effects are
- * executed in order, asynchronous completions come back as inputs, and `persist` writes are made durable before the
- * next input is processed (effects.ts). The driver takes no decision of its own; everything it does is an effect's
+ * executed in order, asynchronous completions come back as inputs, and an effect after a `persist` is executed only
+ * once the store confirmed the write (effects.ts: durable before acknowledged). The driver takes no decision of its own; everything it does is an effect's
  * literal meaning, exactly as the simulator executes it.
  */
 export class NodeDriver<S> {
@@ -69,7 +83,17 @@ export class NodeDriver<S> {
   >();
   private nextCommandId = 1;
   private draining = false;
-  private persisting = false;
+  /** A write to the durable store is in flight: every effect from here on waits in `held`. */
+  private writing = false;
+  /** Effects that wait for a write, in the order the machine asked for them (persists included), by step. */
+  private held: HeldEffect[] = [];
+  /** The persists of the write in flight, by step. */
+  private inFlight: HeldEffect[] = [];
+  /** For each step with effects still waiting (held or in flight), how many; its size is the steps waiting. */
+  private readonly waiting = new Map<number, number>();
+  private nextStep = 0;
+  private full = false;
+  private readonly inputLimit: number;
   private stopped = false;
   private stopReason: Error | undefined;
   private readonly watchers = new Set<() => void>();
@@ -88,9 +112,21 @@ export class NodeDriver<S> {
     useNativeChecksum();
     this.clock = services.clock ?? monotonicNow;
     this.rng = services.rng ?? MATH_RANDOM;
+    this.inputLimit = services.inputLimit ?? DEFAULT_INPUT_LIMIT;
   }
 
-  /** The machine's current state: read it, never change it. */
+  /**
+   * Inputs received and not yet acted on: waiting to be stepped, or stepped with effects that wait for a write of
+   * the durable store. Bounded by `inputLimit` through `onInputsFull` (back-pressure on the connections).
+   */
+  get backlog(): number {
+    return this.queue.length + this.waiting.size;
+  }
+
+  /**
+   * The machine's current state: read it, never change it. While a write of the durable store is in flight it may
+   * be ahead of what the store holds and of what the node has said (its effects wait); reads for display only.
+   */
   get state(): S {
     return this.current;
   }
@@ -175,50 +211,142 @@ export class NodeDriver<S> {
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     this.queue.length = 0;
+    this.held = [];
+    this.inFlight = [];
+    this.waiting.clear();
+  }
+
+  /** Reports the backlog crossing its limit (full) and falling back to half of it (not full). */
+  private updateBacklog(): void {
+    const backlog = this.backlog;
+    if (!this.full && backlog >= this.inputLimit) {
+      this.full = true;
+      this.services.onInputsFull?.(true, backlog);
+    } else if (this.full && backlog <= this.inputLimit / 2) {
+      this.full = false;
+      this.services.onInputsFull?.(false, backlog);
+    }
   }
 
   private drain(): void {
     if (this.draining) return;
     this.draining = true;
     try {
-      while (!this.persisting && !this.stopped && this.queue.length > 0) {
-        this.step(this.queue.shift()!);
-      }
+      while (!this.stopped && this.queue.length > 0) this.step(this.queue.shift()!);
     } finally {
       this.draining = false;
     }
+    this.updateBacklog();
   }
 
+  /**
+   * Steps the machine and carries out its effects in order. With no write in flight and none of the step's effects
+   * a `persist` (the data plane's every push), everything runs here and now. From a step's first `persist` on, the
+   * rest of its effects, and every effect of the steps after it, wait in `held` until the store confirmed the write:
+   * the machine goes on stepping (its state is memory; only effects reach the world), and the persists of those
+   * later steps go to the store together in the next write (group commit).
+   */
   private step(input: Input): void {
     const result = this.machine.step(this.current, input, this.clock(), this.rng);
     this.current = result.state;
-    const persisted: { key: string; value: string | null }[] = [];
-    for (const effect of result.effects) {
-      if (this.stopped) break;
-      if (effect.kind === 'persist') persisted.push({ key: effect.key, value: effect.value });
-      else this.execute(effect);
+    const effects = result.effects;
+    if (this.writing || this.held.length > 0) {
+      this.hold(effects, 0);
+    } else {
+      for (let i = 0; i < effects.length; i += 1) {
+        if (this.stopped) break;
+        const effect = effects[i]!;
+        if (effect.kind !== 'persist') {
+          this.execute(effect);
+          continue;
+        }
+        this.hold(effects, i);
+        this.releaseHeld();
+        break;
+      }
     }
     for (const watcher of this.watchers) watcher();
-    if (persisted.length > 0) this.persist(persisted);
   }
 
-  private persist(changes: { key: string; value: string | null }[]): void {
+  /** Holds a step's effects from `from` on. */
+  private hold(effects: readonly Effect[], from: number): void {
+    if (from >= effects.length) return;
+    const step = this.nextStep++;
+    for (let i = from; i < effects.length; i += 1) this.held.push({ effect: effects[i]!, step });
+    this.waiting.set(step, effects.length - from);
+  }
+
+  /** One of a step's held effects was carried out (or written). */
+  private done(step: number): void {
+    const left = this.waiting.get(step)! - 1;
+    if (left === 0) this.waiting.delete(step);
+    else this.waiting.set(step, left);
+  }
+
+  /**
+   * Executes held effects in order up to the next `persist`, then writes that persist together with every other
+   * persist held (a later persist written early acknowledges nothing: only what follows it waits for it); whatever
+   * is left waits for that write.
+   */
+  private releaseHeld(): void {
+    while (!this.writing && !this.stopped && this.held.length > 0) {
+      const first = this.held.findIndex((held) => held.effect.kind === 'persist');
+      const ready = first === -1 ? this.held.splice(0) : this.held.splice(0, first);
+      for (const { effect, step } of ready) {
+        if (this.stopped) return;
+        this.done(step);
+        this.execute(effect);
+      }
+      if (first === -1) break;
+      const rest: HeldEffect[] = [];
+      this.inFlight = [];
+      for (const held of this.held) (held.effect.kind === 'persist' ? this.inFlight : rest).push(held);
+      this.held = rest;
+      this.write();
+    }
+    this.updateBacklog();
+  }
+
+  /** Writes the persists in flight; the held effects are released when the store confirmed them. */
+  private write(): void {
+    const changes: { key: string; value: string | null }[] = [];
+    for (const { effect } of this.inFlight) {
+      if (effect.kind === 'persist') changes.push({ key: effect.key, value: effect.value });
+    }
+    const written = (): void => {
+      for (const { step } of this.inFlight) this.done(step);
+      this.inFlight = [];
+    };
     const durable = this.services.durable;
     if (durable === undefined) {
       this.services.logger.error(
         { event: 'driver.persist.noStore', node: this.id, keys: changes.map((c) => c.key) },
         `${this.id} asked to persist but has no durable store`,
       );
+      written();
       return;
     }
-    this.persisting = true;
+    this.writing = true;
     durable.write(changes).then(
       () => {
-        this.persisting = false;
+        this.writing = false;
+        if (this.stopped) return;
+        written();
+        // As in drain(): an input that arrives while held effects run (a send failing at once) waits its turn
+        // instead of stepping, and running, ahead of the effects of earlier steps.
+        this.draining = true;
+        try {
+          this.releaseHeld();
+        } finally {
+          this.draining = false;
+        }
         this.drain();
       },
       (error: unknown) => {
+        this.writing = false;
+        if (this.stopped) return;
         // A store that cannot write is a process that cannot keep its promises: stop rather than go on forgetting.
+        // What waited for the write is dropped: acknowledging it now would promise what the store does not hold.
         this.services.logger.fatal(
           { event: 'driver.persist.failed', node: this.id, error: String(error) },
           `${this.id}: the durable store failed; stopping`,
@@ -291,7 +419,7 @@ export class NodeDriver<S> {
         void this.requireStorage(effect.kind).delete(effect.file);
         return;
       case 'persist':
-        return; // gathered by step()
+        return; // written by releaseHeld(), never executed alone
       case 'log': {
         const fields = { node: this.id, event: effect.event, ...effect.fields };
         this.services.logger[effect.level](fields, effect.event);
@@ -323,6 +451,12 @@ export class NodeDriver<S> {
     if (storage === undefined) throw new Error(`${this.id} issued a ${kind} effect but has no storage`);
     return storage;
   }
+}
+
+/** An effect waiting for a write of the durable store, with the step it came from (the backlog counts steps). */
+interface HeldEffect {
+  readonly effect: Effect;
+  readonly step: number;
 }
 
 function writeBytes(ops: readonly BatchableIo[]): number {

@@ -183,6 +183,12 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'machine',
     'svc: peers refused because they did not prove the identity they need (svc.auth.enabled): at the handshake, and requests the core refuses.',
   ),
+  master(
+    'DriverBacklog',
+    'gauge',
+    'driver',
+    'svc: inputs the node received and has not yet acted on (waiting for a step, or for a write of the durable store); past its bound (4,096) the process stops reading the connections that feed the node.',
+  ),
 
   // Worker: from the state.
   ...BOTH_STATE.map(([name, , help]) => worker(name, 'gauge', 'state', help)),
@@ -307,6 +313,12 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'counter',
     'driver',
     'Times the worker stopped reading push and replication connections.',
+  ),
+  worker(
+    'DriverBacklog',
+    'gauge',
+    'driver',
+    'svc: inputs the node received and has not yet acted on (waiting for a step, or for a write of the durable store); past its bound (4,096) the process stops reading the connections that feed the node.',
   ),
   worker('PausePushDataStatus', 'gauge', 'driver', '1 while push connections are paused, else 0.'),
   worker(

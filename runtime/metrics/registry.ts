@@ -41,6 +41,8 @@ export interface MetricsOptions {
   readonly random?: () => number;
   /** Millisecond clock for the pause times. Default performance.now. */
   readonly now?: () => number;
+  /** The driver's backlog (NodeDriver's `backlog`), read at every collection as DriverBacklog. */
+  readonly backlog?: () => number;
   /** Export the process gauges (event loop, memory). Default true. */
   readonly processGauges?: boolean;
 }
@@ -196,8 +198,10 @@ export function createMetrics(
   };
 
   const projected = async (): Promise<GaugeSample[]> => {
-    if (options.role === 'master') return masterGauges(options.state());
+    const backlog = [{ name: 'DriverBacklog', value: options.backlog?.() ?? 0 }];
+    if (options.role === 'master') return [...masterGauges(options.state()), ...backlog];
     const gauges = workerGauges(options.state());
+    gauges.push(...backlog);
     if (options.devices !== undefined) gauges.push(...deviceGauges(await options.devices()));
     const at = now();
     for (const service of ['push', 'replicate'] as const) {

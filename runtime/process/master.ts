@@ -2,6 +2,8 @@ import { masterConfigFrom } from '../../conf/machine-configs.ts';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import { initialMasterState, masterMachine, type MasterState } from '../../core/machines/master/index.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
+import { holdWhileBacklogFull } from '../driver/backlog.ts';
+import { PauseReasons } from '../driver/pause-reasons.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { masterApi, type ManagementServer } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
@@ -69,6 +71,7 @@ export async function runMaster(
         instance: () =>
           `${conf.getString('svc.master.host')}:${http?.address.port ?? conf.getInt('svc.master.http.port')}`,
         state: (): MasterState => driver.state,
+        backlog: (): number => driver.backlog,
       })
     : undefined;
   const network = nodeNetwork({
@@ -118,6 +121,12 @@ export async function runMaster(
       durable: store,
       durableStoreKind: 'coordination',
       onExit: (code, reason) => void shutdown(code, reason),
+      onInputsFull: holdWhileBacklogFull(
+        new PauseReasons((service, paused) => network.transport.setPaused(service, paused)),
+        ['rpc'],
+        logger,
+        nodeId,
+      ),
       ...(metrics === undefined ? {} : { onMetric: metrics.onMetric }),
     },
   );

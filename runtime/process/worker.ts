@@ -14,6 +14,8 @@ import {
 import type { FileRef } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
+import { holdWhileBacklogFull } from '../driver/backlog.ts';
+import { PauseReasons } from '../driver/pause-reasons.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { startManagement, workerApi, type ManagementServer } from '../http/index.ts';
 import {
@@ -223,7 +225,7 @@ function workerAuth(
 function pushBackPressure(
   conf: ResolvedConfig,
   memoryBudget: number,
-  network: NodeNetwork,
+  pauses: PauseReasons,
   metrics: WorkerMetrics | undefined,
   logger: Logger,
   nodeId: string,
@@ -236,8 +238,8 @@ function pushBackPressure(
       resumeBytes: pauseAt('svc.worker.directMemoryRatioToResume'),
     },
     (service, paused) => {
-      if (network.transport.isPaused(service) === paused) return;
-      network.transport.setPaused(service, paused);
+      if (pauses.isHeldBy('memory', service) === paused) return;
+      pauses.hold('memory', service, paused);
       metrics?.observePause(service, paused);
       logger.info(
         {
@@ -315,6 +317,7 @@ async function startWorker(
         // The bound port is known once the management interface listens; the label is read at each scrape.
         instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
         state: (): WorkerMachineState => driver!.state,
+        backlog: (): number => driver?.backlog ?? 0,
         devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
       })
     : undefined;
@@ -353,7 +356,9 @@ async function startWorker(
 
   const storage = workerStorage(tiers, nodeId, metrics, logger);
   opened.push(storage);
-  const backPressure = pushBackPressure(conf, tiers.memoryBudget, network, metrics, logger, nodeId);
+  // The memory budget and the driver's backlog both may stop reading a service (./driver/pause-reasons.ts).
+  const pauses = new PauseReasons((service, paused) => network.transport.setPaused(service, paused));
+  const backPressure = pushBackPressure(conf, tiers.memoryBudget, pauses, metrics, logger, nodeId);
 
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));
@@ -396,6 +401,7 @@ async function startWorker(
       durableStoreKind: 'recovery',
       onExit: (code, reason) => void shutdown(code, reason),
       onWriteBytes: (delta) => backPressure.change(delta),
+      onInputsFull: holdWhileBacklogFull(pauses, ['rpc', 'push', 'fetch', 'replicate'], logger, nodeId),
       ...(metrics === undefined ? {} : { onMetric: metrics.onMetric }),
       ...(envelopes === undefined ? {} : { onReceive: envelopes.received, onSend: envelopes.sent }),
     },

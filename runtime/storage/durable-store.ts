@@ -6,7 +6,8 @@ export type DbBackend = 'ROCKSDB' | 'LEVELDB';
 
 /**
  * A node's store that survives a crash: a worker's recovery store, the masters' coordination store. The core sees it
- * twice: everything persisted comes back in `start`, and `persist` effects write to it before the next input.
+ * twice: everything persisted comes back in `start`, and `persist` effects write to it before any effect after them
+ * runs (runtime/driver/node-driver.ts).
  */
 export interface DurableStore {
   /** Everything, as persisted. */

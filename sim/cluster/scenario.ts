@@ -21,6 +21,7 @@ import type { Rng } from '../../core/rng.ts';
 import type { FaultTopology } from '../faults/inject.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
+import { acknowledgedSurvivesCrash } from '../invariants/durability.ts';
 import { intrudersRefused, scheduleIntruders } from '../invariants/isolation.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
@@ -334,6 +335,7 @@ function buildCluster(
       ),
       memory,
       intrudersRefused(),
+      acknowledgedSurvivesCrash(isMaster, isWorker),
       admissionDecisions(
         (node) => isMaster(node) || isWorker(node),
         (node) => CLIENT_ROLES.has(world.roleOf(node) ?? ''),

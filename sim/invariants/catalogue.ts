@@ -19,6 +19,8 @@ export const INVARIANTS = {
   'read-committed': 'a worker serves only committed files to readers',
   'committed-survives-graceful-restart':
     'a worker restarted after a graceful shutdown still serves every file it had committed',
+  'acknowledged-survives-crash':
+    "whatever a node acknowledged (a master's application registrations and manual exclusions, a worker's committed disk files) is in its durable store when the acknowledgement leaves, so a crash of the node keeps it",
   'memory-without-enabling':
     'a client of 0.6.0 or later never has data in memory unless it enabled memory; with the worker guard on, no client does',
   admission:

@@ -25,6 +25,11 @@ export interface Observer {
   onEffect?(node: NodeId, effect: Effect, world: World): void;
   /** After every step, with all its effects (for models that read the node's new state). */
   onStep?(node: NodeId, effects: readonly Effect[], world: World): void;
+  /**
+   * When a `send` or an `adminReply` actually leaves the node: at once, or once the durable store confirmed a
+   * `persist` the machine placed before it (world.ts). Checkers of what a node acknowledged look here.
+   */
+  onDeparture?(node: NodeId, effect: Effect, world: World): void;
   onCrash?(node: NodeId, world: World): void;
   onExit?(node: NodeId, code: number, reason: string, world: World): void;
   onStart?(node: NodeId, world: World): void;
@@ -40,12 +45,18 @@ export class Observers {
   private readonly byInput = new Map<InputKey, readonly Observer[]>();
   private readonly byEffect = new Map<EffectKey, readonly Observer[]>();
   private steppers: readonly Observer[] = [];
+  private departures: readonly Observer[] = [];
 
   add(observer: Observer): void {
     this.all.push(observer);
     this.byInput.clear();
     this.byEffect.clear();
     this.steppers = this.all.filter((o) => o.onStep !== undefined);
+    this.departures = this.all.filter((o) => o.onDeparture !== undefined);
+  }
+
+  departure(node: NodeId, effect: Effect, world: World): void {
+    for (const observer of this.departures) observer.onDeparture!(node, effect, world);
   }
 
   input(node: NodeId, input: Input, world: World): void {

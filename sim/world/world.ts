@@ -14,7 +14,7 @@ import type { InvariantName } from '../invariants/catalogue.ts';
 import { EventQueue } from './event-queue.ts';
 import { Observers, type Observer } from './observers.ts';
 import { CALM_NETWORK, Network, type NetworkRates } from './network.ts';
-import { LazyStream, streamRng } from './random.ts';
+import { LazyStream, logUniform, streamRng } from './random.ts';
 import {
   NodeStorage,
   SharedDfs,
@@ -66,6 +66,24 @@ export interface WorldOptions {
   readonly trace?: boolean;
   readonly network?: NetworkRates;
   readonly io?: IoRates;
+  /** How long a durable store takes to confirm a write; default DEFAULT_STORE_LATENCY. */
+  readonly storeLatency?: StoreLatency;
+}
+
+/** A durable store's write latency, drawn log-uniformly for each write between the bounds (ms). */
+export interface StoreLatency {
+  readonly minMs: number;
+  readonly maxMs: number;
+}
+
+/** A synced RocksDB batch: a tenth of a millisecond on a fast SSD to several on a busy disk. */
+export const DEFAULT_STORE_LATENCY: StoreLatency = { minMs: 0.05, maxMs: 8 };
+
+/** One key a write of a durable store sets (or, with null, deletes). */
+interface StoreChange {
+  readonly store: 'recovery' | 'coordination';
+  readonly key: string;
+  readonly value: string | null;
 }
 
 export type RunOutcome = 'stopped' | 'idle' | 'time-limit' | 'event-limit' | 'failed';
@@ -79,7 +97,14 @@ type SimEvent =
       readonly name: string;
       readonly generation: number;
     }
-  | { readonly kind: 'action'; readonly label: string; readonly run: (world: World) => void };
+  | { readonly kind: 'action'; readonly label: string; readonly run: (world: World) => void }
+  /** A node's write of its durable store is confirmed (dropped if the node crashed meanwhile: the write is lost). */
+  | {
+      readonly kind: 'stored';
+      readonly node: NodeId;
+      readonly incarnation: number;
+      readonly changes: readonly StoreChange[];
+    };
 
 interface SimNode {
   readonly def: NodeDefinition;
@@ -94,8 +119,13 @@ interface SimNode {
   timerGeneration: number;
   readonly rng: Rng;
   readonly storage: NodeStorage | undefined;
-  /** The worker's graceful-shutdown store; survives crashes and exits. */
+  /** The worker's graceful-shutdown store; survives crashes and exits (but not a write it had not confirmed). */
   readonly recovery: Map<string, string>;
+  /** A write of the node's durable store is in flight: every effect from here on waits in `held`. */
+  writing: boolean;
+  /** Effects waiting for a write to be confirmed, in the order the machine asked for them (persists included). */
+  held: Effect[];
+  readonly storeRng: Rng;
 }
 
 /**
@@ -115,6 +145,7 @@ export class World {
   private readonly dfs = new SharedDfs();
   /** Shared by every node's storage, so that the end of the storm calms every disk at once. */
   private readonly ioRates: { ioError: number; noSpace: number };
+  private readonly storeLatency: StoreLatency;
   private clock = 0;
   private stopped = false;
   private failure: Violation | undefined;
@@ -125,6 +156,7 @@ export class World {
     this.trace = new Trace(options.trace ?? false);
     this.network = new Network(streamRng(options.seed, 'network'), options.network ?? CALM_NETWORK);
     this.ioRates = { ...(options.io ?? { ioError: 0, noSpace: 0 }) };
+    this.storeLatency = options.storeLatency ?? DEFAULT_STORE_LATENCY;
   }
 
   /** Changes the background I/O fault rates of every disk from now on. */
@@ -173,6 +205,9 @@ export class World {
       rng: new LazyStream(this.seed, `node:${def.id}`),
       storage,
       recovery: new Map(),
+      writing: false,
+      held: [],
+      storeRng: new LazyStream(this.seed, `store:${def.id}`),
     });
   }
 
@@ -197,6 +232,12 @@ export class World {
   /** The machine state of a node, for checkers that need to look inside (read only). */
   stateOf(id: NodeId): unknown {
     return this.nodes.get(id)?.state;
+  }
+
+  /** The durable store a node's `start` hands back, as confirmed writes left it (read only). */
+  durableStoreOf(id: NodeId): ReadonlyMap<string, string> {
+    const node = this.node(id);
+    return this.storeKindOf(node) === 'coordination' ? this.coordination : node.recovery;
   }
 
   storageOf(id: NodeId): NodeStorage | undefined {
@@ -233,16 +274,18 @@ export class World {
     node.state = node.def.initialState(node.release);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
-    const store = this.durableStoreOf(node) === 'coordination' ? this.coordination : node.recovery;
     const leftovers = node.storage?.diskFiles();
     this.enqueue(node, this.clock, {
       kind: 'start',
-      recovered: new Map(store),
+      recovered: new Map(this.durableStoreOf(id)),
       ...(leftovers === undefined ? {} : { leftovers }),
     });
   }
 
-  /** Power loss: the process dies, memory is gone, disks keep only synced bytes; the recovery store survives. */
+  /**
+   * Power loss: the process dies, memory is gone, disks keep only synced bytes; the durable store keeps the writes
+   * it confirmed and loses the one in flight (and whatever waited for it).
+   */
   crash(id: NodeId): void {
     const node = this.node(id);
     if (!node.up) return;
@@ -321,6 +364,10 @@ export class World {
     }
     const node = this.nodes.get(event.node)!;
     if (!node.up || node.incarnation !== event.incarnation) return;
+    if (event.kind === 'stored') {
+      this.stored(node, event.changes);
+      return;
+    }
     if (event.kind === 'timer') {
       if (node.timers.get(event.name) !== event.generation) return;
       node.timers.delete(event.name);
@@ -348,13 +395,72 @@ export class World {
       return;
     }
     this.observers.effects(id, effects, this);
-    for (const effect of effects) {
+    if (node.writing || node.held.length > 0) {
+      for (const effect of effects) node.held.push(effect);
+      return;
+    }
+    for (let i = 0; i < effects.length; i += 1) {
+      const effect = effects[i]!;
       if (!node.up) {
         this.trace.line(this.clock, id, `ignored after exit: ${effect.kind}`);
         continue;
       }
+      if (effect.kind === 'persist') {
+        for (let j = i; j < effects.length; j += 1) node.held.push(effects[j]!);
+        this.releaseHeld(node);
+        return;
+      }
       this.execute(node, effect);
     }
+  }
+
+  /**
+   * As the runtime's driver does (runtime/driver/node-driver.ts): executes held effects in order up to the next
+   * `persist`, then writes that persist with every other one held, in one write confirmed after the store's
+   * latency; whatever is left waits for it.
+   */
+  private releaseHeld(node: SimNode): void {
+    while (!node.writing && node.up && node.held.length > 0) {
+      const first = node.held.findIndex((effect) => effect.kind === 'persist');
+      const ready = first === -1 ? node.held.splice(0) : node.held.splice(0, first);
+      for (const effect of ready) {
+        if (!node.up) {
+          this.trace.line(this.clock, node.def.id, `ignored after exit: ${effect.kind}`);
+          continue;
+        }
+        this.execute(node, effect);
+      }
+      if (first === -1 || !node.up) return;
+      const changes: StoreChange[] = [];
+      const rest: Effect[] = [];
+      for (const effect of node.held) {
+        if (effect.kind === 'persist') {
+          changes.push({ store: effect.store, key: effect.key, value: effect.value });
+        } else rest.push(effect);
+      }
+      node.held = rest;
+      node.writing = true;
+      const latency = logUniform(node.storeRng, this.storeLatency.minMs, this.storeLatency.maxMs);
+      this.queue.push(this.clock + latency, {
+        kind: 'stored',
+        node: node.def.id,
+        incarnation: node.incarnation,
+        changes,
+      });
+    }
+  }
+
+  /** A write is confirmed: its keys are durable from now on, and what waited for it goes on. */
+  private stored(node: SimNode, changes: readonly StoreChange[]): void {
+    for (const change of changes) {
+      const store = change.store === 'recovery' ? node.recovery : this.coordination;
+      if (change.value === null) store.delete(change.key);
+      else store.set(change.key, change.value);
+      if (this.trace.enabled)
+        this.trace.line(this.clock, node.def.id, `persist ${change.store} ${change.key}`);
+    }
+    node.writing = false;
+    this.releaseHeld(node);
   }
 
   private execute(node: SimNode, effect: Effect): void {
@@ -413,13 +519,8 @@ export class World {
         this.enqueue(node, at, { kind: 'ioBatchDone', completions });
         return;
       }
-      case 'persist': {
-        const store = effect.store === 'recovery' ? node.recovery : this.coordination;
-        if (effect.value === null) store.delete(effect.key);
-        else store.set(effect.key, effect.value);
-        if (this.trace.enabled) this.trace.line(now, id, `persist ${effect.store} ${effect.key}`);
-        return;
-      }
+      case 'persist':
+        return; // written by releaseHeld(), never executed alone
       case 'log':
         this.trace.count(`log.${effect.level}.${effect.event}`);
         if (this.trace.enabled) {
@@ -433,6 +534,7 @@ export class World {
         return;
       }
       case 'adminReply':
+        this.observers.departure(id, effect, this);
         this.trace.count(`admin.${effect.success ? 'done' : 'refused'}`);
         if (this.trace.enabled) {
           this.trace.line(now, id, `admin reply ${effect.success ? 'ok' : 'refused'}: ${effect.message}`);
@@ -449,6 +551,7 @@ export class World {
 
   private send(node: SimNode, effect: Extract<Effect, { kind: 'send' }>): void {
     const from = node.def.id;
+    this.observers.departure(from, effect, this);
     // Built field by field rather than with conditional spreads: one envelope per message is the hottest
     // allocation of the world.
     const envelope: { -readonly [K in keyof Envelope]: Envelope[K] } = {
@@ -496,7 +599,7 @@ export class World {
     });
   }
 
-  private durableStoreOf(node: SimNode): 'recovery' | 'coordination' {
+  private storeKindOf(node: SimNode): 'recovery' | 'coordination' {
     return node.def.durableStore ?? (node.def.id.startsWith('master-') ? 'coordination' : 'recovery');
   }
 
@@ -504,6 +607,8 @@ export class World {
     node.up = false;
     node.incarnation += 1;
     node.timers.clear();
+    node.writing = false;
+    node.held = [];
   }
 
   private node(id: NodeId): SimNode {

@@ -51,12 +51,14 @@ export const masterMachine: Machine<MasterState> = {
     const out = newMasterOutbox(now, rng);
     let next = dispatch(state, input, out);
     if (out.durableChanged) {
-      out.effects.unshift({
+      const persist = {
         kind: 'persist',
         store: 'coordination',
         key: MASTER_STATE_KEY,
         value: encodeDurableState(next.durable),
-      });
+      } as const;
+      if (next.config.plantedBug === 'ack-before-persist') out.effects.push(persist);
+      else out.effects.unshift(persist);
       next = emitGauges(next, out);
     }
     return { state: next, effects: out.effects };
