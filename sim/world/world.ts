@@ -526,6 +526,10 @@ function traceInput(input: Input): string {
       return `sendFailed to=${input.to} ${input.message.type}`;
     case 'admin':
       return `admin ${describe(input.command)}`;
+    case 'records':
+      return `records ${input.records.length}`;
+    case 'recordsEnd':
+      return 'recordsEnd';
   }
 }
 

@@ -2,7 +2,7 @@ import { expireExclusions } from '../../client/index.ts';
 import { applicationOf, authorized, SERVER } from '../authorization.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { log, refuseAdmin } from '../outbox.ts';
+import { log, refuseAdmin, refuseRecords } from '../outbox.ts';
 import { expire, settle } from '../client/requests.ts';
 import {
   isHeartbeatTimer,
@@ -107,6 +107,10 @@ function handle(d: Draft, input: Input): void {
       return;
     case 'admin':
       refuseAdmin(d.out, 'lifecycle manager', input);
+      return;
+    case 'records':
+    case 'recordsEnd':
+      refuseRecords(d.out, 'lifecycle manager', input);
       return;
   }
 }

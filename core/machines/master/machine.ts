@@ -3,7 +3,7 @@ import type { Message } from '../../protocol/messages.ts';
 import { applicationOf, authorized, SERVER, type Requirement } from '../authorization.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { inputBeforeStart, log, setTimer } from '../outbox.ts';
+import { inputBeforeStart, log, refuseRecords, setTimer } from '../outbox.ts';
 import { handleMasterAdmin } from './admin.ts';
 import {
   checkApplications,
@@ -76,6 +76,10 @@ function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState 
       return onTimer(s, out, input.name);
     case 'admin':
       return handleMasterAdmin(s, out, input.command, input.commandId);
+    case 'records':
+    case 'recordsEnd':
+      refuseRecords(out, 'master', input);
+      return s;
     case 'sendFailed':
       log(out, 'debug', 'master.sendFailed', { to: input.to, message: input.message.type });
       return s;
