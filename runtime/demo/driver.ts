@@ -292,6 +292,7 @@ class Demo {
     const phase = this.progress!.phase('map', total, spec.maps, 'maps');
     const acknowledged = new Array<number>(spec.maps).fill(0);
     let done = 0;
+    let peakRss = 0;
     const update = () =>
       phase.update(
         acknowledged.reduce((a, b) => a + b, 0),
@@ -317,12 +318,14 @@ class Demo {
           throw new DemoFailure(`map ${mapId} wrote ${answer.bytes} bytes, the generator says ${bytes}`);
         }
         acknowledged[mapId] = bytes;
+        peakRss = Math.max(peakRss, answer.peakRssBytes);
         done += 1;
         update();
       },
       'map',
     );
     phase.finish();
+    this.io.out(`maps done: executor peak RSS ${mib(peakRss)} (measured in the executors)`);
     return { ms: performance.now() - started, bytes: total, retries: attempts };
   }
 
