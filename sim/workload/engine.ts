@@ -45,7 +45,12 @@ export interface JobRun {
 export interface TaskFactory {
   mapTask(app: AppShape, job: JobRun, mapId: number, attemptId: number): NodeDefinition<MapTaskState>;
   /** What a map attempt writes, by partition: the engine hands it to the task over time (`records` inputs). */
-  mapRecords(app: AppShape, job: JobRun, mapId: number, attemptId: number): readonly (readonly Uint8Array[])[];
+  mapRecords(
+    app: AppShape,
+    job: JobRun,
+    mapId: number,
+    attemptId: number,
+  ): readonly (readonly Uint8Array[])[];
   /** `cachedFileGroup` is asked when the task starts (and starts again): what its executor holds, if anything. */
   reduceTask(
     app: AppShape,

@@ -193,7 +193,8 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
       `maxInFlightPerPartition must be a whole number of at least 1, not ${config.maxInFlightPerPartition}`,
     );
   }
-  if (!(config.batchSizeBytes > 0)) throw new RangeError(`batch size must be positive, got ${config.batchSizeBytes}`);
+  if (!(config.batchSizeBytes > 0))
+    throw new RangeError(`batch size must be positive, got ${config.batchSizeBytes}`);
   if (!(config.maxUnacknowledgedBytes > 0)) {
     throw new RangeError(`maxUnacknowledgedBytes must be positive, got ${config.maxUnacknowledgedBytes}`);
   }
@@ -246,7 +247,9 @@ export function mapTaskWritingAll(records: readonly (readonly Uint8Array[])[]): 
 }
 
 /** One `records` input carrying records by partition (index = partitionId), in order. */
-export function recordsInput(records: readonly (readonly Uint8Array[])[]): Extract<Input, { kind: 'records' }> {
+export function recordsInput(
+  records: readonly (readonly Uint8Array[])[],
+): Extract<Input, { kind: 'records' }> {
   const partitionIds: number[] = [];
   const all: Uint8Array[] = [];
   records.forEach((partition, partitionId) => {
