@@ -348,8 +348,13 @@ function handle(d: Draft, input: Input): void {
 }
 
 const LENGTH_BYTES = 4;
-/** An open batch starts with room for an eighth of a batch (or its first record) and doubles as it fills. */
-const OPEN_BATCH_START_FRACTION = 8;
+/**
+ * An open batch starts with room for 4 KiB of records (or its first record, or a whole batch if smaller) and doubles
+ * as it fills: a map spread over many partitions holds little more than what it wrote (10,000 partitions of a few
+ * KiB each would hold 80 MiB if every batch started at an eighth of 64 KiB), at the cost of copying a batch's bytes
+ * about once more as it grows.
+ */
+const OPEN_BATCH_START_BYTES = 4096;
 
 /**
  * Copies records into their partitions' open batches (the caller may reuse their memory once the step returns),
@@ -398,7 +403,7 @@ function openRoom(d: Draft, partition: PartitionPush, encoded: number): Uint8Arr
   const needed = (open === undefined ? FRAME_HEADER_BYTES : partition.openFilled) + encoded;
   if (open !== undefined && open.length >= needed) return open;
   const full = FRAME_HEADER_BYTES + d.config.batchSizeBytes;
-  const start = FRAME_HEADER_BYTES + Math.ceil(d.config.batchSizeBytes / OPEN_BATCH_START_FRACTION);
+  const start = FRAME_HEADER_BYTES + Math.min(d.config.batchSizeBytes, OPEN_BATCH_START_BYTES);
   const length = Math.max(needed, Math.min(full, open === undefined ? start : open.length * 2));
   const grown = (d.config.allocate ?? zeroed)(length);
   if (grown.length < length) throw new RangeError(`asked for ${length} bytes, allocated ${grown.length}`);
