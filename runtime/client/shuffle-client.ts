@@ -288,9 +288,11 @@ function advice(kind: string | undefined): string {
 
 /**
  * Records are copied into a staging buffer as they are written and handed to the task (a `records` input) a
- * staging buffer at a time: one step of the machine per record cost more than the copy.
+ * staging buffer at a time: one step of the machine per record cost more than the copy, and a step given many
+ * batches' worth cuts them together, so that they travel merged (with 64 KiB, a map writing partition after
+ * partition sent one PushData per batch: 2,164 messages for 256 MiB instead of 170).
  */
-const STAGING_BYTES = 64 * 1024;
+const STAGING_BYTES = 1024 * 1024;
 
 class TaskWriter extends EventEmitter implements MapWriter {
   private written = 0;
@@ -298,7 +300,9 @@ class TaskWriter extends EventEmitter implements MapWriter {
   private closing: Promise<MapResult> | undefined;
   private driver: NodeDriver<MapTaskState> | undefined;
   private settled: Promise<MapTaskState | undefined> | undefined;
-  private staging: Uint8Array;
+  /** Allocated when the task starts: STAGING_BYTES, or the task's budget if smaller (memory stays within twice it). */
+  private staging: Uint8Array = new Uint8Array(0);
+  private stagingBytes = 0;
   private stagingUsed = 0;
   private stagedPartitions: number[] = [];
   private stagedRecords: Uint8Array[] = [];
@@ -312,7 +316,6 @@ class TaskWriter extends EventEmitter implements MapWriter {
     private readonly attemptId: number,
   ) {
     super();
-    this.staging = unzeroedBytes(STAGING_BYTES);
   }
 
   get writtenBytes(): number {
@@ -427,6 +430,8 @@ class TaskWriter extends EventEmitter implements MapWriter {
       },
     );
     this.driver = driver;
+    this.stagingBytes = Math.min(STAGING_BYTES, config.maxUnacknowledgedBytes);
+    this.staging = unzeroedBytes(this.stagingBytes);
     context.network.host.add(driver);
     // 'drain' once room returns after a write said false: emitted after the step, never inside it, so that a map
     // writing from its listener hands the task its records outside the task's step.
@@ -443,10 +448,15 @@ class TaskWriter extends EventEmitter implements MapWriter {
     return driver;
   }
 
-  /** Hands the staged records to the task, which copies them; the next ones go to a fresh staging buffer. */
+  /**
+   * Hands the staged records to the task, which copies them during its step; the staging buffer is then reused. Were
+   * the input queued instead (a write from inside a step of the driver), the next records go to a fresh buffer.
+   */
   private flush(): void {
     if (this.stagedRecords.length === 0) return;
-    this.driver!.input({
+    const driver = this.driver!;
+    const before = driver.state;
+    driver.input({
       kind: 'records',
       partitionIds: this.stagedPartitions,
       records: this.stagedRecords,
@@ -454,7 +464,8 @@ class TaskWriter extends EventEmitter implements MapWriter {
     this.stagedPartitions = [];
     this.stagedRecords = [];
     this.stagingUsed = 0;
-    this.staging = unzeroedBytes(STAGING_BYTES);
+    const stepped = driver.state !== before || driver.isStopped;
+    if (!stepped || this.staging.length > this.stagingBytes) this.staging = unzeroedBytes(this.stagingBytes);
   }
 
   private failIfFailed(state: MapTaskState): void {

@@ -371,12 +371,19 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
     return;
   }
   const { numPartitions, batchSizeBytes } = d.config;
+  // What this input brings each partition, still to be placed: an open batch is sized for it at once, so that a
+  // partition given a batch's worth in one input is not grown (and copied) step by step.
+  const coming = new Float64Array(numPartitions);
   for (let i = 0; i < records.length; i += 1) {
     const partitionId = partitionIds[i]!;
     if (!(Number.isInteger(partitionId) && partitionId >= 0 && partitionId < numPartitions)) {
       fail(d, `a record for partition ${partitionId}, outside 0..${numPartitions - 1}`);
       return;
     }
+    coming[partitionId]! += LENGTH_BYTES + records[i]!.length;
+  }
+  for (let i = 0; i < records.length; i += 1) {
+    const partitionId = partitionIds[i]!;
     const partition = d.partitions[partitionId]!;
     const record = records[i]!;
     const encoded = LENGTH_BYTES + record.length;
@@ -385,7 +392,8 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
       cutBatch(d, partition);
       content = 0;
     }
-    const open = openRoom(d, partition, encoded);
+    const open = openRoom(d, partition, encoded, coming[partitionId]!);
+    coming[partitionId]! -= encoded;
     putU32(open, partition.openFilled, record.length);
     open.set(record, partition.openFilled + LENGTH_BYTES);
     partition.openFilled += encoded;
@@ -397,14 +405,19 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
   }
 }
 
-/** The partition's open batch, with room for `encoded` more bytes: allocated, or grown by doubling. */
-function openRoom(d: Draft, partition: PartitionPush, encoded: number): Uint8Array {
+/**
+ * The partition's open batch, with room for `encoded` more bytes: allocated, or grown by doubling, in either case
+ * at least for the `coming` bytes this input still brings the partition (up to a batch).
+ */
+function openRoom(d: Draft, partition: PartitionPush, encoded: number, coming: number): Uint8Array {
   const open = partition.open;
-  const needed = (open === undefined ? FRAME_HEADER_BYTES : partition.openFilled) + encoded;
+  const filled = open === undefined ? FRAME_HEADER_BYTES : partition.openFilled;
+  const needed = filled + encoded;
   if (open !== undefined && open.length >= needed) return open;
   const full = FRAME_HEADER_BYTES + d.config.batchSizeBytes;
   const start = FRAME_HEADER_BYTES + Math.min(d.config.batchSizeBytes, OPEN_BATCH_START_BYTES);
-  const length = Math.max(needed, Math.min(full, open === undefined ? start : open.length * 2));
+  const doubled = open === undefined ? start : open.length * 2;
+  const length = Math.max(needed, Math.min(full, Math.max(doubled, filled + coming)));
   const grown = (d.config.allocate ?? zeroed)(length);
   if (grown.length < length) throw new RangeError(`asked for ${length} bytes, allocated ${grown.length}`);
   if (open === undefined) partition.openFilled = FRAME_HEADER_BYTES;
