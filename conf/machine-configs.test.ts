@@ -61,7 +61,6 @@ const mapTask = (release: Release, overrides: Record<string, string> = {}) =>
     conf(release, 'client', overrides),
     { shuffleId: 1, mapId: 2, attemptId: 3 },
     { numMappers: 4, numPartitions: 5 },
-    [],
     'app-1',
   );
 
@@ -240,6 +239,13 @@ describe('task configs', () => {
   it('a map task pushes batches of svc.client.push.buffer.max.size', () => {
     assert.equal(mapTask('0.6.0').batchSizeBytes, 64 * 1024);
     assert.equal(mapTask('0.6.0', { 'svc.client.push.buffer.max.size': '1m' }).batchSizeBytes, 1 << 20);
+  });
+
+  it('a map task holds svc.client.push.maxUnacknowledgedBytes unacknowledged, 64m before the key existed', () => {
+    assert.equal(mapTask('0.6.0').maxUnacknowledgedBytes, 64 << 20);
+    const small = mapTask('0.6.0', { 'svc.client.push.maxUnacknowledgedBytes': '2m' });
+    assert.equal(small.maxUnacknowledgedBytes, 2 << 20);
+    assert.equal(mapTask('0.5.0').maxUnacknowledgedBytes, 64 << 20);
   });
 
   it('a map task times out pushes and requests after svc.rpc.askTimeout', () => {

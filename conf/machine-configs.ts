@@ -47,6 +47,9 @@ export const REFERENCE_CONSTANTS = {
   fileGroupAttempts: 1_000,
 } as const;
 
+/** A map task's budget of unacknowledged bytes for clients before `svc.client.push.maxUnacknowledgedBytes` (0.6.0). */
+const MAP_TASK_BUDGET_BEFORE_KEY = 64 * 1024 * 1024;
+
 /** The master's and client's worker limit before `svc.*.slot.assign.maxWorkers` existed: no limit. */
 const UNLIMITED_WORKERS = 10_000;
 /** A worker's attempts to create a file before `svc.worker.writer.create.maxAttempts` existed. */
@@ -318,7 +321,6 @@ export function mapTaskConfigFrom(
   conf: ResolvedConfig,
   ids: { readonly shuffleId: number; readonly mapId: number; readonly attemptId: number },
   shape: { readonly numMappers: number; readonly numPartitions: number },
-  records: readonly (readonly Uint8Array[])[],
   appId: string,
 ): MapTaskConfig {
   const askTimeout = conf.getDurationMs('svc.rpc.askTimeout');
@@ -331,8 +333,10 @@ export function mapTaskConfigFrom(
     numMappers: shape.numMappers,
     numPartitions: shape.numPartitions,
     lifecycleManager: lifecycleManagerNodeId(appId),
-    records,
     batchSizeBytes: conf.getBytes('svc.client.push.buffer.max.size'),
+    maxUnacknowledgedBytes:
+      optional(conf, 'svc.client.push.maxUnacknowledgedBytes', (k) => conf.getBytes(k)) ??
+      MAP_TASK_BUDGET_BEFORE_KEY,
     mergeSizeBytes: conf.getBytes('svc.client.push.merge.maxSize'),
     maxInFlightPerPartition: conf.getInt('svc.client.push.maxInFlightPerPartition'),
     maxReviveRetries: conf.getInt('svc.client.push.revive.maxRetries'),

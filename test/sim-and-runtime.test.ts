@@ -14,7 +14,7 @@ import {
 } from '../conf/machine-configs.ts';
 import type { WorkerId } from '../core/domain/index.ts';
 import { workerKey } from '../core/domain/index.ts';
-import { initialMapTaskState, mapTaskMachine } from '../core/machines/client/map-task.ts';
+import { initialMapTaskState, mapTaskWritingAll } from '../core/machines/client/map-task.ts';
 import {
   initialReduceTaskState,
   reduceTaskMachine,
@@ -108,14 +108,13 @@ function underSimulator(): Checksums {
     world.addNode({
       id,
       role: 'map',
-      machine: mapTaskMachine,
+      machine: mapTaskWritingAll(recordsOf(JOB, mapId, 0)),
       initialState: () =>
         initialMapTaskState(
           mapTaskConfigFrom(
             client,
             { shuffleId: 0, mapId, attemptId: 0 },
             { numMappers: JOB.maps, numPartitions: JOB.partitions },
-            recordsOf(JOB, mapId, 0),
             APP,
           ),
         ),

@@ -154,9 +154,13 @@ async function svcPush(message: Extract<ToClient, { type: 'svc-push' }>): Promis
   const started = performance.now();
   await pool(mapIdsOf(workload), message.mapSlots, async (mapId) => {
     const writer = shuffle.writer(mapId);
-    source.recordsOf(mapId).forEach((records, partitionId) => {
-      for (const record of records) writer.write(partitionId, record);
-    });
+    // A map writes with back-pressure, as an application does: it waits for 'drain' when the writer holds its budget.
+    const byPartition = source.recordsOf(mapId);
+    for (let partitionId = 0; partitionId < byPartition.length; partitionId += 1) {
+      for (const record of byPartition[partitionId]!) {
+        if (!writer.write(partitionId, record)) await once(writer, 'drain');
+      }
+    }
     const result = await writer.close();
     if (result.outcome !== 'won') throw new Error(`map ${mapId} ${result.outcome}`);
   });

@@ -1,7 +1,7 @@
 /**
  * What a push moves, and the bare baselines' byte stream built from it with svc's own encoders, so that a bare sink
- * receives the same frames a worker does: batches laid out behind header space in one buffer per map
- * (core/machines/client/records.ts `layoutRecordFrames`), each filled with its records (`fillRecordFrame`) and sealed
+ * receives the same frames a worker does: each batch laid out behind header space in an unzeroed buffer of its own
+ * (core/machines/client/records.ts `layoutRecordFrames`), filled with its records (`fillRecordFrame`) and sealed
  * in place with its header and CRC-32 when sent (core/protocol/batch-frame.ts `sealBatchFrame`), as the map task
  * does, and frames carried in PushData or PushMergedData envelopes (runtime/wire encodeEnvelope: length prefix,
  * kind, control part, raw payloads), merged the way the map task merges them (one message per worker holds frames of
@@ -141,9 +141,8 @@ export function* mapMessages(
   const attemptId = 0;
   const cap = workload.mergeBytes;
   const planned = records.map((partition) => planBatches(partition, workload.batchBytes));
-  // As initialMapTaskState (and the svc client's allocation): every frame of the attempt in one unzeroed buffer,
-  // batch ids in the same order, each filled with its records and sealed in place when sent.
-  const frames = layoutRecordFrames(planned.flat(), unzeroedBytes);
+  // As the map task does (core/machines/client/map-task.ts): each batch's frame an unzeroed buffer of its own,
+  // filled with its records when the batch is cut and sealed in place when sent.
   const firstBatch: number[] = [];
   let nextBatchId = 0;
   for (const batches of planned) {
@@ -162,8 +161,9 @@ export function* mapMessages(
       }
       if (partitionIds.length === 0) continue;
       const framed = partitionIds.map((partitionId) => {
-        const frame = frames[firstBatch[partitionId]! + round]!;
-        fillRecordFrame(frame, planned[partitionId]![round]!);
+        const batch = planned[partitionId]![round]!;
+        const frame = layoutRecordFrames([batch], unzeroedBytes)[0]!;
+        fillRecordFrame(frame, batch);
         return sealBatchFrame(frame, {
           shuffleId,
           mapId,

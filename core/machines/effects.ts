@@ -173,6 +173,18 @@ export type Input =
    */
   | { readonly kind: 'consumed'; readonly chunk: number }
   /**
+   * Records an application wrote, handed to its map task by the driver (a local input: never from the network):
+   * record i belongs to partition `partitionIds[i]`. The task copies them during the step, so the driver may reuse
+   * their memory afterwards. It feeds a task only while the task has room (`mapTaskHasRoom`): back-pressure.
+   */
+  | {
+      readonly kind: 'records';
+      readonly partitionIds: readonly number[];
+      readonly records: readonly Uint8Array[];
+    }
+  /** The map task's application wrote everything: the task pushes what it still holds, then ends the attempt. */
+  | { readonly kind: 'recordsEnd' }
+  /**
    * An operator command from the management interface (HTTP or CLI). The machine answers it with one `adminReply`
    * effect carrying the same `commandId`, which the driver chooses to match the answer to its caller.
    */

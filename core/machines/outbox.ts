@@ -92,6 +92,14 @@ export function inputBeforeStart(out: Outbox, role: string, input: Input): void 
   if (input.kind === 'admin') adminReply(out, input.commandId, false, `the ${role} has not started yet`);
 }
 
+/** Records (`records`, `recordsEnd`) are a map task's inputs alone: another machine given them logs a driver error. */
+export function refuseRecords(out: Outbox, role: string, input: Input): void {
+  log(out, 'error', `${role}.recordsUnexpected`, {
+    input: input.kind,
+    hint: 'only a map task takes the records an application writes',
+  });
+}
+
 /** The answer of a machine that takes no operator commands (the client side: lifecycle manager and tasks). */
 export function refuseAdmin(out: Outbox, role: string, input: Extract<Input, { kind: 'admin' }>): void {
   adminReply(

@@ -6,6 +6,11 @@ export class SvcClientError extends Error {
   override readonly name: string = 'SvcClientError';
 }
 
+/** A call with an argument of the wrong type or out of range (untyped JavaScript may pass anything). */
+export class SvcArgumentError extends SvcClientError {
+  override readonly name = 'SvcArgumentError';
+}
+
 /** The cluster refused this client's release at the handshake (contract rule 6: upgrade servers first). */
 export class ClientReleaseRefusedError extends SvcClientError {
   override readonly name = 'ClientReleaseRefusedError';

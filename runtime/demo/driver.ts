@@ -72,6 +72,9 @@ const consoleIo: DemoIo = { out: (line) => console.log(line), err: (line) => con
 /** Bytes of task data one executor may hold at a time (records and their encoded copy) when choosing slots. */
 const EXECUTOR_BUDGET = 512 * 2 ** 20;
 
+/** The default budget of a map's streaming writer (`svc.client.push.maxUnacknowledgedBytes`). */
+const MAP_WRITER_BUDGET = 64 * 2 ** 20;
+
 /** Tasks one executor runs at once: as many as fit its budget (a task holds about twice its data), 1 to `max`. */
 export function defaultSlots(taskBytes: number, max: number): number {
   return Math.max(1, Math.min(max, Math.floor(EXECUTOR_BUDGET / Math.max(1, 2 * taskBytes))));
@@ -243,8 +246,9 @@ class Demo {
         executor.start({ type: 'init', spec, client: { ...client, executorId: executor.name } }),
       ),
     );
-    const largestMap = bytesOfMap(spec, 0);
-    const mapSlots = options.mapSlots ?? defaultSlots(largestMap, 4);
+    // A map's writer holds at most its budget (svc.client.push.maxUnacknowledgedBytes, 64m by default), not its output.
+    const mapMemory = Math.min(bytesOfMap(spec, 0), MAP_WRITER_BUDGET / 2);
+    const mapSlots = options.mapSlots ?? defaultSlots(mapMemory, 4);
     const reduceSlots = options.reduceSlots ?? defaultSlots((2 * spec.totalBytes) / spec.reduces, 8);
     out(
       `application ${app.appId} (release ${app.release}, lifecycle manager ${app.lifecycleManager}); ` +
@@ -292,6 +296,7 @@ class Demo {
     const phase = this.progress!.phase('map', total, spec.maps, 'maps');
     const acknowledged = new Array<number>(spec.maps).fill(0);
     let done = 0;
+    let peakRss = 0;
     const update = () =>
       phase.update(
         acknowledged.reduce((a, b) => a + b, 0),
@@ -317,12 +322,14 @@ class Demo {
           throw new DemoFailure(`map ${mapId} wrote ${answer.bytes} bytes, the generator says ${bytes}`);
         }
         acknowledged[mapId] = bytes;
+        peakRss = Math.max(peakRss, answer.peakRssBytes);
         done += 1;
         update();
       },
       'map',
     );
     phase.finish();
+    this.io.out(`maps done: executor peak RSS ${mib(peakRss)} (measured in the executors)`);
     return { ms: performance.now() - started, bytes: total, retries: attempts };
   }
 

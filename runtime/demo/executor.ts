@@ -1,10 +1,11 @@
 // An executor process of the demo job (`node --import tsx runtime/demo/executor.ts`): runs the map and reduce tasks
 // the driver sends on stdin with the client library, and answers on stdout (./protocol.ts). It exits when told to,
 // or when its stdin closes (the driver is gone).
+import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { connectExecutor, type ShuffleClient } from '../client/shuffle-client.ts';
 import { decodeLine, encodeLine, type FromExecutor, type ToExecutor } from './protocol.ts';
-import { expectedDigests, generateMap, Grouping, type DatasetSpec } from './records.ts';
+import { expectedDigests, Grouping, mapChunks, type DatasetSpec } from './records.ts';
 
 /** How often a running map reports its acknowledged bytes. */
 const PROGRESS_MS = 200;
@@ -25,12 +26,6 @@ async function runMap(task: Extract<ToExecutor, { type: 'map' }>, spec: DatasetS
   const started = performance.now();
   const shuffle = client.shuffle(task.shuffleId, { maps: spec.maps, partitions: spec.reduces });
   const writer = shuffle.writer(task.mapId, task.attemptId);
-  generateMap(spec, task.mapId, (chunk) => {
-    const size = chunk.recordBytes;
-    for (let i = 0, at = 0; i < chunk.count; i += 1, at += size) {
-      writer.write(chunk.partitions[i]!, chunk.bytes.subarray(at, at + size));
-    }
-  });
   let reported = -1;
   const timer = setInterval(() => {
     const bytes = writer.acknowledgedBytes();
@@ -38,8 +33,22 @@ async function runMap(task: Extract<ToExecutor, { type: 'map' }>, spec: DatasetS
     reported = bytes;
   }, PROGRESS_MS);
   try {
+    // The map's records are pushed while it generates them; when the writer says it holds its budget, the map
+    // waits for 'drain' (Node's back-pressure), so that the executor holds about the budget whatever the map's size.
+    for (const chunk of mapChunks(spec, task.mapId)) {
+      const size = chunk.recordBytes;
+      for (let i = 0, at = 0; i < chunk.count; i += 1, at += size) {
+        if (!writer.write(chunk.partitions[i]!, chunk.bytes, at, size)) await once(writer, 'drain');
+      }
+    }
     const result = await writer.close();
-    send({ type: 'mapDone', task: task.task, ...result, ms: performance.now() - started });
+    send({
+      type: 'mapDone',
+      task: task.task,
+      ...result,
+      ms: performance.now() - started,
+      peakRssBytes: process.resourceUsage().maxRSS * 1024,
+    });
   } finally {
     clearInterval(timer);
   }

@@ -45,6 +45,8 @@ export type FromExecutor =
       readonly bytes: number;
       readonly records: number;
       readonly ms: number;
+      /** The executor process's peak resident memory so far (its maxRSS), measured in the executor. */
+      readonly peakRssBytes: number;
     }
   | {
       readonly type: 'reduceDone';

@@ -121,6 +121,11 @@ const CHUNK_BYTES = 1 << 20;
  * each record choose its key, which then overwrites them.
  */
 export function generateMap(spec: DatasetSpec, mapId: number, onChunk: (chunk: RecordChunk) => void): void {
+  for (const chunk of mapChunks(spec, mapId)) onChunk(chunk);
+}
+
+/** generateMap's chunks, one at a time as they are asked for: a map that waits for its writer holds one chunk. */
+export function* mapChunks(spec: DatasetSpec, mapId: number): Generator<RecordChunk> {
   const size = recordBytes(spec);
   const { table, partitionOf } = keySpace(spec);
   const key = createHash('sha256').update(`svc-demo/${spec.seed}/${mapId}`).digest().subarray(0, 16);
@@ -143,7 +148,7 @@ export function generateMap(spec: DatasetSpec, mapId: number, onChunk: (chunk: R
       keys[i] = k;
       partitions[i] = partitionOf[k]!;
     }
-    onChunk({ bytes, partitions, keys, count, recordBytes: size });
+    yield { bytes, partitions, keys, count, recordBytes: size };
   }
   cipher.final();
 }

@@ -1,7 +1,7 @@
 import { workerKey, type WorkerId } from '../../core/domain/index.ts';
 import {
   initialMapTaskState,
-  mapTaskMachine,
+  mapTaskWritingAll,
   type MapTaskState,
 } from '../../core/machines/client/map-task.ts';
 import {
@@ -77,7 +77,7 @@ export function runShuffle(
     for (let mapId = 0; mapId < maps; mapId += 1) {
       const record = new Uint8Array(16 * (index + 1)).fill(mapId + 1);
       const task = cluster.addNode(mapTaskNodeId(appId, 0, mapId, 0), {
-        machine: mapTaskMachine,
+        machine: mapTaskWritingAll(Array.from({ length: partitions }, () => [record, record, record])),
         init: () =>
           initialMapTaskState({
             release: CURRENT_RELEASE,
@@ -88,8 +88,8 @@ export function runShuffle(
             numMappers: maps,
             numPartitions: partitions,
             lifecycleManager: lm,
-            records: Array.from({ length: partitions }, () => [record, record, record]),
             batchSizeBytes: 64,
+            maxUnacknowledgedBytes: 1 << 20,
             mergeSizeBytes: 64,
             maxInFlightPerPartition: 2,
             maxReviveRetries: 5,

@@ -20,7 +20,7 @@ import type { MasterConfig } from '../../core/machines/master/index.ts';
 import type { WorkerConfig } from '../../core/machines/worker/index.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
-import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
+import { CURRENT_RELEASE, isAtLeast, type Release } from '../../core/release/version.ts';
 import type { BudgetMode } from '../../core/slots/index.ts';
 import type { AppShape, ClusterShape, WorkerShape } from '../workload/shape.ts';
 
@@ -132,6 +132,10 @@ export function clientOverrides(app: AppShape): Record<string, string> {
           'svc.client.push.buffer.max.size': String(app.push.batchBytes),
           'svc.client.push.merge.maxSize': String(app.push.mergeBytes),
           'svc.client.push.maxInFlightPerPartition': String(app.push.window),
+          // Room for two batches: the task pushes back on its application most of the time.
+          ...(isAtLeast(app.clientRelease, '0.6.0')
+            ? { 'svc.client.push.maxUnacknowledgedBytes': String(2 * app.push.batchBytes) }
+            : {}),
         }),
     ...(app.fetchAhead === undefined ? {} : { 'svc.client.fetch.maxReqsInFlight': String(app.fetchAhead) }),
   };
@@ -185,9 +189,8 @@ export function mapTaskConfig(
   app: AppShape,
   ids: { readonly shuffleId: number; readonly mapId: number; readonly attemptId: number },
   shape: { readonly numMappers: number; readonly numPartitions: number },
-  records: readonly (readonly Uint8Array[])[],
 ): MapTaskConfig {
-  return mapTaskConfigFrom(clientConf(app), ids, shape, records, app.appId);
+  return mapTaskConfigFrom(clientConf(app), ids, shape, app.appId);
 }
 
 export function reduceTaskConfig(

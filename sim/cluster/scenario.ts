@@ -199,15 +199,15 @@ function buildCluster(
         release: app.clientRelease,
         principal: applicationPrincipal(app),
         machine: mapTaskMachine,
-        initialState: () => {
-          const records = mapRecords(
-            { appId: app.appId, ...ids },
-            job.shape.records[mapId] ?? [],
-            job.shape.recordBytes,
-          );
-          return initialMapTaskState(mapTaskConfig(app, ids, job.shape, records));
-        },
+        initialState: () => initialMapTaskState(mapTaskConfig(app, ids, job.shape)),
       };
+    },
+    mapRecords(app, job, mapId, attemptId) {
+      return mapRecords(
+        { appId: app.appId, shuffleId: job.shuffleId, mapId, attemptId },
+        job.shape.records[mapId] ?? [],
+        job.shape.recordBytes,
+      );
     },
     reduceTask(app, job, partitionId, cachedFileGroup) {
       return {

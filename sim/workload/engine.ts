@@ -3,7 +3,7 @@ import type { Input, NodeId } from '../../core/machines/effects.ts';
 import { FileGroupCache, type FileGroupAnswer } from '../../core/machines/client/file-group-cache.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { driverNodeId } from '../../core/protocol/node-ids.ts';
-import type { MapTaskState } from '../../core/machines/client/map-task.ts';
+import { mapTaskHasRoom, type MapTaskState } from '../../core/machines/client/map-task.ts';
 import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import type { NodeDefinition, Observer, World } from '../world/world.ts';
 import type { TaskKind } from '../faults/plan.ts';
@@ -45,6 +45,13 @@ export interface JobRun {
 /** Builds the nodes of tasks (the scenario resolves their configuration as of the application's release). */
 export interface TaskFactory {
   mapTask(app: AppShape, job: JobRun, mapId: number, attemptId: number): NodeDefinition<MapTaskState>;
+  /** What a map attempt writes, by partition: the engine hands it to the task over time (`records` inputs). */
+  mapRecords(
+    app: AppShape,
+    job: JobRun,
+    mapId: number,
+    attemptId: number,
+  ): readonly (readonly Uint8Array[])[];
   /** `cachedFileGroup` is asked when the task starts (and starts again): what its executor holds, if anything. */
   reduceTask(
     app: AppShape,
@@ -171,10 +178,42 @@ type TaskRef =
       readonly partitionId: number;
     };
 
+/** Simulated time between two writes of a map's application (a map computes between its records). */
+const FEED_GAP_MS = 2;
+/** Records one write hands the task at most: a map writes its records a few at a time. */
+const RECORDS_PER_WRITE = 8;
+
+/** A map attempt's records still to write, in the order its application writes them. */
+interface MapWrites {
+  readonly partitionIds: readonly number[];
+  readonly records: readonly Uint8Array[];
+  next: number;
+  /** A write is scheduled. */
+  scheduled: boolean;
+}
+
+/** The records of a map, written round-robin over its partitions (each partition's in order). */
+function writesOf(byPartition: readonly (readonly Uint8Array[])[]): MapWrites {
+  const partitionIds: number[] = [];
+  const records: Uint8Array[] = [];
+  const longest = byPartition.reduce((n, p) => Math.max(n, p.length), 0);
+  for (let i = 0; i < longest; i += 1) {
+    byPartition.forEach((partition, partitionId) => {
+      const record = partition[i];
+      if (record === undefined) return;
+      partitionIds.push(partitionId);
+      records.push(record);
+    });
+  }
+  return { partitionIds, records, next: 0, scheduled: false };
+}
+
 export class Engine implements Observer {
   private readonly apps: AppRun[];
   private readonly tasks = new Map<NodeId, TaskRef>();
   private readonly settled = new Set<NodeId>();
+  /** Map attempts whose application is still writing. */
+  private readonly feeds = new Map<NodeId, MapWrites>();
   /** When each reducer's current process started (a retry starts a new one). */
   private readonly reducerStarts = new Map<NodeId, number>();
   /** What each reducer's consumer took of the chunks it handed out. */
@@ -416,6 +455,49 @@ export class Engine implements Observer {
     }
     world.addNode(def);
     world.start(def.id);
+    const ref = this.tasks.get(def.id);
+    if (ref?.kind !== 'map') return;
+    this.feeds.set(def.id, writesOf(this.factory.mapRecords(app.shape, job, ref.mapId, attemptId)));
+    this.feed(world, def.id);
+  }
+
+  /**
+   * The map's application writes: a few records every FEED_GAP_MS of simulated time while the task has room, then
+   * the end. A task without room is fed again from its step that makes room (onMapStep), as an application
+   * waits for `drain`; its faults strike between writes, while batches are in flight.
+   */
+  private feed(world: World, node: NodeId): void {
+    const writes = this.feeds.get(node);
+    if (writes === undefined || writes.scheduled) return;
+    if (this.settled.has(node) || !world.isUp(node)) {
+      this.feeds.delete(node);
+      return;
+    }
+    const state = world.stateOf(node) as MapTaskState | undefined;
+    if (state === undefined || !mapTaskHasRoom(state)) return;
+    writes.scheduled = true;
+    world.schedule(world.now + FEED_GAP_MS, `engine: ${node} writes`, (w) => {
+      writes.scheduled = false;
+      if (this.feeds.get(node) !== writes) return;
+      if (this.settled.has(node) || !w.isUp(node)) {
+        this.feeds.delete(node);
+        return;
+      }
+      if (!mapTaskHasRoom(w.stateOf(node) as MapTaskState)) return;
+      if (writes.next >= writes.records.length) {
+        this.feeds.delete(node);
+        w.inject(node, { kind: 'recordsEnd' });
+        return;
+      }
+      const end = Math.min(writes.records.length, writes.next + RECORDS_PER_WRITE);
+      w.inject(node, {
+        kind: 'records',
+        partitionIds: writes.partitionIds.slice(writes.next, end),
+        records: writes.records.slice(writes.next, end),
+      });
+      writes.next = end;
+      this.feed(w, node);
+    });
   }
 
   /** A map attempt is over, whatever its end: the engine stops watching it and its slot is free. */
@@ -499,6 +581,8 @@ export class Engine implements Observer {
         return;
       case 'registering':
       case 'pushing':
+        this.feed(world, node);
+        return;
       case 'ending':
         return;
     }

@@ -638,6 +638,10 @@ function traceInput(input: Input): string {
       return `admin ${describe(input.command)}`;
     case 'consumed':
       return `consumed chunk=${input.chunk}`;
+    case 'records':
+      return `records ${input.records.length}`;
+    case 'recordsEnd':
+      return 'recordsEnd';
   }
 }
 

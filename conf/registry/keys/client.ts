@@ -50,6 +50,18 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
       'in flight to this many batches per partition.',
   },
   {
+    key: 'svc.client.push.maxUnacknowledgedBytes',
+    type: 'bytes',
+    default: '64m',
+    min: 1,
+    since: '0.6.0',
+    roles: CLIENT,
+    description:
+      'svc addition: records (encoded) one map task holds buffered or in flight before its writer pushes back ' +
+      '(`write()` returns false until `drain`). Reaching it also pushes every partial batch of the task. Bounds a ' +
+      'map task’s memory whatever it writes; clients before 0.6.0 use the same 64m.',
+  },
+  {
     key: 'svc.client.push.revive.maxRetries',
     type: 'int',
     default: '5',

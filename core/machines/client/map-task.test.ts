@@ -2,13 +2,21 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { workerKey, type PartitionLocation, type StatusCode, type WorkerId } from '../../domain/index.ts';
-import { decodeBatchFrame } from '../../protocol/batch-frame.ts';
+import { FRAME_HEADER_BYTES, decodeBatchFrame } from '../../protocol/batch-frame.ts';
 import type { Message, MessageOf } from '../../protocol/messages.ts';
 import { replayRng } from '../../rng.ts';
 import type { Effect, Envelope, Input } from '../effects.ts';
+import type { Machine } from '../machine.ts';
 import type { Probe } from '../testing/in-memory-cluster.ts';
 import { ProbeHarness } from '../testing/probe-harness.ts';
-import { initialMapTaskState, mapTaskMachine, type MapTaskConfig, type MapTaskState } from './map-task.ts';
+import {
+  initialMapTaskState,
+  mapTaskHasRoom,
+  mapTaskMachine,
+  mapTaskWritingAll,
+  type MapTaskConfig,
+  type MapTaskState,
+} from './map-task.ts';
 import { decodeRecords } from './records.ts';
 
 const LM = 'lm-app';
@@ -46,8 +54,8 @@ const baseConfig: MapTaskConfig = {
   numMappers: 1,
   numPartitions: 2,
   lifecycleManager: LM,
-  records: [[text('p0-r00'), text('p0-r01'), text('p0-r02')], [text('p1-r00')]],
   batchSizeBytes: 20,
+  maxUnacknowledgedBytes: 1 << 20,
   mergeSizeBytes: 20,
   maxInFlightPerPartition: 1,
   maxReviveRetries: 2,
@@ -57,13 +65,18 @@ const baseConfig: MapTaskConfig = {
   excludeWorkerOnFailure: false,
 };
 
+/** What the tests' map writes unless they say otherwise, all at once when it starts. */
+const baseRecords = [[text('p0-r00'), text('p0-r01'), text('p0-r02')], [text('p1-r00')]];
+
+type Records = readonly (readonly Uint8Array[])[];
+
 class Harness extends ProbeHarness<MapTaskState> {
   readonly lm: Probe;
-  constructor(config: Partial<MapTaskConfig> = {}) {
+  constructor({ records = baseRecords, ...config }: Partial<MapTaskConfig> & { records?: Records } = {}) {
     // A test that sets only the batch size merges up to it, as the cap was before it had a key of its own.
     const merge = { mergeSizeBytes: config.batchSizeBytes ?? baseConfig.mergeSizeBytes };
     super(ME, {
-      machine: mapTaskMachine,
+      machine: mapTaskWritingAll(records),
       init: () => initialMapTaskState({ ...baseConfig, ...merge, ...config }),
     });
     this.lm = this.probe(LM);
@@ -158,23 +171,39 @@ function oneRecordEach(partitions: number): readonly (readonly Uint8Array[])[] {
 }
 
 describe('map task', () => {
-  it('copies a batch’s records into its frame only when the batch is first pushed', () => {
+  it('copies records into their batch’s frame as it takes them, seals it when first pushed, and lets it go once acknowledged', () => {
     // Marked memory: a byte still 0xee was never written.
     const h = new Harness({ allocate: (length) => new Uint8Array(length).fill(0xee) });
-    const untouched = (frame: Uint8Array) => frame.every((byte) => byte === 0xee);
-    const frames = h.node.state().partitions.flatMap((p) => p.frames);
-    assert.ok(frames.every(untouched), 'nothing copied at start');
+    const [first, second] = h.node.state().partitions[0]!.frames;
+    assert.ok(first !== undefined && second !== undefined, 'two batches cut before registration');
+    const header = (frame: Uint8Array) => frame.subarray(0, FRAME_HEADER_BYTES);
+    assert.ok(
+      header(second).every((byte) => byte === 0xee),
+      'not sealed before it is pushed',
+    );
+    assert.deepEqual(decodeRecords(second.subarray(FRAME_HEADER_BYTES)), {
+      ok: true,
+      records: [text('p0-r02')],
+    });
     h.register();
     const pushed = h.pending(h.w(0), 'PushData');
     assert.equal(pushed.length, 1);
+    assert.equal(pushed[0]!.message.payload, first, 'the frame is sent as it was filled, no copy');
     assert.deepEqual(decodeRecords(frameOf(pushed[0]!.message.payload).payload), {
       ok: true,
       records: [text('p0-r00'), text('p0-r01')],
     });
-    const second = h.node.state().partitions[0]!.frames[1]!;
-    assert.ok(untouched(second), 'the batch after it, not pushed yet, is untouched');
+    assert.ok(
+      header(second).every((byte) => byte === 0xee),
+      'the batch after it, not pushed yet, is not sealed',
+    );
     h.pushes(0, 'SUCCESS');
-    assert.ok(!untouched(second), 'and is filled once pushed');
+    assert.equal(
+      h.node.state().partitions[0]!.frames[0]!.length,
+      0,
+      'an acknowledged batch lets its frame go',
+    );
+    assert.ok(!header(second).every((byte) => byte === 0xee), 'and the next is sealed once pushed');
   });
 
   it('registers, pushes framed batches one at a time per partition, and reports what was acknowledged', () => {
@@ -416,7 +445,7 @@ describe('map task', () => {
             planned.map((p) => ({
               partitionId: p.partitionId,
               batches: p.payloads.length,
-              bytes: p.payloads.reduce((n, b) => n + b.length, 0),
+              bytes: p.payloadBytes.reduce((n, b) => n + b, 0),
             })),
           );
         },
@@ -477,14 +506,10 @@ describe('map task: several batches of a partition in flight', () => {
   });
 
   it('a batch failing at an epoch older than the newest known goes to the newest location, with no revive', () => {
-    const driver = new Driver({
-      ...baseConfig,
-      numPartitions: 1,
-      records: [[text('p0-r0-'), text('p0-r1-')]],
-      batchSizeBytes: 10,
-      mergeSizeBytes: 10,
-      maxInFlightPerPartition: 2,
-    });
+    const driver = new Driver(
+      { ...baseConfig, numPartitions: 1, batchSizeBytes: 10, mergeSizeBytes: 10, maxInFlightPerPartition: 2 },
+      [[text('p0-r0-'), text('p0-r1-')]],
+    );
     const registration = sentOf(driver.step({ kind: 'start', recovered: new Map() }))[0]!;
     const [b0, b1] = sentOf(
       driver.answer(registration, {
@@ -776,13 +801,15 @@ describe('map task: merged pushes', () => {
           const locations = spec.map(([{ primary, peer }], p) =>
             peer === undefined ? location(p, 0, primary) : replicated(p, 0, primary, peer),
           );
-          const driver = new Driver({
-            ...baseConfig,
-            numPartitions: spec.length,
-            records: spec.map(([, sizes]) => sizes.map((n) => new Uint8Array(n))),
-            batchSizeBytes,
-            maxInFlightPerPartition: window,
-          });
+          const driver = new Driver(
+            {
+              ...baseConfig,
+              numPartitions: spec.length,
+              batchSizeBytes,
+              maxInFlightPerPartition: window,
+            },
+            spec.map(([, sizes]) => sizes.map((n) => new Uint8Array(n))),
+          );
           const registration = sentOf(driver.step({ kind: 'start', recovered: new Map() }))[0]!;
           let effects = driver.answer(registration, {
             type: 'RegisterShuffleResponse',
@@ -842,12 +869,22 @@ class Driver {
   state: MapTaskState;
   private now = 0;
   private readonly rng = replayRng([]);
+  private readonly machine: Machine<MapTaskState>;
 
-  constructor(config: MapTaskConfig) {
+  constructor(config: MapTaskConfig, records: Records = baseRecords) {
     this.state = initialMapTaskState(config);
+    this.machine = mapTaskWritingAll(records);
   }
 
   step(input: Input): readonly Effect[] {
+    this.now += 1;
+    const result = this.machine.step(this.state, input, this.now, this.rng);
+    this.state = result.state;
+    return result.effects;
+  }
+
+  /** One step of the machine alone: a start takes no records. */
+  plainStep(input: Input): readonly Effect[] {
     this.now += 1;
     const result = mapTaskMachine.step(this.state, input, this.now, this.rng);
     this.state = result.state;
@@ -914,3 +951,229 @@ function checkPush(push: PushSend, locations: readonly PartitionLocation[], cap:
     return { partitionId: b.partitionId, batchId: b.batchId };
   });
 }
+
+describe('map task: records written over time', () => {
+  const statuses: StatusCode[] = [
+    'SUCCESS',
+    'SUCCESS',
+    'SOFT_SPLIT',
+    'HARD_SPLIT',
+    'PUSH_DATA_WRITE_FAIL_PRIMARY',
+    'PUSH_DATA_TIMEOUT_REPLICA',
+  ];
+  type Command =
+    | { readonly kind: 'write' }
+    | { readonly kind: 'answer'; readonly pick: number; readonly status: StatusCode }
+    | { readonly kind: 'revive' };
+  const command: fc.Arbitrary<Command> = fc.oneof(
+    fc.constant({ kind: 'write' as const }),
+    fc.record({
+      kind: fc.constant('answer' as const),
+      pick: fc.nat(),
+      status: fc.constantFrom(...statuses),
+    }),
+    fc.constant({ kind: 'revive' as const }),
+  );
+
+  it('property: whatever the interleaving of writes, answers and failures, each record is acknowledged once, in order, within the budget', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 40 })), { maxLength: 60 }),
+        fc.integer({ min: 44, max: 200 }),
+        fc.integer({ min: 1, max: 600 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(command, { maxLength: 120 }),
+        (numPartitions, spec, batchSizeBytes, budget, window, commands) => {
+          const written = spec.map(([p, length], i) => ({
+            partitionId: p % numPartitions,
+            record: new Uint8Array(length).fill(i % 251),
+          }));
+          const driver = new Driver(
+            {
+              ...baseConfig,
+              numPartitions,
+              batchSizeBytes,
+              mergeSizeBytes: 2 * batchSizeBytes,
+              maxInFlightPerPartition: window,
+              maxUnacknowledgedBytes: budget,
+              maxReviveRetries: 10_000,
+            },
+            [],
+          );
+          // Steps the plain machine: records arrive only through the commands.
+          let epoch = 1;
+          const inFlight: PushSend[] = [];
+          const revives: SendEffect[] = [];
+          const acknowledged = new Map<number, Uint8Array[]>(); // batchId -> its records
+          const partitionOf = new Map<number, number>();
+          let next = 0;
+          let takenBytes = 0;
+          let ackedBytes = 0;
+          const collect = (effects: readonly Effect[]) => {
+            for (const send of sentOf(effects)) {
+              if (isPush(send)) inFlight.push(send);
+              else if (send.message.type === 'Revive') revives.push(send);
+            }
+            const state = driver.state;
+            assert.ok(
+              state.unacknowledgedBytes <= budget + batchSizeBytes,
+              `${state.unacknowledgedBytes} unacknowledged bytes, over ${budget} + one batch`,
+            );
+            assert.equal(state.unacknowledgedBytes, takenBytes - ackedBytes, 'the task counts what it holds');
+          };
+          let ended = false;
+          const write = () => {
+            if (ended || !mapTaskHasRoom(driver.state)) return;
+            if (next === written.length) {
+              ended = true;
+              collect(driver.plainStep({ kind: 'recordsEnd' }));
+              return;
+            }
+            const partitionIds: number[] = [];
+            const records: Uint8Array[] = [];
+            let bytes = 0;
+            while (next < written.length && bytes + 4 + written[next]!.record.length <= batchSizeBytes) {
+              partitionIds.push(written[next]!.partitionId);
+              records.push(written[next]!.record);
+              bytes += 4 + written[next]!.record.length;
+              next += 1;
+            }
+            takenBytes += bytes;
+            collect(driver.plainStep({ kind: 'records', partitionIds, records }));
+          };
+          const answer = (push: PushSend, status: (b: { batchId: number }) => StatusCode) => {
+            const batches =
+              push.message.type === 'PushData'
+                ? [
+                    {
+                      partitionId: push.message.partitionId,
+                      batchId: push.message.batchId,
+                      payload: push.message.payload,
+                    },
+                  ]
+                : push.message.batches;
+            const answers = batches.map((b) => status(b));
+            batches.forEach((b, i) => {
+              if (answers[i] !== 'SUCCESS' && answers[i] !== 'SOFT_SPLIT') return;
+              assert.ok(!acknowledged.has(b.batchId), `batch ${b.batchId} acknowledged twice`);
+              const decoded = decodeRecords(frameOf(b.payload).payload);
+              assert.ok(decoded.ok);
+              acknowledged.set(b.batchId, [...decoded.records]);
+              partitionOf.set(b.batchId, b.partitionId);
+              ackedBytes += decoded.records.reduce((n, r) => n + 4 + r.length, 0);
+            });
+            const reply: Message =
+              push.message.type === 'PushData'
+                ? { type: 'PushDataResponse', status: answers[0]!, message: '' }
+                : { type: 'PushMergedDataResponse', statuses: answers, message: '' };
+            collect(driver.answer(push, reply));
+          };
+          const revive = (request: SendEffect) => {
+            assert.equal(request.message.type, 'Revive');
+            if (request.message.type !== 'Revive') return;
+            collect(
+              driver.answer(request, {
+                type: 'ReviveResponse',
+                results: request.message.requests.map((r) => ({
+                  partitionId: r.partitionId,
+                  status: 'SUCCESS',
+                  newLocation: location(r.partitionId, epoch++, epoch % 3),
+                  oldAvailable: true,
+                })),
+                endedMapIds: [],
+              }),
+            );
+          };
+
+          const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+          let registered = false;
+          const register = () => {
+            registered = true;
+            collect(
+              driver.answer(registration, {
+                type: 'RegisterShuffleResponse',
+                status: 'SUCCESS',
+                locations: [...Array(numPartitions).keys()].map((p) => location(p, 0, p % 3)),
+                message: '',
+              }),
+            );
+          };
+          for (const c of commands) {
+            if (c.kind === 'write') write();
+            else if (!registered) register();
+            else if (c.kind === 'answer' && inFlight.length > 0) {
+              answer(inFlight.splice(c.pick % inFlight.length, 1)[0]!, () => c.status);
+            } else if (c.kind === 'revive' && revives.length > 0) revive(revives.shift()!);
+          }
+          if (!registered) register();
+          // Then everything goes well: the application writes the rest as room comes, and every push succeeds.
+          for (
+            let round = 0;
+            driver.state.phase === 'pushing' || driver.state.phase === 'registering';
+            round += 1
+          ) {
+            assert.ok(round < 10_000, 'the task makes progress');
+            const before = next;
+            const endedBefore: boolean = ended;
+            write();
+            if (inFlight.length > 0) answer(inFlight.shift()!, () => 'SUCCESS');
+            else if (revives.length > 0) revive(revives.shift()!);
+            else
+              assert.ok(
+                next > before || ended !== endedBefore,
+                `stuck: nothing in flight, no revive, and no room to write (${driver.state.unacknowledgedBytes} held)`,
+              );
+          }
+          assert.equal(driver.state.phase, 'ending');
+          assert.equal(driver.state.unacknowledgedBytes, 0);
+          for (let p = 0; p < numPartitions; p += 1) {
+            const got = [...acknowledged.keys()]
+              .filter((batchId) => partitionOf.get(batchId) === p)
+              .sort((a, b) => a - b)
+              .flatMap((batchId) => acknowledged.get(batchId)!);
+            const expected = written.filter((w) => w.partitionId === p).map((w) => w.record);
+            assert.deepEqual(got, expected, `partition ${p}: every record once, in order`);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('pushes a partition’s batch as soon as it is full, and every partial batch once the budget is reached', () => {
+    const driver = new Driver({ ...baseConfig, batchSizeBytes: 20, maxUnacknowledgedBytes: 40 }, []);
+    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+    driver.answer(registration, {
+      type: 'RegisterShuffleResponse',
+      status: 'SUCCESS',
+      locations: [location(0, 0, 0), location(1, 0, 1)],
+      message: '',
+    });
+    const one = (partitionId: number, s: string) =>
+      driver.plainStep({ kind: 'records', partitionIds: [partitionId], records: [text(s)] });
+    assert.deepEqual(sentOf(one(0, 'p0-r00')), [], 'half a batch waits');
+    const full = sentOf(one(0, 'p0-r01')).filter(isPush);
+    assert.deepEqual(
+      full.map((p) => partitionsOf(p.message)),
+      [[0]],
+      'a full batch goes at once',
+    );
+    assert.ok(mapTaskHasRoom(driver.state));
+    // 20 bytes in flight + 10 in partition 1's open batch + 10 more: the budget of 40 is reached.
+    assert.deepEqual(sentOf(one(1, 'p1-r00')), []);
+    const spilled = sentOf(one(0, 'p0-r02')).filter(isPush);
+    assert.equal(driver.state.unacknowledgedBytes, 40);
+    assert.ok(!mapTaskHasRoom(driver.state), 'no room: the driver stops feeding');
+    assert.deepEqual(
+      spilled
+        .map((p) => partitionsOf(p.message))
+        .flat()
+        .sort(),
+      [1],
+      'partition 1’s partial batch goes; 0 waits for its window',
+    );
+    driver.answer(full[0]!, succeeded(full[0]!.message));
+    assert.ok(mapTaskHasRoom(driver.state), 'room again once a batch is acknowledged');
+  });
+});

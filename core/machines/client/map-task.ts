@@ -15,6 +15,7 @@ import {
   type StatusCode,
 } from '../../domain/index.ts';
 import { FRAME_HEADER_BYTES, encodeBatchFrame, sealBatchFrame } from '../../protocol/batch-frame.ts';
+import { putU32 } from '../../protocol/big-endian.ts';
 import type {
   MergedBatch,
   Message,
@@ -26,15 +27,16 @@ import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, type Outbox } from '../outbox.ts';
-import { fillRecordFrame, layoutRecordFrames, planBatches } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
 /**
  * One attempt of one map task (node `map-<app>-<shuffle>-<map>-<attempt>`): registers the shuffle with its lifecycle
- * manager, pushes its records as framed batches to each partition's primary (at most `maxInFlightPerPartition`
- * batches of a partition in flight; the batches one step sends to the same primary and peer travel merged in one
- * PushMergedData), follows splits and failures through revives (core/client decides each reaction), and reports
- * what was acknowledged with MapperEnd.
+ * manager, takes the records the application writes (`records` inputs, then `recordsEnd`), packs each partition's
+ * into a batch and pushes the batch as soon as it is full (the rest at the end) to the partition's primary (at most
+ * `maxInFlightPerPartition` batches of a partition in flight; the batches one step sends to the same primary and
+ * peer travel merged in one PushMergedData), follows splits and failures through revives (core/client decides each
+ * reaction), and reports what was acknowledged with MapperEnd. It holds at most about `maxUnacknowledgedBytes` of
+ * records not yet acknowledged: `mapTaskHasRoom` tells the driver when to stop feeding it (back-pressure).
  * It then stays idle: a task is part of an engine's executor, not a process to stop.
  * docs/core/machines-client.md describes the messages, timers and outcomes.
  */
@@ -47,10 +49,17 @@ export interface MapTaskConfig {
   readonly numMappers: number;
   readonly numPartitions: number;
   readonly lifecycleManager: NodeId;
-  /** What this attempt writes: the records of each partition (index = partitionId), in order. */
-  readonly records: readonly (readonly Uint8Array[])[];
-  /** `svc.client.push.buffer.max.size`: records are packed into batches of at most this many bytes. */
+  /**
+   * `svc.client.push.buffer.max.size`: records are packed into batches of at most this many bytes; a partition's
+   * batch is pushed as soon as it is full.
+   */
   readonly batchSizeBytes: number;
+  /**
+   * `svc.client.push.maxUnacknowledgedBytes`: the records (encoded bytes) the task holds buffered or in flight
+   * before it says it has no room (`mapTaskHasRoom`). Reaching it also pushes every partition's partial batch, so
+   * that room returns whatever the spread of the records over partitions.
+   */
+  readonly maxUnacknowledgedBytes: number;
   /**
    * `svc.client.push.merge.maxSize`: a merged push carries frames of at most this many bytes in all (a larger frame
    * travels alone).
@@ -73,7 +82,7 @@ export interface MapTaskConfig {
   /** `svc.client.push.excludeWorkerOnFailure.enabled`. */
   readonly excludeWorkerOnFailure: boolean;
   /**
-   * Allocates the one buffer the attempt's frames are laid out in (records.ts `layoutRecordFrames`); it need not be
+   * Allocates the buffer a partition's open batch is filled in (header space, then its records); it need not be
    * zero-filled, as every byte is written before it is sent. Default: a zeroed Uint8Array.
    */
   readonly allocate?: (length: number) => Uint8Array;
@@ -100,30 +109,55 @@ export interface MapTaskState {
   readonly reviving: ReadonlySet<number>;
   /** Why the task failed or lost. */
   readonly error?: string;
+  /** Whether the application said it wrote everything (`recordsEnd`). */
+  readonly ended: boolean;
+  /**
+   * Records (encoded: 4 + length bytes each) taken and not yet acknowledged: in open batches, cut batches waiting
+   * for their push, and batches in flight. Back-pressure compares it with `maxUnacknowledgedBytes`.
+   */
+  readonly unacknowledgedBytes: number;
+  /** The id the next batch cut gets: batch ids are unique within the attempt, in the order batches are cut. */
+  readonly nextBatchId: number;
+}
+
+/**
+ * Whether the task takes more records without going past its budget: the driver feeds it only while this holds,
+ * and tells the application to wait (Node's `write() === false`, then `'drain'`) otherwise. A settled task has
+ * room: what it is given is dropped.
+ */
+export function mapTaskHasRoom(state: MapTaskState): boolean {
+  return isSettled(state.phase) || state.unacknowledgedBytes < state.config.maxUnacknowledgedBytes;
 }
 
 export interface PartitionPush {
   readonly partitionId: number;
   /**
-   * Encoded payloads of the partition's batches, in order, with their batch ids (unique within the attempt); a
-   * batch's bytes are written when it is first pushed (their length is known from the start).
+   * The batch being filled: header space, then the records taken so far (`openFilled` bytes in all). It grows by
+   * doubling up to one batch, and is cut into a batch when full, when the budget is reached, and at the end.
+   * Changed in place by the machine, as are the arrays below (one entry per cut batch, appended as batches are cut).
    */
-  readonly payloads: readonly Uint8Array[];
-  /** The records of each batch, copied into its frame when it is first pushed. */
-  readonly batchRecords: readonly (readonly Uint8Array[])[];
+  open: Uint8Array | undefined;
+  openFilled: number;
   /**
-   * Each batch's frame: header space, then its payload (the same bytes as `payloads`). A batch's records are copied
-   * in and its frame sealed in place when it is first pushed; it is sent as it is whenever it is pushed again with
-   * the same epoch.
+   * Encoded payloads of the partition's cut batches, in order (views into their frames); a batch's entry is
+   * emptied once it is acknowledged, so that its memory goes.
    */
-  readonly frames: readonly Uint8Array[];
+  readonly payloads: Uint8Array[];
+  /**
+   * Each batch's frame: header space, then its payload (the same bytes as `payloads`). Its records were copied in
+   * as they were taken; it is sealed in place when first pushed, and sent as it is whenever it is pushed again with
+   * the same epoch. Emptied once acknowledged.
+   */
+  readonly frames: Uint8Array[];
   /**
    * The epoch each batch's frame was sealed with, or UNSEALED. A batch pushed again with another epoch (after a
    * revive) is framed into a copy instead: the frame sealed before may still wait in a socket's queue.
    */
   readonly sealedEpochs: number[];
-  readonly batchIds: readonly number[];
-  /** Index of the first batch never pushed; equal to the count once every batch was pushed at least once. */
+  /** Each batch's payload length (what its acknowledgement counts). */
+  readonly payloadBytes: number[];
+  readonly batchIds: number[];
+  /** Index of the first batch never pushed; equal to the count once every cut batch was pushed at least once. */
   readonly next: number;
   /** Batches pushed (or queued to be, this step) and not yet answered. */
   readonly inFlight: number;
@@ -159,37 +193,27 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
       `maxInFlightPerPartition must be a whole number of at least 1, not ${config.maxInFlightPerPartition}`,
     );
   }
-  if (config.records.length > config.numPartitions) {
-    throw new RangeError(
-      `map ${config.mapId} has records for ${config.records.length} partitions but the shuffle has ${config.numPartitions}`,
-    );
+  if (!(config.batchSizeBytes > 0))
+    throw new RangeError(`batch size must be positive, got ${config.batchSizeBytes}`);
+  if (!(config.maxUnacknowledgedBytes > 0)) {
+    throw new RangeError(`maxUnacknowledgedBytes must be positive, got ${config.maxUnacknowledgedBytes}`);
   }
-  const planned = [...Array(config.numPartitions).keys()].map((partitionId) =>
-    planBatches(config.records[partitionId] ?? [], config.batchSizeBytes),
-  );
-  // Every frame of the attempt in one buffer (layoutRecordFrames), each filled with its records when first pushed:
-  // copying a whole map's records at once held the executor's event loop for 100-300 ms per 128 MiB, and with
-  // several batches of a partition in flight the copy of the next ones now overlaps the worker's work on the last
-  // ones (docs/performance.md). Batch ids number the frames in the same order.
-  const frames = layoutRecordFrames(planned.flat(), config.allocate);
-  let nextBatchId = 0;
   const partitions: PartitionPush[] = [];
   for (let partitionId = 0; partitionId < config.numPartitions; partitionId += 1) {
-    const first = nextBatchId;
-    nextBatchId += planned[partitionId]!.length;
-    const own = frames.slice(first, nextBatchId);
     partitions.push({
       partitionId,
-      payloads: own.map((frame) => frame.subarray(FRAME_HEADER_BYTES)),
-      batchRecords: planned[partitionId]!,
-      frames: own,
-      sealedEpochs: own.map(() => UNSEALED),
-      batchIds: [...Array(nextBatchId - first).keys()].map((i) => first + i),
+      open: undefined,
+      openFilled: 0,
+      payloads: [],
+      frames: [],
+      sealedEpochs: [],
+      payloadBytes: [],
+      batchIds: [],
       next: 0,
       inFlight: 0,
       retries: [],
       status: 'active',
-      revivesLeft: own.map(() => config.maxReviveRetries),
+      revivesLeft: [],
       acknowledged: { batches: 0, bytes: 0 },
     });
   }
@@ -200,7 +224,41 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     locations: new Map(),
     partitions,
     reviving: new Set(),
+    ended: false,
+    unacknowledgedBytes: 0,
+    nextBatchId: 0,
   };
+}
+
+/**
+ * The machine of a task whose records are all known when it starts (tests, tools): its start also takes `records`
+ * (by partition) and the end, as if the application wrote them all at once.
+ */
+export function mapTaskWritingAll(records: readonly (readonly Uint8Array[])[]): Machine<MapTaskState> {
+  return {
+    step(state, input, now, rng) {
+      const first = mapTaskMachine.step(state, input, now, rng);
+      if (input.kind !== 'start') return first;
+      const second = mapTaskMachine.step(first.state, recordsInput(records), now, rng);
+      const third = mapTaskMachine.step(second.state, { kind: 'recordsEnd' }, now, rng);
+      return { state: third.state, effects: [...first.effects, ...second.effects, ...third.effects] };
+    },
+  };
+}
+
+/** One `records` input carrying records by partition (index = partitionId), in order. */
+export function recordsInput(
+  records: readonly (readonly Uint8Array[])[],
+): Extract<Input, { kind: 'records' }> {
+  const partitionIds: number[] = [];
+  const all: Uint8Array[] = [];
+  records.forEach((partition, partitionId) => {
+    for (const record of partition) {
+      partitionIds.push(partitionId);
+      all.push(record);
+    }
+  });
+  return { kind: 'records', partitionIds, records: all };
 }
 
 /** The state as one step works on it: its own collections, changed in place, plus the step's outbox. */
@@ -212,6 +270,9 @@ interface Draft {
   partitions: PartitionPush[];
   reviving: Set<number>;
   error?: string;
+  ended: boolean;
+  unacknowledgedBytes: number;
+  nextBatchId: number;
   /**
    * Partitions whose window may have room: filled once the step has handled its whole input, so that a failure
    * later in the same answer stops pushes to the location that failed.
@@ -270,6 +331,12 @@ function handle(d: Draft, input: Input): void {
         onNoAnswer(d, closed.request.purpose, closed.request.attempt, 'sendFailed');
       return;
     }
+    case 'records':
+      takeRecords(d, input.partitionIds, input.records);
+      return;
+    case 'recordsEnd':
+      endRecords(d);
+      return;
     case 'ioDone':
     case 'ioFailed':
     case 'ioBatchDone':
@@ -279,6 +346,115 @@ function handle(d: Draft, input: Input): void {
       refuseAdmin(d.out, 'map task', input);
       return;
   }
+}
+
+const LENGTH_BYTES = 4;
+/**
+ * An open batch starts with room for 4 KiB of records (or its first record, or a whole batch if smaller) and doubles
+ * as it fills: a map spread over many partitions holds little more than what it wrote (10,000 partitions of a few
+ * KiB each would hold 80 MiB if every batch started at an eighth of 64 KiB), at the cost of copying a batch's bytes
+ * about once more as it grows.
+ */
+const OPEN_BATCH_START_BYTES = 4096;
+
+/**
+ * Copies records into their partitions' open batches (the caller may reuse their memory once the step returns),
+ * cutting a batch as soon as it is full; once the task holds its budget, every partial batch is cut too, so that
+ * pushes free room whatever the spread of the records.
+ */
+function takeRecords(d: Draft, partitionIds: readonly number[], records: readonly Uint8Array[]): void {
+  if (d.ended) {
+    fail(d, 'records written after the end of the attempt');
+    return;
+  }
+  if (partitionIds.length !== records.length) {
+    fail(d, `a records input with ${partitionIds.length} partition ids for ${records.length} records`);
+    return;
+  }
+  const { numPartitions, batchSizeBytes } = d.config;
+  // What this input brings each partition, still to be placed: an open batch is sized for it at once, so that a
+  // partition given a batch's worth in one input is not grown (and copied) step by step.
+  const coming = new Float64Array(numPartitions);
+  for (let i = 0; i < records.length; i += 1) {
+    const partitionId = partitionIds[i]!;
+    if (!(Number.isInteger(partitionId) && partitionId >= 0 && partitionId < numPartitions)) {
+      fail(d, `a record for partition ${partitionId}, outside 0..${numPartitions - 1}`);
+      return;
+    }
+    coming[partitionId]! += LENGTH_BYTES + records[i]!.length;
+  }
+  for (let i = 0; i < records.length; i += 1) {
+    const partitionId = partitionIds[i]!;
+    const partition = d.partitions[partitionId]!;
+    const record = records[i]!;
+    const encoded = LENGTH_BYTES + record.length;
+    let content = partition.openFilled - FRAME_HEADER_BYTES;
+    if (partition.open !== undefined && content > 0 && content + encoded > batchSizeBytes) {
+      cutBatch(d, partition);
+      content = 0;
+    }
+    const open = openRoom(d, partition, encoded, coming[partitionId]!);
+    coming[partitionId]! -= encoded;
+    putU32(open, partition.openFilled, record.length);
+    open.set(record, partition.openFilled + LENGTH_BYTES);
+    partition.openFilled += encoded;
+    d.unacknowledgedBytes += encoded;
+    if (content + encoded >= batchSizeBytes) cutBatch(d, partition);
+  }
+  if (d.unacknowledgedBytes >= d.config.maxUnacknowledgedBytes) {
+    for (const partition of d.partitions) cutBatch(d, partition);
+  }
+}
+
+/**
+ * The partition's open batch, with room for `encoded` more bytes: allocated, or grown by doubling, in either case
+ * at least for the `coming` bytes this input still brings the partition (up to a batch).
+ */
+function openRoom(d: Draft, partition: PartitionPush, encoded: number, coming: number): Uint8Array {
+  const open = partition.open;
+  const filled = open === undefined ? FRAME_HEADER_BYTES : partition.openFilled;
+  const needed = filled + encoded;
+  if (open !== undefined && open.length >= needed) return open;
+  const full = FRAME_HEADER_BYTES + d.config.batchSizeBytes;
+  const start = FRAME_HEADER_BYTES + Math.min(d.config.batchSizeBytes, OPEN_BATCH_START_BYTES);
+  const doubled = open === undefined ? start : open.length * 2;
+  const length = Math.max(needed, Math.min(full, Math.max(doubled, filled + coming)));
+  const grown = (d.config.allocate ?? zeroed)(length);
+  if (grown.length < length) throw new RangeError(`asked for ${length} bytes, allocated ${grown.length}`);
+  if (open === undefined) partition.openFilled = FRAME_HEADER_BYTES;
+  else grown.set(open.subarray(0, partition.openFilled));
+  partition.open = grown;
+  return grown;
+}
+
+function zeroed(length: number): Uint8Array {
+  return new Uint8Array(length);
+}
+
+/** Cuts the partition's open batch (if it holds records) into a batch to push. */
+function cutBatch(d: Draft, partition: PartitionPush): void {
+  const open = partition.open;
+  if (open === undefined) return;
+  partition.open = undefined;
+  if (partition.openFilled <= FRAME_HEADER_BYTES) return;
+  const frame = open.subarray(0, partition.openFilled);
+  partition.openFilled = 0;
+  partition.frames.push(frame);
+  partition.payloads.push(frame.subarray(FRAME_HEADER_BYTES));
+  partition.payloadBytes.push(frame.length - FRAME_HEADER_BYTES);
+  partition.sealedEpochs.push(UNSEALED);
+  partition.batchIds.push(d.nextBatchId);
+  partition.revivesLeft.push(d.config.maxReviveRetries);
+  d.nextBatchId += 1;
+  d.refill.add(partition.partitionId);
+}
+
+/** The application wrote everything: the partial batches are cut, and the task ends once all are acknowledged. */
+function endRecords(d: Draft): void {
+  if (d.ended) return;
+  d.ended = true;
+  for (const partition of d.partitions) cutBatch(d, partition);
+  maybeEnd(d);
 }
 
 function isSettled(phase: MapTaskPhase): boolean {
@@ -366,13 +542,7 @@ function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): 
   for (const location of message.locations) d.locations.set(location.partitionId, location);
   d.phase = 'pushing';
   for (const partition of d.partitions) {
-    if (partition.payloads.length === 0) continue;
-    if (d.locations.has(partition.partitionId)) d.refill.add(partition.partitionId);
-    else {
-      // The reference client's rule for a partition it has no location for: revive from epoch -1.
-      updatePartition(d, partition.partitionId, { status: 'waiting' });
-      queueRevive(d, partition.partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
-    }
+    if (partition.frames.length > 0) d.refill.add(partition.partitionId);
   }
   maybeEnd(d);
 }
@@ -388,13 +558,20 @@ interface QueuedBatch {
  * end sends them (see flushPushes). Nothing is queued while the partition waits for a revive.
  */
 function fillWindow(d: Draft, partitionId: number): void {
+  if (d.phase !== 'pushing') return; // batches cut before the registration's answer wait for it
   const partition = d.partitions[partitionId]!;
   if (partition.status === 'waiting') return;
+  if (!d.locations.has(partitionId)) {
+    // The reference client's rule for a partition it has no location for: revive from epoch -1.
+    updatePartition(d, partitionId, { status: 'waiting' });
+    queueRevive(d, partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
+    return;
+  }
   const room = d.config.maxInFlightPerPartition - partition.inFlight;
   if (room <= 0) return;
   const retries = partition.retries.slice(0, room);
   let next = partition.next;
-  const fresh = Math.min(room - retries.length, partition.payloads.length - next);
+  const fresh = Math.min(room - retries.length, partition.frames.length - next);
   if (retries.length === 0 && fresh === 0) return;
   for (const batch of retries) d.pushQueue.push({ partitionId, batch });
   for (let k = 0; k < fresh; k += 1) d.pushQueue.push({ partitionId, batch: next++ });
@@ -459,7 +636,6 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
     if (sealed !== location.epoch) {
       const header = { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch };
       if (sealed === UNSEALED) {
-        fillRecordFrame(frame, partition.batchRecords[batch]!);
         sealBatchFrame(frame, header);
         partition.sealedEpochs[batch] = location.epoch;
       } else frame = encodeBatchFrame(header, partition.payloads[batch]!);
@@ -470,6 +646,9 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
 
 /** No epoch is negative: a batch's frame not sealed yet. */
 const UNSEALED = -1;
+
+/** What an acknowledged batch's frame and payload become. */
+const RELEASED = new Uint8Array(0);
 
 /** The merge key of a location: its primary's worker and its peer's (none when the partition is not replicated). */
 function workerPairOf(location: PartitionLocation): string {
@@ -583,7 +762,11 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
   const partition = d.partitions[partitionId]!;
   switch (reaction.kind) {
     case 'done': {
-      const bytes = partition.payloads[pushed.batch]!.length;
+      const bytes = partition.payloadBytes[pushed.batch]!;
+      // Acknowledged: the batch's memory goes (a socket may still hold its frame until it is written).
+      partition.frames[pushed.batch] = RELEASED;
+      partition.payloads[pushed.batch] = RELEASED;
+      d.unacknowledgedBytes -= bytes;
       updatePartition(d, partitionId, {
         inFlight: partition.inFlight - 1,
         acknowledged: {
@@ -714,9 +897,9 @@ function onReviveResponse(
 }
 
 function maybeEnd(d: Draft): void {
-  if (d.phase !== 'pushing') return;
+  if (d.phase !== 'pushing' || !d.ended) return;
   const finished = d.partitions.every(
-    (p) => p.next === p.payloads.length && p.inFlight === 0 && p.retries.length === 0,
+    (p) => p.open === undefined && p.next === p.frames.length && p.inFlight === 0 && p.retries.length === 0,
   );
   if (!finished) return;
   d.phase = 'ending';

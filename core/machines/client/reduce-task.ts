@@ -12,7 +12,7 @@ import type { PartitionLocation } from '../../domain/index.ts';
 import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { count, log, newOutbox, refuseAdmin, setTimer, tell, type Outbox } from '../outbox.ts';
+import { count, log, newOutbox, refuseAdmin, refuseRecords, setTimer, tell, type Outbox } from '../outbox.ts';
 import {
   admitFrames,
   checkWinnerCounts,
@@ -254,6 +254,10 @@ function handle(d: Draft, input: Input): void {
       return;
     case 'admin':
       refuseAdmin(d.out, 'reduce task', input);
+      return;
+    case 'records':
+    case 'recordsEnd':
+      refuseRecords(d.out, 'reduce task', input);
       return;
   }
 }

@@ -3,7 +3,7 @@ import { admitted } from '../admission.ts';
 import { applicationOf, authorized, SERVER } from '../authorization.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { log, refuseAdmin } from '../outbox.ts';
+import { log, refuseAdmin, refuseRecords } from '../outbox.ts';
 import { expire, settle } from '../client/requests.ts';
 import {
   isHeartbeatTimer,
@@ -111,6 +111,10 @@ function handle(d: Draft, input: Input): void {
       return;
     case 'admin':
       refuseAdmin(d.out, 'lifecycle manager', input);
+      return;
+    case 'records':
+    case 'recordsEnd':
+      refuseRecords(d.out, 'lifecycle manager', input);
       return;
   }
 }

@@ -5,7 +5,7 @@ import { shuffleKey, workerKey, type WorkerId } from '../../domain/index.ts';
 import { registeredShuffleKeys } from '../../lifecycle/index.ts';
 import { lifecycleManagerNodeId, mapTaskNodeId, masterNodeId } from '../../protocol/node-ids.ts';
 import { CURRENT_RELEASE } from '../../release/version.ts';
-import { initialMapTaskState, mapTaskMachine, type MapTaskState } from '../client/map-task.ts';
+import { initialMapTaskState, mapTaskWritingAll, type MapTaskState } from '../client/map-task.ts';
 import { initialMasterState, masterMachine } from '../master/index.ts';
 import { testMasterConfig } from '../master/testing.ts';
 import { InMemoryCluster, type NodeHandle } from '../testing/in-memory-cluster.ts';
@@ -55,7 +55,11 @@ function buildCluster(shuffles: readonly number[], seed: number) {
   // One map per shuffle: enough to register, write and commit every partition of it.
   const maps: NodeHandle<MapTaskState>[] = shuffles.map((shuffleId) =>
     cluster.addNode(mapTaskNodeId(APP, shuffleId, 0, 0), {
-      machine: mapTaskMachine,
+      machine: mapTaskWritingAll(
+        Array.from({ length: PARTITIONS }, (_, p) => [
+          new TextEncoder().encode(`s${shuffleId}p${p}`.padEnd(32, '.')),
+        ]),
+      ),
       init: () =>
         initialMapTaskState({
           release: CURRENT_RELEASE,
@@ -66,10 +70,8 @@ function buildCluster(shuffles: readonly number[], seed: number) {
           numMappers: 1,
           numPartitions: PARTITIONS,
           lifecycleManager: LM,
-          records: Array.from({ length: PARTITIONS }, (_, p) => [
-            new TextEncoder().encode(`s${shuffleId}p${p}`.padEnd(32, '.')),
-          ]),
           batchSizeBytes: 64,
+          maxUnacknowledgedBytes: 1 << 20,
           mergeSizeBytes: 64,
           maxInFlightPerPartition: 2,
           maxReviveRetries: 5,

@@ -3,7 +3,7 @@ import type { Message } from '../../protocol/messages.ts';
 import { applicationOf, authorized, SERVER, type Requirement } from '../authorization.ts';
 import type { Envelope, Input } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { inputBeforeStart, log, setTimer } from '../outbox.ts';
+import { inputBeforeStart, log, refuseRecords, setTimer } from '../outbox.ts';
 import { handleMasterAdmin } from './admin.ts';
 import {
   checkApplications,
@@ -79,6 +79,10 @@ function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState 
     case 'admin':
       return handleMasterAdmin(s, out, input.command, input.commandId);
     case 'consumed': // a reduce task's input only
+      return s;
+    case 'records':
+    case 'recordsEnd':
+      refuseRecords(out, 'master', input);
       return s;
     case 'sendFailed':
       log(out, 'debug', 'master.sendFailed', { to: input.to, message: input.message.type });

@@ -12,7 +12,7 @@ import {
 import { CURRENT_RELEASE } from '../../release/version.ts';
 import {
   initialMapTaskState,
-  mapTaskMachine,
+  mapTaskWritingAll,
   type MapTaskConfig,
   type MapTaskState,
 } from '../client/map-task.ts';
@@ -101,8 +101,8 @@ function buildCluster(scenario: Scenario, seed = 42) {
     numMappers: MAPS,
     numPartitions: PARTITIONS,
     lifecycleManager: LM,
-    records: recordsOf(mapId, attemptId).map((rs) => rs.map((r) => new TextEncoder().encode(r))),
     batchSizeBytes: 64,
+    maxUnacknowledgedBytes: 1 << 20,
     mergeSizeBytes: 64,
     maxInFlightPerPartition: 3,
     maxReviveRetries: 5,
@@ -124,7 +124,9 @@ function buildCluster(scenario: Scenario, seed = 42) {
     maps.set(
       `${mapId}/${attemptId}`,
       cluster.addNode(mapTaskNodeId(APP, SHUFFLE, mapId, attemptId), {
-        machine: mapTaskMachine,
+        machine: mapTaskWritingAll(
+          recordsOf(mapId, attemptId).map((rs) => rs.map((r) => new TextEncoder().encode(r))),
+        ),
         init: () => initialMapTaskState(mapConfig(mapId, attemptId)),
       }),
     );

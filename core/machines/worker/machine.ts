@@ -27,7 +27,7 @@ import {
   onRegisterAnswer,
   startRegistration,
 } from './membership.ts';
-import { inputBeforeStart, log, newOutbox, setEntry, type Outbox } from '../outbox.ts';
+import { inputBeforeStart, log, newOutbox, refuseRecords, setEntry, type Outbox } from '../outbox.ts';
 import { groupIo } from './io-batch.ts';
 import { completeForward, completeLocalWrite, handlePush } from './push.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
@@ -99,6 +99,10 @@ function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachi
     case 'admin':
       return handleAdmin(s, out, input.command, input.commandId);
     case 'consumed': // a reduce task's input only
+      return s;
+    case 'records':
+    case 'recordsEnd':
+      refuseRecords(out, 'worker', input);
       return s;
   }
 }
