@@ -48,6 +48,9 @@ const toyMachine: Machine<Toy> = {
       case 'ioFailed':
       case 'ioBatchDone':
       case 'sendFailed':
+      case 'consumed':
+      case 'records':
+      case 'recordsEnd':
         seen = [...seen, input.kind];
     }
     return { state: { ...state, seen, draws: [...state.draws, rng.next()] }, effects };
