@@ -27,6 +27,7 @@ import { nodeNetwork } from './node-network.ts';
 import { ApplicationSecrets } from './application-secrets.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
+import { ReceiveMemory } from '../transport/receive-memory.ts';
 import {
   metricsOptions,
   metricsRoutes,
@@ -154,6 +155,15 @@ export async function runWorker(
         devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
       })
     : undefined;
+  // Partly received frames count in the memory budget and its back-pressure (set up once the ports are bound);
+  // the connection that would take them past what the budget has left (one whole frame at least) is closed.
+  let partialFramesChanged: (bytes: number) => void = () => undefined;
+  let bytesInFlight = (): number => 0;
+  const receiveMemory = new ReceiveMemory({
+    limitBytes: () => Math.max(memoryBudget - bytesInFlight(), conf.getBytes('svc.network.frame.maxSize')),
+    limitKey: 'svc.worker.memory.size',
+    changed: (bytes) => partialFramesChanged(bytes),
+  });
   const network = nodeNetwork({
     role: 'worker',
     release,
@@ -164,6 +174,7 @@ export async function runWorker(
     ...(auth === undefined ? {} : { auth }),
     authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
     written: (pieces) => readBuffers.giveBack(pieces),
+    receiveMemory,
   });
   const ports = {
     rpc: (await network.transport.listen('rpc', host, conf.getInt('svc.worker.rpc.port'))).port,
@@ -237,11 +248,15 @@ export async function runWorker(
           node: nodeId,
           service,
           bytesInFlight: backPressure.bytesInFlight,
+          partialFrameBytes: backPressure.partialFrameBytes,
         },
         `${paused ? 'stopped' : 'resumed'} reading ${service} connections`,
       );
     },
   );
+  partialFramesChanged = (bytes) => backPressure.setPartialFrameBytes(bytes);
+  bytesInFlight = () => backPressure.bytesInFlight;
+  backPressure.setPartialFrameBytes(receiveMemory.totalBytes);
 
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));

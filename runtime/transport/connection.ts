@@ -59,6 +59,7 @@ export class Connection {
   private closedFlag = false;
   private receivedAny = false;
   private readonly pausedFor = new Set<PauseReason>();
+  private socketPaused = false;
   /**
    * Whether reading stops while replies wait to be sent (set on accepted connections): a peer that asks and does
    * not read the answers is not read either until it does, so whoever produces the answers waits.
@@ -164,6 +165,8 @@ export class Connection {
       this.closeCauseName = cause;
     }
     this.socket.destroy();
+    // Counted free at once, so that whoever closed it for memory sees the memory back.
+    this.limits.receiveMemory?.release(this);
   }
 
   /** Closes after what was written has been sent (a refusal's reply must reach the peer). */
@@ -172,24 +175,39 @@ export class Connection {
     this.socket.end();
   }
 
-  /** Stops reading for `reason`; the unfinished frame's deadline stops with it (the peer is not the slow one). */
+  /**
+   * Stops reading for `reason` once the frame under way is complete: a frame is never left half read by this
+   * process (the peer could not finish it, and it would hold its bytes for as long as the pause lasts), and the
+   * frame's deadline never runs while this process is the one not reading.
+   */
   pauseFor(reason: PauseReason): void {
     if (this.pausedFor.has(reason)) return;
     this.pausedFor.add(reason);
-    if (this.pausedFor.size > 1) return;
-    this.socket.pause();
-    this.stopFrameTimer();
+    this.applyPause();
   }
 
-  /** Reads again once no reason to pause remains; an unfinished frame gets its whole deadline anew. */
+  /** Reads again once no reason to pause remains. */
   resumeFor(reason: PauseReason): void {
-    if (!this.pausedFor.delete(reason) || this.pausedFor.size > 0 || this.closedFlag) return;
-    this.socket.resume();
-    this.armFrameTimer();
+    if (!this.pausedFor.delete(reason)) return;
+    this.applyPause();
   }
 
+  /** Whether reading is stopped (not merely asked to stop at the end of the frame under way). */
   get paused(): boolean {
-    return this.pausedFor.size > 0;
+    return this.socketPaused;
+  }
+
+  private applyPause(): void {
+    if (this.closedFlag) return;
+    if (this.pausedFor.size > 0 && !this.socketPaused && this.reader.buffered === 0) {
+      this.socketPaused = true;
+      this.socket.pause();
+      this.stopFrameTimer();
+    } else if (this.pausedFor.size === 0 && this.socketPaused) {
+      this.socketPaused = false;
+      this.socket.resume();
+      this.armFrameTimer();
+    }
   }
 
   private onData(chunk: Buffer): void {
@@ -220,10 +238,11 @@ export class Connection {
   private countHeld(): boolean {
     const memory = this.limits.receiveMemory;
     if (memory === undefined) return true;
+    if (this.socket.destroyed) return false;
     const refusal = memory.update(this, this.reader.held);
-    if (refusal === undefined) return true;
-    this.destroy(refusal, 'receiveMemoryFull');
-    return false;
+    if (refusal !== undefined) this.destroy(refusal, 'receiveMemoryFull');
+    // Counting may have closed this connection too (the worker gives up the largest partly received frames).
+    return !this.socket.destroyed;
   }
 
   /** True when the first bytes of a plaintext connection are TLS (and the connection is being closed). */
@@ -250,6 +269,7 @@ export class Connection {
       this.events.onFrame(frame);
       if (this.closedFlag || this.socket.destroyed) return;
     }
+    this.applyPause();
     this.armFrameTimer();
   }
 
@@ -258,7 +278,7 @@ export class Connection {
    * process reads: a connection paused (back-pressure, unread replies) is not the peer's slowness.
    */
   private armFrameTimer(): void {
-    if (this.reader.buffered === 0 || this.paused) {
+    if (this.reader.buffered === 0 || this.socketPaused) {
       this.stopFrameTimer();
       return;
     }

@@ -3,10 +3,10 @@ export type HeldChanged = (totalBytes: number) => void;
 
 export interface ReceiveMemoryOptions {
   /**
-   * The most bytes all partly received frames of the process may hold; a connection whose frame would take the
-   * total past it is closed. Absent: no limit (the worker bounds them through its back-pressure instead).
+   * The most bytes all partly received frames of the process may hold (read at each growth); a connection whose
+   * frame would take the total past it is closed. Absent: no limit.
    */
-  readonly limitBytes?: number;
+  readonly limitBytes?: number | (() => number);
   /** The key that sets the limit, named in the reason a connection is closed with. */
   readonly limitKey?: string;
   /** Called after every change of the total. */
@@ -15,9 +15,10 @@ export interface ReceiveMemoryOptions {
 
 /**
  * The bytes a process holds for frames it has partly received, over all its connections: each connection tells
- * what its reader holds after every read, and gives it all back when it closes. The worker counts them in its
- * memory budget and back-pressure; the master closes the connection that would take it past its limit
- * (docs/operations.md, "Limits and hostile peers").
+ * what its reader holds after every read, and gives it all back when it closes. A connection that would take the
+ * total past the limit is closed (the master's svc.master.receive.maxPartialFrameBytes; on a worker, what its
+ * memory budget has left); the worker also counts them in its back-pressure (docs/operations.md, "Limits and
+ * hostile peers").
  */
 export class ReceiveMemory<C extends object = object> {
   private readonly held = new Map<C, number>();
@@ -33,7 +34,8 @@ export class ReceiveMemory<C extends object = object> {
   update(connection: C, bytes: number): string | undefined {
     const before = this.held.get(connection) ?? 0;
     if (bytes === before) return undefined;
-    const limit = this.options.limitBytes;
+    const limit =
+      typeof this.options.limitBytes === 'function' ? this.options.limitBytes() : this.options.limitBytes;
     if (limit !== undefined && bytes > before && this.total - before + bytes > limit) {
       const total = this.total - before + bytes;
       this.set(connection, before, 0);
@@ -50,15 +52,6 @@ export class ReceiveMemory<C extends object = object> {
   release(connection: C): void {
     const before = this.held.get(connection);
     if (before !== undefined) this.set(connection, before, 0);
-  }
-
-  /** The connection holding the most, and how much (undefined when none holds anything). */
-  largest(): { readonly connection: C; readonly bytes: number } | undefined {
-    let best: { connection: C; bytes: number } | undefined;
-    for (const [connection, bytes] of this.held) {
-      if (best === undefined || bytes > best.bytes) best = { connection, bytes };
-    }
-    return best;
   }
 
   private set(connection: C, before: number, bytes: number): void {

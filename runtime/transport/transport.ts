@@ -241,23 +241,6 @@ export class Transport {
     return this.paused.has(service);
   }
 
-  /**
-   * Closes the accepted connection holding the largest partly received frame (the worker's back-pressure, when
-   * such frames alone keep it paused: nothing else would ever free them); returns its bytes, 0 when none holds any.
-   */
-  shedLargestPartialFrame(reason: string): number {
-    let largest: Connection | undefined;
-    for (const connections of this.inbound.values()) {
-      for (const connection of connections) {
-        if (largest === undefined || connection.heldBytes > largest.heldBytes) largest = connection;
-      }
-    }
-    if (largest === undefined || largest.heldBytes === 0) return 0;
-    const bytes = largest.heldBytes;
-    largest.destroy(`${reason} (${bytes} bytes of a frame received)`, 'shedPartialFrame');
-    return bytes;
-  }
-
   /** Accepted connections on a service's port (for tests and metrics). */
   connectionCount(service: string): number {
     return this.inbound.get(service)?.size ?? 0;
