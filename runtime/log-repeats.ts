@@ -16,7 +16,7 @@ interface Repeats {
   examplePeer: string | undefined;
 }
 
-const DEFAULT_BURST = 5;
+const DEFAULT_BURST = 3;
 
 /**
  * A log for what hostile or broken peers cause, line after line: the first few lines of one cause in an interval are

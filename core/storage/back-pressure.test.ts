@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { backPressureDecision, type PausedPorts } from './back-pressure.ts';
+import { backPressureDecision, partialFramesToShed, type PausedPorts } from './back-pressure.ts';
 
 const limitsArb = fc
   .record({
@@ -55,6 +55,29 @@ describe('backPressureDecision', () => {
           backPressureDecision(limits, moved, paused),
         );
       }),
+    );
+  });
+});
+
+describe('partialFramesToShed', () => {
+  it('gives up the largest frames, and only as many as needed for the rest to fit', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 1_000 }), { maxLength: 30 }),
+        fc.integer({ min: 0, max: 20_000 }),
+        (held, limit) => {
+          const shed = partialFramesToShed(held, limit);
+          const total = (indices: readonly number[]): number => indices.reduce((sum, i) => sum + held[i]!, 0);
+          const all = held.map((_, i) => i);
+          const kept = all.filter((i) => !shed.includes(i));
+          assert.equal(new Set(shed).size, shed.length, 'each once');
+          assert.ok(total(kept) <= limit, 'the rest fit');
+          // Minimal: without the last one shed, the rest would not fit.
+          if (shed.length > 0) assert.ok(total(kept) + held[shed.at(-1)!]! > limit);
+          // Largest first: nothing kept is larger than anything shed.
+          for (const k of kept) for (const s of shed) assert.ok(held[k]! <= held[s]!);
+        },
+      ),
     );
   });
 });

@@ -39,3 +39,23 @@ export function backPressureDecision(
   if (total <= limits.resumeBytes) return { push: false, replicate: false };
   return paused;
 }
+
+/**
+ * Which partly received frames to give up when together they would hold more than `limitBytes`: the largest
+ * first, until the rest fit. Returns their indices in `heldBytes`. A peer that begins a huge frame and stalls thus
+ * cannot keep others' small frames (pushes of a few KiB) out of the memory it may use: the largest holder goes, and
+ * that is the one a hostile peer would make the largest.
+ */
+export function partialFramesToShed(heldBytes: readonly number[], limitBytes: number): number[] {
+  let total = 0;
+  for (const bytes of heldBytes) total += bytes;
+  if (total <= limitBytes) return [];
+  const order = heldBytes.map((_, index) => index).sort((a, b) => heldBytes[b]! - heldBytes[a]! || a - b);
+  const shed: number[] = [];
+  for (const index of order) {
+    if (total <= limitBytes) break;
+    shed.push(index);
+    total -= heldBytes[index]!;
+  }
+  return shed;
+}

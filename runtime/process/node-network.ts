@@ -77,9 +77,17 @@ function newTransport(
     maxFrameBytes: conf.getBytes('svc.network.frame.maxSize'),
     connectTimeoutMs: conf.getDurationMs('svc.network.connect.timeout'),
     frameTimeoutMs: conf.getDurationMs('svc.network.timeout'),
-    maxQueuedBytes: conf.getBytes('svc.network.send.maxQueuedBytes'),
-    maxConnectionsPerPort: conf.getInt('svc.network.port.maxConnections'),
-    logSummaryIntervalMs: conf.getDurationMs('svc.log.summary.interval'),
+    // Keys of 0.6.0: a client resolving its configuration as of an older release has none of them (their
+    // defaults apply).
+    ...(conf.has('svc.network.send.maxQueuedBytes')
+      ? { maxQueuedBytes: conf.getBytes('svc.network.send.maxQueuedBytes') }
+      : {}),
+    ...(conf.has('svc.network.port.maxConnections')
+      ? { maxConnectionsPerPort: conf.getInt('svc.network.port.maxConnections') }
+      : {}),
+    ...(conf.has('svc.log.summary.interval')
+      ? { logSummaryIntervalMs: conf.getDurationMs('svc.log.summary.interval') }
+      : {}),
     ...(options.receiveMemory === undefined ? {} : { receiveMemory: options.receiveMemory }),
     addresses,
     logger: options.logger,

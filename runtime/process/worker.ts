@@ -155,13 +155,17 @@ export async function runWorker(
         devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
       })
     : undefined;
-  // Partly received frames count in the memory budget and its back-pressure (set up once the ports are bound);
-  // the connection that would take them past what the budget has left (one whole frame at least) is closed.
+  // Partly received frames count in the memory budget and its back-pressure (set up once the ports are bound).
+  // Together they may hold up to the resume threshold (one whole frame at least), so that stalled ones never keep
+  // the worker paused for long; past it the largest are given up.
   let partialFramesChanged: (bytes: number) => void = () => undefined;
-  let bytesInFlight = (): number => 0;
   const receiveMemory = new ReceiveMemory({
-    limitBytes: () => Math.max(memoryBudget - bytesInFlight(), conf.getBytes('svc.network.frame.maxSize')),
-    limitKey: 'svc.worker.memory.size',
+    limitBytes: Math.max(
+      Math.floor(memoryBudget * conf.getDouble('svc.worker.directMemoryRatioToResume')),
+      conf.getBytes('svc.network.frame.maxSize'),
+    ),
+    limitKey:
+      'svc.worker.memory.size × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize',
     changed: (bytes) => partialFramesChanged(bytes),
   });
   const network = nodeNetwork({
@@ -255,7 +259,6 @@ export async function runWorker(
     },
   );
   partialFramesChanged = (bytes) => backPressure.setPartialFrameBytes(bytes);
-  bytesInFlight = () => backPressure.bytesInFlight;
   backPressure.setPartialFrameBytes(receiveMemory.totalBytes);
 
   let finish: (code: number) => void = () => undefined;

@@ -234,14 +234,13 @@ export class Connection {
     this.deliver(bodies);
   }
 
-  /** Tells the process's count what this connection holds now; false when that closed it (over the limit). */
+  /** Tells the process's count what this connection holds now; false when that closed it (the largest, past the limit). */
   private countHeld(): boolean {
     const memory = this.limits.receiveMemory;
     if (memory === undefined) return true;
     if (this.socket.destroyed) return false;
-    const refusal = memory.update(this, this.reader.held);
-    if (refusal !== undefined) this.destroy(refusal, 'receiveMemoryFull');
-    // Counting may have closed this connection too (the worker gives up the largest partly received frames).
+    memory.update(this, this.reader.held);
+    // Past the process's limit, the largest frames are given up: maybe this connection's.
     return !this.socket.destroyed;
   }
 

@@ -86,6 +86,8 @@ export interface TransportOptions extends ConnectionLimits {
   readonly maxConnectionsPerPort?: number;
   /** The interval over which repeated warnings of one cause become one summary line (svc.log.summary.interval). */
   readonly logSummaryIntervalMs?: number;
+  /** Lines of one cause written in full per interval before the rest are counted (default 3). */
+  readonly logBurst?: number;
   /**
    * How long a route to a node without an address (a task) is kept after the node last spoke: a task that ended
    * says nothing more, and its route goes. Absent: twice svc.network.timeout.
@@ -154,7 +156,10 @@ export class Transport {
 
   constructor(private readonly options: TransportOptions) {
     this.tls = options.tls === undefined ? undefined : new TlsSetup(options.tls);
-    this.repeated = new RepeatedLog(options.logger, { intervalMs: options.logSummaryIntervalMs ?? 10_000 });
+    this.repeated = new RepeatedLog(options.logger, {
+      intervalMs: options.logSummaryIntervalMs ?? 10_000,
+      ...(options.logBurst === undefined ? {} : { burst: options.logBurst }),
+    });
   }
 
   /** Nodes a reply or message can be routed to through the connection they spoke on. */

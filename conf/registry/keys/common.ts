@@ -81,7 +81,7 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     since: '0.6.0',
     roles: ALL_ROLES,
     description:
-      'svc addition: warnings a peer can repeat at will (a closed or refused connection) are written five times ' +
+      'svc addition: warnings a peer can repeat at will (a closed or refused connection) are written three times ' +
       'per cause in this interval; the rest are counted into one line at its end (event log.repeated).',
   },
   {
