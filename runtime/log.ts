@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
@@ -14,7 +14,11 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
  * only once its ports are bound) carries its own value, and every key appears once in a line (pino writes its
  * `base` bindings and the line's fields side by side, so that a line naming `node` had it twice).
  */
-export function createLogger(level: LogLevelName, base: Readonly<Record<string, unknown>>): Logger {
+export function createLogger(
+  level: LogLevelName,
+  base: Readonly<Record<string, unknown>>,
+  destination: DestinationStream = pino.destination({ dest: 1, sync: true }),
+): Logger {
   const defaults = { ...base };
   return pino(
     {
@@ -25,7 +29,7 @@ export function createLogger(level: LogLevelName, base: Readonly<Record<string, 
       mixin: () => ({ ...defaults }),
       mixinMergeStrategy: (line: object, mixed: object) => Object.assign(mixed, line),
     },
-    pino.destination({ dest: 1, sync: true }),
+    destination,
   );
 }
 

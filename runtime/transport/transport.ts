@@ -93,6 +93,8 @@ export interface TransportOptions extends ConnectionLimits {
    * says nothing more, and its route goes. Absent: twice svc.network.timeout.
    */
   readonly routeIdleMs?: number;
+  /** The clock routes are aged by (ms); absent: Date.now. */
+  readonly now?: () => number;
 }
 
 const SERVER: Principal = { kind: 'server' };
@@ -147,7 +149,7 @@ export class Transport {
   private readonly routes = new Map<NodeId, Connection>();
   /** When each routed node last spoke (ms since the epoch), to forget the routes of tasks that ended. */
   private readonly routeSpoke = new Map<NodeId, number>();
-  private lastRouteSweep = Date.now();
+  private lastRouteSweep: number;
   private readonly paused = new Set<string>();
   private closing = false;
   private readonly tls: TlsSetup | undefined;
@@ -156,6 +158,7 @@ export class Transport {
 
   constructor(private readonly options: TransportOptions) {
     this.tls = options.tls === undefined ? undefined : new TlsSetup(options.tls);
+    this.lastRouteSweep = this.now();
     this.repeated = new RepeatedLog(options.logger, {
       intervalMs: options.logSummaryIntervalMs ?? 10_000,
       ...(options.logBurst === undefined ? {} : { burst: options.logBurst }),
@@ -724,8 +727,12 @@ export class Transport {
    * pooled connection carries task after task, each a node of its own that ends without a word, and the table
    * would otherwise grow by one entry per task that ever spoke.
    */
+  private now(): number {
+    return this.options.now?.() ?? Date.now();
+  }
+
   private spoke(node: NodeId): void {
-    const now = Date.now();
+    const now = this.now();
     this.routeSpoke.set(node, now);
     const idleMs = this.options.routeIdleMs ?? 2 * this.options.frameTimeoutMs;
     if (now - this.lastRouteSweep < idleMs / 2) return;
