@@ -54,7 +54,7 @@ export class Connection {
   private readonly reader: FrameReader | InPlaceFrameReader;
   private frameTimer: NodeJS.Timeout | undefined;
   private closeReason: string | undefined;
-  /** A short name of why the connection was closed, for counting repeats in the log (./log-summary.ts). */
+  /** A short name of why the connection was closed, for counting repeats in the log (../log-repeats.ts). */
   private closeCauseName: string | undefined;
   private closedFlag = false;
   private receivedAny = false;
@@ -115,11 +115,6 @@ export class Connection {
     this.reader.setLimit(frameLimit(this.limits.maxFrameBytes));
   }
 
-  /** Bytes of memory held for a partly received frame. */
-  get heldBytes(): number {
-    return this.reader.held;
-  }
-
   /**
    * Writes a frame's pieces in one gather write. `written` runs once the socket no longer needs them (they reached
    * the kernel, or the write failed); never when nothing was written (the connection had closed). A connection
@@ -137,11 +132,6 @@ export class Connection {
       this.socket.uncork();
     }
     this.checkQueued();
-  }
-
-  /** Bytes written to this connection that the socket has not handed to the kernel yet. */
-  get queuedBytes(): number {
-    return this.socket.writableLength;
   }
 
   private checkQueued(): void {
@@ -295,11 +285,6 @@ export class Connection {
   private stopFrameTimer(): void {
     if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
     this.frameTimer = undefined;
-  }
-
-  /** Whether the unfinished frame's deadline is running (for tests). */
-  get frameDeadlineRunning(): boolean {
-    return this.frameTimer !== undefined;
   }
 
   private onSocketClosed(): void {

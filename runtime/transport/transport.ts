@@ -249,11 +249,6 @@ export class Transport {
     return this.paused.has(service);
   }
 
-  /** Accepted connections on a service's port (for tests and metrics). */
-  connectionCount(service: string): number {
-    return this.inbound.get(service)?.size ?? 0;
-  }
-
   /** Closes every server and connection. */
   async close(): Promise<void> {
     this.closing = true;
