@@ -14,6 +14,7 @@ import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from './node-network.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
+import { ReceiveMemory } from '../transport/receive-memory.ts';
 import { metricsOptions, metricsRoutes, serveManagement, optionalString } from './server-config.ts';
 
 export interface RunningServer {
@@ -83,6 +84,11 @@ export async function runMaster(
     admit: serverAdmission(release),
     ...(auth === undefined ? {} : { auth }),
     authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
+    // A peer may not make the master hold more than this for frames it has begun to send.
+    receiveMemory: new ReceiveMemory({
+      limitBytes: conf.getBytes('svc.master.receive.maxPartialFrameBytes'),
+      limitKey: 'svc.master.receive.maxPartialFrameBytes',
+    }),
   });
   const stateDir = conf.getString('svc.master.state.dir');
   const store = await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir);

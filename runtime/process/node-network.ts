@@ -7,6 +7,7 @@ import type { Logger } from '../log.ts';
 import { SvcClientError } from '../client/errors.ts';
 import { AddressBook } from '../transport/addresses.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
+import type { ReceiveMemory } from '../transport/receive-memory.ts';
 import { TransportConfigError, type TransportTls } from '../transport/tls.ts';
 import { Transport, type Admission } from '../transport/transport.ts';
 import type { Hello, PeerRole } from '../wire/index.ts';
@@ -34,6 +35,8 @@ export interface NodeNetworkOptions {
   readonly written?: (pieces: readonly Uint8Array[]) => void;
   /** Application authentication (svc.auth.enabled); absent: off. */
   readonly auth?: TransportAuth;
+  /** Where partly received frames are counted and bounded (servers); absent: not counted. */
+  readonly receiveMemory?: ReceiveMemory;
 }
 
 /** The transport, address book and node registry of one process, with the limits its configuration sets. */
@@ -74,6 +77,18 @@ function newTransport(
     maxFrameBytes: conf.getBytes('svc.network.frame.maxSize'),
     connectTimeoutMs: conf.getDurationMs('svc.network.connect.timeout'),
     frameTimeoutMs: conf.getDurationMs('svc.network.timeout'),
+    // Keys of 0.6.0: a client resolving its configuration as of an older release has none of them (their
+    // defaults apply).
+    ...(conf.has('svc.network.send.maxQueuedBytes')
+      ? { maxQueuedBytes: conf.getBytes('svc.network.send.maxQueuedBytes') }
+      : {}),
+    ...(conf.has('svc.network.port.maxConnections')
+      ? { maxConnectionsPerPort: conf.getInt('svc.network.port.maxConnections') }
+      : {}),
+    ...(conf.has('svc.log.summary.interval')
+      ? { logSummaryIntervalMs: conf.getDurationMs('svc.log.summary.interval') }
+      : {}),
+    ...(options.receiveMemory === undefined ? {} : { receiveMemory: options.receiveMemory }),
     addresses,
     logger: options.logger,
     admit: options.admit ?? (() => ({ accepted: true })),

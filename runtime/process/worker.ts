@@ -42,6 +42,7 @@ import { nodeNetwork, type NodeNetwork } from './node-network.ts';
 import { ApplicationSecrets } from './application-secrets.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
+import { ReceiveMemory } from '../transport/receive-memory.ts';
 import { TransportConfigError } from '../transport/tls.ts';
 import type { Release } from '../../core/release/version.ts';
 import {
@@ -247,6 +248,7 @@ function pushBackPressure(
           node: nodeId,
           service,
           bytesInFlight: backPressure.bytesInFlight,
+          partialFrameBytes: backPressure.partialFrameBytes,
         },
         `${paused ? 'stopped' : 'resumed'} reading ${service} connections`,
       );
@@ -322,6 +324,19 @@ async function startWorker(
       })
     : undefined;
   if (metrics !== undefined) opened.push({ close: () => Promise.resolve(metrics.close()) });
+  // Partly received frames count in the memory budget and its back-pressure (set up once the ports are bound).
+  // Together they may hold up to the resume threshold (one whole frame at least), so that stalled ones never keep
+  // the worker paused for long; past it the largest are given up.
+  let partialFramesChanged: (bytes: number) => void = () => undefined;
+  const receiveMemory = new ReceiveMemory({
+    limitBytes: Math.max(
+      Math.floor(tiers.memoryBudget * conf.getDouble('svc.worker.directMemoryRatioToResume')),
+      conf.getBytes('svc.network.frame.maxSize'),
+    ),
+    limitKey:
+      'svc.worker.memory.size × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize',
+    changed: (bytes) => partialFramesChanged(bytes),
+  });
   const network = nodeNetwork({
     role: 'worker',
     release,
@@ -332,6 +347,7 @@ async function startWorker(
     ...(auth === undefined ? {} : { auth }),
     authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
     written: (pieces) => readBuffers.giveBack(pieces),
+    receiveMemory,
   });
   opened.push(network.transport);
   // The node id is the worker's identity and names its ports: the servers must be bound before the machine exists.
@@ -359,6 +375,8 @@ async function startWorker(
   // The memory budget and the driver's backlog both may stop reading a service (./driver/pause-reasons.ts).
   const pauses = new PauseReasons((service, paused) => network.transport.setPaused(service, paused));
   const backPressure = pushBackPressure(conf, tiers.memoryBudget, pauses, metrics, logger, nodeId);
+  partialFramesChanged = (bytes) => backPressure.setPartialFrameBytes(bytes);
+  backPressure.setPartialFrameBytes(receiveMemory.totalBytes);
 
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));

@@ -81,6 +81,8 @@ class Acceptor {
       maxFrameBytes: 1 << 20,
       frameTimeoutMs: 5_000,
       connectTimeoutMs: 5_000,
+      // Every close is asserted by its reason: none may be counted into a summary instead.
+      logBurst: 100,
       addresses: new AddressBook(),
       logger: pino({ level: 'warn' }, { write: (text: string) => this.onLog(text) }),
       admit: () => ({ accepted: true }),

@@ -2,14 +2,38 @@ import { connect, Socket, type Server } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { Principal } from '../../core/machines/effects.ts';
 import { nativeCrc32 } from '../driver/native-checksum.ts';
-import { decodeFrame, FrameReader, InPlaceFrameReader, WireError, type DecodedFrame } from '../wire/index.ts';
+import {
+  decodeFrame,
+  frameLimit,
+  FrameReader,
+  HANDSHAKE_LIMIT,
+  InPlaceFrameReader,
+  WireError,
+  type DecodedFrame,
+} from '../wire/index.ts';
+import type { ReceiveMemory } from './receive-memory.ts';
 import { looksLikeTls, socketErrorReason } from './tls.ts';
 
 export interface ConnectionLimits {
+  /** The largest frame once the handshake completed (svc.network.frame.maxSize); before it, HANDSHAKE_LIMIT. */
   readonly maxFrameBytes: number;
   /** A frame that has begun must be complete within this long (a slow-loris sender is cut off). */
   readonly frameTimeoutMs: number;
+  /**
+   * The most bytes a connection may have waiting to be sent (svc.network.send.maxQueuedBytes): a peer that reads
+   * more slowly than this process writes is cut off there rather than making it hold without bound. Absent:
+   * DEFAULT_MAX_QUEUED_BYTES.
+   */
+  readonly maxQueuedBytes?: number;
+  /** Where the bytes of partly received frames are counted (and bounded) for the whole process. */
+  readonly receiveMemory?: ReceiveMemory;
 }
+
+/** svc.network.send.maxQueuedBytes's default. */
+export const DEFAULT_MAX_QUEUED_BYTES = 256 * 1024 * 1024;
+
+/** Why reading from a connection stops: the worker's back-pressure, or replies the peer does not read. */
+export type PauseReason = 'backPressure' | 'sending';
 
 export interface ConnectionEvents {
   onFrame(frame: DecodedFrame): void;
@@ -30,8 +54,17 @@ export class Connection {
   private readonly reader: FrameReader | InPlaceFrameReader;
   private frameTimer: NodeJS.Timeout | undefined;
   private closeReason: string | undefined;
+  /** A short name of why the connection was closed, for counting repeats in the log (../log-repeats.ts). */
+  private closeCauseName: string | undefined;
   private closedFlag = false;
   private receivedAny = false;
+  private readonly pausedFor = new Set<PauseReason>();
+  private socketPaused = false;
+  /**
+   * Whether reading stops while replies wait to be sent (set on accepted connections): a peer that asks and does
+   * not read the answers is not read either until it does, so whoever produces the answers waits.
+   */
+  pacesReading = false;
   /** Node ids that spoke on this connection: replies to them go back here. */
   readonly speakers = new Set<string>();
   /**
@@ -46,7 +79,7 @@ export class Connection {
     limits: ConnectionLimits,
     events: ConnectionEvents,
   ): Connection {
-    const reading = new InPlaceReading(limits.maxFrameBytes);
+    const reading = new InPlaceReading();
     const socket = connect({ host: address.host, port: address.port, onread: reading.onread });
     return new Connection(socket, limits, events, reading);
   }
@@ -57,9 +90,10 @@ export class Connection {
     private readonly events: ConnectionEvents,
     inPlace?: InPlaceReading,
   ) {
-    this.reader = inPlace?.reader ?? new FrameReader(limits.maxFrameBytes);
+    this.reader = inPlace?.reader ?? new FrameReader(HANDSHAKE_LIMIT);
     inPlace?.attach(this);
     socket.setNoDelay(true);
+    socket.on('drain', () => this.resumeFor('sending'));
     if (inPlace === undefined) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => {
       this.closeReason ??= socketErrorReason(error, socket);
@@ -71,28 +105,58 @@ export class Connection {
     return this.closedFlag;
   }
 
-  /** Writes one frame given as pieces (head and raw payloads) without copying them. */
+  /** A short name of why the connection was closed (set with the reason), for counting repeats. */
+  get closeCause(): string | undefined {
+    return this.closeCauseName;
+  }
+
+  /** The handshake completed: frames up to svc.network.frame.maxSize are accepted from now on. */
+  handshaken(): void {
+    this.reader.setLimit(frameLimit(this.limits.maxFrameBytes));
+  }
+
   /**
    * Writes a frame's pieces in one gather write. `written` runs once the socket no longer needs them (they reached
-   * the kernel, or the write failed); never when nothing was written (the connection had closed).
+   * the kernel, or the write failed); never when nothing was written (the connection had closed). A connection
+   * with more than `maxQueuedBytes` waiting is closed: its peer does not read.
    */
   write(pieces: readonly Uint8Array[], written?: () => void): void {
     if (this.closedFlag || this.socket.destroyed) return;
     if (pieces.length === 1) {
       this.socket.write(pieces[0]!, written);
-      return;
+    } else {
+      this.socket.cork();
+      const last = pieces.length - 1;
+      for (let i = 0; i < last; i += 1) this.socket.write(pieces[i]!);
+      this.socket.write(pieces[last]!, written);
+      this.socket.uncork();
     }
-    this.socket.cork();
-    const last = pieces.length - 1;
-    for (let i = 0; i < last; i += 1) this.socket.write(pieces[i]!);
-    this.socket.write(pieces[last]!, written);
-    this.socket.uncork();
+    this.checkQueued();
   }
 
-  /** Closes at once, for a fault; `reason` is reported through onClose. */
-  destroy(reason: string): void {
-    this.closeReason ??= reason;
+  private checkQueued(): void {
+    const queued = this.socket.writableLength;
+    const max = this.limits.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
+    if (queued > max) {
+      this.destroy(
+        `the peer reads too slowly: ${queued} bytes wait to be sent, more than ${max} ` +
+          '(svc.network.send.maxQueuedBytes)',
+        'readsTooSlowly',
+      );
+      return;
+    }
+    if (this.pacesReading && queued >= sendPauseBytes(max)) this.pauseFor('sending');
+  }
+
+  /** Closes at once, for a fault; `reason` is reported through onClose, `cause` names it for counting repeats. */
+  destroy(reason: string, cause?: string): void {
+    if (this.closeReason === undefined) {
+      this.closeReason = reason;
+      this.closeCauseName = cause;
+    }
     this.socket.destroy();
+    // Counted free at once, so that whoever closed it for memory sees the memory back.
+    this.limits.receiveMemory?.release(this);
   }
 
   /** Closes after what was written has been sent (a refusal's reply must reach the peer). */
@@ -101,12 +165,39 @@ export class Connection {
     this.socket.end();
   }
 
-  pause(): void {
-    this.socket.pause();
+  /**
+   * Stops reading for `reason` once the frame under way is complete: a frame is never left half read by this
+   * process (the peer could not finish it, and it would hold its bytes for as long as the pause lasts), and the
+   * frame's deadline never runs while this process is the one not reading.
+   */
+  pauseFor(reason: PauseReason): void {
+    if (this.pausedFor.has(reason)) return;
+    this.pausedFor.add(reason);
+    this.applyPause();
   }
 
-  resume(): void {
-    this.socket.resume();
+  /** Reads again once no reason to pause remains. */
+  resumeFor(reason: PauseReason): void {
+    if (!this.pausedFor.delete(reason)) return;
+    this.applyPause();
+  }
+
+  /** Whether reading is stopped (not merely asked to stop at the end of the frame under way). */
+  get paused(): boolean {
+    return this.socketPaused;
+  }
+
+  private applyPause(): void {
+    if (this.closedFlag) return;
+    if (this.pausedFor.size > 0 && !this.socketPaused && this.reader.buffered === 0) {
+      this.socketPaused = true;
+      this.socket.pause();
+      this.stopFrameTimer();
+    } else if (this.pausedFor.size === 0 && this.socketPaused) {
+      this.socketPaused = false;
+      this.socket.resume();
+      this.armFrameTimer();
+    }
   }
 
   private onData(chunk: Buffer): void {
@@ -126,10 +217,21 @@ export class Connection {
     try {
       bodies = read();
     } catch (error) {
-      this.destroy(describe(error));
+      this.destroy(describe(error), error instanceof WireError ? error.reason : 'unreadable');
       return;
     }
+    if (!this.countHeld()) return;
     this.deliver(bodies);
+  }
+
+  /** Tells the process's count what this connection holds now; false when that closed it (the largest, past the limit). */
+  private countHeld(): boolean {
+    const memory = this.limits.receiveMemory;
+    if (memory === undefined) return true;
+    if (this.socket.destroyed) return false;
+    memory.update(this, this.reader.held);
+    // Past the process's limit, the largest frames are given up: maybe this connection's.
+    return !this.socket.destroyed;
   }
 
   /** True when the first bytes of a plaintext connection are TLS (and the connection is being closed). */
@@ -139,6 +241,7 @@ export class Connection {
     if (this.socket instanceof TLSSocket || !looksLikeTls(first)) return false;
     this.destroy(
       'the peer speaks TLS on this plaintext connection: svc.ssl.enabled must be the same on both sides',
+      'tlsOnPlaintext',
     );
     return true;
   }
@@ -149,19 +252,23 @@ export class Connection {
       try {
         frame = decodeFrame(body);
       } catch (error) {
-        this.destroy(describe(error));
+        this.destroy(describe(error), error instanceof WireError ? error.reason : 'unreadable');
         return;
       }
       this.events.onFrame(frame);
       if (this.closedFlag || this.socket.destroyed) return;
     }
+    this.applyPause();
     this.armFrameTimer();
   }
 
+  /**
+   * An unfinished frame must be complete within svc.network.timeout of reading it, counted only while this
+   * process reads: a connection paused (back-pressure, unread replies) is not the peer's slowness.
+   */
   private armFrameTimer(): void {
-    if (this.reader.buffered === 0) {
-      if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
-      this.frameTimer = undefined;
+    if (this.reader.buffered === 0 || this.socketPaused) {
+      this.stopFrameTimer();
       return;
     }
     if (this.frameTimer !== undefined) return;
@@ -169,18 +276,27 @@ export class Connection {
       this.destroy(
         `frame incomplete after ${this.limits.frameTimeoutMs} ms (${this.reader.buffered} bytes received): ` +
           'the peer sends too slowly (svc.network.timeout)',
+        'sendsTooSlowly',
       );
     }, this.limits.frameTimeoutMs);
     this.frameTimer.unref();
   }
 
+  private stopFrameTimer(): void {
+    if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
+    this.frameTimer = undefined;
+  }
+
   private onSocketClosed(): void {
     if (this.closedFlag) return;
     this.closedFlag = true;
-    if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
+    this.stopFrameTimer();
     if (this.closeReason === undefined && this.reader.buffered > 0) {
       this.closeReason = `truncated frame: the peer closed with ${this.reader.buffered} bytes of a frame unread`;
+      this.closeCauseName = 'truncated';
     }
+    // What the partly received frame held is the process's again.
+    this.limits.receiveMemory?.release(this);
     this.events.onClose(this.closeReason);
   }
 }
@@ -198,9 +314,10 @@ export class InPlaceReading {
     },
   };
 
-  constructor(maxFrameBytes: number) {
-    // The batches of large frames are checksummed as they arrive, for the core's check to recall.
-    this.reader = new InPlaceFrameReader(maxFrameBytes, nativeCrc32);
+  constructor() {
+    // The batches of large frames are checksummed as they arrive, for the core's check to recall. Until the
+    // handshake completed, a frame may be a few KiB at most (Connection.handshaken).
+    this.reader = new InPlaceFrameReader(HANDSHAKE_LIMIT, nativeCrc32);
   }
 
   attach(connection: Connection): void {
@@ -224,7 +341,6 @@ interface AcceptingHandle {
  */
 export function acceptInPlace(
   server: Server,
-  maxFrameBytes: number,
   accept: (socket: Socket, reading: InPlaceReading) => void,
 ): boolean {
   const handle = (server as unknown as { _handle?: Partial<AcceptingHandle> })._handle;
@@ -235,12 +351,17 @@ export function acceptInPlace(
       original.call(this, status, clientHandle);
       return;
     }
-    const reading = new InPlaceReading(maxFrameBytes);
+    const reading = new InPlaceReading();
     const options = { handle: clientHandle, readable: true, writable: true, onread: reading.onread };
     const socket = new Socket(options);
     accept(socket, reading);
   };
   return true;
+}
+
+/** Replies waiting above this stop the reading of an accepted connection until they drain (two 8 MiB chunks). */
+function sendPauseBytes(maxQueuedBytes: number): number {
+  return Math.min(16 * 1024 * 1024, Math.floor(maxQueuedBytes / 2));
 }
 
 function describe(error: unknown): string {

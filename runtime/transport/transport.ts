@@ -5,6 +5,7 @@ import type { Envelope, NodeId, Principal } from '../../core/machines/effects.ts
 import { applicationOfNode } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
+import { RepeatedLog } from '../log-repeats.ts';
 import {
   encodeAuthChallenge,
   encodeAuthProof,
@@ -78,6 +79,22 @@ export interface TransportOptions extends ConnectionLimits {
    * no principal).
    */
   readonly auth?: TransportAuth;
+  /**
+   * The most connections one port holds at once (svc.network.port.maxConnections); one more is closed as it is
+   * accepted. Absent: no cap.
+   */
+  readonly maxConnectionsPerPort?: number;
+  /** The interval over which repeated warnings of one cause become one summary line (svc.log.summary.interval). */
+  readonly logSummaryIntervalMs?: number;
+  /** Lines of one cause written in full per interval before the rest are counted (default 3). */
+  readonly logBurst?: number;
+  /**
+   * How long a route to a node without an address (a task) is kept after the node last spoke: a task that ended
+   * says nothing more, and its route goes. Absent: twice svc.network.timeout.
+   */
+  readonly routeIdleMs?: number;
+  /** The clock routes are aged by (ms); absent: Date.now. */
+  readonly now?: () => number;
 }
 
 const SERVER: Principal = { kind: 'server' };
@@ -130,12 +147,27 @@ export class Transport {
   private readonly inbound = new Map<string, Set<Connection>>();
   private readonly links = new Map<string, Link>();
   private readonly routes = new Map<NodeId, Connection>();
+  /** When each routed node last spoke (ms since the epoch), to forget the routes of tasks that ended. */
+  private readonly routeSpoke = new Map<NodeId, number>();
+  private lastRouteSweep: number;
   private readonly paused = new Set<string>();
   private closing = false;
   private readonly tls: TlsSetup | undefined;
+  /** Warnings hostile peers can repeat at will, summarised per interval. */
+  private readonly repeated: RepeatedLog;
 
   constructor(private readonly options: TransportOptions) {
     this.tls = options.tls === undefined ? undefined : new TlsSetup(options.tls);
+    this.lastRouteSweep = this.now();
+    this.repeated = new RepeatedLog(options.logger, {
+      intervalMs: options.logSummaryIntervalMs ?? 10_000,
+      ...(options.logBurst === undefined ? {} : { burst: options.logBurst }),
+    });
+  }
+
+  /** Nodes a reply or message can be routed to through the connection they spoke on. */
+  get routeCount(): number {
+    return this.routes.size;
   }
 
   /** Whether connections are TLS (svc.ssl.enabled). */
@@ -160,9 +192,7 @@ export class Transport {
       this.options.logger.error({ event: 'transport.serverError', service, error }),
     );
     if (this.tls === undefined) {
-      acceptInPlace(server, this.options.maxFrameBytes, (socket, reading) =>
-        this.accept(service, socket, reading),
-      );
+      acceptInPlace(server, (socket, reading) => this.accept(service, socket, reading));
     }
     const bound = server.address();
     if (bound === null || typeof bound === 'string')
@@ -210,8 +240,8 @@ export class Transport {
     if (paused) this.paused.add(service);
     else this.paused.delete(service);
     for (const connection of this.inbound.get(service) ?? []) {
-      if (paused) connection.pause();
-      else connection.resume();
+      if (paused) connection.pauseFor('backPressure');
+      else connection.resumeFor('backPressure');
     }
   }
 
@@ -227,6 +257,7 @@ export class Transport {
     );
     for (const connections of this.inbound.values()) for (const c of connections) c.destroy('shutting down');
     for (const link of this.links.values()) link.connection.destroy('shutting down');
+    this.repeated.flush();
     await Promise.all(closed);
   }
 
@@ -242,7 +273,8 @@ export class Transport {
       if (this.closing) return;
       const peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
       const reason = tlsRefusalReason(error);
-      this.options.logger.warn(
+      this.repeated.warn(
+        error.code ?? 'tls',
         { event: 'transport.tlsRefused', service, peer, code: error.code, reason },
         `refused a ${service} connection from ${peer}: ${reason}`,
       );
@@ -257,10 +289,23 @@ export class Transport {
     }
     const peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     const connections = this.inbound.get(service)!;
+    const cap = this.options.maxConnectionsPerPort;
+    if (cap !== undefined && connections.size >= cap) {
+      // Refused before anything is allocated for it: the peer sees its connection closed at once.
+      socket.destroy();
+      this.repeated.warn(
+        'tooManyConnections',
+        { event: 'transport.connectionRefused', service, peer, connections: connections.size },
+        `refused a ${service} connection from ${peer}: the port holds ${connections.size} connections, ` +
+          'its limit (svc.network.port.maxConnections)',
+      );
+      return;
+    }
     // Covers the hello and, with authentication on, the proof: the peer has this long to say who it is.
     const handshakeTimer = setTimeout(() => {
       connection.destroy(
         `no handshake within ${this.options.connectTimeoutMs} ms (svc.network.connect.timeout)`,
+        'noHandshake',
       );
     }, this.options.connectTimeoutMs);
     handshakeTimer.unref();
@@ -272,7 +317,10 @@ export class Transport {
           switch (inbound.phase) {
             case 'hello':
               if (frame.kind !== 'hello') {
-                connection.destroy(`expected a handshake first, got a ${frame.kind} frame`);
+                connection.destroy(
+                  `expected a handshake first, got a ${frame.kind} frame`,
+                  'unexpectedFrame',
+                );
                 return;
               }
               inbound.hello = frame.hello;
@@ -280,7 +328,10 @@ export class Transport {
               return;
             case 'proof':
               if (frame.kind !== 'authProof') {
-                connection.destroy(`expected an authentication proof, got a ${frame.kind} frame`);
+                connection.destroy(
+                  `expected an authentication proof, got a ${frame.kind} frame`,
+                  'unexpectedFrame',
+                );
                 return;
               }
               clearTimeout(handshakeTimer);
@@ -288,11 +339,14 @@ export class Transport {
               void this.verifyProof(inbound, frame.mac);
               return;
             case 'verifying':
-              connection.destroy(`a ${frame.kind} frame before the handshake was answered`);
+              connection.destroy(
+                `a ${frame.kind} frame before the handshake was answered`,
+                'unexpectedFrame',
+              );
               return;
             case 'open':
               if (frame.kind !== 'envelope') {
-                connection.destroy(`unexpected ${frame.kind} frame after the handshake`);
+                connection.destroy(`unexpected ${frame.kind} frame after the handshake`, 'unexpectedFrame');
                 return;
               }
               this.arrivedInbound(inbound, frame.envelope);
@@ -303,7 +357,8 @@ export class Transport {
           connections.delete(connection);
           this.forget(connection);
           if (reason !== undefined && !this.closing) {
-            this.options.logger.warn(
+            this.repeated.warn(
+              connection.closeCause ?? 'other',
               {
                 event: 'transport.connectionClosed',
                 service,
@@ -320,7 +375,8 @@ export class Transport {
     );
     const inbound: Inbound = { connection, service, peer, phase: 'hello' };
     connections.add(connection);
-    if (this.paused.has(service)) connection.pause();
+    connection.pacesReading = true;
+    if (this.paused.has(service)) connection.pauseFor('backPressure');
   }
 
   /** Answers a hello: accepted, refused, or (authentication on) challenged; true when a proof is now awaited. */
@@ -396,6 +452,7 @@ export class Transport {
     const self = this.options.self;
     inbound.phase = 'open';
     inbound.connection.principal = principal;
+    inbound.connection.handshaken();
     inbound.connection.write([
       encodeHelloReply({
         accepted: true,
@@ -411,7 +468,8 @@ export class Transport {
   private refuse(inbound: Inbound, status: StatusCode, message: string): void {
     const self = this.options.self;
     const hello = inbound.hello!;
-    this.options.logger.warn(
+    this.repeated.warn(
+      status,
       {
         event: 'transport.peerRefused',
         service: inbound.service,
@@ -448,6 +506,7 @@ export class Transport {
           this.options.authenticationFailed?.();
           connection.destroy(
             `${mismatch(inbound.hello!)} (checked once the application had registered its secret)`,
+            'authenticationFailed',
           );
           return;
         }
@@ -464,6 +523,7 @@ export class Transport {
         connection.destroy(
           `it acts for application ${hello.application ?? '(none)'} and speaks as ${wire.from}, ` +
             (owner === undefined ? 'a node of no application' : `a node of application ${owner}`),
+          'speaksAsAnotherApplication',
         );
         return;
       }
@@ -513,7 +573,7 @@ export class Transport {
         return;
       }
       if (frame.kind !== 'helloReply') {
-        link.connection.destroy(`expected a handshake reply, got a ${frame.kind} frame`);
+        link.connection.destroy(`expected a handshake reply, got a ${frame.kind} frame`, 'unexpectedFrame');
         return;
       }
       clearTimeout(link.timer);
@@ -524,13 +584,14 @@ export class Transport {
       }
       link.state = 'open';
       link.peerRelease = reply.release;
+      link.connection.handshaken();
       // The peer is the one this process chose to reach (and, over TLS, proved its certificate).
       link.connection.principal = this.options.auth === undefined ? undefined : SERVER;
       for (const queued of link.queue.splice(0)) link.connection.write(queued.pieces, queued.written);
       return;
     }
     if (frame.kind !== 'envelope') {
-      link.connection.destroy(`unexpected ${frame.kind} frame after the handshake`);
+      link.connection.destroy(`unexpected ${frame.kind} frame after the handshake`, 'unexpectedFrame');
       return;
     }
     this.arrived(link.connection, frame.envelope, link.peerRelease!);
@@ -629,12 +690,14 @@ export class Transport {
         connection.destroy(
           `it speaks as ${wire.from}, which a connection that proved ${describePrincipal(previous.principal)} ` +
             `speaks as, and it proved ${describePrincipal(principal)}`,
+          'routeTakeover',
         );
         return;
       }
       this.routes.set(wire.from, connection);
       connection.speakers.add(wire.from);
     }
+    this.spoke(wire.from);
     const envelope: Envelope =
       principal === undefined ? { ...wire, fromRelease } : { ...wire, fromRelease, principal };
     if (!this.options.deliver(envelope)) {
@@ -647,7 +710,34 @@ export class Transport {
 
   private forget(connection: Connection): void {
     for (const node of connection.speakers) {
-      if (this.routes.get(node) === connection) this.routes.delete(node);
+      if (this.routes.get(node) === connection) {
+        this.routes.delete(node);
+        this.routeSpoke.delete(node);
+      }
+    }
+  }
+
+  /**
+   * `node` spoke now. Every so often, the routes of nodes silent for longer than the idle time are forgotten: a
+   * pooled connection carries task after task, each a node of its own that ends without a word, and the table
+   * would otherwise grow by one entry per task that ever spoke.
+   */
+  private now(): number {
+    return this.options.now?.() ?? Date.now();
+  }
+
+  private spoke(node: NodeId): void {
+    const now = this.now();
+    this.routeSpoke.set(node, now);
+    const idleMs = this.options.routeIdleMs ?? 2 * this.options.frameTimeoutMs;
+    if (now - this.lastRouteSweep < idleMs / 2) return;
+    this.lastRouteSweep = now;
+    for (const [silent, at] of this.routeSpoke) {
+      if (now - at <= idleMs) continue;
+      this.routeSpoke.delete(silent);
+      const connection = this.routes.get(silent);
+      this.routes.delete(silent);
+      connection?.speakers.delete(silent);
     }
   }
 }

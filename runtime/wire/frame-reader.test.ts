@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WireError } from './errors.ts';
-import { FrameReader } from './frame-reader.ts';
+import {
+  EAGER_BODY_BYTES,
+  FrameReader,
+  frameLimit,
+  HANDSHAKE_FRAME_BYTES,
+  HANDSHAKE_LIMIT,
+} from './frame-reader.ts';
 
 /** A frame: u32 big-endian length, then the body. */
 function frame(body: Uint8Array): Uint8Array {
@@ -68,5 +74,40 @@ describe('FrameReader', () => {
       () => new FrameReader(1024).push(prefix(0)),
       (error: unknown) => error instanceof WireError && error.reason === 'malformed',
     );
+  });
+
+  it('before the handshake refuses a frame above a few KiB, naming that limit, and takes the full one after', () => {
+    const reader = new FrameReader(HANDSHAKE_LIMIT);
+    assert.throws(
+      () => reader.push(prefix(HANDSHAKE_FRAME_BYTES + 1)),
+      (error: unknown) =>
+        error instanceof WireError &&
+        error.reason === 'oversized' &&
+        /before the handshake/.test(error.message),
+    );
+    const open = new FrameReader(HANDSHAKE_LIMIT);
+    assert.equal(open.push(frame(new Uint8Array(HANDSHAKE_FRAME_BYTES))).length, 1);
+    open.setLimit(frameLimit(1 << 20));
+    assert.deepStrictEqual(open.push(frame(new Uint8Array(1 << 16).fill(3))), [
+      new Uint8Array(1 << 16).fill(3),
+    ]);
+  });
+
+  it('holds no more than what arrived (doubled) for a large frame, not what its prefix announces', () => {
+    const length = 3 * EAGER_BODY_BYTES + 5;
+    const reader = new FrameReader(4 * EAGER_BODY_BYTES);
+    assert.deepStrictEqual(reader.push(new Uint8Array([...prefix(length), 1, 2, 3])), []);
+    assert.equal(reader.held, EAGER_BODY_BYTES, 'a prefix makes the reader hold at most EAGER_BODY_BYTES');
+    const body = new Uint8Array(length);
+    for (let i = 0; i < length; i += 1) body[i] = (i * 7) % 251;
+    body.set([1, 2, 3]);
+    const out: Uint8Array[] = [];
+    for (let at = 3; at < length; at += 1 << 20) {
+      out.push(...reader.push(body.subarray(at, Math.min(length, at + (1 << 20)))));
+      if (out.length === 0) assert.ok(reader.held <= Math.max(EAGER_BODY_BYTES, 2 * reader.buffered));
+    }
+    assert.equal(out.length, 1);
+    assert.ok(Buffer.from(out[0]!).equals(Buffer.from(body)), 'the grown body is intact');
+    assert.equal(reader.held, 0);
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { WireError } from './errors.ts';
+import { EAGER_BODY_BYTES, HANDSHAKE_FRAME_BYTES, HANDSHAKE_LIMIT, frameLimit } from './frame-reader.ts';
 import { InPlaceFrameReader, SLAB_BYTES } from './in-place-reader.ts';
 import { concatBytes, readAll } from './testing.ts';
 
@@ -80,5 +81,45 @@ describe('InPlaceFrameReader', () => {
       () => empty.received(4),
       (error: unknown) => error instanceof WireError && error.reason === 'malformed',
     );
+  });
+
+  it('before the handshake refuses a frame above a few KiB, and after it takes frames up to the full limit', () => {
+    const reader = new InPlaceFrameReader(HANDSHAKE_LIMIT);
+    const hello = frame(new Uint8Array(100).fill(1));
+    assert.deepStrictEqual(readAll(reader, hello, [1000]), [new Uint8Array(100).fill(1)]);
+    reader.setLimit(frameLimit(1 << 22));
+    const large = new Uint8Array(1 << 20).fill(2);
+    assert.deepStrictEqual(readAll(reader, frame(large), [SLAB_BYTES]), [large]);
+    const early = new InPlaceFrameReader(HANDSHAKE_LIMIT);
+    assert.throws(
+      () => readAll(early, frame(new Uint8Array(HANDSHAKE_FRAME_BYTES + 1)), [SLAB_BYTES]),
+      (error: unknown) => error instanceof WireError && /before the handshake/.test(error.message),
+    );
+  });
+
+  it('allocates a large frame as its bytes arrive: a prefix alone makes it hold at most EAGER_BODY_BYTES', () => {
+    const length = 2 * EAGER_BODY_BYTES + 9;
+    const body = new Uint8Array(length);
+    for (let i = 0; i < length; i += 1) body[i] = (i * 13) % 251;
+    const stream = frame(body);
+    const reader = new InPlaceFrameReader(4 * EAGER_BODY_BYTES);
+    const out: Uint8Array[] = [];
+    let at = 0;
+    while (at < stream.byteLength) {
+      const region = reader.region();
+      const count = Math.min(region.byteLength, stream.byteLength - at, 3 << 20);
+      region.set(stream.subarray(at, at + count));
+      at += count;
+      out.push(...reader.received(count));
+      if (out.length === 0) {
+        assert.ok(
+          reader.held <= Math.max(EAGER_BODY_BYTES, 2 * reader.buffered),
+          `held ${reader.held} at ${at}`,
+        );
+      }
+    }
+    assert.equal(out.length, 1);
+    assert.ok(Buffer.from(out[0]!).equals(Buffer.from(body)), 'the grown body is intact');
+    assert.equal(reader.held, 0);
   });
 });

@@ -1,7 +1,16 @@
 import type { Crc32Implementation } from '../../core/protocol/crc32.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import { BatchChecksumScanner } from './batch-checksums.ts';
-import { checkedFrameLength, LENGTH_PREFIX_BYTES, readFrameLength } from './frame-reader.ts';
+import {
+  bodyCapacity,
+  checkedFrameLength,
+  EAGER_BODY_BYTES,
+  frameLimit,
+  grownBody,
+  LENGTH_PREFIX_BYTES,
+  readFrameLength,
+  type FrameLimit,
+} from './frame-reader.ts';
 
 /** Bytes of a fresh slab: the most one read takes when no large frame is under way. */
 export const SLAB_BYTES = 256 * 1024;
@@ -18,7 +27,8 @@ const MIN_ROOM_BYTES = 32 * 1024;
  * (docs/performance.md).
  *
  * A slab is never written again once a view of it has been handed out: the next read always goes after the last
- * byte received. A slab stays alive while any of its frames does.
+ * byte received. A slab stays alive while any of its frames does. A body above `EAGER_BODY_BYTES` is allocated in
+ * steps as its bytes arrive (./frame-reader.ts), so that a length prefix alone never makes the process hold more.
  *
  * Given a CRC-32, the reader checksums the batch frames of a large frame as each read lands, while the bytes are in
  * the cache (./batch-checksums.ts); small frames are checked by their handler right after their read anyway.
@@ -31,24 +41,47 @@ export class InPlaceFrameReader {
   private end = 0;
   /** The unfinished frame's body length, once its prefix is complete. */
   private length: number | undefined;
-  /** A body too large for its slab, read directly into a buffer of its own. */
+  /** A body too large for its slab, read directly into a buffer of its own (allocated up to its capacity). */
   private body: Uint8Array | undefined;
   private filled = 0;
   private scanner: BatchChecksumScanner | undefined;
 
+  private limit: FrameLimit;
+
+  /** `limit`: a frame limit, or svc.network.frame.maxSize's value. */
   constructor(
-    private readonly maxFrameBytes: number,
+    limit: FrameLimit | number,
     private readonly checksum?: Crc32Implementation,
-  ) {}
+  ) {
+    this.limit = typeof limit === 'number' ? frameLimit(limit) : limit;
+  }
+
+  /** Changes the largest frame accepted from the next frame on (once a handshake completed). */
+  setLimit(limit: FrameLimit): void {
+    this.limit = limit;
+  }
 
   /** Bytes of an unfinished frame held back (0 when the stream is at a frame boundary). */
   get buffered(): number {
     return this.body === undefined ? this.end - this.start : LENGTH_PREFIX_BYTES + this.filled;
   }
 
+  /**
+   * Bytes of memory this reader holds for the unfinished frame: its own buffer, or the part of the slab it takes
+   * (the slab itself, 256 KiB, is every connection's and not counted).
+   */
+  get held(): number {
+    return this.body === undefined ? this.end - this.start : this.body.byteLength;
+  }
+
   /** Where the socket's next read goes. */
   region(): Uint8Array {
-    if (this.body !== undefined) return this.body.subarray(this.filled);
+    if (this.body !== undefined) {
+      if (this.filled === this.body.byteLength) {
+        this.body = grownBody(this.body, this.filled, bodyCapacity(this.length!, this.body.byteLength));
+      }
+      return this.body.subarray(this.filled);
+    }
     const room = this.slab.byteLength - this.end;
     if (this.length !== undefined) {
       const needed = this.start + LENGTH_PREFIX_BYTES + this.length;
@@ -66,7 +99,7 @@ export class InPlaceFrameReader {
     if (this.body !== undefined) {
       this.filled += count;
       this.scanner?.advance(this.filled);
-      if (this.filled < this.body.byteLength) return [];
+      if (this.filled < this.length!) return [];
       const whole = this.body;
       this.body = undefined;
       this.scanner = undefined;
@@ -84,7 +117,7 @@ export class InPlaceFrameReader {
     for (;;) {
       if (this.length === undefined) {
         if (this.end - this.start < LENGTH_PREFIX_BYTES) break;
-        this.length = checkedFrameLength(readFrameLength(this.slab, this.start), this.maxFrameBytes);
+        this.length = checkedFrameLength(readFrameLength(this.slab, this.start), this.limit);
       }
       const bodyStart = this.start + LENGTH_PREFIX_BYTES;
       if (this.end - bodyStart < this.length) break;
@@ -103,11 +136,12 @@ export class InPlaceFrameReader {
     const length = this.length!;
     const bodyStart = this.start + LENGTH_PREFIX_BYTES;
     // Every byte is written before the body is handed out.
-    this.body = unzeroedBytes(length);
+    this.body = unzeroedBytes(bodyCapacity(length, 0));
     this.body.set(this.slab.subarray(bodyStart, this.end));
     this.filled = this.end - bodyStart;
     this.end = this.start;
-    if (this.checksum !== undefined) {
+    // A body that grows moves as it does: its batches are checked by their handler, once it is whole.
+    if (this.checksum !== undefined && length <= EAGER_BODY_BYTES) {
       this.scanner = new BatchChecksumScanner(this.body, this.checksum);
       this.scanner.advance(this.filled);
     }

@@ -1,5 +1,13 @@
 export { WireError, type WireErrorReason } from './errors.ts';
-export { FrameReader, LENGTH_PREFIX_BYTES } from './frame-reader.ts';
+export {
+  EAGER_BODY_BYTES,
+  frameLimit,
+  FrameReader,
+  HANDSHAKE_FRAME_BYTES,
+  HANDSHAKE_LIMIT,
+  LENGTH_PREFIX_BYTES,
+  type FrameLimit,
+} from './frame-reader.ts';
 export { InPlaceFrameReader } from './in-place-reader.ts';
 export { recallingChecksum } from './batch-checksums.ts';
 export {

@@ -52,6 +52,39 @@ export const COMMON_KEYS: readonly KeySpec[] = [
       'svc.client.push.merge.maxSize.',
   },
   {
+    key: 'svc.network.port.maxConnections',
+    type: 'int',
+    default: '4096',
+    min: 1,
+    since: '0.6.0',
+    roles: ALL_ROLES,
+    description:
+      'svc addition: the most connections one listening port (rpc, push, fetch, replicate) holds at once; one more ' +
+      'is closed as it is accepted, with one rate-limited log line.',
+  },
+  {
+    key: 'svc.network.send.maxQueuedBytes',
+    type: 'bytes',
+    default: '256m',
+    min: 1024 * 1024,
+    since: '0.6.0',
+    roles: ALL_ROLES,
+    description:
+      'svc addition: the most bytes one connection may have waiting to be sent; a peer that reads more slowly is ' +
+      'disconnected there. An accepted connection is not read while more than half of this (at most 16 MiB) ' +
+      'waits, so that whoever produces its answers waits for the peer. Must exceed svc.shuffle.chunk.size.',
+  },
+  {
+    key: 'svc.log.summary.interval',
+    type: 'time',
+    default: '10s',
+    since: '0.6.0',
+    roles: ALL_ROLES,
+    description:
+      'svc addition: warnings a peer can repeat at will (a closed or refused connection) are written three times ' +
+      'per cause in this interval; the rest are counted into one line at its end (event log.repeated).',
+  },
+  {
     key: 'svc.ssl.enabled',
     type: 'boolean',
     default: 'false',

@@ -168,6 +168,17 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     description: 'How long the master remembers a lost or shut-down worker.',
   },
   {
+    key: 'svc.master.receive.maxPartialFrameBytes',
+    type: 'bytes',
+    default: '256m',
+    min: 1024 * 1024,
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: the most memory all partly received frames may hold in the master; a connection whose frame ' +
+      'would take it past this is closed (a worker counts them in svc.worker.memory.size instead).',
+  },
+  {
     key: 'svc.master.allowWorkerHostPattern',
     type: 'string',
     since: '0.6.0',

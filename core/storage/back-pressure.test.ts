@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { backPressureDecision, partialFramesToShed, type PausedPorts } from './back-pressure.ts';
+
+const limitsArb = fc
+  .record({
+    receive: fc.integer({ min: 1, max: 10_000 }),
+    extra: fc.integer({ min: 0, max: 10_000 }),
+    resumeShare: fc.integer({ min: 0, max: 999 }),
+  })
+  .map(({ receive, extra, resumeShare }) => ({
+    pauseReceiveBytes: receive,
+    pauseReplicateBytes: receive + extra,
+    resumeBytes: Math.floor((receive * resumeShare) / 1_000),
+  }));
+
+const heldArb = fc.record({
+  inFlightBytes: fc.integer({ min: 0, max: 30_000 }),
+  partialFrameBytes: fc.integer({ min: 0, max: 30_000 }),
+});
+
+describe('backPressureDecision', () => {
+  it('pauses on everything held, disks and partly received frames alike, with hysteresis in between', () => {
+    fc.assert(
+      fc.property(limitsArb, fc.array(heldArb, { minLength: 1, maxLength: 40 }), (limits, steps) => {
+        let paused: PausedPorts = { push: false, replicate: false };
+        for (const held of steps) {
+          const next = backPressureDecision(limits, held, paused);
+          const total = held.inFlightBytes + held.partialFrameBytes;
+          if (total >= limits.pauseReplicateBytes) assert.deepEqual(next, { push: true, replicate: true });
+          else if (total >= limits.pauseReceiveBytes) {
+            assert.equal(next.push, true);
+            assert.equal(next.replicate, paused.replicate, 'replication keeps its state below its threshold');
+          } else if (total <= limits.resumeBytes) assert.deepEqual(next, { push: false, replicate: false });
+          else assert.deepEqual(next, paused, 'between resume and pause nothing changes');
+          // Replication never pauses while pushes are read: it is the more important of the two.
+          assert.ok(!next.replicate || next.push);
+          paused = next;
+        }
+      }),
+    );
+  });
+
+  it('counts a byte of a partly received frame as a byte on its way to the disks', () => {
+    fc.assert(
+      fc.property(limitsArb, heldArb, fc.boolean(), fc.boolean(), (limits, held, push, replicate) => {
+        const paused = { push, replicate: replicate && push };
+        const moved = {
+          inFlightBytes: held.inFlightBytes + held.partialFrameBytes,
+          partialFrameBytes: 0,
+        };
+        assert.deepEqual(
+          backPressureDecision(limits, held, paused),
+          backPressureDecision(limits, moved, paused),
+        );
+      }),
+    );
+  });
+});
+
+describe('partialFramesToShed', () => {
+  it('gives up the largest frames, and only as many as needed for the rest to fit', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 1_000 }), { maxLength: 30 }),
+        fc.integer({ min: 0, max: 20_000 }),
+        (held, limit) => {
+          const shed = partialFramesToShed(held, limit);
+          const total = (indices: readonly number[]): number => indices.reduce((sum, i) => sum + held[i]!, 0);
+          const all = held.map((_, i) => i);
+          const kept = all.filter((i) => !shed.includes(i));
+          assert.equal(new Set(shed).size, shed.length, 'each once');
+          assert.ok(total(kept) <= limit, 'the rest fit');
+          // Minimal: without the last one shed, the rest would not fit.
+          if (shed.length > 0) assert.ok(total(kept) + held[shed.at(-1)!]! > limit);
+          // Largest first: nothing kept is larger than anything shed.
+          for (const k of kept) for (const s of shed) assert.ok(held[k]! <= held[s]!);
+        },
+      ),
+    );
+  });
+});

@@ -1,0 +1,61 @@
+/**
+ * The worker's back-pressure as a decision: which of its data ports it reads, from the bytes it holds. Pure; the
+ * runtime (runtime/driver/back-pressure.ts) counts the bytes and applies the decision to its sockets.
+ */
+
+/** Thresholds in bytes of the worker's memory budget (`svc.worker.memory.size` × the directMemoryRatio* keys). */
+export interface BackPressureLimits {
+  readonly pauseReceiveBytes: number;
+  readonly pauseReplicateBytes: number;
+  readonly resumeBytes: number;
+}
+
+/** What the worker holds: bytes handed to the disks and not yet written, and bytes of partly received frames. */
+export interface HeldBytes {
+  readonly inFlightBytes: number;
+  readonly partialFrameBytes: number;
+}
+
+/** Which data ports are paused (not read). */
+export interface PausedPorts {
+  readonly push: boolean;
+  readonly replicate: boolean;
+}
+
+/**
+ * Pushes pause at `pauseReceiveBytes`, replication too at `pauseReplicateBytes`, both resume at or below
+ * `resumeBytes`; in between nothing changes (hysteresis). Everything held counts: what the disks have yet to write
+ * and what peers have begun to send. A paused connection stops at the end of the frame under way (the runtime's
+ * rule), so that partly received frames always complete or time out: they can never keep a worker paused for good.
+ */
+export function backPressureDecision(
+  limits: BackPressureLimits,
+  held: HeldBytes,
+  paused: PausedPorts,
+): PausedPorts {
+  const total = held.inFlightBytes + held.partialFrameBytes;
+  if (total >= limits.pauseReplicateBytes) return { push: true, replicate: true };
+  if (total >= limits.pauseReceiveBytes) return { push: true, replicate: paused.replicate };
+  if (total <= limits.resumeBytes) return { push: false, replicate: false };
+  return paused;
+}
+
+/**
+ * Which partly received frames to give up when together they would hold more than `limitBytes`: the largest
+ * first, until the rest fit. Returns their indices in `heldBytes`. A peer that begins a huge frame and stalls thus
+ * cannot keep others' small frames (pushes of a few KiB) out of the memory it may use: the largest holder goes, and
+ * that is the one a hostile peer would make the largest.
+ */
+export function partialFramesToShed(heldBytes: readonly number[], limitBytes: number): number[] {
+  let total = 0;
+  for (const bytes of heldBytes) total += bytes;
+  if (total <= limitBytes) return [];
+  const order = heldBytes.map((_, index) => index).sort((a, b) => heldBytes[b]! - heldBytes[a]! || a - b);
+  const shed: number[] = [];
+  for (const index of order) {
+    if (total <= limitBytes) break;
+    shed.push(index);
+    total -= heldBytes[index]!;
+  }
+  return shed;
+}

@@ -1,0 +1,78 @@
+import { partialFramesToShed } from '../../core/storage/back-pressure.ts';
+
+/** A connection as the count sees it: closed to give its memory back. */
+export interface HoldingConnection {
+  destroy(reason: string, cause?: string): void;
+}
+
+export interface ReceiveMemoryOptions {
+  /**
+   * The most bytes all partly received frames of the process may hold (read at each growth); past it the largest
+   * holders are closed until the rest fit (core/storage/back-pressure.ts, `partialFramesToShed`). Absent: no limit.
+   */
+  readonly limitBytes?: number | (() => number);
+  /** The key that sets the limit, named in the reason a connection is closed with. */
+  readonly limitKey?: string;
+  /** Called after every change of the total. */
+  readonly changed?: (totalBytes: number) => void;
+}
+
+/**
+ * The bytes a process holds for frames it has partly received, over all its connections: each connection tells
+ * what its reader holds after every read, and gives it all back when it closes. Past the limit (the master's
+ * svc.master.receive.maxPartialFrameBytes; on a worker, its resume threshold) the connections holding the most are
+ * closed, so that a peer that begins huge frames and stalls cannot keep other peers' frames out; the worker also
+ * counts them in its back-pressure (docs/operations.md, "Limits and hostile peers").
+ */
+export class ReceiveMemory<C extends HoldingConnection = HoldingConnection> {
+  private readonly held = new Map<C, number>();
+  private total = 0;
+
+  constructor(private readonly options: ReceiveMemoryOptions = {}) {}
+
+  get totalBytes(): number {
+    return this.total;
+  }
+
+  /** Connections that hold something now. */
+  get holders(): number {
+    return this.held.size;
+  }
+
+  /** `connection` now holds `bytes`; past the limit, the largest holders (maybe this one) are closed. */
+  update(connection: C, bytes: number): void {
+    const before = this.held.get(connection) ?? 0;
+    if (bytes === before) return;
+    this.set(connection, before, bytes);
+    if (bytes < before) return;
+    const limit =
+      typeof this.options.limitBytes === 'function' ? this.options.limitBytes() : this.options.limitBytes;
+    if (limit === undefined || this.total <= limit) return;
+    const connections = [...this.held.keys()];
+    const sizes = connections.map((held) => this.held.get(held)!);
+    const total = this.total;
+    for (const index of partialFramesToShed(sizes, limit)) {
+      // Destroying gives the bytes back at once (release), so the next victim is counted against the rest.
+      connections[index]!.destroy(
+        `the process holds ${total} bytes of partly received frames, more than its limit of ${limit} ` +
+          `(${this.options.limitKey ?? 'the limit'}): this connection's frame, of ${sizes[index]} bytes so far, ` +
+          'is the largest and is given up',
+        'receiveMemoryFull',
+      );
+      this.release(connections[index]!);
+    }
+  }
+
+  /** The connection closed: what it held is free again. */
+  release(connection: C): void {
+    const before = this.held.get(connection);
+    if (before !== undefined) this.set(connection, before, 0);
+  }
+
+  private set(connection: C, before: number, bytes: number): void {
+    if (bytes === 0) this.held.delete(connection);
+    else this.held.set(connection, bytes);
+    this.total += bytes - before;
+    if (bytes !== before) this.options.changed?.(this.total);
+  }
+}
