@@ -15,6 +15,8 @@ export const PLANTED_BUGS = [
   'restart-forgets-committed',
   /** Revive chooses among all of a shuffle's workers, excluded and shutting-down ones included. */
   'revive-ignores-excluded',
+  /** A replica's push failure excludes the primary's worker instead of the replica's (the issue-23 failure). */
+  'replica-failure-blames-primary',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

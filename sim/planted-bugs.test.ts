@@ -19,6 +19,7 @@ const PROOF: Readonly<
   'dedupe-disabled': { invariant: 'exactly-once', withinSeeds: 30 },
   'restart-forgets-committed': { invariant: 'committed-survives-graceful-restart', withinSeeds: 60 },
   'revive-ignores-excluded': { invariant: 'no-slots-on-unavailable', withinSeeds: 150 },
+  'replica-failure-blames-primary': { invariant: 'survives-one-worker-loss', withinSeeds: 20 },
 };
 
 const swarm = SCENARIOS.swarm!;
