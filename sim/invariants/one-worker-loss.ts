@@ -1,4 +1,5 @@
 import type { NodeId } from '../../core/machines/effects.ts';
+import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
 import { admitClient } from '../../core/release/admission.ts';
 import { replicationOf } from '../cluster/configs.ts';
 import type { Schedule } from '../faults/plan.ts';
@@ -30,32 +31,40 @@ export function oneWorkerLossApplies(schedule: Schedule, cluster: ClusterShape):
 }
 
 /**
- * Records the first failed map or reduce attempt of each application. Under the loss of one worker none may fail: a
- * push to the lost worker revives elsewhere and a read falls back to the other copy. The engine would retry a failed
- * task, and the exclusions behind such a failure expire after minutes, so an application could still end as done:
- * counting only failed applications would miss the failure the issue reported (two workers excluded, revive out of
- * candidates, every task retry failing until the exclusions expire).
+ * Records the failed map and reduce attempts of each application. Under the loss of one worker none may fail after
+ * the loss: a push to the lost worker revives elsewhere and a read falls back to the other copy. The engine would
+ * retry a failed task, and the exclusions behind such a failure expire after minutes, so an application could still
+ * end as done: counting only failed applications would miss the failure the issue reported (two workers excluded,
+ * revive out of candidates, every task retry failing until the exclusions expire). An attempt that fails after the
+ * driver unregistered its shuffle (a losing speculative attempt whose job moved on) fails nobody's job.
  */
 export class TaskFailures implements Observer {
-  private readonly first = new Map<string, string>();
+  private readonly failures = new Map<string, { readonly at: number; readonly what: string }[]>();
 
   onStep(node: NodeId, _effects: unknown, world: World): void {
     const role = world.roleOf(node);
     if (role !== 'map' && role !== 'reduce') return;
     const state = world.stateOf(node) as {
       readonly phase?: string;
-      readonly config?: { readonly appId?: string };
+      readonly config?: { readonly appId?: string; readonly shuffleId?: number };
       readonly error?: unknown;
     };
     const appId = state.config?.appId;
-    if (state.phase !== 'failed' || appId === undefined || this.first.has(appId)) return;
+    if (state.phase !== 'failed' || appId === undefined) return;
+    const lm = world.stateOf(lifecycleManagerNodeId(appId)) as
+      { readonly unregisteredShuffles?: ReadonlySet<number> } | undefined;
+    if (lm?.unregisteredShuffles?.has(state.config?.shuffleId ?? -1) === true) return;
+    const list = this.failures.get(appId) ?? [];
+    if (list.some((failure) => failure.what.startsWith(`${node} `))) return;
     const error =
       typeof state.error === 'string' ? state.error : JSON.stringify(state.error ?? 'no reason given');
-    this.first.set(appId, `${node} failed at ${world.now} ms: ${error}`);
+    list.push({ at: world.now, what: `${node} failed at ${world.now} ms: ${error}` });
+    this.failures.set(appId, list);
   }
 
-  firstOf(appId: string): string | undefined {
-    return this.first.get(appId);
+  /** The first failure of the application's tasks at or after `from` ms. */
+  firstOf(appId: string, from: number): string | undefined {
+    return this.failures.get(appId)?.find((failure) => failure.at >= from)?.what;
   }
 }
 
@@ -74,10 +83,12 @@ export function survivesOneWorkerLoss(
   if (!oneWorkerLossApplies(schedule, cluster)) return undefined;
   for (const { app, outcome } of outcomes) {
     if (!replicationOf(app) || !admitClient(cluster.serverRelease, app.clientRelease).admitted) continue;
-    const failure = outcome.kind === 'failed' ? outcome.reason : taskFailures.firstOf(app.appId);
+    const fault = schedule.faults[0];
+    const lost = fault?.kind === 'crash' ? fault : undefined;
+    // Without a loss only the outcome counts: a task may fail while the cluster starts (no worker registered yet).
+    const taskFailure = lost === undefined ? undefined : taskFailures.firstOf(app.appId, lost.at);
+    const failure = outcome.kind === 'failed' ? outcome.reason : taskFailure;
     if (failure !== undefined) {
-      const fault = schedule.faults[0];
-      const lost = fault?.kind === 'crash' ? fault : undefined;
       return {
         invariant: 'survives-one-worker-loss',
         detail:
