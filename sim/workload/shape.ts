@@ -305,7 +305,7 @@ function withOneWorkerLoss(rng: Rng, workload: WorkloadShape): WorkloadShape {
     taskSlots: pick(rng, [1, 2]),
     jobs: app.jobs.map(({ mapComputeMs: _, ...job }) => ({
       ...job,
-      records: job.records.map((row) => row.map((n) => (n === 0 ? 0 : n * 8))),
+      records: job.records.map((row) => row.map((n) => (n === 0 ? 0 : n * 3))),
     })),
   }));
   return { cluster: small, apps };
