@@ -10,6 +10,7 @@ import type { PlantedBug } from '../core/planted-bugs.ts';
 import { lifecycleManagerNodeId } from '../core/protocol/node-ids.ts';
 import { CURRENT_RELEASE, type Release } from '../core/release/version.ts';
 import type { BudgetMode } from '../core/slots/index.ts';
+import { clientPushTimeoutMs } from '../core/replication/index.ts';
 import {
   DEFAULT_CREATE_FILE_POLICY,
   DEFAULT_EVICT_POLICY,
@@ -340,7 +341,7 @@ export function mapTaskConfigFrom(
     mergeSizeBytes: conf.getBytes('svc.client.push.merge.maxSize'),
     maxInFlightPerPartition: conf.getInt('svc.client.push.maxInFlightPerPartition'),
     maxReviveRetries: conf.getInt('svc.client.push.revive.maxRetries'),
-    pushTimeoutMs: askTimeout,
+    pushTimeoutMs: clientPushTimeoutMs(askTimeout, replicationFrom(conf)),
     requestTimeoutMs: askTimeout,
     maxRequestAttempts: REFERENCE_CONSTANTS.requestAttempts,
     excludeWorkerOnFailure: conf.getBoolean('svc.client.push.excludeWorkerOnFailure.enabled'),

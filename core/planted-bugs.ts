@@ -19,6 +19,8 @@ export const PLANTED_BUGS = [
   'read-ahead-ignored',
   /** The master places its persist after a step's replies: they may leave before the store holds the change. */
   'ack-before-persist',
+  /** A replica's push failure excludes the primary's worker instead of the replica's (the issue-23 failure). */
+  'replica-failure-blames-primary',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

@@ -1,4 +1,5 @@
 import type { PartitionLocation, StatusCode, WorkerId } from '../domain/index.ts';
+import type { PlantedBug } from '../planted-bugs.ts';
 
 /**
  * Every status a push can fail with, by the copy it blames and the kind of failure. The side decides which worker
@@ -120,10 +121,14 @@ export function clientExclusion(
 export function lifecycleExclusion(
   cause: StatusCode,
   oldLocation: PartitionLocation,
-  options: { readonly excludePeerWorkerOnFailure: boolean },
+  options: { readonly excludePeerWorkerOnFailure: boolean; readonly plantedBug?: PlantedBug },
 ): Exclusion | undefined {
   if (!isPushFailure(cause)) return undefined;
-  return exclusionFor(cause, oldLocation, LIFECYCLE_KINDS, options.excludePeerWorkerOnFailure);
+  const exclusion = exclusionFor(cause, oldLocation, LIFECYCLE_KINDS, options.excludePeerWorkerOnFailure);
+  // The planted bug charges a replica's failure to the primary, as a client that cannot tell them apart would.
+  if (options.plantedBug === 'replica-failure-blames-primary' && exclusion?.role === 'peer')
+    return { worker: oldLocation.worker, role: 'primary', cause };
+  return exclusion;
 }
 
 function exclusionFor(

@@ -95,6 +95,16 @@ export interface ApplicationHeartbeatResponse {
   readonly unknownWorkers: readonly WorkerId[];
   /** Shutting down or decommissioning: not to be used for new locations. */
   readonly shuttingWorkers: readonly WorkerId[];
+  /**
+   * svc addition: every worker the master may offer slots on now, with its rack: the lifecycle manager's revive
+   * candidates beyond the shuffle's own workers. Absent from older masters.
+   */
+  readonly availableWorkers?: readonly AvailableWorker[];
+}
+/** A worker the master may offer slots on, and its rack. */
+export interface AvailableWorker {
+  readonly worker: WorkerId;
+  readonly networkLocation: string;
 }
 export interface RequestSlots {
   readonly type: 'RequestSlots';

@@ -154,3 +154,15 @@ export function pushReply(input: PushReplyInput): StatusCode {
   }
   return 'SUCCESS';
 }
+
+/**
+ * How long a client waits for the answer to a push, given how long a primary waits for its replica
+ * (`forwardTimeoutMs`, both `svc.rpc.askTimeout`). With replication on, twice as long, as the reference's client
+ * does: a primary whose replica went silent answers PUSH_DATA_TIMEOUT_REPLICA when its own timer fires, and the
+ * client must still be listening then. With equal timers the client's, started first, fires first, and its
+ * PUSH_DATA_TIMEOUT_PRIMARY charges the healthy primary with the replica's loss (issue 23: a three-worker cluster
+ * that lost one worker excluded two and could not revive).
+ */
+export function clientPushTimeoutMs(forwardTimeoutMs: number, replicate: boolean): number {
+  return replicate ? 2 * forwardTimeoutMs : forwardTimeoutMs;
+}

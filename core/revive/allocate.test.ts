@@ -169,7 +169,8 @@ describe('allocateRevives', () => {
       partitionId: 3,
       status: 'SLOT_NOT_AVAILABLE',
       reason:
-        "revive needs two workers (replication is on) but 1 of the shuffle's workers survive; passed over: " +
+        "revive needs two workers (replication is on) but 1 of the known workers (the shuffle's and those the master " +
+        'reports available) is usable; passed over: ' +
         'h1:1:2:3:4 (excluded), h2:1:2:3:4 (shutting-down); check why those workers were excluded or are shutting down',
     });
     const single = allocateRevives(

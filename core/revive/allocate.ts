@@ -92,7 +92,8 @@ function shortageReason(candidates: ReviveCandidates, replicate: boolean): strin
   const dropped = candidates.dropped.map(({ worker, reason }) => `${workerKey(worker.id)} (${reason})`);
   const need = replicate ? 'two workers (replication is on)' : 'one worker';
   return (
-    `revive needs ${need} but ${candidates.usable.length} of the shuffle's workers survive` +
+    `revive needs ${need} but ${candidates.usable.length} of the known workers (the shuffle's and those the master ` +
+    `reports available) ${candidates.usable.length === 1 ? 'is' : 'are'} usable` +
     (dropped.length > 0 ? `; passed over: ${dropped.join(', ')}` : '') +
     '; check why those workers were excluded or are shutting down'
   );

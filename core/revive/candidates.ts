@@ -10,9 +10,9 @@ export interface DroppedCandidate {
 }
 
 export interface ReviveCandidates {
-  /** Surviving workers in the order the shuffle first used them (deterministic). */
+  /** Surviving workers in the order given (deterministic). */
   readonly usable: readonly ReviveCandidate[];
-  /** Workers of the shuffle passed over, and why; named in the SLOT_NOT_AVAILABLE reason. */
+  /** Workers passed over, and why; named in the SLOT_NOT_AVAILABLE reason. */
   readonly dropped: readonly DroppedCandidate[];
 }
 
@@ -26,18 +26,33 @@ export interface CandidateFilter {
 }
 
 /**
- * The workers a revive may use: every worker the shuffle was given (its slot workers and the padding workers the
- * master added for exactly this purpose), each once, minus excluded and shutting-down ones.
+ * Where revive candidates come from: the shuffle's own workers first (slot and padding workers, in the order the
+ * master gave them), then every other worker the master last reported available. A revive that only looked at the
+ * shuffle's workers could not use a worker that joined or came back after the offer, and a small cluster that lost
+ * one worker would run out of candidates although healthy workers are registered. `reviveCandidates` drops the
+ * duplicates and the workers to avoid.
+ */
+export function candidatePool(
+  shuffleWorkers: readonly ReviveCandidate[],
+  clusterWorkers: readonly ReviveCandidate[],
+): readonly ReviveCandidate[] {
+  if (clusterWorkers.length === 0) return shuffleWorkers;
+  return [...shuffleWorkers, ...clusterWorkers];
+}
+
+/**
+ * The workers a revive may use: every worker of `workers` (usually `candidatePool`'s), each once, minus excluded
+ * and shutting-down ones.
  */
 export function reviveCandidates(
-  shuffleWorkers: readonly ReviveCandidate[],
+  workers: readonly ReviveCandidate[],
   filter: CandidateFilter,
 ): ReviveCandidates {
   const seen = new Set<WorkerKey>();
   const usable: ReviveCandidate[] = [];
   const dropped: DroppedCandidate[] = [];
   const ignoreFilter = filter.plantedBug === 'revive-ignores-excluded';
-  for (const worker of shuffleWorkers) {
+  for (const worker of workers) {
     const key = workerKey(worker.id);
     if (seen.has(key)) continue;
     seen.add(key);

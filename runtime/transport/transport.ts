@@ -46,7 +46,11 @@ export interface TransportOptions extends ConnectionLimits {
   readonly isLocal: (node: NodeId) => boolean;
   /** Hands an arrived envelope to the node it is for; false when no such node lives here. */
   readonly deliver: (envelope: Envelope) => boolean;
-  /** A send that could not be attempted: no address, connection refused, the peer went away before its handshake. */
+  /**
+   * A send that could not be attempted (no address, connection refused, the peer went away before its handshake), or
+   * a request whose connection closed before its answer came (a killed peer): the sender learns at once instead of
+   * waiting out its timeout, as a primary pushing to a dead replica must.
+   */
   readonly sendFailed: (envelope: WireEnvelope) => void;
   /**
    * The peer refused this process at the handshake: its release (CLIENT_RELEASE_REFUSED) or its proof
@@ -129,6 +133,8 @@ interface Link {
   state: 'handshaking' | 'open' | 'closed';
   readonly connection: Connection;
   readonly queue: Queued[];
+  /** Requests written on this link and not answered yet, by `from#requestId`: failed when the link closes. */
+  readonly unanswered: Map<string, WireEnvelope>;
   peerRelease?: Release;
   timer?: NodeJS.Timeout;
   /** Whether this process already answered the peer's authentication challenge. */
@@ -546,7 +552,7 @@ export class Transport {
         ? Connection.open(address, this.options, events)
         : new Connection(this.tls.connect(address), this.options, events);
     const socket = connection.socket;
-    const link: Link = { address, state: 'handshaking', queue: [], connection };
+    const link: Link = { address, state: 'handshaking', queue: [], unanswered: new Map(), connection };
     link.timer = setTimeout(() => {
       link.connection.destroy(
         `no handshake reply from ${key} within ${this.options.connectTimeoutMs} ms (svc.network.connect.timeout)`,
@@ -562,8 +568,15 @@ export class Transport {
   }
 
   private sendVia(link: Link, queued: Queued): void {
-    if (link.state === 'open') link.connection.write(queued.pieces, queued.written);
+    if (link.state === 'open') this.writeOn(link, queued);
     else link.queue.push(queued);
+  }
+
+  private writeOn(link: Link, queued: Queued): void {
+    const { envelope } = queued;
+    if (envelope.requestId !== undefined && envelope.inReplyTo === undefined)
+      link.unanswered.set(`${envelope.from}#${envelope.requestId}`, envelope);
+    link.connection.write(queued.pieces, queued.written);
   }
 
   private onLinkFrame(link: Link, frame: DecodedFrame): void {
@@ -587,14 +600,16 @@ export class Transport {
       link.connection.handshaken();
       // The peer is the one this process chose to reach (and, over TLS, proved its certificate).
       link.connection.principal = this.options.auth === undefined ? undefined : SERVER;
-      for (const queued of link.queue.splice(0)) link.connection.write(queued.pieces, queued.written);
+      for (const queued of link.queue.splice(0)) this.writeOn(link, queued);
       return;
     }
     if (frame.kind !== 'envelope') {
       link.connection.destroy(`unexpected ${frame.kind} frame after the handshake`, 'unexpectedFrame');
       return;
     }
-    this.arrived(link.connection, frame.envelope, link.peerRelease!);
+    const { envelope } = frame;
+    if (envelope.inReplyTo !== undefined) link.unanswered.delete(`${envelope.to}#${envelope.inReplyTo}`);
+    this.arrived(link.connection, envelope, link.peerRelease!);
   }
 
   /** The peer requires authentication: prove this process's secret, or give up saying what to set. */
@@ -663,6 +678,11 @@ export class Transport {
     link.state = 'closed';
     if (!wasOpen && reason !== undefined && !this.closing) this.options.connectFailed?.(key, reason);
     for (const { envelope } of link.queue.splice(0)) this.options.sendFailed(envelope);
+    // Requests the peer took but never answered: it died or dropped the connection, and no answer can come on
+    // another one (answers go back where their request came from).
+    const unanswered = [...link.unanswered.values()];
+    link.unanswered.clear();
+    if (!this.closing) for (const envelope of unanswered) this.options.sendFailed(envelope);
     if (reason !== undefined && !this.closing) {
       this.options.logger.warn(
         { event: 'transport.connectionClosed', peer: key, established: wasOpen, reason },

@@ -144,6 +144,7 @@ const MESSAGES: { readonly [T in MessageType]: fc.Arbitrary<MessageOf<T>> } = {
     excludedWorkers: small(workerId),
     unknownWorkers: small(workerId),
     shuttingWorkers: small(workerId),
+    availableWorkers: small(rec({ worker: workerId, networkLocation: text })),
   }),
   RequestSlots: msg('RequestSlots', {
     appId: text,

@@ -617,12 +617,23 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       excludedWorkers: workersToPb(m.excludedWorkers),
       unknownWorkers: workersToPb(m.unknownWorkers),
       shuttingWorkers: workersToPb(m.shuttingWorkers),
+      availableWorkers: (m.availableWorkers ?? []).map((available) => ({
+        $typeName: 'svc.wire.v1.WorkerResource',
+        worker: workerToPb(available.worker),
+        networkLocation: available.networkLocation,
+        primaries: [],
+        replicas: [],
+      })),
     }),
     decode: (p) => ({
       type: 'ApplicationHeartbeatResponse',
       excludedWorkers: workersFromPb(p.excludedWorkers, 'ApplicationHeartbeatResponse.excludedWorkers'),
       unknownWorkers: workersFromPb(p.unknownWorkers, 'ApplicationHeartbeatResponse.unknownWorkers'),
       shuttingWorkers: workersFromPb(p.shuttingWorkers, 'ApplicationHeartbeatResponse.shuttingWorkers'),
+      availableWorkers: p.availableWorkers.map((available) => ({
+        worker: workerFromPb(available.worker, 'ApplicationHeartbeatResponse.availableWorkers'),
+        networkLocation: available.networkLocation,
+      })),
     }),
   },
   RequestSlots: {

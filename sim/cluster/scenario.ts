@@ -28,6 +28,7 @@ import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
 import { readableCopies } from '../invariants/lost-data.ts';
 import { memoryUse } from '../invariants/memory.ts';
 import { committedReads } from '../invariants/reads.ts';
+import { survivesOneWorkerLoss, TaskFailures } from '../invariants/one-worker-loss.ts';
 import { noSlotsOnUnavailable } from '../invariants/slots.ts';
 import type { Scenario, ScenarioRun } from '../run.ts';
 import { Engine, type TaskFactory } from '../workload/engine.ts';
@@ -289,6 +290,7 @@ function buildCluster(
     apps: apps.map((a) => a.token),
     dfs: cluster.dfs,
     ...faultOptions,
+    ...(cluster.oneWorkerLoss === true ? { oneWorkerLoss: pushWindow(apps) } : {}),
   };
   const appGroups = new Map<string, (node: NodeId) => boolean>();
   for (const app of apps) {
@@ -309,6 +311,7 @@ function buildCluster(
     killTask: (w, token, task) => engine.killTask(w, token, task),
   };
 
+  const taskFailures = new TaskFailures();
   const budgets =
     budgetMode === 'strict'
       ? [diskBudgets(isMaster, (node) => (world.stateOf(node) as MasterState).durable.estimatedPartitionSize)]
@@ -334,6 +337,7 @@ function buildCluster(
         (node) => (world.stateOf(node) as MasterState).config.workerHeartbeatTimeoutMs,
       ),
       memory,
+      taskFailures,
       intrudersRefused(),
       acknowledgedSurvivesCrash(isMaster, isWorker),
       admissionDecisions(
@@ -349,6 +353,11 @@ function buildCluster(
     },
     finished: () => engine.finished(),
     finalCheck() {
+      const lossFailure =
+        schedule === undefined
+          ? undefined
+          : survivesOneWorkerLoss(schedule, cluster, engine.outcomes(), taskFailures);
+      if (lossFailure !== undefined) return lossFailure;
       for (const { app, outcome } of engine.outcomes()) {
         const refused = outcome.kind === 'failed' && outcome.reason.startsWith('refused by admission');
         const expectation = expectedAdmission(app, cluster);
@@ -394,6 +403,15 @@ function buildCluster(
       return { notes, counts, memoryWithoutEnabling };
     },
   };
+}
+
+/**
+ * When the first maps push: from the first application's start (its maps write at once, workload/shape.ts) until
+ * well into its first job's pushes.
+ */
+function pushWindow(apps: readonly AppShape[]): { readonly from: number; readonly to: number } {
+  const first = apps.reduce((a, b) => (b.startAt < a.startAt ? b : a));
+  return { from: first.startAt + 50, to: first.startAt + 1_500 };
 }
 
 /** An application's driver (its lifecycle manager) and its executors (every map and reduce task), as groups. */

@@ -118,6 +118,11 @@ export interface FaultTargets {
    * from everything else, as the swarm drew before 24 November 2026.
    */
   readonly partitionSides?: boolean;
+  /**
+   * The run loses exactly one worker (a crash, restarted later) between `from` and `to` ms, when maps push, and
+   * nothing else goes wrong: the schedule replication must survive (workload/shape.ts, `oneWorkerLoss`).
+   */
+  readonly oneWorkerLoss?: { readonly from: number; readonly to: number };
 }
 
 /** The groups a partition may name: each worker, each master, each application (with all its tasks). */
@@ -145,9 +150,25 @@ export const CALM_KNOBS: Knobs = {
  * masks (a drop hiding a reorder) are found by the seeds that leave it out.
  */
 export function drawSchedule(rng: Rng, targets: FaultTargets): Schedule {
+  if (targets.oneWorkerLoss !== undefined) return drawOneWorkerLoss(rng, targets, targets.oneWorkerLoss);
   const calm = chance(rng, 0.15);
   const knobs = drawKnobs(rng, calm);
   return { knobs, faults: calm ? [] : drawFaults(rng, knobs, targets) };
+}
+
+/** A calm network and disks, and one worker crashing inside `window` (restarted 50 ms to 30 s later). */
+function drawOneWorkerLoss(
+  rng: Rng,
+  targets: FaultTargets,
+  window: { readonly from: number; readonly to: number },
+): Schedule {
+  // A slow network (a loaded machine, a long link), so that pushes and their forwards to replicas are in flight when
+  // the worker dies: with the swarm's sub-millisecond latency a crash almost always falls between two pushes.
+  const knobs = { ...drawKnobs(rng, true), latencyMs: logUniform(rng, 2, 50) };
+  const worker = pick(rng, targets.workers);
+  const at = Math.round(uniform(rng, window.from, Math.max(window.from, window.to)));
+  const downFor = Math.round(logUniform(rng, 50, 30_000));
+  return { knobs, faults: [{ kind: 'crash', at, target: worker.token, downFor }] };
 }
 
 function drawKnobs(rng: Rng, calm: boolean): Knobs {

@@ -29,6 +29,8 @@ export const INVARIANTS = {
     "with authentication on, a request from a connection that did not prove the identity it needs changes nothing: an intruder cannot destroy, commit, read or write another application's files, nor answer in the master's or a replica's name",
   'unexpected-fetch-failure': 'a fetch failure only happens when some fault could have lost data',
   liveness: 'once faults stop, every job finishes within a bounded time or fails with an expected error',
+  'survives-one-worker-loss':
+    'with replication on, a run that loses at most one worker on a calm network, keeping enough healthy workers for a primary and a replica, completes every admitted application',
   'machine-threw': 'a state machine never throws',
   'simulator-threw':
     "the simulator's own models (engine, fault injector, checkers) never throw: a throw there is a simulator bug, reported like a violation so that a long run goes on and the seed replays",

@@ -42,6 +42,12 @@ export interface ClusterShape {
    * checked, so a legitimate message the rules would refuse shows as a stuck or failed job.
    */
   readonly auth?: boolean;
+  /**
+   * A small cluster (3 or 4 workers) whose applications all replicate, drawn for the fault plan to lose exactly one
+   * worker while maps push (sim/faults/plan.ts, `oneWorkerLoss`): what replication exists to survive, checked by the
+   * `survives-one-worker-loss` invariant.
+   */
+  readonly oneWorkerLoss?: boolean;
 }
 
 export interface WorkerShape {
@@ -251,7 +257,9 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   // And after that (26 November 2026).
   const pushed = { ...authenticated, apps: authenticated.apps.map((app) => withPushShape(rng, app)) };
   // And after that (27 November 2026).
-  return { ...pushed, apps: pushed.apps.map((app) => withFetchAhead(rng, app)) };
+  const readAhead = { ...pushed, apps: pushed.apps.map((app) => withFetchAhead(rng, app)) };
+  // And after that (27 November 2026, later).
+  return withOneWorkerLoss(rng, readAhead);
 }
 
 /**
@@ -261,6 +269,59 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
 function withFetchAhead(rng: Rng, app: AppShape): AppShape {
   if (!chance(rng, 0.5)) return app;
   return { ...app, fetchAhead: pick(rng, [1, 2, 3]) };
+}
+
+/**
+ * Now and then a small cluster of 3 or 4 workers (the first ones drawn) whose applications all replicate (each keeps
+ * its drawn client release, so that what was drawn for it stays valid; one its servers refuse is left out of the
+ * invariant), on plain disks: the fault plan then loses exactly one worker while maps push, and every application must
+ * complete (invariants/one-worker-loss.ts). Upgrades, small disks and small memory tiers are left out, so that
+ * nothing but the lost worker can fail a job.
+ */
+function withOneWorkerLoss(rng: Rng, workload: WorkloadShape): WorkloadShape {
+  if (!chance(rng, 0.15)) return workload;
+  const count = chance(rng, 0.5) ? 3 : 4;
+  const { cluster } = workload;
+  // The small disks' partition size goes with them.
+  const overrides =
+    cluster.masterOverrides === undefined
+      ? undefined
+      : Object.fromEntries(
+          Object.entries(cluster.masterOverrides).filter(
+            ([key]) => key !== 'svc.master.estimatedPartitionSize.initialSize',
+          ),
+        );
+  const small: ClusterShape = {
+    serverRelease: cluster.serverRelease,
+    workers: cluster.workers.slice(0, count).map((worker, i) => ({
+      ...worker,
+      rack: `/rack${i % 2}`,
+      disks: worker.disks.map((disk) => ({ ...disk, capacityBytes: Math.max(disk.capacityBytes, 4 * GiB) })),
+      memoryBytes: worker.memoryBytes > 0 ? 64 * MiB : 0,
+    })),
+    dfs: cluster.dfs,
+    memoryGuard: cluster.memoryGuard,
+    ...(overrides === undefined ? {} : { masterOverrides: overrides }),
+    ...(cluster.workerHeartbeatTimeout === undefined
+      ? {}
+      : { workerHeartbeatTimeout: cluster.workerHeartbeatTimeout }),
+    ...(cluster.auth === undefined ? {} : { auth: cluster.auth }),
+    oneWorkerLoss: true,
+  };
+  // Batches of a record or two, several of a partition in flight: a map's pushes last long enough to be cut.
+  const batchBytes = pick(rng, [48, 96, 256]);
+  const apps = workload.apps.map((app): AppShape => ({
+    ...app,
+    replicate: true,
+    push: { batchBytes, mergeBytes: batchBytes, window: pick(rng, [1, 2, 4]) },
+    // Maps one or two at a time that write at once: the pushes of the first job fill its first seconds.
+    taskSlots: pick(rng, [1, 2]),
+    jobs: app.jobs.map(({ mapComputeMs: _, ...job }) => ({
+      ...job,
+      records: job.records.map((row) => row.map((n) => (n === 0 ? 0 : n * 3))),
+    })),
+  }));
+  return { cluster: small, apps };
 }
 
 /**

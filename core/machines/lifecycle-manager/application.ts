@@ -141,4 +141,11 @@ export function onHeartbeatAnswer(d: Draft, message: MessageOf<'ApplicationHeart
     d.out.now,
     d.config.excludedWorkerExpireMs,
   );
+  // An older master sends no list: the shuffle's own workers stay the only candidates.
+  if (message.availableWorkers !== undefined) {
+    d.clusterWorkers = message.availableWorkers.map(({ worker, networkLocation }) => ({
+      id: worker,
+      networkLocation,
+    }));
+  }
 }

@@ -1,6 +1,7 @@
 import type { WorkerStatusView } from '../../client/index.ts';
 import type { ShuffleId } from '../../domain/index.ts';
 import type { Message } from '../../protocol/messages.ts';
+import type { ReviveCandidate } from '../../revive/index.ts';
 import type { Rng } from '../../rng.ts';
 import type { NodeId } from '../effects.ts';
 import { newOutbox, type Outbox } from '../outbox.ts';
@@ -27,6 +28,7 @@ export interface Draft {
   app: AppRegistration;
   requests: RequestTable<LmRequest>;
   workers: WorkerStatusView;
+  clusterWorkers: readonly ReviveCandidate[];
   readonly shuffles: Map<ShuffleId, LmShuffle>;
   unregisteredShuffles: ReadonlySet<ShuffleId>;
   readonly reservations: Map<number, Reservation>;

@@ -48,12 +48,23 @@ const worker = (i: number): WorkerId => ({
 
 /** An offer: partition p's primary on worker p mod n, its replica on the next worker; `padding` extra workers. */
 /** The master's answer to the manager's next application heartbeat, listing these workers (none by default). */
-function answerHeartbeat(h: Harness, lists: { excluded?: WorkerId[]; shutting?: WorkerId[] } = {}): void {
+function answerHeartbeat(
+  h: Harness,
+  lists: { excluded?: WorkerId[]; shutting?: WorkerId[]; available?: WorkerId[] } = {},
+): void {
   h.answer(h.master, 'ApplicationHeartbeat', () => ({
     type: 'ApplicationHeartbeatResponse',
     excludedWorkers: lists.excluded ?? [],
     unknownWorkers: [],
     shuttingWorkers: lists.shutting ?? [],
+    ...(lists.available === undefined
+      ? {}
+      : {
+          availableWorkers: lists.available.map((id) => ({
+            worker: id,
+            networkLocation: `/rack-${Number(id.host.slice(1)) % 2}`,
+          })),
+        }),
   }));
 }
 
@@ -423,6 +434,34 @@ describe('lifecycle manager: revive', () => {
     assert.equal(second.status, 'SUCCESS', 'revived');
     // Epoch 1 went to the failed revive: an epoch handed out is never handed out again (core/revive/book.ts).
     assert.equal(second.newLocation?.epoch, 2);
+  });
+
+  it('revives onto a worker the master reports available although the shuffle was never offered it', () => {
+    const h = new Harness({}, 3);
+    // The shuffle's slots name w0 and w1 only; the master's heartbeat answer lists w2 as well.
+    const old = h.registered(1, 3, 2, 0).locations[0]!;
+    h.advance(baseConfig.heartbeatIntervalMs);
+    answerHeartbeat(h, { available: [worker(0), worker(1), worker(2)] });
+    h.advance(10);
+    h.ask('map-0', revive(0, 0, old, 'PUSH_DATA_WRITE_FAIL_PRIMARY'), 5);
+    h.advance(150);
+    h.reserveAll();
+    const result = h.last(h.task('map-0'), 'ReviveResponse').results[0]!;
+    assert.equal(result.status, 'SUCCESS', 'two healthy workers are known: w1 and w2');
+    const placed = [result.newLocation!.worker.host, result.newLocation!.peer!.worker.host].sort();
+    assert.deepEqual(placed, ['w1', 'w2']);
+  });
+
+  it("charges a replica's failure to the replica's worker, never to its primary's", () => {
+    const h = new Harness({}, 3);
+    const old = h.registered(1, 3, 3, 0).locations[0]!;
+    assert.ok(old.peer, 'replicated');
+    h.ask('map-0', revive(0, 0, old, 'PUSH_DATA_CONNECTION_EXCEPTION_REPLICA'), 5);
+    h.advance(150);
+    h.reserveAll();
+    assert.deepEqual([...h.lm.state().workers.excluded.keys()], [workerKey(old.peer.worker)]);
+    const result = h.last(h.task('map-0'), 'ReviveResponse').results[0]!;
+    assert.equal(result.status, 'SUCCESS', 'the primary and the third worker take the pair');
   });
 
   it('keeps a revived replica off the rack of its primary, using the racks the master reported', () => {

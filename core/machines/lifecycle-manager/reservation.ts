@@ -7,7 +7,12 @@ import {
   type StatusCode,
   type WorkerKey,
 } from '../../domain/index.ts';
-import { allocateRevives, reviveCandidates, type ReviveCandidate } from '../../revive/index.ts';
+import {
+  allocateRevives,
+  candidatePool,
+  reviveCandidates,
+  type ReviveCandidate,
+} from '../../revive/index.ts';
 import { count, log } from '../outbox.ts';
 import { request, type Draft } from './draft.ts';
 import type { Pair, Reservation } from './state.ts';
@@ -163,7 +168,8 @@ function closeRound(d: Draft, reservation: Reservation): CompletedReservation | 
 }
 
 /**
- * Places partitions on the shuffle's surviving candidates with core/revive's allocation (new epochs are the caller's
+ * Places partitions on the surviving candidates (the shuffle's workers, then the others the master reports
+ * available: core/revive's `candidatePool`) with core/revive's allocation (new epochs are the caller's
  * decision; a reserve retry keeps the epoch). `alsoAvoid` adds workers beyond the excluded and shutting-down ones.
  */
 export function allocate(
@@ -173,7 +179,8 @@ export function allocate(
   alsoAvoid: ReadonlyMap<WorkerKey, unknown> = new Map(),
 ): ReturnType<typeof allocateRevives> {
   const shuffle = d.shuffles.get(shuffleId)!;
-  const candidates = reviveCandidates(shuffle.workers, {
+  const pool = candidatePool(shuffle.workers, d.clusterWorkers);
+  const candidates = reviveCandidates(pool, {
     excluded: new Set([...d.workers.excluded.keys(), ...alsoAvoid.keys()]),
     shuttingDown: d.workers.shuttingDown,
     ...(d.config.plantedBug === undefined ? {} : { plantedBug: d.config.plantedBug }),

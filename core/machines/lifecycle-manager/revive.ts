@@ -76,6 +76,7 @@ export function onRevive(d: Draft, message: Revive, replyTo: ReplyTo): void {
     if (revive.oldLocation === undefined) continue;
     const exclusion = lifecycleExclusion(revive.cause, revive.oldLocation, {
       excludePeerWorkerOnFailure: d.config.excludePeerWorkerOnFailure,
+      ...(d.config.plantedBug === undefined ? {} : { plantedBug: d.config.plantedBug }),
     });
     if (exclusion === undefined) continue;
     const blamed = shuffle.blamedCopies as Set<string>;

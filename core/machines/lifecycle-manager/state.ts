@@ -22,6 +22,11 @@ export interface LifecycleManagerState {
   readonly requests: RequestTable<LmRequest>;
   /** Workers to avoid: excluded by this client or the master, and shutting down (core/client). */
   readonly workers: WorkerStatusView;
+  /**
+   * Every worker the master reported available in its last heartbeat answer, with its rack: revive candidates beyond
+   * the shuffle's own workers (a worker that joined or came back after the shuffle's slots were offered).
+   */
+  readonly clusterWorkers: readonly ReviveCandidate[];
   readonly shuffles: ReadonlyMap<ShuffleId, LmShuffle>;
   /**
    * Shuffles the driver unregistered: a RegisterShuffle for one of them (a task of an abandoned stage, late) is
@@ -164,6 +169,7 @@ export function initialLifecycleManagerState(config: LifecycleManagerConfig): Li
     app: { status: 'registering' },
     requests: emptyRequests(),
     workers: emptyWorkerStatus(),
+    clusterWorkers: [],
     shuffles: new Map(),
     unregisteredShuffles: new Set(),
     reservations: new Map(),

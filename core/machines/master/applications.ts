@@ -154,6 +154,11 @@ export function handleApplicationHeartbeat(
     // master names the workers it knows to be gone: the lost ones.
     unknownWorkers: lostWorkers(workers).map((lost) => lost.worker.id),
     shuttingWorkers: [...shutdownWorkers(workers), ...decommissioningWorkers(workers)],
+    // svc addition: the workers a revive may move partitions to (docs/core.md, Revive candidates).
+    availableWorkers: availableWorkers(workers).map((worker) => ({
+      worker: worker.id,
+      networkLocation: worker.networkLocation,
+    })),
   });
   // Only a new application is worth a write; heartbeat times and byte counts are rebuilt after a restart.
   return known
