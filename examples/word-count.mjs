@@ -2,6 +2,7 @@
 //   node word-count.mjs svc://master-host:9097 input.txt
 // It prints one `word<TAB>count` line per word, sorted by word. The driver and the one executor share this
 // process here; in a real engine the executors are other processes, given app.appId and app.lifecycleManager.
+import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { connectExecutor, hashPartitioner, keyValue, startApplication, uint32, utf8 } from 'svc/client';
 
@@ -34,8 +35,11 @@ try {
         }
       }
       const writer = shuffle.writer(mapId);
-      for (const [word, count] of counts)
-        writer.write(partitioner.partition(word), records.encode(word, count));
+      for (const [word, count] of counts) {
+        // false: the writer holds its budget of unacknowledged bytes; wait until the workers took some.
+        if (!writer.write(partitioner.partition(word), records.encode(word, count)))
+          await once(writer, 'drain');
+      }
       await writer.close();
     }),
   );
@@ -44,7 +48,8 @@ try {
   const totals = [];
   for (let partition = 0; partition < PARTITIONS; partition += 1) {
     const sums = new Map();
-    for (const record of await shuffle.records(partition)) {
+    // Streamed chunk by chunk: memory stays bounded whatever the partition's size.
+    for await (const record of shuffle.reader(partition)) {
       const { key, value } = records.decode(record);
       sums.set(key, (sums.get(key) ?? 0) + value);
     }
