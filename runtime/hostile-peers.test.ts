@@ -15,6 +15,8 @@ import { encodeHello } from './wire/index.ts';
 
 const HOSTILE = Number(process.env.SVC_HOSTILE_PEERS ?? 50);
 const IDLE = Number(process.env.SVC_IDLE_PEERS ?? 2000);
+/** svc.log.summary.interval's default. */
+const SUMMARY_INTERVAL_MS = 10_000;
 const MiB = 1024 * 1024;
 const FRAME_BYTES = 120 * MiB;
 /** What each hostile peer sends of its frame before it stalls: enough for the frame to grow past 16 MiB twice. */
@@ -155,6 +157,7 @@ describe('hostile peers on real processes', () => {
   it(`${IDLE} idle connections write a handful of lines, the rest counted in summaries`, async (t) => {
     const worker = cluster.workers[0]!;
     const seen = worker.lineCount;
+    const startedAt = performance.now();
     const sockets = await idlePeers(workerPort('fetch'), IDLE);
     try {
       const counted = (line: LogLine): number => (line.event === 'log.repeated' ? Number(line.count) : 1);
@@ -173,8 +176,14 @@ describe('hostile peers on real processes', () => {
         .filter(isAbout);
       const refused = lines.filter((line) => line.cause === 'tooManyConnections');
       assert.ok(refused.length > 0, 'connections past svc.network.port.maxConnections were refused');
-      t.diagnostic(`${lines.length} lines for ${IDLE} idle connections (${refused.length} about refusals)`);
-      assert.ok(lines.length <= 10, `${lines.length} lines for ${IDLE} idle connections`);
+      // Per cause and summary interval (svc.log.summary.interval, 10 s): three lines, then one summary. A slow host
+      // spreads the closes over more intervals; the bound follows, and stays far below one line per connection.
+      const intervals = Math.ceil((performance.now() - startedAt) / SUMMARY_INTERVAL_MS) + 1;
+      const bound = 2 * 4 * intervals;
+      t.diagnostic(
+        `${lines.length} lines for ${IDLE} idle connections (${refused.length} about refusals) over ${intervals} intervals`,
+      );
+      assert.ok(lines.length <= bound, `${lines.length} lines for ${IDLE} idle connections (bound ${bound})`);
     } finally {
       for (const socket of sockets) socket.destroy();
     }
