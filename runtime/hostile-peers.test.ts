@@ -23,7 +23,7 @@ const FRAME_BYTES = 120 * MiB;
 const SENT_BYTES = 36 * MiB;
 const WORKER_BUDGET = 512 * MiB;
 /** svc.master.receive.maxPartialFrameBytes's default. */
-const MASTER_LIMIT = 256 * MiB;
+const MASTER_LIMIT = 128 * MiB;
 const JOB: SmallJob = { maps: 2, partitions: 3, recordsPerPartition: 20 };
 
 /** The resident memory of a process (Linux). */

@@ -170,7 +170,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
   {
     key: 'svc.master.receive.maxPartialFrameBytes',
     type: 'bytes',
-    default: '256m',
+    default: '128m',
     min: 1024 * 1024,
     since: '0.6.0',
     roles: MASTER,
