@@ -296,7 +296,13 @@ function withOneWorkerLoss(rng: Rng, workload: WorkloadShape): WorkloadShape {
     workers: cluster.workers.slice(0, count).map((worker, i) => ({
       ...worker,
       rack: `/rack${i % 2}`,
-      disks: worker.disks.map((disk) => ({ ...disk, capacityBytes: Math.max(disk.capacityBytes, 4 * GiB) })),
+      // Plain disks with room to spare: every worker can take any application's copies, so that capacity and
+      // storage types never stand in for the lost worker (the invariant is about tolerating the loss).
+      disks: worker.disks.map((disk): DiskSpec => ({
+        ...disk,
+        type: 'HDD',
+        capacityBytes: Math.max(disk.capacityBytes, 64 * GiB),
+      })),
       memoryBytes: worker.memoryBytes > 0 ? 64 * MiB : 0,
     })),
     dfs: cluster.dfs,
