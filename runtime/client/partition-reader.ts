@@ -69,6 +69,7 @@ export interface ReaderContext {
   readonly fileGroups: FileGroupCache;
   readonly closed: boolean;
   refusal(): string | undefined;
+  /** Why a server refused this executor's proof (or requires authentication it has off), once one has. */
   authRefusal(): string | undefined;
 }
 

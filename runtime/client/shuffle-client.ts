@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Writable, type Readable } from 'node:stream';
 import { mapTaskConfigFrom } from '../../conf/machine-configs.ts';
-import type { ResolvedConfig } from '../../conf/index.ts';
 import { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
 import {
   initialMapTaskState,
@@ -14,9 +13,7 @@ import { recordsIn } from '../../core/machines/client/records.ts';
 import { lifecycleManagerNodeId, mapTaskNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import type { Logger } from '../log.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
-import type { NodeNetwork } from '../process/node-network.ts';
 import { clientLogger } from './client-log.ts';
 import { clientNetwork } from './client-network.ts';
 import { clientConfig, clientRelease, parseHostPort, type ClientOptions } from './client-config.ts';
@@ -34,6 +31,7 @@ import {
   StreamingPartitionRead,
   type PartitionReader,
   type ReadOptions,
+  type ReaderContext,
 } from './partition-reader.ts';
 
 export type { PartitionReader, ReadOptions } from './partition-reader.ts';
@@ -232,21 +230,13 @@ function sameShape(a: ShuffleShape, b: ShuffleShape): boolean {
   return a.maps === b.maps && a.partitions === b.partitions;
 }
 
-interface ExecutorContext {
-  readonly appId: string;
-  readonly release: Release;
-  readonly conf: ResolvedConfig;
-  readonly network: NodeNetwork;
-  readonly logger: Logger;
-  readonly fileGroups: FileGroupCache;
+/** What the executor's writers and readers share: the reader's context, with `closed` set by `close()`. */
+interface ExecutorContext extends ReaderContext {
   /**
    * Set when the executor closes. Every task runs as a node on `network.host` (with `stop`): closing stops them
    * there, so that their waits reject with ClientClosedError, and the host refuses tasks started later.
    */
   closed: boolean;
-  refusal(): string | undefined;
-  /** Why a server refused this executor's proof (or requires authentication it has off), once one has. */
-  authRefusal(): string | undefined;
 }
 
 class ShuffleHandle implements Shuffle {
