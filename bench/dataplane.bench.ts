@@ -11,6 +11,8 @@
  *   npm start's job end to end                        the same bytes through bare sinks            >= 50 %
  *   worker CPU seconds per GiB pushed                 the discarding sink's                        <= 1.5x
  *   peak worker RSS while pushing                     configured memory + 256 MiB                  <=
+ *   peak RSS of a map's executor (1,000 partitions)   its writer's budget + 256 MiB                <=
+ *   peak RSS of a reducer reading one partition       its read-ahead (chunks x chunk size) + 256   <=
  *   p50 / p99 push round trip, small batches, many partitions, event-loop delay                    reported
  *   client + worker CPU seconds per GiB pushed        the bare client's and sink's                 reported
  *
@@ -26,6 +28,7 @@ import { defaultJsonPath, HELP, parseOptions, type Options } from './dataplane/o
 import { machineInfo } from './dataplane/proc.ts';
 import { measureMemoryPasses, type MemoryPasses } from './dataplane/floor.ts';
 import {
+  clientMemoryRow,
   cpuFloorRows,
   cpuRow,
   keepingRows,
@@ -46,12 +49,15 @@ import {
   collectProfiles,
   e2e,
   manyPartitions,
+  mapMemory,
+  readMemory,
   pushDiskAndFetch,
   pushMemory,
   pushReplicated,
   rss,
   smallBatches,
   SvcFailure,
+  type ClientMemoryFigure,
   type Comparison,
   type Context,
   type E2eFigure,
@@ -117,10 +123,12 @@ console.log(`scenarios: ${o.scenarios.join(', ')}\n`);
 interface Round {
   readonly comparisons: Comparison[];
   rss?: RssFigure;
+  /** map-memory and read-memory: a map's executor and a reducer, each in its own process. */
+  readonly clientMemory: ClientMemoryFigure[];
   e2e?: E2eFigure;
   /** The unavoidable memory passes, timed in this process right after push-memory (./dataplane/floor.ts). */
   memoryPasses?: MemoryPasses;
-  /** Figures svc failed to produce, by scenario (rss, e2e; a push's failure is in its comparison). */
+  /** Figures svc failed to produce, by scenario (rss, e2e, map-memory, read-memory; a push's is in its comparison). */
   readonly svcFailures: Map<string, string>;
 }
 
@@ -158,6 +166,16 @@ async function runRound(round: Round): Promise<void> {
         } catch (error) {
           if (!(error instanceof SvcFailure)) throw error;
           round.svcFailures.set('rss', error.message);
+          console.log(`  svc FAILED: ${error.message.split('\n')[0]}`);
+        }
+        break;
+      case 'map-memory':
+      case 'read-memory':
+        try {
+          round.clientMemory.push(await (scenario === 'map-memory' ? mapMemory(ctx) : readMemory(ctx)));
+        } catch (error) {
+          if (!(error instanceof SvcFailure)) throw error;
+          round.svcFailures.set(scenario, error.message);
           console.log(`  svc FAILED: ${error.message.split('\n')[0]}`);
         }
         break;
@@ -204,6 +222,15 @@ function rowsOf(round: Round): Row[] {
   if (rssFailure !== undefined) {
     rows.push(failedRow('peak worker RSS while pushing', 'MiB', '<= configured + 256 MiB', rssFailure));
   }
+  for (const figure of round.clientMemory) rows.push(clientMemoryRow(figure, RSS_SLACK));
+  const clientMemoryGoals = {
+    'map-memory': "peak RSS of a map's executor writing into 1000 partitions",
+    'read-memory': 'peak RSS of a reducer reading one partition',
+  };
+  for (const [scenario, figure] of Object.entries(clientMemoryGoals)) {
+    const failure = round.svcFailures.get(scenario);
+    if (failure !== undefined) rows.push(failedRow(figure, 'MiB', '<= budget + 256 MiB', failure));
+  }
   for (const name of ['small-batches', 'many-partitions']) {
     const run = byScenario(name);
     if (run !== undefined) rows.push(throughputRow(run, undefined));
@@ -217,7 +244,7 @@ let failure: unknown;
 try {
   for (let r = 0; r < o.rounds; r += 1) {
     if (o.rounds > 1) console.log(`\n--- round ${r + 1} of ${o.rounds}`);
-    const round: Round = { comparisons: [], svcFailures: new Map() };
+    const round: Round = { comparisons: [], clientMemory: [], svcFailures: new Map() };
     rounds.push(round);
     await runRound(round);
   }
@@ -229,18 +256,31 @@ try {
 }
 
 const rows = medianRows(rounds.map(rowsOf));
-const last = rounds[rounds.length - 1] ?? { comparisons: [], svcFailures: new Map<string, string>() };
+const last = rounds[rounds.length - 1] ?? {
+  comparisons: [],
+  clientMemory: [],
+  svcFailures: new Map<string, string>(),
+};
 const comparisons = last.comparisons;
 const rssFigure = last.rss;
 const e2eFigure = last.e2e;
 
 if (rows.length > 0) {
   console.log(`\n${rowsTable(rows)}`);
-  console.log(`\n${detailTable(comparisons, rssFigure)}`);
+  if (comparisons.length > 0 || rssFigure !== undefined)
+    console.log(`\n${detailTable(comparisons, rssFigure)}`);
   console.log(
     '\nsrv = the worker(s) or bare sink(s); cli = the client process. CPU from /proc/<pid>/stat, RSS sampled from ' +
       '/proc/<pid>/status every 50 ms; event-loop delay from perf_hooks.monitorEventLoopDelay (10 ms resolution).',
   );
+  for (const figure of last.clientMemory) {
+    console.log(
+      `${figure.scenario}: ${(figure.bytes / 2 ** 20).toFixed(0)} MiB in ${figure.seconds.toFixed(1)} s ` +
+        `(${figure.mibPerSecond.toFixed(1)} MiB/s), ${figure.cpuSeconds.toFixed(1)} CPU s; peak RSS sampled ` +
+        `${(figure.sampledPeakRssBytes / 2 ** 20).toFixed(0)} MiB, VmHWM ${(figure.hwmBytes / 2 ** 20).toFixed(0)} MiB ` +
+        `(the process's whole life); ${figure.budget}`,
+    );
+  }
   if (e2eFigure !== undefined) {
     console.log(
       `e2e: svc ${e2eFigure.svcSeconds.toFixed(1)} s (map ${String(e2eFigure.svcMapSeconds)} s, reduce ` +

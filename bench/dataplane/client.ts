@@ -11,6 +11,7 @@
  *   library is unchanged: the wrappers only note times).
  * - bare: the same framed stream (./workload.ts) written to sink sockets, and bare TCP reads of files.
  */
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
@@ -22,6 +23,7 @@ import { NodeHost } from '../../runtime/driver/node-host.ts';
 import { Transport } from '../../runtime/transport/transport.ts';
 import type { WireEnvelope } from '../../runtime/wire/index.ts';
 import type {
+  AppCoordinates,
   Endpoint,
   FromClient,
   Percentiles,
@@ -29,6 +31,7 @@ import type {
   ReadResult,
   SinkAck,
   ToClient,
+  WriteResult,
 } from './protocol.ts';
 import { mapIdsOf, mapMessages, RecordSource, recordBytesOf } from './workload.ts';
 
@@ -100,8 +103,10 @@ function percentilesOf(histogram: RecordableHistogram, unitMs: number): Percenti
 // ------------------------------------------------------------------ svc
 
 let svc: { app: Application; executor: ShuffleClient } | undefined;
+/** An executor without an application (svc-executor): a map's or a reducer's process. */
+let executorOnly: ShuffleClient | undefined;
 
-async function svcInit(message: Extract<ToClient, { type: 'svc-init' }>): Promise<void> {
+async function svcInit(message: Extract<ToClient, { type: 'svc-init' }>): Promise<AppCoordinates> {
   const app = await startApplication({ master: message.master, conf: message.conf, logLevel: 'error' });
   const executor = connectExecutor({
     lifecycleManager: app.lifecycleManager,
@@ -110,11 +115,26 @@ async function svcInit(message: Extract<ToClient, { type: 'svc-init' }>): Promis
     logLevel: 'error',
   });
   svc = { app, executor };
+  return {
+    lifecycleManager: app.lifecycleManager,
+    appId: app.appId,
+    ...(app.secret === undefined ? {} : { secret: app.secret }),
+  };
+}
+
+function svcExecutor(message: Extract<ToClient, { type: 'svc-executor' }>): void {
+  executorOnly = connectExecutor({ ...message.app, conf: message.conf, logLevel: 'error' });
 }
 
 function requireSvc(): { app: Application; executor: ShuffleClient } {
   if (svc === undefined) throw new Error('svc-init first');
   return svc;
+}
+
+function requireExecutor(): ShuffleClient {
+  const executor = executorOnly ?? svc?.executor;
+  if (executor === undefined) throw new Error('svc-init or svc-executor first');
+  return executor;
 }
 
 /** Runs `task` over `items`, `slots` at a time. */
@@ -189,6 +209,50 @@ async function svcPush(message: Extract<ToClient, { type: 'svc-push' }>): Promis
       bytesByStorage,
     },
   };
+}
+
+/** Bytes of the pool streaming maps cut their records from: many distinct records, a fixed footprint. */
+const WRITE_POOL_BYTES = 4 * 2 ** 20;
+
+async function svcWriteMaps(message: Extract<ToClient, { type: 'svc-write-maps' }>): Promise<WriteResult> {
+  const executor = requireExecutor();
+  const shuffle = executor.shuffle(message.shuffleId, { maps: message.maps, partitions: message.partitions });
+  const { recordBytes, partitions } = message;
+  const source = randomBytes(Math.max(WRITE_POOL_BYTES, 2 * recordBytes));
+  const offsets = Math.floor((source.length - recordBytes) / 8);
+  const recordsPerMap = Math.floor(message.bytesPerMap / recordBytes);
+  let records = 0;
+  const started = performance.now();
+  await pool(message.mapIds, message.slots, async (mapId) => {
+    const writer = shuffle.writer(mapId);
+    for (let i = 0; i < recordsPerMap; i += 1) {
+      // Round-robin over the partitions: every partition's batch fills at once, the worst case for a map's memory.
+      const offset = (((mapId * 7919 + i) * 4099) % offsets) * 8;
+      if (!writer.write(i % partitions, source, offset, recordBytes)) await once(writer, 'drain');
+    }
+    const result = await writer.close();
+    if (result.outcome !== 'won') throw new Error(`map ${mapId} ${result.outcome}`);
+    records += recordsPerMap;
+  });
+  const ms = performance.now() - started;
+  return { type: 'wrote', ms, recordBytes: records * recordBytes, records };
+}
+
+async function svcReadPartition(
+  message: Extract<ToClient, { type: 'svc-read-partition' }>,
+): Promise<ReadResult> {
+  const executor = requireExecutor();
+  const shuffle = executor.shuffle(message.shuffleId, { maps: message.maps, partitions: message.partitions });
+  let bytes = 0;
+  let records = 0;
+  const started = performance.now();
+  for await (const chunk of shuffle.reader(message.partitionId).chunks()) {
+    for (const record of chunk) {
+      bytes += record.byteLength;
+      records += 1;
+    }
+  }
+  return { type: 'read', ms: performance.now() - started, bytes, records };
 }
 
 async function svcRead(message: Extract<ToClient, { type: 'svc-read' }>): Promise<ReadResult> {
@@ -362,8 +426,14 @@ async function bareRead(message: Extract<ToClient, { type: 'bare-read' }>): Prom
 async function handle(message: ToClient): Promise<FromClient | undefined> {
   switch (message.type) {
     case 'svc-init':
-      await svcInit(message);
+      return { type: 'svc-ready', pid: process.pid, app: await svcInit(message) };
+    case 'svc-executor':
+      svcExecutor(message);
       return { type: 'ready', pid: process.pid };
+    case 'svc-write-maps':
+      return svcWriteMaps(message);
+    case 'svc-read-partition':
+      return svcReadPartition(message);
     case 'svc-push':
       return svcPush(message);
     case 'svc-read':
@@ -373,6 +443,7 @@ async function handle(message: ToClient): Promise<FromClient | undefined> {
     case 'bare-read':
       return bareRead(message);
     case 'exit':
+      await executorOnly?.close().catch(() => undefined);
       await svc?.executor.close().catch(() => undefined);
       await svc?.app.close().catch(() => undefined);
       process.exit(0);

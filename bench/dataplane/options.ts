@@ -16,6 +16,8 @@ export const SCENARIOS = [
   'small-batches',
   'many-partitions',
   'rss',
+  'map-memory',
+  'read-memory',
   'e2e',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -30,6 +32,14 @@ export interface Options {
   readonly rssSize: number;
   /** The worker's svc.worker.memory.size in the RSS run (the configured memory the goal adds 256 MiB to). */
   readonly rssWorkerMemory: number;
+  /** What the map-memory scenario's one map writes (into 1,000 partitions). */
+  readonly mapMemorySize: number;
+  /** The partition the read-memory scenario's reducer reads. */
+  readonly readMemorySize: number;
+  /** svc.client.push.maxUnacknowledgedBytes in map-memory and read-memory (the map's budget). */
+  readonly mapBudget: number;
+  /** svc.client.fetch.maxReqsInFlight in map-memory and read-memory (the reducer's read-ahead, in chunks). */
+  readonly readAhead: number;
   readonly e2eSize: number;
   readonly partitions: number;
   readonly manyPartitions: number;
@@ -82,6 +92,10 @@ Scenarios (--only / --skip take a comma-separated list):
   small-batches    4 KiB batches, many maps (per-message costs) vs a discarding sink
   many-partitions  10,000 partitions per shuffle vs a discarding sink
   rss              peak worker RSS pushing --rss-size into the memory tier at the default memory budget
+  map-memory       peak RSS of one map's executor process writing --map-memory-size into 1,000 partitions
+                   through the streaming writer (waiting for 'drain'), 1 worker, disk tier, no replication
+  read-memory      peak RSS of one reducer process reading a partition of --read-memory-size (8 maps wrote it)
+                   through the streaming reader, 1 worker, disk tier, no replication
   e2e              npm start's job (svc demo: 8 maps x 32 reduces, replication on, 3 workers, disk tier) vs the
                    same bytes pushed and read back through 3 relaying file sinks by 2 client processes
 
@@ -92,6 +106,10 @@ Sizes (bytes: 1g, 256m, 64k):
   --many-size <b>          many-partitions push                      default 64m
   --rss-size <b>           RSS run (the issue's figure is 4g)        default 1g
   --rss-worker-memory <b>  svc.worker.memory.size in the RSS run     default 1g
+  --map-memory-size <b>    map-memory's one map                      default 4g
+  --read-memory-size <b>   read-memory's partition                   default 4g
+  --map-budget <b>         svc.client.push.maxUnacknowledgedBytes there   default 64m (the key's default)
+  --read-ahead <n>         svc.client.fetch.maxReqsInFlight there    default 4 (the key's default)
   --e2e-size <b>           the demo job                              default 1g
   --partitions <n>         partitions of the pushes                  default 32
   --many-partitions <n>    partitions of many-partitions             default 10000
@@ -161,6 +179,10 @@ const STRING_FLAGS = [
   'many-size',
   'rss-size',
   'rss-worker-memory',
+  'map-memory-size',
+  'read-memory-size',
+  'map-budget',
+  'read-ahead',
   'e2e-size',
   'partitions',
   'many-partitions',
@@ -229,6 +251,10 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
     manySize: size('many-size', '64m'),
     rssSize: size('rss-size', '1g'),
     rssWorkerMemory: size('rss-worker-memory', '1g'),
+    mapMemorySize: size('map-memory-size', '4g'),
+    readMemorySize: size('read-memory-size', '4g'),
+    mapBudget: size('map-budget', '64m'),
+    readAhead: whole('read-ahead', 4),
     e2eSize: size('e2e-size', '1g'),
     partitions: whole('partitions', 32),
     manyPartitions: whole('many-partitions', 10_000),

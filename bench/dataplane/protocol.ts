@@ -35,6 +35,38 @@ export type ToClient =
       readonly workload: Workload;
       readonly mapSlots: number;
     }
+  /**
+   * Connects an executor only (no application) to another client process's application: a process whose memory is
+   * one map's or one reducer's (the map-memory and read-memory scenarios).
+   */
+  | {
+      readonly type: 'svc-executor';
+      readonly app: AppCoordinates;
+      readonly conf: Readonly<Record<string, string>>;
+    }
+  /**
+   * Runs map attempts through the streaming writer, `slots` at a time, each writing `bytesPerMap` of records of
+   * `recordBytes` round-robin over the shuffle's partitions, cut from one pool (no allocation per record) and
+   * waiting for 'drain' whenever `write()` says false.
+   */
+  | {
+      readonly type: 'svc-write-maps';
+      readonly shuffleId: number;
+      readonly maps: number;
+      readonly partitions: number;
+      readonly mapIds: readonly number[];
+      readonly bytesPerMap: number;
+      readonly recordBytes: number;
+      readonly slots: number;
+    }
+  /** Reads one partition through `shuffle.reader(p).chunks()`, consuming each chunk before asking for the next. */
+  | {
+      readonly type: 'svc-read-partition';
+      readonly shuffleId: number;
+      readonly maps: number;
+      readonly partitions: number;
+      readonly partitionId: number;
+    }
   /** Reads every partition of a pushed shuffle with `shuffle.read`, `slots` partitions at a time. */
   | {
       readonly type: 'svc-read';
@@ -55,6 +87,21 @@ export type ToClient =
       readonly slots: number;
     }
   | { readonly type: 'exit' };
+
+/** What an executor needs to join an application (svc-init's answer). */
+export interface AppCoordinates {
+  readonly lifecycleManager: string;
+  readonly appId: string;
+  readonly secret?: string;
+}
+
+/** svc-write-maps' answer. */
+export interface WriteResult {
+  readonly type: 'wrote';
+  readonly ms: number;
+  readonly recordBytes: number;
+  readonly records: number;
+}
 
 export interface PushResult {
   readonly type: 'pushed';
@@ -88,6 +135,8 @@ export interface ReadResult {
 
 export type FromClient =
   | { readonly type: 'ready'; readonly pid: number }
+  | { readonly type: 'svc-ready'; readonly pid: number; readonly app: AppCoordinates }
+  | WriteResult
   | PushResult
   | ReadResult
   | { readonly type: 'failed'; readonly error: string };

@@ -3,7 +3,14 @@
  * as JSON for CI history.
  */
 import type { MemoryPasses } from './floor.ts';
-import type { Comparison, E2eFigure, RssFigure, Side } from './scenarios.ts';
+import {
+  peakOf,
+  type ClientMemoryFigure,
+  type Comparison,
+  type E2eFigure,
+  type RssFigure,
+  type Side,
+} from './scenarios.ts';
 
 const MIB = 2 ** 20;
 
@@ -200,6 +207,21 @@ export function rssRow(figure: RssFigure, slackBytes: number): Row {
     unit: 'MiB',
     ratio: peak / limit,
     goal: `<= configured ${(figure.configuredBytes / MIB).toFixed(0)} MiB + ${(slackBytes / MIB).toFixed(0)} MiB`,
+    met: peak <= limit,
+  };
+}
+
+/** A client process's peak RSS (map executor or reducer) against its own budget + the slack. */
+export function clientMemoryRow(figure: ClientMemoryFigure, slackBytes: number): Row {
+  const peak = peakOf(figure);
+  const limit = figure.budgetBytes + slackBytes;
+  return {
+    figure: figure.what + (figure.bytes < 4 * 2 ** 30 ? ` (issue: 4 GiB; --${figure.scenario}-size 4g)` : ''),
+    measured: peak / MIB,
+    baseline: limit / MIB,
+    unit: 'MiB',
+    ratio: peak / limit,
+    goal: `<= ${figure.budget} + ${(slackBytes / MIB).toFixed(0)} MiB`,
     met: peak <= limit,
   };
 }

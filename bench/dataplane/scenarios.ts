@@ -32,6 +32,7 @@ import type {
   SinkPorts,
   ToClient,
   ToSink,
+  WriteResult,
 } from './protocol.ts';
 import { describeWorkload, recordBytesOf, workloadOf, type Workload } from './workload.ts';
 
@@ -1041,4 +1042,247 @@ export async function e2e(ctx: Context): Promise<E2eFigure> {
       bare: `benchmark + ${DEMO_WORKERS} sinks + ${DEMO_EXECUTORS} clients`,
     },
   };
+}
+
+// ------------------------------------------------------------------ a streaming client's own memory
+
+/** Partitions of the map-memory scenario's shuffle (the issue's figure). */
+const MAP_MEMORY_PARTITIONS = 1000;
+/** Maps that write the read-memory scenario's partition between them. */
+const READ_MEMORY_MAPS = 8;
+
+/** The peak resident memory of one client process (a map's executor, or a reducer) against its budget. */
+export interface ClientMemoryFigure {
+  readonly scenario: 'map-memory' | 'read-memory';
+  readonly what: string;
+  /** Record bytes the measured process wrote or read. */
+  readonly bytes: number;
+  readonly seconds: number;
+  readonly mibPerSecond: number;
+  /** The client's own budget: unacknowledged bytes of a map task, or read-ahead chunks times the chunk size. */
+  readonly budgetBytes: number;
+  readonly budget: string;
+  /** The process's VmRSS sampled every 50 ms during the write or read, and its VmHWM (peak since it started). */
+  readonly sampledPeakRssBytes: number;
+  readonly hwmBytes: number;
+  readonly cpuSeconds: number;
+}
+
+/** The client's settings in both scenarios: disk tier, replication off, the benchmark's batch and chunk sizes. */
+function clientMemoryConf(ctx: Context): Record<string, string> {
+  const o = ctx.options;
+  return {
+    ...clientTierConf('disk'),
+    'svc.client.push.replicate.enabled': 'false',
+    'svc.client.push.buffer.max.size': String(o.batch),
+    'svc.client.push.merge.maxSize': String(o.merge),
+    'svc.client.push.maxUnacknowledgedBytes': String(o.mapBudget),
+    'svc.client.fetch.maxReqsInFlight': String(o.readAhead),
+    'svc.shuffle.chunk.size': String(o.chunk),
+  };
+}
+
+/**
+ * A one-worker disk cluster, an application in a driver process, and `run` given a way to start executor-only
+ * processes (each the process of one map stage or one reducer); everything is stopped afterwards.
+ */
+async function withClientProcesses<T>(
+  ctx: Context,
+  name: string,
+  run: (startExecutor: (role: string) => Promise<Client>) => Promise<T>,
+): Promise<T> {
+  const conf = clientMemoryConf(ctx);
+  const clients: Client[] = [];
+  let cluster: LocalCluster | undefined;
+  try {
+    cluster = await startCluster(ctx, `${name}-svc`, 1, 'disk', []);
+    const driver = await startClient(ctx, `${name}-driver`);
+    clients.push(driver);
+    const ready = await driver.ask({ type: 'svc-init', master: cluster.masterUrl, conf });
+    if (ready.type !== 'svc-ready') throw new Error(`the driver answered ${ready.type}`);
+    return await run(async (role) => {
+      const executor = await startClient(ctx, `${name}-${role}`);
+      clients.push(executor);
+      await executor.ask({ type: 'svc-executor', app: ready.app, conf });
+      return executor;
+    });
+  } catch (error) {
+    throw svcFailure(error);
+  } finally {
+    await Promise.all(clients.map((client) => client.stop({ type: 'exit' })));
+    await cluster?.stop();
+  }
+}
+
+/** Runs `work` in process `pid`, sampling its RSS and CPU; reads its VmHWM before it may exit. */
+async function measureProcess<T>(
+  pid: number,
+  work: () => Promise<T>,
+): Promise<{ result: T; sampledPeak: number; hwm: number; cpuSeconds: number }> {
+  const cpu0 = cpuSeconds(pid);
+  const sampler = new RssSampler([pid]);
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    sampler.stop();
+  }
+  const cpu1 = cpuSeconds(pid);
+  return {
+    result,
+    sampledPeak: sampler.stop().get(pid) ?? 0,
+    hwm: memoryOf(pid).hwm,
+    cpuSeconds: cpu1.user + cpu1.system - cpu0.user - cpu0.system,
+  };
+}
+
+function wrote(answer: FromClient): WriteResult {
+  if (answer.type !== 'wrote') throw new Error(`expected a write result, got ${answer.type}`);
+  return answer;
+}
+
+function clientMemoryFigure(
+  scenario: ClientMemoryFigure['scenario'],
+  what: string,
+  measured: { sampledPeak: number; hwm: number; cpuSeconds: number },
+  bytes: number,
+  ms: number,
+  budgetBytes: number,
+  budget: string,
+): ClientMemoryFigure {
+  const seconds = ms / 1000;
+  return {
+    scenario,
+    what,
+    bytes,
+    seconds,
+    mibPerSecond: bytes / MIB / seconds,
+    budgetBytes,
+    budget,
+    sampledPeakRssBytes: measured.sampledPeak,
+    hwmBytes: measured.hwm,
+    cpuSeconds: measured.cpuSeconds,
+  };
+}
+
+/**
+ * One map attempt in its own executor process writes --map-memory-size into 1,000 partitions through the streaming
+ * writer, waiting for 'drain' whenever write() says false: its peak RSS against svc.client.push.maxUnacknowledgedBytes.
+ */
+export async function mapMemory(ctx: Context): Promise<ClientMemoryFigure> {
+  const o = ctx.options;
+  const bytes = o.mapMemorySize;
+  ctx.log(
+    `map-memory: one map writing ${(bytes / MIB).toFixed(0)} MiB into ${MAP_MEMORY_PARTITIONS} partitions ` +
+      `(records of ${o.recordSize} B), budget ${(o.mapBudget / MIB).toFixed(0)} MiB, 1 worker, disk tier`,
+  );
+  return withClientProcesses(ctx, 'map-memory', async (startExecutor) => {
+    const mapper = await startExecutor('executor');
+    const measured = await measureProcess(mapper.pid, async () =>
+      wrote(
+        await withinDeadline(
+          ctx,
+          'the map-memory map',
+          bytes,
+          mapper.ask({
+            type: 'svc-write-maps',
+            shuffleId: 0,
+            maps: 1,
+            partitions: MAP_MEMORY_PARTITIONS,
+            mapIds: [0],
+            bytesPerMap: bytes,
+            recordBytes: o.recordSize,
+            slots: 1,
+          }),
+        ),
+      ),
+    );
+    const figure = clientMemoryFigure(
+      'map-memory',
+      `peak RSS of a map's executor writing ${(measured.result.recordBytes / MIB).toFixed(0)} MiB into ` +
+        `${MAP_MEMORY_PARTITIONS} partitions`,
+      measured,
+      measured.result.recordBytes,
+      measured.result.ms,
+      o.mapBudget,
+      `svc.client.push.maxUnacknowledgedBytes ${(o.mapBudget / MIB).toFixed(0)} MiB`,
+    );
+    ctx.log(
+      `  ${figure.mibPerSecond.toFixed(1)} MiB/s; executor peak RSS ${(peakOf(figure) / MIB).toFixed(0)} MiB`,
+    );
+    return figure;
+  });
+}
+
+/**
+ * One reducer in its own process reads a partition of --read-memory-size (written first by 8 maps in another
+ * process) through the streaming reader: its peak RSS against the read-ahead (svc.client.fetch.maxReqsInFlight
+ * chunks of svc.shuffle.chunk.size).
+ */
+export async function readMemory(ctx: Context): Promise<ClientMemoryFigure> {
+  const o = ctx.options;
+  const bytesPerMap = Math.floor(o.readMemorySize / READ_MEMORY_MAPS);
+  const budgetBytes = o.readAhead * o.chunk;
+  ctx.log(
+    `read-memory: one reducer reading a ${(o.readMemorySize / MIB).toFixed(0)} MiB partition (${READ_MEMORY_MAPS} ` +
+      `maps x ${(bytesPerMap / MIB).toFixed(0)} MiB), read-ahead ${o.readAhead} x ${(o.chunk / MIB).toFixed(0)} ` +
+      'MiB chunks, 1 worker, disk tier',
+  );
+  return withClientProcesses(ctx, 'read-memory', async (startExecutor) => {
+    const mapper = await startExecutor('maps');
+    const shape = { shuffleId: 0, maps: READ_MEMORY_MAPS, partitions: 1 };
+    const written = wrote(
+      await withinDeadline(
+        ctx,
+        'the read-memory maps',
+        o.readMemorySize,
+        mapper.ask({
+          type: 'svc-write-maps',
+          ...shape,
+          mapIds: Array.from({ length: READ_MEMORY_MAPS }, (_, m) => m),
+          bytesPerMap,
+          recordBytes: o.recordSize,
+          slots: o.mapSlots,
+        }),
+      ),
+    );
+    ctx.log(
+      `  maps wrote ${(written.recordBytes / MIB).toFixed(0)} MiB in ${(written.ms / 1000).toFixed(1)} s`,
+    );
+    await mapper.stop({ type: 'exit' });
+    const reducer = await startExecutor('reducer');
+    const measured = await measureProcess(reducer.pid, async () =>
+      read(
+        await withinDeadline(
+          ctx,
+          'the read-memory read',
+          written.recordBytes,
+          reducer.ask({ type: 'svc-read-partition', ...shape, partitionId: 0 }),
+        ),
+      ),
+    );
+    if (measured.result.bytes !== written.recordBytes) {
+      throw new SvcFailure(
+        `the reducer read ${measured.result.bytes} of the ${written.recordBytes} bytes written`,
+      );
+    }
+    const figure = clientMemoryFigure(
+      'read-memory',
+      `peak RSS of a reducer reading a ${(measured.result.bytes / MIB).toFixed(0)} MiB partition`,
+      measured,
+      measured.result.bytes,
+      measured.result.ms,
+      budgetBytes,
+      `read-ahead ${o.readAhead} x ${(o.chunk / MIB).toFixed(0)} MiB`,
+    );
+    ctx.log(
+      `  ${figure.mibPerSecond.toFixed(1)} MiB/s; reducer peak RSS ${(peakOf(figure) / MIB).toFixed(0)} MiB`,
+    );
+    return figure;
+  });
+}
+
+/** The larger of the sampled peak and VmHWM (which also sees peaks between samples). */
+export function peakOf(figure: ClientMemoryFigure): number {
+  return Math.max(figure.sampledPeakRssBytes, figure.hwmBytes);
 }
