@@ -61,6 +61,8 @@ describe('the client library’s logging', () => {
       logged.every((line) => line.level >= 40),
       'warnings and errors only by default',
     );
+    // The driver names its node in each line, as the logger's base does: the key appears once.
+    for (const line of lines.slice(0, -1)) assert.equal(line.split('"node":').length, 2, line);
   });
 
   it('hands its lines to the application’s logger instead, warnings only unless asked for more', async () => {

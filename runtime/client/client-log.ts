@@ -2,7 +2,7 @@
 // library never writes there: it logs through the application's logger when given one, else JSON lines on stderr,
 // warnings and errors only unless asked for more.
 import { pino } from 'pino';
-import type { Logger, LogLevelName } from '../log.ts';
+import { createLogger, type Logger, type LogLevelName } from '../log.ts';
 
 /**
  * The logger an application hands in (`logger` of startApplication and connectExecutor). A pino logger fits as it
@@ -34,19 +34,16 @@ export function clientLogger(
   level: LogLevelName | undefined,
   base: Readonly<Record<string, unknown>>,
 ): Logger {
-  const options = {
-    level: level ?? 'warn',
-    base: { ...base },
-    messageKey: 'msg',
-    timestamp: pino.stdTimeFunctions.isoTime,
-  };
-  if (handed === undefined) return pino(options, pino.destination({ dest: 2, sync: true }));
+  // Through createLogger, so that a line naming `node` itself (a task's driver) carries that key once.
+  if (handed === undefined) {
+    return createLogger(level ?? 'warn', base, pino.destination({ dest: 2, sync: true }));
+  }
   if (typeof handed.warn !== 'function' || typeof handed.error !== 'function') {
     throw new TypeError(
       'the logger handed to the svc client needs warn(fields, message) and error(fields, message)',
     );
   }
-  return pino(options, {
+  return createLogger(level ?? 'warn', base, {
     write(line: string) {
       const {
         level: number,
