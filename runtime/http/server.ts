@@ -210,11 +210,23 @@ function onError(logger: Logger | undefined) {
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) return sendError(reply, status, error.message);
+    // The cause (a path, a peer, a stack) is for the operator's log, not for whoever called: the answer names the
+    // request so that the two can be matched.
     logger?.error(
-      { event: 'http.error', method: request.method, url: request.url, error: String(error.stack ?? error) },
+      {
+        event: 'http.error',
+        requestId: request.id,
+        method: request.method,
+        url: request.url,
+        error: String(error.stack ?? error),
+      },
       `management interface failed on ${request.method} ${request.url}`,
     );
-    return sendError(reply, 500, `internal error: ${error.message}`);
+    return sendError(
+      reply,
+      500,
+      `internal error in request ${request.id}; the server's log has its cause (event http.error)`,
+    );
   };
 }
 
