@@ -3,24 +3,15 @@
 // makes the lifecycle manager warn on every retry: a real warning from real sockets.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { startApplication } from './application.ts';
 import { clientLogger, type ClientLogger } from './client-log.ts';
 import { ApplicationRefusedError } from './errors.ts';
+import { closedPort } from '../testing/closed-port.ts';
 
 const run = promisify(execFile);
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
-}
 
 type Line = { method: string; fields: Record<string, unknown>; message: string };
 

@@ -14,6 +14,7 @@ import { clientNetwork } from './client-network.ts';
 import { DriverNode } from './driver-node.ts';
 import { ClientClosedError, RequestFailedError } from './errors.ts';
 import { connectExecutor } from './shuffle-client.ts';
+import { closedPort } from '../testing/closed-port.ts';
 
 /** A TCP server that accepts connections and never answers; `connected` resolves once a peer has sent bytes. */
 class SilentServer {
@@ -39,13 +40,6 @@ class SilentServer {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
-}
-
-async function closedPort(): Promise<number> {
-  const silent = new SilentServer();
-  const port = await silent.listen();
-  await silent.close();
-  return port;
 }
 
 /** A driver node of application `app-x` whose lifecycle manager is at `port`, on a real client network. */

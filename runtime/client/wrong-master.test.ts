@@ -1,19 +1,10 @@
 // A wrong master address is reported after one request timeout, not after three (core/machines/lifecycle-manager,
 // registration retries). Real sockets: a port that was just closed refuses connections.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { startApplication } from './application.ts';
 import { ApplicationRefusedError } from './errors.ts';
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
-}
+import { closedPort } from '../testing/closed-port.ts';
 
 describe('startApplication with a master nobody listens at', () => {
   it('rejects after its registration retries with an error that says what to check', async () => {

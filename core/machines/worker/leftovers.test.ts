@@ -15,6 +15,7 @@ import {
   ofKind,
   onlySent,
   pushData,
+  registeredWorker,
   SELF,
 } from './test-kit.ts';
 
@@ -64,13 +65,7 @@ function heartbeat(
 
 /** The recovery record of a worker that committed one file of shuffle KEY (`KEY/0-0-0` on a disk). */
 function committedRecovery(): { recovered: Map<string, string>; file: FileRef } {
-  const harness = new Harness(workerMachine, initialWorkerState(testWorkerConfig(SELF)));
-  const register = onlySent(harness.start(), 'RegisterWorker');
-  harness.receive(
-    MASTER,
-    { type: 'RegisterWorkerResponse', success: true, message: 'ok' },
-    { inReplyTo: register.requestId!, principal: { kind: 'server' } },
-  );
+  const harness = registeredWorker(SELF);
   harness.completeIo(
     harness.receive(
       CLIENT,
