@@ -147,6 +147,24 @@ describe('admission against a real cluster presenting 0.3.0', () => {
   });
 });
 
+describe('admission against a real cluster presenting 0.2.0 (its workers given rss://, contract 9.3)', () => {
+  let cluster: LocalCluster;
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it('accepts a 0.2.0 client and verifies its shuffle', async () => {
+    cluster = await LocalCluster.start({ workers: 2, release: '0.2.0' });
+    assert.match(cluster.masterUrlForServers, /^rss:\/\//);
+    const rows = await admissionCheck({ clients: ['0.2.0'], revive: false })(targetOf(cluster, '0.2.0'));
+    assert.deepEqual(
+      rows.map((r) => [r.ruleId, r.verdict]),
+      [['1/admission-client-0.2.0', 'pass']],
+      JSON.stringify(rows),
+    );
+  });
+});
+
 describe('admission against a server that mis-admits a 0.2 client at 0.6.0', () => {
   let cluster: LocalCluster;
   let front: MisadmittingFront | undefined;

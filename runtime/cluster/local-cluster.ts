@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { compareReleases, parseRelease } from '../../core/release/version.ts';
 import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
 
 /** Where a cluster keeps partition files: local disks, the memory tier, or a shared DFS directory. */
@@ -123,6 +124,17 @@ export class LocalCluster {
     return `svc://127.0.0.1:${this.masterPort}`;
   }
 
+  /**
+   * The master's URL as the servers' release writes it: `rss://` before 0.3.0, which changed the scheme to `svc://`
+   * (contract 9.3), so that a cluster presenting 0.2.x starts its workers.
+   */
+  get masterUrlForServers(): string {
+    const release = this.options.release;
+    return release !== undefined && compareReleases(parseRelease(release), '0.3.0') < 0
+      ? `rss://127.0.0.1:${this.masterPort}`
+      : this.masterUrl;
+  }
+
   /** `http://127.0.0.1:<port>` of the master's management interface. */
   get masterHttpUrl(): string {
     return `http://127.0.0.1:${this.masterHttpPort}`;
@@ -213,7 +225,7 @@ export class LocalCluster {
     this.workerStarts[index] = (this.workerStarts[index] ?? 0) + 1;
     const worker = new ServerProcess({
       name: `worker-${index}`,
-      args: ['worker', this.masterUrl, ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      args: ['worker', this.masterUrlForServers, ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
     });
     this.workers[index] = worker;
