@@ -89,10 +89,17 @@ export class PrometheusRun {
     readonly url: string,
     private readonly exit: Promise<number | null>,
   ) {
+    // A suite stopped by a signal or an uncaught error must not leave Prometheus running behind it.
+    process.once('exit', this.killOnExit);
     void exit.then(() => {
       this.exited = true;
+      process.off('exit', this.killOnExit);
     });
   }
+
+  private readonly killOnExit = (): void => {
+    this.child.kill('SIGKILL');
+  };
 
   /** Starts Prometheus and resolves once it says it is ready; on any failure it is stopped and the error thrown. */
   static async start(options: PrometheusOptions): Promise<PrometheusRun> {
