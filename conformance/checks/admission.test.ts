@@ -11,6 +11,8 @@ import {
   expectedReviveStorage,
   masterUrlFor,
   parsePartitions,
+  reviveRow,
+  type ListedLocation,
 } from './admission.ts';
 
 function targetOf(cluster: LocalCluster, release: string, dataUrl = cluster.masterUrl): Target {
@@ -67,6 +69,44 @@ describe('the admission expectations, as the contract writes them', () => {
     );
     const text = 'Partition Location Info\nprimary app-1-0 0-1 MEMORY 127.0.0.1:1:2:3:4\n';
     assert.deepEqual(parsePartitions('w', text, false)[0]?.storage, 'MEMORY');
+  });
+
+  it('fails a revived location on the wrong storage, and says when no revive was seen', () => {
+    const target: Target = { release: '0.6.0', masterUrl: 'http://m', workerUrls: ['http://w'] };
+    const at = (epoch: number, storage: string): ListedLocation => ({
+      worker: 'http://w',
+      shuffleKey: 'app-0',
+      partitionId: 0,
+      epoch,
+      storage,
+      side: 'primary',
+    });
+    const read = ['GET http://w/api/v1/shuffles/partitions'];
+    const wrong = reviveRow(target, {
+      verified: true,
+      revived: { client: '0.6.0', locations: [at(0, 'HDD'), at(1, 'MEMORY')], read },
+    });
+    assert.equal(wrong.verdict, 'fail');
+    assert.match(
+      wrong.evidence,
+      /expected storage HDD \(rule 3\), listed: primary app-0 0-1 MEMORY on http:\/\/w/,
+    );
+    const old = reviveRow(target, {
+      verified: true,
+      revived: { client: '0.5.1', locations: [at(1, 'HDD')], read },
+    });
+    assert.equal(old.verdict, 'fail', 'a 0.5.1 client’s revive defaults to memory (rule 4)');
+    const unverified = reviveRow(target, {
+      verified: false,
+      revived: { client: '0.6.0', locations: [at(1, 'HDD')], read },
+    });
+    assert.equal(unverified.verdict, 'fail');
+    const none = reviveRow(target, {
+      verified: true,
+      revived: { client: '0.6.0', locations: [at(0, 'HDD')], read },
+    });
+    assert.equal(none.verdict, 'not-applicable');
+    assert.match(none.evidence, /did not split/);
   });
 
   it('says not applicable, with the reason, when no data endpoint is given', async () => {

@@ -312,14 +312,18 @@ function row(target: Target, ruleId: string, title: string, verdict: Verdict, ev
   return { ruleId, section: '1', release: target.release, title, verdict, evidence };
 }
 
+/** The partition listings read while an accepted client's shuffle had revived and not yet ended. */
+export interface RevivedListing {
+  readonly client: string;
+  readonly locations: readonly ListedLocation[];
+  /** The listings that answered. */
+  readonly read: readonly string[];
+}
+
 interface ClientRun {
   readonly admission: RuleRow;
   /** What the accepted client's revive showed, when it ran one. */
-  readonly revived?: {
-    readonly client: string;
-    readonly locations: ListedLocation[];
-    readonly read: string[];
-  };
+  readonly revived?: RevivedListing;
   readonly verified: boolean;
 }
 
@@ -508,7 +512,10 @@ async function refused(
 }
 
 /** Rules 3 and 4 for one client whose shuffle revived partition 0, from the workers' listings. */
-function reviveRow(target: Target, run: ClientRun): RuleRow {
+export function reviveRow(
+  target: Target,
+  run: Pick<ClientRun, 'verified'> & { readonly revived?: RevivedListing },
+): RuleRow {
   const client = run.revived!.client;
   const { storage, rule } = expectedReviveStorage(client, ['HDD']);
   const ruleId = `1/revive-storage-client-${client}`;
