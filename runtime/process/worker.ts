@@ -492,10 +492,12 @@ function workerStorage(
   return new TierStorage({
     disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
     ...(dfsDir === undefined ? {} : { dfsDir }),
+    // The storage noticed the directory go: every operation on the disk fails from now, and the first one the core
+    // sees fail marks the disk (its `worker.disk.failed` line, core/machines/worker/storage-view.ts).
     onDiskFailed: (mountPoint, reason) =>
-      logger.error(
-        { event: 'worker.disk.failed', node: nodeId, mountPoint, reason },
-        `disk ${mountPoint} failed: ${reason}`,
+      logger.warn(
+        { event: 'worker.disk.directoryLost', node: nodeId, mountPoint, reason },
+        `disk ${mountPoint}: ${reason}; its next operation fails and marks it failed`,
       ),
     ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
     onDeleteFailed: deleteFailureReporter(logger, nodeId, metrics),
