@@ -13,6 +13,7 @@ import { workerKey } from '../core/domain/index.ts';
 import { connectExecutor, type ShuffleClient } from './client/shuffle-client.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { STARTUP_WAIT_MS } from './cluster/server-process.ts';
+import { getJson } from './http/testing/http-client.ts';
 import { openDurableStore, type DbBackend } from './storage/durable-store.ts';
 import {
   clientSide,
@@ -72,6 +73,13 @@ async function commitAndStop(cluster: LocalCluster, clients: ClientSide[]): Prom
   };
 }
 
+/** The rpc ports of the workers the master lists in `shutdownWorkers` of GET /api/v1/workers. */
+async function shutdownWorkers(cluster: LocalCluster): Promise<number[]> {
+  const response = await getJson(cluster.masterHttpUrl, '/api/v1/workers');
+  assert.equal(response.status, 200, response.text);
+  return (response.json as { shutdownWorkers: { rpcPort: number }[] }).shutdownWorkers.map((w) => w.rpcPort);
+}
+
 /** A new executor (no cached locations): it asks the lifecycle manager where each partition is. */
 function freshReader(client: ClientSide): ShuffleClient {
   return connectExecutor({ lifecycleManager: client.app.lifecycleManager, appId: client.app.appId });
@@ -105,12 +113,22 @@ describe('graceful restart with each recovery store (real processes)', () => {
       const options = readdirSync(committed.recoverPath).filter((name) => name.startsWith('OPTIONS-'));
       assert.equal(options.length > 0, backend === 'ROCKSDB', readdirSync(committed.recoverPath).join(' '));
 
-      const id = cluster.workerIds[committed.index];
+      const id = cluster.workerIds[committed.index]!;
+      const rpcPort = Number(id.split(':')[1]);
+      assert.ok(
+        (await shutdownWorkers(cluster)).includes(rpcPort),
+        'while it is down the master lists it in shutdownWorkers',
+      );
       const restarted = await cluster.startWorker(committed.index, { samePorts: true });
       assert.equal(cluster.workerIds[committed.index], id, 'back under the same id');
       const restored = await restarted.waitForEvent('worker.recovery.restored', STARTUP_WAIT_MS);
       assert.equal(restored.files, committed.partitions.size, 'one committed file per partition it held');
       await restarted.waitForEvent('worker.registered', STARTUP_WAIT_MS);
+      assert.equal(
+        (await shutdownWorkers(cluster)).includes(rpcPort),
+        false,
+        'registered again, not shut down',
+      );
       const reader = freshReader(committed.client);
       try {
         await readAndVerify(reader, 0, JOB, committed.winners);
