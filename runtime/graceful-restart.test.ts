@@ -4,7 +4,8 @@
 // record by record (replication off: the restarted worker's partitions can come from nowhere else). A store it
 // cannot read stops the worker at start with exit code 2, naming the directory and the way out; taken, the way out
 // starts a worker that claims nothing it held. Entries of a record version this release does not read are refused
-// one by one, and their partitions are never served: a read of them fails, the others verify.
+// one by one (keys of another layout in one line), and their partitions are never served: a read of them fails,
+// the others verify.
 import assert from 'node:assert/strict';
 import { readdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -172,12 +173,14 @@ describe('graceful restart with each recovery store (real processes)', () => {
     const store = await openDurableStore('ROCKSDB', committed.recoverPath);
     const entries = await store.load();
     assert.ok(entries.size > 0, 'the graceful shutdown left entries');
-    await store.write(
-      [...entries].map(([key, value]) => ({
+    await store.write([
+      ...[...entries].map(([key, value]) => ({
         key,
         value: JSON.stringify({ ...(JSON.parse(value) as object), version: 99 }),
       })),
-    );
+      // And a key of a layout this release never wrote.
+      { key: 'v2/format', value: '2' },
+    ]);
     await store.close();
 
     const restarted = await cluster.startWorker(committed.index, { samePorts: true });
@@ -188,6 +191,8 @@ describe('graceful restart with each recovery store (real processes)', () => {
     );
     for (const line of rejected) assert.match(String(line.error), /record version 99 is not 1/);
     assert.equal(restarted.seen((line) => line.event === 'worker.recovery.restored').length, 0);
+    const unknown = await restarted.waitForEvent('worker.recovery.unknownKeys');
+    assert.deepEqual(unknown.examples, ['v2/format']);
     await restarted.waitForEvent('worker.registered', STARTUP_WAIT_MS);
     await assertNeverServed(committed);
   });
