@@ -5,9 +5,9 @@
 // cannot read stops the worker at start with exit code 2, naming the directory and the way out; taken, the way out
 // starts a worker that claims nothing it held. Entries of a record version this release does not read are refused
 // one by one (keys of another layout in one line), and their partitions are never served: a read of them fails,
-// the others verify.
+// the others verify. A partition file damaged on disk while the worker was down fails its read, never other records.
 import assert from 'node:assert/strict';
-import { readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
 import { workerKey } from '../core/domain/index.ts';
@@ -195,6 +195,52 @@ describe('graceful restart with each recovery store (real processes)', () => {
     assert.deepEqual(unknown.examples, ['v2/format']);
     await restarted.waitForEvent('worker.registered', STARTUP_WAIT_MS);
     await assertNeverServed(committed);
+  });
+
+  it('a partition file damaged while the worker was down is never served as records', async () => {
+    cluster = await LocalCluster.start({ workers: 2, workerConf: graceful('ROCKSDB') });
+    const committed = await commitAndStop(cluster, clients);
+    const shuffleDir = path.join(
+      cluster.dir,
+      `worker-${committed.index}`,
+      'disk-1',
+      'svc-worker',
+      'shuffle_data',
+      `${committed.client.app.appId}-0`,
+    );
+    const [name] = readdirSync(shuffleDir).sort();
+    assert.ok(name !== undefined, `partition files in ${shuffleDir}`);
+    const damaged = Number(name.split('-')[0]);
+    assert.ok(committed.partitions.has(damaged), `${name} is a partition the worker held`);
+    // One byte flipped in the middle of the file: a payload byte or a header field, both under a batch's CRC.
+    const file = path.join(shuffleDir, name);
+    const bytes = readFileSync(file);
+    const at = Math.floor(bytes.length / 2);
+    bytes[at] = bytes[at]! ^ 0xff;
+    writeFileSync(file, bytes);
+
+    const restarted = await cluster.startWorker(committed.index, { samePorts: true });
+    await restarted.waitForEvent('worker.recovery.restored', STARTUP_WAIT_MS);
+    await restarted.waitForEvent('worker.registered', STARTUP_WAIT_MS);
+    const reader = freshReader(committed.client);
+    try {
+      const shuffle = reader.shuffle(0, { maps: JOB.maps, partitions: JOB.partitions });
+      for (let p = 0; p < JOB.partitions; p += 1) {
+        const read = shuffle.read(p, { timeoutMs: 30_000 });
+        if (p === damaged) {
+          // Whichever field the flip hit (magic, version, length, payload), the frame check names the damage.
+          await assert.rejects(read, (error: Error) => {
+            assert.match(error.message, /CRC-32|damaged|torn|format version/, error.message);
+            return true;
+          });
+        } else {
+          const got = (await read).map((record) => decoder.decode(record)).sort();
+          assert.deepEqual(got, expected(committed.winners, p), `partition ${p}`);
+        }
+      }
+    } finally {
+      await reader.close();
+    }
   });
 
   /** Partitions of the restarted worker fail to read (never other records); the others verify. */
