@@ -95,6 +95,9 @@ describe('excluding workers (real processes)', () => {
     const legacy = await postForm(cluster.masterHttpUrl, '/exclude', { add: second, remove: first });
     assert.equal(legacy.status, 200, legacy.text);
     assert.match(legacy.text, /^success/m, legacy.text);
+    // Deprecated since 0.6.0 (contract 4.4): the answer says so and names its successor.
+    assert.equal(legacy.headers.deprecation, 'true');
+    assert.match(String(legacy.headers.link), /<\/api\/v1\/workers\/exclude>; rel="successor-version"/);
     listed = await masterWorkers(cluster);
     assert.deepEqual(keysOf(listed.manualExcludedWorkers), [second]);
     const third = await verifiedShuffle(client, 2);
