@@ -9,7 +9,7 @@ import { workerKey } from '../core/domain/index.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import type { MapResult } from './client/shuffle-client.ts';
 import { getJson } from './http/testing/http-client.ts';
-import { parseExposition, samplesOf } from './metrics/testing.ts';
+import { scrapeGauge } from './metrics/testing.ts';
 import {
   clientSide,
   readAndVerify,
@@ -46,17 +46,6 @@ async function workersOf(cluster: LocalCluster): Promise<LostWorkers> {
   const response = await getJson(cluster.masterHttpUrl, '/api/v1/workers');
   assert.equal(response.status, 200, response.text);
   return response.json as LostWorkers;
-}
-
-/** The master's gauge `metrics_<name>_Value`, scraped from its Prometheus text. */
-async function masterGauge(cluster: LocalCluster, name: string): Promise<number> {
-  const response = await fetch(`${cluster.masterHttpUrl}/metrics/prometheus`);
-  assert.equal(response.status, 200);
-  const samples = samplesOf(parseExposition(await response.text())).filter(
-    (sample) => sample.name === `metrics_${name}_Value`,
-  );
-  assert.equal(samples.length, 1, `one series of ${name}`);
-  return samples[0]!.value;
 }
 
 async function writeMap(client: ClientSide, mapId: number): Promise<[string, MapResult]> {
@@ -114,8 +103,8 @@ describe('a worker frozen past the heartbeat timeout (real processes)', () => {
       false,
       'and no longer among the registered workers',
     );
-    assert.equal(await masterGauge(cluster, 'LostWorkerCount'), 1);
-    assert.equal(await masterGauge(cluster, 'WorkerCount'), 2);
+    assert.equal(await scrapeGauge(cluster.masterHttpUrl, 'LostWorkerCount'), 1);
+    assert.equal(await scrapeGauge(cluster.masterHttpUrl, 'WorkerCount'), 2);
 
     // A map pushes while the worker is frozen: what was placed on it revives on the other workers.
     results.set(...(await writeMap(client, 1)));
@@ -147,8 +136,8 @@ describe('a worker frozen past the heartbeat timeout (real processes)', () => {
       false,
       'and no longer listed as lost',
     );
-    assert.equal(await masterGauge(cluster, 'LostWorkerCount'), 0);
-    assert.equal(await masterGauge(cluster, 'WorkerCount'), 3);
+    assert.equal(await scrapeGauge(cluster.masterHttpUrl, 'LostWorkerCount'), 0);
+    assert.equal(await scrapeGauge(cluster.masterHttpUrl, 'WorkerCount'), 3);
 
     // The last map, the commit and every read, with the worker back: every record, once.
     results.set(...(await writeMap(client, 2)));

@@ -9,7 +9,7 @@ import { afterEach, describe, it } from 'node:test';
 import { parseWorkerKey, workerKey, type WorkerId } from '../core/domain/index.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { getJson, pollUntil, postForm, postJson } from './http/testing/http-client.ts';
-import { parseExposition, samplesOf } from './metrics/testing.ts';
+import { scrapeGauge } from './metrics/testing.ts';
 import {
   clientSide,
   readAndVerify,
@@ -33,17 +33,6 @@ async function masterWorkers(cluster: LocalCluster): Promise<Workers> {
   const response = await getJson(cluster.masterHttpUrl, '/api/v1/workers');
   assert.equal(response.status, 200, response.text);
   return response.json as Workers;
-}
-
-/** The master's gauge `metrics_<name>_Value`, scraped from its Prometheus text. */
-async function masterGauge(cluster: LocalCluster, name: string): Promise<number> {
-  const response = await fetch(`${cluster.masterHttpUrl}/metrics/prometheus`);
-  assert.equal(response.status, 200);
-  const samples = samplesOf(parseExposition(await response.text())).filter(
-    (sample) => sample.name === `metrics_${name}_Value`,
-  );
-  assert.equal(samples.length, 1, `one series of ${name}`);
-  return samples[0]!.value;
 }
 
 const keysOf = (ids: readonly WorkerId[]): string[] => ids.map((id) => workerKey(id)).sort();
@@ -84,8 +73,8 @@ describe('excluding workers (real processes)', () => {
     assert.deepEqual(keysOf(listed.excludedWorkers), [first]);
     assert.deepEqual(keysOf(listed.manualExcludedWorkers), [first]);
     assert.ok(keysOf(listed.workers).includes(first), 'an excluded worker stays registered');
-    assert.equal(await masterGauge(cluster, 'ExcludedWorkerCount'), 1);
-    assert.equal(await masterGauge(cluster, 'AvailableWorkerCount'), 2);
+    assert.equal(await scrapeGauge(cluster.masterHttpUrl, 'ExcludedWorkerCount'), 1);
+    assert.equal(await scrapeGauge(cluster.masterHttpUrl, 'AvailableWorkerCount'), 2);
     const legacyList = await getJson(cluster.masterHttpUrl, '/excludedWorkers');
     assert.equal(legacyList.status, 200);
     assert.match(legacyList.text, new RegExp(first.replaceAll('.', '\\.')));
@@ -112,7 +101,7 @@ describe('excluding workers (real processes)', () => {
     listed = await masterWorkers(cluster);
     assert.deepEqual(listed.excludedWorkers, []);
     assert.deepEqual(listed.manualExcludedWorkers, []);
-    assert.equal(await masterGauge(cluster, 'ExcludedWorkerCount'), 0);
+    assert.equal(await scrapeGauge(cluster.masterHttpUrl, 'ExcludedWorkerCount'), 0);
     // Excluding a worker the master does not know is refused by name, and changes nothing.
     const unknown = await postJson(cluster.masterHttpUrl, '/api/v1/workers/exclude', {
       add: [{ ...parseWorkerKey(first), rpcPort: 1 }],
@@ -158,7 +147,7 @@ describe('excluding workers (real processes)', () => {
     const listed = await masterWorkers(cluster);
     assert.deepEqual(keysOf(listed.excludedWorkers), [id]);
     assert.deepEqual(listed.manualExcludedWorkers, [], 'the master, not an operator, excluded it');
-    assert.equal(await masterGauge(cluster, 'ExcludedWorkerCount'), 1);
+    assert.equal(await scrapeGauge(cluster.masterHttpUrl, 'ExcludedWorkerCount'), 1);
     assert.equal(during.has(id), false, 'the shuffle that met the failed disk was placed on the others');
     assert.equal((await verifiedShuffle(client, 2)).has(id), false, 'an excluded worker gets no slots');
 
