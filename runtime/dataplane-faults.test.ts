@@ -55,13 +55,17 @@ describe('faults during a job on real processes', () => {
       const disk = path.join(cluster.dir, 'worker-0', 'disk-1');
       assert.ok(existsSync(disk));
       rmSync(disk, { recursive: true, force: true });
-      // The worker finds the disk gone at its next health check, which may be a while away.
-      await cluster.workers[0]!.waitForEvent('worker.disk.failed', STARTUP_WAIT_MS);
+      // The worker's storage notices the directory go (a watcher event, or the check before a create).
+      const lost = await cluster.workers[0]!.waitForEvent('worker.disk.directoryLost', STARTUP_WAIT_MS);
+      assert.match(String(lost.reason), /disk-1/);
       for (let mapId = 1; mapId < JOB.maps; mapId += 1)
         results.set(...(await writeMap(client.executor, mapId)));
       await readAndVerify(client.executor, 0, JOB, winnersOf(results));
+      // The pushes of the later maps failed on the disk, which the worker marked failed, and said so.
       const failed = cluster.workers[0]!.seen((line) => line.event === 'worker.disk.failed');
-      assert.match(String(failed[0]?.reason), /disk-1/);
+      assert.equal(failed.length, 1, 'one line for the one disk');
+      assert.equal(failed[0]!.problem, 'READ_OR_WRITE_FAILURE');
+      assert.match(String(failed[0]!.disk), /disk-1/);
     } finally {
       await client.close();
     }

@@ -208,3 +208,17 @@ function parseValue(text: string): number | undefined {
 export function samplesOf(families: ReadonlyMap<string, ExpositionFamily>): ExpositionSample[] {
   return [...families.values()].flatMap((family) => family.samples);
 }
+
+/**
+ * The one sample of gauge `metrics_<name>_Value` a node's Prometheus endpoint (`<base>/metrics/prometheus`) serves
+ * now; throws when the scrape fails or the gauge has no single series.
+ */
+export async function scrapeGauge(base: string, name: string): Promise<number> {
+  const response = await fetch(`${base}/metrics/prometheus`);
+  if (response.status !== 200) throw new Error(`${base}/metrics/prometheus answered ${response.status}`);
+  const series = samplesOf(parseExposition(await response.text())).filter(
+    (sample) => sample.name === `metrics_${name}_Value`,
+  );
+  if (series.length !== 1) throw new Error(`${name}: ${series.length} series, expected one`);
+  return series[0]!.value;
+}

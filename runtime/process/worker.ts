@@ -158,8 +158,8 @@ const RECOVER_BACKEND_KEY = 'svc.worker.graceful.shutdown.recoverDbBackend';
 
 /**
  * The recovery store, opened before any port listens: on disk only when graceful shutdown is on (as the reference's
- * recovery DB), so that workers without it share no path; a store that cannot be opened (locked by another worker,
- * not writable) is a configuration error naming its path and key.
+ * recovery DB), so that workers without it share no path; a store that cannot be opened is a configuration error
+ * naming its path, its key and the way out for the cause (recoveryStoreAdvice).
  */
 async function openRecoveryStore(conf: ResolvedConfig): Promise<DurableStore> {
   if (!conf.getBoolean(GRACEFUL_KEY)) return volatileDurableStore();
@@ -168,12 +168,36 @@ async function openRecoveryStore(conf: ResolvedConfig): Promise<DurableStore> {
   try {
     return await openDurableStore(backend, recoverPath);
   } catch (error) {
+    const reason = (error as Error).message;
     throw new ServerConfigError(
       `${RECOVER_PATH_KEY}: the recovery store in ${recoverPath} (${RECOVER_BACKEND_KEY} ${backend}) cannot be ` +
-        `opened: ${(error as Error).message}. Each worker with ${GRACEFUL_KEY} on needs a ${RECOVER_PATH_KEY} of ` +
-        'its own (another worker on this host may hold this one)',
+        `opened: ${reason}. ${recoveryStoreAdvice(reason, recoverPath)}`,
     );
   }
+}
+
+/**
+ * What the operator can do about a recovery store that does not open, by cause: held by another process, not
+ * accessible, or unreadable (damaged, or written by the other backend: RocksDB reads a LevelDB store, LevelDB cannot
+ * read a RocksDB one). Moving an unreadable store aside is safe: the worker then claims none of its earlier files,
+ * which become leftovers (removed once their applications end), and applications recompute what they read there.
+ */
+function recoveryStoreAdvice(reason: string, recoverPath: string): string {
+  if (/\block\b/i.test(reason)) {
+    return (
+      `Each worker with ${GRACEFUL_KEY} on needs a ${RECOVER_PATH_KEY} of its own (another worker on this host may ` +
+      'hold this one)'
+    );
+  }
+  if (/permission denied|EACCES|EPERM|read-only/i.test(reason)) {
+    return `Make ${recoverPath} readable and writable by the worker's user, or set ${RECOVER_PATH_KEY} elsewhere`;
+  }
+  return (
+    `The store is damaged or was written by another ${RECOVER_BACKEND_KEY} (LEVELDB cannot read a ROCKSDB store). ` +
+    `Start the worker with the backend that wrote it, or move the store aside (mv ${recoverPath} ` +
+    `${recoverPath}.unreadable) and start again: the worker then serves none of the partitions it held before ` +
+    'and removes their files once their applications end (docs/operations.md, "Recovery store troubles")'
+  );
 }
 
 const DATA_SERVICES = ['rpc', 'push', 'fetch', 'replicate'] as const;
@@ -492,10 +516,12 @@ function workerStorage(
   return new TierStorage({
     disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
     ...(dfsDir === undefined ? {} : { dfsDir }),
+    // The storage noticed the directory go: every operation on the disk fails from now, and the first one the core
+    // sees fail marks the disk (its `worker.disk.failed` line, core/machines/worker/storage-view.ts).
     onDiskFailed: (mountPoint, reason) =>
-      logger.error(
-        { event: 'worker.disk.failed', node: nodeId, mountPoint, reason },
-        `disk ${mountPoint} failed: ${reason}`,
+      logger.warn(
+        { event: 'worker.disk.directoryLost', node: nodeId, mountPoint, reason },
+        `disk ${mountPoint}: ${reason}; its next operation fails and marks it failed`,
       ),
     ...(metrics === undefined ? {} : { onIoDone: ioObserver(metrics) }),
     onDeleteFailed: deleteFailureReporter(logger, nodeId, metrics),

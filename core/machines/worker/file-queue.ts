@@ -131,7 +131,7 @@ export function completeFileTask(
   const done = file.queue.slice(0, purpose.tasks);
   const next = fileDraft(file, { busyOp: undefined, queue: after(file.queue, done.length) });
   if (!result.ok) {
-    const state = noteDiskFailure(s, file.file, result.error);
+    const state = noteDiskFailure(s, out, file.file, result.error);
     const dropped = sealFile(out, shuffleKey, next, `${head.kind} failed: ${result.error}`);
     const outcome: CopyOutcome = { ok: false, error: result.error };
     return {
@@ -185,7 +185,7 @@ export function completeEviction(
       mountPoint: to.mountPoint,
       error: result.error,
     });
-    const state = noteDiskFailure(s, to, result.error);
+    const state = noteDiskFailure(s, out, to, result.error);
     const dropped = sealFile(out, shuffleKey, next, `eviction to ${to.tier} failed: ${result.error}`);
     return { state: advance(state, out, shuffleKey, next), finished: dropped };
   }

@@ -138,8 +138,12 @@ function restore(
 ): WorkerMachineState {
   let state = s;
   let files = 0;
+  const foreign: string[] = [];
   for (const [key, value] of recovered) {
-    if (!key.startsWith(RECOVERY_KEY_PREFIX)) continue;
+    if (!key.startsWith(RECOVERY_KEY_PREFIX)) {
+      foreign.push(key);
+      continue;
+    }
     const decoded = decodeShuffleRecord(key, value);
     if (!decoded.ok) {
       log(out, 'error', 'worker.recovery.rejected', { key, error: decoded.error });
@@ -152,6 +156,18 @@ function restore(
     }
   }
   if (files > 0) log(out, 'info', 'worker.recovery.restored', { shuffles: state.shuffles.size, files });
+  // Keys this release never writes: a store laid out by another release, or another node's store at this path.
+  // Whatever they describe is not served; one line says so rather than silence (or one line per key).
+  if (foreign.length > 0) {
+    log(out, 'error', 'worker.recovery.unknownKeys', {
+      count: foreign.length,
+      examples: foreign.slice(0, 5),
+      hint:
+        `this release reads only '${RECOVERY_KEY_PREFIX}<shuffle>' entries: the store was written by another ` +
+        'release, or svc.worker.graceful.shutdown.recoverPath points at a store that is not this worker’s; ' +
+        'nothing those keys describe is served',
+    });
+  }
   return state;
 }
 

@@ -126,7 +126,7 @@ export function completeCreate(
   if (result.ok) {
     owned(pending.created).push(file);
   } else {
-    state = noteDiskFailure(state, file.file, result.error);
+    state = noteDiskFailure(state, out, file.file, result.error);
     log(out, 'warn', 'worker.reserve.createFailed', {
       file: file.file.id,
       tier: file.file.tier,

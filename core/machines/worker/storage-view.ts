@@ -1,7 +1,7 @@
 import type { DiskInfo, DiskStatus } from '../../domain/index.ts';
 import type { LocalDisk, WorkerStorage } from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
-import { setEntry } from '../outbox.ts';
+import { log, setEntry, type Outbox } from '../outbox.ts';
 import type { DiskTimings, WorkerMachineState } from './state.ts';
 
 /** What core/storage needs to know about this worker's tiers right now. */
@@ -77,14 +77,35 @@ export function accountBytes(s: WorkerMachineState, file: FileRef, delta: number
 /**
  * Records what an I/O failure says about a local disk: out of space → HIGH_DISK_USAGE, any other error →
  * READ_OR_WRITE_FAILURE. The disk is then skipped for new files and reported to the master (which may exclude the
- * worker), until the worker restarts.
+ * worker) until the disk check's probe succeeds (./disk-health.ts; with the monitor off, until a restart). Marking it logs `worker.disk.failed` once per
+ * change of its problem: this is the one place a disk is marked failed, whatever the fault (an I/O error, a full
+ * disk, a directory removed or made unwritable), so the operator's line comes from here.
  */
-export function noteDiskFailure(s: WorkerMachineState, file: FileRef, error: IoError): WorkerMachineState {
+export function noteDiskFailure(
+  s: WorkerMachineState,
+  out: Outbox,
+  file: FileRef,
+  error: IoError,
+): WorkerMachineState {
   if (file.tier !== 'HDD' && file.tier !== 'SSD') return s;
   if (error === 'EXISTS' || error === 'NOT_FOUND') return s;
   const problem = error === 'NO_SPACE' ? 'HIGH_DISK_USAGE' : 'READ_OR_WRITE_FAILURE';
   if (s.diskProblems.get(file.mountPoint) === problem) return s;
   setEntry(s.diskProblems, file.mountPoint, problem);
+  const healthy = s.config.disks.filter((disk) => !s.diskProblems.has(disk.mountPoint)).length;
+  log(out, 'error', 'worker.disk.failed', {
+    disk: file.mountPoint,
+    problem,
+    error,
+    file: file.id,
+    healthyDisks: healthy,
+    disks: s.config.disks.length,
+    note:
+      s.config.diskCheckIntervalMs === undefined
+        ? `no new files on ${file.mountPoint} until the worker restarts (svc.worker.monitor.disk.enabled is off)`
+        : `no new files on ${file.mountPoint}; it is probed every ${s.config.diskCheckIntervalMs} ms and used ` +
+          'again once a probe succeeds',
+  });
   return s;
 }
 

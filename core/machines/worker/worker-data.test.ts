@@ -121,6 +121,26 @@ describe('worker: ReserveSlots', () => {
     assert.equal(harness.state.diskProblems.get(create!.file.mountPoint), 'READ_OR_WRITE_FAILURE');
   });
 
+  it('logs worker.disk.failed once when it marks a disk, naming the disk, the problem and the healthy disks left', () => {
+    const harness = worker();
+    const [create] = ofKind(reserve(harness), 'createFile');
+    const failed = harness.ioFailed(create!.op, 'IO_ERROR');
+    const lines = ofKind(failed, 'log').filter((line) => line.event === 'worker.disk.failed');
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.level, 'error');
+    assert.equal(lines[0]!.fields?.disk, create!.file.mountPoint);
+    assert.equal(lines[0]!.fields?.problem, 'READ_OR_WRITE_FAILURE');
+    assert.equal(lines[0]!.fields?.healthyDisks, Number(lines[0]!.fields?.disks) - 1);
+    // The retry goes to the other disk; when it fails too, no healthy disk is left, and the line says so.
+    const [retry] = ofKind(failed, 'createFile');
+    const second = ofKind(harness.ioFailed(retry!.op, 'IO_ERROR'), 'log').filter(
+      (line) => line.event === 'worker.disk.failed',
+    );
+    assert.equal(second.length, 1);
+    assert.equal(second[0]!.fields?.disk, retry!.file.mountPoint);
+    assert.equal(second[0]!.fields?.healthyDisks, 0);
+  });
+
   it('deletes a leftover file it has no record of (a crash forgot it) and creates the location again', () => {
     // Swarm seed 637959: a worker crashed between creating a file and committing it; the name came back with every
     // later registration of the shuffle and failed on EXISTS forever.

@@ -326,6 +326,26 @@ describe('worker: CommitFiles and reads', () => {
     assert.match(String(rejected.fields?.error), /bad-2/);
     assert.equal(after.state.shuffles.size, 1);
   });
+
+  it('names keys it never writes in one error line (another release’s layout, another store), and restores the rest', () => {
+    const before = registered();
+    withData(before, 1);
+    const [good] = ofKind(commit(before), 'persist');
+    const after = fresh();
+    const foreign = Array.from({ length: 7 }, (_, i) => [`v2/shuffles/app-${i}-0`, '{}'] as const);
+    const effects = after.start(new Map([[good!.key, good!.value!], ...foreign]));
+    const lines = ofKind(effects, 'log').filter((l) => l.event === 'worker.recovery.unknownKeys');
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.level, 'error');
+    assert.equal(lines[0]!.fields?.count, 7);
+    assert.deepEqual(
+      lines[0]!.fields?.examples,
+      foreign.slice(0, 5).map(([key]) => key),
+    );
+    assert.equal(after.state.shuffles.size, 1, 'the entry it reads is restored');
+    const clean = fresh().start(new Map([[good!.key, good!.value!]]));
+    assert.equal(ofKind(clean, 'log').filter((l) => l.event === 'worker.recovery.unknownKeys').length, 0);
+  });
 });
 
 describe('worker: leaving the cluster', () => {
