@@ -142,14 +142,15 @@ export class LocalCluster {
     return this.options.auth === true ? path.join(this.dir, 'internal-secret') : undefined;
   }
 
-  private common(): string[] {
+  /** The server arguments every node shares; `release` overrides the cluster's (a node upgraded in a rolling upgrade). */
+  private common(release = this.options.release): string[] {
     const secretFile = this.internalSecretFile;
     const auth =
       secretFile === undefined ? [] : ['svc.auth.enabled=true', `svc.auth.internal.secretFile=${secretFile}`];
     return [
       '--log-level',
       this.options.logLevel ?? 'info',
-      ...(this.options.release === undefined ? [] : ['--release', this.options.release]),
+      ...(release === undefined ? [] : ['--release', release]),
       ...[...auth, ...(this.options.conf ?? [])].flatMap((c) => ['--conf', c]),
     ];
   }
@@ -169,7 +170,7 @@ export class LocalCluster {
     }
   }
 
-  private async startMaster(port: number): Promise<void> {
+  private async startMaster(port: number, release?: string): Promise<void> {
     this.masterStarts += 1;
     const settings = [
       'svc.master.host=127.0.0.1',
@@ -182,7 +183,7 @@ export class LocalCluster {
     ];
     this.master = new ServerProcess({
       name: 'master',
-      args: ['master', ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      args: ['master', ...this.common(release), ...settings.flatMap((c) => ['--conf', c])],
       logFile: path.join(this.dir, 'logs', `master-${this.masterStarts}.log`),
     });
     const line = await this.master.waitForEvent('listening', STARTUP_WAIT_MS);
@@ -194,7 +195,10 @@ export class LocalCluster {
    * Starts worker `index` (again, on the ports it had when `samePorts`: a worker's id is its address, and only a
    * worker that comes back under the same id finds its files again after a graceful shutdown).
    */
-  async startWorker(index: number, options: { samePorts?: boolean } = {}): Promise<ServerProcess> {
+  async startWorker(
+    index: number,
+    options: { samePorts?: boolean; release?: string } = {},
+  ): Promise<ServerProcess> {
     const own = path.join(this.dir, `worker-${index}`);
     const previous = this.workerIds[index];
     const ports =
@@ -213,7 +217,12 @@ export class LocalCluster {
     this.workerStarts[index] = (this.workerStarts[index] ?? 0) + 1;
     const worker = new ServerProcess({
       name: `worker-${index}`,
-      args: ['worker', this.masterUrl, ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      args: [
+        'worker',
+        this.masterUrl,
+        ...this.common(options.release),
+        ...settings.flatMap((c) => ['--conf', c]),
+      ],
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
     });
     this.workers[index] = worker;
@@ -253,17 +262,18 @@ export class LocalCluster {
 
   /**
    * Kills the master and starts it again on the same port, with its state directory as it was, or emptied
-   * (`forgetState`: a master whose disk was replaced, which every worker and application must register with again).
+   * (`forgetState`: a master whose disk was replaced, which every worker and application must register with again),
+   * presenting `release` when given (a master upgraded in a rolling upgrade).
    */
   async restartMaster(
     signal: NodeJS.Signals = 'SIGKILL',
-    options: { forgetState?: boolean } = {},
+    options: { forgetState?: boolean; release?: string } = {},
   ): Promise<void> {
     this.master.kill(signal);
     await this.master.exited();
     if (options.forgetState === true)
       rmSync(path.join(this.dir, 'master-state'), { recursive: true, force: true });
-    await this.startMaster(this.masterPort);
+    await this.startMaster(this.masterPort, options.release);
   }
 
   /** The address of every node, with its management interface and metrics, as `--keep` prints it. */
