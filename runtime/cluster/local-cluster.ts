@@ -16,6 +16,8 @@ export interface LocalClusterOptions {
   readonly conf?: readonly string[];
   readonly masterConf?: readonly string[];
   readonly workerConf?: readonly string[];
+  /** A properties file for each worker, by index (`--conf-file`; `startWorker`'s `confFile` replaces it). */
+  readonly workerConfFiles?: readonly string[];
   readonly logLevel?: string;
   /** The release every server presents (`--release`); default the current one. */
   readonly release?: string;
@@ -193,11 +195,12 @@ export class LocalCluster {
 
   /**
    * Starts worker `index` (again, on the ports it had when `samePorts`: a worker's id is its address, and only a
-   * worker that comes back under the same id finds its files again after a graceful shutdown).
+   * worker that comes back under the same id finds its files again after a graceful shutdown), presenting `release`
+   * and reading `confFile` (`--conf-file`) when given.
    */
   async startWorker(
     index: number,
-    options: { samePorts?: boolean; release?: string } = {},
+    options: { samePorts?: boolean; release?: string; confFile?: string } = {},
   ): Promise<ServerProcess> {
     const own = path.join(this.dir, `worker-${index}`);
     const previous = this.workerIds[index];
@@ -214,6 +217,7 @@ export class LocalCluster {
       ...this.tierConf(index),
       ...(this.options.workerConf ?? []),
     ];
+    const confFile = options.confFile ?? this.options.workerConfFiles?.[index];
     this.workerStarts[index] = (this.workerStarts[index] ?? 0) + 1;
     const worker = new ServerProcess({
       name: `worker-${index}`,
@@ -221,6 +225,7 @@ export class LocalCluster {
         'worker',
         this.masterUrl,
         ...this.common(options.release),
+        ...(confFile === undefined ? [] : ['--conf-file', confFile]),
         ...settings.flatMap((c) => ['--conf', c]),
       ],
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
