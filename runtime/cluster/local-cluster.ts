@@ -17,6 +17,8 @@ export interface LocalClusterOptions {
   readonly conf?: readonly string[];
   readonly masterConf?: readonly string[];
   readonly workerConf?: readonly string[];
+  /** A properties file for each worker, by index (`--conf-file`; `startWorker`'s `confFile` replaces it). */
+  readonly workerConfFiles?: readonly string[];
   readonly logLevel?: string;
   /** The release every server presents (`--release`); default the current one. */
   readonly release?: string;
@@ -129,7 +131,11 @@ export class LocalCluster {
    * (contract 9.3), so that a cluster presenting 0.2.x starts its workers.
    */
   get masterUrlForServers(): string {
-    const release = this.options.release;
+    return this.masterUrlFor(this.options.release);
+  }
+
+  /** The master URL a server presenting `release` understands: before 0.3.0 only `rss://` (contract 9.3). */
+  masterUrlFor(release = this.options.release): string {
     return release !== undefined && compareReleases(parseRelease(release), '0.3.0') < 0
       ? `rss://127.0.0.1:${this.masterPort}`
       : this.masterUrl;
@@ -154,14 +160,15 @@ export class LocalCluster {
     return this.options.auth === true ? path.join(this.dir, 'internal-secret') : undefined;
   }
 
-  private common(): string[] {
+  /** The server arguments every node shares; `release` overrides the cluster's (a node upgraded in a rolling upgrade). */
+  private common(release = this.options.release): string[] {
     const secretFile = this.internalSecretFile;
     const auth =
       secretFile === undefined ? [] : ['svc.auth.enabled=true', `svc.auth.internal.secretFile=${secretFile}`];
     return [
       '--log-level',
       this.options.logLevel ?? 'info',
-      ...(this.options.release === undefined ? [] : ['--release', this.options.release]),
+      ...(release === undefined ? [] : ['--release', release]),
       ...[...auth, ...(this.options.conf ?? [])].flatMap((c) => ['--conf', c]),
     ];
   }
@@ -181,7 +188,7 @@ export class LocalCluster {
     }
   }
 
-  private async startMaster(port: number): Promise<void> {
+  private async startMaster(port: number, release?: string): Promise<void> {
     this.masterStarts += 1;
     const settings = [
       'svc.master.host=127.0.0.1',
@@ -194,7 +201,7 @@ export class LocalCluster {
     ];
     this.master = new ServerProcess({
       name: 'master',
-      args: ['master', ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      args: ['master', ...this.common(release), ...settings.flatMap((c) => ['--conf', c])],
       logFile: path.join(this.dir, 'logs', `master-${this.masterStarts}.log`),
     });
     const line = await this.master.waitForEvent('listening', STARTUP_WAIT_MS);
@@ -204,9 +211,13 @@ export class LocalCluster {
 
   /**
    * Starts worker `index` (again, on the ports it had when `samePorts`: a worker's id is its address, and only a
-   * worker that comes back under the same id finds its files again after a graceful shutdown).
+   * worker that comes back under the same id finds its files again after a graceful shutdown), presenting `release`
+   * and reading `confFile` (`--conf-file`) when given.
    */
-  async startWorker(index: number, options: { samePorts?: boolean } = {}): Promise<ServerProcess> {
+  async startWorker(
+    index: number,
+    options: { samePorts?: boolean; release?: string; confFile?: string } = {},
+  ): Promise<ServerProcess> {
     const own = path.join(this.dir, `worker-${index}`);
     const previous = this.workerIds[index];
     const ports =
@@ -222,10 +233,17 @@ export class LocalCluster {
       ...this.tierConf(index),
       ...(this.options.workerConf ?? []),
     ];
+    const confFile = options.confFile ?? this.options.workerConfFiles?.[index];
     this.workerStarts[index] = (this.workerStarts[index] ?? 0) + 1;
     const worker = new ServerProcess({
       name: `worker-${index}`,
-      args: ['worker', this.masterUrlForServers, ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      args: [
+        'worker',
+        this.masterUrlFor(options.release),
+        ...this.common(options.release),
+        ...(confFile === undefined ? [] : ['--conf-file', confFile]),
+        ...settings.flatMap((c) => ['--conf', c]),
+      ],
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
     });
     this.workers[index] = worker;
@@ -265,17 +283,18 @@ export class LocalCluster {
 
   /**
    * Kills the master and starts it again on the same port, with its state directory as it was, or emptied
-   * (`forgetState`: a master whose disk was replaced, which every worker and application must register with again).
+   * (`forgetState`: a master whose disk was replaced, which every worker and application must register with again),
+   * presenting `release` when given (a master upgraded in a rolling upgrade).
    */
   async restartMaster(
     signal: NodeJS.Signals = 'SIGKILL',
-    options: { forgetState?: boolean } = {},
+    options: { forgetState?: boolean; release?: string } = {},
   ): Promise<void> {
     this.master.kill(signal);
     await this.master.exited();
     if (options.forgetState === true)
       rmSync(path.join(this.dir, 'master-state'), { recursive: true, force: true });
-    await this.startMaster(this.masterPort);
+    await this.startMaster(this.masterPort, options.release);
   }
 
   /** The address of every node, with its management interface and metrics, as `--keep` prints it. */

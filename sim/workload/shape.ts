@@ -259,7 +259,41 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   // And after that (27 November 2026).
   const readAhead = { ...pushed, apps: pushed.apps.map((app) => withFetchAhead(rng, app)) };
   // And after that (27 November 2026, later).
-  return withOneWorkerLoss(rng, readAhead);
+  const oneLoss = withOneWorkerLoss(rng, readAhead);
+  // And after that (27 November 2026, issue 26).
+  return withRollingUpgrade(rng, oneLoss);
+}
+
+/**
+ * Now and then, on servers older than 0.6.0 whose applications' clients 0.6.0 still admits, the contract's rolling
+ * upgrade while the jobs run: the master, then each worker restarted gracefully as 0.6.0 (sim/cluster/upgrade.ts),
+ * the next one sometimes at once after the previous one is back (`gapMs` 0), before the applications' next report
+ * from the master: the window in which a lifecycle manager's view of the restarted worker is stale (issue 26). Not
+ * with a one-worker-loss cluster: a worker down for its upgrade plus the lost one is more than replication tolerates.
+ */
+function withRollingUpgrade(rng: Rng, workload: WorkloadShape): WorkloadShape {
+  if (!chance(rng, 0.12)) return workload;
+  const { cluster, apps } = workload;
+  if (isAtLeast(cluster.serverRelease, '0.6.0') || cluster.oneWorkerLoss === true) return workload;
+  // Clients both releases admit: one the old servers refuse could reach upgraded ones, and admission would then
+  // depend on timing (the upgrade scenarios handle that case; the swarm keeps its verdicts exact).
+  const admitted = (app: AppShape) =>
+    admitClient(cluster.serverRelease, app.clientRelease).admitted &&
+    admitClient('0.6.0', app.clientRelease).admitted;
+  if (!apps.every(admitted)) return workload;
+  return {
+    cluster: {
+      ...cluster,
+      upgrade: {
+        to: '0.6.0',
+        at: Math.round(uniform(rng, 1_000, 8_000)),
+        gapMs: pick(rng, [0, 300, 1_500, 3_000]),
+        order: 'right',
+        newClients: [],
+      },
+    },
+    apps,
+  };
 }
 
 /**
@@ -575,7 +609,8 @@ export function upgradeWorkload(order: 'right' | 'wrong') {
     const from = pick(rng, UPGRADE_FROM);
     const workerCount = 3 + Math.floor(rng.next() * 5);
     const at = Math.round(uniform(rng, 2_000, 6_000));
-    const gapMs = Math.round(uniform(rng, 1_000, 3_000));
+    // Sometimes the next server at once after the previous is back (issue 26: before the clients' next report).
+    const gapMs = pick(rng, [0, 300, 1_000, 2_000, 3_000]);
     const oldApps = [...Array(2).keys()].map((i): AppShape => ({
       token: `a${i}`,
       appId: `app-${i}`,
@@ -588,6 +623,8 @@ export function upgradeWorkload(order: 'right' | 'wrong') {
             CLIENT_RELEASES.filter((r) => isAtLeast(r, oldestAcceptedClient('0.6.0')) && isAtLeast(from, r)),
           ),
       availableTypes: ['HDD'],
+      // Replicated on small clusters too: a revive then needs two workers while one restarts.
+      replicate: chance(rng, 0.5),
       startAt: Math.round(uniform(rng, 0, at)),
       jobs: [...Array(2 + Math.floor(rng.next() * 3)).keys()].map(() => job(rng, 4, 16)),
     }));

@@ -112,7 +112,11 @@ export function isHeartbeatTimer(name: string): boolean {
   return name === HEARTBEAT_TIMER;
 }
 
-export function sendHeartbeat(d: Draft): void {
+/**
+ * Sends the application heartbeat (its answer is the master's report on workers). `refresh`: sent now, out of turn,
+ * because revives wait for a fresh report (revive.ts); the periodic timer restarts from now either way.
+ */
+export function sendHeartbeat(d: Draft, options: { readonly refresh?: boolean } = {}): void {
   if (d.app.status !== 'registered') return;
   setTimer(d.out, HEARTBEAT_TIMER, d.out.now + d.config.heartbeatIntervalMs);
   const { bytes, files } = d.unreported;
@@ -120,7 +124,7 @@ export function sendHeartbeat(d: Draft): void {
     d,
     d.config.master,
     { type: 'ApplicationHeartbeat', appId: d.config.appId, bytesWritten: bytes, fileCount: files },
-    { kind: 'heartbeat' },
+    options.refresh === true ? { kind: 'heartbeat', refresh: true } : { kind: 'heartbeat' },
   );
   d.unreported = { bytes: 0, files: 0 };
 }

@@ -9,6 +9,7 @@ import { ask, type RequestTable } from '../client/requests.ts';
 import type { LifecycleManagerConfig } from './config.ts';
 import type {
   AppRegistration,
+  HeldRevive,
   LifecycleManagerState,
   LmRequest,
   LmShuffle,
@@ -38,6 +39,8 @@ export interface Draft {
   readonly parkedFileGroups: Map<number, ParkedFileGroup>;
   nextParkId: number;
   reviveTimerArmed: boolean;
+  revivesAwaitingReport: ReadonlyMap<ShuffleId, ReadonlyMap<number, HeldRevive>>;
+  revivesReported: ReadonlySet<string>;
   unreported: { readonly bytes: number; readonly files: number };
   readonly out: Outbox;
   readonly rng: Rng;

@@ -419,9 +419,12 @@ describe('lifecycle manager: revive', () => {
     const old = h.registered(1, 3, 2, 0).locations[0]!;
     h.ask('map-0', revive(0, 0, old, 'PUSH_DATA_WRITE_FAIL_PRIMARY'), 5);
     h.advance(150);
+    // Short of workers, the revive asks the master for a fresh report first; the master excludes the worker too.
+    answerHeartbeat(h, { excluded: [old.worker] });
+    h.advance(10);
     const first = h.last(h.task('map-0'), 'ReviveResponse').results[0]!;
     assert.equal(first.status, 'SLOT_NOT_AVAILABLE', 'replication needs two workers and one is excluded');
-    // The master does not list the worker: the exclusion (not a lasting cause) ends with its next report.
+    // The master no longer lists the worker: the exclusion (not a lasting cause) ends with its next report.
     h.advance(baseConfig.heartbeatIntervalMs);
     answerHeartbeat(h);
     h.advance(10);
@@ -789,8 +792,10 @@ describe('lifecycle manager: worker exclusions', () => {
     const old = h.registered(2, 3, 2, 0).locations[0]!;
     h.ask('map-0', revive(0, old, 'PUSH_DATA_TIMEOUT_PRIMARY'), 5);
     h.advance(150);
-    // Two workers, one excluded, replication on: nowhere to go.
-    assert.equal(h.last(h.task('map-0'), 'ReviveResponse').results[0]!.status, 'SLOT_NOT_AVAILABLE');
+    // Two workers, one excluded, replication on: nowhere to go, and the fresh report it asks for never comes.
+    h.advance(baseConfig.requestTimeoutMs);
+    const failed = h.last(h.task('map-0'), 'ReviveResponse').results[0]!;
+    assert.equal(failed.status, 'SLOT_NOT_AVAILABLE');
     // The master is silent from now on: only the expiry can bring the worker back.
     h.advance(baseConfig.excludedWorkerExpireMs);
     h.ask('map-1', revive(1, old, 'HARD_SPLIT'), 6);
@@ -800,6 +805,88 @@ describe('lifecycle manager: worker exclusions', () => {
     assert.equal(result.status, 'SUCCESS');
     // Epoch 1 went to the failed revive: an epoch handed out is never handed out again (core/revive/book.ts).
     assert.equal(result.newLocation?.epoch, 2);
+  });
+
+  // A rolling upgrade (issue 26): w0 restarted and registered again while the manager's last report still lists it
+  // as shutting down, and w1 has begun its own graceful shutdown. Replicated, the stale view leaves one worker.
+  it('holds a revive short of workers for one fresh master report, which lets a restarted worker take it', () => {
+    const h = new Harness({}, 3);
+    const all = [worker(0), worker(1), worker(2)];
+    const old = h.registered(1, 3, 3, 0).locations[0]!;
+    h.advance(baseConfig.heartbeatIntervalMs);
+    answerHeartbeat(h, { shutting: [worker(0), worker(1)], available: all });
+    h.advance(10);
+    const heartbeats = h.received(h.master, 'ApplicationHeartbeat').length;
+    h.ask('map-0', revive(0, old, 'HARD_SPLIT'), 5);
+    h.advance(150);
+    assert.equal(
+      h.received(h.master, 'ApplicationHeartbeat').length,
+      heartbeats + 1,
+      'a heartbeat out of turn',
+    );
+    assert.equal(h.received(h.task('map-0'), 'ReviveResponse').length, 0, 'no answer on the stale view');
+    answerHeartbeat(h, { shutting: [worker(1)], available: all });
+    h.advance(10);
+    h.reserveAll();
+    const result = h.last(h.task('map-0'), 'ReviveResponse').results[0]!;
+    assert.equal(result.status, 'SUCCESS');
+    const placed = [result.newLocation!.worker.host, result.newLocation!.peer!.worker.host].sort();
+    assert.deepEqual(placed, ['w0', 'w2'], 'never the worker still shutting down');
+  });
+
+  it('fails a revive still short of workers after the fresh report, asking only once', () => {
+    const h = new Harness({}, 3);
+    const all = [worker(0), worker(1), worker(2)];
+    const old = h.registered(1, 3, 3, 0).locations[0]!;
+    h.advance(baseConfig.heartbeatIntervalMs);
+    answerHeartbeat(h, { shutting: [worker(0), worker(1)], available: all });
+    h.advance(10);
+    const heartbeats = h.received(h.master, 'ApplicationHeartbeat').length;
+    h.ask('map-0', revive(0, old, 'HARD_SPLIT'), 5);
+    h.advance(150);
+    answerHeartbeat(h, { shutting: [worker(0), worker(1)], available: all });
+    h.advance(150);
+    const result = h.last(h.task('map-0'), 'ReviveResponse').results[0]!;
+    assert.equal(result.status, 'SLOT_NOT_AVAILABLE');
+    assert.equal(h.received(h.master, 'ApplicationHeartbeat').length, heartbeats + 1, 'one report asked for');
+  });
+
+  it('revives exactly when the fresh report leaves enough workers, whatever the stale view (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 5 }),
+        fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
+        fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
+        (workers, staleFlags, freshFlags) => {
+          const h = new Harness({}, workers);
+          const all = Array.from({ length: workers }, (_, i) => worker(i));
+          const old = h.registered(1, 3, workers, 0).locations[0]!;
+          const stale = all.filter((_, i) => staleFlags[i]);
+          const fresh = all.filter((_, i) => freshFlags[i]);
+          h.advance(baseConfig.heartbeatIntervalMs);
+          answerHeartbeat(h, { shutting: stale, available: all });
+          h.advance(10);
+          const heartbeats = h.received(h.master, 'ApplicationHeartbeat').length;
+          h.ask('map-0', revive(0, old, 'HARD_SPLIT'), 5);
+          h.advance(150);
+          const staleEnough = workers - stale.length >= 2;
+          answerHeartbeat(h, { shutting: fresh, available: all });
+          h.advance(150);
+          h.reserveAll();
+          const result = h.last(h.task('map-0'), 'ReviveResponse').results[0]!;
+          const expected = staleEnough || workers - fresh.length >= 2 ? 'SUCCESS' : 'SLOT_NOT_AVAILABLE';
+          assert.equal(result.status, expected);
+          const asked = h.received(h.master, 'ApplicationHeartbeat').length - heartbeats;
+          assert.equal(asked, staleEnough ? 0 : 1, 'a report is asked for only when short, and once');
+          if (result.status === 'SUCCESS') {
+            const avoided = staleEnough ? stale : fresh;
+            for (const copy of [result.newLocation!, result.newLocation!.peer!])
+              assert.ok(!avoided.some((w) => w.host === copy.worker.host), `${copy.worker.host} shuts down`);
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 
   it('treats a reserve refused for shutdown as shutting down, which the master report then clears', () => {

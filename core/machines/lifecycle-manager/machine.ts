@@ -26,7 +26,14 @@ import {
   requestAwaitingSlots,
 } from './register-shuffle.ts';
 import { onReserveAnswer, type CompletedReservation } from './reservation.ts';
-import { completeRevives, isReviveTimer, onRevive, onReviveTimer } from './revive.ts';
+import {
+  completeRevives,
+  failRevivesAwaitingReport,
+  isReviveTimer,
+  onRevive,
+  onReviveTimer,
+  retryRevivesAfterReport,
+} from './revive.ts';
 import {
   onCommitAnswer,
   onCommitUnanswered,
@@ -162,12 +169,15 @@ function onReply(d: Draft, envelope: Envelope): void {
       else failAwaitingShuffles(d);
       return;
     case 'heartbeat':
-      if (message.type === 'ApplicationHeartbeatResponse') onHeartbeatAnswer(d, message);
-      else if (message.type === 'StatusResponse') {
+      if (message.type === 'ApplicationHeartbeatResponse') {
+        onHeartbeatAnswer(d, message);
+        for (const done of retryRevivesAfterReport(d)) completed(d, done);
+      } else if (message.type === 'StatusResponse') {
         log(d.out, 'error', 'the master refused the application heartbeat', {
           status: message.status,
           message: message.message,
         });
+        if (purpose.refresh === true) failRevivesAwaitingReport(d, `${message.status}: ${message.message}`);
       } else break;
       return;
     case 'requestSlots':
@@ -248,6 +258,7 @@ function onUnanswered(d: Draft, purpose: LmRequest, attempt: number, why: string
       return;
     case 'heartbeat':
       log(d.out, 'warn', 'application heartbeat unanswered', { why });
+      if (purpose.refresh === true) failRevivesAwaitingReport(d, why);
       return;
     case 'requestSlots':
       onSlotsUnanswered(d, purpose.shuffleId, attempt);

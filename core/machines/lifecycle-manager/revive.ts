@@ -18,7 +18,8 @@ import {
   startReservation,
   type CompletedReservation,
 } from './reservation.ts';
-import type { Pair, Reservation, ReviveWaiter } from './state.ts';
+import { sendHeartbeat } from './application.ts';
+import type { LmShuffle, Pair, Reservation, ReviveWaiter } from './state.ts';
 
 /**
  * Revives (reference §3.3): the failed location's worker is excluded by cause (core/client), requests join the
@@ -161,8 +162,12 @@ export function completeRevives(d: Draft, reservation: Reservation): void {
   ]);
 }
 
-function finish(d: Draft, shuffleId: ShuffleId, results: readonly BookResult[]): void {
+function finish(d: Draft, shuffleId: ShuffleId, allResults: readonly BookResult[]): void {
+  const results = allResults.filter((result) => !awaitReport(d, shuffleId, result));
+  if (results.length === 0) return;
   const shuffle = d.shuffles.get(shuffleId)!;
+  for (const { partitionId } of results)
+    d.revivesReported = without(d.revivesReported, reportKey(shuffleId, partitionId, shuffle));
   const finished = finishRevives(shuffle.book, results);
   updateShuffle(d, shuffleId, { book: finished.book });
   for (const result of results) {
@@ -177,6 +182,115 @@ function finish(d: Draft, shuffleId: ShuffleId, results: readonly BookResult[]):
     }
   }
   deliver(d, finished.answers);
+}
+
+/**
+ * A revive short of workers (SLOT_NOT_AVAILABLE) waits, once, for the master's answer to a heartbeat sent at once,
+ * instead of failing on the view it was decided on. That view changes only with the master's reports, and between
+ * two of them it can be stale in the way that matters most during a rolling upgrade: a worker that restarted and
+ * registered again is still in the shutting-down set (or excluded for a push its restart refused) while the next
+ * worker begins its own graceful shutdown, and a replicated revive then sees one usable worker of three. Returns
+ * whether the result is held; a revive that already waited, or an application not registered, fails as before.
+ */
+function awaitReport(d: Draft, shuffleId: ShuffleId, result: BookResult): boolean {
+  if (!('status' in result) || result.status !== 'SLOT_NOT_AVAILABLE') return false;
+  if (d.app.status !== 'registered') return false;
+  const shuffle = d.shuffles.get(shuffleId);
+  if (shuffle === undefined) return false;
+  const key = reportKey(shuffleId, result.partitionId, shuffle);
+  if (d.revivesReported.has(key)) return false;
+  d.revivesReported = new Set([...d.revivesReported, key]);
+  const held = new Map(d.revivesAwaitingReport.get(shuffleId) ?? []);
+  held.set(result.partitionId, {
+    epoch: shuffle.book.spent.get(result.partitionId) ?? 0,
+    status: result.status,
+    reason: result.reason,
+  });
+  const refreshing = [...d.requests.open.values()].some(
+    (open) => open.purpose.kind === 'heartbeat' && open.purpose.refresh === true,
+  );
+  d.revivesAwaitingReport = new Map([...d.revivesAwaitingReport, [shuffleId, held]]);
+  log(d.out, 'info', 'revive short of workers; asking the master for a fresh report before failing', {
+    shuffleId,
+    partitionId: result.partitionId,
+    reason: result.reason,
+  });
+  if (!refreshing) sendHeartbeat(d, { refresh: true });
+  return true;
+}
+
+/** The revive a partition has in flight, by its new epoch (one key per revive, never reused: epochs only grow). */
+function reportKey(shuffleId: ShuffleId, partitionId: number, shuffle: LmShuffle): string {
+  return `${shuffleId}/${partitionId}/${shuffle.book.spent.get(partitionId) ?? 0}`;
+}
+
+function without(set: ReadonlySet<string>, key: string): ReadonlySet<string> {
+  if (!set.has(key)) return set;
+  const copy = new Set(set);
+  copy.delete(key);
+  return copy;
+}
+
+/**
+ * The master answered the heartbeat sent for held revives: each is allocated again on the refreshed view, with the
+ * epoch it was given, and reserved; one short again fails now. Revives whose stage ended or whose shuffle went away
+ * meanwhile were answered then and are dropped.
+ */
+export function retryRevivesAfterReport(d: Draft): CompletedReservation[] {
+  const held = d.revivesAwaitingReport;
+  if (held.size === 0) return [];
+  d.revivesAwaitingReport = new Map();
+  const completed: CompletedReservation[] = [];
+  for (const [shuffleId, revives] of held) {
+    const shuffle = d.shuffles.get(shuffleId);
+    const live = [...revives].filter(
+      ([partitionId]) =>
+        shuffle?.phase === 'ready' && shuffle.book.pending.get(partitionId)?.inFlight === true,
+    );
+    for (const [partitionId, { epoch }] of revives) {
+      if (!live.some(([id]) => id === partitionId))
+        d.revivesReported = without(d.revivesReported, `${shuffleId}/${partitionId}/${epoch}`);
+    }
+    if (shuffle === undefined || live.length === 0) continue;
+    const targets = live.map(([partitionId, { epoch }]) => ({ partitionId, epoch }));
+    const pairs = new Map<number, Pair>();
+    const failed: BookResult[] = [];
+    for (const allocation of allocate(d, shuffleId, targets)) {
+      if (allocation.kind === 'placed') pairs.set(allocation.partitionId, pairOf(allocation));
+      else
+        failed.push({
+          partitionId: allocation.partitionId,
+          status: allocation.status,
+          reason: allocation.reason,
+        });
+    }
+    if (failed.length > 0) finish(d, shuffleId, failed);
+    const done = startReservation(d, shuffleId, 'revive', pairs);
+    if (done !== undefined) completed.push(done);
+  }
+  return completed;
+}
+
+/** The heartbeat sent for held revives got no answer: they fail as they would have without waiting. */
+export function failRevivesAwaitingReport(d: Draft, why: string): void {
+  const held = d.revivesAwaitingReport;
+  if (held.size === 0) return;
+  d.revivesAwaitingReport = new Map();
+  for (const [shuffleId, revives] of held) {
+    const shuffle = d.shuffles.get(shuffleId);
+    if (shuffle?.phase !== 'ready') continue;
+    finish(
+      d,
+      shuffleId,
+      [...revives]
+        .filter(([partitionId]) => shuffle.book.pending.get(partitionId)?.inFlight === true)
+        .map(([partitionId, { status, reason }]) => ({
+          partitionId,
+          status,
+          reason: `${reason} (the master's fresh report did not come: ${why})`,
+        })),
+    );
+  }
 }
 
 /** The stage ended: pending revives will not be needed; their waiters learn so now. */

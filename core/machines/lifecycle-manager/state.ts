@@ -40,6 +40,13 @@ export interface LifecycleManagerState {
   readonly parkedFileGroups: ReadonlyMap<number, ParkedFileGroup>;
   readonly nextParkId: number;
   readonly reviveTimerArmed: boolean;
+  /**
+   * Revives that found too few workers, held (their epoch spent, their waiters waiting) until the master's answer to
+   * a heartbeat sent for them: the view that left them short may be stale (revive.ts, awaitReport).
+   */
+  readonly revivesAwaitingReport: ReadonlyMap<ShuffleId, ReadonlyMap<number, HeldRevive>>;
+  /** `shuffle/partition/epoch` of revives that already waited for a report once: they fail if short again. */
+  readonly revivesReported: ReadonlySet<string>;
   /** Committed primary bytes and files not yet reported in an application heartbeat (the master's size estimate). */
   readonly unreported: { readonly bytes: number; readonly files: number };
 }
@@ -153,9 +160,17 @@ export interface ParkedFileGroup {
   readonly shuffleId: ShuffleId;
 }
 
+/** A revive held for the master's next report, and the failure it gets if that report does not help. */
+export interface HeldRevive {
+  readonly epoch: number;
+  readonly status: StatusCode;
+  readonly reason: string;
+}
+
 export type LmRequest =
   | { readonly kind: 'registerApp' }
-  | { readonly kind: 'heartbeat' }
+  /** `refresh`: sent at once for revives awaiting a fresh worker report (revive.ts). */
+  | { readonly kind: 'heartbeat'; readonly refresh?: boolean }
   | { readonly kind: 'requestSlots'; readonly shuffleId: ShuffleId }
   | { readonly kind: 'reserve'; readonly reservationId: number; readonly worker: WorkerKey }
   | { readonly kind: 'commit'; readonly shuffleId: ShuffleId; readonly worker: WorkerKey }
@@ -179,6 +194,8 @@ export function initialLifecycleManagerState(config: LifecycleManagerConfig): Li
     parkedFileGroups: new Map(),
     nextParkId: 1,
     reviveTimerArmed: false,
+    revivesAwaitingReport: new Map(),
+    revivesReported: new Set(),
     unreported: { bytes: 0, files: 0 },
   };
 }

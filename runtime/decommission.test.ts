@@ -1,0 +1,270 @@
+// Decommissioning a worker under load (issue 26), on real processes: a replicated job runs on three workers; the
+// operator sends `Decommission` (or `DecommissionThenIdle`) through the master for the worker holding the most of
+// its partitions. The worker takes no new slots, its open partitions move on (HARD_SPLIT, revive), it leaves only
+// once its shuffles are gone, and every record verifies; /api/v1/workers and the metrics show each state on the way.
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { workerKey, type PartitionLocation } from '../core/domain/index.ts';
+import { LocalCluster } from './cluster/local-cluster.ts';
+import { DEFAULT_WAIT_MS, type LogLine } from './cluster/server-process.ts';
+import type { MapResult, MapWriter } from './client/shuffle-client.ts';
+import {
+  clientSide,
+  readAndVerify,
+  recordsOf,
+  winnersOf,
+  type ClientSide,
+  type SmallJob,
+} from './testing/small-job.ts';
+
+const REPLICATED = {
+  'svc.client.push.replicate.enabled': 'true',
+  'svc.client.push.buffer.max.size': '4k',
+  // Small budgets hand records to the task (and push them) as they are written.
+  'svc.client.push.maxUnacknowledgedBytes': '64k',
+};
+const WORKER_CONF = ['svc.worker.decommission.checkInterval=200ms'];
+// Workers heartbeat every timeout / 4 (5 s): the master learns a worker's return to Normal from its next heartbeat.
+const CONF = ['svc.master.heartbeat.worker.timeout=20s'];
+const JOB: SmallJob = { maps: 2, partitions: 6, recordsPerPartition: 160, recordBytes: 300 };
+
+async function until(ready: () => boolean, what: string, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting ${timeoutMs} ms for ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** Polls a management endpoint until `ready` holds on its JSON (the API is what an operator watches). */
+async function untilApi<T>(url: string, ready: (body: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + DEFAULT_WAIT_MS;
+  for (;;) {
+    const body = (await (await fetch(url)).json()) as T;
+    if (ready(body)) return body;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(body)}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+async function metric(url: string, name: string): Promise<number | undefined> {
+  const text = await (await fetch(url)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`metrics_${name}_Value`));
+  return line === undefined ? undefined : Number(line.split(' ').pop());
+}
+
+interface WorkerIdBody {
+  host: string;
+  rpcPort: number;
+  pushPort: number;
+  fetchPort: number;
+  replicatePort: number;
+}
+function idBody(key: string): WorkerIdBody {
+  const [host, rpcPort, pushPort, fetchPort, replicatePort] = key.split(':');
+  return {
+    host: host!,
+    rpcPort: Number(rpcPort),
+    pushPort: Number(pushPort),
+    fetchPort: Number(fetchPort),
+    replicatePort: Number(replicatePort),
+  };
+}
+const keyOf = (w: WorkerIdBody) => `${w.host}:${w.rpcPort}:${w.pushPort}:${w.fetchPort}:${w.replicatePort}`;
+
+interface MasterWorkers {
+  workers: WorkerIdBody[];
+  decommissioningWorkers: WorkerIdBody[];
+  shutdownWorkers: WorkerIdBody[];
+}
+interface WorkerInfo {
+  workerState: string;
+  workerStateStartTime: number;
+  isDecommissioning: boolean;
+  isShutdown: boolean;
+}
+
+async function sendEvent(cluster: LocalCluster, eventType: string, worker: string): Promise<void> {
+  const response = await fetch(`${cluster.masterHttpUrl}/api/v1/workers/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ eventType: eventType.toUpperCase(), workers: [idBody(worker)] }),
+  });
+  assert.equal(response.status, 200, `${eventType}: ${await response.text()}`);
+}
+
+/** A shuffle whose maps write half their records, then the rest. */
+class Stage {
+  private readonly writers: MapWriter[];
+  constructor(
+    readonly client: ClientSide,
+    readonly shuffleId: number,
+  ) {
+    const shuffle = client.executor.shuffle(shuffleId, { maps: JOB.maps, partitions: JOB.partitions });
+    this.writers = Array.from({ length: JOB.maps }, (_, mapId) => shuffle.writer(mapId, 0));
+  }
+  private write(from: number, to: number): void {
+    this.writers.forEach((writer, mapId) =>
+      recordsOf(JOB, mapId, 0).forEach((records, p) =>
+        records.slice(from, to).forEach((r) => writer.write(p, r)),
+      ),
+    );
+  }
+  async begin(): Promise<this> {
+    this.write(0, JOB.recordsPerPartition / 2);
+    await until(
+      () => this.writers.every((w) => w.acknowledgedBytes() > 0),
+      'pushes of every map acknowledged',
+    );
+    return this;
+  }
+  async endAndVerify(): Promise<void> {
+    this.write(JOB.recordsPerPartition / 2, JOB.recordsPerPartition);
+    const results = new Map<string, MapResult>();
+    for (const [mapId, writer] of this.writers.entries()) results.set(`${mapId}/0`, await writer.close());
+    await readAndVerify(this.client.executor, this.shuffleId, JOB, winnersOf(results));
+  }
+  reserved(): readonly PartitionLocation[] {
+    const shuffle = this.client.app.state().shuffles.get(this.shuffleId);
+    assert.ok(shuffle, `the lifecycle manager knows shuffle ${this.shuffleId}`);
+    return shuffle.reserved;
+  }
+}
+
+/** The index and id of the worker holding the most copies of the stage's partitions. */
+function busiest(cluster: LocalCluster, copies: readonly PartitionLocation[]) {
+  const held = cluster.workerIds.map((id) => copies.filter((c) => workerKey(c.worker) === id).length);
+  const index = held.indexOf(Math.max(...held));
+  return { index, id: cluster.workerIds[index]!, copies: held[index]! };
+}
+
+const transitionTo = (state: string) => (line: LogLine) =>
+  line.event === 'worker.lifecycle.transition' && line.to === state;
+
+describe('decommissioning a worker under load (real processes)', () => {
+  let cluster: LocalCluster | undefined;
+  let client: ClientSide | undefined;
+  afterEach(async () => {
+    await client?.close().catch(() => undefined);
+    await cluster?.stop();
+    client = undefined;
+    cluster = undefined;
+  });
+
+  it('Decommission: no new slots, partitions move on, the job verifies, the worker exits once its shuffles go', async () => {
+    cluster = await LocalCluster.start({ workers: 3, conf: CONF, workerConf: WORKER_CONF });
+    const c = cluster;
+    client = await clientSide(c.masterUrl, { conf: REPLICATED });
+    const stage = await new Stage(client, 0).begin();
+    const victim = busiest(c, stage.reserved());
+    assert.ok(victim.copies > 0, 'the decommissioned worker holds partitions of the running job');
+    const worker = c.workers[victim.index]!;
+    const workerApi = `${c.workerHttpUrl(victim.index)}/api/v1/workers`;
+
+    await sendEvent(c, 'Decommission', victim.id);
+    await worker.waitFor(transitionTo('InDecommission'), 'its move to InDecommission');
+    const info = await untilApi<WorkerInfo>(workerApi, (w) => w.isDecommissioning, 'isDecommissioning');
+    assert.equal(info.workerState, 'InDecommission');
+    const listed = await untilApi<MasterWorkers>(
+      `${c.masterHttpUrl}/api/v1/workers`,
+      (body) => body.decommissioningWorkers.some((w) => keyOf(w) === victim.id),
+      'the master listing the worker as decommissioning',
+    );
+    assert.ok(!listed.shutdownWorkers.some((w) => keyOf(w) === victim.id));
+    assert.equal(
+      await metric(`${c.workerHttpUrl(victim.index)}/metrics/prometheus`, 'IsDecommissioningWorker'),
+      1,
+    );
+    assert.equal(await metric(`${c.masterHttpUrl}/metrics/prometheus`, 'DecommissionWorkerCount'), 1);
+
+    // Its open partitions move on: the rest of the maps' records go to revived copies elsewhere.
+    await stage.endAndVerify();
+    const revived = stage.reserved().filter((copy) => copy.epoch > 0);
+    assert.ok(revived.length > 0, 'partitions were revived');
+    assert.ok(
+      revived.every((copy) => workerKey(copy.worker) !== victim.id),
+      'none back on the worker',
+    );
+    // A new shuffle gets no slot on it.
+    const next = await new Stage(client, 1).begin();
+    assert.ok(
+      next.reserved().every((copy) => workerKey(copy.worker) !== victim.id),
+      'no new slots',
+    );
+    await next.endAndVerify();
+    assert.ok(worker.running, 'the worker stays while the application holds shuffles on it');
+
+    // The application ends: its shuffles go, and the worker exits.
+    await client.close();
+    client = undefined;
+    assert.equal(await worker.exited(), 0);
+    const exit = worker.seen((line) => line.event === 'worker.exit')[0];
+    assert.equal(exit?.kind, 'DECOMMISSION');
+    const tookMs = Date.parse(String(exit?.time)) - info.workerStateStartTime;
+    assert.ok(tookMs > 0, `the decommission took ${tookMs} ms`);
+  });
+
+  it('DecommissionThenIdle: the worker goes Idle once drained, and Recommission brings it back into offers', async () => {
+    cluster = await LocalCluster.start({ workers: 3, conf: CONF, workerConf: WORKER_CONF });
+    const c = cluster;
+    client = await clientSide(c.masterUrl, { conf: REPLICATED });
+    const stage = await new Stage(client, 0).begin();
+    const victim = busiest(c, stage.reserved());
+    assert.ok(victim.copies > 0, 'the worker holds partitions of the running job');
+    const worker = c.workers[victim.index]!;
+    const workerApi = `${c.workerHttpUrl(victim.index)}/api/v1/workers`;
+
+    await sendEvent(c, 'DecommissionThenIdle', victim.id);
+    await worker.waitFor(transitionTo('InDecommissionThenIdle'), 'its move to InDecommissionThenIdle');
+    await untilApi<MasterWorkers>(
+      `${c.masterHttpUrl}/api/v1/workers`,
+      (body) => body.decommissioningWorkers.some((w) => keyOf(w) === victim.id),
+      'the master listing the worker as decommissioning',
+    );
+    await stage.endAndVerify();
+    assert.ok(
+      stage.reserved().some((copy) => copy.epoch > 0),
+      'partitions were revived',
+    );
+    await client.close();
+    client = undefined;
+
+    // Drained (no shuffle left): Idle, still running, in no offer.
+    await worker.waitFor(transitionTo('Idle'), 'its move to Idle');
+    const idle = await untilApi<WorkerInfo>(workerApi, (w) => w.workerState === 'Idle', 'workerState Idle');
+    assert.equal(idle.isDecommissioning, false);
+    assert.ok(worker.running, 'an idle worker keeps running');
+    assert.equal(
+      await metric(`${c.workerHttpUrl(victim.index)}/metrics/prometheus`, 'IsDecommissioningWorker'),
+      0,
+    );
+    const spare = await clientSide(c.masterUrl, { conf: REPLICATED });
+    try {
+      const probe = await new Stage(spare, 0).begin();
+      assert.ok(
+        probe.reserved().every((copy) => workerKey(copy.worker) !== victim.id),
+        'idle: no slots',
+      );
+      await probe.endAndVerify();
+    } finally {
+      await spare.close();
+    }
+
+    await sendEvent(c, 'Recommission', victim.id);
+    await worker.waitFor(transitionTo('Normal'), 'its move back to Normal');
+    await untilApi<MasterWorkers>(
+      `${c.masterHttpUrl}/api/v1/workers`,
+      (body) =>
+        !body.decommissioningWorkers.some((w) => keyOf(w) === victim.id) &&
+        !body.shutdownWorkers.some((w) => keyOf(w) === victim.id),
+      'the master no longer listing the worker as leaving',
+    );
+    client = await clientSide(c.masterUrl, { conf: REPLICATED });
+    const back = await new Stage(client, 0).begin();
+    assert.ok(
+      back.reserved().some((copy) => workerKey(copy.worker) === victim.id),
+      'a new shuffle gets slots on the recommissioned worker',
+    );
+    await back.endAndVerify();
+  });
+});
