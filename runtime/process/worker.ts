@@ -366,6 +366,7 @@ async function startWorker(
       id: `${nodeId}#application-secrets`,
       send: (envelope) => network.transport.send(envelope),
       askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),
+      expiryMs: conf.getDurationMs('svc.worker.auth.secretCache.expiry'),
     });
     network.host.add(secrets);
   }

@@ -399,6 +399,17 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     description: 'Interval at which a decommissioning worker checks whether its shuffles have ended.',
   },
   {
+    key: 'svc.worker.auth.secretCache.expiry',
+    type: 'time',
+    default: '60s',
+    since: '0.6.0',
+    roles: WORKER,
+    description:
+      'svc addition: how long a worker trusts an application’s secret it learnt from the master (svc.auth.enabled) ' +
+      'before it asks again; a secret the master no longer holds (the application unregistered, or registered ' +
+      'again with another) opens no new connection after this long.',
+  },
+  {
     key: 'svc.worker.activeConnection.max',
     type: 'int',
     min: 1,
