@@ -371,7 +371,7 @@ async function startWorker(
     network.host.add(secrets);
   }
 
-  const storage = workerStorage(tiers, nodeId, metrics, logger);
+  const storage = workerStorage(conf, tiers, nodeId, metrics, logger);
   opened.push(storage);
   // The memory budget and the driver's backlog both may stop reading a service (./driver/pause-reasons.ts).
   const pauses = new PauseReasons((service, paused) => network.transport.setPaused(service, paused));
@@ -484,6 +484,7 @@ async function filesOnDisks(disks: readonly LocalDisk[], logger: Logger): Promis
 
 /** The partition files on the worker's tiers, with the warnings and metrics of their failures. */
 function workerStorage(
+  conf: ResolvedConfig,
   tiers: WorkerTiers,
   nodeId: string,
   metrics: WorkerMetrics | undefined,
@@ -492,6 +493,7 @@ function workerStorage(
   const { disks, dfsDir, memoryPool, readBuffers } = tiers;
   return new TierStorage({
     disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
+    maxOpenFiles: conf.getInt('svc.worker.storage.maxOpenFiles'),
     ...(dfsDir === undefined ? {} : { dfsDir }),
     onDiskFailed: (mountPoint, reason) =>
       logger.error(

@@ -140,6 +140,18 @@ export const WORKER_KEYS: readonly KeySpec[] = [
       'Share of every disk kept free, when larger than the reserve size (unset: only the size applies).',
   },
   {
+    key: 'svc.worker.storage.maxOpenFiles',
+    type: 'int',
+    default: '4096',
+    min: 1,
+    since: '0.6.0',
+    roles: WORKER,
+    description:
+      'svc addition: the most partition files (local disks and the DFS directory together) a worker keeps open at ' +
+      'once; past it the least recently used idle one is closed and opened again when next needed. Keep it well ' +
+      'under the process’s descriptor limit (ulimit -n), which the connections share.',
+  },
+  {
     key: 'svc.worker.storage.expireDirs.timeout',
     type: 'time',
     default: '1h',

@@ -77,11 +77,11 @@ export function accountBytes(s: WorkerMachineState, file: FileRef, delta: number
 /**
  * Records what an I/O failure says about a local disk: out of space → HIGH_DISK_USAGE, any other error →
  * READ_OR_WRITE_FAILURE. The disk is then skipped for new files and reported to the master (which may exclude the
- * worker), until the worker restarts.
+ * worker), until the worker restarts. A process out of file descriptors (NO_DESCRIPTORS) says nothing of the disk.
  */
 export function noteDiskFailure(s: WorkerMachineState, file: FileRef, error: IoError): WorkerMachineState {
   if (file.tier !== 'HDD' && file.tier !== 'SSD') return s;
-  if (error === 'EXISTS' || error === 'NOT_FOUND') return s;
+  if (error === 'EXISTS' || error === 'NOT_FOUND' || error === 'NO_DESCRIPTORS') return s;
   const problem = error === 'NO_SPACE' ? 'HIGH_DISK_USAGE' : 'READ_OR_WRITE_FAILURE';
   if (s.diskProblems.get(file.mountPoint) === problem) return s;
   setEntry(s.diskProblems, file.mountPoint, problem);
