@@ -133,20 +133,14 @@ interface Entry {
 }
 
 function listEntries(conf: ResolvedConfig, key: string): Entry[] {
-  if (!conf.has(key)) return [];
-  const value = conf.get(key);
-  if (value === undefined) return [];
-  return conf
-    .getList(key)
+  return (conf.optional(key, 'getList') ?? [])
     .map((text, index) => ({ text: text.trim(), where: `entry ${index + 1}`, key }))
     .filter((entry) => entry.text.length > 0);
 }
 
 function fileEntries(conf: ResolvedConfig, key: string, logger: Logger | undefined): Entry[] {
-  if (!conf.has(key)) return [];
-  const value = conf.get(key);
-  if (value === undefined || value === '') return [];
-  const file = String(value);
+  const file = conf.optional(key, 'getString');
+  if (file === undefined) return [];
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -165,14 +159,6 @@ function fileEntries(conf: ResolvedConfig, key: string, logger: Logger | undefin
     .split(/\r?\n/)
     .map((line, index) => ({ text: line.trim(), where: `${file} line ${index + 1}`, key }))
     .filter((entry) => entry.text.length > 0 && !entry.text.startsWith('#'));
-}
-
-function optionalList(conf: ResolvedConfig, key: string): string[] {
-  if (!conf.has(key) || conf.get(key) === undefined) return [];
-  return conf
-    .getList(key)
-    .map((item) => item.trim())
-    .filter((item) => item.length > 0);
 }
 
 export interface HttpAuthSettings {
@@ -203,7 +189,9 @@ export function httpAuthFromConf(
   logger?: Logger,
 ): HttpAuth | undefined {
   const prefix = `svc.${role}.http.auth`;
-  const schemes = optionalList(conf, `${prefix}.supportedSchemes`).map((scheme) => scheme.toUpperCase());
+  const schemes = (conf.optional(`${prefix}.supportedSchemes`, 'getList') ?? []).map((scheme) =>
+    scheme.toUpperCase(),
+  );
   if (schemes.length === 0) return undefined;
   const accepted = AUTH_SCHEMES.filter((scheme) => schemes.includes(scheme));
 
@@ -244,7 +232,7 @@ export function httpAuthFromConf(
         `(name:token lines) or ${prefix}.bearer.tokens`,
     );
   }
-  const administers = optionalList(conf, `${prefix}.administers`);
+  const administers = conf.optional(`${prefix}.administers`, 'getList') ?? [];
   const known = new Set([
     ...(accepted.includes('BASIC') ? users.keys() : []),
     ...(accepted.includes('BEARER') ? tokens.map((token) => token.name) : []),
