@@ -61,10 +61,8 @@ export function dynamicConfigPath(
   conf: ResolvedConfig,
   env: Readonly<Record<string, string | undefined>>,
 ): string | undefined {
-  const configured = conf.has('svc.dynamicConfig.store.fs.path')
-    ? conf.get('svc.dynamicConfig.store.fs.path')
-    : undefined;
-  if (typeof configured === 'string') return configured;
+  const configured = conf.optional('svc.dynamicConfig.store.fs.path', 'getString');
+  if (configured !== undefined) return configured;
   const confDir = env.SVC_CONF_DIR ?? (env.SVC_HOME === undefined ? undefined : `${env.SVC_HOME}/conf`);
   return confDir === undefined ? undefined : `${confDir.replace(/\/$/, '')}/dynamicConfig.yaml`;
 }

@@ -80,10 +80,6 @@ export function readsKeyAt(key: string, release: Release): boolean {
   return nameReadAt(REGISTRY.entry(key).entry, release) !== undefined;
 }
 
-function optional<T>(conf: ResolvedConfig, key: string, read: (key: string) => T): T | undefined {
-  return conf.has(key) && conf.get(key) !== undefined ? read(key) : undefined;
-}
-
 const currentDefaults = new Map<Role, ResolvedConfig>();
 
 /** The defaults of the current release for `role` (nothing set): what stands in for a key a release lacks. */
@@ -98,13 +94,13 @@ function currentDefaultsOf(role: Role): ResolvedConfig {
 
 /** `svc.master.slot.assign.budgetMode` (since 0.6.0); before it, the master overcommitted as the reference does. */
 export function budgetModeFrom(conf: ResolvedConfig): BudgetMode {
-  const mode = optional(conf, BUDGET_MODE, (k) => conf.getString(k));
+  const mode = conf.optional(BUDGET_MODE, 'getString');
   return mode?.toUpperCase() === 'STRICT' ? 'strict' : 'overcommit';
 }
 
 /** `svc.worker.memoryFileStorage.refuseImplicitMemory` (since 0.6.0); before it, a worker never refused. */
 export function refuseImplicitMemoryFrom(conf: ResolvedConfig): boolean {
-  return optional(conf, REFUSE_IMPLICIT_MEMORY, (k) => conf.getBoolean(k)) ?? false;
+  return conf.optional(REFUSE_IMPLICIT_MEMORY, 'getBoolean') ?? false;
 }
 
 /** What the master's configuration does not hold. */
@@ -118,7 +114,7 @@ export interface MasterFacts {
 
 export function masterConfigFrom(conf: ResolvedConfig, facts: MasterFacts): MasterConfig {
   const policy = conf.getString('svc.master.slot.assign.policy').toUpperCase();
-  const minWorkers = optional(conf, 'svc.master.slot.assign.minWorkers', (k) => conf.getInt(k));
+  const minWorkers = conf.optional('svc.master.slot.assign.minWorkers', 'getInt');
   return {
     release: conf.release,
     authEnabled: conf.getBoolean(AUTH_ENABLED),
@@ -131,10 +127,9 @@ export function masterConfigFrom(conf: ResolvedConfig, facts: MasterFacts): Mast
     },
     partitionSize: {
       // Before 0.4.1 the estimate was not clamped (contract section 8).
-      minSize: optional(conf, 'svc.master.estimatedPartitionSize.minSize', (k) => conf.getBytes(k)) ?? 1,
+      minSize: conf.optional('svc.master.estimatedPartitionSize.minSize', 'getBytes') ?? 1,
       maxSize:
-        optional(conf, 'svc.master.estimatedPartitionSize.maxSize', (k) => conf.getBytes(k)) ??
-        Number.MAX_SAFE_INTEGER,
+        conf.optional('svc.master.estimatedPartitionSize.maxSize', 'getBytes') ?? Number.MAX_SAFE_INTEGER,
       initialSize: conf.getBytes('svc.master.estimatedPartitionSize.initialSize'),
       updateInitialDelayMs: conf.getDurationMs('svc.master.estimatedPartitionSize.update.initialDelay'),
       updateIntervalMs: conf.getDurationMs('svc.master.estimatedPartitionSize.update.interval'),
@@ -152,8 +147,7 @@ export function masterConfigFrom(conf: ResolvedConfig, facts: MasterFacts): Mast
             }
           : { name: 'ROUNDROBIN' },
       budgetMode: facts.budgetMode ?? budgetModeFrom(conf),
-      maxWorkers:
-        optional(conf, 'svc.master.slot.assign.maxWorkers', (k) => conf.getInt(k)) ?? UNLIMITED_WORKERS,
+      maxWorkers: conf.optional('svc.master.slot.assign.maxWorkers', 'getInt') ?? UNLIMITED_WORKERS,
       extraSlots: conf.getInt('svc.master.slot.assign.extraSlots'),
       ...(minWorkers === undefined ? {} : { minWorkers }),
     },
@@ -191,10 +185,8 @@ export function workerConfigFrom(
   facts: WorkerFacts,
 ): WorkerConfig {
   const heartbeatTimeout = conf.getDurationMs('svc.master.heartbeat.worker.timeout');
-  const createText = optional(conf, 'svc.worker.storage.storagePolicy.createFilePolicy', (k) =>
-    conf.getList(k).join(','),
-  );
-  const evictText = optional(conf, 'svc.worker.storage.storagePolicy.evictPolicy', (k) => conf.getString(k));
+  const createText = conf.optional('svc.worker.storage.storagePolicy.createFilePolicy', 'getList')?.join(',');
+  const evictText = conf.optional('svc.worker.storage.storagePolicy.evictPolicy', 'getString');
   return {
     release: conf.release,
     authEnabled: conf.getBoolean(AUTH_ENABLED),
@@ -205,17 +197,14 @@ export function workerConfigFrom(
     distributed: facts.distributed,
     memory: {
       capacityBytes: facts.memoryCapacityBytes,
-      maxFileBytes:
-        optional(conf, MEMORY_MAX_FILE, (k) => conf.getBytes(k)) ?? current.getBytes(MEMORY_MAX_FILE),
-      evictRatio:
-        optional(conf, MEMORY_EVICT_RATIO, (k) => conf.getDouble(k)) ?? current.getDouble(MEMORY_EVICT_RATIO),
+      maxFileBytes: conf.optional(MEMORY_MAX_FILE, 'getBytes') ?? current.getBytes(MEMORY_MAX_FILE),
+      evictRatio: conf.optional(MEMORY_EVICT_RATIO, 'getDouble') ?? current.getDouble(MEMORY_EVICT_RATIO),
       refuseImplicitMemory: facts.refuseImplicitMemory ?? refuseImplicitMemoryFrom(conf),
     },
     createFilePolicy: createText ? parseCreateFilePolicy(createText) : DEFAULT_CREATE_FILE_POLICY,
     evictPolicy: evictText ? parseEvictPolicy(evictText) : DEFAULT_EVICT_POLICY,
     createFileMaxAttempts:
-      optional(conf, 'svc.worker.writer.create.maxAttempts', (k) => conf.getInt(k)) ??
-      CREATE_FILE_ATTEMPTS_BEFORE_KEY,
+      conf.optional('svc.worker.writer.create.maxAttempts', 'getInt') ?? CREATE_FILE_ATTEMPTS_BEFORE_KEY,
     chunkSizeBytes: conf.getBytes('svc.shuffle.chunk.size'),
     split: {
       enabled: conf.getBoolean('svc.worker.shuffle.partitionSplit.enabled'),
@@ -294,8 +283,7 @@ export function lifecycleManagerConfigFrom(
     replicate: replicationFrom(conf),
     rackAware: conf.getBoolean('svc.client.reserveSlots.rackaware.enabled'),
     availableTypes: availableTypesFrom(conf),
-    maxWorkers:
-      optional(conf, 'svc.client.slot.assign.maxWorkers', (k) => conf.getInt(k)) ?? UNLIMITED_WORKERS,
+    maxWorkers: conf.optional('svc.client.slot.assign.maxWorkers', 'getInt') ?? UNLIMITED_WORKERS,
     split: {
       thresholdBytes: conf.getBytes('svc.client.shuffle.partitionSplit.threshold'),
       mode:
@@ -312,8 +300,7 @@ export function lifecycleManagerConfigFrom(
     excludedWorkerExpireMs: conf.getDurationMs('svc.client.excludedWorker.expireTimeout'),
     // Before 0.4.0 the key did not exist: the current default stands in.
     filterExcludedWorkers:
-      optional(conf, FILTER_EXCLUDED, (k) => conf.getBoolean(k)) ??
-      currentDefaultsOf('client').getBoolean(FILTER_EXCLUDED),
+      conf.optional(FILTER_EXCLUDED, 'getBoolean') ?? currentDefaultsOf('client').getBoolean(FILTER_EXCLUDED),
     ...(facts.plantedBug === undefined ? {} : { plantedBug: facts.plantedBug }),
   };
 }
@@ -336,8 +323,7 @@ export function mapTaskConfigFrom(
     lifecycleManager: lifecycleManagerNodeId(appId),
     batchSizeBytes: conf.getBytes('svc.client.push.buffer.max.size'),
     maxUnacknowledgedBytes:
-      optional(conf, 'svc.client.push.maxUnacknowledgedBytes', (k) => conf.getBytes(k)) ??
-      MAP_TASK_BUDGET_BEFORE_KEY,
+      conf.optional('svc.client.push.maxUnacknowledgedBytes', 'getBytes') ?? MAP_TASK_BUDGET_BEFORE_KEY,
     mergeSizeBytes: conf.getBytes('svc.client.push.merge.maxSize'),
     maxInFlightPerPartition: conf.getInt('svc.client.push.maxInFlightPerPartition'),
     maxReviveRetries: conf.getInt('svc.client.push.revive.maxRetries'),

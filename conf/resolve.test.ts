@@ -274,6 +274,33 @@ describe('bad input', () => {
     assert.throws(() => conf.getString('svc.storage.hdfs.dir'), /has no value and no default/);
   });
 
+  it('reads an optional key only where it exists and something sets it, with the getter named', () => {
+    const unset = resolveConfig({ release: '0.6.0', role: 'worker' });
+    assert.equal(unset.optional('svc.storage.hdfs.dir', 'getString'), undefined, 'nothing sets it');
+    const set = resolveConfig({
+      release: '0.6.0',
+      role: 'worker',
+      overrides: {
+        'svc.storage.hdfs.dir': '/mnt/dfs',
+        'svc.worker.storage.workingDir': '',
+        'svc.metrics.extraLabels': 'a=1, ,b=2',
+      },
+    });
+    assert.equal(set.optional('svc.storage.hdfs.dir', 'getString'), '/mnt/dfs');
+    assert.equal(set.optional('svc.worker.storage.workingDir', 'getString'), undefined, 'empty is unset');
+    assert.deepEqual(set.optional('svc.metrics.extraLabels', 'getList'), ['a=1', 'b=2']);
+    // A key of 0.6.0 read by a node resolving as of 0.5.0: absent there, not an error.
+    const older = resolveConfig({ release: '0.5.0', role: 'worker' });
+    assert.equal(older.has('svc.network.port.maxConnections'), false);
+    assert.equal(older.optional('svc.network.port.maxConnections', 'getInt'), undefined);
+    assert.equal(
+      set.optional('svc.network.port.maxConnections', 'getInt'),
+      4096,
+      'its default where it exists',
+    );
+    assert.throws(() => set.optional('svc.storage.hdfs.dir', 'getInt'), /string key; read it with getString/);
+  });
+
   it('refuses a release before the history', () => {
     assert.throws(() => resolveConfig({ release: '0.1.0' }), /predates the release history/);
   });

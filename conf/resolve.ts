@@ -77,7 +77,11 @@ export interface ShownSetting {
   readonly origin: Origin;
 }
 
-const GETTER_TYPES: Readonly<Record<string, readonly ValueType[]>> = {
+/** The typed getters of a ResolvedConfig, by name (what `optional` reads a key with). */
+export type TypedGetter =
+  'getBytes' | 'getDurationMs' | 'getInt' | 'getDouble' | 'getBoolean' | 'getString' | 'getList';
+
+const GETTER_TYPES: Readonly<Record<TypedGetter, readonly ValueType[]>> = {
   getBytes: ['bytes'],
   getDurationMs: ['time'],
   getInt: ['int'],
@@ -141,6 +145,17 @@ export class ResolvedConfig {
     const resolution = this.resolution(key);
     if (resolution.status === 'invalid') throw new ConfigError(resolution.message, key);
     return resolution.status === 'value' ? resolution.value : undefined;
+  }
+
+  /**
+   * An optional key read with `getter`, or undefined when the key does not exist at this release (a client resolving
+   * as of an older one) or nothing sets it (an empty value counts as unset): the one test every optional key needs.
+   */
+  optional<G extends TypedGetter>(key: string, getter: G): ReturnType<ResolvedConfig[G]> | undefined {
+    if (!this.has(key)) return undefined;
+    const value = this.get(key);
+    if (value === undefined || value === '') return undefined;
+    return this[getter](key) as ReturnType<ResolvedConfig[G]>;
   }
 
   getBytes(key: string): number {
@@ -220,11 +235,13 @@ export class ResolvedConfig {
     return shown.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
-  private typed(key: string, getter: string): ConfigValue {
+  private typed(key: string, getter: TypedGetter): ConfigValue {
     const { entry } = this.registry.entry(key);
-    const accepted = GETTER_TYPES[getter] ?? [];
+    const accepted = GETTER_TYPES[getter];
     if (!accepted.includes(entry.type)) {
-      const right = Object.keys(GETTER_TYPES).find((name) => GETTER_TYPES[name]?.[0] === entry.type);
+      const right = (Object.keys(GETTER_TYPES) as TypedGetter[]).find(
+        (name) => GETTER_TYPES[name][0] === entry.type,
+      );
       throw new TypeError(`${key} is a ${entry.type} key; read it with ${right ?? 'get'}, not ${getter}`);
     }
     const resolution = this.resolution(key);

@@ -17,7 +17,7 @@ import { clientAuthConf, LocalCluster } from './cluster/local-cluster.ts';
 import { ServerProcess } from './cluster/server-process.ts';
 import { AuthProbe, type ProbeIdentity, type ProbeOutcome } from './testing/auth-probe.ts';
 import { within } from './testing/deadline.ts';
-import { generateTestCertificates, opensslMissing } from './testing/tls-certs.ts';
+import { generateTestCertificates } from './testing/tls-certs.ts';
 import {
   clientSide,
   readAndVerify,
@@ -455,7 +455,7 @@ describe('application authentication on real processes', () => {
 
 // As operators should run it: authentication with TLS, so that the registered secret never crosses the network in
 // clear.
-describe('application authentication over TLS', { skip: opensslMissing() }, () => {
+describe('application authentication over TLS', () => {
   let dir: string;
   let cluster: LocalCluster;
   let ssl: Record<string, string>;

@@ -13,12 +13,11 @@ import { startApplication } from './client/application.ts';
 import { SvcClientError } from './client/errors.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { ServerProcess } from './cluster/server-process.ts';
-import { generateTestCertificates, opensslMissing, type TestCertificates } from './testing/tls-certs.ts';
+import { generateTestCertificates, type TestCertificates } from './testing/tls-certs.ts';
 import { runVerifiedJob, type SmallJob } from './testing/small-job.ts';
 import { encodeHello } from './wire/index.ts';
 
 const JOB: SmallJob = { maps: 3, partitions: 4, recordsPerPartition: 20 };
-const skip = opensslMissing();
 
 /** GET over HTTPS, trusting `ca`; resolves with the status and body. */
 function httpsGet(port: number, urlPath: string, ca: Buffer): Promise<{ status: number; text: string }> {
@@ -70,7 +69,21 @@ function plaintextHello(port: number): Promise<Buffer> {
   });
 }
 
-describe('TLS on every port', { skip }, () => {
+describe('the TLS suites without openssl', () => {
+  it('fail, naming the package to install, instead of skipping', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-tls-missing-'));
+    try {
+      assert.throws(
+        () => generateTestCertificates(dir, { openssl: 'openssl-not-installed-here' }),
+        /openssl-not-installed-here is not installed: .*fail without it.*apt-get install -y openssl/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('TLS on every port', () => {
   let dir: string;
   let certs: TestCertificates;
   let cluster: LocalCluster;

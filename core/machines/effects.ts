@@ -140,8 +140,11 @@ export type BatchableIo = Extract<Effect, { kind: 'createFile' | 'write' | 'flus
 /** How one I/O operation ended: the input it would have completed with on its own. */
 export type IoCompletion = Extract<Input, { kind: 'ioDone' | 'ioFailed' }>;
 
-/** Kinds of I/O failure a driver reports; the simulator injects each of them. */
-export type IoError = 'NO_SPACE' | 'IO_ERROR' | 'NOT_FOUND' | 'EXISTS' | 'TIMEOUT';
+/**
+ * Kinds of I/O failure a driver reports; the simulator injects each of them but NO_DESCRIPTORS: the process (not the
+ * disk) had no file descriptor left (EMFILE, ENFILE), so the operation failed and the disk is not charged with it.
+ */
+export type IoError = 'NO_SPACE' | 'IO_ERROR' | 'NOT_FOUND' | 'EXISTS' | 'TIMEOUT' | 'NO_DESCRIPTORS';
 
 export type Input =
   /**

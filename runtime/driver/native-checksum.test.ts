@@ -2,7 +2,30 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { crc32, installCrc32, portableCrc32 } from '../../core/protocol/crc32.ts';
-import { nativeChecksum, simdChecksumIfLoaded, useNativeChecksum, zlibChecksum } from './native-checksum.ts';
+import { Writable } from 'node:stream';
+import { createLogger } from '../log.ts';
+import {
+  fallbackNotice,
+  loadSimdChecksum,
+  nativeChecksum,
+  simdChecksumIfLoaded,
+  useNativeChecksum,
+  zlibChecksum,
+} from './native-checksum.ts';
+
+/** A logger whose JSON lines are kept. */
+function capturingLogger(): { logger: ReturnType<typeof createLogger>; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      done();
+    },
+  });
+  return { logger: createLogger('info', { role: 'test' }, sink), lines };
+}
 
 describe('the native checksum', () => {
   after(() => installCrc32(undefined));
@@ -57,5 +80,34 @@ describe('the native checksum', () => {
     installCrc32(undefined);
     crc32(bytes);
     assert.deepEqual(seen, [3]);
+  });
+
+  it('says once per process, with the reason, that it fell back to zlib’s; nothing when the SIMD one loaded', () => {
+    const missing = loadSimdChecksum(() => {
+      throw new Error("Cannot find module '@node-rs/crc32-linux-x64-gnu'\nRequire stack: …");
+    });
+    assert.deepEqual(missing, {
+      kind: 'missing',
+      reason: "Cannot find module '@node-rs/crc32-linux-x64-gnu'",
+    });
+    const wrong = loadSimdChecksum(() => ({ crc32: () => 7 }));
+    assert.deepEqual(wrong, { kind: 'missing', reason: 'its values disagree with zlib’s' });
+
+    const { logger, lines } = capturingLogger();
+    const notice = fallbackNotice(missing);
+    notice(logger);
+    notice(logger);
+    notice(logger);
+    assert.equal(lines.length, 1, 'one line, however many machines start');
+    assert.equal(lines[0]!.event, 'checksum.fallback');
+    assert.equal(lines[0]!.level, 40);
+    assert.match(String(lines[0]!.msg), /did not load \(Cannot find module.*zlib’s.*logged once/);
+
+    const quiet = capturingLogger();
+    fallbackNotice(
+      loadSimdChecksum(() => ({ crc32: (bytes, previous) => zlibChecksum(bytes, previous ?? 0) })),
+    )(quiet.logger);
+    if (nativeChecksum === 'simd') useNativeChecksum(quiet.logger);
+    assert.deepEqual(quiet.lines, []);
   });
 });

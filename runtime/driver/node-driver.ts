@@ -109,7 +109,7 @@ export class NodeDriver<S> {
   ) {
     this.current = initial;
     // Every machine of this process checks batches with the native CRC-32 (same values, several times faster).
-    useNativeChecksum();
+    useNativeChecksum(services.logger);
     this.clock = services.clock ?? monotonicNow;
     this.rng = services.rng ?? MATH_RANDOM;
     this.inputLimit = services.inputLimit ?? DEFAULT_INPUT_LIMIT;

@@ -24,6 +24,17 @@ export class ManagementConfigError extends Error {
 export type AuthDecision =
   | { readonly allowed: true; readonly user?: string }
   | {
+      /** Too many password checks wait already: try again after `retryAfterSeconds` (`Retry-After`). */
+      readonly allowed: false;
+      readonly status: 429;
+      readonly message: string;
+      readonly retryAfterSeconds: number;
+      readonly challenges: readonly [];
+      readonly user: string;
+      readonly scheme: 'Basic';
+      readonly presented: true;
+    }
+  | {
       readonly allowed: false;
       readonly status: 401 | 403;
       readonly message: string;
@@ -122,20 +133,14 @@ interface Entry {
 }
 
 function listEntries(conf: ResolvedConfig, key: string): Entry[] {
-  if (!conf.has(key)) return [];
-  const value = conf.get(key);
-  if (value === undefined) return [];
-  return conf
-    .getList(key)
+  return (conf.optional(key, 'getList') ?? [])
     .map((text, index) => ({ text: text.trim(), where: `entry ${index + 1}`, key }))
     .filter((entry) => entry.text.length > 0);
 }
 
 function fileEntries(conf: ResolvedConfig, key: string, logger: Logger | undefined): Entry[] {
-  if (!conf.has(key)) return [];
-  const value = conf.get(key);
-  if (value === undefined || value === '') return [];
-  const file = String(value);
+  const file = conf.optional(key, 'getString');
+  if (file === undefined) return [];
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -156,14 +161,6 @@ function fileEntries(conf: ResolvedConfig, key: string, logger: Logger | undefin
     .filter((entry) => entry.text.length > 0 && !entry.text.startsWith('#'));
 }
 
-function optionalList(conf: ResolvedConfig, key: string): string[] {
-  if (!conf.has(key) || conf.get(key) === undefined) return [];
-  return conf
-    .getList(key)
-    .map((item) => item.trim())
-    .filter((item) => item.length > 0);
-}
-
 export interface HttpAuthSettings {
   readonly role: HttpRole;
   /** The release the node presents: which legacy paths change state. */
@@ -174,6 +171,10 @@ export interface HttpAuthSettings {
   /** Bearer tokens: the SHA-256 of each, with the name it authenticates. */
   readonly tokens: readonly { readonly name: string; readonly digest: Buffer }[];
   readonly administers: readonly string[];
+  /** Password checks (scrypt) waiting or running at most; one more is answered 429 (default 32). */
+  readonly maxPendingPasswordChecks?: number;
+  /** scrypt itself (a parameter so that a test can hold checks back). */
+  readonly scrypt?: (password: string, salt: Buffer, length: number) => Promise<Buffer>;
 }
 
 /**
@@ -188,7 +189,9 @@ export function httpAuthFromConf(
   logger?: Logger,
 ): HttpAuth | undefined {
   const prefix = `svc.${role}.http.auth`;
-  const schemes = optionalList(conf, `${prefix}.supportedSchemes`).map((scheme) => scheme.toUpperCase());
+  const schemes = (conf.optional(`${prefix}.supportedSchemes`, 'getList') ?? []).map((scheme) =>
+    scheme.toUpperCase(),
+  );
   if (schemes.length === 0) return undefined;
   const accepted = AUTH_SCHEMES.filter((scheme) => schemes.includes(scheme));
 
@@ -229,7 +232,7 @@ export function httpAuthFromConf(
         `(name:token lines) or ${prefix}.bearer.tokens`,
     );
   }
-  const administers = optionalList(conf, `${prefix}.administers`);
+  const administers = conf.optional(`${prefix}.administers`, 'getList') ?? [];
   const known = new Set([
     ...(accepted.includes('BASIC') ? users.keys() : []),
     ...(accepted.includes('BEARER') ? tokens.map((token) => token.name) : []),
@@ -270,8 +273,8 @@ export class HttpAuth {
   private readonly decoy: Verifier;
   private readonly cacheKey = randomBytes(32);
   private readonly verified = new Set<string>();
-  /** scrypt runs one at a time: it uses libuv's thread pool, which disk I/O needs too. */
-  private scryptQueue: Promise<unknown> = Promise.resolve();
+  /** scrypt runs one at a time (it uses libuv's thread pool, which disk I/O needs too), and only so many wait. */
+  private readonly passwordChecks: BoundedQueue;
 
   constructor(readonly settings: HttpAuthSettings) {
     this.administers = new Set(settings.administers);
@@ -284,6 +287,9 @@ export class HttpAuth {
             endpoint.replacement.method === 'POST',
         )
         .map((endpoint) => endpoint.name),
+    );
+    this.passwordChecks = new BoundedQueue(
+      settings.maxPendingPasswordChecks ?? DEFAULT_PENDING_PASSWORD_CHECKS,
     );
     const scrypted = [...settings.users.values()].some((verifier) => verifier.kind === 'scrypt');
     this.decoy = scrypted
@@ -321,7 +327,9 @@ export class HttpAuth {
         });
       }
       const name = decoded.slice(0, separator);
-      user = (await this.checkPassword(name, decoded.slice(separator + 1))) ? name : undefined;
+      const checked = await this.checkPassword(name, decoded.slice(separator + 1));
+      if (checked === 'busy') return this.busy(name);
+      user = checked === 'match' ? name : undefined;
       if (user === undefined) {
         return this.unauthorized(`the Basic credentials are not valid on this ${role}`, {
           presented: true,
@@ -385,8 +393,27 @@ export class HttpAuth {
     };
   }
 
-  /** Constant time in the password, and an unknown user costs what a known one does. */
-  private async checkPassword(user: string, password: string): Promise<boolean> {
+  private busy(user: string): AuthDecision {
+    const retryAfterSeconds = this.passwordChecks.retryAfterSeconds();
+    return {
+      allowed: false,
+      status: 429,
+      message:
+        `too many password checks are waiting (${this.passwordChecks.limit}): retry after ` +
+        `${retryAfterSeconds} s`,
+      retryAfterSeconds,
+      challenges: [],
+      user,
+      scheme: 'Basic',
+      presented: true,
+    };
+  }
+
+  /**
+   * Constant time in the password, and an unknown user costs what a known one does; `busy` when the scrypt queue is
+   * full (a password that passed before is still recognised then: it needs no scrypt).
+   */
+  private async checkPassword(user: string, password: string): Promise<'match' | 'mismatch' | 'busy'> {
     const known = this.settings.users.get(user);
     const verifier = known ?? this.decoy;
     let matches: boolean;
@@ -394,15 +421,17 @@ export class HttpAuth {
       matches = timingSafeEqual(sha256(password), verifier.digest);
     } else {
       const remembered = createHmac('sha256', this.cacheKey).update(`${user}\0${password}`).digest('hex');
-      if (known !== undefined && this.verified.has(remembered)) return true;
-      const hash = await this.scrypt(password, verifier.salt, verifier.hash.length);
-      matches = timingSafeEqual(hash, verifier.hash);
+      if (known !== undefined && this.verified.has(remembered)) return 'match';
+      const scrypt = this.settings.scrypt ?? scryptAsync;
+      const hash = this.passwordChecks.run(() => scrypt(password, verifier.salt, verifier.hash.length));
+      if (hash === undefined) return 'busy';
+      matches = timingSafeEqual(await hash, verifier.hash);
       if (matches && known !== undefined) {
         if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.clear();
         this.verified.add(remembered);
       }
     }
-    return matches && known !== undefined;
+    return matches && known !== undefined ? 'match' : 'mismatch';
   }
 
   /** Compares the token's digest with every token's, without stopping at a match. */
@@ -414,10 +443,43 @@ export class HttpAuth {
     }
     return token.length === 0 ? undefined : found;
   }
+}
 
-  private scrypt(password: string, salt: Buffer, length: number): Promise<Buffer> {
-    const run = this.scryptQueue.then(() => scryptAsync(password, salt, length));
-    this.scryptQueue = run.catch(() => undefined);
-    return run;
+const DEFAULT_PENDING_PASSWORD_CHECKS = 32;
+/** What one scrypt check is assumed to take before one has been measured (N=16384 takes about 50 ms here). */
+const ASSUMED_CHECK_MS = 100;
+
+/**
+ * Tasks run one at a time, at most `limit` waiting or running: an unauthenticated flood of Basic requests then gets
+ * 429s instead of a queue that delays everyone (administrators' remembered passwords need no task).
+ */
+export class BoundedQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+  /** A moving average of a task's duration, for Retry-After. */
+  private averageMs = ASSUMED_CHECK_MS;
+
+  constructor(readonly limit: number) {}
+
+  /** The task's result, in turn; undefined (and the task not run) when `limit` tasks wait already. */
+  run<T>(task: () => Promise<T>): Promise<T> | undefined {
+    if (this.pending >= this.limit) return undefined;
+    this.pending++;
+    const result = this.tail.then(async () => {
+      const started = performance.now();
+      try {
+        return await task();
+      } finally {
+        this.averageMs = 0.8 * this.averageMs + 0.2 * (performance.now() - started);
+        this.pending--;
+      }
+    });
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  /** When the tasks waiting now should be done: whole seconds, at least one. */
+  retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil((this.pending * this.averageMs) / 1000));
   }
 }

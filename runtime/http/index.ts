@@ -23,11 +23,6 @@ export { hashPassword, hashToken, ManagementConfigError } from './auth.ts';
 /** The management interface could not listen where the configuration says (a port in use, a wrong host). */
 export class ManagementListenError extends Error {}
 
-function optionalString(conf: ResolvedConfig, key: string): string | undefined {
-  const value = conf.get(key);
-  return value === undefined || value === '' ? undefined : String(value);
-}
-
 /**
  * The certificate and key of HTTPS when `svc.<role>.http.ssl.enabled` (svc.ssl.certFile, keyFile, keyPassword);
  * undefined for plain HTTP. Throws ManagementConfigError naming the keys when they are missing or do not fit.
@@ -35,8 +30,8 @@ function optionalString(conf: ResolvedConfig, key: string): string | undefined {
 export function managementTls(role: HttpRole, conf: ResolvedConfig): ManagementTls | undefined {
   const enabledKey = `svc.${role}.http.ssl.enabled`;
   if (!conf.getBoolean(enabledKey)) return undefined;
-  const certFile = optionalString(conf, 'svc.ssl.certFile');
-  const keyFile = optionalString(conf, 'svc.ssl.keyFile');
+  const certFile = conf.optional('svc.ssl.certFile', 'getString');
+  const keyFile = conf.optional('svc.ssl.keyFile', 'getString');
   if (certFile === undefined || keyFile === undefined) {
     throw new ManagementConfigError(
       `${enabledKey} is on: set svc.ssl.certFile and svc.ssl.keyFile (PEM) for the management interface's HTTPS`,
@@ -51,7 +46,7 @@ export function managementTls(role: HttpRole, conf: ResolvedConfig): ManagementT
       );
     }
   };
-  const passphrase = optionalString(conf, 'svc.ssl.keyPassword');
+  const passphrase = conf.optional('svc.ssl.keyPassword', 'getString');
   const tls: ManagementTls = {
     cert: read('svc.ssl.certFile', certFile),
     key: read('svc.ssl.keyFile', keyFile),

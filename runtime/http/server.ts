@@ -148,7 +148,10 @@ function checkMediaType(request: FastifyRequest): void {
   }
 }
 
-/** Answers a request the authentication refuses (401 with the challenges, or 403); logs a refused attempt. */
+/**
+ * Answers a request the authentication refuses (401 with the challenges, 403, or 429 with Retry-After when too many
+ * password checks wait); logs a refused attempt.
+ */
 function authHook(auth: HttpAuth, logger: Logger | undefined) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const path = requestPath(request.url) ?? request.url;
@@ -159,6 +162,21 @@ function authHook(auth: HttpAuth, logger: Logger | undefined) {
       authorization: request.headers.authorization,
     });
     if (decision.allowed) return undefined;
+    if (decision.status === 429) {
+      // Under a flood of Basic requests: one line per request would be the flood again.
+      logger?.debug(
+        {
+          event: 'http.passwordChecksFull',
+          method: request.method,
+          path,
+          peer: request.ip,
+          user: decision.user,
+        },
+        `management interface: ${decision.message}`,
+      );
+      void reply.header('retry-after', String(decision.retryAfterSeconds));
+      return sendError(reply, 429, decision.message);
+    }
     const fields = {
       event: decision.status === 401 ? 'http.unauthorized' : 'http.forbidden',
       method: request.method,

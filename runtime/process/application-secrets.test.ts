@@ -1,20 +1,38 @@
-// A worker's applications' secrets: asked of the master once per application in flight, cached, asked again when
-// told to, refused when the master does not know the application or does not answer, and never taken from anyone
+// A worker's applications' secrets: asked of the master once per application in flight, cached until they expire or
+// the master says the application is gone, asked again when told to, refused when the master does not know the application or does not answer, and never taken from anyone
 // but the master on a server's connection (anyone else could plant a secret and then prove it).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { Envelope, Principal } from '../../core/machines/effects.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { WireEnvelope } from '../wire/index.ts';
-import { ApplicationSecrets } from './application-secrets.ts';
+import { ApplicationSecrets, cachedSecretTrusted } from './application-secrets.ts';
 
 const SERVER: Principal = { kind: 'server' };
 
-function setup(askTimeoutMs = 60_000): { secrets: ApplicationSecrets; sent: WireEnvelope[] } {
+const EXPIRY_MS = 60_000;
+
+function setup(askTimeoutMs = 60_000): {
+  secrets: ApplicationSecrets;
+  sent: WireEnvelope[];
+  clock: { now: number };
+} {
   const sent: WireEnvelope[] = [];
-  const secrets = new ApplicationSecrets({ id: 'w#secrets', send: (e) => sent.push(e), askTimeoutMs });
-  return { secrets, sent };
+  const clock = { now: 1_000 };
+  const secrets = new ApplicationSecrets({
+    id: 'w#secrets',
+    send: (e) => sent.push(e),
+    askTimeoutMs,
+    expiryMs: EXPIRY_MS,
+    now: () => clock.now,
+  });
+  return { secrets, sent, clock };
+}
+
+function found(appId: string, secret: string): Message {
+  return { type: 'ApplicationSecretResponse', appId, found: true, secret };
 }
 
 function answer(
@@ -109,5 +127,72 @@ describe('a worker’s applications’ secrets', () => {
     answer(secrets, sent[0]!, forged, 'some-worker', SERVER);
     const outcome = await pending;
     assert.equal(outcome.kind, 'refused', 'no forged answer was taken; the request timed out');
+  });
+
+  it('trusts a learnt secret until it expires, then asks the master and takes its new secret', async () => {
+    const { secrets, sent, clock } = setup();
+    const principal = { kind: 'application', appId: 'app-1' };
+    const first = secrets.expected('app-1', false);
+    answer(secrets, sent[0]!, found('app-1', 'old'));
+    assert.deepEqual(await first, { kind: 'secret', secret: 'old', principal });
+    clock.now += EXPIRY_MS - 1;
+    assert.deepEqual(await secrets.expected('app-1', false), {
+      kind: 'secret',
+      secret: 'old',
+      principal,
+      cached: true,
+    });
+    assert.equal(sent.length, 1, 'still trusted just before it expires');
+    // The application registered again with a new secret meanwhile: a holder of the old one must not pass.
+    clock.now += 1;
+    const renewed = secrets.expected('app-1', false);
+    assert.equal(sent.length, 2, 'expired: the master is asked');
+    answer(secrets, sent[1]!, found('app-1', 'new'));
+    assert.deepEqual(await renewed, { kind: 'secret', secret: 'new', principal });
+    assert.deepEqual(await secrets.expected('app-1', false), {
+      kind: 'secret',
+      secret: 'new',
+      principal,
+      cached: true,
+    });
+    assert.equal(sent.length, 2, 'the new secret is cached from when it was learnt');
+  });
+
+  it('forgets a secret once the master says the application is not registered, not when it cannot be asked', async () => {
+    const { secrets, sent } = setup(20);
+    const first = secrets.expected('app-1', false);
+    answer(secrets, sent[0]!, found('app-1', 'old'));
+    await first;
+    // A proof that did not match asks afresh; the master no longer knows the application.
+    const fresh = secrets.expected('app-1', true);
+    answer(secrets, sent[1]!, {
+      type: 'ApplicationSecretResponse',
+      appId: 'app-1',
+      found: false,
+      secret: '',
+    });
+    assert.equal((await fresh).kind, 'refused');
+    const after = secrets.expected('app-1', false);
+    assert.equal(sent.length, 3, 'the old secret is not trusted any more: the master is asked');
+    answer(secrets, sent[2]!, found('app-1', 'again'));
+    assert.equal((await after).kind, 'secret');
+    // An unanswered question (the master is away) keeps what was learnt.
+    const unanswered = await secrets.expected('app-1', true);
+    assert.equal(unanswered.kind, 'refused');
+    const cached = await secrets.expected('app-1', false);
+    assert.deepEqual(cached, {
+      kind: 'secret',
+      secret: 'again',
+      principal: { kind: 'application', appId: 'app-1' },
+      cached: true,
+    });
+  });
+
+  it('decides expiry by age alone: trusted younger than the expiry, never at or past it', () => {
+    fc.assert(
+      fc.property(fc.nat(), fc.nat(), fc.integer({ min: 1, max: 10_000_000 }), (learnt, age, expiry) => {
+        assert.equal(cachedSecretTrusted(learnt, learnt + age, expiry), age < expiry);
+      }),
+    );
   });
 });

@@ -13,33 +13,65 @@ export interface ApplicationSecretsOptions {
   readonly send: (envelope: WireEnvelope) => void;
   /** How long to wait for the master's answer (svc.rpc.askTimeout). */
   readonly askTimeoutMs: number;
+  /** How long a learnt secret is trusted before the master is asked again (svc.worker.auth.secretCache.expiry). */
+  readonly expiryMs: number;
+  /** Monotonic milliseconds (a parameter for tests). */
+  readonly now?: () => number;
 }
 
+/**
+ * Whether a secret learnt from the master at `learntAtMs` may still be trusted at `nowMs` without asking again:
+ * younger than the expiry. The one place this is decided (a candidate for core/, with the rest of the worker's
+ * policy): after it the master is asked, so that a secret it no longer holds (the application unregistered, or
+ * registered again with another) opens no new connection.
+ */
+export function cachedSecretTrusted(learntAtMs: number, nowMs: number, expiryMs: number): boolean {
+  return nowMs - learntAtMs < expiryMs;
+}
+
+interface CachedSecret {
+  readonly secret: string;
+  readonly learntAtMs: number;
+}
+
+/** `unregistered`: the master said it holds no secret for the application (not: it could not be asked). */
 type Answer =
-  { readonly kind: 'found'; readonly secret: string } | { readonly kind: 'absent'; readonly why: string };
+  | { readonly kind: 'found'; readonly secret: string }
+  | { readonly kind: 'absent'; readonly why: string; readonly unregistered?: boolean };
 
 /**
  * A worker's knowledge of the applications' secrets (svc.auth.enabled), to check a connection that claims an
  * application: a cache, filled by asking the master (GetApplicationSecret, the core's message, answered only to a
  * server) from a pseudo-node of the worker process, one request per application in flight, bounded by
- * svc.rpc.askTimeout. It decides nothing: the master keeps each application's first secret (core).
+ * svc.rpc.askTimeout. An entry is trusted for svc.worker.auth.secretCache.expiry (`cachedSecretTrusted`), and
+ * forgotten when the master says the application is not registered. The master keeps each application's first
+ * secret (core).
  */
 export class ApplicationSecrets implements HostedNode {
   readonly id: NodeId;
-  private readonly cache = new Map<string, string>();
+  private readonly cache = new Map<string, CachedSecret>();
   private readonly inFlight = new Map<string, Promise<Answer>>();
   private readonly waiting = new Map<number, (answer: Answer) => void>();
   private nextRequest = 1;
 
+  private readonly now: () => number;
+
   constructor(private readonly options: ApplicationSecretsOptions) {
     this.id = options.id;
+    this.now = options.now ?? (() => performance.now());
   }
 
   /** The secret `appId`'s connections must prove; `fresh`: ask the master even if cached (after a mismatch). */
   async expected(appId: string, fresh: boolean): Promise<ExpectedSecret> {
     const principal = { kind: 'application', appId } as const;
     const cached = this.cache.get(appId);
-    if (cached !== undefined && !fresh) return { kind: 'secret', secret: cached, principal, cached: true };
+    if (
+      cached !== undefined &&
+      !fresh &&
+      cachedSecretTrusted(cached.learntAtMs, this.now(), this.options.expiryMs)
+    ) {
+      return { kind: 'secret', secret: cached.secret, principal, cached: true };
+    }
     const answer = await this.ask(appId);
     if (answer.kind === 'absent') return { kind: 'refused', message: answer.why };
     return { kind: 'secret', secret: answer.secret, principal };
@@ -69,6 +101,7 @@ export class ApplicationSecrets implements HostedNode {
     void answer.then((result) => {
       this.inFlight.delete(appId);
       if (result.kind === 'found') this.remember(appId, result.secret);
+      else if (result.unregistered) this.cache.delete(appId);
     });
     this.options.send({
       from: this.id,
@@ -81,7 +114,7 @@ export class ApplicationSecrets implements HostedNode {
 
   private remember(appId: string, secret: string): void {
     this.cache.delete(appId);
-    this.cache.set(appId, secret);
+    this.cache.set(appId, { secret, learntAtMs: this.now() });
     if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
   }
 
@@ -118,6 +151,7 @@ export class ApplicationSecrets implements HostedNode {
           : {
               kind: 'absent',
               why: `application ${message.appId} is not registered with the master (or registered no secret)`,
+              unregistered: true,
             },
       );
     } else if (message.type === 'StatusResponse') {

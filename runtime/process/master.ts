@@ -15,7 +15,7 @@ import { nodeNetwork } from './node-network.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
-import { metricsOptions, metricsRoutes, serveManagement, optionalString } from './server-config.ts';
+import { metricsOptions, metricsRoutes, serveManagement } from './server-config.ts';
 
 export interface RunningServer {
   readonly nodeId: string;
@@ -118,7 +118,7 @@ export async function runMaster(
     nodeId,
     masterMachine,
     initialMasterState(
-      masterConfigFrom(presented, { dfs: optionalString(conf, 'svc.storage.hdfs.dir') !== undefined }),
+      masterConfigFrom(presented, { dfs: conf.optional('svc.storage.hdfs.dir', 'getString') !== undefined }),
     ),
     release,
     {

@@ -5,7 +5,7 @@ import type { Principal } from '../../core/machines/effects.ts';
 import type { Logger } from '../log.ts';
 import type { ExpectedSecret } from '../transport/authentication.ts';
 import type { Hello } from '../wire/index.ts';
-import { optionalString, ServerConfigError } from './server-config.ts';
+import { ServerConfigError } from './server-config.ts';
 
 const SERVER: Principal = { kind: 'server' };
 
@@ -21,8 +21,8 @@ export function internalSecret(
   logger: Logger,
 ): string | undefined {
   if (!conf.getBoolean('svc.auth.enabled')) return undefined;
-  let secret = optionalString(conf, 'svc.auth.internal.secret');
-  const file = optionalString(conf, 'svc.auth.internal.secretFile');
+  let secret = conf.optional('svc.auth.internal.secret', 'getString');
+  const file = conf.optional('svc.auth.internal.secretFile', 'getString');
   if (secret === undefined && file !== undefined) {
     let text: string;
     try {

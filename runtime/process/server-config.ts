@@ -64,18 +64,6 @@ export function loadServerConfig(role: Role, sources: ServerConfigSources): Reso
   return conf;
 }
 
-/** The value of an optional key, or undefined when nothing sets it (or it does not exist at this release). */
-export function optionalString(conf: ResolvedConfig, key: string): string | undefined {
-  if (!conf.has(key)) return undefined;
-  const value = conf.get(key);
-  return value === undefined || value === '' ? undefined : String(value);
-}
-
-export function optionalList(conf: ResolvedConfig, key: string): readonly string[] {
-  if (!conf.has(key) || conf.get(key) === undefined) return [];
-  return conf.getList(key).filter((item) => item.length > 0);
-}
-
 /** The metrics settings of a server (svc.metrics.*); a malformed extra label is a configuration error. */
 export function metricsOptions(conf: ResolvedConfig): {
   readonly release: ResolvedConfig['release'];
@@ -86,7 +74,7 @@ export function metricsOptions(conf: ResolvedConfig): {
   try {
     return {
       release: conf.release,
-      extraLabels: parseExtraLabels(optionalList(conf, 'svc.metrics.extraLabels')),
+      extraLabels: parseExtraLabels(conf.optional('svc.metrics.extraLabels', 'getList') ?? []),
       timerWindowSize: conf.getInt('svc.metrics.timer.slidingWindow.size'),
       sampleRate: conf.getDouble('svc.metrics.sample.rate'),
     };

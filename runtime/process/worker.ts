@@ -45,13 +45,7 @@ import type { TransportAuth } from '../transport/authentication.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
 import { TransportConfigError } from '../transport/tls.ts';
 import type { Release } from '../../core/release/version.ts';
-import {
-  metricsOptions,
-  metricsRoutes,
-  optionalList,
-  optionalString,
-  ServerConfigError,
-} from './server-config.ts';
+import { metricsOptions, metricsRoutes, ServerConfigError } from './server-config.ts';
 
 const DIRS_KEY = 'svc.worker.storage.dirs';
 
@@ -82,8 +76,8 @@ function memoryTierPool(capacityBytes: number, preTouch: boolean, logger: Logger
 
 /** The worker's local disks from `svc.worker.storage.dirs`; a disk without a capacity gets its filesystem's size. */
 function localDisks(conf: ResolvedConfig): LocalDisk[] {
-  const workingDir = optionalString(conf, 'svc.worker.storage.workingDir');
-  return parseStorageDirs(optionalList(conf, DIRS_KEY)).map((entry) => {
+  const workingDir = conf.optional('svc.worker.storage.workingDir', 'getString');
+  return parseStorageDirs(conf.optional(DIRS_KEY, 'getList') ?? []).map((entry) => {
     const dir = workingDir === undefined ? entry.path : path.join(entry.path, workingDir);
     try {
       mkdirSync(dir, { recursive: true });
@@ -114,7 +108,7 @@ interface WorkerTiers {
 
 function workerTiers(conf: ResolvedConfig, logger: Logger): WorkerTiers {
   const disks = localDisks(conf);
-  const dfsDir = optionalString(conf, 'svc.storage.hdfs.dir');
+  const dfsDir = conf.optional('svc.storage.hdfs.dir', 'getString');
   if (dfsDir !== undefined) {
     try {
       mkdirSync(dfsDir, { recursive: true });
@@ -314,6 +308,24 @@ export async function runWorker(
   }
 }
 
+/** What the worker's steps share: where it runs, and what they opened so far (closed in reverse on a failure). */
+interface WorkerStart {
+  readonly conf: ResolvedConfig;
+  readonly presented: ResolvedConfig;
+  readonly release: Release;
+  readonly master: Address;
+  readonly logger: Logger;
+  readonly tiers: WorkerTiers;
+  readonly store: DurableStore;
+  readonly host: string;
+  readonly opened: { close(): Promise<void> }[];
+}
+
+/**
+ * The worker's start after its tiers and recovery store: the network and its ports (which name the worker), the
+ * storage and back-pressure, the machine's driver, the management interface, and only then the machine's start,
+ * which registers with the master.
+ */
 async function startWorker(
   conf: ResolvedConfig,
   presented: ResolvedConfig,
@@ -324,56 +336,14 @@ async function startWorker(
   store: DurableStore,
   opened: { close(): Promise<void> }[],
 ): Promise<RunningServer> {
-  const { disks, dfsDir, memoryCapacity, readBuffers } = tiers;
-  const recovered = await store.load();
-  const found = await filesOnDisks(disks, logger);
-
   const host = conf.getString('svc.worker.host');
-  // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
-  let secrets: ApplicationSecrets | undefined;
-  const auth = workerAuth(internalSecret(conf, 'worker', logger), () => secrets);
-  // Read by closures (the metrics instance label, shutdown) before the interface listens.
-  let http: ManagementServer | undefined = undefined;
-  let driver: NodeDriver<WorkerMachineState> | undefined = undefined;
-  const metrics = conf.getBoolean('svc.metrics.enabled')
-    ? createMetrics({
-        role: 'worker',
-        ...metricsOptions(conf),
-        release,
-        // The bound port is known once the management interface listens; the label is read at each scrape.
-        instance: () => `${host}:${http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
-        state: (): WorkerMachineState => driver!.state,
-        backlog: (): number => driver?.backlog ?? 0,
-        devices: statfsDevices(disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir }))),
-      })
-    : undefined;
-  if (metrics !== undefined) opened.push({ close: () => Promise.resolve(metrics.close()) });
-  // Partly received frames count in the memory budget and its back-pressure (set up once the ports are bound).
-  // Together they may hold up to the resume threshold (one whole frame at least), so that stalled ones never keep
-  // the worker paused for long; past it the largest are given up.
-  let partialFramesChanged: (bytes: number) => void = () => undefined;
-  const receiveMemory = new ReceiveMemory({
-    limitBytes: Math.max(
-      Math.floor(tiers.memoryBudget * conf.getDouble('svc.worker.directMemoryRatioToResume')),
-      conf.getBytes('svc.network.frame.maxSize'),
-    ),
-    limitKey:
-      'svc.worker.memory.size × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize',
-    changed: (bytes) => partialFramesChanged(bytes),
-  });
-  const network = nodeNetwork({
-    role: 'worker',
-    release,
-    nodeId: `worker@${host}`,
-    conf,
-    logger,
-    admit: serverAdmission(release),
-    ...(auth === undefined ? {} : { auth }),
-    authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
-    written: (pieces) => readBuffers.giveBack(pieces),
-    receiveMemory,
-  });
-  opened.push(network.transport);
+  const start: WorkerStart = { conf, presented, release, master, logger, tiers, store, host, opened };
+  const recovered = await store.load();
+  const found = await filesOnDisks(tiers.disks, logger);
+  // Read by closures (the metrics' instance label and state) before the interface listens and the driver exists.
+  const late: LateParts = { http: undefined, driver: undefined };
+  const metrics = workerMetrics(start, late);
+  const { network, receiveMemory, secrets } = workerNetwork(start, metrics);
   // The node id is the worker's identity and names its ports: the servers must be bound before the machine exists.
   const ports = await listenDataPorts(network, conf, host);
   const id: WorkerId = {
@@ -385,43 +355,198 @@ async function startWorker(
   };
   const nodeId = workerKey(id);
   network.addresses.set(masterNodeId(), master);
-  if (auth !== undefined) {
-    secrets = new ApplicationSecrets({
-      id: `${nodeId}#application-secrets`,
-      send: (envelope) => network.transport.send(envelope),
-      askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),
-    });
-    network.host.add(secrets);
-  }
+  secrets.register(nodeId);
 
-  const storage = workerStorage(tiers, nodeId, metrics, logger);
+  const storage = workerStorage(conf, tiers, nodeId, metrics, logger);
   opened.push(storage);
   // The memory budget and the driver's backlog both may stop reading a service (./driver/pause-reasons.ts).
   const pauses = new PauseReasons((service, paused) => network.transport.setPaused(service, paused));
   const backPressure = pushBackPressure(conf, tiers.memoryBudget, pauses, metrics, logger, nodeId);
-  partialFramesChanged = (bytes) => backPressure.setPartialFrameBytes(bytes);
-  backPressure.setPartialFrameBytes(receiveMemory.totalBytes);
+  receiveMemory.countIn(backPressure);
 
+  const stop = workerShutdown(nodeId, logger, () => [
+    () => late.driver?.stop(),
+    () => late.http?.close(),
+    () => metrics?.close(),
+    () => network.transport.close(),
+    () => storage.close(),
+    () => store.close(),
+  ]);
+  const driver = workerDriver(start, {
+    id,
+    nodeId,
+    network,
+    storage,
+    backPressure,
+    pauses,
+    metrics,
+    onExit: (code, reason) => void stop.shutdown(code, reason),
+  });
+  late.driver = driver;
+  // The last port: a worker whose management interface cannot listen never registers with the master.
+  const http = await startManagement(
+    'worker',
+    { ...workerApi({ driver, conf: presented }), ...metricsRoutes(conf, metrics) },
+    conf,
+    logger,
+  ).catch((error: unknown) => {
+    throw new ServerConfigError((error as Error).message);
+  });
+  late.http = http;
+  opened.push(http);
+
+  // Every port listens: the machine starts, and registers with the master.
+  network.host.add(driver);
+  driver.input({ kind: 'start', recovered, leftovers: found });
+  announceWorker(start, { nodeId, ports, http: http.address, recoveredKeys: recovered.size });
+  return {
+    nodeId,
+    shutdown: stop.shutdown,
+    stopped: stop.stopped,
+    requestExit: () => driver.admin({ type: 'exit', exitType: 'NONE' }),
+  };
+}
+
+/** Parts that exist only later in the start, read by closures made earlier. */
+interface LateParts {
+  http: ManagementServer | undefined;
+  driver: NodeDriver<WorkerMachineState> | undefined;
+}
+
+/** The worker's metrics (svc.metrics.enabled), or none; closed with the rest on a failed start. */
+function workerMetrics(start: WorkerStart, late: LateParts): WorkerMetrics | undefined {
+  const { conf, release, host, tiers, opened } = start;
+  if (!conf.getBoolean('svc.metrics.enabled')) return undefined;
+  const metrics = createMetrics({
+    role: 'worker',
+    ...metricsOptions(conf),
+    release,
+    // The bound port is known once the management interface listens; the label is read at each scrape.
+    instance: () => `${host}:${late.http?.address.port ?? conf.getInt('svc.worker.http.port')}`,
+    state: (): WorkerMachineState => late.driver!.state,
+    backlog: (): number => late.driver?.backlog ?? 0,
+    devices: statfsDevices(
+      tiers.disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
+    ),
+  });
+  opened.push({ close: () => Promise.resolve(metrics.close()) });
+  return metrics;
+}
+
+/** Partly received frames, counted against the memory budget, and in its back-pressure once that exists. */
+interface WorkerReceiveMemory {
+  readonly receiveMemory: ReceiveMemory;
+  countIn(backPressure: BackPressure): void;
+}
+
+/**
+ * The worker's network (not listening yet): its transport with the memory partly received frames may take, and
+ * with authentication on, the applications' secrets it asks the master for once the worker's id is known.
+ */
+function workerNetwork(
+  start: WorkerStart,
+  metrics: WorkerMetrics | undefined,
+): {
+  network: NodeNetwork;
+  receiveMemory: WorkerReceiveMemory;
+  secrets: { register(nodeId: string): void };
+} {
+  const { conf, release, logger, host, tiers, opened } = start;
+  // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
+  let secrets: ApplicationSecrets | undefined;
+  const auth = workerAuth(internalSecret(conf, 'worker', logger), () => secrets);
+  const receiveMemory = workerReceiveMemory(conf, tiers);
+  const network = nodeNetwork({
+    role: 'worker',
+    release,
+    nodeId: `worker@${host}`,
+    conf,
+    logger,
+    admit: serverAdmission(release),
+    ...(auth === undefined ? {} : { auth }),
+    authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
+    written: (pieces) => tiers.readBuffers.giveBack(pieces),
+    receiveMemory: receiveMemory.receiveMemory,
+  });
+  opened.push(network.transport);
+  const register = (nodeId: string): void => {
+    if (auth === undefined) return;
+    secrets = new ApplicationSecrets({
+      id: `${nodeId}#application-secrets`,
+      send: (envelope) => network.transport.send(envelope),
+      askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),
+      expiryMs: conf.getDurationMs('svc.worker.auth.secretCache.expiry'),
+    });
+    network.host.add(secrets);
+  };
+  return { network, receiveMemory, secrets: { register } };
+}
+
+/**
+ * Partly received frames count in the memory budget and its back-pressure. Together they may hold up to the resume
+ * threshold (one whole frame at least), so that stalled ones never keep the worker paused for long; past it the
+ * largest are given up.
+ */
+function workerReceiveMemory(conf: ResolvedConfig, tiers: WorkerTiers): WorkerReceiveMemory {
+  let changed: (bytes: number) => void = () => undefined;
+  const receiveMemory = new ReceiveMemory({
+    limitBytes: Math.max(
+      Math.floor(tiers.memoryBudget * conf.getDouble('svc.worker.directMemoryRatioToResume')),
+      conf.getBytes('svc.network.frame.maxSize'),
+    ),
+    limitKey:
+      'svc.worker.memory.size × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize',
+    changed: (bytes) => changed(bytes),
+  });
+  return {
+    receiveMemory,
+    countIn(backPressure: BackPressure): void {
+      changed = (bytes) => backPressure.setPartialFrameBytes(bytes);
+      backPressure.setPartialFrameBytes(receiveMemory.totalBytes);
+    },
+  };
+}
+
+/** Stopping the worker, once: each closer in turn (driver, interface, metrics, network, storage, store). */
+function workerShutdown(
+  nodeId: string,
+  logger: Logger,
+  closers: () => readonly (() => unknown)[],
+): { shutdown: (code: number, reason: string) => Promise<void>; stopped: Promise<number> } {
   let finish: (code: number) => void = () => undefined;
   const stopped = new Promise<number>((resolve) => (finish = resolve));
   let closing: Promise<void> | undefined;
   const shutdown = (code: number, reason: string): Promise<void> => {
     closing ??= (async () => {
       logger.info({ event: 'process.shutdown', node: nodeId, code, reason }, `worker stopping: ${reason}`);
-      driver?.stop();
-      await http?.close();
-      metrics?.close();
-      await network.transport.close();
-      await storage.close();
-      await store.close();
+      for (const close of closers()) await close();
       finish(code);
     })();
     return closing;
   };
+  return { shutdown, stopped };
+}
+
+/** The worker machine's driver over the bound network, the storage and the recovery store (not started yet). */
+function workerDriver(
+  start: WorkerStart,
+  parts: {
+    readonly id: WorkerId;
+    readonly nodeId: string;
+    readonly network: NodeNetwork;
+    readonly storage: TierStorage;
+    readonly backPressure: BackPressure;
+    readonly pauses: PauseReasons;
+    readonly metrics: WorkerMetrics | undefined;
+    readonly onExit: (code: number, reason: string) => void;
+  },
+): NodeDriver<WorkerMachineState> {
+  const { conf, presented, release, logger, tiers, store } = start;
+  const { id, nodeId, network, storage, backPressure, pauses, metrics, onExit } = parts;
   const envelopes = metrics === undefined ? undefined : envelopeObserver(metrics);
   // Keys added after the presented release fall back to the current release's configuration.
   const current = conf;
-  const worker = new NodeDriver(
+  return new NodeDriver(
     nodeId,
     workerMachine,
     initialWorkerState(
@@ -429,9 +554,9 @@ async function startWorker(
         id,
         master: masterNodeId(),
         networkLocation: DEFAULT_RACK,
-        disks: disks.map((disk) => disk.config),
-        distributed: dfsDir === undefined ? [] : ['HDFS'],
-        memoryCapacityBytes: memoryCapacity,
+        disks: tiers.disks.map((disk) => disk.config),
+        distributed: tiers.dfsDir === undefined ? [] : ['HDFS'],
+        memoryCapacityBytes: tiers.memoryCapacity,
       }),
     ),
     release,
@@ -441,54 +566,45 @@ async function startWorker(
       storage,
       durable: store,
       durableStoreKind: 'recovery',
-      onExit: (code, reason) => void shutdown(code, reason),
+      onExit,
       onWriteBytes: (delta) => backPressure.change(delta),
       onInputsFull: holdWhileBacklogFull(pauses, ['rpc', 'push', 'fetch', 'replicate'], logger, nodeId),
       ...(metrics === undefined ? {} : { onMetric: metrics.onMetric }),
       ...(envelopes === undefined ? {} : { onReceive: envelopes.received, onSend: envelopes.sent }),
     },
   );
-  driver = worker;
-  // The last port: a worker whose management interface cannot listen never registers with the master.
-  http = await startManagement(
-    'worker',
-    { ...workerApi({ driver: worker, conf: presented }), ...metricsRoutes(conf, metrics) },
-    conf,
-    logger,
-  ).catch((error: unknown) => {
-    throw new ServerConfigError((error as Error).message);
-  });
-  opened.push(http);
+}
 
-  // Every port listens: the machine starts, and registers with the master.
-  network.host.add(worker);
-  worker.input({ kind: 'start', recovered, leftovers: found });
-  // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
+/** The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness). */
+function announceWorker(
+  start: WorkerStart,
+  bound: {
+    readonly nodeId: string;
+    readonly ports: Record<(typeof DATA_SERVICES)[number], number>;
+    readonly http: ManagementServer['address'];
+    readonly recoveredKeys: number;
+  },
+): void {
+  const { conf, release, master, logger, host, tiers } = start;
   announce(logger).info(
     {
       event: 'listening',
       role: 'worker',
       release,
       pid: process.pid,
-      node: nodeId,
+      node: bound.nodeId,
       host,
-      ports,
-      http: http.address,
+      ports: bound.ports,
+      http: bound.http,
       master: `${master.host}:${master.port}`,
-      disks: disks.map((disk) => disk.dir),
-      dfsDir,
-      memoryCapacityBytes: memoryCapacity,
-      recoveredKeys: recovered.size,
+      disks: tiers.disks.map((disk) => disk.dir),
+      dfsDir: tiers.dfsDir,
+      memoryCapacityBytes: tiers.memoryCapacity,
+      recoveredKeys: bound.recoveredKeys,
       recoveryStore: conf.getBoolean(GRACEFUL_KEY) ? conf.getString(RECOVER_PATH_KEY) : null,
     },
-    `worker ${nodeId} listening`,
+    `worker ${bound.nodeId} listening`,
   );
-  return {
-    nodeId,
-    shutdown,
-    stopped,
-    requestExit: () => worker.admin({ type: 'exit', exitType: 'NONE' }),
-  };
 }
 
 /** Every partition file on the local disks, for the core to tell its own from an earlier run's leftovers. */
@@ -507,6 +623,7 @@ async function filesOnDisks(disks: readonly LocalDisk[], logger: Logger): Promis
 
 /** The partition files on the worker's tiers, with the warnings and metrics of their failures. */
 function workerStorage(
+  conf: ResolvedConfig,
   tiers: WorkerTiers,
   nodeId: string,
   metrics: WorkerMetrics | undefined,
@@ -515,6 +632,7 @@ function workerStorage(
   const { disks, dfsDir, memoryPool, readBuffers } = tiers;
   return new TierStorage({
     disks: disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
+    maxOpenFiles: conf.getInt('svc.worker.storage.maxOpenFiles'),
     ...(dfsDir === undefined ? {} : { dfsDir }),
     // The storage noticed the directory go: every operation on the disk fails from now, and the first one the core
     // sees fail marks the disk (its `worker.disk.failed` line, core/machines/worker/storage-view.ts).

@@ -2,27 +2,49 @@ import { mkdir, open, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { DirectoryHealth } from './directory-health.ts';
 import { errnoCode, IoFailure } from './io-error.ts';
+import { OpenHandles, openWithin, type HandleHolder } from './open-handles.ts';
 import type { ReadBuffers } from './read-buffers.ts';
 import type { TierFiles } from './tier-files.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 
-interface OpenFile {
-  /** Undefined once the root failed: the handle was closed because its file went with the old directory. */
+/** A file of the tier: its handle while open (the budget may close it between operations), its length. */
+class OpenFile implements HandleHolder {
   handle: FileHandle | undefined;
-  /** Bytes appended so far: where the next append goes, and where reads stop. */
-  length: number;
-  /** The root's generation when the file was opened (directory-health.ts). */
-  readonly generation: number;
+  inUse = 0;
+  /** The root failed: the file went with the old directory and is never opened again. */
+  lost = false;
+  /** A reopen in flight, shared by the operations that need the handle meanwhile. */
+  reopening: Promise<FileHandle> | undefined;
+
+  constructor(
+    handle: FileHandle,
+    /** Bytes appended so far: where the next append goes, and where reads stop. */
+    public length: number,
+    /** The root's generation when the file was opened (directory-health.ts). */
+    readonly generation: number,
+  ) {
+    this.handle = handle;
+  }
+
+  close(): void {
+    const handle = this.handle;
+    this.handle = undefined;
+    if (handle !== undefined) void closeQuietly(handle);
+  }
 }
+
+/** Open handles of a DirectoryFiles made without a shared budget (tests). */
+const DEFAULT_OPEN_FILES = 4096;
 
 /** How often a create retries after its shuffle's directory vanished under it (a delete removed it when empty). */
 const CREATE_ATTEMPTS = 3;
 
 /**
- * The files of one directory-backed tier (a disk, or the DFS mount). Every file is opened once and its handle kept
- * for appends and reads until it is deleted or the tier closes, so that an append is one positional `writev` and a
- * read one positional read, with no open or stat per operation. Callers order operations per file (file-lanes.ts);
- * methods throw IoFailure or Node.js system errors, which the caller maps to the core's IoError.
+ * The files of one directory-backed tier (a disk, or the DFS mount). A file's handle is kept for appends and reads
+ * until it is deleted or the tier closes, so that an append is one positional `writev` and a read one positional
+ * read, with no open or stat per operation; `handles` bounds how many are open across the worker's tiers (the least
+ * recently used idle one is closed, and opened again when next needed). Callers order operations per file
+ * (file-lanes.ts); methods throw IoFailure or Node.js system errors, which the caller maps to the core's IoError.
  */
 export class DirectoryFiles implements TierFiles {
   private readonly files = new Map<string, OpenFile>();
@@ -34,6 +56,8 @@ export class DirectoryFiles implements TierFiles {
     readonly health: DirectoryHealth,
     /** Where served chunks are read into (reused once written); absent: a fresh buffer each. */
     private readonly readBuffers?: ReadBuffers,
+    /** The open handles of every directory tier of the worker, bounded (open-handles.ts). */
+    private readonly handles: OpenHandles = new OpenHandles(DEFAULT_OPEN_FILES),
   ) {}
 
   async create(id: string, segments: readonly string[]): Promise<void> {
@@ -51,24 +75,25 @@ export class DirectoryFiles implements TierFiles {
         await closeQuietly(handle);
         throw this.rootFailed();
       }
-      this.files.set(id, { handle, length: 0, generation });
+      const file = new OpenFile(handle, 0, generation);
+      this.files.set(id, file);
+      this.handles.used(file);
     });
   }
 
   async append(id: string, chunks: readonly Uint8Array[]): Promise<void> {
-    return this.guard(async () => {
-      const file = await this.live(id);
-      const written = await writeAllAt(file.handle!, chunks, file.length);
+    return this.withHandle(id, async (file, handle) => {
+      const written = await writeAllAt(handle, chunks, file.length);
       // Bytes that reached a file of a directory removed meanwhile are lost: not a success.
       this.assertCurrent(file);
       file.length += written;
     });
   }
 
+  /** Syncs the file's data: on whichever handle is open, since a sync is of the file, not of a descriptor. */
   async flush(id: string): Promise<void> {
-    return this.guard(async () => {
-      const file = await this.live(id);
-      await file.handle!.datasync();
+    return this.withHandle(id, async (file, handle) => {
+      await handle.datasync();
       this.assertCurrent(file);
     });
   }
@@ -78,15 +103,14 @@ export class DirectoryFiles implements TierFiles {
    * (a chunk to serve, whose buffer the transport gives back once written).
    */
   async read(id: string, offset: number, length: number, lend = false): Promise<Uint8Array> {
-    return this.guard(async () => {
-      const file = await this.live(id);
+    return this.withHandle(id, async (file, handle) => {
       // Only the bytes read are handed out (a short read returns the filled part).
       const size = Math.max(0, Math.min(length, file.length - offset));
       const bytes =
         lend && this.readBuffers !== undefined ? this.readBuffers.take(size) : unzeroedBytes(size);
       let filled = 0;
       while (filled < bytes.length) {
-        const { bytesRead } = await file.handle!.read(bytes, filled, bytes.length - filled, offset + filled);
+        const { bytesRead } = await handle.read(bytes, filled, bytes.length - filled, offset + filled);
         if (bytesRead === 0) break;
         filled += bytesRead;
       }
@@ -122,7 +146,13 @@ export class DirectoryFiles implements TierFiles {
   async remove(id: string, segments: readonly string[]): Promise<void> {
     const file = this.files.get(id);
     this.files.delete(id);
-    if (file?.handle !== undefined) await closeQuietly(file.handle);
+    if (file !== undefined) {
+      this.handles.forget(file);
+      file.lost = true;
+      const handle = file.handle;
+      file.handle = undefined;
+      if (handle !== undefined) await closeQuietly(handle);
+    }
     // A file of a directory that is gone went with it; the path may now name a directory created since.
     if (
       this.health.failed !== undefined ||
@@ -143,17 +173,58 @@ export class DirectoryFiles implements TierFiles {
   /** The root failed: the open files went with the directory; release their descriptors (and disk space). */
   releaseAll(): void {
     for (const file of this.files.values()) {
-      if (file.handle !== undefined) void closeQuietly(file.handle);
-      file.handle = undefined;
+      this.handles.forget(file);
+      file.lost = true;
+      file.close();
     }
   }
 
   async closeAll(): Promise<void> {
-    const handles = [...this.files.values()].flatMap((file) =>
-      file.handle === undefined ? [] : [file.handle],
-    );
+    const handles = [...this.files.values()].flatMap((file) => {
+      this.handles.forget(file);
+      file.lost = true;
+      return file.handle === undefined ? [] : [file.handle];
+    });
+    for (const file of this.files.values()) file.handle = undefined;
     this.files.clear();
     await Promise.all(handles.map(closeQuietly));
+  }
+
+  /**
+   * Runs `operation` with the file's handle, opening it again if the budget closed it; the handle is not closed
+   * while the operation runs.
+   */
+  private async withHandle<T>(
+    id: string,
+    operation: (file: OpenFile, handle: FileHandle) => Promise<T>,
+  ): Promise<T> {
+    return this.guard(async () => {
+      const file = await this.live(id);
+      file.inUse += 1;
+      try {
+        const handle = file.handle ?? (await this.reopen(id, file));
+        this.handles.used(file);
+        return await operation(file, handle);
+      } finally {
+        file.inUse -= 1;
+        this.handles.released();
+      }
+    });
+  }
+
+  /** Opens again a file whose handle the budget closed (one open shared by the operations waiting for it). */
+  private reopen(id: string, file: OpenFile): Promise<FileHandle> {
+    file.reopening ??= openWithin(this.handles, () => open(this.pathOf(id), 'r+'))
+      .then(async (handle) => {
+        if (file.lost || file.generation !== this.health.generation) {
+          await closeQuietly(handle);
+          throw this.rootFailed();
+        }
+        file.handle = handle;
+        return handle;
+      })
+      .finally(() => (file.reopening = undefined));
+    return file.reopening;
   }
 
   private pathOf(id: string): string {
@@ -164,7 +235,8 @@ export class DirectoryFiles implements TierFiles {
   private async openNew(id: string, segments: readonly string[]): Promise<FileHandle> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await open(this.pathOf(id), 'wx+'); // read and write: the file is served from the same handle
+        // Read and write: the file is served from the same handle.
+        return await openWithin(this.handles, () => open(this.pathOf(id), 'wx+'));
       } catch (error) {
         if (errnoCode(error) !== 'ENOENT' || segments.length === 1 || attempt === CREATE_ATTEMPTS)
           throw error;
@@ -197,12 +269,13 @@ export class DirectoryFiles implements TierFiles {
 
   private async openExisting(id: string): Promise<OpenFile> {
     const generation = this.health.generation;
-    const handle = await open(this.pathOf(id), 'r+');
+    const handle = await openWithin(this.handles, () => open(this.pathOf(id), 'r+'));
     try {
       const { size } = await handle.stat();
       if (generation !== this.health.generation) throw this.rootFailed();
-      const file = { handle, length: size, generation };
+      const file = new OpenFile(handle, size, generation);
       this.files.set(id, file);
+      this.handles.used(file);
       return file;
     } catch (error) {
       await closeQuietly(handle);
@@ -211,7 +284,7 @@ export class DirectoryFiles implements TierFiles {
   }
 
   private assertCurrent(file: OpenFile): void {
-    if (file.handle === undefined || file.generation !== this.health.generation) throw this.rootFailed();
+    if (file.lost || file.generation !== this.health.generation) throw this.rootFailed();
   }
 
   private rootFailed(): IoFailure {

@@ -13,8 +13,9 @@ export class IoFailure extends Error {
 
 /**
  * The core's name for a failed file-system call. Only the codes the core reacts to differently get a name of their
- * own (a full disk makes the worker stop placing files there; a missing or existing file is a logic answer); every
- * other failure is a plain I/O error, which marks the disk as having a problem.
+ * own (a full disk makes the worker stop placing files there; a missing or existing file is a logic answer; a
+ * process out of descriptors is no fault of the disk); every other failure is a plain I/O error, which marks the
+ * disk as having a problem.
  */
 export function ioErrorOf(error: unknown): IoError {
   if (error instanceof IoFailure) return error.code;
@@ -28,6 +29,9 @@ export function ioErrorOf(error: unknown): IoError {
       return 'EXISTS';
     case 'ETIMEDOUT':
       return 'TIMEOUT';
+    case 'EMFILE':
+    case 'ENFILE':
+      return 'NO_DESCRIPTORS';
     default:
       return 'IO_ERROR';
   }

@@ -1,7 +1,12 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { FileRef, IoCompletion } from '../../core/machines/effects.ts';
+import type { BatchableIo, FileRef, IoCompletion } from '../../core/machines/effects.ts';
+
+/** An I/O effect before its op number is given (tests number them as they run them). */
+export type UnnumberedIo = {
+  [K in BatchableIo['kind']]: Omit<Extract<BatchableIo, { kind: K }>, 'op'>;
+}[BatchableIo['kind']];
 
 /** A fresh directory under the system's temporary directory; remove it with `removeTempRoot` in an after hook. */
 export async function makeTempRoot(label: string): Promise<string> {

@@ -13,7 +13,10 @@ import { FileLanes } from './file-lanes.ts';
 import { IoFailure, ioErrorOf } from './io-error.ts';
 import { MemoryFiles } from './memory-files.ts';
 import type { MemoryPool } from './memory-pool.ts';
+import { OpenHandles } from './open-handles.ts';
 import type { TierFiles } from './tier-files.ts';
+
+const DEFAULT_MAX_OPEN_FILES = 4096;
 
 export interface TierStorageOptions {
   /** The local disks: the mount point as the core names the disk, and its directory on this machine. */
@@ -35,6 +38,11 @@ export interface TierStorageOptions {
    * delete completes silently, so this is the only trace (the worker's warning and DeleteFileFailCount).
    */
   readonly onDeleteFailed?: (file: string, reason: string) => void;
+  /**
+   * Handles open at once across the disks and the DFS directory (svc.worker.storage.maxOpenFiles); past it the least
+   * recently used idle one is closed and opened again when next needed. Default 4096.
+   */
+  readonly maxOpenFiles?: number;
 }
 
 /** Where one FileRef lives: its tier's files, its id, and the key its operations are ordered by. */
@@ -65,6 +73,7 @@ export class TierStorage {
     this.onIoDone = options.onIoDone;
     this.onDeleteFailed = options.onDeleteFailed;
     this.memory = new MemoryFiles(options.memoryPool, options.onMemoryOverflow);
+    const handles = new OpenHandles(options.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES);
     for (const disk of options.disks) {
       if (this.disks.has(disk.mountPoint)) throw new RangeError(`disk ${disk.mountPoint} is declared twice`);
       const health: DirectoryHealth = new DirectoryHealth(disk.dir, {
@@ -78,7 +87,7 @@ export class TierStorage {
           }
         },
       });
-      const files = new DirectoryFiles(disk.dir, health, options.readBuffers);
+      const files = new DirectoryFiles(disk.dir, health, options.readBuffers, handles);
       this.disks.set(disk.mountPoint, files);
     }
     if (options.dfsDir !== undefined) {
@@ -86,7 +95,7 @@ export class TierStorage {
         watch: false,
         onFailed: () => dfs.releaseAll(),
       });
-      const dfs = new DirectoryFiles(options.dfsDir, health, options.readBuffers);
+      const dfs = new DirectoryFiles(options.dfsDir, health, options.readBuffers, handles);
       this.dfs = dfs;
     }
     // Started once every tier exists: a directory missing now fails its disk, and its callback may run at once.

@@ -1,5 +1,7 @@
 // Test support: a certificate authority and a server certificate it signed, made with the openssl command line
 // (node:crypto makes keys but cannot sign an X.509 certificate). Everything is written under one directory.
+// Without openssl the suites that need certificates fail, naming the package to install: a skipped TLS suite would
+// pass CI with nothing of TLS tested.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,19 +18,19 @@ export interface TestCertificates {
   readonly otherCaFile: string;
 }
 
-/** Why the TLS tests cannot run here (no openssl on the PATH), or undefined when they can. */
-export function opensslMissing(): string | undefined {
-  const probe = spawnSync('openssl', ['version'], { encoding: 'utf8' });
-  if (probe.error === undefined && probe.status === 0) return undefined;
-  return (
-    'openssl is not installed (the TLS tests make their certificates with it; on Debian: ' +
-    'apt-get install -y openssl)'
+/** Throws, naming the package to install, when `command` (openssl) cannot run here. */
+function requireOpenssl(command: string): void {
+  const probe = spawnSync(command, ['version'], { encoding: 'utf8' });
+  if (probe.error === undefined && probe.status === 0) return;
+  throw new Error(
+    `${command} is not installed: the TLS tests make their certificates with it and fail without it ` +
+      '(on Debian: apt-get install -y openssl; .ci/run installs it)',
   );
 }
 
-function openssl(cwd: string, args: readonly string[]): void {
+function run(command: string, cwd: string, args: readonly string[]): void {
   try {
-    execFileSync('openssl', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (error) {
     const stderr = (error as { stderr?: Buffer }).stderr?.toString('utf8') ?? '';
     throw new Error(`openssl ${args[0] ?? ''} failed: ${stderr.trim() || String(error)}`, { cause: error });
@@ -37,8 +39,8 @@ function openssl(cwd: string, args: readonly string[]): void {
 
 const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1'];
 
-function authority(dir: string, name: string, subject: string): void {
-  openssl(dir, [
+function authority(openssl: string, dir: string, name: string, subject: string): void {
+  run(openssl, dir, [
     'req',
     '-x509',
     ...EC,
@@ -58,15 +60,20 @@ function authority(dir: string, name: string, subject: string): void {
   ]);
 }
 
-/** Writes a CA, a server certificate it signed (with its key) and an unrelated CA into `dir`. */
+/**
+ * Writes a CA, a server certificate it signed (with its key) and an unrelated CA into `dir`; throws when openssl
+ * (`options.openssl`, a parameter for the test of that) is missing.
+ */
 export function generateTestCertificates(
   dir: string,
-  options: { keyPassword?: string } = {},
+  options: { keyPassword?: string; openssl?: string } = {},
 ): TestCertificates {
-  authority(dir, 'ca', '/CN=svc test CA');
-  authority(dir, 'other-ca', '/CN=svc unrelated test CA');
+  const openssl = options.openssl ?? 'openssl';
+  requireOpenssl(openssl);
+  authority(openssl, dir, 'ca', '/CN=svc test CA');
+  authority(openssl, dir, 'other-ca', '/CN=svc unrelated test CA');
   const password = options.keyPassword;
-  openssl(dir, [
+  run(openssl, dir, [
     'genpkey',
     '-algorithm',
     'EC',
@@ -76,7 +83,7 @@ export function generateTestCertificates(
     'server.key',
     ...(password === undefined ? [] : ['-aes-256-cbc', '-pass', `pass:${password}`]),
   ]);
-  openssl(dir, [
+  run(openssl, dir, [
     'req',
     '-new',
     '-key',
@@ -97,7 +104,7 @@ export function generateTestCertificates(
       '',
     ].join('\n'),
   );
-  openssl(dir, [
+  run(openssl, dir, [
     'x509',
     '-req',
     '-in',

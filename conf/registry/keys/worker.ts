@@ -140,6 +140,18 @@ export const WORKER_KEYS: readonly KeySpec[] = [
       'Share of every disk kept free, when larger than the reserve size (unset: only the size applies).',
   },
   {
+    key: 'svc.worker.storage.maxOpenFiles',
+    type: 'int',
+    default: '4096',
+    min: 1,
+    since: '0.6.0',
+    roles: WORKER,
+    description:
+      'svc addition: the most partition files (local disks and the DFS directory together) a worker keeps open at ' +
+      'once; past it the least recently used idle one is closed and opened again when next needed. Keep it well ' +
+      'under the process’s descriptor limit (ulimit -n), which the connections share.',
+  },
+  {
     key: 'svc.worker.storage.expireDirs.timeout',
     type: 'time',
     default: '1h',
@@ -397,6 +409,17 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     default: '30s',
     roles: WORKER,
     description: 'Interval at which a decommissioning worker checks whether its shuffles have ended.',
+  },
+  {
+    key: 'svc.worker.auth.secretCache.expiry',
+    type: 'time',
+    default: '60s',
+    since: '0.6.0',
+    roles: WORKER,
+    description:
+      'svc addition: how long a worker trusts an application’s secret it learnt from the master (svc.auth.enabled) ' +
+      'before it asks again; a secret the master no longer holds (the application unregistered, or registered ' +
+      'again with another) opens no new connection after this long.',
   },
   {
     key: 'svc.worker.activeConnection.max',

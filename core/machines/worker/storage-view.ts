@@ -80,6 +80,7 @@ export function accountBytes(s: WorkerMachineState, file: FileRef, delta: number
  * worker) until the disk check's probe succeeds (./disk-health.ts; with the monitor off, until a restart). Marking it logs `worker.disk.failed` once per
  * change of its problem: this is the one place a disk is marked failed, whatever the fault (an I/O error, a full
  * disk, a directory removed or made unwritable), so the operator's line comes from here.
+ * A process out of file descriptors (NO_DESCRIPTORS) says nothing of the disk.
  */
 export function noteDiskFailure(
   s: WorkerMachineState,
@@ -88,7 +89,7 @@ export function noteDiskFailure(
   error: IoError,
 ): WorkerMachineState {
   if (file.tier !== 'HDD' && file.tier !== 'SSD') return s;
-  if (error === 'EXISTS' || error === 'NOT_FOUND') return s;
+  if (error === 'EXISTS' || error === 'NOT_FOUND' || error === 'NO_DESCRIPTORS') return s;
   const problem = error === 'NO_SPACE' ? 'HIGH_DISK_USAGE' : 'READ_OR_WRITE_FAILURE';
   if (s.diskProblems.get(file.mountPoint) === problem) return s;
   setEntry(s.diskProblems, file.mountPoint, problem);

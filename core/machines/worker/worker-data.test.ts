@@ -141,6 +141,15 @@ describe('worker: ReserveSlots', () => {
     assert.equal(second[0]!.fields?.healthyDisks, 0);
   });
 
+  it('does not mark a disk when the process ran out of file descriptors (NO_DESCRIPTORS)', () => {
+    const harness = worker();
+    const [create] = ofKind(reserve(harness), 'createFile');
+    const retry = ofKind(harness.ioFailed(create!.op, 'NO_DESCRIPTORS'), 'createFile');
+    assert.equal(retry.length, 1, 'the create is tried again');
+    assert.equal(onlySent(harness.ioDone(retry[0]!.op), 'StatusResponse').message.status, 'SUCCESS');
+    assert.equal(harness.state.diskProblems.size, 0, 'no disk is charged with the process’s limit');
+  });
+
   it('deletes a leftover file it has no record of (a crash forgot it) and creates the location again', () => {
     // Swarm seed 637959: a worker crashed between creating a file and committing it; the name came back with every
     // later registration of the shuffle and failed on EXISTS forever.

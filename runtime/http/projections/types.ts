@@ -1,160 +1,62 @@
 /**
- * Response shapes of the management interface, as TypeScript types. They mirror the component schemas of
- * openapi/svc-master-v1.yaml and openapi/svc-worker-v1.yaml (the tests validate every response against those), and
- * only the fields svc fills in are listed.
+ * Response shapes of the management interface, as TypeScript types: the schemas openapi-typescript generates from
+ * openapi/svc-master-v1.yaml and openapi/svc-worker-v1.yaml (clients/openapi, the typed client's own types), so that
+ * a projection that drifts from its document (a field renamed, missing or added) fails the typecheck. What is written
+ * here is only which of a schema's optional fields svc always fills (`Filled`, checked against the schema's own
+ * field names). The tests also validate every response against the documents at run time.
  */
+import type { components as MasterComponents } from '../../../clients/openapi/master-v1.ts';
+import type { components as WorkerComponents } from '../../../clients/openapi/worker-v1.ts';
 
-export interface ConfigData {
-  readonly name: string;
-  readonly value: string;
-}
+type Master = MasterComponents['schemas'];
+type Worker = WorkerComponents['schemas'];
 
-export interface ConfResponse {
-  readonly configs: readonly ConfigData[];
-}
+/** The schema `T` with its optional fields `K` present: svc always fills them. */
+type Filled<T, K extends keyof T> = Omit<T, K> & { [P in K]-?: NonNullable<T[P]> };
 
-export interface DynamicConfigData {
-  readonly level: 'SYSTEM' | 'TENANT' | 'TENANT_USER';
-  readonly desc: string;
-  readonly configs: readonly ConfigData[];
-}
+/** The schema `T` with field `K` present as `V`, a narrower form of the schema's own (its items filled). */
+type FilledAs<T, K extends keyof T, V extends NonNullable<T[K]>> = Omit<T, K> & { [P in K]-?: V };
 
-export interface DynamicConfigResponse {
-  readonly configs: readonly DynamicConfigData[];
-}
-
-export interface ThreadStack {
-  readonly threadId: number;
-  readonly threadName: string;
-  readonly threadState: string;
-  readonly stackTrace: readonly string[];
-  readonly inNative?: boolean;
-}
-
-export interface EventLoopDelay {
-  readonly minMs: number;
-  readonly maxMs: number;
-  readonly meanMs: number;
-  readonly stddevMs: number;
-  readonly p50Ms: number;
-  readonly p90Ms: number;
-  readonly p99Ms: number;
-  readonly resolutionMs: number;
-}
-
-export interface ThreadStackResponse {
-  readonly threadStacks: readonly ThreadStack[];
-  readonly eventLoopDelay?: EventLoopDelay;
-}
-
-export interface ShufflesResponse {
-  readonly shuffleIds: readonly string[];
-}
-
-export interface WorkerIdData {
-  readonly host: string;
-  readonly rpcPort: number;
-  readonly pushPort: number;
-  readonly fetchPort: number;
-  readonly replicatePort: number;
-}
-
-export interface WorkerData extends WorkerIdData {
-  readonly slotUsed?: number;
-  readonly lastHeartbeatTimestamp?: number;
-  readonly heartbeatElapsedSeconds?: number;
-  readonly diskInfos?: Readonly<Record<string, string>>;
-  readonly workerState?: string;
-  readonly workerStateStartTime?: number;
-  readonly networkLocation?: string;
-}
-
-export interface WorkerTimestampData {
-  readonly worker: WorkerData;
-  readonly timestamp: number;
-}
-
-export interface WorkersResponse {
-  readonly workers: readonly WorkerData[];
-  readonly lostWorkers: readonly WorkerTimestampData[];
-  readonly excludedWorkers: readonly WorkerData[];
-  readonly manualExcludedWorkers: readonly WorkerData[];
-  readonly shutdownWorkers: readonly WorkerData[];
-  readonly decommissioningWorkers: readonly WorkerData[];
-}
-
-export interface WorkerEventData {
-  readonly worker: WorkerData;
-  readonly event: { readonly eventType: string; readonly eventTime: number };
-}
-
-export interface WorkerEventsResponse {
-  readonly workerEvents: readonly WorkerEventData[];
-}
-
-export interface ApplicationsHeartbeatResponse {
-  readonly applications: readonly { readonly appId: string; readonly lastHeartbeatTimestamp: number }[];
-}
-
-export interface HostnamesResponse {
-  readonly hostnames: readonly string[];
-}
-
-export interface MasterInfoResponse {
-  readonly groupId: string;
-  readonly leader: { readonly id: string; readonly address: string };
-  readonly masterCommitInfo: readonly {
-    readonly commitIndex: number;
-    readonly id: string;
-    readonly address: string;
-    readonly clientAddress: string;
-    readonly startUpRole: string;
-  }[];
-}
-
-export interface HandleResponse {
-  readonly success: boolean;
-  readonly message: string;
-}
-
-export interface ApplicationsResponse {
-  readonly applications: readonly string[];
-}
-
-export interface WorkerInfoResponse extends WorkerIdData {
-  readonly internalPort: number;
-  readonly slotUsed: number;
-  readonly diskInfos: Readonly<Record<string, string>>;
-  readonly workerState: string;
-  readonly workerStateStartTime: number;
-  readonly isRegistered: boolean;
-  readonly isShutdown: boolean;
-  readonly isDecommissioning: boolean;
-}
-
-export interface PartitionLocationData {
-  readonly idEpoch: string;
-  readonly hostAndPorts: string;
-  readonly mode: 'PRIMARY' | 'REPLICA';
-  readonly peer?: string;
-  readonly storage: string;
-}
-
-/** shuffle key → unique id (`id-epoch`) → location. */
-export type ShufflePartitionLocations = Readonly<
-  Record<string, Readonly<Record<string, PartitionLocationData>>>
+export type ConfigData = Master['ConfigData'];
+export type ConfResponse = Filled<Master['ConfResponse'], 'configs'>;
+export type DynamicConfigData = Filled<Master['DynamicConfig'], 'level' | 'desc' | 'configs'>;
+export type DynamicConfigResponse = FilledAs<Master['DynamicConfigResponse'], 'configs', DynamicConfigData[]>;
+export type ThreadStack = Master['ThreadStack'];
+export type EventLoopDelay = Filled<
+  Master['EventLoopDelay'],
+  'stddevMs' | 'p50Ms' | 'p90Ms' | 'p99Ms' | 'resolutionMs'
 >;
-
-export interface ShufflePartitionsResponse {
-  readonly primaryPartitions: ShufflePartitionLocations;
-  readonly replicaPartitions: ShufflePartitionLocations;
-}
-
-export interface UnAvailablePeersResponse {
-  readonly peers: readonly WorkerTimestampData[];
-}
-
+export type ThreadStackResponse = Master['ThreadStackResponse'];
+export type ShufflesResponse = Filled<Master['ShufflesResponse'], 'shuffleIds'>;
+export type WorkerIdData = Master['WorkerId'];
+export type WorkerData = Master['WorkerData'];
+export type WorkerTimestampData = Master['WorkerTimestampData'];
+export type WorkersResponse = Filled<
+  Master['WorkersResponse'],
+  'lostWorkers' | 'excludedWorkers' | 'manualExcludedWorkers' | 'shutdownWorkers' | 'decommissioningWorkers'
+>;
+export type WorkerEventData = Master['WorkerEventData'];
+export type WorkerEventsResponse = Filled<Master['WorkerEventsResponse'], 'workerEvents'>;
+export type ApplicationsHeartbeatResponse = Master['ApplicationsHeartbeatResponse'];
+export type HostnamesResponse = Master['HostnamesResponse'];
+export type MasterInfoResponse = Filled<Master['MasterInfoResponse'], 'leader' | 'masterCommitInfo'>;
+export type HandleResponse = Filled<Master['HandleResponse'], 'message'>;
+export type ApplicationsResponse = Worker['ApplicationsResponse'];
+export type WorkerInfoResponse = Filled<
+  Worker['WorkerInfoResponse'],
+  'slotUsed' | 'diskInfos' | 'workerState' | 'workerStateStartTime'
+>;
+export type PartitionLocationData = Filled<
+  Worker['PartitionLocationData'],
+  'idEpoch' | 'hostAndPorts' | 'mode' | 'storage'
+>;
+/** shuffle key → unique id (`id-epoch`) → location. */
+export type ShufflePartitionLocations = Record<string, Record<string, PartitionLocationData>>;
+export type ShufflePartitionsResponse = FilledAs<
+  FilledAs<Worker['ShufflePartitionsResponse'], 'primaryPartitions', ShufflePartitionLocations>,
+  'replicaPartitions',
+  ShufflePartitionLocations
+>;
+export type UnAvailablePeersResponse = Filled<Worker['UnAvailablePeersResponse'], 'peers'>;
 /** The body of every error response. */
-export interface ErrorResponse {
-  readonly message: string;
-}
+export type ErrorResponse = Master['ErrorResponse'];

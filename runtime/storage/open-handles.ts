@@ -1,0 +1,89 @@
+import type { FileHandle } from 'node:fs/promises';
+import { errnoCode } from './io-error.ts';
+
+/** A file whose handle the budget may close while no operation uses it (it is opened again when next needed). */
+export interface HandleHolder {
+  readonly handle: FileHandle | undefined;
+  /** Operations using the handle now: a holder in use is never closed. */
+  readonly inUse: number;
+  /** Closes the handle; the file stays known, and its next operation opens it again. */
+  close(): void;
+}
+
+/**
+ * The open handles of a worker's directory tiers (disks and DFS), at most `limit` of them: a file keeps its handle
+ * between operations (one positional write or read each, no open per operation), and when one more is opened, the
+ * least recently used that no operation holds is closed. Handles in use at that moment may take the count past the
+ * limit until they are released; a worker serving more files than that at once is what the limit is for.
+ */
+export class OpenHandles {
+  /** Holders with an open handle, least recently used first (a Map keeps insertion order). */
+  private readonly open = new Map<HandleHolder, true>();
+
+  constructor(readonly limit: number) {
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`the open-handle limit ${limit} is not ≥ 1`);
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** `holder` opened its handle or used it: it is the most recently used, and the oldest idle others close. */
+  used(holder: HandleHolder): void {
+    this.open.delete(holder);
+    this.open.set(holder, true);
+    this.trim(this.limit, holder);
+  }
+
+  /** `holder` closed its handle (deleted, its directory failed): it no longer counts. */
+  forget(holder: HandleHolder): void {
+    this.open.delete(holder);
+  }
+
+  /** An operation released `holder`: if the count is over the limit, idle handles close now. */
+  released(): void {
+    if (this.open.size > this.limit) this.trim(this.limit);
+  }
+
+  /**
+   * The process ran out of descriptors (EMFILE, ENFILE: sockets count too): closes half of the idle handles, so that
+   * the open that failed can be tried once more. Returns how many were closed.
+   */
+  shed(): number {
+    const before = this.open.size;
+    this.trim(Math.floor(before / 2));
+    return before - this.open.size;
+  }
+
+  private trim(target: number, keep?: HandleHolder): void {
+    for (const holder of this.open.keys()) {
+      if (this.open.size <= target) return;
+      if (holder.inUse > 0 || holder === keep) continue;
+      this.open.delete(holder);
+      holder.close();
+    }
+  }
+}
+
+/** Whether `error` says the process (or the system) has no file descriptor left: not the disk's fault. */
+export function outOfDescriptors(error: unknown): boolean {
+  const code = errnoCode(error);
+  return code === 'EMFILE' || code === 'ENFILE';
+}
+
+/**
+ * Opens with `openFile`; when the process is out of descriptors, closes idle handles of `handles` and tries once
+ * more. A second EMFILE/ENFILE is thrown as it is (ioErrorOf names it NO_DESCRIPTORS, which charges no disk).
+ */
+export async function openWithin(
+  handles: OpenHandles,
+  openFile: () => Promise<FileHandle>,
+): Promise<FileHandle> {
+  try {
+    return await openFile();
+  } catch (error) {
+    if (!outOfDescriptors(error) || handles.shed() === 0) throw error;
+    return openFile();
+  }
+}
