@@ -37,7 +37,7 @@ import { MAX_BLOCK, MemoryPool } from '../storage/memory-pool.ts';
 import { TierStorage } from '../storage/tier-storage.ts';
 import type { Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
-import type { RunningServer } from './master.ts';
+import type { RunningServer, ServerTestHooks } from './master.ts';
 import { nodeNetwork, type NodeNetwork } from './node-network.ts';
 import { ApplicationSecrets } from './application-secrets.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
@@ -271,6 +271,7 @@ export async function runWorker(
   master: Address,
   logger: Logger,
   presented: ResolvedConfig = conf,
+  testing: ServerTestHooks = {},
 ): Promise<RunningServer> {
   // As the master's (master.ts): `conf` runs the process, `presented` is the release it shows.
   const release = presented.release;
@@ -279,7 +280,7 @@ export async function runWorker(
   const store = await openRecoveryStore(conf);
   const opened: { close(): Promise<void> }[] = [store];
   try {
-    return await startWorker(conf, presented, release, master, logger, tiers, store, opened);
+    return await startWorker(conf, presented, release, master, logger, tiers, store, opened, testing);
   } catch (error) {
     for (const resource of opened.reverse()) await resource.close().catch(() => undefined);
     if (error instanceof ServerConfigError || error instanceof TransportConfigError) throw error;
@@ -299,6 +300,7 @@ async function startWorker(
   tiers: WorkerTiers,
   store: DurableStore,
   opened: { close(): Promise<void> }[],
+  testing: ServerTestHooks,
 ): Promise<RunningServer> {
   const { disks, dfsDir, memoryCapacity, readBuffers } = tiers;
   const recovered = await store.load();
@@ -351,7 +353,7 @@ async function startWorker(
   });
   opened.push(network.transport);
   // The node id is the worker's identity and names its ports: the servers must be bound before the machine exists.
-  const ports = await listenDataPorts(network, conf, host);
+  const ports = await listenDataPorts(network, conf, testing.bindHost ?? host);
   const id: WorkerId = {
     host,
     rpcPort: ports.rpc,
@@ -408,6 +410,7 @@ async function startWorker(
         disks: disks.map((disk) => disk.config),
         distributed: dfsDir === undefined ? [] : ['HDFS'],
         memoryCapacityBytes: memoryCapacity,
+        ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
       }),
     ),
     release,
