@@ -40,6 +40,8 @@ export interface ScheduledFault {
   readonly atMs: number;
   /** How long the fault lasts before it is healed (the worker restarted, continued, the proxy healed, …). */
   readonly holdMs: number;
+  /** Quiet time after the fault healed (however long that took) before the next fault of its lane may strike. */
+  readonly settleMs: number;
   /** The worker struck (by index); absent for `master-restart`. */
   readonly worker?: number;
   /** `latency`: the added delay per direction; `one-way-stall`: the stalled direction. */
@@ -101,18 +103,20 @@ export function faultSchedule(options: ScheduleOptions): ScheduledFault[] {
       laneFree[lane] = atMs + between(settleLow, settleHigh);
       continue;
     }
+    const settleMs = between(settleLow, settleHigh);
     const fault: ScheduledFault & { endMs: number } = {
       index: drawn.length,
       kind,
       atMs,
       holdMs,
+      settleMs,
       endMs,
       ...(kind === 'master-restart' ? {} : { worker: free[workerDraw]! }),
       ...(kind === 'latency' ? { latencyMs: between(20, 400) } : {}),
       ...(kind === 'one-way-stall' ? { direction: random() < 0.5 ? 'to-target' : 'to-client' } : {}),
     };
     drawn.push(fault);
-    laneFree[lane] = endMs + between(settleLow, settleHigh);
+    laneFree[lane] = endMs + settleMs;
   }
   return drawn.map(({ endMs: _endMs, ...fault }) => fault);
 }

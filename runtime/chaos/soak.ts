@@ -69,7 +69,21 @@ const FAULT_SHADOW_MS = 15_000;
 const DRAIN_MS = 240_000;
 const FILES_GONE_MS = 60_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or at once when `signal` aborts (the soak's end cuts every wait short). */
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted === true) {
+      resolve();
+      return;
+    }
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done);
+  });
 
 function rssMiB(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
@@ -183,6 +197,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const violations: Violation[] = [];
   const peak: Record<string, number> = {};
   let stopping = false;
+  const ended = new AbortController();
   let nextJob = 0;
   print(
     `[chaos] seed ${options.seed}: ${formatMs(options.durationMs)}, ${options.workers} workers, ${options.apps} ` +
@@ -227,12 +242,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   };
 
   const faults = async (): Promise<void> => {
+    let quietUntil = 0;
     for (const fault of schedule) {
-      const wait = fault.atMs - clock();
-      if (wait > 0) await sleep(wait);
+      const wait = Math.max(fault.atMs, quietUntil) - clock();
+      if (wait > 0) await sleep(wait, ended.signal);
       if (stopping) return;
       print(`[chaos] ${formatMs(clock())} fault ${describeFault(fault)}`);
       const entry = await injector.inject(fault);
+      // The schedule's quiet time after the heal (a restart may take longer than its hold): the cluster recovers.
+      quietUntil = clock() + fault.settleMs;
       print(
         `[chaos] ${formatMs(clock())} healed #${fault.index}${entry.notes.length > 0 ? `: ${entry.notes.join('; ')}` : ''}`,
       );
@@ -259,11 +277,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     );
     await sleep(Math.max(0, options.durationMs - clock()));
     stopping = true;
+    ended.abort();
     await injecting;
+    const drainEnded = new AbortController();
     const drained = await Promise.race([
       Promise.all(lanes).then(() => true),
-      sleep(DRAIN_MS).then(() => false),
+      sleep(DRAIN_MS, drainEnded.signal).then(() => false),
     ]);
+    drainEnded.abort();
     if (!drained)
       violations.push({
         check: 'job-hung',
