@@ -1,7 +1,8 @@
 // `npm run chaos -- --minutes N [--seed S] [--workers K] [--apps A] [--faults kill,stall,…]`: the full-process
 // chaos soak (docs/chaos.md). Exit status 0 when every check passed, 1 with the failure report otherwise.
 import { randomBytes } from 'node:crypto';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { PLANTED_BUGS, type PlantedBug } from '../../core/planted-bugs.ts';
 import type { Tier } from '../cluster/local-cluster.ts';
 import { FAULT_KINDS, parseFaultKinds } from './schedule.ts';
 import { runSoak } from './soak.ts';
@@ -45,6 +46,12 @@ const program = new Command('chaos')
       }),
   )
   .option('--replicate-share <p>', 'share of jobs that replicate, 0..1', Number, 0.7)
+  .addOption(
+    new Option(
+      '--planted-bug <name>',
+      'test only: servers run with a deliberate bug of core/planted-bugs.ts',
+    ).choices(PLANTED_BUGS),
+  )
   .option('--keep', 'keep the cluster directory (logs, data) even when every check passed', false);
 
 program.parse();
@@ -57,6 +64,7 @@ const flags = program.opts<{
   tiers?: Tier[];
   replicateShare: number;
   keep: boolean;
+  plantedBug?: PlantedBug;
 }>();
 
 const result = await runSoak({
@@ -68,5 +76,6 @@ const result = await runSoak({
   replicateShare: flags.replicateShare,
   ...(flags.tiers === undefined ? {} : { tiers: flags.tiers }),
   keep: flags.keep,
+  ...(flags.plantedBug === undefined ? {} : { plantedBug: flags.plantedBug }),
 });
 process.exit(result.violations.length === 0 ? 0 : 1);

@@ -35,6 +35,7 @@ export class FaultInjector {
   constructor(
     private readonly cluster: LocalCluster,
     private readonly clock: () => number,
+    private readonly heartbeatTimeoutMs: number,
   ) {}
 
   /** The entry of the fault in force, if one is. */
@@ -78,11 +79,36 @@ export class FaultInjector {
       }
       case 'stop-short':
       case 'stop-past': {
-        const after = worker().lineCount;
+        const id = cluster.workerIds[index];
+        const lost = (): number =>
+          cluster.master.seen((line) => line.event === 'master.worker.lost' && line.worker === id).length;
+        const lostBefore = lost();
+        const masterAfter = cluster.master.lineCount;
         worker().kill('SIGSTOP');
         await hold(fault.holdMs);
         worker().kill('SIGCONT');
-        if (fault.kind === 'stop-past') await this.registeredAgain(worker(), after, entry);
+        if (lost() === lostBefore) {
+          entry.notes.push(
+            `never declared lost (stopped ${fault.holdMs} ms, heartbeat timeout ${this.heartbeatTimeoutMs} ms)`,
+          );
+          return;
+        }
+        entry.notes.push('declared lost');
+        // A lost worker comes back through registration; the master logs it (worker.registered on the worker's
+        // side only follows when the master asked it to register again).
+        try {
+          await cluster.master.waitFor(
+            (line) => /^master\.worker\.(re)?registered$/.test(line.event ?? '') && line.worker === id,
+            `${id}'s registration`,
+            masterAfter,
+            REREGISTER_WAIT_MS,
+          );
+          entry.notes.push('registered again');
+        } catch (error) {
+          entry.notes.push(
+            `not registered again: ${error instanceof Error ? error.message.split('\n')[0] : ''}`,
+          );
+        }
         return;
       }
       case 'decommission': {

@@ -192,7 +192,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   });
   const started = Date.now();
   const clock = (): number => Date.now() - started;
-  const injector = new FaultInjector(cluster, clock);
+  const injector = new FaultInjector(cluster, clock, HEARTBEAT_TIMEOUT_MS);
   const jobs: JobOutcome[] = [];
   const violations: Violation[] = [];
   const peak: Record<string, number> = {};
