@@ -57,6 +57,8 @@ export interface SoakResult {
 /** The soak's cluster settings: short heartbeats so that stops past the timeout fit in a short soak. */
 export const HEARTBEAT_TIMEOUT_MS = 10_000;
 const WORKER_MEMORY_MIB = 256;
+/** Three of the client's heartbeats (svc.client.application.heartbeatInterval, 10 s). */
+const APPLICATION_TIMEOUT_MS = 30_000;
 /**
  * What a server process may hold beyond its configured memory: Node.js, tsx's compiled sources, the stores and
  * buffers not counted in svc.worker.memory.size. Measured idle at about 150 MiB per process; the margin leaves
@@ -67,7 +69,7 @@ export const RSS_MARGIN_MIB = 384;
 const FAULT_SHADOW_MS = 15_000;
 /** How long the jobs running at the end may take to finish, and the workers to delete the ended jobs' files. */
 const DRAIN_MS = 240_000;
-const FILES_GONE_MS = 60_000;
+const FILES_GONE_MS = 90_000;
 
 /** Resolves after `ms`, or at once when `signal` aborts (the soak's end cuts every wait short). */
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
@@ -180,7 +182,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     faultProxies: true,
     keepDir: true,
     ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
-    conf: [`svc.master.heartbeat.worker.timeout=${HEARTBEAT_TIMEOUT_MS}ms`, `svc.storage.hdfs.dir=${dfsDir}`],
+    conf: [
+      `svc.master.heartbeat.worker.timeout=${HEARTBEAT_TIMEOUT_MS}ms`,
+      `svc.storage.hdfs.dir=${dfsDir}`,
+      // An application whose unregister was lost (it closed while the master was down) is released once silent
+      // this long: short, so that the files check sees its files gone (the default is 300 s).
+      `svc.master.heartbeat.application.timeout=${APPLICATION_TIMEOUT_MS}ms`,
+    ],
     workerConf: [
       `svc.worker.memory.size=${WORKER_MEMORY_MIB}m`,
       'svc.worker.graceful.shutdown.enabled=true',
