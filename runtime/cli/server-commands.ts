@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
 import { createLogger, LOG_LEVELS, type LogLevelName } from '../log.ts';
-import { runMaster, type RunningServer } from '../process/master.ts';
+import { runMaster, type RunningServer, type ServerTestHooks } from '../process/master.ts';
 import { loadServerConfig, ServerConfigError } from '../process/server-config.ts';
 import { onStopSignals } from '../process/signals.ts';
 import { TransportConfigError } from '../transport/tls.ts';
@@ -87,7 +87,8 @@ async function serve(
   process.exit(await server.stopped);
 }
 
-export function masterCommand(): Command {
+/** `testing`: only the test-only entry runtime/testing/test-server.ts passes it (ServerTestHooks). */
+export function masterCommand(testing: ServerTestHooks = {}): Command {
   return serverCommand('master', 'run a master (svc.master.host:svc.master.port; port 0 takes a free one)')
     .addHelpText(
       'after',
@@ -106,6 +107,7 @@ export function masterCommand(): Command {
             conf,
             createLogger(flags.logLevel, { role: 'master', node: 'master-0' }),
             presented,
+            testing,
           );
         },
         flags.logLevel,
@@ -113,7 +115,8 @@ export function masterCommand(): Command {
     });
 }
 
-export function workerCommand(): Command {
+/** `testing`: only the test-only entry runtime/testing/test-server.ts passes it (ServerTestHooks). */
+export function workerCommand(testing: ServerTestHooks = {}): Command {
   return serverCommand('worker', 'run a worker that registers with the master')
     .argument('[master-url]', 'the master, svc://host:port (default: the first of svc.master.endpoints)')
     .addHelpText(
@@ -139,6 +142,7 @@ export function workerCommand(): Command {
             { host: url.host, port: url.port },
             createLogger(flags.logLevel, { role: 'worker' }),
             presented,
+            testing,
           );
         },
         flags.logLevel,

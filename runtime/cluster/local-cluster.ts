@@ -3,7 +3,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compareReleases, parseRelease } from '../../core/release/version.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
+import { FaultProxy } from '../chaos/fault-proxy.ts';
 import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
+
+/** Where a worker's data ports listen when fault proxies stand in front of them (the proxies take 127.0.0.1). */
+const PROXIED_BIND_HOST = '127.0.0.2';
+/** A worker's data services, in the order of its id's ports. */
+const DATA_SERVICES = ['rpc', 'push', 'fetch', 'replicate'] as const;
 
 /** Where a cluster keeps partition files: local disks, the memory tier, or a shared DFS directory. */
 export type Tier = 'disk' | 'memory' | 'dfs';
@@ -30,6 +37,17 @@ export interface LocalClusterOptions {
    * `clientAuthConf()` (and their executors the application's secret).
    */
   readonly auth?: boolean;
+  /**
+   * Test only: every server runs with this deliberate bug of core/planted-bugs.ts (runtime/testing/test-server.ts),
+   * to prove that a test or the chaos soak catches it.
+   */
+  readonly plantedBug?: PlantedBug;
+  /**
+   * Test only: a fault proxy (runtime/chaos/fault-proxy.ts) in front of each data port of each worker (`proxies`):
+   * the worker listens on 127.0.0.2 and its id names 127.0.0.1, where the proxy listens on the same port, so that
+   * masters, applications and other workers all reach it through the proxy.
+   */
+  readonly faultProxies?: boolean;
 }
 
 /** The client settings for a cluster started with `auth`: the application draws its own secret. */
@@ -94,6 +112,10 @@ export class LocalCluster {
   masterHttpPort = 0;
   /** Each worker's management-interface port, by index. */
   readonly workerHttpPorts: number[] = [];
+  /** With `faultProxies`: worker `index`'s proxies, one per data port (rpc, push, fetch, replicate). */
+  readonly proxies: FaultProxy[][] = [];
+  /** Every server process this cluster started, restarts included (to check that none is left running). */
+  readonly started: ServerProcess[] = [];
   private masterStarts = 0;
   private readonly workerStarts: number[] = [];
 
@@ -160,6 +182,13 @@ export class LocalCluster {
     return this.options.auth === true ? path.join(this.dir, 'internal-secret') : undefined;
   }
 
+  private testing(role: 'master' | 'worker'): { plantedBug?: string; bindHost?: string } {
+    return {
+      ...(this.options.plantedBug === undefined ? {} : { plantedBug: this.options.plantedBug }),
+      ...(role === 'worker' && this.options.faultProxies === true ? { bindHost: PROXIED_BIND_HOST } : {}),
+    };
+  }
+
   /** The server arguments every node shares; `release` overrides the cluster's (a node upgraded in a rolling upgrade). */
   private common(release = this.options.release): string[] {
     const secretFile = this.internalSecretFile;
@@ -203,7 +232,9 @@ export class LocalCluster {
       name: 'master',
       args: ['master', ...this.common(release), ...settings.flatMap((c) => ['--conf', c])],
       logFile: path.join(this.dir, 'logs', `master-${this.masterStarts}.log`),
+      testing: this.testing('master'),
     });
+    this.started.push(this.master);
     const line = await this.master.waitForEvent('listening', STARTUP_WAIT_MS);
     this.masterPort = (line.rpc as { port: number }).port;
     this.masterHttpPort = (line.http as { port: number }).port;
@@ -245,12 +276,35 @@ export class LocalCluster {
         ...settings.flatMap((c) => ['--conf', c]),
       ],
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
+      testing: this.testing('worker'),
     });
     this.workers[index] = worker;
+    this.started.push(worker);
     const line = await worker.waitForEvent('listening', STARTUP_WAIT_MS);
     this.workerIds[index] = String(line.node);
     this.workerHttpPorts[index] = (line.http as { port: number }).port;
+    if (this.options.faultProxies === true) await this.proxyWorker(index);
     return worker;
+  }
+
+  /** Puts a fault proxy on 127.0.0.1 in front of each data port of worker `index` (kept across same-port restarts). */
+  private async proxyWorker(index: number): Promise<void> {
+    const ports = (this.workerIds[index] ?? '').split(':').slice(1).map(Number);
+    const current = this.proxies[index];
+    if (current !== undefined && current.every((proxy, i) => proxy.options.targetPort === ports[i])) return;
+    for (const proxy of current ?? []) await proxy.close();
+    const proxies: FaultProxy[] = [];
+    this.proxies[index] = proxies;
+    for (const [i] of DATA_SERVICES.entries()) {
+      proxies.push(
+        await FaultProxy.start({
+          listenHost: '127.0.0.1',
+          listenPort: ports[i]!,
+          targetHost: PROXIED_BIND_HOST,
+          targetPort: ports[i]!,
+        }),
+      );
+    }
   }
 
   /** Resolves once every running worker has registered with the master (its `worker.registered` line). */
@@ -288,10 +342,11 @@ export class LocalCluster {
    */
   async restartMaster(
     signal: NodeJS.Signals = 'SIGKILL',
-    options: { forgetState?: boolean; release?: string } = {},
+    options: { forgetState?: boolean; release?: string; whileDown?: () => Promise<void> } = {},
   ): Promise<void> {
     this.master.kill(signal);
     await this.master.exited();
+    await options.whileDown?.();
     if (options.forgetState === true)
       rmSync(path.join(this.dir, 'master-state'), { recursive: true, force: true });
     await this.startMaster(this.masterPort, options.release);
@@ -323,6 +378,7 @@ export class LocalCluster {
       ...(this.master === undefined ? [] : [this.master]),
     ];
     await Promise.all(all.map((server) => server.stop()));
+    for (const proxy of this.proxies.flat()) await proxy.close();
     if (!(options.keepDir ?? this.options.keepDir ?? false))
       rmSync(this.dir, { recursive: true, force: true });
   }

@@ -4,6 +4,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+/** The test-only entry that takes ServerTestHooks (absent from an installed package: only tests use it). */
+const TEST_SERVER = fileURLToPath(new URL('../testing/test-server.ts', import.meta.url));
 
 /**
  * How long a wait for a log line lasts unless the caller says otherwise: the lines tests wait for follow their
@@ -30,6 +32,11 @@ export interface ServerProcessOptions {
   /** Every line the process writes goes to this file as well (kept for diagnosis). */
   readonly logFile: string;
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Test-only hooks (runtime/process/master.ts ServerTestHooks): the server runs from runtime/testing/test-server.ts
+   * with a planted bug or a separate bind host for a worker's data ports.
+   */
+  readonly testing?: { readonly plantedBug?: string; readonly bindHost?: string };
 }
 
 /**
@@ -52,7 +59,16 @@ export class ServerProcess {
     this.log = createWriteStream(options.logFile, { flags: 'a' });
     // stdin is a pipe the child watches (SVC_EXIT_WITH_PARENT): when this process dies, even by SIGKILL, the pipe
     // closes and the server stops instead of outliving the cluster that started it.
-    this.child = spawn(process.execPath, ['--import', 'tsx', CLI, ...options.args], {
+    const testing = options.testing ?? {};
+    const entry =
+      testing.plantedBug === undefined && testing.bindHost === undefined
+        ? [CLI]
+        : [
+            TEST_SERVER,
+            ...(testing.plantedBug === undefined ? [] : ['--planted-bug', testing.plantedBug]),
+            ...(testing.bindHost === undefined ? [] : ['--bind-host', testing.bindHost]),
+          ];
+    this.child = spawn(process.execPath, ['--import', 'tsx', ...entry, ...options.args], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env, SVC_EXIT_WITH_PARENT: '1' },
     });
@@ -149,8 +165,11 @@ export class ServerProcess {
     return this.waitFor((line) => line.event === event, `'${event}'`, 0, timeoutMs);
   }
 
-  private lastOutput(): string {
-    return [...this.lines.slice(-8).map((l) => JSON.stringify(l)), ...this.stderr.slice(-8)].join('\n');
+  /** The last `count` log lines and lines of standard error, for a failure's report. */
+  lastOutput(count = 8): string {
+    return [...this.lines.slice(-count).map((l) => JSON.stringify(l)), ...this.stderr.slice(-count)].join(
+      '\n',
+    );
   }
 
   get lineCount(): number {

@@ -1,6 +1,7 @@
 import { masterConfigFrom } from '../../conf/machine-configs.ts';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import { initialMasterState, masterMachine, type MasterState } from '../../core/machines/master/index.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { holdWhileBacklogFull } from '../driver/backlog.ts';
 import { PauseReasons } from '../driver/pause-reasons.ts';
@@ -16,6 +17,20 @@ import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './serve
 import type { TransportAuth } from '../transport/authentication.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
 import { metricsOptions, metricsRoutes, serveManagement } from './server-config.ts';
+
+/**
+ * What only tests may ask of a server: no configuration key reaches these, so no deployment can set them. They are
+ * passed by the test-only entry `runtime/testing/test-server.ts` (excluded from the package).
+ */
+export interface ServerTestHooks {
+  /** A deliberate bug of core/planted-bugs.ts in the machine's configuration (the chaos soak proves it bites). */
+  readonly plantedBug?: PlantedBug;
+  /**
+   * A worker's data ports listen on this host while its id still names `svc.worker.host`: a fault proxy on the
+   * named address then stands between the worker and every peer (runtime/chaos/fault-proxy.ts).
+   */
+  readonly bindHost?: string;
+}
 
 export interface RunningServer {
   readonly nodeId: string;
@@ -35,6 +50,7 @@ export async function runMaster(
   conf: ResolvedConfig,
   logger: Logger,
   presented: ResolvedConfig = conf,
+  testing: ServerTestHooks = {},
 ): Promise<RunningServer> {
   // `conf` (the current release's view) runs the process; `presented` is what it shows peers and operators: its
   // release in handshakes, the machine's configuration, legacy paths and metric names (svc master --release).
@@ -118,7 +134,10 @@ export async function runMaster(
     nodeId,
     masterMachine,
     initialMasterState(
-      masterConfigFrom(presented, { dfs: conf.optional('svc.storage.hdfs.dir', 'getString') !== undefined }),
+      masterConfigFrom(presented, {
+        dfs: conf.optional('svc.storage.hdfs.dir', 'getString') !== undefined,
+        ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
+      }),
     ),
     release,
     {

@@ -37,7 +37,7 @@ import { MAX_BLOCK, MemoryPool } from '../storage/memory-pool.ts';
 import { TierStorage } from '../storage/tier-storage.ts';
 import type { Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
-import type { RunningServer } from './master.ts';
+import type { RunningServer, ServerTestHooks } from './master.ts';
 import { nodeNetwork, type NodeNetwork } from './node-network.ts';
 import { ApplicationSecrets } from './application-secrets.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
@@ -289,6 +289,7 @@ export async function runWorker(
   master: Address,
   logger: Logger,
   presented: ResolvedConfig = conf,
+  testing: ServerTestHooks = {},
 ): Promise<RunningServer> {
   // As the master's (master.ts): `conf` runs the process, `presented` is the release it shows.
   const release = presented.release;
@@ -297,7 +298,7 @@ export async function runWorker(
   const store = await openRecoveryStore(conf);
   const opened: { close(): Promise<void> }[] = [store];
   try {
-    return await startWorker(conf, presented, release, master, logger, tiers, store, opened);
+    return await startWorker(conf, presented, release, master, logger, tiers, store, opened, testing);
   } catch (error) {
     for (const resource of opened.reverse()) await resource.close().catch(() => undefined);
     if (error instanceof ServerConfigError || error instanceof TransportConfigError) throw error;
@@ -319,6 +320,8 @@ interface WorkerStart {
   readonly store: DurableStore;
   readonly host: string;
   readonly opened: { close(): Promise<void> }[];
+  /** Test-only hooks (runtime/testing/test-server.ts): a planted bug, a separate bind host. */
+  readonly testing: ServerTestHooks;
 }
 
 /**
@@ -335,9 +338,21 @@ async function startWorker(
   tiers: WorkerTiers,
   store: DurableStore,
   opened: { close(): Promise<void> }[],
+  testing: ServerTestHooks,
 ): Promise<RunningServer> {
   const host = conf.getString('svc.worker.host');
-  const start: WorkerStart = { conf, presented, release, master, logger, tiers, store, host, opened };
+  const start: WorkerStart = {
+    conf,
+    presented,
+    release,
+    master,
+    logger,
+    tiers,
+    store,
+    host,
+    opened,
+    testing,
+  };
   const recovered = await store.load();
   const found = await filesOnDisks(tiers.disks, logger);
   // Read by closures (the metrics' instance label and state) before the interface listens and the driver exists.
@@ -345,7 +360,7 @@ async function startWorker(
   const metrics = workerMetrics(start, late);
   const { network, receiveMemory, secrets } = workerNetwork(start, metrics);
   // The node id is the worker's identity and names its ports: the servers must be bound before the machine exists.
-  const ports = await listenDataPorts(network, conf, host);
+  const ports = await listenDataPorts(network, conf, testing.bindHost ?? host);
   const id: WorkerId = {
     host,
     rpcPort: ports.rpc,
@@ -541,7 +556,7 @@ function workerDriver(
     readonly onExit: (code: number, reason: string) => void;
   },
 ): NodeDriver<WorkerMachineState> {
-  const { conf, presented, release, logger, tiers, store } = start;
+  const { conf, presented, release, logger, tiers, store, testing } = start;
   const { id, nodeId, network, storage, backPressure, pauses, metrics, onExit } = parts;
   const envelopes = metrics === undefined ? undefined : envelopeObserver(metrics);
   // Keys added after the presented release fall back to the current release's configuration.
@@ -557,6 +572,7 @@ function workerDriver(
         disks: tiers.disks.map((disk) => disk.config),
         distributed: tiers.dfsDir === undefined ? [] : ['HDFS'],
         memoryCapacityBytes: tiers.memoryCapacity,
+        ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
       }),
     ),
     release,

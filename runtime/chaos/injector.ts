@@ -1,0 +1,197 @@
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { parseWorkerKey } from '../../core/domain/worker.ts';
+import type { LocalCluster } from '../cluster/local-cluster.ts';
+import type { ServerProcess } from '../cluster/server-process.ts';
+import type { NetworkFault } from './fault-proxy.ts';
+import type { ScheduledFault } from './schedule.ts';
+
+/** One fault as it happened: when it struck and healed (ms from the soak's start), and what was seen on the way. */
+export interface TimelineEntry {
+  readonly fault: ScheduledFault;
+  readonly startMs: number;
+  endMs: number | undefined;
+  readonly notes: string[];
+}
+
+/** How long a restarted or continued worker may take to register again before the timeline says it did not. */
+const REREGISTER_WAIT_MS = 90_000;
+
+const hold = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A worker's node id as the management interface takes it. */
+function workerIdBody(cluster: LocalCluster, index: number): Record<string, unknown> {
+  return { ...parseWorkerKey(cluster.workerIds[index]!) };
+}
+
+/**
+ * Injects scheduled faults into a local cluster, one at a time, recording each on the timeline. A fault's hold is
+ * the schedule's (a wait that is the fault itself, not a synchronisation); recovery waits on log lines.
+ */
+export class FaultInjector {
+  readonly timeline: TimelineEntry[] = [];
+  private readonly isRoot = process.getuid?.() === 0;
+
+  constructor(
+    private readonly cluster: LocalCluster,
+    private readonly clock: () => number,
+    private readonly heartbeatTimeoutMs: number,
+  ) {}
+
+  /** The entry of the fault in force, if one is. */
+  get current(): TimelineEntry | undefined {
+    const last = this.timeline.at(-1);
+    return last?.endMs === undefined ? last : undefined;
+  }
+
+  async inject(fault: ScheduledFault): Promise<TimelineEntry> {
+    const entry: TimelineEntry = { fault, startMs: this.clock(), endMs: undefined, notes: [] };
+    this.timeline.push(entry);
+    try {
+      await this.run(fault, entry);
+    } catch (error) {
+      entry.notes.push(`the injector failed: ${error instanceof Error ? error.message : String(error)}`);
+      throw error;
+    } finally {
+      entry.endMs = this.clock();
+    }
+    return entry;
+  }
+
+  private async run(fault: ScheduledFault, entry: TimelineEntry): Promise<void> {
+    const cluster = this.cluster;
+    const index = fault.worker ?? -1;
+    const worker = (): ServerProcess => cluster.workers[index]!;
+    switch (fault.kind) {
+      case 'kill':
+      case 'restart-immediate':
+        worker().kill('SIGKILL');
+        await worker().exited();
+        await hold(fault.holdMs);
+        await this.restartWorker(index, entry);
+        return;
+      case 'restart-graceful': {
+        worker().kill('SIGTERM');
+        const code = await worker().exited();
+        entry.notes.push(`graceful exit with code ${String(code)}`);
+        await this.restartWorker(index, entry);
+        return;
+      }
+      case 'stop-short':
+      case 'stop-past': {
+        const id = cluster.workerIds[index];
+        const lost = (): number =>
+          cluster.master.seen((line) => line.event === 'master.worker.lost' && line.worker === id).length;
+        const lostBefore = lost();
+        const masterAfter = cluster.master.lineCount;
+        worker().kill('SIGSTOP');
+        await hold(fault.holdMs);
+        worker().kill('SIGCONT');
+        if (lost() === lostBefore) {
+          entry.notes.push(
+            `never declared lost (stopped ${fault.holdMs} ms, heartbeat timeout ${this.heartbeatTimeoutMs} ms)`,
+          );
+          return;
+        }
+        entry.notes.push('declared lost');
+        // A lost worker comes back through registration; the master logs it (worker.registered on the worker's
+        // side only follows when the master asked it to register again).
+        try {
+          await cluster.master.waitFor(
+            (line) => /^master\.worker\.(re)?registered$/.test(line.event ?? '') && line.worker === id,
+            `${id}'s registration`,
+            masterAfter,
+            REREGISTER_WAIT_MS,
+          );
+          entry.notes.push('registered again');
+        } catch (error) {
+          entry.notes.push(
+            `not registered again: ${error instanceof Error ? error.message.split('\n')[0] : ''}`,
+          );
+        }
+        return;
+      }
+      case 'decommission': {
+        entry.notes.push(await this.workerEvent('DECOMMISSIONTHENIDLE', index));
+        await hold(fault.holdMs);
+        entry.notes.push(await this.workerEvent('RECOMMISSION', index));
+        return;
+      }
+      case 'master-restart': {
+        await cluster.restartMaster('SIGKILL', { whileDown: () => hold(fault.holdMs) });
+        // A master restarted with its state remembers its workers: they need not register again (their next
+        // heartbeats are answered as before), so the timeline records what the master lists instead.
+        entry.notes.push(await this.listedWorkers());
+        return;
+      }
+      case 'disk-unwritable':
+      case 'disk-removed': {
+        const dir = path.join(cluster.dir, `worker-${index}`, 'disk-1');
+        if (fault.kind === 'disk-unwritable') {
+          chmodSync(dir, 0o555);
+          if (this.isRoot) entry.notes.push('running as root: the read-only mode does not stop its writes');
+        } else rmSync(dir, { recursive: true, force: true });
+        await hold(fault.holdMs);
+        if (fault.kind === 'disk-unwritable') chmodSync(dir, 0o755);
+        else mkdirSync(dir, { recursive: true });
+        return;
+      }
+      case 'latency':
+      case 'stall':
+      case 'one-way-stall':
+      case 'cut': {
+        const proxies = cluster.proxies[index] ?? [];
+        if (proxies.length === 0) throw new Error('network faults need a cluster with fault proxies');
+        const networkFault: NetworkFault =
+          fault.kind === 'latency'
+            ? { kind: 'latency', ms: fault.latencyMs ?? 100 }
+            : fault.kind === 'one-way-stall'
+              ? { kind: 'one-way-stall', direction: fault.direction ?? 'to-target' }
+              : { kind: fault.kind };
+        for (const proxy of proxies) proxy.inject(networkFault);
+        await hold(fault.holdMs);
+        for (const proxy of proxies) proxy.heal();
+        return;
+      }
+    }
+  }
+
+  private async restartWorker(index: number, entry: TimelineEntry): Promise<void> {
+    const started = await this.cluster.startWorker(index, { samePorts: true });
+    await this.registeredAgain(started, 0, entry);
+  }
+
+  private async registeredAgain(worker: ServerProcess, after: number, entry: TimelineEntry): Promise<void> {
+    try {
+      await worker.waitFor(
+        (line) => line.event === 'worker.registered',
+        'its registration',
+        after,
+        REREGISTER_WAIT_MS,
+      );
+      entry.notes.push('registered again');
+    } catch (error) {
+      entry.notes.push(`not registered again: ${error instanceof Error ? error.message.split('\n')[0] : ''}`);
+    }
+  }
+
+  private async listedWorkers(): Promise<string> {
+    try {
+      const response = await fetch(`${this.cluster.masterHttpUrl}/api/v1/workers`);
+      const body = (await response.json()) as { workers?: unknown[] };
+      return `the restarted master lists ${body.workers?.length ?? 0} workers`;
+    } catch (error) {
+      return `the restarted master's /api/v1/workers failed: ${error instanceof Error ? error.message : ''}`;
+    }
+  }
+
+  private async workerEvent(eventType: string, index: number): Promise<string> {
+    const response = await fetch(`${this.cluster.masterHttpUrl}/api/v1/workers/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ eventType, workers: [workerIdBody(this.cluster, index)] }),
+    });
+    const answer = (await response.json()) as { success?: boolean; message?: string };
+    return `${eventType}: ${response.status} ${answer.success === true ? 'success' : 'refused'} ${answer.message ?? ''}`;
+  }
+}

@@ -1,0 +1,424 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
+import { LocalCluster, type Tier } from '../cluster/local-cluster.ts';
+import { FaultInjector, type TimelineEntry } from './injector.ts';
+import { jobSpec, runJob, type JobOutcome } from './jobs.ts';
+import { FAULT_KINDS, faultSchedule, type FaultKind, type ScheduledFault } from './schedule.ts';
+
+export interface SoakOptions {
+  readonly seed: string;
+  readonly durationMs: number;
+  readonly workers: number;
+  /** Applications running jobs at once. */
+  readonly apps: number;
+  readonly kinds?: readonly FaultKind[];
+  /** The tiers jobs draw from (default every tier). */
+  readonly tiers?: readonly Tier[];
+  /** The share of jobs that replicate (default 0.7). */
+  readonly replicateShare?: number;
+  /** Test only: servers run with this deliberate bug (docs/chaos.md, "Planted bugs"). */
+  readonly plantedBug?: PlantedBug;
+  /** Keep the cluster's directory (logs, data) even when every check passed. */
+  readonly keep?: boolean;
+  /** Where progress lines go (default: stdout). */
+  readonly print?: (line: string) => void;
+  /** Between progress lines (default 10 s). */
+  readonly progressEveryMs?: number;
+}
+
+/** A check the soak found broken, with what it saw. */
+export interface Violation {
+  readonly check:
+    | 'data-wrong'
+    | 'job-failed-under-tolerated-fault'
+    | 'memory-over-bound'
+    | 'files-left'
+    | 'process-left'
+    | 'job-hung';
+  readonly detail: string;
+  readonly job?: JobOutcome;
+}
+
+export interface SoakResult {
+  readonly seed: string;
+  readonly schedule: readonly ScheduledFault[];
+  readonly timeline: readonly TimelineEntry[];
+  readonly jobs: readonly JobOutcome[];
+  readonly violations: readonly Violation[];
+  readonly peakRssMiB: Readonly<Record<string, number>>;
+  /** The cluster's directory when kept (a failure keeps it), with its logs under `logs/`. */
+  readonly keptDir: string | undefined;
+  /** The report printed on failure: seed, timeline, failing jobs, last log lines. */
+  readonly report: string;
+}
+
+/** The soak's cluster settings: short heartbeats so that stops past the timeout fit in a short soak. */
+export const HEARTBEAT_TIMEOUT_MS = 10_000;
+const WORKER_MEMORY_MIB = 256;
+/** Three of the client's heartbeats (svc.client.application.heartbeatInterval, 10 s). */
+const APPLICATION_TIMEOUT_MS = 30_000;
+/**
+ * What a server process may hold beyond its configured memory: Node.js, tsx's compiled sources, the stores and
+ * buffers not counted in svc.worker.memory.size. Measured idle at about 150 MiB per process; the margin leaves
+ * room for garbage not yet collected.
+ */
+export const RSS_MARGIN_MIB = 384;
+/** Faults healed this long before a job started still count against it (revives, exclusions, re-registration). */
+const FAULT_SHADOW_MS = 15_000;
+/** How long the jobs running at the end may take to finish, and the workers to delete the ended jobs' files. */
+const DRAIN_MS = 240_000;
+const FILES_GONE_MS = 90_000;
+
+/** Resolves after `ms`, or at once when `signal` aborts (the soak's end cuts every wait short). */
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted === true) {
+      resolve();
+      return;
+    }
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done);
+  });
+
+function rssMiB(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match === null ? undefined : Math.round(Number(match[1]) / 1024);
+  } catch {
+    return undefined;
+  }
+}
+
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, withFileTypes: false })
+    .map((name) => path.join(dir, String(name)))
+    .filter((file) => {
+      try {
+        return statSync(file).isFile();
+      } catch {
+        return false;
+      }
+    });
+}
+
+function alive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function formatMs(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+}
+
+export function describeFault(fault: ScheduledFault): string {
+  const target = fault.worker === undefined ? 'master' : `worker-${fault.worker}`;
+  const extra =
+    fault.latencyMs !== undefined
+      ? ` +${fault.latencyMs} ms`
+      : fault.direction !== undefined
+        ? ` ${fault.direction}`
+        : '';
+  return `#${fault.index} ${fault.kind}${extra} ${target} hold ${fault.holdMs} ms`;
+}
+
+/** The workers a job's run overlapped a fault on (and whether the master was struck meanwhile). */
+function faultsDuring(job: JobOutcome, timeline: readonly TimelineEntry[]): TimelineEntry[] {
+  return timeline.filter(
+    (entry) => entry.startMs <= job.endMs && (entry.endMs ?? Infinity) + FAULT_SHADOW_MS >= job.startMs,
+  );
+}
+
+/**
+ * Whether the design promises that `job` finishes without a task failing: it saw no fault, or it replicates and
+ * every fault during its run struck one and the same worker (or the master, whose state survives its restart).
+ */
+export function tolerated(job: JobOutcome, faults: readonly TimelineEntry[]): boolean {
+  if (faults.length === 0) return true;
+  if (!job.spec.replicate) return false;
+  const workers = new Set(
+    faults.flatMap((entry) => (entry.fault.worker === undefined ? [] : [entry.fault.worker])),
+  );
+  return workers.size <= 1;
+}
+
+/**
+ * The full-process chaos soak (docs/chaos.md): a local cluster of child processes, a stream of verified jobs from
+ * several applications at once, and the seed's fault schedule injected meanwhile. Returns what it found; the caller
+ * decides the exit status.
+ */
+export async function runSoak(options: SoakOptions): Promise<SoakResult> {
+  const print = options.print ?? ((line: string) => console.log(line));
+  const kinds = options.kinds ?? FAULT_KINDS;
+  const schedule = faultSchedule({
+    seed: options.seed,
+    durationMs: options.durationMs,
+    workers: options.workers,
+    replicas: (options.replicateShare ?? 0.7) > 0 ? 2 : 1,
+    heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
+    kinds,
+  });
+  // Each worker has a local disk and the memory tier ('memory'), and all share a DFS directory: every job's tier.
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-chaos-'));
+  const dfsDir = path.join(dir, 'dfs');
+  const cluster = await LocalCluster.start({
+    workers: options.workers,
+    dir,
+    tier: 'memory',
+    faultProxies: true,
+    keepDir: true,
+    ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
+    conf: [
+      `svc.master.heartbeat.worker.timeout=${HEARTBEAT_TIMEOUT_MS}ms`,
+      `svc.storage.hdfs.dir=${dfsDir}`,
+      // An application whose unregister was lost (it closed while the master was down) is released once silent
+      // this long: short, so that the files check sees its files gone (the default is 300 s).
+      `svc.master.heartbeat.application.timeout=${APPLICATION_TIMEOUT_MS}ms`,
+    ],
+    workerConf: [
+      `svc.worker.memory.size=${WORKER_MEMORY_MIB}m`,
+      'svc.worker.graceful.shutdown.enabled=true',
+      'svc.worker.graceful.shutdown.timeout=20s',
+      // A crashed worker's leftovers go once the master forgot their shuffles, and this long after its start:
+      // short, so that the files check at the end sees them gone.
+      'svc.worker.storage.expireDirs.timeout=5s',
+    ],
+  });
+  const started = Date.now();
+  const clock = (): number => Date.now() - started;
+  const injector = new FaultInjector(cluster, clock, HEARTBEAT_TIMEOUT_MS);
+  const jobs: JobOutcome[] = [];
+  const violations: Violation[] = [];
+  const peak: Record<string, number> = {};
+  let stopping = false;
+  const ended = new AbortController();
+  let nextJob = 0;
+  print(
+    `[chaos] seed ${options.seed}: ${formatMs(options.durationMs)}, ${options.workers} workers, ${options.apps} ` +
+      `applications, ${schedule.length} faults scheduled (${[...new Set(schedule.map((f) => f.kind))].join(', ') || 'none'})` +
+      (options.plantedBug === undefined ? '' : `, planted bug ${options.plantedBug}`) +
+      `; cluster in ${cluster.dir}`,
+  );
+
+  const sampleMemory = (): void => {
+    const servers: [string, number | undefined, number | undefined][] = [
+      ['master', cluster.master.pid, undefined],
+      ...cluster.workers.map(
+        (worker, i) => [`worker-${i}`, worker.pid, WORKER_MEMORY_MIB] as [string, number | undefined, number],
+      ),
+    ];
+    for (const [name, pid, configured] of servers) {
+      const rss = rssMiB(pid);
+      if (rss === undefined) continue;
+      peak[name] = Math.max(peak[name] ?? 0, rss);
+      const bound = (configured ?? 0) + RSS_MARGIN_MIB;
+      if (
+        rss > bound &&
+        !violations.some((v) => v.check === 'memory-over-bound' && v.detail.startsWith(name))
+      )
+        violations.push({
+          check: 'memory-over-bound',
+          detail: `${name} (pid ${pid}) at ${rss} MiB, over its ${configured ?? 0} MiB + ${RSS_MARGIN_MIB} MiB margin`,
+        });
+    }
+    peak.soak = Math.max(peak.soak ?? 0, Math.round(process.memoryUsage().rss / 1024 / 1024));
+  };
+
+  const lane = async (): Promise<void> => {
+    while (!stopping) {
+      const spec = jobSpec(options.seed, nextJob++, {
+        ...(options.replicateShare === undefined ? {} : { replicateShare: options.replicateShare }),
+        ...(options.tiers === undefined ? {} : { tiers: options.tiers }),
+      });
+      const outcome = await runJob(spec, cluster.masterUrl, clock);
+      jobs.push(outcome);
+    }
+  };
+
+  const faults = async (): Promise<void> => {
+    let quietUntil = 0;
+    for (const fault of schedule) {
+      const wait = Math.max(fault.atMs, quietUntil) - clock();
+      if (wait > 0) await sleep(wait, ended.signal);
+      if (stopping) return;
+      print(`[chaos] ${formatMs(clock())} fault ${describeFault(fault)}`);
+      const entry = await injector.inject(fault);
+      // The schedule's quiet time after the heal (a restart may take longer than its hold): the cluster recovers.
+      quietUntil = clock() + fault.settleMs;
+      print(
+        `[chaos] ${formatMs(clock())} healed #${fault.index}${entry.notes.length > 0 ? `: ${entry.notes.join('; ')}` : ''}`,
+      );
+    }
+  };
+
+  const progress = setInterval(() => {
+    sampleMemory();
+    const verified = jobs.filter((j) => j.status === 'verified').length;
+    const current = injector.current;
+    print(
+      `[chaos] ${formatMs(clock())}/${formatMs(options.durationMs)} jobs ${verified} verified, ` +
+        `${jobs.length - verified} not, ${jobs.reduce((n, j) => n + j.reruns, 0)} stage reruns; ` +
+        `faults ${injector.timeline.length}/${schedule.length}` +
+        (current === undefined ? '' : ` (now ${describeFault(current.fault)})`),
+    );
+  }, options.progressEveryMs ?? 10_000);
+  const memory = setInterval(sampleMemory, 2_000);
+  let injectorError: Error | undefined;
+  try {
+    const lanes = Array.from({ length: options.apps }, () => lane());
+    const injecting = faults().catch(
+      (error: unknown) => (injectorError = error instanceof Error ? error : new Error(String(error))),
+    );
+    await sleep(Math.max(0, options.durationMs - clock()));
+    stopping = true;
+    ended.abort();
+    await injecting;
+    const drainEnded = new AbortController();
+    const drained = await Promise.race([
+      Promise.all(lanes).then(() => true),
+      sleep(DRAIN_MS, drainEnded.signal).then(() => false),
+    ]);
+    drainEnded.abort();
+    if (!drained)
+      violations.push({
+        check: 'job-hung',
+        detail: `jobs still running ${DRAIN_MS} ms after the soak ended`,
+      });
+    sampleMemory();
+  } finally {
+    clearInterval(progress);
+    clearInterval(memory);
+  }
+  if (injectorError !== undefined) print(`[chaos] the injector stopped: ${injectorError.message}`);
+
+  for (const job of jobs) {
+    if (job.status === 'wrong-data')
+      violations.push({
+        check: 'data-wrong',
+        detail: `job ${job.spec.index} (${job.appId}): ${job.verification}`,
+        job,
+      });
+    else if (
+      (job.status === 'failed' || job.taskFailures.length > 0) &&
+      tolerated(job, faultsDuring(job, injector.timeline))
+    )
+      violations.push({
+        check: 'job-failed-under-tolerated-fault',
+        detail:
+          `job ${job.spec.index} (${job.appId}) ${job.status === 'failed' ? 'failed' : 'had failed tasks'} ` +
+          `under faults the design tolerates: ${job.taskFailures[0] ?? job.verification}`,
+        job,
+      });
+  }
+
+  // Every application has ended: the workers must delete every file of theirs.
+  const storage = [...cluster.workers.map((_, i) => path.join(cluster.dir, `worker-${i}`, 'disk-1')), dfsDir];
+  const deadline = Date.now() + FILES_GONE_MS;
+  let left = storage.flatMap(filesUnder);
+  while (left.length > 0 && Date.now() < deadline) {
+    await sleep(500);
+    left = storage.flatMap(filesUnder);
+  }
+  if (left.length > 0)
+    violations.push({
+      check: 'files-left',
+      detail: `${left.length} files ${FILES_GONE_MS} ms after every application ended, e.g. ${left.slice(0, 3).join(', ')}`,
+    });
+
+  const lastLines = logTails(cluster);
+  const servers = [...cluster.started];
+  await cluster.stop({ keepDir: true });
+  const running = servers.filter((server) => alive(server.pid));
+  if (running.length > 0)
+    violations.push({
+      check: 'process-left',
+      detail: running.map((server) => `${server.options.name} pid ${server.pid}`).join(', '),
+    });
+
+  const failed = violations.length > 0;
+  const keptDir = failed || options.keep === true ? cluster.dir : undefined;
+  if (keptDir === undefined) rmSync(cluster.dir, { recursive: true, force: true });
+  const result = {
+    seed: options.seed,
+    schedule,
+    timeline: injector.timeline,
+    jobs,
+    violations,
+    peakRssMiB: peak,
+    keptDir,
+    report: '',
+  };
+  const report = failed ? failureReport(result, lastLines) : '';
+  const verified = jobs.filter((j) => j.status === 'verified').length;
+  print(
+    `[chaos] seed ${options.seed}: ${jobs.length} jobs (${verified} verified, ${jobs.reduce((n, j) => n + j.reruns, 0)} ` +
+      `stage reruns), ${injector.timeline.length} faults injected; peak RSS MiB ${JSON.stringify(peak)}; ` +
+      (failed ? `${violations.length} checks FAILED` : 'every check passed'),
+  );
+  if (failed) {
+    print(report);
+    writeFileSync(path.join(cluster.dir, 'chaos-report.txt'), `${report}\n`);
+  }
+  return { ...result, report };
+}
+
+/** The last lines of every process's log file (each start has its own file under logs/). */
+function logTails(cluster: LocalCluster, lines = 6): string {
+  const dir = path.join(cluster.dir, 'logs');
+  return readdirSync(dir)
+    .sort()
+    .map((file) => {
+      const text = readFileSync(path.join(dir, file), 'utf8').trimEnd().split('\n').slice(-lines);
+      return `--- ${file} (last ${text.length} lines)\n${text.join('\n')}`;
+    })
+    .join('\n');
+}
+
+const SHOWN_PER_CHECK = 5;
+
+function failureReport(result: Omit<SoakResult, 'report'>, lastLines: string): string {
+  const out: string[] = [];
+  out.push(
+    `[chaos] FAILED, seed ${result.seed} (rerun: npm run chaos -- --seed ${result.seed} …; the same seed`,
+  );
+  out.push('        replays the same fault schedule and job stream, but not the same timing)');
+  out.push(`violations (${result.violations.length}; at most ${SHOWN_PER_CHECK} shown per check):`);
+  const shown = result.violations.filter(
+    (v, i) => result.violations.slice(0, i).filter((w) => w.check === v.check).length < SHOWN_PER_CHECK,
+  );
+  for (const v of shown) out.push(`  ${v.check}: ${v.detail}`);
+  out.push('fault timeline (ms from the start: struck .. healed):');
+  for (const entry of result.timeline)
+    out.push(
+      `  ${entry.startMs} .. ${entry.endMs ?? 'running'} ${describeFault(entry.fault)}` +
+        (entry.notes.length > 0 ? ` [${entry.notes.join('; ')}]` : ''),
+    );
+  for (const v of shown) {
+    const job = v.job;
+    if (job === undefined) continue;
+    out.push(`job ${job.spec.index} (${job.appId}) ${JSON.stringify(job.spec)}`);
+    out.push(
+      `  ran ${job.startMs} .. ${job.endMs} ms; status ${job.status}; verification: ${job.verification}`,
+    );
+    for (const failure of job.taskFailures) out.push(`  task failure: ${failure}`);
+    for (const line of job.clientLog.slice(-10)) out.push(`  client: ${line}`);
+  }
+  out.push('last log lines of each process:');
+  out.push(lastLines);
+  if (result.keptDir !== undefined) out.push(`logs and data kept in ${result.keptDir}`);
+  return out.join('\n');
+}
