@@ -11,9 +11,17 @@ import { ApplicationSecrets } from './application-secrets.ts';
 
 const SERVER: Principal = { kind: 'server' };
 
-function setup(askTimeoutMs = 60_000): { secrets: ApplicationSecrets; sent: WireEnvelope[] } {
+function setup(
+  askTimeoutMs = 60_000,
+  clock?: { now: number; readonly maxAgeMs: number },
+): { secrets: ApplicationSecrets; sent: WireEnvelope[] } {
   const sent: WireEnvelope[] = [];
-  const secrets = new ApplicationSecrets({ id: 'w#secrets', send: (e) => sent.push(e), askTimeoutMs });
+  const secrets = new ApplicationSecrets({
+    id: 'w#secrets',
+    send: (e) => sent.push(e),
+    askTimeoutMs,
+    ...(clock === undefined ? {} : { now: () => clock.now, maxAgeMs: clock.maxAgeMs }),
+  });
   return { secrets, sent };
 }
 
@@ -68,6 +76,35 @@ describe('a worker’s applications’ secrets', () => {
       secret: 's2',
     });
     assert.deepEqual(await fresh, { kind: 'secret', secret: 's2', principal });
+  });
+
+  it('trusts a learnt secret for maxAge only: the holder of a replaced one is refused once it expired', async () => {
+    const clock = { now: 1_000, maxAgeMs: 60_000 };
+    const { secrets, sent } = setup(60_000, clock);
+    const learnt = secrets.expected('app-1', false);
+    answer(secrets, sent[0]!, {
+      type: 'ApplicationSecretResponse',
+      appId: 'app-1',
+      found: true,
+      secret: 'old',
+    });
+    assert.equal((await learnt).kind, 'secret');
+    clock.now += 59_999;
+    const cached = await secrets.expected('app-1', false);
+    assert.ok(cached.kind === 'secret' && cached.cached === true && cached.secret === 'old');
+    assert.equal(sent.length, 1, 'still answered from the cache');
+    // The application registered again with another secret; a minute after the worker learnt the old one it asks.
+    clock.now += 1;
+    const expired = secrets.expected('app-1', false);
+    assert.equal(sent.length, 2, 'asked the master again');
+    answer(secrets, sent[1]!, {
+      type: 'ApplicationSecretResponse',
+      appId: 'app-1',
+      found: true,
+      secret: 'new',
+    });
+    const renewed = await expired;
+    assert.ok(renewed.kind === 'secret' && renewed.secret === 'new' && renewed.cached !== true);
   });
 
   it('refuses an application the master does not know, and one it could not ask about', async () => {

@@ -1,3 +1,8 @@
+import {
+  DEFAULT_SECRET_MAX_AGE_MS,
+  secretLookup,
+  type CachedSecret,
+} from '../../core/machines/cached-secrets.ts';
 import type { Envelope, Input, NodeId } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { HostedNode } from '../driver/node-host.ts';
@@ -13,6 +18,10 @@ export interface ApplicationSecretsOptions {
   readonly send: (envelope: WireEnvelope) => void;
   /** How long to wait for the master's answer (svc.rpc.askTimeout). */
   readonly askTimeoutMs: number;
+  /** How long a learnt secret is trusted (core/machines/cached-secrets.ts); absent: DEFAULT_SECRET_MAX_AGE_MS. */
+  readonly maxAgeMs?: number;
+  /** The clock secrets are aged by (ms); absent: Date.now. */
+  readonly now?: () => number;
 }
 
 type Answer =
@@ -22,11 +31,12 @@ type Answer =
  * A worker's knowledge of the applications' secrets (svc.auth.enabled), to check a connection that claims an
  * application: a cache, filled by asking the master (GetApplicationSecret, the core's message, answered only to a
  * server) from a pseudo-node of the worker process, one request per application in flight, bounded by
- * svc.rpc.askTimeout. It decides nothing: the master keeps each application's first secret (core).
+ * svc.rpc.askTimeout. It decides nothing: the master keeps each application's first secret, and how long a learnt one
+ * is trusted is the core's rule (core/machines/cached-secrets.ts).
  */
 export class ApplicationSecrets implements HostedNode {
   readonly id: NodeId;
-  private readonly cache = new Map<string, string>();
+  private readonly cache = new Map<string, CachedSecret>();
   private readonly inFlight = new Map<string, Promise<Answer>>();
   private readonly waiting = new Map<number, (answer: Answer) => void>();
   private nextRequest = 1;
@@ -38,8 +48,14 @@ export class ApplicationSecrets implements HostedNode {
   /** The secret `appId`'s connections must prove; `fresh`: ask the master even if cached (after a mismatch). */
   async expected(appId: string, fresh: boolean): Promise<ExpectedSecret> {
     const principal = { kind: 'application', appId } as const;
-    const cached = this.cache.get(appId);
-    if (cached !== undefined && !fresh) return { kind: 'secret', secret: cached, principal, cached: true };
+    const lookup = secretLookup(
+      this.cache.get(appId),
+      this.now(),
+      this.options.maxAgeMs ?? DEFAULT_SECRET_MAX_AGE_MS,
+      fresh,
+    );
+    if (lookup.kind === 'useCached')
+      return { kind: 'secret', secret: lookup.secret, principal, cached: true };
     const answer = await this.ask(appId);
     if (answer.kind === 'absent') return { kind: 'refused', message: answer.why };
     return { kind: 'secret', secret: answer.secret, principal };
@@ -79,9 +95,13 @@ export class ApplicationSecrets implements HostedNode {
     return answer;
   }
 
+  private now(): number {
+    return this.options.now?.() ?? Date.now();
+  }
+
   private remember(appId: string, secret: string): void {
     this.cache.delete(appId);
-    this.cache.set(appId, secret);
+    this.cache.set(appId, { secret, learntAt: this.now() });
     if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
   }
 

@@ -22,7 +22,12 @@ import type { FaultTopology } from '../faults/inject.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { acknowledgedSurvivesCrash } from '../invariants/durability.ts';
-import { intrudersRefused, scheduleIntruders } from '../invariants/isolation.ts';
+import {
+  intrudersRefused,
+  routesNotTaken,
+  scheduleIntruders,
+  scheduleRouteThefts,
+} from '../invariants/isolation.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
 import { readableCopies } from '../invariants/lost-data.ts';
@@ -77,6 +82,12 @@ const LIVENESS_BOUND_MS = (() => {
     4 * 60_000
   );
 })();
+
+/**
+ * How long a route to a node is kept after it last spoke: the runtime's transport default, twice
+ * svc.network.timeout (runtime/transport/transport.ts, `routeIdleMs`).
+ */
+const ROUTE_IDLE_MS = 2 * configFor(CURRENT_RELEASE, 'worker').getDurationMs('svc.network.timeout');
 
 /** Stage attempts of one job the engine starts after the faults stopped before it calls the run a livelock. */
 const MAX_STAGE_ATTEMPTS_AFTER_CALM = 4;
@@ -152,6 +163,12 @@ function buildCluster(
   };
   const masterOverrides: Record<string, string> = { ...cluster.masterOverrides, ...heartbeat, ...auth };
 
+  // Replies and messages to tasks travel as the runtime's transport routes them, under the core's speaker rules.
+  world.modelTransport({
+    authenticated: cluster.auth === true,
+    routeIdleMs: ROUTE_IDLE_MS,
+    ...(plantedBug === undefined ? {} : { plantedBug }),
+  });
   world.addNode({
     id: master,
     role: 'master',
@@ -197,6 +214,7 @@ function buildCluster(
       return {
         id: mapTaskNodeId(app.appId, job.shuffleId, mapId, attemptId),
         role: 'map',
+        addressless: true,
         release: app.clientRelease,
         principal: applicationPrincipal(app),
         machine: mapTaskMachine,
@@ -214,6 +232,7 @@ function buildCluster(
       return {
         id: reduceTaskNodeId(app.appId, job.shuffleId, partitionId),
         role: 'reduce',
+        addressless: true,
         release: app.clientRelease,
         principal: applicationPrincipal(app),
         machine: reduceTaskMachine,
@@ -273,7 +292,11 @@ function buildCluster(
 
   const workerSet = new Set(workerNodes.values());
   // Drawn from a stream of its own, so that no other draw of the seed changes.
-  if (cluster.auth === true) scheduleIntruders(world, [...workerSet], streamRng(seed, 'intruders'), 4);
+  if (cluster.auth === true) {
+    scheduleIntruders(world, [...workerSet], streamRng(seed, 'intruders'), 4);
+    scheduleRouteThefts(world, [...workerSet], streamRng(seed, 'intruders:routes'), 30);
+    routesNotTaken(world);
+  }
   const isWorker = (node: NodeId) => workerSet.has(node);
   const isMaster = (node: NodeId) => node === master;
   const memory = memoryUse({
