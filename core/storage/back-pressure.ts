@@ -59,3 +59,13 @@ export function partialFramesToShed(heldBytes: readonly number[], limitBytes: nu
   }
   return shed;
 }
+
+/**
+ * Whether a driver's backlog (inputs received and not yet acted on, runtime/driver/node-driver.ts) holds back its
+ * peers: from `limit` on, until it fell to half of it (hysteresis, so that reading does not flap at the bound).
+ * Inputs past the bound are still taken (a completion or a reply dropped would wedge the machine); only reading
+ * from the peers stops.
+ */
+export function backlogFull(backlog: number, limit: number, full: boolean): boolean {
+  return full ? backlog > limit / 2 : backlog >= limit;
+}
