@@ -26,6 +26,8 @@ export const PLANTED_BUGS = [
    * intruder then receives replies meant for another application's nodes.
    */
   'speaker-rules-ignored',
+  /** A worker's back-pressure pauses its push and replicate ports and never reads them again. */
+  'back-pressure-never-resumes',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

@@ -18,6 +18,7 @@ import {
 import { admitClient } from '../../core/release/admission.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
+import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import type { FaultTopology } from '../faults/inject.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
@@ -39,7 +40,7 @@ import type { Scenario, ScenarioRun } from '../run.ts';
 import { Engine, type TaskFactory } from '../workload/engine.ts';
 import { mapRecords } from '../workload/records.ts';
 import type { AppShape, WorkloadShape } from '../workload/shape.ts';
-import { chance, pick, streamRng } from '../world/random.ts';
+import { chance, logUniform, pick, streamRng } from '../world/random.ts';
 import type { World } from '../world/world.ts';
 import {
   availableTypesOf,
@@ -88,6 +89,25 @@ const LIVENESS_BOUND_MS = (() => {
  * svc.network.timeout (runtime/transport/transport.ts, `routeIdleMs`).
  */
 const ROUTE_IDLE_MS = 2 * configFor(CURRENT_RELEASE, 'worker').getDurationMs('svc.network.timeout');
+
+/**
+ * A worker's back-pressure thresholds, as the runtime computes them (runtime/process/worker.ts): its memory budget
+ * (`svc.worker.memory.size`, or `budgetBytes`) times the directMemoryRatio* keys.
+ */
+function backPressureLimits(
+  budgetBytes: number | undefined,
+  plantedBug: PlantedBug | undefined,
+): BackPressureLimits {
+  const conf = configFor(CURRENT_RELEASE, 'worker');
+  const budget = budgetBytes ?? conf.getBytes('svc.worker.memory.size');
+  const at = (key: string) => Math.floor(budget * conf.getDouble(key));
+  return {
+    pauseReceiveBytes: at('svc.worker.directMemoryRatioToPauseReceive'),
+    pauseReplicateBytes: at('svc.worker.directMemoryRatioToPauseReplicate'),
+    resumeBytes: at('svc.worker.directMemoryRatioToResume'),
+    ...(plantedBug === undefined ? {} : { plantedBug }),
+  };
+}
 
 /** Stage attempts of one job the engine starts after the faults stopped before it calls the run a livelock. */
 const MAX_STAGE_ATTEMPTS_AFTER_CALM = 4;
@@ -188,6 +208,11 @@ function buildCluster(
   });
   world.schedule(0, 'start master', (w) => w.start(master));
 
+  // With the default budget (1g) the simulated data never makes a worker pause; 30 % of clusters get budgets of
+  // 256 B-16 KiB (a few of its writes), so that pushes and replicas wait for the disks. Drawn from a stream of its own: no other draw moves.
+  const pressure = streamRng(seed, 'back-pressure');
+  const tightBudget = chance(pressure, 0.3) ? Math.round(logUniform(pressure, 256, 16_384)) : undefined;
+  const workerPressure = backPressureLimits(tightBudget, plantedBug);
   const workerNodes = new Map<string, NodeId>();
   cluster.workers.forEach((shape, index) => {
     const id = workerNodeId(workerId(shape));
@@ -198,6 +223,7 @@ function buildCluster(
       release: cluster.serverRelease,
       principal: SERVER_PRINCIPAL,
       machine: workerMachine,
+      backPressure: workerPressure,
       disks: shape.disks,
       dfs: cluster.dfs,
       initialState: (release) =>

@@ -23,6 +23,9 @@ import {
   type FileEffect,
   type IoRates,
 } from './storage.ts';
+import { workerServiceFor } from '../../core/protocol/services.ts';
+import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
+import { WorkerBackPressure, type PausedService } from './back-pressure.ts';
 import { Routes, type Speaker, type TransportModel } from './routes.ts';
 import { describe, Trace } from './trace.ts';
 
@@ -51,6 +54,11 @@ export interface NodeDefinition<S = unknown> {
    * on, as the runtime's transport routes them (sim/world/routes.ts).
    */
   readonly addressless?: boolean;
+  /**
+   * A worker's back-pressure thresholds (its memory budget × the directMemoryRatio* keys): above them it stops
+   * reading its push and replicate ports until its disks caught up (sim/world/back-pressure.ts). Absent: never.
+   */
+  readonly backPressure?: BackPressureLimits;
   /**
    * The durable store handed back in `start`: a worker's own recovery store, or the masters' shared coordination
    * store. Default: coordination for `master-*` ids, recovery otherwise.
@@ -102,6 +110,8 @@ type SimEvent =
       readonly input: Input;
       /** The connection a received envelope came on (absent: handed to the node from outside the network). */
       readonly via?: Speaker;
+      /** Bytes of writes this I/O completion reports done (the node's back-pressure counts them free). */
+      readonly written?: number;
     }
   | {
       readonly kind: 'timer';
@@ -140,6 +150,10 @@ interface SimNode {
   held: Effect[];
   readonly storeRng: Rng;
   readonly addressless: boolean;
+  /** The process's back-pressure (workers with limits only); a restart starts with nothing in flight. */
+  pressure: WorkerBackPressure | undefined;
+  /** Arrivals on a paused port, in arrival order, per port. */
+  readonly heldArrivals: Map<PausedService, Extract<SimEvent, { kind: 'input' }>[]>;
   /** The process's route table (with a transport model only); a restart empties it. */
   routes: Routes | undefined;
   /** What its connections establish at a peer's handshake (this incarnation's, renewed at each start). */
@@ -280,6 +294,8 @@ export class World {
         principal: def.principal,
       },
       addressless: def.addressless === true,
+      pressure: undefined,
+      heldArrivals: new Map(),
     });
   }
 
@@ -345,6 +361,8 @@ export class World {
     node.startedAt = this.clock;
     node.routes = this.transport === undefined ? undefined : new Routes(this.transport, this.clock);
     node.speaker = { ...node.speaker, incarnation: node.incarnation };
+    node.pressure =
+      node.def.backPressure === undefined ? undefined : new WorkerBackPressure(node.def.backPressure);
     node.state = node.def.initialState(node.release);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
@@ -448,6 +466,50 @@ export class World {
       this.step(node, { kind: 'timer', name: event.name });
       return;
     }
+    if (event.written !== undefined && node.pressure !== undefined) {
+      // As the runtime's driver: the bytes are free before the machine hears of the completion.
+      if (node.pressure.change(-event.written)) {
+        this.step(node, event.input);
+        this.releaseArrivals(node);
+        return;
+      }
+    } else if (node.pressure !== undefined && event.via !== undefined && this.holdArrival(node, event)) {
+      return;
+    }
+    this.arrive(node, event);
+  }
+
+  /** A paused port is not read: its arrivals wait, in order, behind any that already wait. */
+  private holdArrival(node: SimNode, event: Extract<SimEvent, { kind: 'input' }>): boolean {
+    if (event.input.kind !== 'receive') return false;
+    const service = workerServiceFor(event.input.envelope.message);
+    if (service !== 'push' && service !== 'replicate') return false;
+    const held = node.heldArrivals.get(service);
+    if (!node.pressure!.isPaused(service) && (held === undefined || held.length === 0)) return false;
+    if (held === undefined) node.heldArrivals.set(service, [event]);
+    else held.push(event);
+    this.trace.count(`backPressure.held.${service}`);
+    if (this.trace.enabled) {
+      this.trace.line(
+        this.clock,
+        node.def.id,
+        `held ${event.input.envelope.message.type} from ${event.input.envelope.from}: ${service} paused (${node.pressure!.bytesInFlight} bytes in flight)`,
+      );
+    }
+    return true;
+  }
+
+  /** Reads the ports that resumed, in arrival order, until one pauses again. */
+  private releaseArrivals(node: SimNode): void {
+    for (const [service, held] of node.heldArrivals) {
+      while (held.length > 0 && node.up && !node.pressure!.isPaused(service)) {
+        const event = held.shift()!;
+        if (event.incarnation === node.incarnation) this.arrive(node, event);
+      }
+    }
+  }
+
+  private arrive(node: SimNode, event: Extract<SimEvent, { kind: 'input' }>): void {
     if (event.via !== undefined && node.routes !== undefined && event.input.kind === 'receive') {
       const from = event.input.envelope.from;
       const refusal = node.routes.arrived(from, event.via, this.clock, this.connectionOpen);
@@ -589,12 +651,16 @@ export class World {
           return;
         }
         const completion = node.storage.execute(effect, now);
-        if (completion) this.enqueue(node, completion.at, completion.input);
+        if (completion) {
+          const written = effect.kind === 'write' ? this.handed(node, lengthOfWrite(effect)) : undefined;
+          this.enqueue(node, completion.at, completion.input, written);
+        }
         return;
       }
       case 'ioBatch': {
         // Each operation runs now, as if issued alone; the machine hears of all of them when the last completed.
         let at = now;
+        let bytes = 0;
         const completions: IoCompletion[] = [];
         for (const op of effect.ops) {
           if (this.trace.enabled) this.trace.line(now, id, traceEffect(op));
@@ -603,10 +669,11 @@ export class World {
             completions.push({ kind: 'ioFailed', op: op.op, error: 'NOT_FOUND' });
             continue;
           }
+          if (op.kind === 'write') bytes += lengthOfWrite(op);
           at = Math.max(at, completion.at);
           completions.push(completion.input);
         }
-        this.enqueue(node, at, { kind: 'ioBatchDone', completions });
+        this.enqueue(node, at, { kind: 'ioBatchDone', completions }, this.handed(node, bytes));
         return;
       }
       case 'persist':
@@ -709,13 +776,21 @@ export class World {
     return node === undefined || (node.up && node.incarnation === incarnation);
   };
 
-  private enqueue(node: SimNode, at: number, input: Input): void {
+  private enqueue(node: SimNode, at: number, input: Input, written?: number): void {
     this.queue.push(Math.max(at, this.clock), {
       kind: 'input',
       node: node.def.id,
       incarnation: node.incarnation,
       input,
+      ...(written === undefined ? {} : { written }),
     });
+  }
+
+  /** Bytes handed to the disks: counted in the node's back-pressure until their completion; undefined: not counted. */
+  private handed(node: SimNode, bytes: number): number | undefined {
+    if (node.pressure === undefined || bytes === 0) return undefined;
+    node.pressure.change(bytes);
+    return bytes;
   }
 
   private storeKindOf(node: SimNode): 'recovery' | 'coordination' {
@@ -725,6 +800,8 @@ export class World {
   private stop_(node: SimNode): void {
     node.up = false;
     node.routes = undefined;
+    node.pressure = undefined;
+    node.heldArrivals.clear();
     node.incarnation += 1;
     node.timers.clear();
     node.writing = false;
