@@ -21,6 +21,13 @@ export const PLANTED_BUGS = [
   'ack-before-persist',
   /** A replica's push failure excludes the primary's worker instead of the replica's (the issue-23 failure). */
   'replica-failure-blames-primary',
+  /**
+   * The transport lets any connection speak as any node and take over any route (core/protocol/speakers.ts): an
+   * intruder then receives replies meant for another application's nodes.
+   */
+  'speaker-rules-ignored',
+  /** A worker's back-pressure pauses its push and replicate ports and never reads them again. */
+  'back-pressure-never-resumes',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

@@ -22,6 +22,8 @@ const PROOF: Readonly<
   'read-ahead-ignored': { invariant: 'read-ahead', withinSeeds: 15 },
   'ack-before-persist': { invariant: 'acknowledged-survives-crash', withinSeeds: 30 },
   'replica-failure-blames-primary': { invariant: 'survives-one-worker-loss', withinSeeds: 250 },
+  'speaker-rules-ignored': { invariant: 'isolation', withinSeeds: 30 },
+  'back-pressure-never-resumes': { invariant: 'liveness', withinSeeds: 15 },
 };
 
 const swarm = SCENARIOS.swarm!;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { backPressureDecision, partialFramesToShed, type PausedPorts } from './back-pressure.ts';
+import { backlogFull, backPressureDecision, partialFramesToShed, type PausedPorts } from './back-pressure.ts';
 
 const limitsArb = fc
   .record({
@@ -76,6 +76,27 @@ describe('partialFramesToShed', () => {
           if (shed.length > 0) assert.ok(total(kept) + held[shed.at(-1)!]! > limit);
           // Largest first: nothing kept is larger than anything shed.
           for (const k of kept) for (const s of shed) assert.ok(held[k]! <= held[s]!);
+        },
+      ),
+    );
+  });
+});
+
+describe('backlogFull', () => {
+  it('holds peers back from the bound until the backlog fell to half of it, whatever the order of changes', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5_000 }),
+        fc.array(fc.integer({ min: 0, max: 10_000 }), { maxLength: 60 }),
+        (limit, backlogs) => {
+          let full = false;
+          for (const backlog of backlogs) {
+            const next = backlogFull(backlog, limit, full);
+            if (backlog >= limit) assert.equal(next, true, 'full at the bound');
+            else if (backlog <= limit / 2) assert.equal(next, false, 'drained at half of it');
+            else assert.equal(next, full, 'in between nothing changes');
+            full = next;
+          }
         },
       ),
     );

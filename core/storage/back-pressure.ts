@@ -1,3 +1,5 @@
+import type { PlantedBug } from '../planted-bugs.ts';
+
 /**
  * The worker's back-pressure as a decision: which of its data ports it reads, from the bytes it holds. Pure; the
  * runtime (runtime/driver/back-pressure.ts) counts the bytes and applies the decision to its sockets.
@@ -8,6 +10,8 @@ export interface BackPressureLimits {
   readonly pauseReceiveBytes: number;
   readonly pauseReplicateBytes: number;
   readonly resumeBytes: number;
+  /** Only the simulator's proof tests set it (core/planted-bugs.ts). */
+  readonly plantedBug?: PlantedBug;
 }
 
 /** What the worker holds: bytes handed to the disks and not yet written, and bytes of partly received frames. */
@@ -36,7 +40,9 @@ export function backPressureDecision(
   const total = held.inFlightBytes + held.partialFrameBytes;
   if (total >= limits.pauseReplicateBytes) return { push: true, replicate: true };
   if (total >= limits.pauseReceiveBytes) return { push: true, replicate: paused.replicate };
-  if (total <= limits.resumeBytes) return { push: false, replicate: false };
+  if (total <= limits.resumeBytes && limits.plantedBug !== 'back-pressure-never-resumes') {
+    return { push: false, replicate: false };
+  }
   return paused;
 }
 
@@ -58,4 +64,14 @@ export function partialFramesToShed(heldBytes: readonly number[], limitBytes: nu
     total -= heldBytes[index]!;
   }
   return shed;
+}
+
+/**
+ * Whether a driver's backlog (inputs received and not yet acted on, runtime/driver/node-driver.ts) holds back its
+ * peers: from `limit` on, until it fell to half of it (hysteresis, so that reading does not flap at the bound).
+ * Inputs past the bound are still taken (a completion or a reply dropped would wedge the machine); only reading
+ * from the peers stops.
+ */
+export function backlogFull(backlog: number, limit: number, full: boolean): boolean {
+  return full ? backlog > limit / 2 : backlog >= limit;
 }

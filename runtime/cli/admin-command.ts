@@ -17,7 +17,7 @@ import {
 } from '../../clients/openapi/index.ts';
 import { formatProblem, resolveConfig } from '../../conf/index.ts';
 import { parseWorkerKey } from '../../core/domain/worker.ts';
-import { localPlatform } from './conf-command.ts';
+import { localPlatform } from '../platform.ts';
 
 type WorkerId = MasterSchemas['WorkerId'];
 type WorkerData = MasterSchemas['WorkerData'];

@@ -1,7 +1,6 @@
 // `svc conf`: check, migrate, show and document configuration. The files and the environment are read here; every
 // decision is conf/'s.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import {
@@ -13,18 +12,13 @@ import {
   resolveConfig,
   ROLES,
   type Origin,
-  type Platform,
   type ResolvedConfig,
   type Role,
 } from '../../conf/index.ts';
 import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
+import { localPlatform } from '../platform.ts';
 
 const DOCS_PATH = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url));
-
-/** What conf/ needs to know about this machine. */
-export function localPlatform(): Platform {
-  return { epollAvailable: process.platform === 'linux', localHostname: hostname(), tmpDir: tmpdir() };
-}
 
 function readText(path: string): string {
   if (!existsSync(path)) throw new CliFailure(`${path}: no such file`);

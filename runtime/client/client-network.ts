@@ -2,7 +2,7 @@ import type { ResolvedConfig } from '../../conf/index.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
-import { nodeNetwork, type NodeNetwork } from '../process/node-network.ts';
+import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import type { ExpectedSecret, TransportAuth } from '../transport/authentication.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import { configuredSecret } from './client-config.ts';
@@ -70,6 +70,7 @@ export function clientNetwork(
       connectFailure = `${peer}: ${reason}`;
     },
     ...(auth === undefined ? {} : { auth }),
+    configError: (message) => new SvcClientError(message),
   });
   return {
     network,

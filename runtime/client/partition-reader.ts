@@ -16,7 +16,7 @@ import { reduceTaskNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import type { Logger } from '../log.ts';
-import type { NodeNetwork } from '../process/node-network.ts';
+import type { NodeNetwork } from '../transport/node-network.ts';
 import {
   AuthenticationFailedError,
   ClientClosedError,

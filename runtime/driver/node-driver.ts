@@ -10,6 +10,7 @@ import {
 import type { Machine } from '../../core/machines/machine.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
+import { backlogFull } from '../../core/storage/back-pressure.ts';
 import type { Logger } from '../log.ts';
 import type { DurableStore } from '../storage/durable-store.ts';
 import type { TierStorage } from '../storage/tier-storage.ts';
@@ -219,13 +220,10 @@ export class NodeDriver<S> {
   /** Reports the backlog crossing its limit (full) and falling back to half of it (not full). */
   private updateBacklog(): void {
     const backlog = this.backlog;
-    if (!this.full && backlog >= this.inputLimit) {
-      this.full = true;
-      this.services.onInputsFull?.(true, backlog);
-    } else if (this.full && backlog <= this.inputLimit / 2) {
-      this.full = false;
-      this.services.onInputsFull?.(false, backlog);
-    }
+    const full = backlogFull(backlog, this.inputLimit, this.full);
+    if (full === this.full) return;
+    this.full = full;
+    this.services.onInputsFull?.(full, backlog);
   }
 
   private drain(): void {

@@ -1,3 +1,8 @@
+import {
+  DEFAULT_SECRET_MAX_AGE_MS,
+  secretLookup,
+  type CachedSecret,
+} from '../../core/machines/cached-secrets.ts';
 import type { Envelope, Input, NodeId } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { HostedNode } from '../driver/node-host.ts';
@@ -13,25 +18,13 @@ export interface ApplicationSecretsOptions {
   readonly send: (envelope: WireEnvelope) => void;
   /** How long to wait for the master's answer (svc.rpc.askTimeout). */
   readonly askTimeoutMs: number;
-  /** How long a learnt secret is trusted before the master is asked again (svc.worker.auth.secretCache.expiry). */
-  readonly expiryMs: number;
-  /** Monotonic milliseconds (a parameter for tests). */
+  /**
+   * How long a learnt secret is trusted before the master is asked again (svc.worker.auth.secretCache.expiry; the
+   * rule: core/machines/cached-secrets.ts); absent: DEFAULT_SECRET_MAX_AGE_MS.
+   */
+  readonly expiryMs?: number;
+  /** The clock secrets are aged by (ms); absent: Date.now. */
   readonly now?: () => number;
-}
-
-/**
- * Whether a secret learnt from the master at `learntAtMs` may still be trusted at `nowMs` without asking again:
- * younger than the expiry. The one place this is decided (a candidate for core/, with the rest of the worker's
- * policy): after it the master is asked, so that a secret it no longer holds (the application unregistered, or
- * registered again with another) opens no new connection.
- */
-export function cachedSecretTrusted(learntAtMs: number, nowMs: number, expiryMs: number): boolean {
-  return nowMs - learntAtMs < expiryMs;
-}
-
-interface CachedSecret {
-  readonly secret: string;
-  readonly learntAtMs: number;
 }
 
 /** `unregistered`: the master said it holds no secret for the application (not: it could not be asked). */
@@ -43,9 +36,9 @@ type Answer =
  * A worker's knowledge of the applications' secrets (svc.auth.enabled), to check a connection that claims an
  * application: a cache, filled by asking the master (GetApplicationSecret, the core's message, answered only to a
  * server) from a pseudo-node of the worker process, one request per application in flight, bounded by
- * svc.rpc.askTimeout. An entry is trusted for svc.worker.auth.secretCache.expiry (`cachedSecretTrusted`), and
- * forgotten when the master says the application is not registered. The master keeps each application's first
- * secret (core).
+ * svc.rpc.askTimeout. It decides nothing: the master keeps each application's first secret, and how long a learnt one
+ * is trusted is the core's rule (core/machines/cached-secrets.ts). An entry is forgotten when the master says the
+ * application is not registered (not when it cannot be asked).
  */
 export class ApplicationSecrets implements HostedNode {
   readonly id: NodeId;
@@ -54,24 +47,21 @@ export class ApplicationSecrets implements HostedNode {
   private readonly waiting = new Map<number, (answer: Answer) => void>();
   private nextRequest = 1;
 
-  private readonly now: () => number;
-
   constructor(private readonly options: ApplicationSecretsOptions) {
     this.id = options.id;
-    this.now = options.now ?? (() => performance.now());
   }
 
   /** The secret `appId`'s connections must prove; `fresh`: ask the master even if cached (after a mismatch). */
   async expected(appId: string, fresh: boolean): Promise<ExpectedSecret> {
     const principal = { kind: 'application', appId } as const;
-    const cached = this.cache.get(appId);
-    if (
-      cached !== undefined &&
-      !fresh &&
-      cachedSecretTrusted(cached.learntAtMs, this.now(), this.options.expiryMs)
-    ) {
-      return { kind: 'secret', secret: cached.secret, principal, cached: true };
-    }
+    const lookup = secretLookup(
+      this.cache.get(appId),
+      this.now(),
+      this.options.expiryMs ?? DEFAULT_SECRET_MAX_AGE_MS,
+      fresh,
+    );
+    if (lookup.kind === 'useCached')
+      return { kind: 'secret', secret: lookup.secret, principal, cached: true };
     const answer = await this.ask(appId);
     if (answer.kind === 'absent') return { kind: 'refused', message: answer.why };
     return { kind: 'secret', secret: answer.secret, principal };
@@ -112,9 +102,13 @@ export class ApplicationSecrets implements HostedNode {
     return answer;
   }
 
+  private now(): number {
+    return this.options.now?.() ?? Date.now();
+  }
+
   private remember(appId: string, secret: string): void {
     this.cache.delete(appId);
-    this.cache.set(appId, { secret, learntAtMs: this.now() });
+    this.cache.set(appId, { secret, learntAt: this.now() });
     if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
   }
 

@@ -12,7 +12,7 @@ import { createMetrics } from '../metrics/index.ts';
 import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
-import { nodeNetwork } from './node-network.ts';
+import { nodeNetwork } from '../transport/node-network.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';

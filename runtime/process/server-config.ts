@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { formatProblem, resolveConfig, type ResolvedConfig, type Role } from '../../conf/index.ts';
 import { assertWithinHistory } from '../../core/release/timeline.ts';
 import { parseRelease, type Release } from '../../core/release/version.ts';
-import { localPlatform } from '../cli/conf-command.ts';
+import { localPlatform } from '../platform.ts';
 import { startManagement, type ManagementApi, type ManagementServer } from '../http/index.ts';
 import type { MetricsRoutes } from '../http/server.ts';
 import type { Logger } from '../log.ts';

@@ -38,7 +38,7 @@ import { TierStorage } from '../storage/tier-storage.ts';
 import type { Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import type { RunningServer, ServerTestHooks } from './master.ts';
-import { nodeNetwork, type NodeNetwork } from './node-network.ts';
+import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import { ApplicationSecrets } from './application-secrets.ts';
 import { AUTHENTICATION_FAILED, internalSecret, serverPeerSecret } from './server-auth.ts';
 import type { TransportAuth } from '../transport/authentication.ts';

@@ -91,7 +91,4 @@ export function authAdvice(role: Hello['role']): string {
         'master and worker, on this server';
 }
 
-export function describePrincipal(principal: Principal | undefined): string {
-  if (principal === undefined) return 'nothing';
-  return principal.kind === 'server' ? 'a server' : `application ${principal.appId}`;
-}
+export { describePrincipal } from '../../core/protocol/speakers.ts';

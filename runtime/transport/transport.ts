@@ -2,7 +2,13 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
 import type { Envelope, NodeId, Principal } from '../../core/machines/effects.ts';
-import { applicationOfNode } from '../../core/protocol/node-ids.ts';
+import {
+  nameTheftRefusal,
+  routeExpired,
+  routeSweepDue,
+  routeTakeoverRefusal,
+  type SpeakerRules,
+} from '../../core/protocol/speakers.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
 import { RepeatedLog } from '../log-repeats.ts';
@@ -20,7 +26,6 @@ import { addressText, type Address, type AddressBook } from './addresses.ts';
 import {
   authAdvice,
   authMac,
-  describePrincipal,
   newNonce,
   proofMatches,
   type ExpectedSecret,
@@ -162,7 +167,11 @@ export class Transport {
   /** Warnings hostile peers can repeat at will, summarised per interval. */
   private readonly repeated: RepeatedLog;
 
+  /** Who may speak as which node and take over whose route (core/protocol/speakers.ts). */
+  private readonly speakerRules: SpeakerRules;
+
   constructor(private readonly options: TransportOptions) {
+    this.speakerRules = { authenticated: options.auth !== undefined };
     this.tls = options.tls === undefined ? undefined : new TlsSetup(options.tls);
     this.lastRouteSweep = this.now();
     this.repeated = new RepeatedLog(options.logger, {
@@ -520,19 +529,13 @@ export class Transport {
       }
     }
     const hello = inbound.hello!;
-    if (this.options.auth !== undefined && hello.role === 'client') {
-      // A client connection speaks only as nodes of the application it proves (or, provisionally, claims): no
-      // application can hold another's node names, nor the replies meant for them (core/protocol/node-ids.ts).
-      const owner = applicationOfNode(wire.from);
-      if (owner !== hello.application) {
-        this.options.authenticationFailed?.();
-        connection.destroy(
-          `it acts for application ${hello.application ?? '(none)'} and speaks as ${wire.from}, ` +
-            (owner === undefined ? 'a node of no application' : `a node of application ${owner}`),
-          'speaksAsAnotherApplication',
-        );
-        return;
-      }
+    // A client connection speaks only as nodes of the application it proves (or, provisionally, claims): no
+    // application can hold another's node names, nor the replies meant for them (core/protocol/speakers.ts).
+    const theft = nameTheftRefusal(this.speakerRules, hello, connection.principal, wire.from);
+    if (theft !== undefined) {
+      this.options.authenticationFailed?.();
+      connection.destroy(theft, 'speaksAsAnotherApplication');
+      return;
     }
     this.arrived(connection, wire, hello.release);
   }
@@ -697,21 +700,16 @@ export class Transport {
     const principal = connection.principal;
     const previous = this.routes.get(wire.from);
     if (previous !== connection) {
-      if (
-        this.options.auth !== undefined &&
-        previous !== undefined &&
-        !previous.closed &&
-        previous.principal !== undefined &&
-        !samePrincipal(previous.principal, principal)
-      ) {
-        // A node's replies go where it last spoke: a connection of another identity may not take over those of a
-        // node that spoke on a proven connection (one that proved nothing yet holds nothing worth taking).
+      // A node's replies go where it last spoke: who may take them over is the core's rule.
+      const takeover = routeTakeoverRefusal(
+        this.speakerRules,
+        wire.from,
+        previous === undefined ? undefined : { principal: previous.principal, open: !previous.closed },
+        principal,
+      );
+      if (takeover !== undefined) {
         this.options.authenticationFailed?.();
-        connection.destroy(
-          `it speaks as ${wire.from}, which a connection that proved ${describePrincipal(previous.principal)} ` +
-            `speaks as, and it proved ${describePrincipal(principal)}`,
-          'routeTakeover',
-        );
+        connection.destroy(takeover, 'routeTakeover');
         return;
       }
       this.routes.set(wire.from, connection);
@@ -750,22 +748,16 @@ export class Transport {
     const now = this.now();
     this.routeSpoke.set(node, now);
     const idleMs = this.options.routeIdleMs ?? 2 * this.options.frameTimeoutMs;
-    if (now - this.lastRouteSweep < idleMs / 2) return;
+    if (!routeSweepDue(this.lastRouteSweep, now, idleMs)) return;
     this.lastRouteSweep = now;
     for (const [silent, at] of this.routeSpoke) {
-      if (now - at <= idleMs) continue;
+      if (!routeExpired(at, now, idleMs)) continue;
       this.routeSpoke.delete(silent);
       const connection = this.routes.get(silent);
       this.routes.delete(silent);
       connection?.speakers.delete(silent);
     }
   }
-}
-
-function samePrincipal(a: Principal | undefined, b: Principal | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  if (a.kind === 'server' || b.kind === 'server') return a.kind === b.kind;
-  return a.appId === b.appId;
 }
 
 /** Why a proof did not match, with what the peer should change. */

@@ -18,11 +18,17 @@ import {
 import { admitClient } from '../../core/release/admission.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
+import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import type { FaultTopology } from '../faults/inject.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { acknowledgedSurvivesCrash } from '../invariants/durability.ts';
-import { intrudersRefused, scheduleIntruders } from '../invariants/isolation.ts';
+import {
+  intrudersRefused,
+  routesNotTaken,
+  scheduleIntruders,
+  scheduleRouteThefts,
+} from '../invariants/isolation.ts';
 import { diskBudgets } from '../invariants/budget.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
 import { readableCopies } from '../invariants/lost-data.ts';
@@ -34,7 +40,7 @@ import type { Scenario, ScenarioRun } from '../run.ts';
 import { Engine, type TaskFactory } from '../workload/engine.ts';
 import { mapRecords } from '../workload/records.ts';
 import type { AppShape, WorkloadShape } from '../workload/shape.ts';
-import { chance, pick, streamRng } from '../world/random.ts';
+import { chance, logUniform, pick, streamRng } from '../world/random.ts';
 import type { World } from '../world/world.ts';
 import {
   availableTypesOf,
@@ -77,6 +83,31 @@ const LIVENESS_BOUND_MS = (() => {
     4 * 60_000
   );
 })();
+
+/**
+ * How long a route to a node is kept after it last spoke: the runtime's transport default, twice
+ * svc.network.timeout (runtime/transport/transport.ts, `routeIdleMs`).
+ */
+const ROUTE_IDLE_MS = 2 * configFor(CURRENT_RELEASE, 'worker').getDurationMs('svc.network.timeout');
+
+/**
+ * A worker's back-pressure thresholds, as the runtime computes them (runtime/process/worker.ts): its memory budget
+ * (`svc.worker.memory.size`, or `budgetBytes`) times the directMemoryRatio* keys.
+ */
+function backPressureLimits(
+  budgetBytes: number | undefined,
+  plantedBug: PlantedBug | undefined,
+): BackPressureLimits {
+  const conf = configFor(CURRENT_RELEASE, 'worker');
+  const budget = budgetBytes ?? conf.getBytes('svc.worker.memory.size');
+  const at = (key: string) => Math.floor(budget * conf.getDouble(key));
+  return {
+    pauseReceiveBytes: at('svc.worker.directMemoryRatioToPauseReceive'),
+    pauseReplicateBytes: at('svc.worker.directMemoryRatioToPauseReplicate'),
+    resumeBytes: at('svc.worker.directMemoryRatioToResume'),
+    ...(plantedBug === undefined ? {} : { plantedBug }),
+  };
+}
 
 /** Stage attempts of one job the engine starts after the faults stopped before it calls the run a livelock. */
 const MAX_STAGE_ATTEMPTS_AFTER_CALM = 4;
@@ -152,6 +183,12 @@ function buildCluster(
   };
   const masterOverrides: Record<string, string> = { ...cluster.masterOverrides, ...heartbeat, ...auth };
 
+  // Replies and messages to tasks travel as the runtime's transport routes them, under the core's speaker rules.
+  world.modelTransport({
+    authenticated: cluster.auth === true,
+    routeIdleMs: ROUTE_IDLE_MS,
+    ...(plantedBug === undefined ? {} : { plantedBug }),
+  });
   world.addNode({
     id: master,
     role: 'master',
@@ -171,6 +208,11 @@ function buildCluster(
   });
   world.schedule(0, 'start master', (w) => w.start(master));
 
+  // With the default budget (1g) the simulated data never makes a worker pause; 30 % of clusters get budgets of
+  // 256 B-16 KiB (a few of its writes), so that pushes and replicas wait for the disks. Drawn from a stream of its own: no other draw moves.
+  const pressure = streamRng(seed, 'back-pressure');
+  const tightBudget = chance(pressure, 0.3) ? Math.round(logUniform(pressure, 256, 16_384)) : undefined;
+  const workerPressure = backPressureLimits(tightBudget, plantedBug);
   const workerNodes = new Map<string, NodeId>();
   cluster.workers.forEach((shape, index) => {
     const id = workerNodeId(workerId(shape));
@@ -181,6 +223,7 @@ function buildCluster(
       release: cluster.serverRelease,
       principal: SERVER_PRINCIPAL,
       machine: workerMachine,
+      backPressure: workerPressure,
       disks: shape.disks,
       dfs: cluster.dfs,
       initialState: (release) =>
@@ -197,6 +240,7 @@ function buildCluster(
       return {
         id: mapTaskNodeId(app.appId, job.shuffleId, mapId, attemptId),
         role: 'map',
+        addressless: true,
         release: app.clientRelease,
         principal: applicationPrincipal(app),
         machine: mapTaskMachine,
@@ -214,6 +258,7 @@ function buildCluster(
       return {
         id: reduceTaskNodeId(app.appId, job.shuffleId, partitionId),
         role: 'reduce',
+        addressless: true,
         release: app.clientRelease,
         principal: applicationPrincipal(app),
         machine: reduceTaskMachine,
@@ -273,7 +318,11 @@ function buildCluster(
 
   const workerSet = new Set(workerNodes.values());
   // Drawn from a stream of its own, so that no other draw of the seed changes.
-  if (cluster.auth === true) scheduleIntruders(world, [...workerSet], streamRng(seed, 'intruders'), 4);
+  if (cluster.auth === true) {
+    scheduleIntruders(world, [...workerSet], streamRng(seed, 'intruders'), 4);
+    scheduleRouteThefts(world, [...workerSet], streamRng(seed, 'intruders:routes'), 30);
+    routesNotTaken(world);
+  }
   const isWorker = (node: NodeId) => workerSet.has(node);
   const isMaster = (node: NodeId) => node === master;
   const memory = memoryUse({

@@ -26,7 +26,7 @@ export const INVARIANTS = {
   admission:
     'servers refuse exactly the clients core/release says they refuse, with a message naming both releases',
   isolation:
-    "with authentication on, a request from a connection that did not prove the identity it needs changes nothing: an intruder cannot destroy, commit, read or write another application's files, nor answer in the master's or a replica's name",
+    "with authentication on, a request from a connection that did not prove the identity it needs changes nothing: an intruder cannot destroy, commit, read or write another application's files, nor answer in the master's or a replica's name, nor speak as another's node or take over its route to receive what is meant for it",
   'unexpected-fetch-failure': 'a fetch failure only happens when some fault could have lost data',
   liveness: 'once faults stop, every job finishes within a bounded time or fails with an expected error',
   'survives-one-worker-loss':

@@ -3,6 +3,8 @@ import type { Effect, Envelope, Input, NodeId, Principal } from '../../core/mach
 import type { WorkerMachineState } from '../../core/machines/worker/state.ts';
 import { encodeBatchFrame } from '../../core/protocol/batch-frame.ts';
 import type { Message } from '../../core/protocol/messages.ts';
+import { applicationOfNode } from '../../core/protocol/node-ids.ts';
+import type { ConnectionIdentity } from '../../core/protocol/speakers.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import { pick, uniform } from '../world/random.ts';
@@ -59,6 +61,52 @@ function describe(effect: Effect): string {
 }
 
 /**
+ * isolation, at the transport: the intruder also connects to a worker and speaks as nodes the worker has routes to
+ * (tasks, lifecycle managers, servers), once proving its own application (name theft) and once claiming the
+ * victim's application or a server's role and proving nothing (route takeover). The core's speaker rules
+ * (core/protocol/speakers.ts) must refuse both: a message meant for another node that goes to the intruder's
+ * connection is a violation.
+ */
+export function routesNotTaken(world: World): void {
+  world.onRouteCapture((w, on, via, envelope) => {
+    // The answer to a request the intruder sent is its own: it goes back where the request came from.
+    if (via !== INTRUDER || (envelope.inReplyTo ?? 0) >= STOLEN_REQUEST_IDS) return;
+    w.fail({
+      invariant: 'isolation',
+      node: on,
+      detail:
+        `${on} sent ${envelope.message.type} meant for ${envelope.to} to the intruder's connection, which took ` +
+        `over ${envelope.to}'s route`,
+    });
+  });
+}
+
+/**
+ * Schedules `visits` attempts to steal routes at random times of the first minute, each at a random worker
+ * (`stealRoutes`). Drawn from a stream of their own, so that the intruder's other visits keep their draws.
+ */
+export function scheduleRouteThefts(
+  world: World,
+  workers: readonly NodeId[],
+  rng: Rng,
+  visits: number,
+): void {
+  for (let i = 0; i < visits; i += 1) {
+    const at = Math.round(uniform(rng, 1_000, 60_000));
+    const worker = pick(rng, workers);
+    world.schedule(at, `intruder speaks as ${worker}'s peers`, (w) => {
+      if (w.isUp(worker)) stealRoutes(w, worker);
+    });
+  }
+}
+
+/** How many of a worker's routes one visit tries to steal. */
+const STOLEN_ROUTES_PER_VISIT = 4;
+
+/** Request ids of the intruder's envelopes in another node's name: above any a node of the run reaches. */
+const STOLEN_REQUEST_IDS = 1_000_000_000;
+
+/**
  * Schedules `visits` intruder visits at random times of the first minute, each to a random worker, with every
  * forged request it can build from what that worker holds at the time (read from its state, as a snooping
  * intruder would learn shuffle keys and file ids).
@@ -79,6 +127,49 @@ export function scheduleIntruders(world: World, workers: readonly NodeId[], rng:
         });
       }
     });
+  }
+}
+
+/**
+ * Speaks as up to STOLEN_ROUTES_PER_VISIT of the nodes `worker` has open routes to, each twice: proving the
+ * intruder's own application (name theft), then claiming the victim's application (or a worker's role) and proving
+ * nothing (route takeover: a stronger intruder than a worker's handshake admits, which demands a proof; only the
+ * master admits an unproven client, of an application it does not know yet). Each asks for a chunk of no stream:
+ * were the route taken, the worker's later messages to the victim would go to the intruder.
+ */
+function stealRoutes(world: World, worker: NodeId): void {
+  const release = world.releaseOf(worker);
+  let requestId = STOLEN_REQUEST_IDS;
+  const victims = world.routesOf(worker).filter((node) => node !== INTRUDER);
+  for (const victim of victims.slice(0, STOLEN_ROUTES_PER_VISIT)) {
+    const owner = applicationOfNode(victim);
+    const attempts: readonly {
+      readonly identity: ConnectionIdentity;
+      readonly principal: Principal | undefined;
+    }[] = [
+      {
+        identity: { role: 'client', application: 'intruder-app' },
+        principal: { kind: 'application', appId: 'intruder-app' },
+      },
+      {
+        identity: owner === undefined ? { role: 'worker' } : { role: 'client', application: owner },
+        principal: undefined,
+      },
+    ];
+    for (const { identity, principal } of attempts) {
+      world.injectVia(
+        worker,
+        {
+          from: victim,
+          to: worker,
+          fromRelease: release,
+          requestId: (requestId += 1),
+          message: { type: 'FetchChunk', streamId: -1, chunkIndex: 0 },
+          ...(principal === undefined ? {} : { principal }),
+        },
+        { via: INTRUDER, incarnation: 0, identity, principal },
+      );
+    }
   }
 }
 

@@ -23,6 +23,10 @@ import {
   type FileEffect,
   type IoRates,
 } from './storage.ts';
+import { workerServiceFor } from '../../core/protocol/services.ts';
+import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
+import { WorkerBackPressure, type PausedService } from './back-pressure.ts';
+import { Routes, type Speaker, type TransportModel } from './routes.ts';
 import { describe, Trace } from './trace.ts';
 
 export type { EffectKey, InputKey, Observer } from './observers.ts';
@@ -45,6 +49,16 @@ export interface NodeDefinition<S = unknown> {
   readonly disks?: readonly DiskSpec[];
   /** Whether the node writes to the shared distributed filesystem. */
   readonly dfs?: boolean;
+  /**
+   * Whether the node has no address of its own (a task): messages reach it only on the connection it last spoke
+   * on, as the runtime's transport routes them (sim/world/routes.ts).
+   */
+  readonly addressless?: boolean;
+  /**
+   * A worker's back-pressure thresholds (its memory budget × the directMemoryRatio* keys): above them it stops
+   * reading its push and replicate ports until its disks caught up (sim/world/back-pressure.ts). Absent: never.
+   */
+  readonly backPressure?: BackPressureLimits;
   /**
    * The durable store handed back in `start`: a worker's own recovery store, or the masters' shared coordination
    * store. Default: coordination for `master-*` ids, recovery otherwise.
@@ -89,7 +103,16 @@ interface StoreChange {
 export type RunOutcome = 'stopped' | 'idle' | 'time-limit' | 'event-limit' | 'failed';
 
 type SimEvent =
-  | { readonly kind: 'input'; readonly node: NodeId; readonly incarnation: number; readonly input: Input }
+  | {
+      readonly kind: 'input';
+      readonly node: NodeId;
+      readonly incarnation: number;
+      readonly input: Input;
+      /** The connection a received envelope came on (absent: handed to the node from outside the network). */
+      readonly via?: Speaker;
+      /** Bytes of writes this I/O completion reports done (the node's back-pressure counts them free). */
+      readonly written?: number;
+    }
   | {
       readonly kind: 'timer';
       readonly node: NodeId;
@@ -126,7 +149,19 @@ interface SimNode {
   /** Effects waiting for a write to be confirmed, in the order the machine asked for them (persists included). */
   held: Effect[];
   readonly storeRng: Rng;
+  readonly addressless: boolean;
+  /** The process's back-pressure (workers with limits only); a restart starts with nothing in flight. */
+  pressure: WorkerBackPressure | undefined;
+  /** Arrivals on a paused port, in arrival order, per port. */
+  readonly heldArrivals: Map<PausedService, Extract<SimEvent, { kind: 'input' }>[]>;
+  /** The process's route table (with a transport model only); a restart empties it. */
+  routes: Routes | undefined;
+  /** What its connections establish at a peer's handshake (this incarnation's, renewed at each start). */
+  speaker: Speaker;
 }
+
+/** Sees a message go to a connection other than its addressee's: a route was taken over (sim/invariants/isolation.ts). */
+export type RouteCapture = (world: World, on: NodeId, via: NodeId, envelope: Envelope) => void;
 
 /**
  * The simulated world: a virtual clock, one event queue, the network, the disks and the nodes. It executes exactly
@@ -150,6 +185,8 @@ export class World {
   private stopped = false;
   private failure: Violation | undefined;
   private processed = 0;
+  private transport: TransportModel | undefined;
+  private readonly captures: RouteCapture[] = [];
 
   constructor(options: WorldOptions) {
     this.seed = options.seed;
@@ -157,6 +194,41 @@ export class World {
     this.network = new Network(streamRng(options.seed, 'network'), options.network ?? CALM_NETWORK);
     this.ioRates = { ...(options.io ?? { ioError: 0, noSpace: 0 }) };
     this.storeLatency = options.storeLatency ?? DEFAULT_STORE_LATENCY;
+  }
+
+  /**
+   * Routes messages as the runtime's transport does from now on (sim/world/routes.ts): replies and messages to
+   * addressless nodes on the connection their addressee last spoke on, under the core's speaker rules.
+   */
+  modelTransport(model: TransportModel): void {
+    this.transport = model;
+  }
+
+  /** Calls `capture` whenever a message goes to a connection that is not its addressee's. */
+  onRouteCapture(capture: RouteCapture): void {
+    this.captures.push(capture);
+  }
+
+  /** The nodes `id`'s process has open routes to now (read only; empty without a transport model). */
+  routesOf(id: NodeId): NodeId[] {
+    const routes = this.nodes.get(id)?.routes;
+    if (routes === undefined) return [];
+    return routes.nodes().filter((node) => routes.route(node, this.connectionOpen) !== undefined);
+  }
+
+  /**
+   * An envelope arrives at `to` on a connection of an outsider (`speaker.via` is no node of the world), at `at`:
+   * it passes the speaker rules as any other would.
+   */
+  injectVia(to: NodeId, envelope: Envelope, speaker: Speaker, at = this.clock): void {
+    const node = this.node(to);
+    this.queue.push(Math.max(at, this.clock), {
+      kind: 'input',
+      node: to,
+      incarnation: node.incarnation,
+      input: { kind: 'receive', envelope },
+      via: speaker,
+    });
   }
 
   /** Changes the background I/O fault rates of every disk from now on. */
@@ -208,6 +280,22 @@ export class World {
       writing: false,
       held: [],
       storeRng: new LazyStream(this.seed, `store:${def.id}`),
+      routes: undefined,
+      speaker: {
+        via: def.id,
+        incarnation: 0,
+        identity:
+          def.role === 'master' || def.role === 'worker'
+            ? { role: def.role }
+            : {
+                role: 'client',
+                ...(def.principal?.kind === 'application' ? { application: def.principal.appId } : {}),
+              },
+        principal: def.principal,
+      },
+      addressless: def.addressless === true,
+      pressure: undefined,
+      heldArrivals: new Map(),
     });
   }
 
@@ -271,6 +359,10 @@ export class World {
     if (node.up) throw new Error(`node ${id} is already running; crash or exit it before starting it again`);
     node.up = true;
     node.startedAt = this.clock;
+    node.routes = this.transport === undefined ? undefined : new Routes(this.transport, this.clock);
+    node.speaker = { ...node.speaker, incarnation: node.incarnation };
+    node.pressure =
+      node.def.backPressure === undefined ? undefined : new WorkerBackPressure(node.def.backPressure);
     node.state = node.def.initialState(node.release);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
@@ -373,6 +465,66 @@ export class World {
       node.timers.delete(event.name);
       this.step(node, { kind: 'timer', name: event.name });
       return;
+    }
+    if (event.written !== undefined && node.pressure !== undefined) {
+      // As the runtime's driver: the bytes are free before the machine hears of the completion.
+      if (node.pressure.change(-event.written)) {
+        this.step(node, event.input);
+        this.releaseArrivals(node);
+        return;
+      }
+    } else if (node.pressure !== undefined && event.via !== undefined && this.holdArrival(node, event)) {
+      return;
+    }
+    this.arrive(node, event);
+  }
+
+  /** A paused port is not read: its arrivals wait, in order, behind any that already wait. */
+  private holdArrival(node: SimNode, event: Extract<SimEvent, { kind: 'input' }>): boolean {
+    if (event.input.kind !== 'receive') return false;
+    const service = workerServiceFor(event.input.envelope.message);
+    if (service !== 'push' && service !== 'replicate') return false;
+    const held = node.heldArrivals.get(service);
+    if (!node.pressure!.isPaused(service) && (held === undefined || held.length === 0)) return false;
+    if (held === undefined) node.heldArrivals.set(service, [event]);
+    else held.push(event);
+    this.trace.count(`backPressure.held.${service}`);
+    if (this.trace.enabled) {
+      this.trace.line(
+        this.clock,
+        node.def.id,
+        `held ${event.input.envelope.message.type} from ${event.input.envelope.from}: ${service} paused (${node.pressure!.bytesInFlight} bytes in flight)`,
+      );
+    }
+    return true;
+  }
+
+  /** Reads the ports that resumed, in arrival order, until one pauses again. */
+  private releaseArrivals(node: SimNode): void {
+    for (const [service, held] of node.heldArrivals) {
+      while (held.length > 0 && node.up && !node.pressure!.isPaused(service)) {
+        const event = held.shift()!;
+        if (event.incarnation === node.incarnation) this.arrive(node, event);
+      }
+    }
+  }
+
+  private arrive(node: SimNode, event: Extract<SimEvent, { kind: 'input' }>): void {
+    if (event.via !== undefined && node.routes !== undefined && event.input.kind === 'receive') {
+      const from = event.input.envelope.from;
+      const refusal = node.routes.arrived(from, event.via, this.clock, this.connectionOpen);
+      if (refusal !== undefined) {
+        // The runtime closes the connection: the envelope never reaches the machine.
+        this.trace.count('transport.refused');
+        if (this.trace.enabled) {
+          this.trace.line(
+            this.clock,
+            node.def.id,
+            `refused ${from} on ${event.via.via}'s connection: ${refusal}`,
+          );
+        }
+        return;
+      }
     }
     this.step(node, event.input);
   }
@@ -499,12 +651,16 @@ export class World {
           return;
         }
         const completion = node.storage.execute(effect, now);
-        if (completion) this.enqueue(node, completion.at, completion.input);
+        if (completion) {
+          const written = effect.kind === 'write' ? this.handed(node, lengthOfWrite(effect)) : undefined;
+          this.enqueue(node, completion.at, completion.input, written);
+        }
         return;
       }
       case 'ioBatch': {
         // Each operation runs now, as if issued alone; the machine hears of all of them when the last completed.
         let at = now;
+        let bytes = 0;
         const completions: IoCompletion[] = [];
         for (const op of effect.ops) {
           if (this.trace.enabled) this.trace.line(now, id, traceEffect(op));
@@ -513,10 +669,11 @@ export class World {
             completions.push({ kind: 'ioFailed', op: op.op, error: 'NOT_FOUND' });
             continue;
           }
+          if (op.kind === 'write') bytes += lengthOfWrite(op);
           at = Math.max(at, completion.at);
           completions.push(completion.input);
         }
-        this.enqueue(node, at, { kind: 'ioBatchDone', completions });
+        this.enqueue(node, at, { kind: 'ioBatchDone', completions }, this.handed(node, bytes));
         return;
       }
       case 'persist':
@@ -564,15 +721,25 @@ export class World {
     if (effect.requestId !== undefined) envelope.requestId = effect.requestId;
     if (effect.inReplyTo !== undefined) envelope.inReplyTo = effect.inReplyTo;
     const target = this.nodes.get(effect.to);
+    if (node.routes !== undefined && (effect.inReplyTo !== undefined || target?.addressless === true)) {
+      // As the runtime's transport: a reply goes back where its addressee last spoke, and so does any message to
+      // a node without an address, which nothing else reaches.
+      const route = node.routes.route(effect.to, this.connectionOpen);
+      if (route !== undefined && route.via !== effect.to) {
+        if (this.trace.enabled)
+          this.trace.line(this.clock, from, `send ${traceEnvelope(envelope)} TO ${route.via}`);
+        for (const capture of this.captures) capture(this, from, route.via, envelope);
+        return;
+      }
+      if (route === undefined && target?.addressless === true) {
+        // No connection to it (it never spoke here, its route was forgotten, or its process ended).
+        this.refused(node, effect, envelope);
+        return;
+      }
+    }
     if (target === undefined || !target.up) {
       // Nobody listens at that address: the connection is refused, and the sender hears so after a round trip.
-      if (this.trace.enabled) this.trace.line(this.clock, from, `send ${traceEnvelope(envelope)} REFUSED`);
-      this.enqueue(node, this.clock + this.network.roundTrip(), {
-        kind: 'sendFailed',
-        to: effect.to,
-        message: effect.message,
-        ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
-      });
+      this.refused(node, effect, envelope);
       return;
     }
     const arrivals = this.network.arrivals(from, effect.to, this.clock);
@@ -580,23 +747,50 @@ export class World {
       const fate = arrivals.length === 0 ? ' LOST' : arrivals.length > 1 ? ' DUPLICATED' : '';
       this.trace.line(this.clock, from, `send ${traceEnvelope(envelope)}${fate}`);
     }
+    const via = this.transport === undefined ? undefined : node.speaker;
     for (const at of arrivals) {
       this.queue.push(at, {
         kind: 'input',
         node: effect.to,
         incarnation: target.incarnation,
         input: { kind: 'receive', envelope },
+        ...(via === undefined ? {} : { via }),
       });
     }
   }
 
-  private enqueue(node: SimNode, at: number, input: Input): void {
+  private refused(node: SimNode, effect: Extract<Effect, { kind: 'send' }>, envelope: Envelope): void {
+    if (this.trace.enabled)
+      this.trace.line(this.clock, node.def.id, `send ${traceEnvelope(envelope)} REFUSED`);
+    this.enqueue(node, this.clock + this.network.roundTrip(), {
+      kind: 'sendFailed',
+      to: effect.to,
+      message: effect.message,
+      ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
+    });
+  }
+
+  /** A node's connections are open while its process runs; an outsider's (the intruder's) stay open. */
+  private readonly connectionOpen = (via: NodeId, incarnation: number): boolean => {
+    const node = this.nodes.get(via);
+    return node === undefined || (node.up && node.incarnation === incarnation);
+  };
+
+  private enqueue(node: SimNode, at: number, input: Input, written?: number): void {
     this.queue.push(Math.max(at, this.clock), {
       kind: 'input',
       node: node.def.id,
       incarnation: node.incarnation,
       input,
+      ...(written === undefined ? {} : { written }),
     });
+  }
+
+  /** Bytes handed to the disks: counted in the node's back-pressure until their completion; undefined: not counted. */
+  private handed(node: SimNode, bytes: number): number | undefined {
+    if (node.pressure === undefined || bytes === 0) return undefined;
+    node.pressure.change(bytes);
+    return bytes;
   }
 
   private storeKindOf(node: SimNode): 'recovery' | 'coordination' {
@@ -605,6 +799,9 @@ export class World {
 
   private stop_(node: SimNode): void {
     node.up = false;
+    node.routes = undefined;
+    node.pressure = undefined;
+    node.heldArrivals.clear();
     node.incarnation += 1;
     node.timers.clear();
     node.writing = false;

@@ -4,12 +4,11 @@ import type { StatusCode } from '../../core/domain/status.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeHost } from '../driver/node-host.ts';
 import type { Logger } from '../log.ts';
-import { SvcClientError } from '../client/errors.ts';
-import { AddressBook } from '../transport/addresses.ts';
-import type { TransportAuth } from '../transport/authentication.ts';
-import type { ReceiveMemory } from '../transport/receive-memory.ts';
-import { TransportConfigError, type TransportTls } from '../transport/tls.ts';
-import { Transport, type Admission } from '../transport/transport.ts';
+import { AddressBook } from './addresses.ts';
+import type { TransportAuth } from './authentication.ts';
+import type { ReceiveMemory } from './receive-memory.ts';
+import { TransportConfigError, type TransportTls } from './tls.ts';
+import { Transport, type Admission } from './transport.ts';
 import type { Hello, PeerRole } from '../wire/index.ts';
 
 export interface NodeNetwork {
@@ -37,6 +36,11 @@ export interface NodeNetworkOptions {
   readonly auth?: TransportAuth;
   /** Where partly received frames are counted and bounded (servers); absent: not counted. */
   readonly receiveMemory?: ReceiveMemory;
+  /**
+   * The error a configuration mistake (svc.ssl.*) is thrown as: the client library's own error type for a client,
+   * so that an application catches one type. Absent: TransportConfigError (servers exit 2 on it).
+   */
+  readonly configError?: (message: string) => Error;
 }
 
 /** The transport, address book and node registry of one process, with the limits its configuration sets. */
@@ -44,7 +48,7 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
   const host = new NodeHost();
   const addresses = new AddressBook();
   const conf = options.conf;
-  const tls = transportTls(conf, options.role);
+  const tls = transportTls(conf, options.role, options.configError);
   let transport: Transport;
   try {
     transport = newTransport(options, host, addresses, tls);
@@ -52,7 +56,7 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
     // Building the TLS contexts checks the files' contents: a key that is not the certificate's, a wrong passphrase.
     if (tls === undefined) throw error;
     throw configError(
-      options.role,
+      options.configError,
       `svc.ssl.certFile, svc.ssl.keyFile, svc.ssl.keyPassword, svc.ssl.caFile: ${(error as Error).message}`,
     );
   }
@@ -106,8 +110,8 @@ function newTransport(
   });
 }
 
-function configError(role: PeerRole, message: string): Error {
-  return role === 'client' ? new SvcClientError(message) : new TransportConfigError(message);
+function configError(toError: ((message: string) => Error) | undefined, message: string): Error {
+  return toError?.(message) ?? new TransportConfigError(message);
 }
 
 /** The value of an optional string key, or undefined when nothing sets it. */
@@ -122,9 +126,13 @@ function optional(conf: ResolvedConfig, key: string): string | undefined {
  * refuses with the keys to set. A file that cannot be read, or a key and certificate that do not fit, is a
  * configuration error here, before anything listens.
  */
-export function transportTls(conf: ResolvedConfig, role: PeerRole): TransportTls | undefined {
+export function transportTls(
+  conf: ResolvedConfig,
+  role: PeerRole,
+  toError?: (message: string) => Error,
+): TransportTls | undefined {
   if (!conf.getBoolean('svc.ssl.enabled')) return undefined;
-  const fail = (message: string): Error => configError(role, message);
+  const fail = (message: string): Error => configError(toError, message);
   const certFile = optional(conf, 'svc.ssl.certFile');
   const keyFile = optional(conf, 'svc.ssl.keyFile');
   const caFile = optional(conf, 'svc.ssl.caFile');
