@@ -861,6 +861,133 @@ describe('map task: merged pushes', () => {
   });
 });
 
+describe('map task: merging across steps', () => {
+  it('property: a push under the merge cap goes only while no other push to its pair awaits an answer; every batch goes once and the task ends', () => {
+    const placement = fc.record({
+      primary: fc.integer({ min: 0, max: 2 }),
+      peer: fc.option(fc.integer({ min: 0, max: 2 }), { nil: undefined }),
+    });
+    const partition = fc.tuple(placement, fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 8 }));
+    fc.assert(
+      fc.property(
+        fc.array(partition, { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 20, max: 200 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 40 }),
+        (spec, batchSizeBytes, capInBatches, window, picks) => {
+          const locations = spec.map(([{ primary, peer }], p) =>
+            peer === undefined ? location(p, 0, primary) : replicated(p, 0, primary, peer),
+          );
+          const pairOf = (p: number) => {
+            const at = locations[p]!;
+            return `${workerKey(at.worker)} ${at.peer === undefined ? '' : workerKey(at.peer.worker)}`;
+          };
+          const cap = capInBatches * (FRAME_HEADER_BYTES + batchSizeBytes);
+          const full = cap - (FRAME_HEADER_BYTES + batchSizeBytes);
+          const driver = new Driver(
+            {
+              ...baseConfig,
+              numPartitions: spec.length,
+              batchSizeBytes,
+              mergeSizeBytes: cap,
+              maxInFlightPerPartition: window,
+            },
+            spec.map(([, sizes]) => sizes.map((n) => new Uint8Array(n))),
+          );
+          const registration = sentOf(driver.step({ kind: 'start', recovered: new Map() }))[0]!;
+          let effects = driver.answer(registration, {
+            type: 'RegisterShuffleResponse',
+            status: 'SUCCESS',
+            locations,
+            message: '',
+          });
+          const inFlight: PushSend[] = [];
+          const sent = new Set<number>();
+          for (let step = 0; driver.state.phase === 'pushing'; step += 1) {
+            assert.ok(step < 10_000, 'the task makes progress');
+            const pushes = sentOf(effects).filter(isPush);
+            const bytesTo = new Map<string, number>();
+            for (const push of pushes) {
+              const batches = checkPush(push, locations, cap);
+              for (const { batchId } of batches) {
+                assert.ok(!sent.has(batchId), `batch ${batchId} sent twice`);
+                sent.add(batchId);
+              }
+              const pair = pairOf(batches[0]!.partitionId);
+              bytesTo.set(pair, (bytesTo.get(pair) ?? 0) + pushBytes(push));
+            }
+            for (const [pair, bytes] of bytesTo) {
+              const waiting = inFlight.filter(
+                (push) => pairOf(partitionsOf(push.message)[0]!) === pair,
+              ).length;
+              assert.ok(
+                waiting === 0 || bytes >= full,
+                `${bytes} bytes sent to ${pair} while ${waiting} push(es) to it await an answer (full: ${full})`,
+              );
+            }
+            inFlight.push(...pushes);
+            const next = inFlight.splice(picks[step % picks.length]! % inFlight.length, 1)[0];
+            assert.ok(next !== undefined, 'a pushing task has a push in flight');
+            effects = driver.answer(next, succeeded(next.message));
+          }
+          assert.equal(driver.state.phase, 'ending');
+          assert.equal(
+            sent.size,
+            driver.state.partitions.reduce((n, p) => n + p.payloads.length, 0),
+          );
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('holds a step’s few batches while a push to their worker is answered, then sends them in one message', () => {
+    const driver = new Driver(
+      {
+        ...baseConfig,
+        numPartitions: 3,
+        batchSizeBytes: 20,
+        mergeSizeBytes: 600,
+        maxInFlightPerPartition: 4,
+      },
+      [],
+    );
+    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+    driver.answer(registration, {
+      type: 'RegisterShuffleResponse',
+      status: 'SUCCESS',
+      locations: [0, 1, 2].map((p) => location(p, 0, 0)),
+      message: '',
+    });
+    const write = (partitionId: number) =>
+      sentOf(
+        driver.plainStep({
+          kind: 'records',
+          partitionIds: [partitionId, partitionId],
+          records: [text('rec-00'), text('rec-01')],
+        }),
+      ).filter(isPush);
+    const [first] = write(0);
+    assert.ok(first !== undefined, 'nothing awaits an answer: the batch goes at once');
+    assert.deepEqual(write(1), [], 'a push to the worker awaits its answer: held');
+    assert.deepEqual(write(2), []);
+    const after = sentOf(driver.answer(first, succeeded(first.message))).filter(isPush);
+    assert.deepEqual(
+      after.map((push) => partitionsOf(push.message)),
+      [[1, 2]],
+      'the answer lets the held batches go, merged',
+    );
+  });
+});
+
+/** The frame bytes a push carries. */
+function pushBytes(push: PushSend): number {
+  return push.message.type === 'PushData'
+    ? push.message.payload.length
+    : push.message.batches.reduce((n, b) => n + b.payload.length, 0);
+}
+
 type SendEffect = Extract<Effect, { kind: 'send' }>;
 type PushSend = SendEffect & { readonly message: MessageOf<'PushData'> | MessageOf<'PushMergedData'> };
 

@@ -130,6 +130,13 @@ export interface MapTaskState {
    * of the budget. Changed in place by the machine.
    */
   readonly spareChunks: readonly Uint8Array[];
+  /** Push requests awaiting their answer, by worker pair (`workerPairOf`). Changed in place by the machine. */
+  readonly pushesOut: ReadonlyMap<string, number>;
+  /**
+   * Partitions with batches held back while a push to their worker pair awaits its answer (fillWindows), looked at
+   * again at every step. Changed in place by the machine.
+   */
+  readonly deferred: ReadonlySet<number>;
   /** The id the next batch cut gets: batch ids are unique within the attempt, in the order batches are cut. */
   readonly nextBatchId: number;
 }
@@ -197,7 +204,7 @@ export interface PartitionPush {
 export type MapRequest =
   | { readonly kind: 'register' }
   /** A PushData (one batch) or a PushMergedData (several, in this order); each batch answers for itself. */
-  | { readonly kind: 'push'; readonly batches: readonly PushedBatch[] }
+  | { readonly kind: 'push'; readonly batches: readonly PushedBatch[]; readonly pair: string }
   | { readonly kind: 'revive'; readonly requests: readonly ReviveRequest[] }
   | { readonly kind: 'mapperEnd' };
 
@@ -252,6 +259,8 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     unacknowledgedBytes: 0,
     heldBytes: 0,
     spareChunks: [],
+    pushesOut: new Map(),
+    deferred: new Set(),
     nextBatchId: 0,
   };
 }
@@ -300,6 +309,8 @@ interface Draft {
   unacknowledgedBytes: number;
   heldBytes: number;
   spareChunks: Uint8Array[];
+  pushesOut: Map<string, number>;
+  deferred: Set<number>;
   nextBatchId: number;
   /**
    * Partitions whose window may have room: filled once the step has handled its whole input, so that a failure
@@ -327,9 +338,11 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       partitions: state.partitions as PartitionPush[],
       reviving: state.reviving as Set<number>,
       spareChunks: state.spareChunks as Uint8Array[],
+      pushesOut: state.pushesOut as Map<string, number>,
+      deferred: state.deferred as Set<number>,
     };
     handle(draft, input);
-    for (const partitionId of draft.refill) fillWindow(draft, partitionId);
+    fillWindows(draft);
     flushPushes(draft);
     flushRevives(draft);
     const { out, refill: _refill, pushQueue: _pushes, reviveQueue: _revives, ...next } = draft;
@@ -614,6 +627,7 @@ function onReceive(d: Draft, envelope: Envelope): void {
       else unexpected(d, message, 'RegisterShuffleResponse');
       return;
     case 'push':
+      pushSettled(d, request.purpose.pair);
       onPushAnswer(d, request.purpose.batches, message);
       return;
     case 'revive':
@@ -630,6 +644,7 @@ function onReceive(d: Draft, envelope: Envelope): void {
 function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedOut' | 'sendFailed'): void {
   switch (purpose.kind) {
     case 'push':
+      pushSettled(d, purpose.pair);
       failPushedBatches(d, purpose.batches, pushFailureCause({ kind: why }));
       return;
     case 'register':
@@ -658,6 +673,13 @@ function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedO
       }
       return;
   }
+}
+
+/** A push to `pair` was answered or failed: batches held back for that pair may go (fillWindows). */
+function pushSettled(d: Draft, pair: string): void {
+  const out = (d.pushesOut.get(pair) ?? 1) - 1;
+  if (out > 0) d.pushesOut.set(pair, out);
+  else d.pushesOut.delete(pair);
 }
 
 function registerShuffle(d: Draft, attempt: number): void {
@@ -694,26 +716,75 @@ interface QueuedBatch {
   readonly batch: number;
 }
 
+/** The batches a partition may push this step, up to its window: those to push again first, then new ones. */
+interface WindowPlan {
+  readonly partitionId: number;
+  readonly retries: readonly number[];
+  readonly fresh: number;
+  readonly bytes: number;
+}
+
 /**
- * Queues the partition's batches up to its window: those to push again first, then those never pushed; the step's
- * end sends them (see flushPushes). Nothing is queued while the partition waits for a revive.
+ * Fills the windows of the partitions the step touched (and of those held back before), merged by worker pair
+ * like Nagle's algorithm: a pair's batches go at once when no push to that pair awaits its answer, or when they
+ * fill a merged push (no further batch would fit under `mergeSizeBytes`); otherwise they wait, in their partitions,
+ * for that answer, which is sure to come (or to time out), and then travel together. Without this, a map whose
+ * batches became ready a few at a time sent a message per few batches for as long as it ran: each answer freed a
+ * few windows, and the next message carried as few.
  */
-function fillWindow(d: Draft, partitionId: number): void {
+function fillWindows(d: Draft): void {
   if (d.phase !== 'pushing') return; // batches cut before the registration's answer wait for it
+  // Held-back partitions first: their batches became ready first.
+  const touched = d.deferred.size === 0 ? d.refill : new Set([...d.deferred, ...d.refill]);
+  d.deferred.clear();
+  const byPair = new Map<string, WindowPlan[]>();
+  for (const partitionId of touched) {
+    const plan = planWindow(d, partitionId);
+    if (plan === undefined) continue;
+    const pair = workerPairOf(d.locations.get(partitionId)!);
+    const group = byPair.get(pair);
+    if (group === undefined) byPair.set(pair, [plan]);
+    else group.push(plan);
+  }
+  const fullMessage = d.config.mergeSizeBytes - (FRAME_HEADER_BYTES + d.config.batchSizeBytes);
+  for (const [pair, plans] of byPair) {
+    let bytes = 0;
+    for (const plan of plans) bytes += plan.bytes;
+    if ((d.pushesOut.get(pair) ?? 0) > 0 && bytes < fullMessage) {
+      for (const plan of plans) d.deferred.add(plan.partitionId);
+      continue;
+    }
+    for (const plan of plans) commitWindow(d, plan);
+  }
+}
+
+/**
+ * What the partition may push now, up to its window; undefined when nothing (or while it waits for a revive). A
+ * partition without a location asks one (the reference client's rule: revive from epoch -1).
+ */
+function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
   const partition = d.partitions[partitionId]!;
-  if (partition.status === 'waiting') return;
+  if (partition.status === 'waiting') return undefined;
   if (!d.locations.has(partitionId)) {
-    // The reference client's rule for a partition it has no location for: revive from epoch -1.
     updatePartition(d, partitionId, { status: 'waiting' });
     queueRevive(d, partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
-    return;
+    return undefined;
   }
   const room = d.config.maxInFlightPerPartition - partition.inFlight;
-  if (room <= 0) return;
+  if (room <= 0) return undefined;
   const retries = partition.retries.slice(0, room);
+  const fresh = Math.min(room - retries.length, partition.frames.length - partition.next);
+  if (retries.length === 0 && fresh === 0) return undefined;
+  let bytes = 0;
+  for (const batch of retries) bytes += partition.frames[batch]!.length;
+  for (let k = 0; k < fresh; k += 1) bytes += partition.frames[partition.next + k]!.length;
+  return { partitionId, retries, fresh, bytes };
+}
+
+/** Queues a planned window's batches; the step's end sends them (see flushPushes). */
+function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan): void {
+  const partition = d.partitions[partitionId]!;
   let next = partition.next;
-  const fresh = Math.min(room - retries.length, partition.frames.length - next);
-  if (retries.length === 0 && fresh === 0) return;
   for (const batch of retries) d.pushQueue.push({ partitionId, batch });
   for (let k = 0; k < fresh; k += 1) d.pushQueue.push({ partitionId, batch: next++ });
   updatePartition(d, partitionId, {
@@ -807,6 +878,8 @@ function workerPairOf(location: PartitionLocation): string {
 function sendPush(d: Draft, batches: readonly OutgoingBatch[]): void {
   const { appId, shuffleId, mapId, attemptId } = d.config;
   const first = batches[0]!;
+  const pair = workerPairOf(first.location);
+  d.pushesOut.set(pair, (d.pushesOut.get(pair) ?? 0) + 1);
   const message: Message =
     batches.length === 1
       ? {
@@ -836,7 +909,7 @@ function sendPush(d: Draft, batches: readonly OutgoingBatch[]): void {
   d.requests = ask(
     d.requests,
     d.out,
-    { to: workerKey(first.location.worker), message, purpose: { kind: 'push', batches } },
+    { to: workerKey(first.location.worker), message, purpose: { kind: 'push', batches, pair } },
     d.config.pushTimeoutMs,
   );
 }
