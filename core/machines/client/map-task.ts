@@ -33,8 +33,8 @@ import { ask, emptyRequests, expire, settle, type RequestTable } from './request
  * One attempt of one map task (node `map-<app>-<shuffle>-<map>-<attempt>`): registers the shuffle with its lifecycle
  * manager, takes the records the application writes (`records` inputs, then `recordsEnd`), packs each partition's
  * into a batch and pushes the batch as soon as it is full (the rest at the end) to the partition's primary (at most
- * `maxInFlightPerPartition` batches of a partition in flight; the batches one step sends to the same primary and
- * peer travel merged in one PushMergedData), follows splits and failures through revives (core/client decides each
+ * `maxInFlightPerPartition` batches of a partition in flight; batches bound for the same primary and peer travel
+ * merged in one PushMergedData, a few waiting while a push to that pair awaits its answer), follows splits and failures through revives (core/client decides each
  * reaction), and reports what was acknowledged with MapperEnd. It holds at most about `maxUnacknowledgedBytes` of
  * buffers (counted at their capacity: open batches, and frames until acknowledged): `mapTaskHasRoom` tells the
  * driver when to stop feeding it (back-pressure).
