@@ -9,7 +9,9 @@ import { pipeline } from 'node:stream/promises';
 import { after, before, describe, it } from 'node:test';
 import { crc32 } from 'node:zlib';
 import { LocalCluster } from './cluster/local-cluster.ts';
+import { startApplication } from './client/application.ts';
 import { ReadAbortedError, ReadTimeoutError } from './client/errors.ts';
+import { connectExecutor } from './client/shuffle-client.ts';
 import { clientSide, recordsOf, type ClientSide } from './testing/small-job.ts';
 
 const MiB = 1024 * 1024;
@@ -105,6 +107,47 @@ describe('the streaming partition reader', () => {
       );
     } finally {
       await client.close();
+    }
+  });
+
+  it('closes its stream on the worker when the consumer gives up before the end', async () => {
+    const closed: Record<string, unknown>[] = [];
+    const logger = {
+      error: () => {},
+      warn: () => {},
+      debug: (fields: Record<string, unknown>) => {
+        if (fields.event === 'reader.streamClosed') closed.push(fields);
+      },
+    };
+    const conf = { 'svc.client.fetch.maxReqsInFlight': '1' };
+    const app = await startApplication({ master: cluster.masterUrl, conf });
+    const executor = connectExecutor({
+      lifecycleManager: app.lifecycleManager,
+      appId: app.appId,
+      ...(app.secret === undefined ? {} : { secret: app.secret }),
+      conf,
+      logger,
+      logLevel: 'debug',
+    });
+    try {
+      // 24 MiB: three chunks of 8 MiB, so that a reader stopping after the first leaves chunks unasked.
+      const shuffle = executor.shuffle(0, { maps: 1, partitions: 1 });
+      const writer = shuffle.writer(0);
+      for (let i = 0; i < (24 * MiB) / RECORD_BYTES; i += 1) {
+        if (!writer.write(0, recordAt(0, i))) await once(writer, 'drain');
+      }
+      await writer.close();
+      let read = 0;
+      for await (const record of shuffle.reader(0)) {
+        read += record.length;
+        break;
+      }
+      assert.equal(read, RECORD_BYTES);
+      assert.equal(closed.length, 1, 'one CloseStream, to the worker of the open stream');
+      assert.match(String(closed[0]!.worker), /:/);
+    } finally {
+      await executor.close();
+      await app.close();
     }
   });
 

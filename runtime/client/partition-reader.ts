@@ -5,6 +5,7 @@ import type { ResolvedConfig } from '../../conf/index.ts';
 import type { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
 import {
   chunkRecords,
+  closeOnAbandon,
   initialReduceTaskState,
   reduceTaskMachine,
   type ReadyChunk,
@@ -189,7 +190,18 @@ export class StreamingPartitionRead implements PartitionReader {
   private stop(): void {
     if (this.ended) return;
     this.ended = true;
-    this.driver?.stop();
+    const driver = this.driver;
+    // A read given up early (the consumer stopped iterating, aborted, or timed out) closes its open stream, so that
+    // the worker does not keep it until the shuffle ends: the task says what to send (closeOnAbandon).
+    const close = driver === undefined || driver.isStopped ? undefined : closeOnAbandon(driver.state);
+    if (close !== undefined) {
+      this.context.network.transport.send({ from: driver!.id, to: close.to, message: close.message });
+      this.context.logger.debug(
+        { event: 'reader.streamClosed', partition: this.partitionId, worker: close.to },
+        `reading partition ${this.partitionId} was given up early: its stream on ${close.to} is closed`,
+      );
+    }
+    driver?.stop();
     this.context.network.host.remove(reduceTaskNodeId(this.context.appId, this.shuffleId, this.partitionId));
   }
 

@@ -500,6 +500,9 @@ class TaskWriter extends EventEmitter implements MapWriter {
     } finally {
       driver.stop();
       context.network.host.remove(driver.id);
+      // The writer may outlive its attempt in the application's hands: its staging buffer goes now.
+      this.staging = new Uint8Array(0);
+      this.stagingBytes = 0;
       // A map still waiting for room hears that there is none to wait for: its next write throws.
       if (this.waitingForRoom) {
         this.waitingForRoom = false;

@@ -57,9 +57,10 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     since: '0.6.0',
     roles: CLIENT,
     description:
-      'svc addition: records (encoded) one map task holds buffered or in flight before its writer pushes back ' +
-      '(`write()` returns false until `drain`). Reaching it also pushes every partial batch of the task. Bounds a ' +
-      'map task’s memory whatever it writes; clients before 0.6.0 use the same 64m.',
+      'svc addition: memory one map task holds for its batches (every buffer at its capacity: open batches, and ' +
+      'frames until acknowledged) before its writer pushes back (`write()` returns false until `drain`). Reaching ' +
+      'it also pushes the task’s largest partial batches. Bounds a map task’s memory whatever it writes; clients ' +
+      'before 0.6.0 use the same 64m.',
   },
   {
     key: 'svc.client.push.revive.maxRetries',

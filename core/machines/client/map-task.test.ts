@@ -861,6 +861,133 @@ describe('map task: merged pushes', () => {
   });
 });
 
+describe('map task: merging across steps', () => {
+  it('property: a push under the merge cap goes only while no other push to its pair awaits an answer; every batch goes once and the task ends', () => {
+    const placement = fc.record({
+      primary: fc.integer({ min: 0, max: 2 }),
+      peer: fc.option(fc.integer({ min: 0, max: 2 }), { nil: undefined }),
+    });
+    const partition = fc.tuple(placement, fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 8 }));
+    fc.assert(
+      fc.property(
+        fc.array(partition, { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 20, max: 200 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 40 }),
+        (spec, batchSizeBytes, capInBatches, window, picks) => {
+          const locations = spec.map(([{ primary, peer }], p) =>
+            peer === undefined ? location(p, 0, primary) : replicated(p, 0, primary, peer),
+          );
+          const pairOf = (p: number) => {
+            const at = locations[p]!;
+            return `${workerKey(at.worker)} ${at.peer === undefined ? '' : workerKey(at.peer.worker)}`;
+          };
+          const cap = capInBatches * (FRAME_HEADER_BYTES + batchSizeBytes);
+          const full = cap - (FRAME_HEADER_BYTES + batchSizeBytes);
+          const driver = new Driver(
+            {
+              ...baseConfig,
+              numPartitions: spec.length,
+              batchSizeBytes,
+              mergeSizeBytes: cap,
+              maxInFlightPerPartition: window,
+            },
+            spec.map(([, sizes]) => sizes.map((n) => new Uint8Array(n))),
+          );
+          const registration = sentOf(driver.step({ kind: 'start', recovered: new Map() }))[0]!;
+          let effects = driver.answer(registration, {
+            type: 'RegisterShuffleResponse',
+            status: 'SUCCESS',
+            locations,
+            message: '',
+          });
+          const inFlight: PushSend[] = [];
+          const sent = new Set<number>();
+          for (let step = 0; driver.state.phase === 'pushing'; step += 1) {
+            assert.ok(step < 10_000, 'the task makes progress');
+            const pushes = sentOf(effects).filter(isPush);
+            const bytesTo = new Map<string, number>();
+            for (const push of pushes) {
+              const batches = checkPush(push, locations, cap);
+              for (const { batchId } of batches) {
+                assert.ok(!sent.has(batchId), `batch ${batchId} sent twice`);
+                sent.add(batchId);
+              }
+              const pair = pairOf(batches[0]!.partitionId);
+              bytesTo.set(pair, (bytesTo.get(pair) ?? 0) + pushBytes(push));
+            }
+            for (const [pair, bytes] of bytesTo) {
+              const waiting = inFlight.filter(
+                (push) => pairOf(partitionsOf(push.message)[0]!) === pair,
+              ).length;
+              assert.ok(
+                waiting === 0 || bytes >= full,
+                `${bytes} bytes sent to ${pair} while ${waiting} push(es) to it await an answer (full: ${full})`,
+              );
+            }
+            inFlight.push(...pushes);
+            const next = inFlight.splice(picks[step % picks.length]! % inFlight.length, 1)[0];
+            assert.ok(next !== undefined, 'a pushing task has a push in flight');
+            effects = driver.answer(next, succeeded(next.message));
+          }
+          assert.equal(driver.state.phase, 'ending');
+          assert.equal(
+            sent.size,
+            driver.state.partitions.reduce((n, p) => n + p.payloads.length, 0),
+          );
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('holds a step’s few batches while a push to their worker is answered, then sends them in one message', () => {
+    const driver = new Driver(
+      {
+        ...baseConfig,
+        numPartitions: 3,
+        batchSizeBytes: 20,
+        mergeSizeBytes: 600,
+        maxInFlightPerPartition: 4,
+      },
+      [],
+    );
+    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+    driver.answer(registration, {
+      type: 'RegisterShuffleResponse',
+      status: 'SUCCESS',
+      locations: [0, 1, 2].map((p) => location(p, 0, 0)),
+      message: '',
+    });
+    const write = (partitionId: number) =>
+      sentOf(
+        driver.plainStep({
+          kind: 'records',
+          partitionIds: [partitionId, partitionId],
+          records: [text('rec-00'), text('rec-01')],
+        }),
+      ).filter(isPush);
+    const [first] = write(0);
+    assert.ok(first !== undefined, 'nothing awaits an answer: the batch goes at once');
+    assert.deepEqual(write(1), [], 'a push to the worker awaits its answer: held');
+    assert.deepEqual(write(2), []);
+    const after = sentOf(driver.answer(first, succeeded(first.message))).filter(isPush);
+    assert.deepEqual(
+      after.map((push) => partitionsOf(push.message)),
+      [[1, 2]],
+      'the answer lets the held batches go, merged',
+    );
+  });
+});
+
+/** The frame bytes a push carries. */
+function pushBytes(push: PushSend): number {
+  return push.message.type === 'PushData'
+    ? push.message.payload.length
+    : push.message.batches.reduce((n, b) => n + b.payload.length, 0);
+}
+
 type SendEffect = Extract<Effect, { kind: 'send' }>;
 type PushSend = SendEffect & { readonly message: MessageOf<'PushData'> | MessageOf<'PushMergedData'> };
 
@@ -975,7 +1102,7 @@ describe('map task: records written over time', () => {
     fc.constant({ kind: 'revive' as const }),
   );
 
-  it('property: whatever the interleaving of writes, answers and failures, each record is acknowledged once, in order, within the budget', () => {
+  it('property: whatever the interleaving of writes, answers and failures, each record is acknowledged once, in order, and the memory held stays within the budget', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 4 }),
@@ -1010,24 +1137,49 @@ describe('map task: records written over time', () => {
           let next = 0;
           let takenBytes = 0;
           let ackedBytes = 0;
-          const collect = (effects: readonly Effect[]) => {
+          let heldBefore = 0;
+          let batchesBefore = 0;
+          /** Checks the state after a step; `input` is the record bytes the step took (records and recordsEnd). */
+          const collect = (effects: readonly Effect[], input?: { readonly bytes: number }) => {
             for (const send of sentOf(effects)) {
               if (isPush(send)) inFlight.push(send);
               else if (send.message.type === 'Revive') revives.push(send);
             }
             const state = driver.state;
-            assert.ok(
-              state.unacknowledgedBytes <= budget + batchSizeBytes,
-              `${state.unacknowledgedBytes} unacknowledged bytes, over ${budget} + one batch`,
+            assert.equal(
+              state.unacknowledgedBytes,
+              takenBytes - ackedBytes,
+              'the task counts the records it holds',
             );
-            assert.equal(state.unacknowledgedBytes, takenBytes - ackedBytes, 'the task counts what it holds');
+            assert.equal(
+              state.heldBytes,
+              referencedBytes(state),
+              'held bytes are the capacity of every buffer the task still references',
+            );
+            // A step that takes records (only given while there is room) may go past the budget by what it brought,
+            // a batch's worth of buffer per partition, and a frame header per batch it cut; any other step only
+            // lets memory go (a frame copied for a new epoch replaces its original).
+            const cut = state.nextBatchId - batchesBefore;
+            const bound =
+              input === undefined
+                ? heldBefore
+                : Math.max(heldBefore, budget) +
+                  input.bytes +
+                  numPartitions * batchSizeBytes +
+                  cut * FRAME_HEADER_BYTES;
+            assert.ok(
+              state.heldBytes <= bound,
+              `${state.heldBytes} bytes held after a step, over ${bound} (budget ${budget}, before ${heldBefore})`,
+            );
+            heldBefore = state.heldBytes;
+            batchesBefore = state.nextBatchId;
           };
           let ended = false;
           const write = () => {
             if (ended || !mapTaskHasRoom(driver.state)) return;
             if (next === written.length) {
               ended = true;
-              collect(driver.plainStep({ kind: 'recordsEnd' }));
+              collect(driver.plainStep({ kind: 'recordsEnd' }), { bytes: 0 });
               return;
             }
             const partitionIds: number[] = [];
@@ -1040,7 +1192,7 @@ describe('map task: records written over time', () => {
               next += 1;
             }
             takenBytes += bytes;
-            collect(driver.plainStep({ kind: 'records', partitionIds, records }));
+            collect(driver.plainStep({ kind: 'records', partitionIds, records }), { bytes });
           };
           const answer = (push: PushSend, status: (b: { batchId: number }) => StatusCode) => {
             const batches =
@@ -1122,11 +1274,12 @@ describe('map task: records written over time', () => {
             else
               assert.ok(
                 next > before || ended !== endedBefore,
-                `stuck: nothing in flight, no revive, and no room to write (${driver.state.unacknowledgedBytes} held)`,
+                `stuck: nothing in flight, no revive, and no room to write (${driver.state.heldBytes} held)`,
               );
           }
           assert.equal(driver.state.phase, 'ending');
           assert.equal(driver.state.unacknowledgedBytes, 0);
+          assert.equal(driver.state.heldBytes, 0, 'once every batch is acknowledged, the task holds nothing');
           for (let p = 0; p < numPartitions; p += 1) {
             const got = [...acknowledged.keys()]
               .filter((batchId) => partitionOf.get(batchId) === p)
@@ -1141,8 +1294,43 @@ describe('map task: records written over time', () => {
     );
   });
 
-  it('pushes a partition’s batch as soon as it is full, and every partial batch once the budget is reached', () => {
-    const driver = new Driver({ ...baseConfig, batchSizeBytes: 20, maxUnacknowledgedBytes: 40 }, []);
+  it('pushes a partition’s batch as soon as it is full, and its largest open batches once the budget is reached', () => {
+    // Batches of 20 bytes are filled in chunks of 20; a cut batch's frame is its 40-byte header and its records.
+    const driver = new Driver(
+      { ...baseConfig, numPartitions: 4, batchSizeBytes: 20, maxUnacknowledgedBytes: 100 },
+      [],
+    );
+    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+    driver.answer(registration, {
+      type: 'RegisterShuffleResponse',
+      status: 'SUCCESS',
+      locations: [0, 1, 2, 3].map((p) => location(p, 0, p % 2)),
+      message: '',
+    });
+    const one = (partitionId: number, s: string) =>
+      sentOf(driver.plainStep({ kind: 'records', partitionIds: [partitionId], records: [text(s)] })).filter(
+        isPush,
+      );
+    assert.deepEqual(one(1, 'p1-r00'), [], 'half a batch waits');
+    assert.deepEqual(one(2, 'x'), []);
+    assert.deepEqual(one(3, 'p3-r00'), []);
+    assert.deepEqual(one(0, 'p0-r00'), []);
+    assert.equal(driver.state.heldBytes, 4 * 20, 'a chunk per open batch');
+    assert.ok(mapTaskHasRoom(driver.state));
+    // Partition 0's batch is full: its frame (60) takes the task past its budget of 100, so the open batches
+    // (60 bytes of chunks) are cut, largest first, until they hold at most half of it: partition 1's (10 bytes of
+    // records; 3's as large, 1 comes first), not 2's (5 bytes) nor 3's.
+    const pushed = one(0, 'p0-r01');
+    assert.deepEqual(pushed.map((p) => partitionsOf(p.message)).flat(), [0, 1]);
+    assert.equal(driver.state.heldBytes, 60 + 50 + 20 + 20, 'two frames and two open chunks');
+    assert.ok(!mapTaskHasRoom(driver.state), 'no room: the driver stops feeding');
+    driver.answer(pushed[0]!, succeeded(pushed[0]!.message));
+    assert.equal(driver.state.heldBytes, 50 + 20 + 20, 'an acknowledged frame is let go');
+    assert.ok(mapTaskHasRoom(driver.state), 'room again once a batch is acknowledged');
+  });
+
+  it('sends a batch filled in one input from its own buffer; one filled over several is copied into a frame of its size, its chunks filled again', () => {
+    const driver = new Driver({ ...baseConfig, batchSizeBytes: 20, maxUnacknowledgedBytes: 1000 }, []);
     const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
     driver.answer(registration, {
       type: 'RegisterShuffleResponse',
@@ -1150,30 +1338,44 @@ describe('map task: records written over time', () => {
       locations: [location(0, 0, 0), location(1, 0, 1)],
       message: '',
     });
-    const one = (partitionId: number, s: string) =>
-      driver.plainStep({ kind: 'records', partitionIds: [partitionId], records: [text(s)] });
-    assert.deepEqual(sentOf(one(0, 'p0-r00')), [], 'half a batch waits');
-    const full = sentOf(one(0, 'p0-r01')).filter(isPush);
-    assert.deepEqual(
-      full.map((p) => partitionsOf(p.message)),
-      [[0]],
-      'a full batch goes at once',
+    const step = (partitionIds: number[], records: string[]) =>
+      sentOf(driver.plainStep({ kind: 'records', partitionIds, records: records.map(text) })).filter(isPush);
+    const [whole] = step([0, 0], ['p0-r00', 'p0-r01']);
+    assert.ok(whole?.message.type === 'PushData');
+    assert.equal(
+      whole.message.payload.buffer.byteLength,
+      60,
+      'the frame is the batch’s own buffer, no larger',
     );
-    assert.ok(mapTaskHasRoom(driver.state));
-    // 20 bytes in flight + 10 in partition 1's open batch + 10 more: the budget of 40 is reached.
-    assert.deepEqual(sentOf(one(1, 'p1-r00')), []);
-    const spilled = sentOf(one(0, 'p0-r02')).filter(isPush);
-    assert.equal(driver.state.unacknowledgedBytes, 40);
-    assert.ok(!mapTaskHasRoom(driver.state), 'no room: the driver stops feeding');
-    assert.deepEqual(
-      spilled
-        .map((p) => partitionsOf(p.message))
-        .flat()
-        .sort(),
-      [1],
-      'partition 1’s partial batch goes; 0 waits for its window',
-    );
-    driver.answer(full[0]!, succeeded(full[0]!.message));
-    assert.ok(mapTaskHasRoom(driver.state), 'room again once a batch is acknowledged');
+    assert.equal(driver.state.heldBytes, 60);
+    assert.deepEqual(step([1], ['p1-r00']), []);
+    const [pieced] = step([1], ['p1-r01']);
+    assert.ok(pieced?.message.type === 'PushData');
+    assert.equal(pieced.message.payload.buffer.byteLength, 60, 'a frame of exactly the batch');
+    const decoded = decodeRecords(frameOf(pieced.message.payload).payload);
+    assert.ok(decoded.ok);
+    assert.deepEqual(decoded.records, [text('p1-r00'), text('p1-r01')]);
+    assert.equal(driver.state.spareChunks.length, 1, 'the chunk is kept to be filled again');
+    assert.equal(driver.state.heldBytes, 60 + 60 + 20);
+    step([1], ['p1-r02']);
+    assert.equal(driver.state.spareChunks.length, 0);
+    assert.equal(driver.state.heldBytes, 60 + 60 + 20, 'the spare chunk was filled, nothing new allocated');
+    driver.plainStep({ kind: 'recordsEnd' });
+    assert.equal(driver.state.heldBytes, 60 + 60 + 50, 'the end cuts the last batch; no spare is kept');
   });
 });
+
+/** The capacity of every buffer a map task's state references: open batches, spare chunks, unacknowledged frames. */
+function referencedBytes(state: MapTaskState): number {
+  const buffers = new Set<ArrayBufferLike>();
+  for (const partition of state.partitions) {
+    for (const buffer of partition.openBuffers) buffers.add(buffer.buffer);
+    partition.frames.forEach((frame, batch) => {
+      if (partition.capacities[batch]! > 0) buffers.add(frame.buffer);
+    });
+  }
+  for (const chunk of state.spareChunks) buffers.add(chunk.buffer);
+  let bytes = 0;
+  for (const buffer of buffers) bytes += buffer.byteLength;
+  return bytes;
+}

@@ -33,10 +33,11 @@ import { ask, emptyRequests, expire, settle, type RequestTable } from './request
  * One attempt of one map task (node `map-<app>-<shuffle>-<map>-<attempt>`): registers the shuffle with its lifecycle
  * manager, takes the records the application writes (`records` inputs, then `recordsEnd`), packs each partition's
  * into a batch and pushes the batch as soon as it is full (the rest at the end) to the partition's primary (at most
- * `maxInFlightPerPartition` batches of a partition in flight; the batches one step sends to the same primary and
- * peer travel merged in one PushMergedData), follows splits and failures through revives (core/client decides each
+ * `maxInFlightPerPartition` batches of a partition in flight; batches bound for the same primary and peer travel
+ * merged in one PushMergedData, a few waiting while a push to that pair awaits its answer), follows splits and failures through revives (core/client decides each
  * reaction), and reports what was acknowledged with MapperEnd. It holds at most about `maxUnacknowledgedBytes` of
- * records not yet acknowledged: `mapTaskHasRoom` tells the driver when to stop feeding it (back-pressure).
+ * buffers (counted at their capacity: open batches, and frames until acknowledged): `mapTaskHasRoom` tells the
+ * driver when to stop feeding it (back-pressure).
  * It then stays idle: a task is part of an engine's executor, not a process to stop.
  * docs/core/machines-client.md describes the messages, timers and outcomes.
  */
@@ -55,9 +56,10 @@ export interface MapTaskConfig {
    */
   readonly batchSizeBytes: number;
   /**
-   * `svc.client.push.maxUnacknowledgedBytes`: the records (encoded bytes) the task holds buffered or in flight
-   * before it says it has no room (`mapTaskHasRoom`). Reaching it also pushes every partition's partial batch, so
-   * that room returns whatever the spread of the records over partitions.
+   * `svc.client.push.maxUnacknowledgedBytes`: the memory the task holds (`heldBytes`: every buffer it allocated and
+   * still references, at its capacity) before it says it has no room (`mapTaskHasRoom`). Reaching it also cuts the
+   * largest open batches until they hold at most half of it, so that room returns whatever the spread of the
+   * records over partitions, while batches stay as large as the budget allows.
    */
   readonly maxUnacknowledgedBytes: number;
   /**
@@ -82,8 +84,8 @@ export interface MapTaskConfig {
   /** `svc.client.push.excludeWorkerOnFailure.enabled`. */
   readonly excludeWorkerOnFailure: boolean;
   /**
-   * Allocates the buffer a partition's open batch is filled in (header space, then its records); it need not be
-   * zero-filled, as every byte is written before it is sent. Default: a zeroed Uint8Array.
+   * Allocates the task's buffers (open batches' chunks, and frames); they need not be zero-filled, as every byte is
+   * written before it is read. Default: a zeroed Uint8Array. The task counts each at its `length`.
    */
   readonly allocate?: (length: number) => Uint8Array;
 }
@@ -113,9 +115,28 @@ export interface MapTaskState {
   readonly ended: boolean;
   /**
    * Records (encoded: 4 + length bytes each) taken and not yet acknowledged: in open batches, cut batches waiting
-   * for their push, and batches in flight. Back-pressure compares it with `maxUnacknowledgedBytes`.
+   * for their push, and batches in flight (what `acknowledged` will count).
    */
   readonly unacknowledgedBytes: number;
+  /**
+   * The capacity of every buffer the task holds: its open batches' chunks, its spare chunks, and each cut batch's
+   * frame until it is acknowledged. Back-pressure compares it with `maxUnacknowledgedBytes`, so that the budget is
+   * the memory the task keeps alive, not only the records in it (a sent frame may stay in a socket's queue a little
+   * longer; an acknowledged one is garbage for the runtime to collect).
+   */
+  readonly heldBytes: number;
+  /**
+   * Chunks of cut open batches, kept to be filled again (never sent, so reusing them is safe): at most a quarter
+   * of the budget. Changed in place by the machine.
+   */
+  readonly spareChunks: readonly Uint8Array[];
+  /** Push requests awaiting their answer, by worker pair (`workerPairOf`). Changed in place by the machine. */
+  readonly pushesOut: ReadonlyMap<string, number>;
+  /**
+   * Partitions with batches held back while a push to their worker pair awaits its answer (fillWindows), looked at
+   * again at every step. Changed in place by the machine.
+   */
+  readonly deferred: ReadonlySet<number>;
   /** The id the next batch cut gets: batch ids are unique within the attempt, in the order batches are cut. */
   readonly nextBatchId: number;
 }
@@ -126,18 +147,23 @@ export interface MapTaskState {
  * room: what it is given is dropped.
  */
 export function mapTaskHasRoom(state: MapTaskState): boolean {
-  return isSettled(state.phase) || state.unacknowledgedBytes < state.config.maxUnacknowledgedBytes;
+  return isSettled(state.phase) || state.heldBytes < state.config.maxUnacknowledgedBytes;
 }
 
 export interface PartitionPush {
   readonly partitionId: number;
   /**
-   * The batch being filled: header space, then the records taken so far (`openFilled` bytes in all). It grows by
-   * doubling up to one batch, and is cut into a batch when full, when the budget is reached, and at the end.
-   * Changed in place by the machine, as are the arrays below (one entry per cut batch, appended as batches are cut).
+   * The batch being filled (`openBytes` of encoded records), as buffers filled in order, every one but the last
+   * full: chunks of CHUNK_BYTES, after a first buffer sized for a large input and starting with header space
+   * (`openHasHeader`), which a batch filled in one input is alone in and sent as it is. It is cut into a batch when
+   * full, when the budget is reached (largest first) and at the end. Changed in place by the machine, as are the
+   * arrays below (one entry per cut batch, appended as batches are cut).
    */
-  open: Uint8Array | undefined;
-  openFilled: number;
+  openBuffers: Uint8Array[];
+  openHasHeader: boolean;
+  /** Bytes used in the last of `openBuffers` (header space included). */
+  openLastFilled: number;
+  openBytes: number;
   /**
    * Encoded payloads of the partition's cut batches, in order (views into their frames); a batch's entry is
    * emptied once it is acknowledged, so that its memory goes.
@@ -156,6 +182,8 @@ export interface PartitionPush {
   readonly sealedEpochs: number[];
   /** Each batch's payload length (what its acknowledgement counts). */
   readonly payloadBytes: number[];
+  /** The capacity of the buffer each batch's frame is in (what `heldBytes` counts for it until it is acknowledged). */
+  readonly capacities: number[];
   readonly batchIds: number[];
   /** Index of the first batch never pushed; equal to the count once every cut batch was pushed at least once. */
   readonly next: number;
@@ -176,7 +204,7 @@ export interface PartitionPush {
 export type MapRequest =
   | { readonly kind: 'register' }
   /** A PushData (one batch) or a PushMergedData (several, in this order); each batch answers for itself. */
-  | { readonly kind: 'push'; readonly batches: readonly PushedBatch[] }
+  | { readonly kind: 'push'; readonly batches: readonly PushedBatch[]; readonly pair: string }
   | { readonly kind: 'revive'; readonly requests: readonly ReviveRequest[] }
   | { readonly kind: 'mapperEnd' };
 
@@ -202,12 +230,15 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   for (let partitionId = 0; partitionId < config.numPartitions; partitionId += 1) {
     partitions.push({
       partitionId,
-      open: undefined,
-      openFilled: 0,
+      openBuffers: [],
+      openHasHeader: false,
+      openLastFilled: 0,
+      openBytes: 0,
       payloads: [],
       frames: [],
       sealedEpochs: [],
       payloadBytes: [],
+      capacities: [],
       batchIds: [],
       next: 0,
       inFlight: 0,
@@ -226,6 +257,10 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     reviving: new Set(),
     ended: false,
     unacknowledgedBytes: 0,
+    heldBytes: 0,
+    spareChunks: [],
+    pushesOut: new Map(),
+    deferred: new Set(),
     nextBatchId: 0,
   };
 }
@@ -272,6 +307,10 @@ interface Draft {
   error?: string;
   ended: boolean;
   unacknowledgedBytes: number;
+  heldBytes: number;
+  spareChunks: Uint8Array[];
+  pushesOut: Map<string, number>;
+  deferred: Set<number>;
   nextBatchId: number;
   /**
    * Partitions whose window may have room: filled once the step has handled its whole input, so that a failure
@@ -298,9 +337,12 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       locations: state.locations as Map<number, PartitionLocation>,
       partitions: state.partitions as PartitionPush[],
       reviving: state.reviving as Set<number>,
+      spareChunks: state.spareChunks as Uint8Array[],
+      pushesOut: state.pushesOut as Map<string, number>,
+      deferred: state.deferred as Set<number>,
     };
     handle(draft, input);
-    for (const partitionId of draft.refill) fillWindow(draft, partitionId);
+    fillWindows(draft);
     flushPushes(draft);
     flushRevives(draft);
     const { out, refill: _refill, pushQueue: _pushes, reviveQueue: _revives, ...next } = draft;
@@ -350,17 +392,23 @@ function handle(d: Draft, input: Input): void {
 
 const LENGTH_BYTES = 4;
 /**
- * An open batch starts with room for 4 KiB of records (or its first record, or a whole batch if smaller) and doubles
- * as it fills: a map spread over many partitions holds little more than what it wrote (10,000 partitions of a few
- * KiB each would hold 80 MiB if every batch started at an eighth of 64 KiB), at the cost of copying a batch's bytes
- * about once more as it grows.
+ * The chunks an open batch is filled in when its records arrive a little at a time (a map spread over many
+ * partitions): capacity follows what was written to within a chunk per partition (1,000 partitions: 4 MiB at
+ * most), nothing is copied as the batch grows, and a cut batch's chunks are filled again. The batch is copied
+ * once, at its cut, into a frame of exactly its size. (Growing a buffer by doubling held up to twice its records,
+ * and left the smaller buffers behind as garbage.)
  */
-const OPEN_BATCH_START_BYTES = 4096;
+const CHUNK_BYTES = 4096;
+
+/** The chunk size of a task: CHUNK_BYTES, or less when a whole batch is smaller. */
+function chunkBytesOf(config: MapTaskConfig): number {
+  return Math.min(CHUNK_BYTES, config.batchSizeBytes);
+}
 
 /**
  * Copies records into their partitions' open batches (the caller may reuse their memory once the step returns),
- * cutting a batch as soon as it is full; once the task holds its budget, every partial batch is cut too, so that
- * pushes free room whatever the spread of the records.
+ * cutting a batch as soon as it is full; once the task holds its budget, the largest open batches are cut too, so
+ * that pushes free room whatever the spread of the records.
  */
 function takeRecords(d: Draft, partitionIds: readonly number[], records: readonly Uint8Array[]): void {
   if (d.ended) {
@@ -372,8 +420,8 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
     return;
   }
   const { numPartitions, batchSizeBytes } = d.config;
-  // What this input brings each partition, still to be placed: an open batch is sized for it at once, so that a
-  // partition given a batch's worth in one input is not grown (and copied) step by step.
+  // What this input brings each partition, still to be placed: a batch this input fills at once gets a buffer of
+  // its own, sized for it, and is sent as it is (no chunks, no copy at its cut).
   const coming = new Float64Array(numPartitions);
   for (let i = 0; i < records.length; i += 1) {
     const partitionId = partitionIds[i]!;
@@ -383,65 +431,166 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
     }
     coming[partitionId]! += LENGTH_BYTES + records[i]!.length;
   }
+  const chunkBytes = chunkBytesOf(d.config);
   for (let i = 0; i < records.length; i += 1) {
     const partitionId = partitionIds[i]!;
     const partition = d.partitions[partitionId]!;
     const record = records[i]!;
     const encoded = LENGTH_BYTES + record.length;
-    let content = partition.openFilled - FRAME_HEADER_BYTES;
-    if (partition.open !== undefined && content > 0 && content + encoded > batchSizeBytes) {
-      cutBatch(d, partition);
-      content = 0;
+    if (partition.openBytes > 0 && partition.openBytes + encoded > batchSizeBytes) cutBatch(d, partition);
+    if (partition.openBuffers.length === 0) {
+      const due = coming[partitionId]!;
+      if (due >= chunkBytes) {
+        // A batch's worth (or a large record): a buffer of its own, header space first, sized for what comes.
+        const length = FRAME_HEADER_BYTES + Math.max(encoded, Math.min(batchSizeBytes, due));
+        partition.openBuffers.push(allocateHeld(d, length));
+        partition.openHasHeader = true;
+        partition.openLastFilled = FRAME_HEADER_BYTES;
+      } else {
+        partition.openBuffers.push(takeChunk(d, chunkBytes));
+        partition.openHasHeader = false;
+        partition.openLastFilled = 0;
+      }
     }
-    const open = openRoom(d, partition, encoded, coming[partitionId]!);
     coming[partitionId]! -= encoded;
-    putU32(open, partition.openFilled, record.length);
-    open.set(record, partition.openFilled + LENGTH_BYTES);
-    partition.openFilled += encoded;
+    appendRecord(d, partition, record, chunkBytes);
+    partition.openBytes += encoded;
     d.unacknowledgedBytes += encoded;
-    if (content + encoded >= batchSizeBytes) cutBatch(d, partition);
+    if (partition.openBytes >= batchSizeBytes) cutBatch(d, partition);
   }
-  if (d.unacknowledgedBytes >= d.config.maxUnacknowledgedBytes) {
-    for (const partition of d.partitions) cutBatch(d, partition);
+  if (d.heldBytes >= d.config.maxUnacknowledgedBytes) cutLargestOpenBatches(d);
+}
+
+/** Appends a record (length, then bytes) to the partition's open batch, taking chunks as the last one fills. */
+function appendRecord(d: Draft, partition: PartitionPush, record: Uint8Array, chunkBytes: number): void {
+  const buffers = partition.openBuffers;
+  let last = buffers[buffers.length - 1]!;
+  if (last.length - partition.openLastFilled >= LENGTH_BYTES + record.length) {
+    // The common case: the whole record fits where the batch ends.
+    putU32(last, partition.openLastFilled, record.length);
+    last.set(record, partition.openLastFilled + LENGTH_BYTES);
+    partition.openLastFilled += LENGTH_BYTES + record.length;
+    return;
+  }
+  const length = new Uint8Array(LENGTH_BYTES);
+  putU32(length, 0, record.length);
+  for (const bytes of [length, record]) {
+    let offset = 0;
+    while (offset < bytes.length) {
+      if (partition.openLastFilled === last.length) {
+        last = takeChunk(d, chunkBytes);
+        buffers.push(last);
+        partition.openLastFilled = 0;
+      }
+      const n = Math.min(last.length - partition.openLastFilled, bytes.length - offset);
+      last.set(bytes.subarray(offset, offset + n), partition.openLastFilled);
+      partition.openLastFilled += n;
+      offset += n;
+    }
   }
 }
 
+/** A new buffer of `length` bytes, counted as held. */
+function allocateHeld(d: Draft, length: number): Uint8Array {
+  const buffer = (d.config.allocate ?? zeroed)(length);
+  if (buffer.length < length) throw new RangeError(`asked for ${length} bytes, allocated ${buffer.length}`);
+  d.heldBytes += buffer.length;
+  return buffer;
+}
+
+/** A chunk for an open batch: a spare one (already counted as held), or a new one. */
+function takeChunk(d: Draft, chunkBytes: number): Uint8Array {
+  return d.spareChunks.pop() ?? allocateHeld(d, chunkBytes);
+}
+
 /**
- * The partition's open batch, with room for `encoded` more bytes: allocated, or grown by doubling, in either case
- * at least for the `coming` bytes this input still brings the partition (up to a batch).
+ * A buffer of a cut open batch (its bytes copied into the batch's frame): kept as a spare chunk while the task
+ * holds no more than its budget and spares hold at most a quarter of it, otherwise let go. The first keeps a cut
+ * from taking the task further past its budget than the frame's header; the second leaves room for frames, so
+ * that room always returns once every frame is acknowledged.
  */
-function openRoom(d: Draft, partition: PartitionPush, encoded: number, coming: number): Uint8Array {
-  const open = partition.open;
-  const filled = open === undefined ? FRAME_HEADER_BYTES : partition.openFilled;
-  const needed = filled + encoded;
-  if (open !== undefined && open.length >= needed) return open;
-  const full = FRAME_HEADER_BYTES + d.config.batchSizeBytes;
-  const start = FRAME_HEADER_BYTES + Math.min(d.config.batchSizeBytes, OPEN_BATCH_START_BYTES);
-  const doubled = open === undefined ? start : open.length * 2;
-  const length = Math.max(needed, Math.min(full, Math.max(doubled, filled + coming)));
-  const grown = (d.config.allocate ?? zeroed)(length);
-  if (grown.length < length) throw new RangeError(`asked for ${length} bytes, allocated ${grown.length}`);
-  if (open === undefined) partition.openFilled = FRAME_HEADER_BYTES;
-  else grown.set(open.subarray(0, partition.openFilled));
-  partition.open = grown;
-  return grown;
+function dropOpenBuffer(d: Draft, buffer: Uint8Array): void {
+  const chunkBytes = chunkBytesOf(d.config);
+  const budget = d.config.maxUnacknowledgedBytes;
+  if (
+    !d.ended &&
+    buffer.length === chunkBytes &&
+    d.heldBytes <= budget &&
+    (d.spareChunks.length + 1) * chunkBytes <= budget / 4
+  ) {
+    d.spareChunks.push(buffer);
+  } else d.heldBytes -= buffer.length;
 }
 
 function zeroed(length: number): Uint8Array {
   return new Uint8Array(length);
 }
 
-/** Cuts the partition's open batch (if it holds records) into a batch to push. */
+/**
+ * The budget is reached: cuts open batches, largest first, until they hold at most half of it. The rest of the
+ * budget is then in batches cut and not yet acknowledged, whose answers bring room back; and a partition's batch is
+ * cut at the largest size the budget allows it (cutting every partial batch instead cut thousands of batches of a
+ * few KiB each time a map over 1,000 partitions reached its budget).
+ */
+function cutLargestOpenBatches(d: Draft): void {
+  const open: PartitionPush[] = [];
+  let openHeld = 0;
+  for (const partition of d.partitions) {
+    if (partition.openBuffers.length === 0) continue;
+    open.push(partition);
+    for (const buffer of partition.openBuffers) openHeld += buffer.length;
+  }
+  const target = d.config.maxUnacknowledgedBytes / 2;
+  if (openHeld <= target) return;
+  open.sort((a, b) => b.openBytes - a.openBytes || a.partitionId - b.partitionId);
+  for (const partition of open) {
+    if (openHeld <= target) return;
+    for (const buffer of partition.openBuffers) openHeld -= buffer.length;
+    cutBatch(d, partition);
+  }
+}
+
+/**
+ * Cuts the partition's open batch (if it holds records) into a batch to push: a batch alone in a buffer with
+ * header space is its own frame; one in chunks is copied into a frame of exactly its size, and its chunks are
+ * filled again.
+ */
 function cutBatch(d: Draft, partition: PartitionPush): void {
-  const open = partition.open;
-  if (open === undefined) return;
-  partition.open = undefined;
-  if (partition.openFilled <= FRAME_HEADER_BYTES) return;
-  const frame = open.subarray(0, partition.openFilled);
-  partition.openFilled = 0;
+  const buffers = partition.openBuffers;
+  if (buffers.length === 0) return;
+  const payloadLength = partition.openBytes;
+  const lastFilled = partition.openLastFilled;
+  const hasHeader = partition.openHasHeader;
+  partition.openBuffers = [];
+  partition.openHasHeader = false;
+  partition.openLastFilled = 0;
+  partition.openBytes = 0;
+  if (payloadLength === 0) {
+    for (const buffer of buffers) dropOpenBuffer(d, buffer);
+    return;
+  }
+  let frame: Uint8Array;
+  let capacity: number;
+  if (buffers.length === 1 && hasHeader) {
+    capacity = buffers[0]!.length;
+    frame = buffers[0]!.subarray(0, FRAME_HEADER_BYTES + payloadLength);
+  } else {
+    const buffer = allocateHeld(d, FRAME_HEADER_BYTES + payloadLength);
+    capacity = buffer.length;
+    frame = buffer.subarray(0, FRAME_HEADER_BYTES + payloadLength);
+    let at = FRAME_HEADER_BYTES;
+    buffers.forEach((piece, k) => {
+      const from = k === 0 && hasHeader ? FRAME_HEADER_BYTES : 0;
+      const to = k === buffers.length - 1 ? lastFilled : piece.length;
+      frame.set(piece.subarray(from, to), at);
+      at += to - from;
+    });
+    for (const piece of buffers) dropOpenBuffer(d, piece);
+  }
   partition.frames.push(frame);
   partition.payloads.push(frame.subarray(FRAME_HEADER_BYTES));
-  partition.payloadBytes.push(frame.length - FRAME_HEADER_BYTES);
+  partition.payloadBytes.push(payloadLength);
+  partition.capacities.push(capacity);
   partition.sealedEpochs.push(UNSEALED);
   partition.batchIds.push(d.nextBatchId);
   partition.revivesLeft.push(d.config.maxReviveRetries);
@@ -449,11 +598,16 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
   d.refill.add(partition.partitionId);
 }
 
-/** The application wrote everything: the partial batches are cut, and the task ends once all are acknowledged. */
+/**
+ * The application wrote everything: the partial batches are cut, the spare chunks let go, and the task ends once
+ * all are acknowledged.
+ */
 function endRecords(d: Draft): void {
   if (d.ended) return;
   d.ended = true;
   for (const partition of d.partitions) cutBatch(d, partition);
+  for (const chunk of d.spareChunks) d.heldBytes -= chunk.length;
+  d.spareChunks.length = 0;
   maybeEnd(d);
 }
 
@@ -473,6 +627,7 @@ function onReceive(d: Draft, envelope: Envelope): void {
       else unexpected(d, message, 'RegisterShuffleResponse');
       return;
     case 'push':
+      pushSettled(d, request.purpose.pair);
       onPushAnswer(d, request.purpose.batches, message);
       return;
     case 'revive':
@@ -489,6 +644,7 @@ function onReceive(d: Draft, envelope: Envelope): void {
 function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedOut' | 'sendFailed'): void {
   switch (purpose.kind) {
     case 'push':
+      pushSettled(d, purpose.pair);
       failPushedBatches(d, purpose.batches, pushFailureCause({ kind: why }));
       return;
     case 'register':
@@ -517,6 +673,13 @@ function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedO
       }
       return;
   }
+}
+
+/** A push to `pair` was answered or failed: batches held back for that pair may go (fillWindows). */
+function pushSettled(d: Draft, pair: string): void {
+  const out = (d.pushesOut.get(pair) ?? 1) - 1;
+  if (out > 0) d.pushesOut.set(pair, out);
+  else d.pushesOut.delete(pair);
 }
 
 function registerShuffle(d: Draft, attempt: number): void {
@@ -553,26 +716,75 @@ interface QueuedBatch {
   readonly batch: number;
 }
 
+/** The batches a partition may push this step, up to its window: those to push again first, then new ones. */
+interface WindowPlan {
+  readonly partitionId: number;
+  readonly retries: readonly number[];
+  readonly fresh: number;
+  readonly bytes: number;
+}
+
 /**
- * Queues the partition's batches up to its window: those to push again first, then those never pushed; the step's
- * end sends them (see flushPushes). Nothing is queued while the partition waits for a revive.
+ * Fills the windows of the partitions the step touched (and of those held back before), merged by worker pair
+ * like Nagle's algorithm: a pair's batches go at once when no push to that pair awaits its answer, or when they
+ * fill a merged push (no further batch would fit under `mergeSizeBytes`); otherwise they wait, in their partitions,
+ * for that answer, which is sure to come (or to time out), and then travel together. Without this, a map whose
+ * batches became ready a few at a time sent a message per few batches for as long as it ran: each answer freed a
+ * few windows, and the next message carried as few.
  */
-function fillWindow(d: Draft, partitionId: number): void {
+function fillWindows(d: Draft): void {
   if (d.phase !== 'pushing') return; // batches cut before the registration's answer wait for it
+  // Held-back partitions first: their batches became ready first.
+  const touched = d.deferred.size === 0 ? d.refill : new Set([...d.deferred, ...d.refill]);
+  d.deferred.clear();
+  const byPair = new Map<string, WindowPlan[]>();
+  for (const partitionId of touched) {
+    const plan = planWindow(d, partitionId);
+    if (plan === undefined) continue;
+    const pair = workerPairOf(d.locations.get(partitionId)!);
+    const group = byPair.get(pair);
+    if (group === undefined) byPair.set(pair, [plan]);
+    else group.push(plan);
+  }
+  const fullMessage = d.config.mergeSizeBytes - (FRAME_HEADER_BYTES + d.config.batchSizeBytes);
+  for (const [pair, plans] of byPair) {
+    let bytes = 0;
+    for (const plan of plans) bytes += plan.bytes;
+    if ((d.pushesOut.get(pair) ?? 0) > 0 && bytes < fullMessage) {
+      for (const plan of plans) d.deferred.add(plan.partitionId);
+      continue;
+    }
+    for (const plan of plans) commitWindow(d, plan);
+  }
+}
+
+/**
+ * What the partition may push now, up to its window; undefined when nothing (or while it waits for a revive). A
+ * partition without a location asks one (the reference client's rule: revive from epoch -1).
+ */
+function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
   const partition = d.partitions[partitionId]!;
-  if (partition.status === 'waiting') return;
+  if (partition.status === 'waiting') return undefined;
   if (!d.locations.has(partitionId)) {
-    // The reference client's rule for a partition it has no location for: revive from epoch -1.
     updatePartition(d, partitionId, { status: 'waiting' });
     queueRevive(d, partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
-    return;
+    return undefined;
   }
   const room = d.config.maxInFlightPerPartition - partition.inFlight;
-  if (room <= 0) return;
+  if (room <= 0) return undefined;
   const retries = partition.retries.slice(0, room);
+  const fresh = Math.min(room - retries.length, partition.frames.length - partition.next);
+  if (retries.length === 0 && fresh === 0) return undefined;
+  let bytes = 0;
+  for (const batch of retries) bytes += partition.frames[batch]!.length;
+  for (let k = 0; k < fresh; k += 1) bytes += partition.frames[partition.next + k]!.length;
+  return { partitionId, retries, fresh, bytes };
+}
+
+/** Queues a planned window's batches; the step's end sends them (see flushPushes). */
+function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan): void {
+  const partition = d.partitions[partitionId]!;
   let next = partition.next;
-  const fresh = Math.min(room - retries.length, partition.frames.length - next);
-  if (retries.length === 0 && fresh === 0) return;
   for (const batch of retries) d.pushQueue.push({ partitionId, batch });
   for (let k = 0; k < fresh; k += 1) d.pushQueue.push({ partitionId, batch: next++ });
   updatePartition(d, partitionId, {
@@ -623,7 +835,8 @@ function flushPushes(d: Draft): void {
 /**
  * Frames each queued batch for its partition's newest location: in place the first time (its payload is already
  * behind its header space), as it is when pushed again with the epoch it was sealed with, and into a copy for
- * another epoch.
+ * another epoch, which the batch keeps from then on instead of the frame before (that one may still wait in a
+ * socket's queue, so it is not sealed again; the task no longer holds it).
  */
 function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingBatch[] {
   const { shuffleId, mapId, attemptId } = d.config;
@@ -635,10 +848,15 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
     let frame = partition.frames[batch]!;
     if (sealed !== location.epoch) {
       const header = { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch };
-      if (sealed === UNSEALED) {
-        sealBatchFrame(frame, header);
-        partition.sealedEpochs[batch] = location.epoch;
-      } else frame = encodeBatchFrame(header, partition.payloads[batch]!);
+      if (sealed === UNSEALED) sealBatchFrame(frame, header);
+      else {
+        frame = encodeBatchFrame(header, partition.payloads[batch]!);
+        d.heldBytes += frame.length - partition.capacities[batch]!;
+        partition.capacities[batch] = frame.length;
+        partition.frames[batch] = frame;
+        partition.payloads[batch] = frame.subarray(FRAME_HEADER_BYTES);
+      }
+      partition.sealedEpochs[batch] = location.epoch;
     }
     return { partitionId, batch, location, batchId, frame };
   });
@@ -660,6 +878,8 @@ function workerPairOf(location: PartitionLocation): string {
 function sendPush(d: Draft, batches: readonly OutgoingBatch[]): void {
   const { appId, shuffleId, mapId, attemptId } = d.config;
   const first = batches[0]!;
+  const pair = workerPairOf(first.location);
+  d.pushesOut.set(pair, (d.pushesOut.get(pair) ?? 0) + 1);
   const message: Message =
     batches.length === 1
       ? {
@@ -689,7 +909,7 @@ function sendPush(d: Draft, batches: readonly OutgoingBatch[]): void {
   d.requests = ask(
     d.requests,
     d.out,
-    { to: workerKey(first.location.worker), message, purpose: { kind: 'push', batches } },
+    { to: workerKey(first.location.worker), message, purpose: { kind: 'push', batches, pair } },
     d.config.pushTimeoutMs,
   );
 }
@@ -767,6 +987,8 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
       partition.frames[pushed.batch] = RELEASED;
       partition.payloads[pushed.batch] = RELEASED;
       d.unacknowledgedBytes -= bytes;
+      d.heldBytes -= partition.capacities[pushed.batch]!;
+      partition.capacities[pushed.batch] = 0;
       updatePartition(d, partitionId, {
         inFlight: partition.inFlight - 1,
         acknowledged: {
@@ -899,7 +1121,8 @@ function onReviveResponse(
 function maybeEnd(d: Draft): void {
   if (d.phase !== 'pushing' || !d.ended) return;
   const finished = d.partitions.every(
-    (p) => p.open === undefined && p.next === p.frames.length && p.inFlight === 0 && p.retries.length === 0,
+    (p) =>
+      p.openBuffers.length === 0 && p.next === p.frames.length && p.inFlight === 0 && p.retries.length === 0,
   );
   if (!finished) return;
   d.phase = 'ending';

@@ -9,6 +9,7 @@ import { encodeRecords } from './records.ts';
 import {
   chunkRecords,
   chunksAhead,
+  closeOnAbandon,
   initialReduceTaskState,
   reduceTaskMachine,
   type ReduceTaskState,
@@ -164,7 +165,8 @@ function build(s: Scenario) {
 }
 
 /** Runs the task to its end; what the consumer got, the most chunks ever ahead, and the final state. */
-function run(s: Scenario) {
+/** Runs the scenario to its end, or until `stop` holds after a step. */
+function run(s: Scenario, stop: (state: ReduceTaskState) => boolean = () => false) {
   const { copies, group, winners } = build(s);
   let state: ReduceTaskState = initialReduceTaskState({
     release: '0.6.0',
@@ -252,7 +254,11 @@ function run(s: Scenario) {
 
   step({ kind: 'start', recovered: new Map() });
   let choice = 0;
-  for (let guard = 0; guard < 10_000 && state.phase !== 'done' && state.phase !== 'failed'; guard += 1) {
+  for (
+    let guard = 0;
+    guard < 10_000 && state.phase !== 'done' && state.phase !== 'failed' && !stop(state);
+    guard += 1
+  ) {
     const pick = s.choices[choice++ % s.choices.length]!;
     if ((pick % 3 === 0 || outstanding.length === 0) && consume()) continue;
     if (outstanding.length === 0) {
@@ -306,5 +312,36 @@ describe('streaming reduce task (property)', () => {
     assert.equal(state.phase, 'done', state.error?.message);
     assert.equal(maxAhead, 1);
     assert.deepEqual(got, ['m0a0b0r0', 'm0a0b0r1', 'm0a0b1r0', 'm0a0b1r1', 'm0a0b2r0', 'm0a0b2r1']);
+  });
+
+  it('given up mid-read, closes the open stream on its worker; once its last chunk is asked for, or at the end, nothing', () => {
+    const s: Scenario = {
+      maps: [{ attempts: [3], winner: 0 }],
+      epochs: 1,
+      placement: Array.from({ length: 24 }, () => [0, []] as [number, number[]]),
+      framesPerChunk: 1,
+      maxChunksAhead: 1,
+      replicated: false,
+      failAt: undefined,
+      choices: Array.from({ length: 200 }, (_, i) => i),
+    };
+    const midway = run(s, (state) => state.ready.length > 0).state;
+    assert.equal(midway.phase, 'fetching');
+    const close = closeOnAbandon(midway);
+    assert.ok(close !== undefined, 'a stream is open with chunks left to ask for');
+    assert.deepEqual(close.message, { type: 'CloseStream', streamId: midway.cursor!.streamId });
+    const copy = midway.plan!.epochs[midway.cursor!.epochIndex]!.copies[midway.cursor!.copyIndex]!;
+    assert.equal(close.to, workerKey(copy.location.worker), 'to the worker serving the stream');
+    const lastAsked = run(s, (state) => {
+      const cursor = state.cursor;
+      const chunks = (cursor?.chunkOffsets?.length ?? 1) - 1;
+      return cursor?.streamId !== undefined && cursor.nextRequest >= chunks;
+    }).state;
+    assert.equal(
+      closeOnAbandon(lastAsked),
+      undefined,
+      'the worker ends a stream once its last chunk is served',
+    );
+    assert.equal(closeOnAbandon(run(s).state), undefined, 'a finished read has nothing to close');
   });
 });

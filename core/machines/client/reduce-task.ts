@@ -156,6 +156,24 @@ export interface ReduceTaskState {
   readonly error?: ReduceError;
 }
 
+/**
+ * What a reduce task given up before its end (its consumer stopped iterating, or aborted) sends, so that the worker
+ * forgets the stream it was reading instead of keeping it until the shuffle ends: a CloseStream for the open stream
+ * of the copy being read, unless its last chunk was already asked for (the worker then ends the stream by itself).
+ * The driver sends it as it stops the task; undefined when no stream is open.
+ */
+export function closeOnAbandon(
+  state: ReduceTaskState,
+): { readonly to: NodeId; readonly message: Message } | undefined {
+  const { phase, plan, cursor } = state;
+  if (phase !== 'fetching' || plan === undefined || cursor?.streamId === undefined) return undefined;
+  const chunks = (cursor.chunkOffsets?.length ?? 1) - 1;
+  if (cursor.nextRequest >= chunks) return undefined;
+  const copy = plan.epochs[cursor.epochIndex]?.copies[cursor.copyIndex];
+  if (copy === undefined) return undefined;
+  return { to: workerKey(copy.location.worker), message: { type: 'CloseStream', streamId: cursor.streamId } };
+}
+
 /** Chunks fetched ahead and not yet consumed: asked for, arrived early, or handed out (bounded by maxChunksAhead). */
 export function chunksAhead(state: ReduceTaskState): number {
   const cursor = state.cursor;
