@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { masterUrlScheme } from '../../core/release/other-changes.ts';
+import { parseRelease } from '../../core/release/version.ts';
 import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
 
 /** Where a cluster keeps partition files: local disks, the memory tier, or a shared DFS directory. */
@@ -123,6 +125,13 @@ export class LocalCluster {
     return `svc://127.0.0.1:${this.masterPort}`;
   }
 
+  /** The master's URL as a worker of the cluster's release writes it (`rss://` before 0.3.0, contract 9.3). */
+  get workerMasterUrl(): string {
+    const scheme =
+      this.options.release === undefined ? 'svc' : masterUrlScheme(parseRelease(this.options.release));
+    return `${scheme}://127.0.0.1:${this.masterPort}`;
+  }
+
   /** `http://127.0.0.1:<port>` of the master's management interface. */
   get masterHttpUrl(): string {
     return `http://127.0.0.1:${this.masterHttpPort}`;
@@ -213,7 +222,7 @@ export class LocalCluster {
     this.workerStarts[index] = (this.workerStarts[index] ?? 0) + 1;
     const worker = new ServerProcess({
       name: `worker-${index}`,
-      args: ['worker', this.masterUrl, ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      args: ['worker', this.workerMasterUrl, ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
     });
     this.workers[index] = worker;
