@@ -8,6 +8,8 @@
 //   npm run conformance -- --release 0.5.1    one release
 //   --json FILE, --junit FILE                 the reports for CI systems
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { LocalCluster } from '../runtime/cluster/local-cluster.ts';
@@ -33,14 +35,25 @@ function httpAuth(password: string): string[] {
   ]);
 }
 
+/** Dynamic configuration (a file store of one SYSTEM level), so that its endpoints answer with a body. */
+function dynamicConfig(dir: string): string[] {
+  const file = path.join(dir, 'dynamic.yaml');
+  writeFileSync(file, '- level: SYSTEM\n  config:\n    svc.quota.user.diskBytesWritten: 10g\n');
+  return ['svc.dynamicConfig.store.backend=FS', `svc.dynamicConfig.store.fs.path=${file}`];
+}
+
 async function checkRelease(release: string): Promise<RuleRow[]> {
   const auth = atLeast(release, '0.6.0')
     ? { user: 'conformance', password: randomBytes(12).toString('base64url') }
     : undefined;
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-conformance-dynamic-'));
   const cluster = await LocalCluster.start({
     workers: 1,
     release,
-    ...(auth === undefined ? {} : { conf: httpAuth(auth.password) }),
+    conf: [...dynamicConfig(dir), ...(auth === undefined ? [] : httpAuth(auth.password))],
+  }).catch((error: unknown) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
   });
   try {
     const target: Target = {
@@ -54,6 +67,7 @@ async function checkRelease(release: string): Promise<RuleRow[]> {
     return await runChecks(target);
   } finally {
     await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -132,7 +132,7 @@ async function fieldRows(target: Target): Promise<RuleRow[]> {
             problems.push(`${answer.evidence}: ${field.name} is ${type}, not ${field.type}`);
           else
             seen.push(
-              `${answer.evidence}: ${field.name} ${Array.isArray(value) ? `[${value.length}]` : String(value)}`,
+              `${answer.evidence}: ${field.name} ${Array.isArray(value) ? `[${value.length}]` : JSON.stringify(value)}`,
             );
         }
         return problems.length === 0

@@ -75,8 +75,8 @@ function xml(text: string): string {
       .replace(/</g, '&lt;')
       .replace(/>/g, '&gt;')
       .replace(/"/g, '&quot;')
-      // Characters XML 1.0 cannot carry at all.
-      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '?')
+      // Characters XML 1.0 cannot carry at all (control characters other than tab, line feed, carriage return).
+      .replace(/[^\t\n\r\u0020-\uffff]/gu, '?')
   );
 }
 
