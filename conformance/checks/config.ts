@@ -99,6 +99,7 @@ async function deprecatedRows(target: Target, command: readonly string[], dir: s
         `${key.before} is the current name at ${release} (renamed in ${key.release})`,
       ),
     );
+  if (due.length === 0) return rows;
   const servers: Started[] = [];
   try {
     const roles: Role[] = ['master', 'worker'];
