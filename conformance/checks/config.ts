@@ -17,6 +17,16 @@ import type { RuleRow, Target } from '../report/row.ts';
 import { fail, guarded, notApplicable, pass, verdict, type RuleSpec } from '../rows.ts';
 import { masterSettings, scratchDir, startServer, workerSettings, type Started } from '../servers.ts';
 
+/** The message of a JSON log line, or the line itself. */
+function messageOf(line: string): string {
+  try {
+    const parsed = JSON.parse(line) as { msg?: unknown };
+    return typeof parsed.msg === 'string' ? parsed.msg : line;
+  } catch {
+    return line;
+  }
+}
+
 function defaultRow(target: Target, change: DefaultChange, view: ConfView | undefined): RuleRow {
   const applies = atLeast(target.release, change.release);
   const expected = applies ? change.after : change.before === undefined ? [] : [change.before];
@@ -135,7 +145,8 @@ async function deprecatedRows(target: Target, command: readonly string[], dir: s
       const view = await confOf(target, started.httpUrl, release);
       const output = started.server.output;
       for (const key of keys) {
-        const named = output.find((line) => line.includes(key.before) && line.includes(key.after));
+        const line = output.find((text) => text.includes(key.before) && text.includes(key.after));
+        const named = line === undefined ? undefined : messageOf(line);
         const shown = view.values.get(key.after);
         const evidence = `${role} listening; log ${named === undefined ? `never names ${key.after}` : `"${excerpt(named, 200)}"`}; ${view.evidence}: ${key.after} ${shown === undefined ? 'not listed' : `= ${shown}`}${view.values.has(key.before) ? `, ${key.before} listed` : ''}`;
         const ok =

@@ -149,6 +149,11 @@ const ABSENT_BEFORE: RuleSpec = {
   section: '9.1',
   title: 'the /api/v1 namespace exists from 0.6.0 on, and not before',
 };
+const REQUEST_MEDIA: RuleSpec = {
+  ruleId: '4/api-v1-request-media-type',
+  section: '4',
+  title: `/api/v1 takes ${API_MEDIA_TYPE} requests: a POST in another media type is refused (415 or 400)`,
+};
 const DOCUMENT: RuleSpec = {
   ruleId: '1/openapi-document',
   section: '1',
@@ -225,6 +230,21 @@ export const endpointsCheck = async (target: Target): Promise<RuleRow[]> => {
       `${release} is at least ${API_V1_SINCE}: /api/v1 is checked endpoint by endpoint below`,
     ),
   ];
+  rows.push(
+    ...(await guarded(release, REQUEST_MEDIA, async () => {
+      const answer = await request(target, target.masterUrl, '/api/v1/workers/exclude', {
+        method: 'POST',
+        body: 'add=127.0.0.1:1:1:1:1',
+        contentType: 'text/plain',
+      });
+      return verdict(
+        release,
+        REQUEST_MEDIA,
+        answer.status === 415 || answer.status === 400,
+        `${answer.evidence}: ${excerpt(answer.text, 120)}`,
+      );
+    })),
+  );
   rows.push(...(await endpointRows(target, 'master', docs)));
   rows.push(...(await endpointRows(target, 'worker', docs)));
   rows.push(...(await fieldRows(target)));
