@@ -23,13 +23,13 @@ const SPECS = {
   },
   decommission: {
     ruleId: '3/decommission-event',
-    section: '6',
+    section: '3',
     title:
-      'a Decommission event sent to the master is accepted and the idle worker decommissions and exits 0',
+      'a Decommission event sent to the master is accepted, listed while pending, and the idle worker decommissions and exits 0',
   },
   exit: {
     ruleId: '3/exit-immediately',
-    section: '4.2',
+    section: '3',
     title: 'a worker told to exit IMMEDIATELY answers and its process exits 0',
   },
 } satisfies Record<string, RuleSpec>;
@@ -114,6 +114,25 @@ async function listedAs(
   }
   const path = field === 'workers' ? '/workerInfo' : renameAt(LEGACY_RENAMES[1]!, target.release).served;
   const answer = await request(target, target.masterUrl, path);
+  return { listed: answer.text.includes(String(worker.id.rpcPort)), evidence: answer.evidence };
+}
+
+/** Whether the master lists a pending event for the worker (`GET /api/v1/workers/events`, or `/workerEventInfo`). */
+async function eventListed(
+  target: Target,
+  worker: OwnWorker,
+): Promise<{ listed: boolean; evidence: string }> {
+  if (atLeast(target.release, API_V1_SINCE)) {
+    const answer = await request(target, target.masterUrl, '/api/v1/workers/events');
+    const events = ((answer.json as { workerEvents?: unknown[] } | undefined)?.workerEvents ?? []) as {
+      worker?: { host?: string; rpcPort?: number };
+    }[];
+    return {
+      listed: events.some((e) => e.worker?.rpcPort === worker.id.rpcPort && e.worker.host === worker.id.host),
+      evidence: answer.evidence,
+    };
+  }
+  const answer = await request(target, target.masterUrl, '/workerEventInfo');
   return { listed: answer.text.includes(String(worker.id.rpcPort)), evidence: answer.evidence };
 }
 
@@ -243,22 +262,37 @@ export const statesCheck = async (target: Target): Promise<RuleRow[]> => {
       ...(await guarded(release, SPECS.decommission, async () => {
         const second = await startOwnWorker(target, scratch.dir, 'second');
         own.push(second);
-        const sent = await command(
-          target,
-          target.masterUrl,
-          '/sendWorkerEvent',
-          { type: 'DECOMMISSION', workers: second.key },
-          { path: '/api/v1/workers/events', body: { eventType: 'DECOMMISSION', workers: [second.id] } },
-        );
+        // Frozen, the worker cannot take the event in a heartbeat: it stays pending where the master lists events.
+        second.started.server.child.kill('SIGSTOP');
+        let sent: Answer;
+        let pending: { listed: boolean; evidence: string };
+        try {
+          sent = await command(
+            target,
+            target.masterUrl,
+            '/sendWorkerEvent',
+            { type: 'DECOMMISSION', workers: second.key },
+            { path: '/api/v1/workers/events', body: { eventType: 'DECOMMISSION', workers: [second.id] } },
+          );
+          pending = await eventListed(target, second);
+        } finally {
+          second.started.server.child.kill('SIGCONT');
+        }
         if (!succeeded(sent))
           return fail(release, SPECS.decommission, `${sent.evidence}: ${excerpt(sent.text)}`);
+        if (!pending.listed)
+          return fail(
+            release,
+            SPECS.decommission,
+            `${sent.evidence}; ${pending.evidence} does not list the event for ${second.key}`,
+          );
         const code = await Promise.race([
           second.started.server.exited(),
           new Promise<string>((resolve) =>
             setTimeout(() => resolve('still running after 60 s'), 60_000).unref(),
           ),
         ]);
-        const evidence = `${sent.evidence} (${excerpt(sent.text, 80)}); the worker's process exited ${code}`;
+        const evidence = `${sent.evidence} (${excerpt(sent.text, 80)}); ${pending.evidence} lists it while the worker is frozen; the worker's process exited ${code}`;
         return code === 0
           ? pass(release, SPECS.decommission, evidence)
           : fail(release, SPECS.decommission, evidence);
