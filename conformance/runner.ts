@@ -7,6 +7,7 @@ import { endpointsCheck } from './checks/endpoints.ts';
 import { legacyCheck } from './checks/legacy.ts';
 import { limitsCheck } from './checks/limits.ts';
 import { metricsCheck } from './checks/metrics.ts';
+import { otherChangesCheck } from './checks/other.ts';
 import { statesCheck } from './checks/states.ts';
 
 export interface NamedCheck {
@@ -23,6 +24,7 @@ export const ALL_CHECKS: readonly NamedCheck[] = [
   { name: 'config', check: configCheck },
   { name: 'metrics', check: metricsCheck },
   { name: 'limits', check: limitsCheck },
+  { name: 'other-changes', check: otherChangesCheck },
   // Plugged in by their own modules (section 1 rules 3-7 and the 4.3 top-50 query):
   // { name: 'admission', check: admissionCheck },
   // { name: 'top50', check: top50Check },
