@@ -30,6 +30,16 @@ export interface Target {
   readonly dataUrl?: string;
   /** Basic credentials for mutating calls, when the deployment has authentication on. */
   readonly auth?: { readonly user: string; readonly password: string };
+  /**
+   * How the suite starts a server of this implementation for the rules that need one it started itself (a deprecated
+   * or removed key, decommission and exit): the command and its first arguments, to which `master` or `worker` and
+   * `--conf key=value` settings are appended. Absent: those rules are not applicable.
+   */
+  readonly serverCommand?: readonly string[];
+  /** Where the nodes serve Prometheus text; default `/metrics/prometheus`. */
+  readonly metricsPath?: string;
+  /** Where the nodes serve their OpenAPI document from 0.6.0; default `/openapi.json`. */
+  readonly openapiPath?: string;
 }
 
 /** A group of rules checked together. */

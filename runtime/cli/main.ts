@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import { adminCommand } from './admin-command.ts';
 import { confCommand } from './conf-command.ts';
+import { conformanceCommand } from './conformance-command.ts';
 import { demoCommand } from './demo-command.ts';
 import { masterCommand, workerCommand } from './server-commands.ts';
 
@@ -14,5 +15,6 @@ program.addCommand(masterCommand());
 program.addCommand(workerCommand());
 program.addCommand(confCommand());
 program.addCommand(adminCommand());
+program.addCommand(conformanceCommand());
 
 await program.parseAsync(process.argv);

@@ -1,7 +1,7 @@
 // `svc master` and `svc worker`: resolve the configuration, start the server, stop it on SIGTERM/SIGINT.
 import { Command, Option } from 'commander';
-import { parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
-import { createLogger, LOG_LEVELS, type LogLevelName } from '../log.ts';
+import { formatProblem, parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
+import { createLogger, LOG_LEVELS, type Logger, type LogLevelName } from '../log.ts';
 import { runMaster, type RunningServer, type ServerTestHooks } from '../process/master.ts';
 import { loadServerConfig, ServerConfigError } from '../process/server-config.ts';
 import { onStopSignals } from '../process/signals.ts';
@@ -48,6 +48,19 @@ function serverConfigs(
 ): { conf: ResolvedConfig; presented: ResolvedConfig } {
   const conf = loadServerConfig(role, { ...flags, release: undefined });
   return { conf, presented: flags.release === undefined ? conf : loadServerConfig(role, flags) };
+}
+
+/**
+ * Logs each warning of the configuration a server starts with (an older key name and the one to write instead, an
+ * unknown key and the nearest known one): the server starts, and says what to change (contract 9.2).
+ */
+function logConfigWarnings(logger: Logger, conf: ResolvedConfig): void {
+  for (const problem of conf.problems)
+    if (problem.severity !== 'error')
+      logger.warn(
+        { event: 'config.warning', code: problem.code, key: problem.subject },
+        formatProblem(problem),
+      );
 }
 
 /** Runs a server until it stops; its exit code becomes the process's. Configuration errors exit 2 with the list. */
@@ -103,12 +116,9 @@ export function masterCommand(testing: ServerTestHooks = {}): Command {
         'master',
         async () => {
           const { conf, presented } = serverConfigs('master', flags);
-          return runMaster(
-            conf,
-            createLogger(flags.logLevel, { role: 'master', node: 'master-0' }),
-            presented,
-            testing,
-          );
+          const logger = createLogger(flags.logLevel, { role: 'master', node: 'master-0' });
+          logConfigWarnings(logger, conf);
+          return runMaster(conf, logger, presented, testing);
         },
         flags.logLevel,
       );
@@ -137,13 +147,9 @@ export function workerCommand(testing: ServerTestHooks = {}): Command {
           const text = masterUrl ?? `svc://${conf.getList('svc.master.endpoints')[0] ?? ''}`;
           const url = parseMasterUrl(text, presented.release);
           if (!url.ok) throw new ServerConfigError(url.message);
-          return runWorker(
-            conf,
-            { host: url.host, port: url.port },
-            createLogger(flags.logLevel, { role: 'worker' }),
-            presented,
-            testing,
-          );
+          const logger = createLogger(flags.logLevel, { role: 'worker' });
+          logConfigWarnings(logger, conf);
+          return runWorker(conf, { host: url.host, port: url.port }, logger, presented, testing);
         },
         flags.logLevel,
       );

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { compareReleases, parseRelease } from '../../core/release/version.ts';
+import { masterUrlScheme } from '../../core/release/other-changes.ts';
+import { parseRelease } from '../../core/release/version.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { FaultProxy } from '../chaos/fault-proxy.ts';
 import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
@@ -158,9 +159,8 @@ export class LocalCluster {
 
   /** The master URL a server presenting `release` understands: before 0.3.0 only `rss://` (contract 9.3). */
   masterUrlFor(release = this.options.release): string {
-    return release !== undefined && compareReleases(parseRelease(release), '0.3.0') < 0
-      ? `rss://127.0.0.1:${this.masterPort}`
-      : this.masterUrl;
+    const scheme = release === undefined ? 'svc' : masterUrlScheme(parseRelease(release));
+    return `${scheme}://127.0.0.1:${this.masterPort}`;
   }
 
   /** `http://127.0.0.1:<port>` of the master's management interface. */
