@@ -433,7 +433,11 @@ export function top50Check(options: Top50Options = {}): Check {
     const dataUrl = target.dataUrl;
     let prometheus: PrometheusRun;
     try {
-      prometheus = await PrometheusRun.start({ binary, targets: endpoints.scrape });
+      prometheus = await PrometheusRun.start({
+        binary,
+        targets: endpoints.scrape,
+        ...(target.auth === undefined ? {} : { basicAuth: target.auth }),
+      });
     } catch (error) {
       // The suite's own tool did not start: nothing is known of the deployment.
       return allRows(

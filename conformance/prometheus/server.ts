@@ -40,6 +40,8 @@ export interface PrometheusOptions {
   readonly targets: readonly ScrapeTarget[];
   /** Default 1s. */
   readonly scrapeInterval?: string;
+  /** Basic credentials for every scrape, when the deployment's HTTP interface has authentication on. */
+  readonly basicAuth?: { readonly user: string; readonly password: string };
   /** How long to wait for it to listen and be ready; default 30 s. */
   readonly startupMs?: number;
 }
@@ -57,7 +59,19 @@ export interface ScrapeState {
 }
 
 /** The configuration file: one job per metrics path, every target's own labels kept (honor_labels). */
-export function prometheusConfig(targets: readonly ScrapeTarget[], scrapeInterval: string): string {
+export function prometheusConfig(
+  targets: readonly ScrapeTarget[],
+  scrapeInterval: string,
+  basicAuth?: { readonly user: string; readonly password: string },
+): string {
+  const auth =
+    basicAuth === undefined
+      ? []
+      : [
+          '    basic_auth:',
+          `      username: ${JSON.stringify(basicAuth.user)}`,
+          `      password: ${JSON.stringify(basicAuth.password)}`,
+        ];
   const byPath = new Map<string, string[]>();
   for (const target of targets)
     byPath.set(target.metricsPath, [...(byPath.get(target.metricsPath) ?? []), target.hostPort]);
@@ -66,6 +80,7 @@ export function prometheusConfig(targets: readonly ScrapeTarget[], scrapeInterva
       `  - job_name: svc-${i}`,
       `    metrics_path: ${JSON.stringify(metricsPath)}`,
       '    honor_labels: true',
+      ...auth,
       '    static_configs:',
       `      - targets: [${hosts.map((h) => JSON.stringify(h)).join(', ')}]`,
     ].join('\n'),
@@ -105,7 +120,10 @@ export class PrometheusRun {
   static async start(options: PrometheusOptions): Promise<PrometheusRun> {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-conformance-prometheus-'));
     const config = path.join(dir, 'prometheus.yml');
-    writeFileSync(config, prometheusConfig(options.targets, options.scrapeInterval ?? '1s'));
+    writeFileSync(
+      config,
+      prometheusConfig(options.targets, options.scrapeInterval ?? '1s', options.basicAuth),
+    );
     const child = spawn(
       options.binary,
       [
