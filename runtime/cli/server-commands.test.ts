@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { ServerProcess } from '../cluster/server-process.ts';
 
 const CLI = fileURLToPath(new URL('./main.ts', import.meta.url));
 const scratch = mkdtempSync(path.join(tmpdir(), 'svc-cli-'));
@@ -58,6 +59,46 @@ describe('svc master and svc worker', () => {
       run.stderr,
       /svc\.master\.port: invalid value 'abc'; expected a whole number from 0 to 65535/,
     );
+  });
+
+  it('a server presenting an older release accepts a key that release still reads and the current one removed', async () => {
+    const removed = 'svc.worker.userResourceConsumption.update.interval=30s';
+    const dirs = (name: string): string[] => [
+      '--conf',
+      `svc.worker.storage.dirs=${path.join(scratch, name)}`,
+      '--conf',
+      'svc.worker.http.port=0',
+      '--conf',
+      `svc.worker.graceful.shutdown.recoverPath=${path.join(scratch, `${name}-recover`)}`,
+    ];
+    // 0.4.0 removed the key: a server presenting 0.4.0 (or the current release) refuses it, naming it.
+    const refused = svc(
+      'worker',
+      'svc://127.0.0.1:1',
+      '--release',
+      '0.4.0',
+      '--conf',
+      removed,
+      ...dirs('r4'),
+    );
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      /svc\.worker\.userResourceConsumption\.update\.interval was removed in 0\.4\.0/,
+    );
+    // A 0.3.0 server read it: presenting 0.3.0 (the old half of a rolling upgrade), the worker starts.
+    const worker = new ServerProcess({
+      name: 'worker-0.3.0',
+      args: ['worker', 'svc://127.0.0.1:1', '--release', '0.3.0', '--conf', removed, ...dirs('r3')],
+      logFile: path.join(scratch, 'worker-0.3.0.log'),
+      env: { TMPDIR: scratch },
+    });
+    try {
+      const listening = await worker.waitForEvent('listening');
+      assert.equal(listening.release, '0.3.0');
+    } finally {
+      await worker.stop();
+    }
   });
 
   for (const role of ['master', 'worker']) {

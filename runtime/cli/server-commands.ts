@@ -37,7 +37,8 @@ function serverCommand(name: 'master' | 'worker', description: string): Command 
     .option(
       '--release <x.y.z>',
       'the release this server presents (handshakes, legacy paths, metric names, the machine configuration), ' +
-        'as during a rolling upgrade; its own settings are read as of the current release. Default: current',
+        'as during a rolling upgrade; its settings are checked as of that release and read as of the current one ' +
+        '(a key the current release removed is accepted while the presented release still reads it). Default: current',
     );
 }
 
@@ -46,8 +47,17 @@ function serverConfigs(
   role: 'master' | 'worker',
   flags: ServerFlags,
 ): { conf: ResolvedConfig; presented: ResolvedConfig } {
-  const conf = loadServerConfig(role, { ...flags, release: undefined });
-  return { conf, presented: flags.release === undefined ? conf : loadServerConfig(role, flags) };
+  if (flags.release === undefined) {
+    const conf = loadServerConfig(role, flags);
+    return { conf, presented: conf };
+  }
+  // A server presenting an older release starts with that release's configuration: a key the current release
+  // removed but the presented one still reads (a rolling upgrade's old properties file) is not an error.
+  const presented = loadServerConfig(role, flags);
+  return {
+    conf: loadServerConfig(role, { ...flags, release: undefined, acceptRemovedKeys: true }),
+    presented,
+  };
 }
 
 /**

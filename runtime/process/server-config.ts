@@ -15,6 +15,11 @@ export interface ServerConfigSources {
   readonly conf?: readonly string[];
   /** `--release`: resolve as of this release instead of the current one. */
   readonly release?: string;
+  /**
+   * Accept keys the current release removed: set for a server presenting an older release once that release's own
+   * configuration resolved without error (so it still reads them); nothing reads their values any more.
+   */
+  readonly acceptRemovedKeys?: boolean;
 }
 
 /** A configuration a server cannot start with; the message lists every problem, each with where it was set. */
@@ -55,10 +60,13 @@ export function loadServerConfig(role: Role, sources: ServerConfigSources): Reso
     overrides: parseConfPairs(sources.conf ?? []),
     platform: localPlatform(),
   });
-  if (conf.errors.length > 0) {
+  const errors = conf.errors.filter(
+    (problem) => !(problem.code === 'removed-key' && sources.acceptRemovedKeys === true),
+  );
+  if (errors.length > 0) {
     throw new ServerConfigError(
-      `the ${role} configuration has ${conf.errors.length} error(s):\n` +
-        conf.errors.map((problem) => `  ${formatProblem(problem)}`).join('\n'),
+      `the ${role} configuration has ${errors.length} error(s):\n` +
+        errors.map((problem) => `  ${formatProblem(problem)}`).join('\n'),
     );
   }
   return conf;
