@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
   isPeerUnavailable,
+  liftForReserve,
   markPeerUnavailable,
   purgeUnavailablePeers,
   type UnavailablePeers,
@@ -38,6 +39,25 @@ describe('unavailable peers', () => {
       purgeUnavailablePeers(purged, 90_000, 60_000),
       purged,
       'nothing to purge returns the same map',
+    );
+  });
+
+  it('a reserve lifts exactly the marks of the peers it places, and keeps the others', () => {
+    const peer = fc.constantFrom<string>('w1', 'w2', 'w3', 'w4', 'w5');
+    fc.assert(
+      fc.property(fc.array(fc.tuple(peer, fc.nat(10 ** 6))), fc.array(peer), (marks, placed) => {
+        let peers: UnavailablePeers = new Map();
+        for (const [key, since] of marks) peers = markPeerUnavailable(peers, key, since);
+        const { peers: next, lifted } = liftForReserve(peers, placed);
+        assert.deepEqual([...lifted].sort(), [...new Set(placed)].filter((key) => peers.has(key)).sort());
+        for (const [key, since] of peers) {
+          if (placed.includes(key)) assert.equal(next.has(key), false, `${key} lifted`);
+          else assert.equal(next.get(key), since, `${key} kept with its time`);
+        }
+        assert.equal(next.size, peers.size - lifted.length);
+        if (lifted.length === 0) assert.equal(next, peers, 'unchanged when nothing is lifted');
+      }),
+      { numRuns: 300 },
     );
   });
 });

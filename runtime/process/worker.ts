@@ -354,7 +354,7 @@ async function startWorker(
     testing,
   };
   const recovered = await store.load();
-  const found = await filesOnDisks(tiers.disks, logger);
+  const found = await filesOnTiers(tiers, logger);
   // Read by closures (the metrics' instance label and state) before the interface listens and the driver exists.
   const late: LateParts = { http: undefined, driver: undefined };
   const metrics = workerMetrics(start, late);
@@ -623,11 +623,22 @@ function announceWorker(
   );
 }
 
-/** Every partition file on the local disks, for the core to tell its own from an earlier run's leftovers. */
-async function filesOnDisks(disks: readonly LocalDisk[], logger: Logger): Promise<FileRef[]> {
-  const listed = await listDiskFiles(
-    disks.map((disk) => ({ dir: disk.dir, mountPoint: disk.config.mountPoint, type: disk.config.type })),
-  );
+/**
+ * Every partition file on the local disks and in the DFS directory, for the core to tell its own from an earlier
+ * run's leftovers. The DFS directory is shared by the workers: a file another worker holds is named as a leftover too,
+ * and is kept, like any, while the master knows its shuffle; once the shuffle ends its holder and this worker both
+ * delete it (a delete of a missing file succeeds). That is what removes the DFS files of a worker killed mid-write.
+ */
+async function filesOnTiers(tiers: WorkerTiers, logger: Logger): Promise<FileRef[]> {
+  const listed = await listDiskFiles([
+    ...tiers.disks.map((disk) => ({
+      dir: disk.dir,
+      mountPoint: disk.config.mountPoint,
+      type: disk.config.type,
+    })),
+    // Memory and DFS files have mount point '' (core/machines/effects.ts); HDFS, OSS and S3 share the directory.
+    ...(tiers.dfsDir === undefined ? [] : [{ dir: tiers.dfsDir, mountPoint: '', type: 'HDFS' as const }]),
+  ]);
   for (const { dir, reason } of listed.unreadable) {
     logger.warn(
       { event: 'worker.leftovers.unreadable', dir, reason },

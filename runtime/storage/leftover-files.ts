@@ -11,9 +11,10 @@ export interface ListedDisk {
 }
 
 /**
- * Every partition file on the worker's local disks, `<dir>/<shuffleKey>/<fileName>`, as the core's file refs: what
- * an earlier run of the worker left there, for the core to decide about (core/machines/worker/leftovers.ts). A disk
- * that cannot be listed is reported, not fatal: its files are then simply not known.
+ * Every partition file on the worker's local disks and in its DFS directory, `<dir>/<shuffleKey>/<fileName>`, as the
+ * core's file refs: what an earlier run of the worker (or, in the shared DFS directory, another worker) left there,
+ * for the core to decide about (core/machines/worker/leftovers.ts). A directory that cannot be listed is reported,
+ * not fatal: its files are then simply not known.
  */
 export async function listDiskFiles(
   disks: readonly ListedDisk[],

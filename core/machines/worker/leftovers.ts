@@ -13,8 +13,10 @@ import type { WorkerMachineState } from './state.ts';
  *
  * The reference's workers clean expired application directories the same way, by age and by whether any shuffle of
  * the application is still active; svc asks the master, which knows every application, instead of trusting the age
- * of a directory alone. Only local disks are listed: the DFS directory is the master's to clean, and memory does
- * not survive a restart.
+ * of a directory alone. The driver lists the local disks and the DFS directory (memory does not survive a restart).
+ * The DFS directory is shared: a file another worker holds is found as well, and kept while the master knows its
+ * shuffle; once the shuffle ends, its holder and this worker both delete it. So the DFS files of a worker killed
+ * mid-write go once any worker sharing the directory (the killed one, restarted, or another) starts again.
  */
 
 /** Takes the files the driver found on the worker's disks at start; those the worker holds are not leftovers. */

@@ -5,6 +5,7 @@ import {
   type PartitionLocation,
 } from '../../domain/index.ts';
 import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
+import { liftForReserve } from '../../replication/index.ts';
 import type { ReserveSlots } from '../../protocol/messages.ts';
 import { chooseTierForNewFile } from '../../storage/index.ts';
 import type { Envelope, IoError } from '../effects.ts';
@@ -67,7 +68,7 @@ export function handleReserveSlots(
   }
 
   const reserveId = takeId(s);
-  let state = s;
+  let state = withPeersPlacedAgain(s, out, key, message.primaries);
   let pending: PendingReserve = {
     replyTo,
     shuffleKey: key,
@@ -105,6 +106,26 @@ export function handleReserveSlots(
     pending = started.pending;
   }
   return settle(state, out, reserveId, pending);
+}
+
+/** A reserve naming a marked peer for one of its primaries gives that peer another chance (core/replication). */
+function withPeersPlacedAgain(
+  s: WorkerMachineState,
+  out: Outbox,
+  shuffle: string,
+  primaries: readonly PartitionLocation[],
+): WorkerMachineState {
+  const placed: string[] = [];
+  for (const location of primaries)
+    if (location.peer !== undefined) placed.push(workerKey(location.peer.worker));
+  const { peers, lifted } = liftForReserve(s.unavailablePeers, placed);
+  if (lifted.length === 0) return s;
+  log(out, 'info', 'worker.replicate.peerRetried', {
+    shuffle,
+    peers: lifted,
+    reason: 'the master placed a replica there since the connect failed; the next push connects again',
+  });
+  return { ...s, unavailablePeers: peers };
 }
 
 /** Completion of a createFile: the file joins the request, or another tier or disk is tried, or the location fails. */

@@ -57,6 +57,19 @@ function reserve(
   );
 }
 
+function reserveOf(shuffleId: number, primaries: ReturnType<typeof location>[]) {
+  return {
+    type: 'ReserveSlots' as const,
+    appId: 'app',
+    shuffleId,
+    primaries,
+    replicas: [],
+    splitThreshold: 1024 ** 3,
+    splitMode: 'SOFT' as const,
+    memoryEnabled: false,
+  };
+}
+
 /** A reserved shuffle with files created; returns the reserve's reply. */
 function reserved(harness: Harness<WorkerMachineState>, options: Parameters<typeof reserve>[1] = {}) {
   const effects = reserve(harness, options);
@@ -391,6 +404,44 @@ describe('worker: PushData', () => {
     harness.now += 1;
     const again = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 2 }), { requestId: 3 });
     assert.equal(sentOf(again, 'PushData').length, 1, 'the peer is tried again once the window has passed');
+  });
+
+  it('connects to a marked peer again once a new reserve places a replica there (a restarted peer is back)', () => {
+    const harness = worker();
+    reserved(harness, { peer: true });
+    const first = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 1 });
+    harness.ioDone(writesOf(first)[0]!.op);
+    harness.step({
+      kind: 'sendFailed',
+      to: workerKey(PEER),
+      requestId: onlySent(first, 'PushData').requestId!,
+      message: pushData(KEY, 0, 0, 'REPLICA'),
+    });
+    harness.now += 5_000;
+    const unrelated = harness.receive(
+      CLIENT,
+      { ...reserveOf(3, [location(0, 0, 'PRIMARY', SELF)]) },
+      { requestId: 78 },
+    );
+    harness.completeIo(unrelated);
+    const stillFast = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 1 }), {
+      requestId: 2,
+    });
+    assert.equal(
+      onlySent(stillFast, 'PushDataResponse').message.status,
+      'PUSH_DATA_CREATE_CONNECTION_FAIL_REPLICA',
+      'a reserve that does not place the peer lifts nothing',
+    );
+    const placed = harness.receive(
+      CLIENT,
+      { ...reserveOf(2, [location(0, 0, 'PRIMARY', SELF, { peer: PEER })]) },
+      { requestId: 79 },
+    );
+    const retried = placed.filter((e) => e.kind === 'log' && e.event === 'worker.replicate.peerRetried');
+    assert.equal(retried.length, 1);
+    harness.completeIo(placed);
+    const again = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 2 }), { requestId: 3 });
+    assert.equal(sentOf(again, 'PushData').length, 1, 'the peer is tried again within the window');
   });
 
   it('writes a REPLICA push locally and answers without forwarding it', () => {
