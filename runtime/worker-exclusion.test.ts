@@ -151,11 +151,11 @@ describe('excluding workers (real processes)', () => {
     assert.equal(during.has(id), false, 'the shuffle that met the failed disk was placed on the others');
     assert.equal((await verifiedShuffle(client, 2)).has(id), false, 'an excluded worker gets no slots');
 
-    // The disk comes back (a replaced disk mounted again, with the worker's working directory on it, which the
-    // worker creates only at start): the next probe succeeds, the next heartbeat releases the worker.
+    // The disk comes back empty (a replaced disk, mounted again): the next probe makes the worker's working
+    // directory on it again and succeeds, and the next heartbeat releases the worker.
     const workingDir = (victim.seen((line) => line.event === 'listening')[0]!.disks as string[])[0]!;
-    assert.ok(workingDir.startsWith(disk), workingDir);
-    mkdirSync(workingDir, { recursive: true });
+    assert.ok(workingDir.startsWith(disk) && workingDir !== disk, workingDir);
+    mkdirSync(disk);
     await victim.waitForEvent('worker.disk.recovered');
     await cluster.master.waitFor(
       (line) => line.event === 'master.worker.released' && line.worker === id,

@@ -1,5 +1,5 @@
 import { statSync, watch, type FSWatcher, type Stats } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { errnoCode } from './io-error.ts';
 
@@ -27,6 +27,13 @@ export class DirectoryHealth {
     private readonly options: {
       /** Watch the directory (disks); a DFS mount is only checked before each create. */
       readonly watch: boolean;
+      /**
+       * The disk's own directory when `dir` is svc's working directory inside it (svc.worker.storage.workingDir):
+       * a disk that comes back empty (a replaced disk, mounted again) gets its working directory made again by the
+       * recovery probe, as at start. Without it, and never for the disk's directory itself, nothing is created: an
+       * unmounted mount point must not silently fill the root file system.
+       */
+      readonly recreateUnder?: string;
       readonly onFailed: (reason: string) => void;
     },
   ) {}
@@ -59,7 +66,14 @@ export class DirectoryHealth {
    */
   async confirm(recover = false): Promise<boolean> {
     const generation = this.generation;
-    const observed = await this.observe();
+    let observed = await this.observe();
+    if (
+      recover &&
+      this.failure !== undefined &&
+      typeof observed === 'string' &&
+      (await this.remakeWorkingDir())
+    )
+      observed = await this.observe();
     // A failure or recovery that happened meanwhile was decided on newer information than ours.
     if (this.closed || generation !== this.generation) return this.failure === undefined;
     if (this.failure !== undefined) {
@@ -75,6 +89,20 @@ export class DirectoryHealth {
       return false;
     }
     return true;
+  }
+
+  /** Makes the working directory again when the disk's directory is there; true when it did. */
+  private async remakeWorkingDir(): Promise<boolean> {
+    const under = this.options.recreateUnder;
+    if (under === undefined) return false;
+    try {
+      if (!(await stat(under)).isDirectory()) return false;
+      await mkdir(this.dir, { recursive: true });
+      return true;
+    } catch {
+      // The disk is not back (or not writable): the probe fails and is tried again at the next check.
+      return false;
+    }
   }
 
   /** Stops watching (the tier is closing). */

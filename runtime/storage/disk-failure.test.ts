@@ -194,6 +194,51 @@ describe('TierStorage on a disk whose directory disappears', () => {
   );
 
   it(
+    'makes the working directory again on a disk that came back empty, once the probe runs',
+    TIMEOUT,
+    async () => {
+      const disk = await makeDir(root!, 'disk-1');
+      const dir = await makeDir(disk, 'svc-work');
+      const s = open([{ mountPoint: disk, dir }]);
+      const file = diskFile('app-1-0/0-0', disk);
+      await s.run({ kind: 'createFile', op: 1, file });
+      // A replaced disk, mounted again: its directory is back, empty, without svc's working directory.
+      await rm(disk, { recursive: true, force: true });
+      await failuresReach(1);
+      await mkdir(disk);
+      assert.equal(existsSync(dir), false);
+
+      const probe = diskFile('.svc-disk-probe', disk);
+      const deleted = s.delete(probe);
+      const probed = await s.runBatch([
+        { kind: 'createFile', op: -1, file: probe },
+        { kind: 'write', op: -2, file: probe, bytes: bytesOf('svc\n') },
+        { kind: 'flush', op: -3, file: probe },
+      ]);
+      await deleted;
+      assert.deepEqual(probed.map(outcome), ['ok', 'ok', 'ok']);
+      assert.equal(existsSync(dir), true, 'the working directory was made again');
+      const fresh = diskFile('app-1-0/1-0', disk);
+      assert.equal(outcome(await s.run({ kind: 'createFile', op: 2, file: fresh })), 'ok');
+    },
+  );
+
+  it(
+    'makes nothing while the disk itself is missing: the probe fails and the disk stays failed',
+    TIMEOUT,
+    async () => {
+      const disk = await makeDir(root!, 'disk-1');
+      const dir = await makeDir(disk, 'svc-work');
+      const s = open([{ mountPoint: disk, dir }]);
+      await rm(disk, { recursive: true, force: true });
+      await failuresReach(1);
+      const probe = diskFile('.svc-disk-probe', disk);
+      assert.notEqual(outcome(await s.run({ kind: 'createFile', op: -1, file: probe })), 'ok');
+      assert.equal(existsSync(disk), false, 'an absent disk is never created');
+    },
+  );
+
+  it(
     'reports a disk whose directory is missing at start, and never creates the directory itself',
     TIMEOUT,
     async () => {

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { ReadBuffers } from './read-buffers.ts';
 import {
   chunksOfWrite,
@@ -76,8 +77,11 @@ export class TierStorage {
     const handles = new OpenHandles(options.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES);
     for (const disk of options.disks) {
       if (this.disks.has(disk.mountPoint)) throw new RangeError(`disk ${disk.mountPoint} is declared twice`);
+      const inside = path.relative(disk.mountPoint, disk.dir);
+      const workingDirInside = inside !== '' && !inside.startsWith('..') && !path.isAbsolute(inside);
       const health: DirectoryHealth = new DirectoryHealth(disk.dir, {
         watch: true,
+        ...(workingDirInside ? { recreateUnder: disk.mountPoint } : {}),
         onFailed: (reason) => {
           files.releaseAll();
           try {
