@@ -123,5 +123,12 @@ describe('the packed client in an application outside the repository', () => {
     );
     assert.match(stdout, /master/);
     assert.match(stdout, /worker/);
+    // The conformance suite ships too: an operator checks a deployment with the installed command.
+    const conformance = await run(
+      process.execPath,
+      [path.join(appDir, 'node_modules', 'svc', 'bin', 'svc.mjs'), 'conformance', '--help'],
+      { cwd: appDir, env: plainEnv() },
+    );
+    assert.match(conformance.stdout, /--master/);
   });
 });
