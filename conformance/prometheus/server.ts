@@ -42,7 +42,7 @@ export interface PrometheusOptions {
   readonly scrapeInterval?: string;
   /** Basic credentials for every scrape, when the deployment's HTTP interface has authentication on. */
   readonly basicAuth?: { readonly user: string; readonly password: string };
-  /** How long to wait for it to listen and be ready; default 30 s. */
+  /** How long to wait for it to listen and be ready; default 120 s. */
   readonly startupMs?: number;
 }
 
@@ -141,9 +141,17 @@ export class PrometheusRun {
     const lines: string[] = [];
     let listening: string | undefined;
     const ready = new Promise<string>((resolve, reject) => {
+      // A deadline, not a wait: readiness is the log line. Generous, as for the servers' own start (a loaded CI
+      // machine can take long to start a Go binary and replay its empty WAL).
+      const startupMs = options.startupMs ?? 120_000;
       const timer = setTimeout(
-        () => reject(new Error(`prometheus was not ready within ${options.startupMs ?? 30_000} ms`)),
-        options.startupMs ?? 30_000,
+        () =>
+          reject(
+            new Error(
+              `prometheus was not ready within ${startupMs} ms; its last lines:\n${lines.slice(-8).join('\n')}`,
+            ),
+          ),
+        startupMs,
       );
       createInterface({ input: child.stderr }).on('line', (line) => {
         lines.push(line);
