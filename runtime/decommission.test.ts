@@ -6,16 +6,9 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { workerKey, type PartitionLocation } from '../core/domain/index.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
+import { StagedShuffle } from './testing/staged-shuffle.ts';
 import { DEFAULT_WAIT_MS, type LogLine } from './cluster/server-process.ts';
-import type { MapResult, MapWriter } from './client/shuffle-client.ts';
-import {
-  clientSide,
-  readAndVerify,
-  recordsOf,
-  winnersOf,
-  type ClientSide,
-  type SmallJob,
-} from './testing/small-job.ts';
+import { clientSide, type ClientSide, type SmallJob } from './testing/small-job.ts';
 
 const REPLICATED = {
   'svc.client.push.replicate.enabled': 'true',
@@ -27,14 +20,6 @@ const WORKER_CONF = ['svc.worker.decommission.checkInterval=200ms'];
 // Workers heartbeat every timeout / 4 (5 s): the master learns a worker's return to Normal from its next heartbeat.
 const CONF = ['svc.master.heartbeat.worker.timeout=20s'];
 const JOB: SmallJob = { maps: 2, partitions: 6, recordsPerPartition: 160, recordBytes: 300 };
-
-async function until(ready: () => boolean, what: string, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting ${timeoutMs} ms for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 /** Polls a management endpoint until `ready` holds on its JSON (the API is what an operator watches). */
 async function untilApi<T>(url: string, ready: (body: T) => boolean, what: string): Promise<T> {
@@ -93,44 +78,6 @@ async function sendEvent(cluster: LocalCluster, eventType: string, worker: strin
   assert.equal(response.status, 200, `${eventType}: ${await response.text()}`);
 }
 
-/** A shuffle whose maps write half their records, then the rest. */
-class Stage {
-  private readonly writers: MapWriter[];
-  constructor(
-    readonly client: ClientSide,
-    readonly shuffleId: number,
-  ) {
-    const shuffle = client.executor.shuffle(shuffleId, { maps: JOB.maps, partitions: JOB.partitions });
-    this.writers = Array.from({ length: JOB.maps }, (_, mapId) => shuffle.writer(mapId, 0));
-  }
-  private write(from: number, to: number): void {
-    this.writers.forEach((writer, mapId) =>
-      recordsOf(JOB, mapId, 0).forEach((records, p) =>
-        records.slice(from, to).forEach((r) => writer.write(p, r)),
-      ),
-    );
-  }
-  async begin(): Promise<this> {
-    this.write(0, JOB.recordsPerPartition / 2);
-    await until(
-      () => this.writers.every((w) => w.acknowledgedBytes() > 0),
-      'pushes of every map acknowledged',
-    );
-    return this;
-  }
-  async endAndVerify(): Promise<void> {
-    this.write(JOB.recordsPerPartition / 2, JOB.recordsPerPartition);
-    const results = new Map<string, MapResult>();
-    for (const [mapId, writer] of this.writers.entries()) results.set(`${mapId}/0`, await writer.close());
-    await readAndVerify(this.client.executor, this.shuffleId, JOB, winnersOf(results));
-  }
-  reserved(): readonly PartitionLocation[] {
-    const shuffle = this.client.app.state().shuffles.get(this.shuffleId);
-    assert.ok(shuffle, `the lifecycle manager knows shuffle ${this.shuffleId}`);
-    return shuffle.reserved;
-  }
-}
-
 /** The index and id of the worker holding the most copies of the stage's partitions. */
 function busiest(cluster: LocalCluster, copies: readonly PartitionLocation[]) {
   const held = cluster.workerIds.map((id) => copies.filter((c) => workerKey(c.worker) === id).length);
@@ -155,7 +102,7 @@ describe('decommissioning a worker under load (real processes)', () => {
     cluster = await LocalCluster.start({ workers: 3, conf: CONF, workerConf: WORKER_CONF });
     const c = cluster;
     client = await clientSide(c.masterUrl, { conf: REPLICATED });
-    const stage = await new Stage(client, 0).begin();
+    const stage = await new StagedShuffle(client, 0, JOB).begin();
     const victim = busiest(c, stage.reserved());
     assert.ok(victim.copies > 0, 'the decommissioned worker holds partitions of the running job');
     const worker = c.workers[victim.index]!;
@@ -186,7 +133,7 @@ describe('decommissioning a worker under load (real processes)', () => {
       'none back on the worker',
     );
     // A new shuffle gets no slot on it.
-    const next = await new Stage(client, 1).begin();
+    const next = await new StagedShuffle(client, 1, JOB).begin();
     assert.ok(
       next.reserved().every((copy) => workerKey(copy.worker) !== victim.id),
       'no new slots',
@@ -208,7 +155,7 @@ describe('decommissioning a worker under load (real processes)', () => {
     cluster = await LocalCluster.start({ workers: 3, conf: CONF, workerConf: WORKER_CONF });
     const c = cluster;
     client = await clientSide(c.masterUrl, { conf: REPLICATED });
-    const stage = await new Stage(client, 0).begin();
+    const stage = await new StagedShuffle(client, 0, JOB).begin();
     const victim = busiest(c, stage.reserved());
     assert.ok(victim.copies > 0, 'the worker holds partitions of the running job');
     const worker = c.workers[victim.index]!;
@@ -240,7 +187,7 @@ describe('decommissioning a worker under load (real processes)', () => {
     );
     const spare = await clientSide(c.masterUrl, { conf: REPLICATED });
     try {
-      const probe = await new Stage(spare, 0).begin();
+      const probe = await new StagedShuffle(spare, 0, JOB).begin();
       assert.ok(
         probe.reserved().every((copy) => workerKey(copy.worker) !== victim.id),
         'idle: no slots',
@@ -260,7 +207,7 @@ describe('decommissioning a worker under load (real processes)', () => {
       'the master no longer listing the worker as leaving',
     );
     client = await clientSide(c.masterUrl, { conf: REPLICATED });
-    const back = await new Stage(client, 0).begin();
+    const back = await new StagedShuffle(client, 0, JOB).begin();
     assert.ok(
       back.reserved().some((copy) => workerKey(copy.worker) === victim.id),
       'a new shuffle gets slots on the recommissioned worker',

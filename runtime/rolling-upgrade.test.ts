@@ -12,17 +12,9 @@ import { afterEach, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { isAtLeast, parseRelease } from '../core/release/version.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
-import { DEFAULT_WAIT_MS, STARTUP_WAIT_MS } from './cluster/server-process.ts';
-import type { MapResult, MapWriter } from './client/shuffle-client.ts';
-import {
-  clientSide,
-  readAndVerify,
-  recordsOf,
-  runVerifiedJob,
-  winnersOf,
-  type ClientSide,
-  type SmallJob,
-} from './testing/small-job.ts';
+import { StagedShuffle } from './testing/staged-shuffle.ts';
+import { STARTUP_WAIT_MS } from './cluster/server-process.ts';
+import { clientSide, runVerifiedJob, type ClientSide, type SmallJob } from './testing/small-job.ts';
 
 const CLI = fileURLToPath(new URL('./cli/main.ts', import.meta.url));
 const REPLICATED = {
@@ -39,59 +31,6 @@ const GRACEFUL = [
 ];
 // A client before 0.6.0 hands its records to the map task a mebibyte at a time: each half of a map writes more.
 const JOB: SmallJob = { maps: 2, partitions: 6, recordsPerPartition: 380, recordBytes: 1_000 };
-
-/** Resolves once `ready()` holds, checking after every turn of the event loop; rejects after `timeoutMs`. */
-async function until(ready: () => boolean, what: string, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting ${timeoutMs} ms for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
-/** One stage of a job: a shuffle whose maps write half their records, then (later) the rest, then close. */
-class Stage {
-  private readonly writers: MapWriter[];
-  private winners: Map<number, number> | undefined;
-  constructor(
-    readonly client: ClientSide,
-    readonly shuffleId: number,
-  ) {
-    const shuffle = client.executor.shuffle(shuffleId, { maps: JOB.maps, partitions: JOB.partitions });
-    this.writers = Array.from({ length: JOB.maps }, (_, mapId) => shuffle.writer(mapId, 0));
-  }
-
-  private write(from: number, to: number): void {
-    this.writers.forEach((writer, mapId) =>
-      recordsOf(JOB, mapId, 0).forEach((records, p) =>
-        records.slice(from, to).forEach((r) => writer.write(p, r)),
-      ),
-    );
-  }
-
-  /** Writes the first half of every map and waits until each map has had pushes acknowledged: data in flight. */
-  async begin(): Promise<this> {
-    this.write(0, JOB.recordsPerPartition / 2);
-    await until(
-      () => this.writers.every((w) => w.acknowledgedBytes() > 0),
-      `a push of every map of shuffle ${this.shuffleId} acknowledged`,
-    );
-    return this;
-  }
-
-  /** Writes the second half and closes every map: the stage ends and the lifecycle manager commits it. */
-  async end(): Promise<void> {
-    this.write(JOB.recordsPerPartition / 2, JOB.recordsPerPartition);
-    const results = new Map<string, MapResult>();
-    for (const [mapId, writer] of this.writers.entries()) results.set(`${mapId}/0`, await writer.close());
-    this.winners = winnersOf(results);
-  }
-
-  async verify(): Promise<void> {
-    assert.ok(this.winners, `shuffle ${this.shuffleId} ended`);
-    await readAndVerify(this.client.executor, this.shuffleId, JOB, this.winners);
-  }
-}
 
 async function status(url: string): Promise<number> {
   const response = await fetch(url);
@@ -169,8 +108,8 @@ function rollingUpgrade({ from, to, confFiles = false }: UpgradeCase): void {
       const c = cluster;
       const jobA = await clientSide(c.masterUrl, { release: from, conf: REPLICATED });
       clients.push(jobA);
-      const stages: Stage[] = [];
-      let a = await new Stage(jobA, 0).begin();
+      const stages: StagedShuffle[] = [];
+      let a = await new StagedShuffle(jobA, 0, JOB).begin();
       stages.push(a);
       assert.equal(await status(`${c.masterHttpUrl}/workerInfo`), 200, `the legacy path at ${from}`);
       assert.equal(await status(`${c.masterHttpUrl}/api/v1/workers`), apiStatus(from), `/api/v1 at ${from}`);
@@ -183,8 +122,8 @@ function rollingUpgrade({ from, to, confFiles = false }: UpgradeCase): void {
       await a.end();
       const jobB = await clientSide(c.masterUrl, { release: from, conf: REPLICATED });
       clients.push(jobB);
-      a = await new Stage(jobA, 1).begin();
-      let b = await new Stage(jobB, 0).begin();
+      a = await new StagedShuffle(jobA, 1, JOB).begin();
+      let b = await new StagedShuffle(jobB, 0, JOB).begin();
       stages.push(a, b);
 
       // 2. Each worker in turn: it stops taking slots, its open partitions move on (HARD_SPLIT, revive), it exits
@@ -211,8 +150,8 @@ function rollingUpgrade({ from, to, confFiles = false }: UpgradeCase): void {
           apiStatus(to),
           `worker ${index} at ${to}`,
         );
-        a = await new Stage(jobA, index + 2).begin();
-        b = await new Stage(jobB, index + 1).begin();
+        a = await new StagedShuffle(jobA, index + 2, JOB).begin();
+        b = await new StagedShuffle(jobB, index + 1, JOB).begin();
         stages.push(a, b);
       }
       await Promise.all([a.end(), b.end()]);

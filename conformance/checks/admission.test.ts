@@ -195,7 +195,7 @@ describe('admission against a real cluster presenting 0.2.0 (its workers given r
 
   it('accepts a 0.2.0 client and verifies its shuffle', async () => {
     cluster = await LocalCluster.start({ workers: 2, release: '0.2.0' });
-    assert.match(cluster.masterUrlForServers, /^rss:\/\//);
+    assert.match(cluster.masterUrlFor(), /^rss:\/\//);
     const rows = await admissionCheck({ clients: ['0.2.0'], revive: false })(targetOf(cluster, '0.2.0'));
     assert.deepEqual(
       rows.map((r) => [r.ruleId, r.verdict]),

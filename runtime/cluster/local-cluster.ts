@@ -149,14 +149,6 @@ export class LocalCluster {
     return `svc://127.0.0.1:${this.masterPort}`;
   }
 
-  /**
-   * The master's URL as the servers' release writes it: `rss://` before 0.3.0, which changed the scheme to `svc://`
-   * (contract 9.3), so that a cluster presenting 0.2.x starts its workers.
-   */
-  get masterUrlForServers(): string {
-    return this.masterUrlFor(this.options.release);
-  }
-
   /** The master URL a server presenting `release` understands: before 0.3.0 only `rss://` (contract 9.3). */
   masterUrlFor(release = this.options.release): string {
     const scheme = release === undefined ? 'svc' : masterUrlScheme(parseRelease(release));
