@@ -35,6 +35,15 @@ function recordAt(mapId: number, index: number): Uint8Array {
   return pool.subarray(offset, offset + RECORD_BYTES);
 }
 
+/** Polls a worker's state that has no event to wait on, for at most 20 s. */
+async function pollUntil(done: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await done())) {
+    if (Date.now() > deadline) assert.fail(`not within 20 s: ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 describe('the streaming partition reader', () => {
   let cluster: LocalCluster;
   before(async () => {
@@ -111,6 +120,12 @@ describe('the streaming partition reader', () => {
   });
 
   it('closes its stream on the worker when the consumer gives up before the end', async () => {
+    const openStreams = async (): Promise<number> => {
+      const text = await (await fetch(`${cluster.workerHttpUrl(0)}/metrics/prometheus`)).text();
+      const gauge = /^metrics_ActiveChunkStreamCount_Value(?:\{[^}]*\})? (\d+)/m.exec(text);
+      assert.ok(gauge, "ActiveChunkStreamCount in the worker's metrics");
+      return Number(gauge[1]);
+    };
     const closed: Record<string, unknown>[] = [];
     const logger = {
       error: () => {},
@@ -140,11 +155,15 @@ describe('the streaming partition reader', () => {
       let read = 0;
       for await (const record of shuffle.reader(0)) {
         read += record.length;
+        // With one chunk fetched ahead, the third chunk is unasked: the worker's stream is open.
+        assert.equal(await openStreams(), 1, "the worker holds the reader's stream open");
         break;
       }
       assert.equal(read, RECORD_BYTES);
       assert.equal(closed.length, 1, 'one CloseStream, to the worker of the open stream');
       assert.match(String(closed[0]!.worker), /:/);
+      // The worker hears it: its stream is released (it would stay open, its last chunk never asked, without it).
+      await pollUntil(async () => (await openStreams()) === 0, 'the worker released the stream');
     } finally {
       await executor.close();
       await app.close();

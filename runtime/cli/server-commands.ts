@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import { formatProblem, parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevelName } from '../log.ts';
+import { allocatorAdvice } from '../process/allocator.ts';
 import { runMaster, type RunningServer, type ServerTestHooks } from '../process/master.ts';
 import { loadServerConfig, ServerConfigError } from '../process/server-config.ts';
 import { onStopSignals } from '../process/signals.ts';
@@ -88,6 +89,8 @@ async function serve(
     process.exit(2);
   }
   const logger = createLogger(level, { role, node: server.nodeId });
+  const advice = allocatorAdvice();
+  if (advice !== undefined) logger.warn({ event: 'process.allocatorUntuned' }, advice);
   if (process.env.SVC_EXIT_WITH_PARENT === '1') {
     // Started by a local cluster (runtime/cluster): its end closes our stdin, and we stop at once with it.
     process.stdin.on('close', () => void server.shutdown(0, 'the process that started this server is gone'));

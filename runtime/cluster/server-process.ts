@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { allocatorEnvironment } from '../process/allocator.ts';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
 /** The test-only entry that takes ServerTestHooks (absent from an installed package: only tests use it). */
@@ -70,7 +71,8 @@ export class ServerProcess {
           ];
     this.child = spawn(process.execPath, ['--import', 'tsx', ...entry, ...options.args], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, ...options.env, SVC_EXIT_WITH_PARENT: '1' },
+      // The allocator's setting a deployment gives its servers (runtime/process/allocator.ts): an explicit one wins.
+      env: { ...allocatorEnvironment(), ...process.env, ...options.env, SVC_EXIT_WITH_PARENT: '1' },
     });
     createInterface({ input: this.child.stdout! }).on('line', (text) => this.onLine(text));
     createInterface({ input: this.child.stderr! }).on('line', (text) => {
