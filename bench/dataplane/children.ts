@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
+import { allocatorEnvironment } from '../../runtime/process/allocator.ts';
 
 const HERE = import.meta.dirname;
 export const PROBE_URL = pathToFileURL(path.join(HERE, 'probe.mjs')).href;
@@ -36,7 +37,10 @@ export class Child<In extends { readonly type: string }, Out extends Answer> {
   private constructor(readonly options: ChildOptions) {
     this.process = spawn(process.execPath, ['--import', PROBE_URL, '--import', 'tsx', options.file], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      // Every child (servers, bare sinks, clients alike) gets the allocator setting svc's servers are deployed with
+      // (docs/operations.md, Memory and the allocator), so that both sides of a comparison run on the same malloc.
       env: {
+        ...allocatorEnvironment(),
         ...process.env,
         SVC_BENCH_PROBE_DIR: options.probeDir,
         ...(options.cpuProfileDir === undefined ? {} : { SVC_BENCH_CPU_PROF_DIR: options.cpuProfileDir }),
