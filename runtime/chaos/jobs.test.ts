@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compareRecords, jobClientConf, jobSpec, type JobOutcome } from './jobs.ts';
 import type { TimelineEntry } from './injector.ts';
-import { tolerated } from './soak.ts';
+import { notPromisedBecause, tolerated } from './soak.ts';
 
 const job = (replicate: boolean): JobOutcome => ({
   spec: { ...jobSpec('s', 0), replicate },
@@ -72,5 +72,11 @@ describe('the soak jobs', () => {
       'one worker and the master',
     );
     assert.equal(tolerated(job(true), [fault(1), fault(2)]), false, 'two workers: both copies may be gone');
+  });
+
+  it('says why a failure the rule does not cover is excused, naming the faults', () => {
+    assert.equal(notPromisedBecause(job(true), [fault(1)]), undefined);
+    assert.match(notPromisedBecause(job(false), [fault(1)]) ?? '', /does not replicate.* of worker 1/);
+    assert.match(notPromisedBecause(job(true), [fault(1), fault(2)]) ?? '', /struck 2 workers/);
   });
 });
