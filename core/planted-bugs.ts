@@ -28,6 +28,11 @@ export const PLANTED_BUGS = [
   'speaker-rules-ignored',
   /** A worker's back-pressure pauses its push and replicate ports and never reads them again. */
   'back-pressure-never-resumes',
+  /**
+   * A revive short of workers fails on the lifecycle manager's last view instead of waiting for a fresh master report
+   * (the rolling-upgrade failure of issue 26: a restarted worker still listed as shutting down).
+   */
+  'revive-fails-on-stale-view',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

@@ -2,17 +2,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PLANTED_BUGS, type PlantedBug } from '../core/planted-bugs.ts';
 import type { InvariantName } from './invariants/catalogue.ts';
-import { replayCommand, runSeed, shrinkFailure, type RunResult } from './run.ts';
+import { replayCommand, runSeed, shrinkFailure, type RunResult, type Scenario } from './run.ts';
 import { SCENARIOS } from './scenarios.ts';
 
 /**
- * Proof that the simulator bites: with each planted bug switched on, some seed of the swarm scenario within the
+ * Proof that the simulator bites: with each planted bug switched on, some seed of the swarm scenario (or the one named) within the
  * stated budget violates the invariant that bug breaks, and the failure shrunk with fast-check still names it.
  * The budgets are about three times the first seed that finds each bug today, so that unrelated changes to the
  * machines (which move every run) do not make the proof flaky.
  */
 const PROOF: Readonly<
-  Record<PlantedBug, { readonly invariant: InvariantName; readonly withinSeeds: number }>
+  Record<
+    PlantedBug,
+    { readonly invariant: InvariantName; readonly withinSeeds: number; readonly scenario?: string }
+  >
 > = {
   'replica-on-primary': { invariant: 'replica-placement', withinSeeds: 20 },
   'epoch-not-increased': { invariant: 'epoch-increase', withinSeeds: 150 },
@@ -24,13 +27,22 @@ const PROOF: Readonly<
   'replica-failure-blames-primary': { invariant: 'survives-one-worker-loss', withinSeeds: 250 },
   'speaker-rules-ignored': { invariant: 'isolation', withinSeeds: 30 },
   'back-pressure-never-resumes': { invariant: 'liveness', withinSeeds: 15 },
+  // Only a rolling upgrade takes workers one after the other while the next is already back (first caught: seed 5).
+  'revive-fails-on-stale-view': {
+    invariant: 'survives-one-worker-loss',
+    withinSeeds: 100,
+    scenario: 'upgrade-right-order',
+  },
 };
 
-const swarm = SCENARIOS.swarm!;
-
-function firstCatch(bug: PlantedBug, invariant: InvariantName, withinSeeds: number): RunResult | undefined {
+function firstCatch(
+  bug: PlantedBug,
+  invariant: InvariantName,
+  withinSeeds: number,
+  scenario: Scenario,
+): RunResult | undefined {
   for (let seed = 0; seed < withinSeeds; seed += 1) {
-    const result = runSeed({ seed, scenario: swarm, plantedBug: bug });
+    const result = runSeed({ seed, scenario, plantedBug: bug });
     if (result.violation?.invariant === invariant) return result;
   }
   return undefined;
@@ -42,11 +54,12 @@ describe('planted bugs', () => {
   });
 
   for (const bug of PLANTED_BUGS) {
-    const { invariant, withinSeeds } = PROOF[bug];
-    it(`finds '${bug}' as a violation of ${invariant} within ${withinSeeds} seeds, and shrinks it`, () => {
-      const caught = firstCatch(bug, invariant, withinSeeds);
+    const { invariant, withinSeeds, scenario: name = 'swarm' } = PROOF[bug];
+    const scenario = SCENARIOS[name]!;
+    it(`finds '${bug}' as a violation of ${invariant} within ${withinSeeds} ${name} seeds, and shrinks it`, () => {
+      const caught = firstCatch(bug, invariant, withinSeeds, scenario);
       assert.ok(caught, `no seed below ${withinSeeds} caught ${bug}`);
-      const shrunk = shrinkFailure(caught, swarm, { maxRuns: 30 });
+      const shrunk = shrinkFailure(caught, scenario, { maxRuns: 30 });
       assert.equal(
         shrunk.result.violation?.invariant,
         invariant,

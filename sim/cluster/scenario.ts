@@ -140,7 +140,7 @@ function longestComputeMs(apps: readonly AppShape[]): number {
 export function clusterScenario(
   name: string,
   shape: (rng: Rng) => WorkloadShape,
-  options: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides'> = {},
+  options: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides' | 'calmShare'> = {},
 ): Scenario {
   return {
     name,
@@ -161,7 +161,7 @@ function buildCluster(
   workload: WorkloadShape,
   seed: number,
   plantedBug: PlantedBug | undefined,
-  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides'>,
+  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides' | 'calmShare'>,
 ): ScenarioRun {
   const { cluster, apps } = workload;
   const settings = streamRng(seed, 'settings');

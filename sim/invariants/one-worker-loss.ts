@@ -90,8 +90,11 @@ export function survivesOneWorkerLoss(
     if (!replicationOf(app) || !admitClient(cluster.serverRelease, app.clientRelease).admitted) continue;
     const fault = schedule.faults[0];
     const lost = fault?.kind === 'crash' ? fault : undefined;
-    // Without a loss only the outcome counts: a task may fail while the cluster starts (no worker registered yet).
-    const taskFailure = lost === undefined ? undefined : taskFailures.firstOf(app.appId, lost.at);
+    // Task failures count from the loss, or from the upgrade's start (the engine's retries would hide what failed a
+    // real job: issue 26's revive on a stale view failed tasks that a retry then ran). Before either, and in a run
+    // with neither, only the outcome counts: a task may fail while the cluster starts (no worker registered yet).
+    const from = lost?.at ?? cluster.upgrade?.at;
+    const taskFailure = from === undefined ? undefined : taskFailures.firstOf(app.appId, from);
     const failure = outcome.kind === 'failed' ? outcome.reason : taskFailure;
     if (failure !== undefined) {
       return {
@@ -100,7 +103,11 @@ export function survivesOneWorkerLoss(
           `${app.appId} (client ${app.clientRelease}, replication on) ` +
           (outcome.kind === 'failed' ? 'failed' : 'had a task fail') +
           ' although ' +
-          (lost === undefined ? 'no worker was lost' : `only ${lost.target} was lost (at ${lost.at} ms)`) +
+          (lost !== undefined
+            ? `only ${lost.target} was lost (at ${lost.at} ms)`
+            : cluster.upgrade !== undefined
+              ? `only a rolling upgrade took one worker at a time (from ${cluster.upgrade.at} ms)`
+              : 'no worker was lost') +
           ` and ${cluster.workers.length - schedule.faults.length} of ${cluster.workers.length} workers stayed ` +
           `healthy: ${failure}`,
       };

@@ -124,6 +124,32 @@ describe('World', () => {
     assert.deepEqual((second.stateOf('b') as { received: number[] }).received, []);
   });
 
+  it('fails the requests a process took and had not answered at its sender when it crashes, as a closed connection does', () => {
+    // 'a' asks 'b' three times (requests 1-3); 'b' answers the first only, then crashes.
+    const asker = scripted((input) =>
+      input.kind === 'start'
+        ? [1, 2, 3].map((n): Effect => ({ kind: 'send', to: 'b', message: numbered(n), requestId: n }))
+        : [],
+    );
+    const answerer = scripted((input) =>
+      input.kind === 'receive' && input.envelope.requestId === 1
+        ? [{ kind: 'send', to: 'a', message: numbered(1), inReplyTo: 1 }]
+        : [],
+    );
+    const world = new World({ seed: 1 });
+    world.addNode({ id: 'a', role: 'toy', machine: asker, initialState: () => [] as Input[] });
+    world.addNode({ id: 'b', role: 'toy', machine: answerer, initialState: () => [] as Input[] });
+    world.start('b');
+    world.start('a');
+    world.run({ until: 50, maxEvents: 100 });
+    world.crash('b');
+    world.run({ until: 100, maxEvents: 100 });
+    const failed = (world.stateOf('a') as Input[]).flatMap((input) =>
+      input.kind === 'sendFailed' ? [input.requestId] : [],
+    );
+    assert.deepEqual(failed.sort(), [2, 3], 'the unanswered requests fail; the answered one does not');
+  });
+
   it('fires the latest setting of a timer once, never a cancelled one, never one set before a crash', () => {
     const world = new World({ seed: 1, trace: true });
     world.addNode({

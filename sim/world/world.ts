@@ -28,6 +28,7 @@ import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import { WorkerBackPressure, type PausedService } from './back-pressure.ts';
 import { Routes, type Speaker, type TransportModel } from './routes.ts';
 import { describe, Trace } from './trace.ts';
+import { UnansweredRequests } from './unanswered.ts';
 
 export type { EffectKey, InputKey, Observer } from './observers.ts';
 
@@ -175,6 +176,8 @@ export class World {
   readonly coordination = new Map<string, string>();
   readonly seed: number;
   private readonly queue = new EventQueue<SimEvent>();
+  /** Requests each process has not answered: its end fails them at their senders (./unanswered.ts). */
+  private readonly unanswered = new UnansweredRequests();
   private readonly nodes = new Map<NodeId, SimNode>();
   private readonly observers = new Observers();
   private readonly dfs = new SharedDfs();
@@ -719,7 +722,10 @@ export class World {
     };
     if (node.def.principal !== undefined) envelope.principal = node.def.principal;
     if (effect.requestId !== undefined) envelope.requestId = effect.requestId;
-    if (effect.inReplyTo !== undefined) envelope.inReplyTo = effect.inReplyTo;
+    if (effect.inReplyTo !== undefined) {
+      envelope.inReplyTo = effect.inReplyTo;
+      this.unanswered.answered(from, effect.to, effect.inReplyTo);
+    }
     const target = this.nodes.get(effect.to);
     if (node.routes !== undefined && (effect.inReplyTo !== undefined || target?.addressless === true)) {
       // As the runtime's transport: a reply goes back where its addressee last spoke, and so does any message to
@@ -742,6 +748,14 @@ export class World {
       this.refused(node, effect, envelope);
       return;
     }
+    if (effect.requestId !== undefined && effect.inReplyTo === undefined)
+      this.unanswered.asked({
+        sender: from,
+        senderIncarnation: node.incarnation,
+        to: effect.to,
+        message: effect.message,
+        requestId: effect.requestId,
+      });
     const arrivals = this.network.arrivals(from, effect.to, this.clock);
     if (this.trace.enabled) {
       const fate = arrivals.length === 0 ? ' LOST' : arrivals.length > 1 ? ' DUPLICATED' : '';
@@ -798,6 +812,19 @@ export class World {
   }
 
   private stop_(node: SimNode): void {
+    // Its connections close: each request it had not answered fails at its sender, as the runtime's transport
+    // fails a closed connection's unanswered requests, one network trip after the end.
+    for (const request of this.unanswered.endOf(node.def.id)) {
+      const sender = this.nodes.get(request.sender);
+      if (sender === undefined || !sender.up || sender.incarnation !== request.senderIncarnation) continue;
+      this.trace.count('transport.unansweredFailed');
+      this.enqueue(sender, this.clock + this.network.roundTrip() / 2, {
+        kind: 'sendFailed',
+        to: request.to,
+        message: request.message,
+        requestId: request.requestId,
+      });
+    }
     node.up = false;
     node.routes = undefined;
     node.pressure = undefined;

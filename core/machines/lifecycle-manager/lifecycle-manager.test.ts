@@ -310,6 +310,41 @@ describe('lifecycle manager: registration', () => {
     assert.ok(h.lm.state().workers.excluded.has(workerKey(worker(1))));
   });
 
+  // A rolling upgrade (seed 1057 of upgrade-right-order): the offer's w1 goes away with the reserve unanswered, and
+  // w0, back and registered, is still shutting down in the manager's view: replicated, no offered worker is left
+  // for w1's copies. The master's current view has room; its new offer must be asked for before failing.
+  it('asks the master for a new offer when reserves fail and no offered worker can take their copies', () => {
+    const h = new Harness({}, 3);
+    h.registerApp();
+    const all = [worker(0), worker(1), worker(2)];
+    h.advance(baseConfig.heartbeatIntervalMs);
+    answerHeartbeat(h, { shutting: [worker(0)], available: all });
+    h.advance(10);
+    h.ask('map-0', { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 2 });
+    h.advance(10);
+    // The offer: partition 0 on w1/w2, partition 1 on w2/w1 (w0 shutting down), no padding.
+    h.answer(h.master, 'RequestSlots', () => {
+      const two = offer(2, 2, 0);
+      const rename = (id: WorkerId): WorkerId => ({ ...id, host: id.host === 'w0' ? 'w2' : id.host });
+      return JSON.parse(JSON.stringify(two), (key, value: unknown) =>
+        key === 'worker' ? rename(value as WorkerId) : value,
+      ) as RequestSlotsResponse;
+    });
+    h.advance(10);
+    h.reserveAll('SUCCESS', (w) => w.id === workerKey(worker(2)));
+    h.reserveAll('RESERVE_SLOTS_FAILED', (w) => w.id === workerKey(worker(1)));
+    assert.equal(
+      h.received(h.task('map-0'), 'RegisterShuffleResponse').length,
+      0,
+      'not failed on the stale view',
+    );
+    assert.equal(h.received(h.master, 'RequestSlots').length, 2, 'a second offer asked for');
+    h.answer(h.master, 'RequestSlots', () => offer(2, 3, 0));
+    h.advance(10);
+    h.reserveAll();
+    assert.equal(h.last(h.task('map-0'), 'RegisterShuffleResponse').status, 'SUCCESS');
+  });
+
   it('fails the registration with RESERVE_SLOTS_FAILED when the retries run out, and releases what was reserved', () => {
     const h = new Harness({ reserveMaxRetries: 0 });
     h.registerApp();

@@ -228,6 +228,7 @@ export function completeRegistration(d: Draft, reservation: Reservation): void {
   if (reservation.failed.size > 0) {
     for (const [worker, copies] of copiesByWorker(reservation.confirmed))
       destroy(d, shuffle.shuffleId, worker, copies);
+    if (askAgain(d, shuffle, reservation)) return;
     const [first] = reservation.failed.values();
     failRegistration(
       d,
@@ -254,6 +255,31 @@ export function completeRegistration(d: Draft, reservation: Reservation): void {
   });
   const locations = latestLocations(placed);
   for (const waiter of shuffle.registerWaiters) answer(d, waiter, 'SUCCESS', locations, '');
+}
+
+/**
+ * Reserves failed and the offer's other workers could not take their copies (SLOT_NOT_AVAILABLE): the shuffle asks
+ * the master for a new offer, within svc.client.reserveSlots.maxRetries, as the reference's reserve retry does,
+ * instead of failing on its own view of the workers. That view is what the offer and the manager's last report
+ * said, and a rolling upgrade makes it stale in the way that matters: the worker that just went away was in the
+ * offer, and the one before it, back and registered, was still shutting down in the last report. The master's new
+ * offer comes from its current view. Returns whether it asked.
+ */
+function askAgain(d: Draft, shuffle: LmShuffle, reservation: Reservation): boolean {
+  if (d.app.status !== 'registered' || shuffle.slotRequests > d.config.requestSlotsMaxRetries) return false;
+  if (![...reservation.failed.values()].some((failure) => failure.status === 'SLOT_NOT_AVAILABLE'))
+    return false;
+  log(
+    d.out,
+    'warn',
+    'reserves failed and no other offered worker could take their copies; asking the master again',
+    {
+      shuffleId: shuffle.shuffleId,
+      unplaced: reservation.failed.size,
+    },
+  );
+  requestSlots(d, shuffle.shuffleId);
+  return true;
 }
 
 function failRegistration(d: Draft, shuffleId: ShuffleId, status: StatusCode, message: string): void {

@@ -194,7 +194,7 @@ function finish(d: Draft, shuffleId: ShuffleId, allResults: readonly BookResult[
  */
 function awaitReport(d: Draft, shuffleId: ShuffleId, result: BookResult): boolean {
   if (!('status' in result) || result.status !== 'SLOT_NOT_AVAILABLE') return false;
-  if (d.app.status !== 'registered') return false;
+  if (d.app.status !== 'registered' || d.config.plantedBug === 'revive-fails-on-stale-view') return false;
   const shuffle = d.shuffles.get(shuffleId);
   if (shuffle === undefined) return false;
   const key = reportKey(shuffleId, result.partitionId, shuffle);
