@@ -7,6 +7,7 @@ import { Observers } from '../world/observers.ts';
 import { World, type Observer } from '../world/world.ts';
 import { admissionDecisions } from './admission.ts';
 import { diskBudgets } from './budget.ts';
+import { diskChargedForDiskFaults } from './disk-charges.ts';
 import { epochsIncrease, replicaPlacement } from './locations.ts';
 import { memoryUse } from './memory.ts';
 import { committedReads } from './reads.ts';
@@ -62,6 +63,50 @@ function harness(observer: Observer) {
 const HEARTBEAT_TIMEOUT = 120_000;
 
 describe('invariant checkers', () => {
+  it('disk-charged-for-disk-faults: a disk is marked failed only in a step that handles a failure of a disk', () => {
+    const charge: Effect = {
+      kind: 'log',
+      level: 'error',
+      event: 'worker.disk.failed',
+      fields: { disk: '/d', problem: 'READ_OR_WRITE_FAILURE' },
+    };
+    const fresh = () => harness(diskChargedForDiskFaults((node) => node.startsWith('h')));
+    const blamed = fresh();
+    blamed.at(1, () => {
+      blamed.input(key(1), {
+        kind: 'ioBatchDone',
+        completions: [
+          { kind: 'ioDone', op: 1 },
+          { kind: 'ioFailed', op: 2, error: 'IO_ERROR' },
+        ],
+      });
+      blamed.effects(key(1), [charge]);
+    });
+    blamed.at(2, () => {
+      // Not a worker: nothing to check.
+      blamed.input('map-a', { kind: 'ioFailed', op: 3, error: 'NO_DESCRIPTORS' });
+      blamed.effects('map-a', [charge]);
+    });
+    assert.equal(blamed.violation(), undefined);
+
+    const outOfDescriptors = fresh();
+    outOfDescriptors.at(1, () => {
+      outOfDescriptors.input(key(1), { kind: 'ioFailed', op: 4, error: 'NO_DESCRIPTORS' });
+      outOfDescriptors.effects(key(1), [charge]);
+    });
+    assert.equal(outOfDescriptors.violation()?.invariant, 'disk-charged-for-disk-faults');
+    assert.match(
+      outOfDescriptors.violation()?.detail ?? '',
+      /disk \/d failed .* handling only NO_DESCRIPTORS/,
+    );
+
+    // The failure an earlier step handled does not excuse a later step's mark.
+    const later = fresh();
+    later.at(1, () => later.input(key(1), { kind: 'ioFailed', op: 5, error: 'NO_SPACE' }));
+    later.at(2, () => later.effects(key(1), [charge]));
+    assert.match(later.violation()?.detail ?? '', /in a step that handled no I\/O failure/);
+  });
+
   it('replica-placement: fails an offer with a replica on its primary’s worker, passes a proper pair', () => {
     const h = harness(replicaPlacement());
     const offer = (replica: number): Message => ({
