@@ -28,6 +28,8 @@ export const PLANTED_BUGS = [
   'speaker-rules-ignored',
   /** A worker's back-pressure pauses its push and replicate ports and never reads them again. */
   'back-pressure-never-resumes',
+  /** A worker marks a disk failed when its process ran out of file descriptors (NO_DESCRIPTORS), as for IO_ERROR. */
+  'descriptors-charged-to-disk',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];
