@@ -24,7 +24,7 @@ const PROOF: Readonly<
   'replica-failure-blames-primary': { invariant: 'survives-one-worker-loss', withinSeeds: 250 },
   'speaker-rules-ignored': { invariant: 'isolation', withinSeeds: 30 },
   'back-pressure-never-resumes': { invariant: 'liveness', withinSeeds: 15 },
-  'descriptors-charged-to-disk': { invariant: 'disk-charged-for-disk-faults', withinSeeds: 30 },
+  'descriptors-charged-to-disk': { invariant: 'disk-charged-for-disk-faults', withinSeeds: 70 },
 };
 
 const swarm = SCENARIOS.swarm!;
