@@ -104,10 +104,10 @@ export class NodeStorage {
   private readonly dfs: Device | undefined;
   /**
    * Switched by the fault plan's descriptors faults: the process has no file descriptor left (EMFILE), so every
-   * operation that would open one (create, write, flush, read, the target of a move) on a local disk or the DFS fails
-   * with NO_DESCRIPTORS, before it reaches the device. The runtime keeps a file's handle between operations and
-   * only some of them open one (runtime/storage/open-handles.ts); failing all is no kinder. The memory tier needs no
-   * descriptor and a delete (unlink) none either. It lasts across a restart of the process: what exhausts the
+   * create, write, flush and read on a local disk or the DFS, and every move to one, fails with NO_DESCRIPTORS before
+   * it reaches the device. The runtime keeps a file's handle between operations and only an operation that has to
+   * open one fails (runtime/storage/open-handles.ts): failing them all is no kinder. The memory tier needs no
+   * descriptor, and a delete (an unlink) none either. The switch outlasts a restart of the process: what exhausts the
    * descriptors (a flood of connections) is outside it.
    */
   outOfDescriptors = false;
