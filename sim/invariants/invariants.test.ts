@@ -63,16 +63,24 @@ function harness(observer: Observer) {
 const HEARTBEAT_TIMEOUT = 120_000;
 
 describe('invariant checkers', () => {
-  it('disk-charged-for-disk-faults: a disk is marked failed only in a step that handles a failure of a disk', () => {
-    const charge: Effect = {
+  it('disk-charged-for-disk-faults: a disk is marked failed only while handling a failure of its own', () => {
+    const charge = (disk: string): Effect => ({
       kind: 'log',
       level: 'error',
       event: 'worker.disk.failed',
-      fields: { disk: '/d', problem: 'READ_OR_WRITE_FAILURE' },
-    };
+      fields: { disk, problem: 'READ_OR_WRITE_FAILURE' },
+    });
+    const onDisk = (op: number, mountPoint: string): Extract<Effect, { kind: 'createFile' }> => ({
+      kind: 'createFile',
+      op,
+      file: { id: `app-0/${op}`, tier: 'HDD', mountPoint },
+    });
     const fresh = () => harness(diskChargedForDiskFaults((node) => node.startsWith('h')));
     const blamed = fresh();
-    blamed.at(1, () => {
+    blamed.at(1, () =>
+      blamed.effects(key(1), [{ kind: 'ioBatch', ops: [onDisk(1, '/d'), onDisk(2, '/e')] }, onDisk(3, '/d')]),
+    );
+    blamed.at(2, () => {
       blamed.input(key(1), {
         kind: 'ioBatchDone',
         completions: [
@@ -80,30 +88,40 @@ describe('invariant checkers', () => {
           { kind: 'ioFailed', op: 2, error: 'IO_ERROR' },
         ],
       });
-      blamed.effects(key(1), [charge]);
+      blamed.effects(key(1), [charge('/e')]);
     });
-    blamed.at(2, () => {
+    blamed.at(3, () => {
       // Not a worker: nothing to check.
       blamed.input('map-a', { kind: 'ioFailed', op: 3, error: 'NO_DESCRIPTORS' });
-      blamed.effects('map-a', [charge]);
+      blamed.effects('map-a', [charge('/d')]);
     });
     assert.equal(blamed.violation(), undefined);
 
-    const outOfDescriptors = fresh();
-    outOfDescriptors.at(1, () => {
-      outOfDescriptors.input(key(1), { kind: 'ioFailed', op: 4, error: 'NO_DESCRIPTORS' });
-      outOfDescriptors.effects(key(1), [charge]);
+    // Out of descriptors: the failure is the process's, not the disk's.
+    blamed.at(4, () => {
+      blamed.input(key(1), { kind: 'ioFailed', op: 3, error: 'NO_DESCRIPTORS' });
+      blamed.effects(key(1), [charge('/d')]);
     });
-    assert.equal(outOfDescriptors.violation()?.invariant, 'disk-charged-for-disk-faults');
+    assert.equal(blamed.violation()?.invariant, 'disk-charged-for-disk-faults');
     assert.match(
-      outOfDescriptors.violation()?.detail ?? '',
-      /disk \/d failed .* handling only NO_DESCRIPTORS/,
+      blamed.violation()?.detail ?? '',
+      /disk \/d failed .* handling NO_DESCRIPTORS: none of them is the fault of a disk/,
     );
 
-    // The failure an earlier step handled does not excuse a later step's mark.
+    // A failure on another disk does not excuse the mark.
+    const other = fresh();
+    other.at(1, () => other.effects(key(1), [onDisk(1, '/d'), onDisk(2, '/e')]));
+    other.at(2, () => {
+      other.input(key(1), { kind: 'ioFailed', op: 2, error: 'NO_SPACE' });
+      other.effects(key(1), [charge('/d')]);
+    });
+    assert.match(other.violation()?.detail ?? '', /disk \/d failed .* only \/e failed on its own/);
+
+    // Nor does the failure an earlier step handled.
     const later = fresh();
-    later.at(1, () => later.input(key(1), { kind: 'ioFailed', op: 5, error: 'NO_SPACE' }));
-    later.at(2, () => later.effects(key(1), [charge]));
+    later.at(1, () => later.effects(key(1), [onDisk(1, '/d')]));
+    later.at(2, () => later.input(key(1), { kind: 'ioFailed', op: 1, error: 'IO_ERROR' }));
+    later.at(3, () => later.effects(key(1), [charge('/d')]));
     assert.match(later.violation()?.detail ?? '', /in a step that handled no I\/O failure/);
   });
 
