@@ -33,6 +33,8 @@ export const PLANTED_BUGS = [
    * (the rolling-upgrade failure of issue 26: a restarted worker still listed as shutting down).
    */
   'revive-fails-on-stale-view',
+  /** A worker marks a disk failed when its process ran out of file descriptors (NO_DESCRIPTORS), as for IO_ERROR. */
+  'descriptors-charged-to-disk',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

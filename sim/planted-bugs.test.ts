@@ -33,6 +33,7 @@ const PROOF: Readonly<
     withinSeeds: 100,
     scenario: 'upgrade-right-order',
   },
+  'descriptors-charged-to-disk': { invariant: 'disk-charged-for-disk-faults', withinSeeds: 70 },
 };
 
 function firstCatch(

@@ -10,13 +10,19 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   /**
    * The swarm as it drew until 22 November 2026, before it drew policies (rack skew, load-aware slots, partition
    * size updates, rack-aware replicas, HARD splits, small disks), corrupted reads, lost executors, DFS faults and
-   * two-sided partitions: seeds found before then replay here with their old shapes and schedules
-   * (docs/simulation.md, Swarm testing).
+   * two-sided partitions (and before workers ran out of file descriptors): seeds found before then replay here with
+   * their old shapes and schedules (docs/simulation.md, Swarm testing).
    */
   'swarm-before-policies': clusterScenario(
     'swarm-before-policies',
     (rng) => drawWorkload(rng, { policies: false }),
-    { diskFaults: DISK_FAULTS_BEFORE_CORRUPTION, taskKills: false, dfsFaults: false, partitionSides: false },
+    {
+      diskFaults: DISK_FAULTS_BEFORE_CORRUPTION,
+      taskKills: false,
+      dfsFaults: false,
+      partitionSides: false,
+      descriptorFaults: false,
+    },
   ),
   /** The benchmark's fixed shape: 20 workers, 4 applications of 200 partitions, replication on. */
   standard: clusterScenario('standard', standardWorkload),

@@ -141,8 +141,9 @@ export type BatchableIo = Extract<Effect, { kind: 'createFile' | 'write' | 'flus
 export type IoCompletion = Extract<Input, { kind: 'ioDone' | 'ioFailed' }>;
 
 /**
- * Kinds of I/O failure a driver reports; the simulator injects each of them but NO_DESCRIPTORS: the process (not the
- * disk) had no file descriptor left (EMFILE, ENFILE), so the operation failed and the disk is not charged with it.
+ * Kinds of I/O failure a driver reports; the simulator injects each of them. NO_DESCRIPTORS: the process (not the
+ * disk) had no file descriptor left (EMFILE, ENFILE), so the operation failed and the disk is not charged with it
+ * (the simulator's `descriptors` fault, and its invariant disk-charged-for-disk-faults: docs/simulation.md).
  */
 export type IoError = 'NO_SPACE' | 'IO_ERROR' | 'NOT_FOUND' | 'EXISTS' | 'TIMEOUT' | 'NO_DESCRIPTORS';
 

@@ -30,6 +30,7 @@ import {
   scheduleRouteThefts,
 } from '../invariants/isolation.ts';
 import { diskBudgets } from '../invariants/budget.ts';
+import { diskChargedForDiskFaults } from '../invariants/disk-charges.ts';
 import { epochsIncrease, replicaPlacement } from '../invariants/locations.ts';
 import { readableCopies } from '../invariants/lost-data.ts';
 import { memoryUse } from '../invariants/memory.ts';
@@ -130,6 +131,12 @@ function longestComputeMs(apps: readonly AppShape[]): number {
   return longest;
 }
 
+/** Which faults a scenario's plan may draw (fault kinds added later are off in scenarios that replay old seeds). */
+export type FaultOptions = Pick<
+  FaultTargets,
+  'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides' | 'descriptorFaults' | 'calmShare'
+>;
+
 /**
  * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client
  * releases running jobs through the compute-engine model, every invariant checker, and the fault topology. The
@@ -140,7 +147,7 @@ function longestComputeMs(apps: readonly AppShape[]): number {
 export function clusterScenario(
   name: string,
   shape: (rng: Rng) => WorkloadShape,
-  options: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides' | 'calmShare'> = {},
+  options: FaultOptions = {},
 ): Scenario {
   return {
     name,
@@ -161,7 +168,7 @@ function buildCluster(
   workload: WorkloadShape,
   seed: number,
   plantedBug: PlantedBug | undefined,
-  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides' | 'calmShare'>,
+  faultOptions: FaultOptions,
 ): ScenarioRun {
   const { cluster, apps } = workload;
   const settings = streamRng(seed, 'settings');
@@ -380,6 +387,7 @@ function buildCluster(
       replicaPlacement(),
       epochsIncrease(),
       committedReads(isWorker),
+      diskChargedForDiskFaults(isWorker),
       noSlotsOnUnavailable(
         isMaster,
         (node) => world.roleOf(node) === 'lifecycle-manager',

@@ -44,3 +44,29 @@ describe('fault injection: partitions', () => {
     assert.ok(alone.lost.some((line) => /->master-0 /.test(line) || /master-0->host0/.test(line)));
   });
 });
+
+describe('fault injection: a worker out of file descriptors', () => {
+  it('fails that worker’s disk operations with NO_DESCRIPTORS for the window, charges no disk, and the job finishes', () => {
+    const windowMs = 3_000;
+    const result = runSeed({
+      seed: 1,
+      scenario: demo,
+      trace: true,
+      schedule: {
+        knobs: { ...CALM_KNOBS, stormMs: 0 },
+        faults: parseFaults(`descriptors(w0)@0+${windowMs}`),
+      },
+    });
+    assert.equal(result.violation, undefined, result.violation?.detail);
+    assert.equal(result.report.counts['apps.done'], 1, result.report.notes.join('\n'));
+    const lines = result.trace.split('\n');
+    // The fault struck where meant: I/O of host0 (w0), inside the window, and of no other worker.
+    const failed = lines.filter((line) => / io(Failed|BatchDone) .*NO_DESCRIPTORS/.test(line));
+    assert.ok(failed.length > 0, 'the worker tried disk I/O while out of descriptors');
+    for (const line of failed) {
+      assert.match(line, /^\s*[\d.]+s host0:/, line);
+      assert.ok(Number(/^\s*([\d.]+)s/.exec(line)![1]) * 1000 <= windowMs + 1_000, line);
+    }
+    assert.ok(!lines.some((line) => line.includes('worker.disk.failed')), 'no disk was marked failed');
+  });
+});

@@ -152,6 +152,23 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
       case 'dfs':
         switchWindow(world, diskSwitches, world.dfsFaults(), `dfs|${fault.fault}`, fault, label);
         break;
+      case 'descriptors': {
+        const node = topology.node(fault.target);
+        const storage = node === undefined ? undefined : world.storageOf(node);
+        if (storage === undefined) break;
+        // Counted like a disk switch: overlapping windows end with the last of them.
+        const key = `${node}|descriptors`;
+        world.schedule(fault.at, label, () => {
+          diskSwitches.set(key, (diskSwitches.get(key) ?? 0) + 1);
+          storage.outOfDescriptors = true;
+        });
+        world.schedule(fault.at + fault.duration, `end ${label}`, () => {
+          const left = (diskSwitches.get(key) ?? 1) - 1;
+          diskSwitches.set(key, left);
+          if (left === 0) storage.outOfDescriptors = false;
+        });
+        break;
+      }
     }
   }
 
@@ -242,5 +259,7 @@ function describeFault(fault: Fault): string {
       return `FAULT ${fault.target} loses a ${fault.task} task (its executor died)`;
     case 'dfs':
       return `FAULT dfs ${fault.fault} for ${fault.duration}ms`;
+    case 'descriptors':
+      return `FAULT ${fault.target} runs out of file descriptors for ${fault.duration}ms`;
   }
 }

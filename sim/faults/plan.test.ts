@@ -72,6 +72,7 @@ export const faultArb: fc.Arbitrary<Fault> = fc.oneof(
     fault: fc.constantFrom(...DISK_FAULTS),
     duration: time,
   }),
+  fc.record({ kind: fc.constant('descriptors' as const), at: time, target: token, duration: time }),
 );
 
 const knobsArb: fc.Arbitrary<Knobs> = fc.record({
@@ -177,9 +178,11 @@ describe('fault schedules', () => {
 
   it('draw partitions with two sides, or a driver cut from its executors, after every other fault', () => {
     const shapes = new Set<string>();
+    // (Descriptors faults are drawn after the partitions' sides, so they are left out here.)
+    const noDescriptors = { ...targets, descriptorFaults: false };
     for (let seed = 0; seed < 400; seed += 1) {
-      const sided = drawSchedule(streamRng(seed, 'faults'), targets);
-      const oneSided = drawSchedule(streamRng(seed, 'faults'), { ...targets, partitionSides: false });
+      const sided = drawSchedule(streamRng(seed, 'faults'), noDescriptors);
+      const oneSided = drawSchedule(streamRng(seed, 'faults'), { ...noDescriptors, partitionSides: false });
       // Everything but the partitions' sides is what the seed drew before sides existed.
       const plain = (faults: readonly Fault[]) =>
         faults.map((fault) =>
@@ -218,8 +221,8 @@ describe('fault schedules', () => {
   it('make the DFS fail only when there is one, and add its faults after every other kind', () => {
     const kinds = new Set<string>();
     for (let seed = 0; seed < 300; seed += 1) {
-      // (Partitions' sides are drawn after the DFS's faults, so they are left out here.)
-      const oneSided = { ...targets, partitionSides: false };
+      // (Partitions' sides and descriptors faults are drawn after the DFS's faults, so they are left out here.)
+      const oneSided = { ...targets, partitionSides: false, descriptorFaults: false };
       const withDfs = drawSchedule(streamRng(seed, 'faults'), oneSided);
       const without = drawSchedule(streamRng(seed, 'faults'), { ...oneSided, dfs: false });
       const switchedOff = drawSchedule(streamRng(seed, 'faults'), { ...oneSided, dfsFaults: false });
@@ -237,6 +240,31 @@ describe('fault schedules', () => {
       [...DISK_FAULTS].sort(),
       'every disk fault strikes the DFS in some seed',
     );
+  });
+
+  it('run a worker out of file descriptors now and then, drawn after every other fault', () => {
+    let drawn = 0;
+    for (let seed = 0; seed < 300; seed += 1) {
+      const withDescriptors = drawSchedule(streamRng(seed, 'faults'), targets);
+      const without = drawSchedule(streamRng(seed, 'faults'), { ...targets, descriptorFaults: false });
+      // Without them a seed draws what it drew before they existed (swarm-before-policies replays old seeds so).
+      assert.deepEqual(
+        withDescriptors.faults.filter((fault) => fault.kind !== 'descriptors'),
+        without.faults,
+        `seed ${seed}`,
+      );
+      for (const fault of withDescriptors.faults) {
+        if (fault.kind !== 'descriptors') continue;
+        drawn += 1;
+        checkScheduleTargets([fault], targets);
+        assert.ok(fault.at < withDescriptors.knobs.stormMs && fault.duration > 0, formatFaults([fault]));
+      }
+    }
+    assert.ok(drawn > 0, 'some seeds run a worker out of descriptors');
+    assert.deepEqual(parseFaults('descriptors(w1)@300+4000'), [
+      { kind: 'descriptors', at: 300, target: 'w1', duration: 4000 },
+    ]);
+    assert.throws(() => checkScheduleTargets(parseFaults('descriptors(m0)@1+2'), targets), /no worker m0/);
   });
 
   it('vary from calm to storm across seeds (swarm testing)', () => {

@@ -87,7 +87,13 @@ export type Fault =
    * The distributed filesystem misbehaves for `duration` ms, for every worker at once (a name-node outage, a quota
    * reached, a slow or corrupting data-node pipeline): the disk faults, on the tier every worker shares.
    */
-  | { readonly kind: 'dfs'; readonly at: number; readonly fault: DiskFault; readonly duration: number };
+  | { readonly kind: 'dfs'; readonly at: number; readonly fault: DiskFault; readonly duration: number }
+  /**
+   * A worker's process runs out of file descriptors for `duration` ms (EMFILE: a flood of connections, a leak):
+   * every file operation it starts on its local disks and its share of the DFS fails with NO_DESCRIPTORS, while its
+   * disks themselves are sound. Memory files need no descriptor and deletes none (sim/world/storage.ts).
+   */
+  | { readonly kind: 'descriptors'; readonly at: number; readonly target: string; readonly duration: number };
 
 export const TASK_KINDS = ['map', 'reduce'] as const;
 export type TaskKind = (typeof TASK_KINDS)[number];
@@ -118,6 +124,11 @@ export interface FaultTargets {
    * from everything else, as the swarm drew before 24 November 2026.
    */
   readonly partitionSides?: boolean;
+  /**
+   * Whether a worker's process may run out of file descriptors (descriptors faults); undefined: yes. Drawn after
+   * everything else, so that without them a seed draws what it drew before 27 November 2026.
+   */
+  readonly descriptorFaults?: boolean;
   /**
    * The run loses exactly one worker (a crash, restarted later) between `from` and `to` ms, when maps push, and
    * nothing else goes wrong: the schedule replication must survive (workload/shape.ts, `oneWorkerLoss`).
@@ -190,8 +201,11 @@ function drawKnobs(rng: Rng, calm: boolean): Knobs {
   };
 }
 
-/** Mean faults per minute of storm for each kind but the DFS's, 0 when the swarm left the kind out. */
-type Rates = Readonly<Record<Exclude<FaultKind, 'dfs'>, number>>;
+/**
+ * Mean faults per minute of storm for each kind but the DFS's and the descriptors' (drawn after the rest), 0 when
+ * the swarm left the kind out.
+ */
+type Rates = Readonly<Record<Exclude<FaultKind, 'dfs' | 'descriptors'>, number>>;
 
 /** A kind's faults per minute: on with probability `p`, then log-uniform between `low` and `high`. */
 function drawRate(rng: Rng, p: number, low: number, high: number): number {
@@ -215,21 +229,24 @@ function drawRates(rng: Rng, targets: FaultTargets): Rates {
 /** Draws the schedule of discrete faults for one storm. */
 function drawFaults(rng: Rng, knobs: Knobs, targets: FaultTargets): Fault[] {
   const rates = drawRates(rng, targets);
-  const faults: Fault[] = [];
-  const drawKind = (kind: FaultKind, perMinute: number) => {
+  const drawKind = (into: Fault[], kind: FaultKind, perMinute: number) => {
     if (perMinute <= 0 || knobs.stormMs <= 0) return;
     for (let at = exponential(rng, 1 / perMinute) * 60_000; at < knobs.stormMs;) {
       const fault = drawFault(rng, kind, Math.floor(at), targets);
-      if (fault) faults.push(fault);
+      if (fault) into.push(fault);
       at += exponential(rng, 1 / perMinute) * 60_000;
     }
   };
-  for (const kind of Object.keys(rates) as (keyof Rates)[]) drawKind(kind, rates[kind]);
+  const faults: Fault[] = [];
+  for (const kind of Object.keys(rates) as (keyof Rates)[]) drawKind(faults, kind, rates[kind]);
   // The DFS's faults come after every other kind's, and only with a DFS: what a seed drew before stays.
-  if (targets.dfs === true && targets.dfsFaults !== false) drawKind('dfs', drawRate(rng, 0.4, 1, 8));
+  if (targets.dfs === true && targets.dfsFaults !== false) drawKind(faults, 'dfs', drawRate(rng, 0.4, 1, 8));
   // The partitions' other sides after that, for the same reason.
   const sided = targets.partitionSides === false ? faults : withPartitionSides(rng, faults, targets);
-  return sided.sort((a, b) => a.at - b.at);
+  // A process out of descriptors last of all, for the same reason.
+  const descriptors: Fault[] = [];
+  if (targets.descriptorFaults !== false) drawKind(descriptors, 'descriptors', drawRate(rng, 0.3, 1, 8));
+  return [...sided, ...descriptors].sort((a, b) => a.at - b.at);
 }
 
 /**
@@ -307,6 +324,8 @@ function drawFault(rng: Rng, kind: FaultKind, at: number, targets: FaultTargets)
         fault: pick(rng, targets.diskFaults ?? DISK_FAULTS),
         duration: Math.round(logUniform(rng, 100, 30_000)),
       };
+    case 'descriptors':
+      return { kind, at, target: worker.token, duration: Math.round(logUniform(rng, 100, 20_000)) };
   }
 }
 
@@ -327,6 +346,7 @@ export function faultEnd(fault: Fault): number {
     case 'exclude':
     case 'event':
     case 'dfs':
+    case 'descriptors':
       return fault.at + fault.duration;
     case 'kill':
       return fault.at;
@@ -337,7 +357,7 @@ export function faultEnd(fault: Fault): number {
 
 /**
  * `crash(w3)@1200+3000; partition(w1,a0)@500+2000; partition(w1,w2|m0)@700+300; disk(w4,/mnt/d1,full)@100+900;
- * dfs(slow)@0+500`: one fault per clause (a partition's `|` separates its two sides).
+ * dfs(slow)@0+500; descriptors(w2)@300+4000`: one fault per clause (a partition's `|` separates its two sides).
  */
 export function formatFaults(faults: readonly Fault[]): string {
   return faults.map(formatFault).join('; ');
@@ -355,7 +375,8 @@ function formatFault(fault: Fault): string {
     case 'disk':
       return `disk(${fault.target},${fault.mount},${fault.fault})@${fault.at}+${fault.duration}`;
     case 'exclude':
-      return `exclude(${fault.target})@${fault.at}+${fault.duration}`;
+    case 'descriptors':
+      return `${fault.kind}(${fault.target})@${fault.at}+${fault.duration}`;
     case 'event':
       return `event(${fault.target},${fault.event})@${fault.at}+${fault.duration}`;
     case 'kill':
@@ -399,6 +420,7 @@ export function parseFaults(text: string): Fault[] {
         case 'graceful':
           return { kind, at, target: one(), downFor: length };
         case 'exclude':
+        case 'descriptors':
           return { kind, at, target: one(), duration: length };
         case 'partition': {
           const sides = argText.split('|').map((side) => side.split(',').map((arg) => arg.trim()));
@@ -467,7 +489,7 @@ export function parseFaults(text: string): Fault[] {
         }
         default:
           throw new RangeError(
-            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, disk, dfs, exclude, event or kill`,
+            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, disk, dfs, exclude, event, kill or descriptors`,
           );
       }
     });
@@ -497,6 +519,7 @@ export function checkScheduleTargets(faults: readonly Fault[], targets: FaultTar
       case 'graceful':
       case 'exclude':
       case 'event':
+      case 'descriptors':
         if (!workers.has(fault.target)) refuse(fault, `no worker ${fault.target}`);
         break;
       case 'disk': {

@@ -113,6 +113,7 @@ function* smallerFault(fault: Fault): Generator<Fault> {
     case 'dfs':
     case 'exclude':
     case 'event':
+    case 'descriptors':
       if (fault.duration > 1) yield { ...fault, duration: Math.floor(fault.duration / 2) };
       break;
     case 'kill':

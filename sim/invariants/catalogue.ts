@@ -17,6 +17,8 @@ export const INVARIANTS = {
     'excluded, lost and shutting-down workers receive no new slots (offers and revives)',
   'epoch-increase': 'a revive always answers with an epoch greater than the one that failed',
   'read-committed': 'a worker serves only committed files to readers',
+  'disk-charged-for-disk-faults':
+    'a worker marks a disk failed only while handling a failure of that disk it can be blamed for (an I/O error, no space, a timeout): a process out of file descriptors (NO_DESCRIPTORS) charges no disk',
   'committed-survives-graceful-restart':
     'a worker restarted after a graceful shutdown still serves every file it had committed',
   'acknowledged-survives-crash':

@@ -7,6 +7,7 @@ import { Observers } from '../world/observers.ts';
 import { World, type Observer } from '../world/world.ts';
 import { admissionDecisions } from './admission.ts';
 import { diskBudgets } from './budget.ts';
+import { diskChargedForDiskFaults } from './disk-charges.ts';
 import { epochsIncrease, replicaPlacement } from './locations.ts';
 import { memoryUse } from './memory.ts';
 import { committedReads } from './reads.ts';
@@ -62,6 +63,68 @@ function harness(observer: Observer) {
 const HEARTBEAT_TIMEOUT = 120_000;
 
 describe('invariant checkers', () => {
+  it('disk-charged-for-disk-faults: a disk is marked failed only while handling a failure of its own', () => {
+    const charge = (disk: string): Effect => ({
+      kind: 'log',
+      level: 'error',
+      event: 'worker.disk.failed',
+      fields: { disk, problem: 'READ_OR_WRITE_FAILURE' },
+    });
+    const onDisk = (op: number, mountPoint: string): Extract<Effect, { kind: 'createFile' }> => ({
+      kind: 'createFile',
+      op,
+      file: { id: `app-0/${op}`, tier: 'HDD', mountPoint },
+    });
+    const fresh = () => harness(diskChargedForDiskFaults((node) => node.startsWith('h')));
+    const blamed = fresh();
+    blamed.at(1, () =>
+      blamed.effects(key(1), [{ kind: 'ioBatch', ops: [onDisk(1, '/d'), onDisk(2, '/e')] }, onDisk(3, '/d')]),
+    );
+    blamed.at(2, () => {
+      blamed.input(key(1), {
+        kind: 'ioBatchDone',
+        completions: [
+          { kind: 'ioDone', op: 1 },
+          { kind: 'ioFailed', op: 2, error: 'IO_ERROR' },
+        ],
+      });
+      blamed.effects(key(1), [charge('/e')]);
+    });
+    blamed.at(3, () => {
+      // Not a worker: nothing to check.
+      blamed.input('map-a', { kind: 'ioFailed', op: 3, error: 'NO_DESCRIPTORS' });
+      blamed.effects('map-a', [charge('/d')]);
+    });
+    assert.equal(blamed.violation(), undefined);
+
+    // Out of descriptors: the failure is the process's, not the disk's.
+    blamed.at(4, () => {
+      blamed.input(key(1), { kind: 'ioFailed', op: 3, error: 'NO_DESCRIPTORS' });
+      blamed.effects(key(1), [charge('/d')]);
+    });
+    assert.equal(blamed.violation()?.invariant, 'disk-charged-for-disk-faults');
+    assert.match(
+      blamed.violation()?.detail ?? '',
+      /disk \/d failed .* handling NO_DESCRIPTORS: none of them is the fault of a disk/,
+    );
+
+    // A failure on another disk does not excuse the mark.
+    const other = fresh();
+    other.at(1, () => other.effects(key(1), [onDisk(1, '/d'), onDisk(2, '/e')]));
+    other.at(2, () => {
+      other.input(key(1), { kind: 'ioFailed', op: 2, error: 'NO_SPACE' });
+      other.effects(key(1), [charge('/d')]);
+    });
+    assert.match(other.violation()?.detail ?? '', /disk \/d failed .* only \/e failed on its own/);
+
+    // Nor does the failure an earlier step handled.
+    const later = fresh();
+    later.at(1, () => later.effects(key(1), [onDisk(1, '/d')]));
+    later.at(2, () => later.input(key(1), { kind: 'ioFailed', op: 1, error: 'IO_ERROR' }));
+    later.at(3, () => later.effects(key(1), [charge('/d')]));
+    assert.match(later.violation()?.detail ?? '', /in a step that handled no I\/O failure/);
+  });
+
   it('replica-placement: fails an offer with a replica on its primary’s worker, passes a proper pair', () => {
     const h = harness(replicaPlacement());
     const offer = (replica: number): Message => ({

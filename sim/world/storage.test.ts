@@ -253,6 +253,60 @@ describe('NodeStorage', () => {
     dfs.faults.full = false;
     for (const node of nodes) assert.equal(write(node, file, 5)?.kind, 'ioDone');
   });
+
+  it('fails disk and DFS operations with NO_DESCRIPTORS while the process is out of descriptors, not memory ones', () => {
+    const dfs = new SharedDfs();
+    const node = new NodeStorage(
+      'w1',
+      [{ mountPoint: '/ssd', type: 'SSD', capacityBytes: CAPACITY }],
+      dfs,
+      replayRng([0.5]),
+      { ioError: 0, noSpace: 0 },
+    );
+    const disk = files[0]!;
+    const onDfs: FileRef = { id: 'app-0/0-0-0', tier: 'HDFS', mountPoint: '' };
+    const memory: FileRef = { id: 'app-0/0-0-1', tier: 'MEMORY', mountPoint: '' };
+    const target: FileRef = { id: 'app-0/0-0-1', tier: 'SSD', mountPoint: '/ssd' };
+    for (const [op, file] of [disk, onDfs, memory].entries())
+      node.execute({ kind: 'createFile', op, file }, 0);
+    node.execute({ kind: 'write', op: 3, file: memory, bytes: new Uint8Array(8) }, 0);
+    node.execute({ kind: 'write', op: 4, file: disk, bytes: new Uint8Array(8) }, 0);
+
+    node.outOfDescriptors = true;
+    const failed = (op: number) => ({ kind: 'ioFailed', op, error: 'NO_DESCRIPTORS' });
+    for (const file of [disk, onDfs]) {
+      assert.deepEqual(
+        node.execute({ kind: 'createFile', op: 10, file: { ...file, id: 'x' } }, 0)?.input,
+        failed(10),
+      );
+      assert.deepEqual(
+        node.execute({ kind: 'write', op: 11, file, bytes: new Uint8Array(2) }, 0)?.input,
+        failed(11),
+      );
+      assert.deepEqual(node.execute({ kind: 'flush', op: 12, file }, 0)?.input, failed(12));
+      assert.deepEqual(
+        node.execute({ kind: 'read', op: 13, file, offset: 0, length: 1 }, 0)?.input,
+        failed(13),
+      );
+    }
+    assert.deepEqual(
+      node.execute({ kind: 'moveFile', op: 14, file: memory, to: target }, 0)?.input,
+      failed(14),
+    );
+    assert.equal(node.fileLength(memory), 8, 'a failed move keeps its source');
+    assert.equal(node.fileLength(target), undefined);
+    assert.equal(node.fileLength(disk), 8, 'nothing reached the disk');
+    assert.equal(node.fileLength(onDfs), 0);
+    assert.ok(
+      done(node.execute({ kind: 'write', op: 15, file: memory, bytes: new Uint8Array(2) }, 0)?.input),
+    );
+    node.execute({ kind: 'deleteFile', file: disk }, 0);
+    assert.equal(node.fileLength(disk), undefined, 'an unlink needs no descriptor');
+
+    node.outOfDescriptors = false;
+    assert.ok(done(node.execute({ kind: 'write', op: 16, file: onDfs, bytes: new Uint8Array(2) }, 0)?.input));
+    assert.ok(done(node.execute({ kind: 'moveFile', op: 17, file: memory, to: target }, 0)?.input));
+  });
 });
 
 function done(input: Input | undefined): boolean {

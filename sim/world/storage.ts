@@ -102,6 +102,15 @@ export class NodeStorage {
   private readonly diskTypes = new Map<string, DiskSpec['type']>();
   private readonly memory: Device;
   private readonly dfs: Device | undefined;
+  /**
+   * Switched by the fault plan's descriptors faults: the process has no file descriptor left (EMFILE), so every
+   * create, write, flush and read on a local disk or the DFS, and every move to one, fails with NO_DESCRIPTORS before
+   * it reaches the device. The runtime keeps a file's handle between operations and only an operation that has to
+   * open one fails (runtime/storage/open-handles.ts): failing them all is no kinder. The memory tier needs no
+   * descriptor, and a delete (an unlink) none either. The switch outlasts a restart of the process: what exhausts the
+   * descriptors (a flood of connections) is outside it.
+   */
+  outOfDescriptors = false;
 
   constructor(
     readonly node: string,
@@ -264,6 +273,7 @@ export class NodeStorage {
   }
 
   private injected(device: Device, op: 'write' | 'read' | 'sync'): IoError | undefined {
+    if (this.outOfDescriptors && device !== this.memory) return 'NO_DESCRIPTORS';
     const faults = device.faults;
     if (faults) {
       if (op === 'write' && faults.full) return 'NO_SPACE';

@@ -161,6 +161,15 @@ describe('worker: ReserveSlots', () => {
     assert.equal(retry.length, 1, 'the create is tried again');
     assert.equal(onlySent(harness.ioDone(retry[0]!.op), 'StatusResponse').message.status, 'SUCCESS');
     assert.equal(harness.state.diskProblems.size, 0, 'no disk is charged with the process’s limit');
+
+    // The planted bug the simulator must catch (sim/invariants/disk-charges.ts) charges it like an I/O error.
+    const planted = worker({ plantedBug: 'descriptors-charged-to-disk' });
+    const [plantedCreate] = ofKind(reserve(planted), 'createFile');
+    const marked = ofKind(planted.ioFailed(plantedCreate!.op, 'NO_DESCRIPTORS'), 'log').filter(
+      (line) => line.event === 'worker.disk.failed',
+    );
+    assert.equal(marked.length, 1);
+    assert.equal(planted.state.diskProblems.get(plantedCreate!.file.mountPoint), 'READ_OR_WRITE_FAILURE');
   });
 
   it('deletes a leftover file it has no record of (a crash forgot it) and creates the location again', () => {
