@@ -21,6 +21,7 @@ import type { Rng } from '../../core/rng.ts';
 import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import type { PartialFrameLimit } from '../world/back-pressure.ts';
 import type { FaultTopology } from '../faults/inject.ts';
+import { scheduleStalledFrames } from '../faults/stalled-frames.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { acknowledgedSurvivesCrash } from '../invariants/durability.ts';
@@ -170,6 +171,22 @@ function longestComputeMs(apps: readonly AppShape[]): number {
 }
 
 /**
+ * What a cluster scenario may leave out: the faults the plan draws (see FaultTargets); and what it may add: hostile
+ * peers that stall large frames on the workers (sim/faults/stalled-frames.ts; default off: with budgets smaller
+ * than a frame, one stalled frame pauses a worker until its deadline, which the swarm's invariants do not survive,
+ * docs/simulation.md).
+ */
+export type ClusterOptions = Pick<
+  FaultTargets,
+  'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides'
+> & {
+  readonly stalledFrames?: boolean;
+};
+
+/** Visits of a peer that stalls frames on the workers, per run. */
+const STALLED_FRAME_VISITS = 2;
+
+/**
  * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client
  * releases running jobs through the compute-engine model, every invariant checker, and the fault topology. The
  * workload shape comes from `shape(rng)` (swarm-drawn or fixed); everything else is the same for every scenario,
@@ -179,7 +196,7 @@ function longestComputeMs(apps: readonly AppShape[]): number {
 export function clusterScenario(
   name: string,
   shape: (rng: Rng) => WorkloadShape,
-  options: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides'> = {},
+  options: ClusterOptions = {},
 ): Scenario {
   return {
     name,
@@ -200,7 +217,7 @@ function buildCluster(
   workload: WorkloadShape,
   seed: number,
   plantedBug: PlantedBug | undefined,
-  faultOptions: Pick<FaultTargets, 'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides'>,
+  faultOptions: ClusterOptions,
 ): ScenarioRun {
   const { cluster, apps } = workload;
   const settings = streamRng(seed, 'settings');
@@ -370,6 +387,15 @@ function buildCluster(
     scheduleRouteThefts(world, [...workerSet], streamRng(seed, 'intruders:routes'), 30);
     routesNotTaken(world);
   }
+  const { stalledFrames, ...planOptions } = faultOptions;
+  if (stalledFrames === true) {
+    // Drawn from a stream of its own, so that no other draw of the seed changes.
+    const conf = configFor(CURRENT_RELEASE, 'worker', workerOverrides);
+    scheduleStalledFrames(world, [...workerSet], streamRng(seed, 'stalled-frames'), STALLED_FRAME_VISITS, {
+      frameMaxBytes: conf.getBytes('svc.network.frame.maxSize'),
+      timeoutMs: conf.getDurationMs('svc.network.timeout'),
+    });
+  }
   const isWorker = (node: NodeId) => workerSet.has(node);
   const isMaster = (node: NodeId) => node === master;
   const memory = memoryUse({
@@ -385,7 +411,7 @@ function buildCluster(
     masters: ['m0'],
     apps: apps.map((a) => a.token),
     dfs: cluster.dfs,
-    ...faultOptions,
+    ...planOptions,
     ...(cluster.oneWorkerLoss === true ? { oneWorkerLoss: pushWindow(apps) } : {}),
   };
   const appGroups = new Map<string, (node: NodeId) => boolean>();

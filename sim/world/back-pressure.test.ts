@@ -245,3 +245,57 @@ describe('a simulated worker giving up partly received frames', () => {
     }
   });
 });
+
+describe("a hostile peer's stalled frames in a simulated worker", () => {
+  /** A worker pausing pushes at 100 bytes, resuming at 50, holding at most 150 of partly received frames. */
+  function stalledWorld(): World {
+    const world = new World({ seed: 5, trace: true });
+    world.modelTransport({ authenticated: false, routeIdleMs: 60_000 });
+    world.addNode({
+      id: 'w',
+      role: 'worker',
+      disks,
+      backPressure: { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 },
+      partialFrames: { limitBytes: 150 },
+      machine: writer,
+      initialState: () => [],
+    });
+    world.addNode({
+      id: 'map-app-1-0-0-0',
+      role: 'map',
+      addressless: true,
+      machine: recordingPusher([pushOf(1, 40)]),
+      initialState: () => [],
+    });
+    world.start('w');
+    return world;
+  }
+
+  it('pauses pushes until the deadline closes the stalled frame, then reads the held push', () => {
+    const world = stalledWorld();
+    world.schedule(1, 'a peer stalls', (w) => assert.ok(w.stallFrame('w', 'push', 'peer', 120, 1_000)));
+    world.schedule(5, 'the map starts', (w) => w.start('map-app-1-0-0-0'));
+    const seen: number[] = [];
+    world.observe({
+      inputs: ['PushData'],
+      onInput: (_node, _input, w) => seen.push(w.now),
+    });
+    world.run({ until: 10_000, maxEvents: 1_000 });
+    assert.equal(seen.length, 1);
+    assert.ok(seen[0]! >= 1_001, `the push was read at ${seen[0]} ms, after the stalled frame's deadline`);
+    assert.equal(world.trace.counters.get('backPressure.partialFramesPaused.push'), 1);
+    assert.equal(world.trace.counters.get('partialFrames.shedStalled'), undefined);
+  });
+
+  it('gives up the largest stalled frame past the limit, and keeps the rest until their deadline', () => {
+    const world = stalledWorld();
+    world.schedule(1, 'a peer stalls twice', (w) => {
+      w.stallFrame('w', 'replicate', 'peer-a', 70, 1_000);
+      w.stallFrame('w', 'replicate', 'peer-b', 90, 1_000);
+    });
+    world.run({ until: 10_000, maxEvents: 1_000 });
+    assert.equal(world.trace.counters.get('partialFrames.stalled'), 2);
+    assert.equal(world.trace.counters.get('partialFrames.shedStalled'), 1);
+    assert.match(world.trace.text(), /closed peer-b replicate's stalled frame of 90 bytes/);
+  });
+});

@@ -165,7 +165,7 @@ interface SimNode {
   readonly storeRng: Rng;
   readonly addressless: boolean;
   /** The process's back-pressure (workers with limits only); a restart starts with nothing in flight. */
-  pressure: WorkerBackPressure<ShedNotice> | undefined;
+  pressure: WorkerBackPressure<ShedNotice | undefined> | undefined;
   /** Arrivals on a paused port, in arrival order, per port. */
   readonly heldArrivals: Map<PausedService, Extract<SimEvent, { kind: 'input' }>[]>;
   /** The process's route table (with a transport model only); a restart empties it. */
@@ -251,6 +251,34 @@ export class World {
       input: { kind: 'receive', envelope },
       via: speaker,
     });
+  }
+
+  /**
+   * A hostile peer's connection `via` (no node of the world) begins a frame of `bytes` to `to`'s `service` port and
+   * sends no more of it. The worker holds it as a partly received frame until its deadline (`timeoutMs`, the
+   * runtime's svc.network.timeout, which runs while a frame is under way) closes the connection, unless it gave the
+   * connection up first. Returns false when `to` is down or does not model partly received frames.
+   */
+  stallFrame(to: NodeId, service: PausedService, via: string, bytes: number, timeoutMs: number): boolean {
+    const node = this.node(to);
+    const pressure = node.pressure;
+    if (!node.up || pressure === undefined || !pressure.countsPartialFrames) return false;
+    const id = this.nextFrameId++;
+    this.trace.count('partialFrames.stalled');
+    if (this.trace.enabled) {
+      this.trace.line(this.clock, to, `${via} begins a ${service} frame and stalls after ${bytes} bytes`);
+    }
+    const { change, shed } = pressure.frameSent(
+      { id, link: `${via} ${service}`, bytes, detail: undefined },
+      service,
+    );
+    this.pressureChanged(node, change, shed);
+    this.schedule(this.clock + timeoutMs, `${to} closes ${via}'s stalled frame`, () => {
+      if (node.pressure !== pressure) return; // the process ended: the connection went with it
+      const closed = pressure.frameArrived(id, service);
+      if (closed !== 'shed') this.pressureChanged(node, closed.change, closed.shed);
+    });
+    return true;
   }
 
   /** Changes the background I/O fault rates of every disk from now on. */
@@ -848,7 +876,7 @@ export class World {
   private pressureChanged(
     node: SimNode,
     change: PressureChange,
-    shed: readonly PartialFrame<ShedNotice>[],
+    shed: readonly PartialFrame<ShedNotice | undefined>[],
   ): void {
     for (const frame of shed) this.frameShed(node, frame);
     for (const service of change.pausedByPartialFrames) {
@@ -874,7 +902,19 @@ export class World {
    * The worker closed the connection holding `frame`: the message is lost, and its sender hears so as the runtime's
    * transport tells it of a request on a connection that closed (sendFailed), once the close has reached it.
    */
-  private frameShed(node: SimNode, frame: PartialFrame<ShedNotice>): void {
+  private frameShed(node: SimNode, frame: PartialFrame<ShedNotice | undefined>): void {
+    if (frame.detail === undefined) {
+      // A hostile peer's stalled frame: nobody of the world to tell.
+      this.trace.count('partialFrames.shedStalled');
+      if (this.trace.enabled) {
+        this.trace.line(
+          this.clock,
+          node.def.id,
+          `closed ${frame.link}'s stalled frame of ${frame.bytes} bytes, over the limit`,
+        );
+      }
+      return;
+    }
     this.trace.count('partialFrames.shed');
     if (this.trace.enabled) {
       this.trace.line(
