@@ -174,7 +174,13 @@ async function many(
     simulatedMs += result.simulatedMs;
     events += result.events;
     for (const [name, value] of Object.entries(result.report.counts)) {
-      if (name.startsWith('apps.') || name.startsWith('faults') || name === 'memoryWithoutEnabling')
+      if (
+        name.startsWith('apps.') ||
+        name.startsWith('faults') ||
+        name.startsWith('backPressure.') ||
+        name.startsWith('partialFrames.') ||
+        name === 'memoryWithoutEnabling'
+      )
         notes.set(name, (notes.get(name) ?? 0) + value);
     }
     const memory = result.report.memoryWithoutEnabling ?? [];

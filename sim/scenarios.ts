@@ -24,6 +24,11 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
       descriptorFaults: false,
     },
   ),
+  /**
+   * The swarm with a hostile peer that stalls large frames on the workers twice a run (sim/faults/stalled-frames.ts):
+   * not part of the swarm while one stalled frame can pause a worker with a small budget until its deadline.
+   */
+  'swarm-stalled-frames': clusterScenario('swarm-stalled-frames', drawWorkload, { stalledFrames: true }),
   /** The benchmark's fixed shape: 20 workers, 4 applications of 200 partitions, replication on. */
   standard: clusterScenario('standard', standardWorkload),
   /** `npm start`: three workers, one replicated application, one job (run without faults). */

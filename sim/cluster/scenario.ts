@@ -19,7 +19,9 @@ import { admitClient } from '../../core/release/admission.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
+import type { PartialFrameLimit } from '../world/back-pressure.ts';
 import type { FaultTopology } from '../faults/inject.ts';
+import { scheduleStalledFrames } from '../faults/stalled-frames.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { acknowledgedSurvivesCrash } from '../invariants/durability.ts';
@@ -45,6 +47,7 @@ import { chance, logUniform, pick, streamRng } from '../world/random.ts';
 import type { World } from '../world/world.ts';
 import {
   availableTypesOf,
+  clientOverrides,
   configFor,
   lifecycleManagerConfig,
   mapTaskConfig,
@@ -110,6 +113,43 @@ function backPressureLimits(
   };
 }
 
+/**
+ * What partly received frames may hold in a worker, as the runtime computes it (runtime/process/worker.ts): the
+ * memory budget × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize (one whole frame).
+ */
+function partialFrameLimit(
+  budgetBytes: number | undefined,
+  workerOverrides: Readonly<Record<string, string>>,
+): PartialFrameLimit {
+  const conf = configFor(CURRENT_RELEASE, 'worker', workerOverrides);
+  const budget = budgetBytes ?? conf.getBytes('svc.worker.memory.size');
+  return {
+    limitBytes: Math.max(
+      Math.floor(budget * conf.getDouble('svc.worker.directMemoryRatioToResume')),
+      conf.getBytes('svc.network.frame.maxSize'),
+    ),
+  };
+}
+
+/**
+ * The smallest svc.network.frame.maxSize the cluster's configuration allows, for clusters whose workers' budgets are
+ * scaled down to the simulated data: the key must exceed svc.shuffle.chunk.size and every client's push buffer and
+ * merge sizes (conf/registry/keys/common.ts). Twice the largest, so that a batch that overshoots its buffer by a
+ * record, or a merge by a batch, still fits; at least the key's minimum.
+ */
+function smallestFrameMaxSize(chunkSize: string, apps: readonly AppShape[]): number {
+  let largest = configFor(CURRENT_RELEASE, 'worker', { 'svc.shuffle.chunk.size': chunkSize }).getBytes(
+    'svc.shuffle.chunk.size',
+  );
+  for (const app of apps) {
+    const conf = configFor(app.clientRelease, 'client', clientOverrides(app));
+    for (const key of ['svc.client.push.buffer.max.size', 'svc.client.push.merge.maxSize']) {
+      largest = Math.max(largest, conf.optional(key, 'getBytes') ?? 0);
+    }
+  }
+  return Math.max(1024, 2 * largest);
+}
+
 /** Stage attempts of one job the engine starts after the faults stopped before it calls the run a livelock. */
 const MAX_STAGE_ATTEMPTS_AFTER_CALM = 4;
 
@@ -138,6 +178,19 @@ export type FaultOptions = Pick<
 >;
 
 /**
+ * What a cluster scenario may leave out: the faults the plan draws (see FaultTargets); and what it may add: hostile
+ * peers that stall large frames on the workers (sim/faults/stalled-frames.ts; default off: with budgets smaller
+ * than a frame, one stalled frame pauses a worker until its deadline, which the swarm's invariants do not survive,
+ * docs/simulation.md).
+ */
+export type ClusterOptions = FaultOptions & {
+  readonly stalledFrames?: boolean;
+};
+
+/** Visits of a peer that stalls frames on the workers, per run. */
+const STALLED_FRAME_VISITS = 2;
+
+/**
  * A cluster scenario: one master, workers with disks (and a DFS, memory tiers), applications of various client
  * releases running jobs through the compute-engine model, every invariant checker, and the fault topology. The
  * workload shape comes from `shape(rng)` (swarm-drawn or fixed); everything else is the same for every scenario,
@@ -147,7 +200,7 @@ export type FaultOptions = Pick<
 export function clusterScenario(
   name: string,
   shape: (rng: Rng) => WorkloadShape,
-  options: FaultOptions = {},
+  options: ClusterOptions = {},
 ): Scenario {
   return {
     name,
@@ -168,7 +221,7 @@ function buildCluster(
   workload: WorkloadShape,
   seed: number,
   plantedBug: PlantedBug | undefined,
-  faultOptions: FaultOptions,
+  faultOptions: ClusterOptions,
 ): ScenarioRun {
   const { cluster, apps } = workload;
   const settings = streamRng(seed, 'settings');
@@ -179,8 +232,18 @@ function buildCluster(
       ? {}
       : { [WORKER_HEARTBEAT_TIMEOUT]: cluster.workerHeartbeatTimeout };
   const auth: Record<string, string> = cluster.auth === true ? { 'svc.auth.enabled': 'true' } : {};
+  // With the default budget (1g) the simulated data never makes a worker pause; 30 % of clusters get budgets of
+  // 256 B-16 KiB (a few of its writes), so that pushes and replicas wait for the disks, and the smallest frame limit
+  // their clients allow, so that partly received frames may be given up. Drawn from a stream of its own: no other
+  // draw moves.
+  const pressure = streamRng(seed, 'back-pressure');
+  const tightBudget = chance(pressure, 0.3) ? Math.round(logUniform(pressure, 256, 16_384)) : undefined;
+  const chunkSize = pick(settings, ['1k', '4k', '8m']);
   const workerOverrides: Record<string, string> = {
-    'svc.shuffle.chunk.size': pick(settings, ['1k', '4k', '8m']),
+    'svc.shuffle.chunk.size': chunkSize,
+    ...(tightBudget === undefined
+      ? {}
+      : { 'svc.network.frame.maxSize': String(smallestFrameMaxSize(chunkSize, apps)) }),
     // Short enough that a restarted worker's leftover files are removed within a run (core/machines/worker/leftovers.ts).
     'svc.worker.storage.expireDirs.timeout': '1s',
     // Simulated workers keep a recovery store, as a runtime worker does only with graceful shutdown on.
@@ -215,11 +278,8 @@ function buildCluster(
   });
   world.schedule(0, 'start master', (w) => w.start(master));
 
-  // With the default budget (1g) the simulated data never makes a worker pause; 30 % of clusters get budgets of
-  // 256 B-16 KiB (a few of its writes), so that pushes and replicas wait for the disks. Drawn from a stream of its own: no other draw moves.
-  const pressure = streamRng(seed, 'back-pressure');
-  const tightBudget = chance(pressure, 0.3) ? Math.round(logUniform(pressure, 256, 16_384)) : undefined;
   const workerPressure = backPressureLimits(tightBudget, plantedBug);
+  const workerPartialFrames = partialFrameLimit(tightBudget, workerOverrides);
   const workerNodes = new Map<string, NodeId>();
   cluster.workers.forEach((shape, index) => {
     const id = workerNodeId(workerId(shape));
@@ -231,6 +291,7 @@ function buildCluster(
       principal: SERVER_PRINCIPAL,
       machine: workerMachine,
       backPressure: workerPressure,
+      partialFrames: workerPartialFrames,
       disks: shape.disks,
       dfs: cluster.dfs,
       initialState: (release) =>
@@ -330,6 +391,15 @@ function buildCluster(
     scheduleRouteThefts(world, [...workerSet], streamRng(seed, 'intruders:routes'), 30);
     routesNotTaken(world);
   }
+  const { stalledFrames, ...planOptions } = faultOptions;
+  if (stalledFrames === true) {
+    // Drawn from a stream of its own, so that no other draw of the seed changes.
+    const conf = configFor(CURRENT_RELEASE, 'worker', workerOverrides);
+    scheduleStalledFrames(world, [...workerSet], streamRng(seed, 'stalled-frames'), STALLED_FRAME_VISITS, {
+      frameMaxBytes: conf.getBytes('svc.network.frame.maxSize'),
+      timeoutMs: conf.getDurationMs('svc.network.timeout'),
+    });
+  }
   const isWorker = (node: NodeId) => workerSet.has(node);
   const isMaster = (node: NodeId) => node === master;
   const memory = memoryUse({
@@ -345,7 +415,7 @@ function buildCluster(
     masters: ['m0'],
     apps: apps.map((a) => a.token),
     dfs: cluster.dfs,
-    ...faultOptions,
+    ...planOptions,
     ...(cluster.oneWorkerLoss === true ? { oneWorkerLoss: pushWindow(apps) } : {}),
   };
   const appGroups = new Map<string, (node: NodeId) => boolean>();
@@ -456,6 +526,11 @@ function buildCluster(
       const faults = schedule?.faults ?? [];
       counts['faults'] = faults.length;
       counts['faults.struck'] = faults.filter((fault) => fault.at <= world.now).length;
+      // What the workers' back-pressure did (sim/world/back-pressure.ts): arrivals held on paused ports, pauses
+      // that partly received frames caused, and frames given up past their limit.
+      for (const [name, value] of world.trace.counters) {
+        if (name.startsWith('backPressure.') || name.startsWith('partialFrames.')) counts[name] = value;
+      }
       notes.push(...engine.progress(world));
       return { notes, counts, memoryWithoutEnabling };
     },

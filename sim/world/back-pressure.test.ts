@@ -3,6 +3,8 @@ import { describe, it } from 'node:test';
 import type { Effect, FileRef, Input } from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
 import type { PushData } from '../../core/protocol/messages.ts';
+import { WorkerBackPressure } from './back-pressure.ts';
+import { CALM_NETWORK } from './network.ts';
 import { World } from './world.ts';
 
 const file: FileRef = { id: 'app-1-0/0-0-0', tier: 'HDD', mountPoint: '/d1' };
@@ -96,5 +98,204 @@ describe('back-pressure in simulated workers', () => {
   it('keeps reading replicas below their own, higher threshold', () => {
     const inputs = run([push(1), push(2, 'REPLICA'), push(3)]);
     assert.deepEqual(kinds(inputs).slice(0, 5), ['start', 'ioDone', 'push 1', 'push 2', 'ioDone']);
+  });
+});
+
+describe('partly received frames in simulated workers', () => {
+  const limits = { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 };
+  const frame = (id: number, link: string, bytes: number) => ({ id, link, bytes, detail: id });
+
+  it('counts one frame per connection, the first in flight, and the next once it arrived', () => {
+    const pressure = new WorkerBackPressure<number>(limits, { limitBytes: 1_000 });
+    pressure.frameSent(frame(1, 'a', 30), 'push');
+    pressure.frameSent(frame(2, 'a', 40), 'push');
+    pressure.frameSent(frame(3, 'b', 20), 'push');
+    assert.equal(pressure.partialFrameBytes, 50);
+    pressure.frameArrived(1, 'push');
+    assert.equal(pressure.partialFrameBytes, 60);
+    pressure.frameArrived(2, 'push');
+    pressure.frameArrived(3, 'push');
+    assert.equal(pressure.partialFrameBytes, 0);
+  });
+
+  it('pauses pushes on partly received bytes alone, and says so; resumes when they arrived', () => {
+    const pressure = new WorkerBackPressure<number>(limits, { limitBytes: 1_000 });
+    const sent = pressure.frameSent(frame(1, 'a', 120), 'push');
+    assert.deepEqual(sent.change.pausedByPartialFrames, ['push']);
+    assert.equal(pressure.isPaused('push'), true);
+    assert.equal(pressure.isPaused('replicate'), false);
+    const arrived = pressure.frameArrived(1, 'push');
+    assert.notEqual(arrived, 'shed');
+    assert.equal(arrived !== 'shed' && arrived.change.resumed, true);
+  });
+
+  it('holds nothing for a frame that comes under way on a paused port', () => {
+    const pressure = new WorkerBackPressure<number>(limits, { limitBytes: 1_000 });
+    pressure.change(150);
+    pressure.frameSent(frame(1, 'a', 70), 'push');
+    assert.equal(pressure.partialFrameBytes, 0);
+    pressure.frameSent(frame(2, 'b', 70), 'replicate');
+    assert.equal(pressure.partialFrameBytes, 70, 'replication is read up to its own, higher threshold');
+  });
+
+  it('past the limit gives up the connection holding the most, with every frame in flight on it', () => {
+    const pressure = new WorkerBackPressure<number>(
+      { pauseReceiveBytes: 10_000, pauseReplicateBytes: 10_000, resumeBytes: 5_000 },
+      { limitBytes: 100 },
+    );
+    pressure.frameSent(frame(1, 'small', 30), 'push');
+    pressure.frameSent(frame(2, 'large', 60), 'push');
+    pressure.frameSent(frame(3, 'large', 5), 'push');
+    const sent = pressure.frameSent(frame(4, 'other', 40), 'push');
+    assert.deepEqual(
+      sent.shed.map((shed) => shed.id),
+      [2, 3],
+    );
+    assert.equal(pressure.partialFrameBytes, 70);
+    assert.equal(pressure.frameArrived(2, 'push'), 'shed');
+    assert.equal(pressure.frameArrived(3, 'push'), 'shed');
+    assert.notEqual(pressure.frameArrived(1, 'push'), 'shed');
+    assert.equal(pressure.partialFrameBytes, 40);
+  });
+
+  it('without a limit for them, counts no partly received frame', () => {
+    const pressure = new WorkerBackPressure<number>(limits);
+    assert.equal(pressure.countsPartialFrames, false);
+  });
+});
+
+/** A map task that pushes `messages` when it starts and records what it hears back. */
+function recordingPusher(messages: readonly PushData[]): Machine<Input[]> {
+  return {
+    step(state, input) {
+      const effects: Effect[] =
+        input.kind === 'start'
+          ? messages.map((message, index) => ({ kind: 'send', to: 'w', message, requestId: index + 1 }))
+          : [];
+      return { state: [...state, input], effects };
+    },
+  };
+}
+
+function pushOf(batchId: number, bytes: number): PushData {
+  return { ...push(batchId), payload: new Uint8Array(bytes) };
+}
+
+/** Two maps push at once to a worker whose partly received frames may hold `limitBytes` (none: not modelled). */
+function runTwoMaps(limitBytes: number | undefined): { world: World; worker: Input[]; maps: Input[][] } {
+  const world = new World({ seed: 5, trace: true, network: { ...CALM_NETWORK, latencyMs: 5 } });
+  world.modelTransport({ authenticated: false, routeIdleMs: 60_000 });
+  world.addNode({
+    id: 'w',
+    role: 'worker',
+    disks,
+    backPressure: { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 },
+    ...(limitBytes === undefined ? {} : { partialFrames: { limitBytes } }),
+    machine: writer,
+    initialState: () => [],
+  });
+  const maps = ['map-app-1-0-0-0', 'map-app-1-0-1-0'];
+  const sizes = [40, 90];
+  maps.forEach((id, index) =>
+    world.addNode({
+      id,
+      role: 'map',
+      addressless: true,
+      machine: recordingPusher([pushOf(index + 1, sizes[index]!)]),
+      initialState: () => [],
+    }),
+  );
+  world.start('w');
+  world.schedule(5, 'the maps start', (w) => maps.forEach((id) => w.start(id)));
+  world.run({ until: 10_000, maxEvents: 1_000 });
+  return {
+    world,
+    worker: world.stateOf('w') as Input[],
+    maps: maps.map((id) => world.stateOf(id) as Input[]),
+  };
+}
+
+describe('a simulated worker giving up partly received frames', () => {
+  it('closes the connection of the larger frame past its limit: that push is lost and its map hears sendFailed', () => {
+    const { world, worker, maps } = runTwoMaps(100);
+    assert.deepEqual(kinds(worker), ['start', 'ioDone', 'push 1', 'ioDone']);
+    assert.deepEqual(
+      maps.map((inputs) => inputs.map((input) => input.kind)),
+      [['start'], ['start', 'sendFailed']],
+    );
+    const failed = maps[1]![1]!;
+    assert.ok(failed.kind === 'sendFailed' && failed.requestId === 1 && failed.to === 'w');
+    assert.equal(world.trace.counters.get('partialFrames.shed'), 1);
+    assert.equal(world.trace.counters.get('backPressure.partialFramesPaused.push'), 1);
+  });
+
+  it('takes both while they fit, and without the model counts nothing', () => {
+    for (const limitBytes of [130, undefined]) {
+      const { world, worker, maps } = runTwoMaps(limitBytes);
+      assert.equal(kinds(worker).filter((kind) => kind.startsWith('push')).length, 2);
+      assert.deepEqual(
+        maps.map((inputs) => inputs.map((input) => input.kind)),
+        [['start'], ['start']],
+      );
+      assert.equal(world.trace.counters.get('partialFrames.shed'), undefined);
+      assert.equal(
+        world.trace.counters.get('backPressure.partialFramesPaused.push'),
+        limitBytes === undefined ? undefined : 1,
+      );
+    }
+  });
+});
+
+describe("a hostile peer's stalled frames in a simulated worker", () => {
+  /** A worker pausing pushes at 100 bytes, resuming at 50, holding at most 150 of partly received frames. */
+  function stalledWorld(): World {
+    const world = new World({ seed: 5, trace: true });
+    world.modelTransport({ authenticated: false, routeIdleMs: 60_000 });
+    world.addNode({
+      id: 'w',
+      role: 'worker',
+      disks,
+      backPressure: { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 },
+      partialFrames: { limitBytes: 150 },
+      machine: writer,
+      initialState: () => [],
+    });
+    world.addNode({
+      id: 'map-app-1-0-0-0',
+      role: 'map',
+      addressless: true,
+      machine: recordingPusher([pushOf(1, 40)]),
+      initialState: () => [],
+    });
+    world.start('w');
+    return world;
+  }
+
+  it('pauses pushes until the deadline closes the stalled frame, then reads the held push', () => {
+    const world = stalledWorld();
+    world.schedule(1, 'a peer stalls', (w) => assert.ok(w.stallFrame('w', 'push', 'peer', 120, 1_000)));
+    world.schedule(5, 'the map starts', (w) => w.start('map-app-1-0-0-0'));
+    const seen: number[] = [];
+    world.observe({
+      inputs: ['PushData'],
+      onInput: (_node, _input, w) => seen.push(w.now),
+    });
+    world.run({ until: 10_000, maxEvents: 1_000 });
+    assert.equal(seen.length, 1);
+    assert.ok(seen[0]! >= 1_001, `the push was read at ${seen[0]} ms, after the stalled frame's deadline`);
+    assert.equal(world.trace.counters.get('backPressure.partialFramesPaused.push'), 1);
+    assert.equal(world.trace.counters.get('partialFrames.shedStalled'), undefined);
+  });
+
+  it('gives up the largest stalled frame past the limit, and keeps the rest until their deadline', () => {
+    const world = stalledWorld();
+    world.schedule(1, 'a peer stalls twice', (w) => {
+      w.stallFrame('w', 'replicate', 'peer-a', 70, 1_000);
+      w.stallFrame('w', 'replicate', 'peer-b', 90, 1_000);
+    });
+    world.run({ until: 10_000, maxEvents: 1_000 });
+    assert.equal(world.trace.counters.get('partialFrames.stalled'), 2);
+    assert.equal(world.trace.counters.get('partialFrames.shedStalled'), 1);
+    assert.match(world.trace.text(), /closed peer-b replicate's stalled frame of 90 bytes/);
   });
 });

@@ -25,7 +25,13 @@ import {
 } from './storage.ts';
 import { workerServiceFor } from '../../core/protocol/services.ts';
 import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
-import { WorkerBackPressure, type PausedService } from './back-pressure.ts';
+import {
+  WorkerBackPressure,
+  type PartialFrame,
+  type PartialFrameLimit,
+  type PausedService,
+  type PressureChange,
+} from './back-pressure.ts';
 import { Routes, type Speaker, type TransportModel } from './routes.ts';
 import { describe, Trace } from './trace.ts';
 import { UnansweredRequests } from './unanswered.ts';
@@ -60,6 +66,12 @@ export interface NodeDefinition<S = unknown> {
    * reading its push and replicate ports until its disks caught up (sim/world/back-pressure.ts). Absent: never.
    */
   readonly backPressure?: BackPressureLimits;
+  /**
+   * With `backPressure`: data messages count as partly received frames while they travel, in the back-pressure and
+   * against this limit, past which the connections holding the most are closed (sim/world/back-pressure.ts).
+   * Absent: messages arrive whole and hold nothing before they do.
+   */
+  readonly partialFrames?: PartialFrameLimit;
   /**
    * The durable store handed back in `start`: a worker's own recovery store, or the masters' shared coordination
    * store. Default: coordination for `master-*` ids, recovery otherwise.
@@ -113,6 +125,8 @@ type SimEvent =
       readonly via?: Speaker;
       /** Bytes of writes this I/O completion reports done (the node's back-pressure counts them free). */
       readonly written?: number;
+      /** The partly received frame this arrival completes (counted in the node's back-pressure until then). */
+      readonly frame?: number;
     }
   | {
       readonly kind: 'timer';
@@ -152,13 +166,20 @@ interface SimNode {
   readonly storeRng: Rng;
   readonly addressless: boolean;
   /** The process's back-pressure (workers with limits only); a restart starts with nothing in flight. */
-  pressure: WorkerBackPressure | undefined;
+  pressure: WorkerBackPressure<ShedNotice | undefined> | undefined;
   /** Arrivals on a paused port, in arrival order, per port. */
   readonly heldArrivals: Map<PausedService, Extract<SimEvent, { kind: 'input' }>[]>;
   /** The process's route table (with a transport model only); a restart empties it. */
   routes: Routes | undefined;
   /** What its connections establish at a peer's handshake (this incarnation's, renewed at each start). */
   speaker: Speaker;
+}
+
+/** Whom to tell, and what, when a partly received frame is given up: the sender's process that sent it. */
+interface ShedNotice {
+  readonly sender: NodeId;
+  readonly incarnation: number;
+  readonly input: Extract<Input, { kind: 'sendFailed' }>;
 }
 
 /** Sees a message go to a connection other than its addressee's: a route was taken over (sim/invariants/isolation.ts). */
@@ -190,6 +211,7 @@ export class World {
   private processed = 0;
   private transport: TransportModel | undefined;
   private readonly captures: RouteCapture[] = [];
+  private nextFrameId = 1;
 
   constructor(options: WorldOptions) {
     this.seed = options.seed;
@@ -232,6 +254,34 @@ export class World {
       input: { kind: 'receive', envelope },
       via: speaker,
     });
+  }
+
+  /**
+   * A hostile peer's connection `via` (no node of the world) begins a frame of `bytes` to `to`'s `service` port and
+   * sends no more of it. The worker holds it as a partly received frame until its deadline (`timeoutMs`, the
+   * runtime's svc.network.timeout, which runs while a frame is under way) closes the connection, unless it gave the
+   * connection up first. Returns false when `to` is down or does not model partly received frames.
+   */
+  stallFrame(to: NodeId, service: PausedService, via: string, bytes: number, timeoutMs: number): boolean {
+    const node = this.node(to);
+    const pressure = node.pressure;
+    if (!node.up || pressure === undefined || !pressure.countsPartialFrames) return false;
+    const id = this.nextFrameId++;
+    this.trace.count('partialFrames.stalled');
+    if (this.trace.enabled) {
+      this.trace.line(this.clock, to, `${via} begins a ${service} frame and stalls after ${bytes} bytes`);
+    }
+    const { change, shed } = pressure.frameSent(
+      { id, link: `${via} ${service}`, bytes, detail: undefined },
+      service,
+    );
+    this.pressureChanged(node, change, shed);
+    this.schedule(this.clock + timeoutMs, `${to} closes ${via}'s stalled frame`, () => {
+      if (node.pressure !== pressure) return; // the process ended: the connection went with it
+      const closed = pressure.frameArrived(id, service);
+      if (closed !== 'shed') this.pressureChanged(node, closed.change, closed.shed);
+    });
+    return true;
   }
 
   /** Changes the background I/O fault rates of every disk from now on. */
@@ -365,7 +415,9 @@ export class World {
     node.routes = this.transport === undefined ? undefined : new Routes(this.transport, this.clock);
     node.speaker = { ...node.speaker, incarnation: node.incarnation };
     node.pressure =
-      node.def.backPressure === undefined ? undefined : new WorkerBackPressure(node.def.backPressure);
+      node.def.backPressure === undefined
+        ? undefined
+        : new WorkerBackPressure(node.def.backPressure, node.def.partialFrames);
     node.state = node.def.initialState(node.release);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
@@ -468,6 +520,12 @@ export class World {
       node.timers.delete(event.name);
       this.step(node, { kind: 'timer', name: event.name });
       return;
+    }
+    if (event.frame !== undefined && node.pressure !== undefined && event.input.kind === 'receive') {
+      const service = workerServiceFor(event.input.envelope.message) as PausedService;
+      const arrival = node.pressure.frameArrived(event.frame, service);
+      if (arrival === 'shed') return; // its connection was closed: the rest of the frame never came
+      this.pressureChanged(node, arrival.change, arrival.shed);
     }
     if (event.written !== undefined && node.pressure !== undefined) {
       // As the runtime's driver: the bytes are free before the machine hears of the completion.
@@ -762,6 +820,7 @@ export class World {
       this.trace.line(this.clock, from, `send ${traceEnvelope(envelope)}${fate}`);
     }
     const via = this.transport === undefined ? undefined : node.speaker;
+    const frame = arrivals.length === 0 ? undefined : this.frameBegins(node, target, effect, envelope);
     for (const at of arrivals) {
       this.queue.push(at, {
         kind: 'input',
@@ -769,8 +828,121 @@ export class World {
         incarnation: target.incarnation,
         input: { kind: 'receive', envelope },
         ...(via === undefined ? {} : { via }),
+        ...(frame === undefined ? {} : { frame }),
       });
     }
+  }
+
+  /**
+   * A data message to a worker that models partly received frames, on a port it reads: counted from now until it
+   * arrives, and past the worker's limit the core's choice of connections to close (sim/world/back-pressure.ts).
+   * Returns the frame's id for its arrivals, or undefined when it is not counted.
+   */
+  private frameBegins(
+    sender: SimNode,
+    target: SimNode,
+    effect: Extract<Effect, { kind: 'send' }>,
+    envelope: Envelope,
+  ): number | undefined {
+    const pressure = target.pressure;
+    if (pressure === undefined || !pressure.countsPartialFrames) return undefined;
+    const service = workerServiceFor(envelope.message);
+    if (service !== 'push' && service !== 'replicate') return undefined;
+    const bytes = payloadBytes(envelope.message);
+    if (bytes === 0) return undefined;
+    const limit = target.def.partialFrames?.limitBytes ?? Infinity;
+    if (bytes > limit) {
+      // The runtime's limit is at least svc.network.frame.maxSize: a frame this large would have been refused.
+      this.fail({
+        invariant: 'simulator-threw',
+        node: target.def.id,
+        detail: `a ${envelope.message.type} of ${bytes} bytes exceeds ${target.def.id}'s limit of ${limit} bytes for partly received frames: the scenario's svc.network.frame.maxSize is too small for its clients`,
+      });
+      return undefined;
+    }
+    const id = this.nextFrameId++;
+    const { change, shed } = pressure.frameSent(
+      {
+        id,
+        link: `${sender.def.id} ${service}`,
+        bytes,
+        detail: {
+          sender: sender.def.id,
+          incarnation: sender.incarnation,
+          input: {
+            kind: 'sendFailed',
+            to: effect.to,
+            message: effect.message,
+            ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
+          },
+        },
+      },
+      service,
+    );
+    this.pressureChanged(target, change, shed);
+    return id;
+  }
+
+  /**
+   * Counts pauses caused by partly received frames, loses the frames given up, and reads a port that resumed again
+   * (at once, in an event of its own).
+   */
+  private pressureChanged(
+    node: SimNode,
+    change: PressureChange,
+    shed: readonly PartialFrame<ShedNotice | undefined>[],
+  ): void {
+    for (const frame of shed) this.frameShed(node, frame);
+    for (const service of change.pausedByPartialFrames) {
+      this.trace.count(`backPressure.partialFramesPaused.${service}`);
+      if (this.trace.enabled) {
+        this.trace.line(
+          this.clock,
+          node.def.id,
+          `${service} paused by partly received frames (${node.pressure!.partialFrameBytes} bytes, ${node.pressure!.bytesInFlight} in flight)`,
+        );
+      }
+    }
+    if (!change.resumed) return;
+    const incarnation = node.incarnation;
+    // Not read within the sender's step: the worker reads its sockets in an event of its own.
+    this.schedule(this.clock, `${node.def.id} reads its resumed ports`, () => {
+      if (node.up && node.incarnation === incarnation && node.pressure !== undefined)
+        this.releaseArrivals(node);
+    });
+  }
+
+  /**
+   * The worker closed the connection holding `frame`: the message is lost, and its sender hears so as the runtime's
+   * transport tells it of a request on a connection that closed (sendFailed), once the close has reached it.
+   */
+  private frameShed(node: SimNode, frame: PartialFrame<ShedNotice | undefined>): void {
+    if (frame.detail === undefined) {
+      // A hostile peer's stalled frame: nobody of the world to tell.
+      this.trace.count('partialFrames.shedStalled');
+      if (this.trace.enabled) {
+        this.trace.line(
+          this.clock,
+          node.def.id,
+          `closed ${frame.link}'s stalled frame of ${frame.bytes} bytes, over the limit`,
+        );
+      }
+      return;
+    }
+    this.trace.count('partialFrames.shed');
+    if (this.trace.enabled) {
+      this.trace.line(
+        this.clock,
+        node.def.id,
+        `closed ${frame.detail.sender}'s connection: ${frame.bytes} bytes of a ${frame.detail.input.message.type} partly received, over the limit`,
+      );
+    }
+    this.queue.push(this.clock + this.network.roundTrip() / 2, {
+      kind: 'input',
+      node: frame.detail.sender,
+      incarnation: frame.detail.incarnation,
+      input: frame.detail.input,
+    });
   }
 
   private refused(node: SimNode, effect: Extract<Effect, { kind: 'send' }>, envelope: Envelope): void {
@@ -840,6 +1012,17 @@ export class World {
     if (!node) throw new RangeError(`no node ${id} in this world`);
     return node;
   }
+}
+
+/** The bytes a data message carries: what its frame holds while it is partly received. */
+function payloadBytes(message: Envelope['message']): number {
+  if (message.type === 'PushData') return message.payload.length;
+  if (message.type === 'PushMergedData') {
+    let bytes = 0;
+    for (const batch of message.batches) bytes += batch.payload.length;
+    return bytes;
+  }
+  return 0;
 }
 
 function traceInput(input: Input): string {
