@@ -23,8 +23,8 @@ describe('partly received frames in the swarm', () => {
     assert.ok(heldWhile > 0, 'those seeds held pushes on a paused port');
   });
 
-  it("give up a hostile peer's largest stalled frame in the scenario that adds one", () => {
-    const scenario = SCENARIOS['swarm-stalled-frames']!;
+  it("give up a hostile peer's largest stalled frame in the swarm", () => {
+    const scenario = SCENARIOS.swarm!;
     let stalled = 0;
     let shed = 0;
     // Seeds 11 and 27 are the first whose peer stalls two frames that together pass a small budget's limit.

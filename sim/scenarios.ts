@@ -5,8 +5,12 @@ import { demoWorkload, drawWorkload, standardWorkload, upgradeWorkload } from '.
 
 /** The scenarios the command line and the tests run, by name. */
 export const SCENARIOS: Readonly<Record<string, Scenario>> = {
-  /** Every seed draws its own cluster, applications, releases and tiers (swarm testing). */
-  swarm: clusterScenario('swarm', drawWorkload),
+  /**
+   * Every seed draws its own cluster, applications, releases and tiers (swarm testing), and a hostile peer stalls
+   * large frames on its workers twice a run (sim/faults/stalled-frames.ts, its own random stream: since 27 November
+   * 2026, once a stalled frame could no longer keep a worker paused on its own).
+   */
+  swarm: clusterScenario('swarm', drawWorkload, { stalledFrames: true }),
   /**
    * The swarm as it drew until 22 November 2026, before it drew policies (rack skew, load-aware slots, partition
    * size updates, rack-aware replicas, HARD splits, small disks), corrupted reads, lost executors, DFS faults and
@@ -24,11 +28,8 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
       descriptorFaults: false,
     },
   ),
-  /**
-   * The swarm with a hostile peer that stalls large frames on the workers twice a run (sim/faults/stalled-frames.ts):
-   * not part of the swarm while one stalled frame can pause a worker with a small budget until its deadline.
-   */
-  'swarm-stalled-frames': clusterScenario('swarm-stalled-frames', drawWorkload, { stalledFrames: true }),
+  /** The swarm without the hostile peer that stalls frames, as it ran until 27 November 2026. */
+  'swarm-without-stalled-frames': clusterScenario('swarm-without-stalled-frames', drawWorkload),
   /** The benchmark's fixed shape: 20 workers, 4 applications of 200 partitions, replication on. */
   standard: clusterScenario('standard', standardWorkload),
   /** `npm start`: three workers, one replicated application, one job (run without faults). */

@@ -21,13 +21,13 @@ const heldArb = fc.record({
 });
 
 describe('backPressureDecision', () => {
-  it('pauses on everything held, disks and partly received frames alike, with hysteresis in between', () => {
+  it('pauses on everything held, partly received frames up to the resume threshold, with hysteresis in between', () => {
     fc.assert(
       fc.property(limitsArb, fc.array(heldArb, { minLength: 1, maxLength: 40 }), (limits, steps) => {
         let paused: PausedPorts = { push: false, replicate: false };
         for (const held of steps) {
           const next = backPressureDecision(limits, held, paused);
-          const total = held.inFlightBytes + held.partialFrameBytes;
+          const total = held.inFlightBytes + Math.min(held.partialFrameBytes, limits.resumeBytes);
           if (total >= limits.pauseReplicateBytes) assert.deepEqual(next, { push: true, replicate: true });
           else if (total >= limits.pauseReceiveBytes) {
             assert.equal(next.push, true);
@@ -42,18 +42,30 @@ describe('backPressureDecision', () => {
     );
   });
 
-  it('counts a byte of a partly received frame as a byte on its way to the disks', () => {
+  it('counts a byte of a partly received frame as a byte on its way to the disks, up to the resume threshold', () => {
     fc.assert(
       fc.property(limitsArb, heldArb, fc.boolean(), fc.boolean(), (limits, held, push, replicate) => {
         const paused = { push, replicate: replicate && push };
         const moved = {
-          inFlightBytes: held.inFlightBytes + held.partialFrameBytes,
+          inFlightBytes: held.inFlightBytes + Math.min(held.partialFrameBytes, limits.resumeBytes),
           partialFrameBytes: 0,
         };
         assert.deepEqual(
           backPressureDecision(limits, held, paused),
           backPressureDecision(limits, moved, paused),
         );
+      }),
+    );
+  });
+});
+
+describe('stalled frames', () => {
+  it('never keep the ports paused on their own, however large', () => {
+    fc.assert(
+      fc.property(limitsArb, fc.nat(), fc.boolean(), (limits, partialFrameBytes, wasPaused) => {
+        const paused = { push: wasPaused, replicate: wasPaused };
+        const next = backPressureDecision(limits, { inFlightBytes: 0, partialFrameBytes }, paused);
+        assert.deepEqual(next, { push: false, replicate: false });
       }),
     );
   });

@@ -28,16 +28,21 @@ export interface PausedPorts {
 
 /**
  * Pushes pause at `pauseReceiveBytes`, replication too at `pauseReplicateBytes`, both resume at or below
- * `resumeBytes`; in between nothing changes (hysteresis). Everything held counts: what the disks have yet to write
- * and what peers have begun to send. A paused connection stops at the end of the frame under way (the runtime's
- * rule), so that partly received frames always complete or time out: they can never keep a worker paused for good.
+ * `resumeBytes`; in between nothing changes (hysteresis). What the disks have yet to write counts, and what peers
+ * have begun to send up to `resumeBytes`: a frame that stalls half-way is one the worker keeps reading (a paused
+ * connection stops only at the end of the frame under way), so had it counted in full, one stalled frame larger than
+ * the pause threshold would keep every other connection paused until its deadline.
  */
 export function backPressureDecision(
   limits: BackPressureLimits,
   held: HeldBytes,
   paused: PausedPorts,
 ): PausedPorts {
-  const total = held.inFlightBytes + held.partialFrameBytes;
+  // Partly received frames count only up to the resume threshold: on their own they never keep the ports paused.
+  // A peer that begins a frame and stalls would otherwise hold every other peer off for the frame's whole deadline
+  // wherever one frame exceeds the pause threshold (svc.network.frame.maxSize above svc.worker.memory.size ×
+  // directMemoryRatioToPauseReceive, a budget below about 151m at the defaults); the receive limit bounds them.
+  const total = held.inFlightBytes + Math.min(held.partialFrameBytes, limits.resumeBytes);
   if (total >= limits.pauseReplicateBytes) return { push: true, replicate: true };
   if (total >= limits.pauseReceiveBytes) return { push: true, replicate: paused.replicate };
   if (total <= limits.resumeBytes && limits.plantedBug !== 'back-pressure-never-resumes') {
