@@ -7,6 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { clientTierConf, LocalCluster, type Tier } from './cluster/local-cluster.ts';
+import { pollUntil } from './testing/poll.ts';
 import { clientSide, writeMaps, type SmallJob } from './testing/small-job.ts';
 
 const JOB: SmallJob = { maps: 2, partitions: 4, recordsPerPartition: 20, recordBytes: 100 };
@@ -73,9 +74,11 @@ for (const tier of ['disk', 'dfs'] satisfies Tier[]) {
         const metrics = await (await fetch(`${cluster.workerHttpUrl(0)}/metrics/prometheus`)).text();
         const counted = /^metrics_LeftoverFilesRemovedCount_Count(?:\{[^}]*\})? (\d+)/m.exec(metrics);
         assert.equal(Number(counted?.[1]), held.length, 'LeftoverFilesRemovedCount');
-        await waitUntil(
+        // The deletes were issued with the log line and complete asynchronously: the disk has no event to wait on.
+        await pollUntil(
           () => filesUnder(disk).length === 0,
           () => `left: ${filesUnder(disk).join(', ')}`,
+          { intervalMs: 25 },
         );
         assert.equal(restarted.seen((line) => line.event === 'worker.deleteFile.failed').length, 0);
       } finally {
@@ -83,16 +86,4 @@ for (const tier of ['disk', 'dfs'] satisfies Tier[]) {
       }
     });
   });
-}
-
-/**
- * Waits for the disk to show what the worker already decided (its deletes were issued with the log line, and
- * complete asynchronously): polls the file system, which has no event to wait on, for at most 20 s.
- */
-async function waitUntil(done: () => boolean, describe: () => string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!done()) {
-    if (Date.now() > deadline) assert.fail(`not done within 20 s: ${describe()}`);
-    await new Promise((resolve) => setTimeout(resolve, 25)); // a poll of the disk's state, not a wait for time
-  }
 }

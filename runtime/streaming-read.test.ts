@@ -12,6 +12,7 @@ import { LocalCluster } from './cluster/local-cluster.ts';
 import { startApplication } from './client/application.ts';
 import { ReadAbortedError, ReadTimeoutError } from './client/errors.ts';
 import { connectExecutor } from './client/shuffle-client.ts';
+import { pollUntil } from './testing/poll.ts';
 import { clientSide, recordsOf, type ClientSide } from './testing/small-job.ts';
 
 const MiB = 1024 * 1024;
@@ -33,15 +34,6 @@ for (let i = 0; i < pool.length; i += 1) pool[i] = (i * 2654435761) >>> 24;
 function recordAt(mapId: number, index: number): Uint8Array {
   const offset = ((mapId * 7919 + index * 4099) * 8) % (pool.length - RECORD_BYTES);
   return pool.subarray(offset, offset + RECORD_BYTES);
-}
-
-/** Polls a worker's state that has no event to wait on, for at most 20 s. */
-async function pollUntil(done: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await done())) {
-    if (Date.now() > deadline) assert.fail(`not within 20 s: ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
 }
 
 describe('the streaming partition reader', () => {
@@ -163,7 +155,10 @@ describe('the streaming partition reader', () => {
       assert.equal(closed.length, 1, 'one CloseStream, to the worker of the open stream');
       assert.match(String(closed[0]!.worker), /:/);
       // The worker hears it: its stream is released (it would stay open, its last chunk never asked, without it).
-      await pollUntil(async () => (await openStreams()) === 0, 'the worker released the stream');
+      await pollUntil(
+        async () => (await openStreams()) === 0,
+        () => 'the worker released the stream',
+      );
     } finally {
       await executor.close();
       await app.close();

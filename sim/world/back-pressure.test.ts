@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { Effect, FileRef, Input } from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
 import type { PushData } from '../../core/protocol/messages.ts';
+import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import { WorkerBackPressure } from './back-pressure.ts';
 import { CALM_NETWORK } from './network.ts';
 import { World } from './world.ts';
@@ -48,26 +49,43 @@ function pusher(messages: readonly PushData[]): Machine<null> {
   };
 }
 
-function run(messages: readonly PushData[]): Input[] {
-  const world = new World({ seed: 5 });
+/** Adds the worker `w` (the writer machine on `disks`) with these limits, and the map tasks `maps`, started with it. */
+function workerWithMaps(
+  world: World,
+  limits: { readonly backPressure: BackPressureLimits; readonly partialFrameLimitBytes?: number },
+  maps: readonly { readonly id: string; readonly machine: Machine<unknown>; readonly initial?: unknown }[],
+): void {
   world.modelTransport({ authenticated: false, routeIdleMs: 60_000 });
   world.addNode({
     id: 'w',
     role: 'worker',
     disks,
-    // One push's write (15 bytes) pauses pushes; two pause replication too; nothing in flight resumes both.
-    backPressure: { pauseReceiveBytes: 10, pauseReplicateBytes: 30, resumeBytes: 0 },
+    backPressure: limits.backPressure,
+    ...(limits.partialFrameLimitBytes === undefined
+      ? {}
+      : { partialFrames: { limitBytes: limits.partialFrameLimitBytes } }),
     machine: writer,
     initialState: () => [],
   });
-  world.addNode({
-    id: 'map-app-1-0-0-0',
-    role: 'map',
-    addressless: true,
-    machine: pusher(messages),
-    initialState: () => null,
-  });
+  for (const map of maps)
+    world.addNode({
+      id: map.id,
+      role: 'map',
+      addressless: true,
+      machine: map.machine,
+      initialState: () => map.initial ?? [],
+    });
   world.start('w');
+}
+
+function run(messages: readonly PushData[]): Input[] {
+  const world = new World({ seed: 5 });
+  // One push's write (15 bytes) pauses pushes; two pause replication too; nothing in flight resumes both.
+  workerWithMaps(
+    world,
+    { backPressure: { pauseReceiveBytes: 10, pauseReplicateBytes: 30, resumeBytes: 0 } },
+    [{ id: 'map-app-1-0-0-0', machine: pusher(messages), initial: null }],
+  );
   world.schedule(5, 'the map starts', (w) => w.start('map-app-1-0-0-0'));
   world.run({ until: 10_000, maxEvents: 1_000 });
   return world.stateOf('w') as Input[];
@@ -194,28 +212,16 @@ function pushOf(batchId: number, bytes: number): PushData {
 /** Two maps push at once to a worker whose partly received frames may hold `limitBytes` (none: not modelled). */
 function runTwoMaps(limitBytes: number | undefined): { world: World; worker: Input[]; maps: Input[][] } {
   const world = new World({ seed: 5, trace: true, network: { ...CALM_NETWORK, latencyMs: 5 } });
-  world.modelTransport({ authenticated: false, routeIdleMs: 60_000 });
-  world.addNode({
-    id: 'w',
-    role: 'worker',
-    disks,
-    backPressure: { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 },
-    ...(limitBytes === undefined ? {} : { partialFrames: { limitBytes } }),
-    machine: writer,
-    initialState: () => [],
-  });
   const maps = ['map-app-1-0-0-0', 'map-app-1-0-1-0'];
   const sizes = [40, 90];
-  maps.forEach((id, index) =>
-    world.addNode({
-      id,
-      role: 'map',
-      addressless: true,
-      machine: recordingPusher([pushOf(index + 1, sizes[index]!)]),
-      initialState: () => [],
-    }),
+  workerWithMaps(
+    world,
+    {
+      backPressure: { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 },
+      ...(limitBytes === undefined ? {} : { partialFrameLimitBytes: limitBytes }),
+    },
+    maps.map((id, index) => ({ id, machine: recordingPusher([pushOf(index + 1, sizes[index]!)]) })),
   );
-  world.start('w');
   world.schedule(5, 'the maps start', (w) => maps.forEach((id) => w.start(id)));
   world.run({ until: 10_000, maxEvents: 1_000 });
   return {
@@ -258,24 +264,14 @@ describe("a hostile peer's stalled frames in a simulated worker", () => {
   /** A worker pausing pushes at 100 bytes, resuming at 50, holding at most 150 of partly received frames. */
   function stalledWorld(): World {
     const world = new World({ seed: 5, trace: true });
-    world.modelTransport({ authenticated: false, routeIdleMs: 60_000 });
-    world.addNode({
-      id: 'w',
-      role: 'worker',
-      disks,
-      backPressure: { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 },
-      partialFrames: { limitBytes: 150 },
-      machine: writer,
-      initialState: () => [],
-    });
-    world.addNode({
-      id: 'map-app-1-0-0-0',
-      role: 'map',
-      addressless: true,
-      machine: recordingPusher([pushOf(1, 40)]),
-      initialState: () => [],
-    });
-    world.start('w');
+    workerWithMaps(
+      world,
+      {
+        backPressure: { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 },
+        partialFrameLimitBytes: 150,
+      },
+      [{ id: 'map-app-1-0-0-0', machine: recordingPusher([pushOf(1, 40)]) }],
+    );
     return world;
   }
 
