@@ -140,6 +140,7 @@ export class PrometheusRun {
     });
     const lines: string[] = [];
     let listening: string | undefined;
+    let saidReady = false;
     const ready = new Promise<string>((resolve, reject) => {
       // A deadline, not a wait: readiness is the log line. Generous, as for the servers' own start (a loaded CI
       // machine can take long to start a Go binary and replay its empty WAL).
@@ -156,10 +157,12 @@ export class PrometheusRun {
       createInterface({ input: child.stderr }).on('line', (line) => {
         lines.push(line);
         if (lines.length > 40) lines.shift();
-        // `address=127.0.0.1:0` is the flag; the "Listening on" line carries the port the system picked.
+        // `address=127.0.0.1:0` is the flag; the "Listening on" line carries the port the system picked. Prometheus
+        // writes it and its "ready" line from two goroutines, in either order: ready once both were seen.
         const bound = /msg="Listening on" address=(\S+)/.exec(line);
         if (bound !== null) listening = bound[1];
-        if (line.includes('Server is ready to receive web requests') && listening !== undefined) {
+        if (line.includes('Server is ready to receive web requests')) saidReady = true;
+        if (saidReady && listening !== undefined) {
           clearTimeout(timer);
           resolve(listening);
         }
