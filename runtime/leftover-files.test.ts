@@ -7,6 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { clientTierConf, LocalCluster, type Tier } from './cluster/local-cluster.ts';
+import { scrapeCounter } from './metrics/testing.ts';
 import { pollUntil } from './testing/poll.ts';
 import { clientSide, writeMaps, type SmallJob } from './testing/small-job.ts';
 
@@ -71,9 +72,11 @@ for (const tier of ['disk', 'dfs'] satisfies Tier[]) {
           'one line for the lot',
         );
         // The deletes run after the line is written; the metric is counted with it.
-        const metrics = await (await fetch(`${cluster.workerHttpUrl(0)}/metrics/prometheus`)).text();
-        const counted = /^metrics_LeftoverFilesRemovedCount_Count(?:\{[^}]*\})? (\d+)/m.exec(metrics);
-        assert.equal(Number(counted?.[1]), held.length, 'LeftoverFilesRemovedCount');
+        assert.equal(
+          await scrapeCounter(cluster.workerHttpUrl(0), 'LeftoverFilesRemovedCount'),
+          held.length,
+          'LeftoverFilesRemovedCount',
+        );
         // The deletes were issued with the log line and complete asynchronously: the disk has no event to wait on.
         await pollUntil(
           () => filesUnder(disk).length === 0,

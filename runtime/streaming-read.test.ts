@@ -12,6 +12,7 @@ import { LocalCluster } from './cluster/local-cluster.ts';
 import { startApplication } from './client/application.ts';
 import { ReadAbortedError, ReadTimeoutError } from './client/errors.ts';
 import { connectExecutor } from './client/shuffle-client.ts';
+import { scrapeGauge } from './metrics/testing.ts';
 import { pollUntil } from './testing/poll.ts';
 import { clientSide, recordsOf, type ClientSide } from './testing/small-job.ts';
 
@@ -112,12 +113,8 @@ describe('the streaming partition reader', () => {
   });
 
   it('closes its stream on the worker when the consumer gives up before the end', async () => {
-    const openStreams = async (): Promise<number> => {
-      const text = await (await fetch(`${cluster.workerHttpUrl(0)}/metrics/prometheus`)).text();
-      const gauge = /^metrics_ActiveChunkStreamCount_Value(?:\{[^}]*\})? (\d+)/m.exec(text);
-      assert.ok(gauge, "ActiveChunkStreamCount in the worker's metrics");
-      return Number(gauge[1]);
-    };
+    const openStreams = (): Promise<number> =>
+      scrapeGauge(cluster.workerHttpUrl(0), 'ActiveChunkStreamCount');
     const closed: Record<string, unknown>[] = [];
     const logger = {
       error: () => {},

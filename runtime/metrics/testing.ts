@@ -213,12 +213,21 @@ export function samplesOf(families: ReadonlyMap<string, ExpositionFamily>): Expo
  * The one sample of gauge `metrics_<name>_Value` a node's Prometheus endpoint (`<base>/metrics/prometheus`) serves
  * now; throws when the scrape fails or the gauge has no single series.
  */
-export async function scrapeGauge(base: string, name: string): Promise<number> {
+export function scrapeGauge(base: string, name: string): Promise<number> {
+  return scrapeOne(base, `metrics_${name}_Value`);
+}
+
+/** The one sample of counter `metrics_<name>_Count` a node serves now (as `scrapeGauge`). */
+export function scrapeCounter(base: string, name: string): Promise<number> {
+  return scrapeOne(base, `metrics_${name}_Count`);
+}
+
+async function scrapeOne(base: string, sampleName: string): Promise<number> {
   const response = await fetch(`${base}/metrics/prometheus`);
   if (response.status !== 200) throw new Error(`${base}/metrics/prometheus answered ${response.status}`);
   const series = samplesOf(parseExposition(await response.text())).filter(
-    (sample) => sample.name === `metrics_${name}_Value`,
+    (sample) => sample.name === sampleName,
   );
-  if (series.length !== 1) throw new Error(`${name}: ${series.length} series, expected one`);
+  if (series.length !== 1) throw new Error(`${sampleName}: ${series.length} series, expected one`);
   return series[0]!.value;
 }
