@@ -35,6 +35,11 @@ export const PLANTED_BUGS = [
   'revive-fails-on-stale-view',
   /** A worker marks a disk failed when its process ran out of file descriptors (NO_DESCRIPTORS), as for IO_ERROR. */
   'descriptors-charged-to-disk',
+  /**
+   * The interpreter both drivers share (core/interpreter/interpreter.ts) carries out the effects after a `persist`
+   * without waiting for the store to confirm the write: a reply may leave before what it promises is durable.
+   */
+  'effects-before-persist',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

@@ -34,6 +34,7 @@ const PROOF: Readonly<
     scenario: 'upgrade-right-order',
   },
   'descriptors-charged-to-disk': { invariant: 'disk-charged-for-disk-faults', withinSeeds: 70 },
+  'effects-before-persist': { invariant: 'acknowledged-survives-crash', withinSeeds: 30 },
 };
 
 function firstCatch(

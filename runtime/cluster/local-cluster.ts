@@ -44,6 +44,11 @@ export interface LocalClusterOptions {
    */
   readonly plantedBug?: PlantedBug;
   /**
+   * Test only: every write of a server's durable store waits this long before it starts (a slow disk), so that a
+   * kill right after an acknowledgement lands before a write not waited for (runtime/durable-ack.test.ts).
+   */
+  readonly durableWriteDelayMs?: number;
+  /**
    * Test only: a fault proxy (runtime/chaos/fault-proxy.ts) in front of each data port of each worker (`proxies`):
    * the worker listens on 127.0.0.2 and its id names 127.0.0.1, where the proxy listens on the same port, so that
    * masters, applications and other workers all reach it through the proxy.
@@ -174,9 +179,16 @@ export class LocalCluster {
     return this.options.auth === true ? path.join(this.dir, 'internal-secret') : undefined;
   }
 
-  private testing(role: 'master' | 'worker'): { plantedBug?: string; bindHost?: string } {
+  private testing(role: 'master' | 'worker'): {
+    plantedBug?: string;
+    bindHost?: string;
+    durableWriteDelayMs?: number;
+  } {
     return {
       ...(this.options.plantedBug === undefined ? {} : { plantedBug: this.options.plantedBug }),
+      ...(this.options.durableWriteDelayMs === undefined
+        ? {}
+        : { durableWriteDelayMs: this.options.durableWriteDelayMs }),
       ...(role === 'worker' && this.options.faultProxies === true ? { bindHost: PROXIED_BIND_HOST } : {}),
     };
   }

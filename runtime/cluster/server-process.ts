@@ -37,7 +37,11 @@ export interface ServerProcessOptions {
    * Test-only hooks (runtime/process/master.ts ServerTestHooks): the server runs from runtime/testing/test-server.ts
    * with a planted bug or a separate bind host for a worker's data ports.
    */
-  readonly testing?: { readonly plantedBug?: string; readonly bindHost?: string };
+  readonly testing?: {
+    readonly plantedBug?: string;
+    readonly bindHost?: string;
+    readonly durableWriteDelayMs?: number;
+  };
 }
 
 /**
@@ -62,12 +66,17 @@ export class ServerProcess {
     // closes and the server stops instead of outliving the cluster that started it.
     const testing = options.testing ?? {};
     const entry =
-      testing.plantedBug === undefined && testing.bindHost === undefined
+      testing.plantedBug === undefined &&
+      testing.bindHost === undefined &&
+      testing.durableWriteDelayMs === undefined
         ? [CLI]
         : [
             TEST_SERVER,
             ...(testing.plantedBug === undefined ? [] : ['--planted-bug', testing.plantedBug]),
             ...(testing.bindHost === undefined ? [] : ['--bind-host', testing.bindHost]),
+            ...(testing.durableWriteDelayMs === undefined
+              ? []
+              : ['--durable-write-delay', String(testing.durableWriteDelayMs)]),
           ];
     this.child = spawn(process.execPath, ['--import', 'tsx', ...entry, ...options.args], {
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,7 +1,5 @@
 import {
-  lengthOfWrite,
   type AdminCommand,
-  type BatchableIo,
   type Effect,
   type Envelope,
   type Input,
@@ -10,7 +8,8 @@ import {
 import type { Machine } from '../../core/machines/machine.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
-import { backlogFull } from '../../core/storage/back-pressure.ts';
+import { Interpreter, type PersistEffect } from '../../core/interpreter/interpreter.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
 import type { Logger } from '../log.ts';
 import type { DurableStore } from '../storage/durable-store.ts';
 import type { TierStorage } from '../storage/tier-storage.ts';
@@ -43,13 +42,11 @@ export interface DriverServices {
    * (a completion or a reply dropped would wedge the machine); only the peers are held back.
    */
   readonly onInputsFull?: (full: boolean, backlog: number) => void;
+  /** Test-only (core/planted-bugs.ts, through runtime/testing/test-server.ts): a bug planted in the interpreter. */
+  readonly plantedBug?: PlantedBug;
 }
 
-/**
- * The default bound of a driver's backlog. Inputs are stepped as they arrive, so a backlog only builds while the
- * durable store is slower than the peers (a write in flight holds every later step's effects) or while a step runs.
- */
-export const DEFAULT_INPUT_LIMIT = 4096;
+export { DEFAULT_INPUT_LIMIT } from '../../core/interpreter/interpreter.ts';
 
 /** An operator command sent to, or left unanswered by, a node that has stopped. */
 export class NodeStoppedError extends Error {
@@ -69,51 +66,54 @@ export function monotonicNow(): number {
 const MATH_RANDOM: Rng = { next: () => Math.random() };
 
 /**
- * Runs one state machine on real I/O: inputs are processed one at a time in arrival order, each step's effects are
- * executed in order, asynchronous completions come back as inputs, and an effect after a `persist` is executed only
- * once the store confirmed the write (effects.ts: durable before acknowledged). The driver takes no decision of its own; everything it does is an effect's
- * literal meaning, exactly as the simulator executes it.
+ * Runs one state machine on real I/O. The sequencing (inputs one at a time in arrival order, effects in order, every
+ * effect after a `persist` held until the store confirmed the write, the bounded backlog) is the core's
+ * `Interpreter`, the very code the simulator runs; this class supplies the I/O only: it carries out each effect's
+ * literal meaning on sockets, timers, the tiers and the durable store, and hands completions back as inputs.
  */
 export class NodeDriver<S> {
-  private current: S;
-  private readonly queue: Input[] = [];
+  private readonly interpreter: Interpreter<S>;
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly pendingAdmin = new Map<
     number,
     { resolve: (answer: AdminAnswer) => void; reject: (error: Error) => void }
   >();
   private nextCommandId = 1;
-  private draining = false;
-  /** A write to the durable store is in flight: every effect from here on waits in `held`. */
-  private writing = false;
-  /** Effects that wait for a write, in the order the machine asked for them (persists included), by step. */
-  private held: HeldEffect[] = [];
-  /** The persists of the write in flight, by step. */
-  private inFlight: HeldEffect[] = [];
-  /** For each step with effects still waiting (held or in flight), how many; its size is the steps waiting. */
-  private readonly waiting = new Map<number, number>();
-  private nextStep = 0;
-  private full = false;
-  private readonly inputLimit: number;
   private stopped = false;
   private stopReason: Error | undefined;
   private readonly watchers = new Set<() => void>();
   private readonly clock: () => number;
-  private readonly rng: Rng;
 
   constructor(
     readonly id: NodeId,
-    private readonly machine: Machine<S>,
+    machine: Machine<S>,
     initial: S,
     readonly release: Release,
     private readonly services: DriverServices,
   ) {
-    this.current = initial;
     // Every machine of this process checks batches with the native CRC-32 (same values, several times faster).
     useNativeChecksum(services.logger);
-    this.clock = services.clock ?? monotonicNow;
-    this.rng = services.rng ?? MATH_RANDOM;
-    this.inputLimit = services.inputLimit ?? DEFAULT_INPUT_LIMIT;
+    const clock = services.clock ?? monotonicNow;
+    this.clock = clock;
+    this.interpreter = new Interpreter(
+      machine,
+      initial,
+      services.rng ?? MATH_RANDOM,
+      {
+        now: clock,
+        execute: (effect) => this.execute(effect),
+        write: (persists) => this.write(persists),
+        settled: () => {
+          for (const watcher of this.watchers) watcher();
+        },
+        ...(services.onInputsFull === undefined ? {} : { backlogFull: services.onInputsFull }),
+        ...(services.onWriteBytes === undefined ? {} : { diskBytes: services.onWriteBytes }),
+      },
+      {
+        ...(services.inputLimit === undefined ? {} : { inputLimit: services.inputLimit }),
+        ...(services.plantedBug === undefined ? {} : { plantedBug: services.plantedBug }),
+      },
+    );
   }
 
   /**
@@ -121,7 +121,7 @@ export class NodeDriver<S> {
    * the durable store. Bounded by `inputLimit` through `onInputsFull` (back-pressure on the connections).
    */
   get backlog(): number {
-    return this.queue.length + this.waiting.size;
+    return this.interpreter.backlog;
   }
 
   /**
@@ -129,7 +129,7 @@ export class NodeDriver<S> {
    * be ahead of what the store holds and of what the node has said (its effects wait); reads for display only.
    */
   get state(): S {
-    return this.current;
+    return this.interpreter.state;
   }
 
   get isStopped(): boolean {
@@ -143,8 +143,7 @@ export class NodeDriver<S> {
   input(input: Input): void {
     if (this.stopped) return;
     if (input.kind === 'receive') this.services.onReceive?.(input.envelope);
-    this.queue.push(input);
-    this.drain();
+    this.interpreter.input(input);
   }
 
   /**
@@ -172,7 +171,7 @@ export class NodeDriver<S> {
    * (`stop(reason)`: a closed client's waits fail with the client's error instead of looking like a task failure).
    */
   until<T>(check: (state: S) => T | undefined, timeoutMs?: number): Promise<T | undefined> {
-    const now = check(this.current);
+    const now = check(this.state);
     if (now !== undefined) return Promise.resolve(now);
     if (this.stopped) {
       return this.stopReason === undefined ? Promise.resolve(undefined) : Promise.reject(this.stopReason);
@@ -180,7 +179,7 @@ export class NodeDriver<S> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       const unwatch = this.watch(() => {
-        const result = this.stopped ? undefined : check(this.current);
+        const result = this.stopped ? undefined : check(this.state);
         if (result === undefined && !this.stopped) return;
         unwatch();
         if (timer !== undefined) clearTimeout(timer);
@@ -204,6 +203,7 @@ export class NodeDriver<S> {
     if (reason !== undefined && !this.stopped) this.stopReason = reason;
     if (this.stopped) return;
     this.stopped = true;
+    this.interpreter.stop();
     for (const pending of this.pendingAdmin.values()) {
       pending.reject(this.stopReason ?? new NodeStoppedError(`${this.id} stopped before answering`));
     }
@@ -211,137 +211,23 @@ export class NodeDriver<S> {
     for (const watcher of [...this.watchers]) watcher();
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
-    this.queue.length = 0;
-    this.held = [];
-    this.inFlight = [];
-    this.waiting.clear();
   }
 
-  /** Reports the backlog crossing its limit (full) and falling back to half of it (not full). */
-  private updateBacklog(): void {
-    const backlog = this.backlog;
-    const full = backlogFull(backlog, this.inputLimit, this.full);
-    if (full === this.full) return;
-    this.full = full;
-    this.services.onInputsFull?.(full, backlog);
-  }
-
-  private drain(): void {
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      while (!this.stopped && this.queue.length > 0) this.step(this.queue.shift()!);
-    } finally {
-      this.draining = false;
-    }
-    this.updateBacklog();
-  }
-
-  /**
-   * Steps the machine and carries out its effects in order. With no write in flight and none of the step's effects
-   * a `persist` (the data plane's every push), everything runs here and now. From a step's first `persist` on, the
-   * rest of its effects, and every effect of the steps after it, wait in `held` until the store confirmed the write:
-   * the machine goes on stepping (its state is memory; only effects reach the world), and the persists of those
-   * later steps go to the store together in the next write (group commit).
-   */
-  private step(input: Input): void {
-    const result = this.machine.step(this.current, input, this.clock(), this.rng);
-    this.current = result.state;
-    const effects = result.effects;
-    if (this.writing || this.held.length > 0) {
-      this.hold(effects, 0);
-    } else {
-      for (let i = 0; i < effects.length; i += 1) {
-        if (this.stopped) break;
-        const effect = effects[i]!;
-        if (effect.kind !== 'persist') {
-          this.execute(effect);
-          continue;
-        }
-        this.hold(effects, i);
-        this.releaseHeld();
-        break;
-      }
-    }
-    for (const watcher of this.watchers) watcher();
-  }
-
-  /** Holds a step's effects from `from` on. */
-  private hold(effects: readonly Effect[], from: number): void {
-    if (from >= effects.length) return;
-    const step = this.nextStep++;
-    for (let i = from; i < effects.length; i += 1) this.held.push({ effect: effects[i]!, step });
-    this.waiting.set(step, effects.length - from);
-  }
-
-  /** One of a step's held effects was carried out (or written). */
-  private done(step: number): void {
-    const left = this.waiting.get(step)! - 1;
-    if (left === 0) this.waiting.delete(step);
-    else this.waiting.set(step, left);
-  }
-
-  /**
-   * Executes held effects in order up to the next `persist`, then writes that persist together with every other
-   * persist held (a later persist written early acknowledges nothing: only what follows it waits for it); whatever
-   * is left waits for that write.
-   */
-  private releaseHeld(): void {
-    while (!this.writing && !this.stopped && this.held.length > 0) {
-      const first = this.held.findIndex((held) => held.effect.kind === 'persist');
-      const ready = first === -1 ? this.held.splice(0) : this.held.splice(0, first);
-      for (const { effect, step } of ready) {
-        if (this.stopped) return;
-        this.done(step);
-        this.execute(effect);
-      }
-      if (first === -1) break;
-      const rest: HeldEffect[] = [];
-      this.inFlight = [];
-      for (const held of this.held) (held.effect.kind === 'persist' ? this.inFlight : rest).push(held);
-      this.held = rest;
-      this.write();
-    }
-    this.updateBacklog();
-  }
-
-  /** Writes the persists in flight; the held effects are released when the store confirmed them. */
-  private write(): void {
-    const changes: { key: string; value: string | null }[] = [];
-    for (const { effect } of this.inFlight) {
-      if (effect.kind === 'persist') changes.push({ key: effect.key, value: effect.value });
-    }
-    const written = (): void => {
-      for (const { step } of this.inFlight) this.done(step);
-      this.inFlight = [];
-    };
+  /** Writes the persists of one step or group of steps; the interpreter releases what waited once confirmed. */
+  private write(persists: readonly PersistEffect[]): void {
+    const changes = persists.map((effect) => ({ key: effect.key, value: effect.value }));
     const durable = this.services.durable;
     if (durable === undefined) {
       this.services.logger.error(
         { event: 'driver.persist.noStore', node: this.id, keys: changes.map((c) => c.key) },
         `${this.id} asked to persist but has no durable store`,
       );
-      written();
+      queueMicrotask(() => this.interpreter.written());
       return;
     }
-    this.writing = true;
     durable.write(changes).then(
-      () => {
-        this.writing = false;
-        if (this.stopped) return;
-        written();
-        // As in drain(): an input that arrives while held effects run (a send failing at once) waits its turn
-        // instead of stepping, and running, ahead of the effects of earlier steps.
-        this.draining = true;
-        try {
-          this.releaseHeld();
-        } finally {
-          this.draining = false;
-        }
-        this.drain();
-      },
+      () => this.interpreter.written(),
       (error: unknown) => {
-        this.writing = false;
         if (this.stopped) return;
         // A store that cannot write is a process that cannot keep its promises: stop rather than go on forgetting.
         // What waited for the write is dropped: acknowledging it now would promise what the store does not hold.
@@ -394,30 +280,22 @@ export class NodeDriver<S> {
       case 'flush':
       case 'read':
       case 'moveFile': {
-        const storage = this.requireStorage(effect.kind);
-        const bytes = writeBytes([effect]);
-        if (bytes > 0) this.services.onWriteBytes?.(bytes);
-        void storage.run(effect).then((completion) => {
-          if (bytes > 0) this.services.onWriteBytes?.(-bytes);
-          this.input(completion);
-        });
+        void this.requireStorage(effect.kind)
+          .run(effect)
+          .then((completion) => this.input(completion));
         return;
       }
       case 'ioBatch': {
-        const storage = this.requireStorage(effect.kind);
-        const bytes = writeBytes(effect.ops);
-        if (bytes > 0) this.services.onWriteBytes?.(bytes);
-        void storage.runBatch(effect.ops).then((completions) => {
-          if (bytes > 0) this.services.onWriteBytes?.(-bytes);
-          this.input({ kind: 'ioBatchDone', completions });
-        });
+        void this.requireStorage(effect.kind)
+          .runBatch(effect.ops)
+          .then((completions) => this.input({ kind: 'ioBatchDone', completions }));
         return;
       }
       case 'deleteFile':
         void this.requireStorage(effect.kind).delete(effect.file);
         return;
       case 'persist':
-        return; // written by releaseHeld(), never executed alone
+        return; // written through the interpreter's write(), never executed alone
       case 'log': {
         const fields = { node: this.id, event: effect.event, ...effect.fields };
         this.services.logger[effect.level](fields, effect.event);
@@ -449,16 +327,4 @@ export class NodeDriver<S> {
     if (storage === undefined) throw new Error(`${this.id} issued a ${kind} effect but has no storage`);
     return storage;
   }
-}
-
-/** An effect waiting for a write of the durable store, with the step it came from (the backlog counts steps). */
-interface HeldEffect {
-  readonly effect: Effect;
-  readonly step: number;
-}
-
-function writeBytes(ops: readonly BatchableIo[]): number {
-  let bytes = 0;
-  for (const op of ops) if (op.kind === 'write') bytes += lengthOfWrite(op);
-  return bytes;
 }

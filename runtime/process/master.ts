@@ -9,7 +9,7 @@ import { NodeDriver } from '../driver/node-driver.ts';
 import { masterApi, type ManagementServer } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/index.ts';
-import { openDurableStore, type DbBackend } from '../storage/durable-store.ts';
+import { openDurableStore, slowedForTests, type DbBackend } from '../storage/durable-store.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from '../transport/node-network.ts';
@@ -30,6 +30,8 @@ export interface ServerTestHooks {
    * named address then stands between the worker and every peer (runtime/chaos/fault-proxy.ts).
    */
   readonly bindHost?: string;
+  /** Every write of the durable store waits this long before it starts: a slow disk (runtime/durable-ack.test.ts). */
+  readonly durableWriteDelayMs?: number;
 }
 
 export interface RunningServer {
@@ -107,7 +109,10 @@ export async function runMaster(
     }),
   });
   const stateDir = conf.getString('svc.master.state.dir');
-  const store = await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir);
+  const store = slowedForTests(
+    await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir),
+    testing.durableWriteDelayMs,
+  );
   const recovered = await store.load();
   const rpc: Address = await network.transport.listen(
     'rpc',
@@ -145,6 +150,7 @@ export async function runMaster(
       logger,
       durable: store,
       durableStoreKind: 'coordination',
+      ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
       onExit: (code, reason) => void shutdown(code, reason),
       onInputsFull: holdWhileBacklogFull(
         new PauseReasons((service, paused) => network.transport.setPaused(service, paused)),

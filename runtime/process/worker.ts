@@ -582,6 +582,7 @@ function workerDriver(
       storage,
       durable: store,
       durableStoreKind: 'recovery',
+      ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
       onExit,
       onWriteBytes: (delta) => backPressure.change(delta),
       onInputsFull: holdWhileBacklogFull(pauses, ['rpc', 'push', 'fetch', 'replicate'], logger, nodeId),

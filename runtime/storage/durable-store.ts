@@ -97,3 +97,17 @@ function describe(error: unknown): string {
   const cause = error.cause instanceof Error ? error.cause.message : undefined;
   return cause === undefined || cause === error.message ? error.message : `${error.message}: ${cause}`;
 }
+
+/**
+ * Test only (ServerTestHooks.durableWriteDelayMs): a store whose every write starts `delayMs` late, a disk slow
+ * enough that a process killed right after an acknowledgement dies before a write nobody waited for.
+ */
+export function slowedForTests(store: DurableStore, delayMs: number | undefined): DurableStore {
+  if (delayMs === undefined || delayMs <= 0) return store;
+  return {
+    load: () => store.load(),
+    write: (changes) =>
+      new Promise((resolve) => setTimeout(resolve, delayMs)).then(() => store.write(changes)),
+    close: () => store.close(),
+  };
+}

@@ -7,7 +7,9 @@ import {
   type NodeId,
   type Principal,
 } from '../../core/machines/effects.ts';
+import { Interpreter, type PersistEffect } from '../../core/interpreter/interpreter.ts';
 import type { Machine } from '../../core/machines/machine.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { InvariantName } from '../invariants/catalogue.ts';
@@ -77,6 +79,11 @@ export interface NodeDefinition<S = unknown> {
    * store. Default: coordination for `master-*` ids, recovery otherwise.
    */
   readonly durableStore?: 'recovery' | 'coordination';
+  /**
+   * The bound of the node's backlog (core/interpreter/interpreter.ts): at it, a master or a worker stops reading its
+   * connections until the backlog fell to half, as a server process does. Default DEFAULT_INPUT_LIMIT.
+   */
+  readonly inputLimit?: number;
 }
 
 /** Something went wrong that the run must report: an invariant broke, or a machine threw. */
@@ -95,6 +102,8 @@ export interface WorldOptions {
   readonly io?: IoRates;
   /** How long a durable store takes to confirm a write; default DEFAULT_STORE_LATENCY. */
   readonly storeLatency?: StoreLatency;
+  /** A bug planted in the interpreter every node runs (core/planted-bugs.ts); only the proof tests set it. */
+  readonly plantedBug?: PlantedBug;
 }
 
 /** A durable store's write latency, drawn log-uniformly for each write between the bounds (ms). */
@@ -123,8 +132,6 @@ type SimEvent =
       readonly input: Input;
       /** The connection a received envelope came on (absent: handed to the node from outside the network). */
       readonly via?: Speaker;
-      /** Bytes of writes this I/O completion reports done (the node's back-pressure counts them free). */
-      readonly written?: number;
       /** The partly received frame this arrival completes (counted in the node's back-pressure until then). */
       readonly frame?: number;
     }
@@ -147,7 +154,8 @@ type SimEvent =
 interface SimNode {
   readonly def: NodeDefinition;
   release: Release;
-  state: unknown;
+  /** The current (or last) process's interpreter: its machine state and the effects waiting for a store write. */
+  interpreter: Interpreter<unknown> | undefined;
   up: boolean;
   /** Bumped on every crash and exit: completions, timers and messages meant for an earlier process are dropped. */
   incarnation: number;
@@ -159,14 +167,15 @@ interface SimNode {
   readonly storage: NodeStorage | undefined;
   /** The worker's graceful-shutdown store; survives crashes and exits (but not a write it had not confirmed). */
   readonly recovery: Map<string, string>;
-  /** A write of the node's durable store is in flight: every effect from here on waits in `held`. */
-  writing: boolean;
-  /** Effects waiting for a write to be confirmed, in the order the machine asked for them (persists included). */
-  held: Effect[];
   readonly storeRng: Rng;
   readonly addressless: boolean;
   /** The process's back-pressure (workers with limits only); a restart starts with nothing in flight. */
   pressure: WorkerBackPressure<ShedNotice | undefined> | undefined;
+  /** Whether the backlog is at its bound: arrivals from the network wait in `backlogArrivals` (servers only). */
+  backlogFull: boolean;
+  /** A completion freed enough of the disks' queue for the paused ports to resume: read them after its step. */
+  diskResumed: boolean;
+  readonly backlogArrivals: Extract<SimEvent, { kind: 'input' }>[];
   /** Arrivals on a paused port, in arrival order, per port. */
   readonly heldArrivals: Map<PausedService, Extract<SimEvent, { kind: 'input' }>[]>;
   /** The process's route table (with a transport model only); a restart empties it. */
@@ -205,6 +214,7 @@ export class World {
   /** Shared by every node's storage, so that the end of the storm calms every disk at once. */
   private readonly ioRates: { ioError: number; noSpace: number };
   private readonly storeLatency: StoreLatency;
+  private readonly plantedBug: PlantedBug | undefined;
   private clock = 0;
   private stopped = false;
   private failure: Violation | undefined;
@@ -219,6 +229,7 @@ export class World {
     this.network = new Network(streamRng(options.seed, 'network'), options.network ?? CALM_NETWORK);
     this.ioRates = { ...(options.io ?? { ioError: 0, noSpace: 0 }) };
     this.storeLatency = options.storeLatency ?? DEFAULT_STORE_LATENCY;
+    this.plantedBug = options.plantedBug;
   }
 
   /**
@@ -321,7 +332,7 @@ export class World {
     this.nodes.set(def.id, {
       def,
       release: def.release ?? CURRENT_RELEASE,
-      state: undefined,
+      interpreter: undefined,
       up: false,
       incarnation: 0,
       startedAt: 0,
@@ -330,8 +341,6 @@ export class World {
       rng: new LazyStream(this.seed, `node:${def.id}`),
       storage,
       recovery: new Map(),
-      writing: false,
-      held: [],
       storeRng: new LazyStream(this.seed, `store:${def.id}`),
       routes: undefined,
       speaker: {
@@ -348,6 +357,9 @@ export class World {
       },
       addressless: def.addressless === true,
       pressure: undefined,
+      backlogFull: false,
+      diskResumed: false,
+      backlogArrivals: [],
       heldArrivals: new Map(),
     });
   }
@@ -372,7 +384,7 @@ export class World {
 
   /** The machine state of a node, for checkers that need to look inside (read only). */
   stateOf(id: NodeId): unknown {
-    return this.nodes.get(id)?.state;
+    return this.nodes.get(id)?.interpreter?.state;
   }
 
   /** The durable store a node's `start` hands back, as confirmed writes left it (read only). */
@@ -418,7 +430,7 @@ export class World {
       node.def.backPressure === undefined
         ? undefined
         : new WorkerBackPressure(node.def.backPressure, node.def.partialFrames);
-    node.state = node.def.initialState(node.release);
+    node.interpreter = this.interpreterFor(node);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
     const leftovers = node.storage?.diskFiles();
@@ -521,23 +533,25 @@ export class World {
       this.step(node, { kind: 'timer', name: event.name });
       return;
     }
+    if (node.backlogFull && event.input.kind === 'receive') {
+      // Its connections are not read while the backlog is full; the sender's bytes wait in the network.
+      node.backlogArrivals.push(event);
+      this.trace.count('backlog.held');
+      return;
+    }
     if (event.frame !== undefined && node.pressure !== undefined && event.input.kind === 'receive') {
       const service = workerServiceFor(event.input.envelope.message) as PausedService;
       const arrival = node.pressure.frameArrived(event.frame, service);
       if (arrival === 'shed') return; // its connection was closed: the rest of the frame never came
       this.pressureChanged(node, arrival.change, arrival.shed);
     }
-    if (event.written !== undefined && node.pressure !== undefined) {
-      // As the runtime's driver: the bytes are free before the machine hears of the completion.
-      if (node.pressure.change(-event.written)) {
-        this.step(node, event.input);
-        this.releaseArrivals(node);
-        return;
-      }
-    } else if (node.pressure !== undefined && event.via !== undefined && this.holdArrival(node, event)) {
-      return;
-    }
+    if (node.pressure !== undefined && event.via !== undefined && this.holdArrival(node, event)) return;
     this.arrive(node, event);
+    if (node.diskResumed) {
+      // A completion freed enough bytes on the disks' queue (the interpreter counts them): read the ports again.
+      node.diskResumed = false;
+      this.releaseArrivals(node);
+    }
   }
 
   /** A paused port is not read: its arrivals wait, in order, behind any that already wait. */
@@ -591,76 +605,95 @@ export class World {
   }
 
   private step(node: SimNode, input: Input): void {
-    const id = node.def.id;
-    if (this.trace.enabled) this.trace.line(this.clock, id, traceInput(input));
-    this.observers.input(id, input, this);
-    let effects: readonly Effect[];
     try {
-      const step = node.def.machine.step(node.state, input, this.clock, node.rng);
-      node.state = step.state;
-      effects = step.effects;
+      node.interpreter!.input(input);
     } catch (error) {
+      if (!(error instanceof MachineThrew)) throw error;
       this.fail({
         invariant: 'machine-threw',
-        node: id,
-        detail: `${node.def.role} machine threw on ${input.kind}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        node: node.def.id,
+        detail: `${node.def.role} machine threw on ${input.kind}: ${error.cause instanceof Error ? (error.cause.stack ?? error.cause.message) : String(error.cause)}`,
       });
-      return;
-    }
-    this.observers.effects(id, effects, this);
-    if (node.writing || node.held.length > 0) {
-      for (const effect of effects) node.held.push(effect);
-      return;
-    }
-    for (let i = 0; i < effects.length; i += 1) {
-      const effect = effects[i]!;
-      if (!node.up) {
-        this.trace.line(this.clock, id, `ignored after exit: ${effect.kind}`);
-        continue;
-      }
-      if (effect.kind === 'persist') {
-        for (let j = i; j < effects.length; j += 1) node.held.push(effects[j]!);
-        this.releaseHeld(node);
-        return;
-      }
-      this.execute(node, effect);
     }
   }
 
   /**
-   * As the runtime's driver does (runtime/driver/node-driver.ts): executes held effects in order up to the next
-   * `persist`, then writes that persist with every other one held, in one write confirmed after the store's
-   * latency; whatever is left waits for it.
+   * A process's interpreter: the core's sequencing (core/interpreter/interpreter.ts), the same code the runtime's
+   * driver runs, with the world's I/O: effects on the simulated network and disks, and writes of the durable store
+   * confirmed after a latency drawn from the node's store stream.
    */
-  private releaseHeld(node: SimNode): void {
-    while (!node.writing && node.up && node.held.length > 0) {
-      const first = node.held.findIndex((effect) => effect.kind === 'persist');
-      const ready = first === -1 ? node.held.splice(0) : node.held.splice(0, first);
-      for (const effect of ready) {
-        if (!node.up) {
-          this.trace.line(this.clock, node.def.id, `ignored after exit: ${effect.kind}`);
-          continue;
+  private interpreterFor(node: SimNode): Interpreter<unknown> {
+    const id = node.def.id;
+    const machine = node.def.machine;
+    const threw: Machine<unknown> = {
+      step(state, input, now, rng) {
+        try {
+          return machine.step(state, input, now, rng);
+        } catch (error) {
+          throw new MachineThrew(error);
         }
-        this.execute(node, effect);
-      }
-      if (first === -1 || !node.up) return;
-      const changes: StoreChange[] = [];
-      const rest: Effect[] = [];
-      for (const effect of node.held) {
-        if (effect.kind === 'persist') {
-          changes.push({ store: effect.store, key: effect.key, value: effect.value });
-        } else rest.push(effect);
-      }
-      node.held = rest;
-      node.writing = true;
-      const latency = logUniform(node.storeRng, this.storeLatency.minMs, this.storeLatency.maxMs);
-      this.queue.push(this.clock + latency, {
-        kind: 'stored',
-        node: node.def.id,
-        incarnation: node.incarnation,
-        changes,
-      });
+      },
+    };
+    return new Interpreter(
+      threw,
+      node.def.initialState(node.release),
+      node.rng,
+      {
+        now: () => this.clock,
+        execute: (effect) => this.execute(node, effect),
+        write: (persists) => this.write(node, persists),
+        stepping: (input) => {
+          if (this.trace.enabled) this.trace.line(this.clock, id, traceInput(input));
+          this.observers.input(id, input, this);
+        },
+        stepped: (_input, effects) => this.observers.effects(id, effects, this),
+        dropped: (effect) => this.trace.line(this.clock, id, `ignored after exit: ${effect.kind}`),
+        ...(node.def.backPressure === undefined
+          ? {}
+          : {
+              diskBytes: (delta: number) => {
+                if (node.pressure?.change(delta) === true) node.diskResumed = true;
+              },
+            }),
+        ...(node.def.role === 'master' || node.def.role === 'worker'
+          ? { backlogFull: (full: boolean, backlog: number) => this.backlogChanged(node, full, backlog) }
+          : {}),
+      },
+      {
+        ...(node.def.inputLimit === undefined ? {} : { inputLimit: node.def.inputLimit }),
+        ...(this.plantedBug === undefined ? {} : { plantedBug: this.plantedBug }),
+      },
+    );
+  }
+
+  /** A server's backlog reached its bound, or fell back to half: its connections stop, or start again, being read. */
+  private backlogChanged(node: SimNode, full: boolean, backlog: number): void {
+    node.backlogFull = full;
+    this.trace.count(full ? 'backlog.full' : 'backlog.drained');
+    if (this.trace.enabled) {
+      this.trace.line(this.clock, node.def.id, `backlog ${full ? 'full' : 'drained'} at ${backlog} inputs`);
     }
+    if (full) return;
+    const incarnation = node.incarnation;
+    // Read in an event of its own, as the resumed ports of back-pressure are.
+    this.schedule(this.clock, `${node.def.id} reads its connections again`, () => {
+      if (!node.up || node.incarnation !== incarnation) return;
+      while (!node.backlogFull && node.backlogArrivals.length > 0)
+        this.dispatch(node.backlogArrivals.shift()!);
+    });
+  }
+
+  /** One write of a node's durable store, confirmed after the store's latency (lost if the node ends first). */
+  private write(node: SimNode, persists: readonly PersistEffect[]): void {
+    const changes = persists.map((effect) => ({ store: effect.store, key: effect.key, value: effect.value }));
+    const { minMs, maxMs } = this.storeLatency;
+    const latency = minMs === maxMs ? minMs : logUniform(node.storeRng, minMs, maxMs);
+    this.queue.push(this.clock + latency, {
+      kind: 'stored',
+      node: node.def.id,
+      incarnation: node.incarnation,
+      changes,
+    });
   }
 
   /** A write is confirmed: its keys are durable from now on, and what waited for it goes on. */
@@ -672,8 +705,7 @@ export class World {
       if (this.trace.enabled)
         this.trace.line(this.clock, node.def.id, `persist ${change.store} ${change.key}`);
     }
-    node.writing = false;
-    this.releaseHeld(node);
+    node.interpreter!.written();
   }
 
   private execute(node: SimNode, effect: Effect): void {
@@ -712,16 +744,12 @@ export class World {
           return;
         }
         const completion = node.storage.execute(effect, now);
-        if (completion) {
-          const written = effect.kind === 'write' ? this.handed(node, lengthOfWrite(effect)) : undefined;
-          this.enqueue(node, completion.at, completion.input, written);
-        }
+        if (completion) this.enqueue(node, completion.at, completion.input);
         return;
       }
       case 'ioBatch': {
         // Each operation runs now, as if issued alone; the machine hears of all of them when the last completed.
         let at = now;
-        let bytes = 0;
         const completions: IoCompletion[] = [];
         for (const op of effect.ops) {
           if (this.trace.enabled) this.trace.line(now, id, traceEffect(op));
@@ -730,15 +758,14 @@ export class World {
             completions.push({ kind: 'ioFailed', op: op.op, error: 'NOT_FOUND' });
             continue;
           }
-          if (op.kind === 'write') bytes += lengthOfWrite(op);
           at = Math.max(at, completion.at);
           completions.push(completion.input);
         }
-        this.enqueue(node, at, { kind: 'ioBatchDone', completions }, this.handed(node, bytes));
+        this.enqueue(node, at, { kind: 'ioBatchDone', completions });
         return;
       }
       case 'persist':
-        return; // written by releaseHeld(), never executed alone
+        return; // written through the interpreter's write(), never executed alone
       case 'log':
         this.trace.count(`log.${effect.level}.${effect.event}`);
         if (this.trace.enabled) {
@@ -962,21 +989,13 @@ export class World {
     return node === undefined || (node.up && node.incarnation === incarnation);
   };
 
-  private enqueue(node: SimNode, at: number, input: Input, written?: number): void {
+  private enqueue(node: SimNode, at: number, input: Input): void {
     this.queue.push(Math.max(at, this.clock), {
       kind: 'input',
       node: node.def.id,
       incarnation: node.incarnation,
       input,
-      ...(written === undefined ? {} : { written }),
     });
-  }
-
-  /** Bytes handed to the disks: counted in the node's back-pressure until their completion; undefined: not counted. */
-  private handed(node: SimNode, bytes: number): number | undefined {
-    if (node.pressure === undefined || bytes === 0) return undefined;
-    node.pressure.change(bytes);
-    return bytes;
   }
 
   private storeKindOf(node: SimNode): 'recovery' | 'coordination' {
@@ -1001,16 +1020,24 @@ export class World {
     node.routes = undefined;
     node.pressure = undefined;
     node.heldArrivals.clear();
+    node.backlogFull = false;
+    node.backlogArrivals.length = 0;
     node.incarnation += 1;
     node.timers.clear();
-    node.writing = false;
-    node.held = [];
+    node.interpreter?.stop();
   }
 
   private node(id: NodeId): SimNode {
     const node = this.nodes.get(id);
     if (!node) throw new RangeError(`no node ${id} in this world`);
     return node;
+  }
+}
+
+/** A machine's exception, told apart from the world's own on its way out of the interpreter. */
+class MachineThrew extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the machine threw');
   }
 }
 
