@@ -35,6 +35,11 @@ export const PLANTED_BUGS = [
   'revive-fails-on-stale-view',
   /** A worker marks a disk failed when its process ran out of file descriptors (NO_DESCRIPTORS), as for IO_ERROR. */
   'descriptors-charged-to-disk',
+  /**
+   * A peer that ends (its connection closes, its process dies) leaves the requests it owed unfailed at their
+   * senders, who wait out their own deadlines (core/interpreter/unanswered-requests.ts).
+   */
+  'unanswered-not-failed',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

@@ -79,7 +79,11 @@ const DEFAULT_MAX_EVENTS = 5_000_000;
  */
 export function runSeed(options: RunOptions): RunResult {
   const { seed, scenario } = options;
-  const world = new World({ seed, trace: options.trace ?? false });
+  const world = new World({
+    seed,
+    trace: options.trace ?? false,
+    ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
+  });
   const run = scenario.build(world, {
     seed,
     ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),

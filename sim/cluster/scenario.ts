@@ -39,6 +39,7 @@ import { memoryUse } from '../invariants/memory.ts';
 import { committedReads } from '../invariants/reads.ts';
 import { survivesOneWorkerLoss, TaskFailures } from '../invariants/one-worker-loss.ts';
 import { noSlotsOnUnavailable } from '../invariants/slots.ts';
+import { unansweredRequestsFailed } from '../invariants/unanswered.ts';
 import type { Scenario, ScenarioRun } from '../run.ts';
 import { Engine, type TaskFactory } from '../workload/engine.ts';
 import { mapRecords } from '../workload/records.ts';
@@ -467,6 +468,7 @@ function buildCluster(
       taskFailures,
       intrudersRefused(),
       acknowledgedSurvivesCrash(isMaster, isWorker),
+      unansweredRequestsFailed(),
       admissionDecisions(
         (node) => isMaster(node) || isWorker(node),
         (node) => CLIENT_ROLES.has(world.roleOf(node) ?? ''),
