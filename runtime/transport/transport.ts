@@ -1,6 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
+import { defaultRouteIdleMs, portFull } from '../../core/interpreter/connection-limits.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
 import type { Envelope, NodeId, Principal } from '../../core/machines/effects.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
@@ -312,7 +313,7 @@ export class Transport {
     const peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     const connections = this.inbound.get(service)!;
     const cap = this.options.maxConnectionsPerPort;
-    if (cap !== undefined && connections.size >= cap) {
+    if (portFull(connections.size, cap)) {
       // Refused before anything is allocated for it: the peer sees its connection closed at once.
       socket.destroy();
       this.repeated.warn(
@@ -753,7 +754,7 @@ export class Transport {
   private spoke(node: NodeId): void {
     const now = this.now();
     this.routeSpoke.set(node, now);
-    const idleMs = this.options.routeIdleMs ?? 2 * this.options.frameTimeoutMs;
+    const idleMs = this.options.routeIdleMs ?? defaultRouteIdleMs(this.options.frameTimeoutMs);
     if (!routeSweepDue(this.lastRouteSweep, now, idleMs)) return;
     this.lastRouteSweep = now;
     for (const [silent, at] of this.routeSpoke) {
