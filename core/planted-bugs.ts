@@ -40,6 +40,11 @@ export const PLANTED_BUGS = [
    * without waiting for the store to confirm the write: a reply may leave before what it promises is durable.
    */
   'effects-before-persist',
+  /**
+   * A peer that ends (its connection closes, its process dies) leaves the requests it owed unfailed at their
+   * senders, who wait out their own deadlines (core/interpreter/unanswered-requests.ts).
+   */
+  'unanswered-not-failed',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

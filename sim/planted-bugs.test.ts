@@ -35,6 +35,8 @@ const PROOF: Readonly<
   },
   'descriptors-charged-to-disk': { invariant: 'disk-charged-for-disk-faults', withinSeeds: 70 },
   'effects-before-persist': { invariant: 'acknowledged-survives-crash', withinSeeds: 30 },
+  // First caught: seed 14 (a worker crashed with a CommitFiles of a lifecycle manager unanswered).
+  'unanswered-not-failed': { invariant: 'unanswered-requests-failed', withinSeeds: 45 },
 };
 
 function firstCatch(

@@ -107,6 +107,7 @@ export async function runMaster(
       limitBytes: conf.getBytes('svc.master.receive.maxPartialFrameBytes'),
       limitKey: 'svc.master.receive.maxPartialFrameBytes',
     }),
+    ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
   });
   const stateDir = conf.getString('svc.master.state.dir');
   const store = slowedForTests(

@@ -466,7 +466,7 @@ function workerNetwork(
   receiveMemory: WorkerReceiveMemory;
   secrets: { register(nodeId: string): void };
 } {
-  const { conf, release, logger, host, tiers, opened } = start;
+  const { conf, release, logger, host, tiers, opened, testing } = start;
   // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
   let secrets: ApplicationSecrets | undefined;
   const auth = workerAuth(internalSecret(conf, 'worker', logger), () => secrets);
@@ -482,6 +482,7 @@ function workerNetwork(
     authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
     written: (pieces) => tiers.readBuffers.giveBack(pieces),
     receiveMemory: receiveMemory.receiveMemory,
+    ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
   });
   opened.push(network.transport);
   const register = (nodeId: string): void => {

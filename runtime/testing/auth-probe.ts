@@ -1,5 +1,6 @@
 import type { StatusCode } from '../../core/domain/status.ts';
 import type { Envelope, NodeId } from '../../core/machines/effects.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import { createLogger } from '../log.ts';
@@ -14,6 +15,8 @@ export interface ProbeIdentity {
   readonly application?: string;
   /** The secret it proves when challenged; absent: authentication off (it cannot answer a challenge). */
   readonly secret?: string;
+  /** A planted bug for the probe's own transport (core/planted-bugs.ts), in this process. */
+  readonly plantedBug?: PlantedBug;
 }
 
 /** What became of a probe's request. */
@@ -72,6 +75,7 @@ export class AuthProbe {
       refused: (_peer, message, status) => {
         this.refusal = { status, message };
       },
+      ...(identity.plantedBug === undefined ? {} : { plantedBug: identity.plantedBug }),
       ...(secret === undefined
         ? {}
         : {

@@ -1,5 +1,6 @@
 import { connect, Socket, type Server } from 'node:net';
 import { TLSSocket } from 'node:tls';
+import { DEFAULT_MAX_QUEUED_BYTES, sendQueueVerdict } from '../../core/interpreter/connection-limits.ts';
 import type { Principal } from '../../core/machines/effects.ts';
 import { nativeCrc32 } from '../driver/native-checksum.ts';
 import {
@@ -28,9 +29,6 @@ export interface ConnectionLimits {
   /** Where the bytes of partly received frames are counted (and bounded) for the whole process. */
   readonly receiveMemory?: ReceiveMemory;
 }
-
-/** svc.network.send.maxQueuedBytes's default. */
-export const DEFAULT_MAX_QUEUED_BYTES = 256 * 1024 * 1024;
 
 /** Why reading from a connection stops: the worker's back-pressure, or replies the peer does not read. */
 export type PauseReason = 'backPressure' | 'sending';
@@ -137,7 +135,8 @@ export class Connection {
   private checkQueued(): void {
     const queued = this.socket.writableLength;
     const max = this.limits.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
-    if (queued > max) {
+    const verdict = sendQueueVerdict(queued, max);
+    if (verdict === 'close') {
       this.destroy(
         `the peer reads too slowly: ${queued} bytes wait to be sent, more than ${max} ` +
           '(svc.network.send.maxQueuedBytes)',
@@ -145,7 +144,7 @@ export class Connection {
       );
       return;
     }
-    if (this.pacesReading && queued >= sendPauseBytes(max)) this.pauseFor('sending');
+    if (this.pacesReading && verdict === 'pause') this.pauseFor('sending');
   }
 
   /** Closes at once, for a fault; `reason` is reported through onClose, `cause` names it for counting repeats. */
@@ -357,11 +356,6 @@ export function acceptInPlace(
     accept(socket, reading);
   };
   return true;
-}
-
-/** Replies waiting above this stop the reading of an accepted connection until they drain (two 8 MiB chunks). */
-function sendPauseBytes(maxQueuedBytes: number): number {
-  return Math.min(16 * 1024 * 1024, Math.floor(maxQueuedBytes / 2));
 }
 
 function describe(error: unknown): string {

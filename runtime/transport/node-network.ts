@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeHost } from '../driver/node-host.ts';
 import type { Logger } from '../log.ts';
@@ -41,6 +42,8 @@ export interface NodeNetworkOptions {
    * so that an application catches one type. Absent: TransportConfigError (servers exit 2 on it).
    */
   readonly configError?: (message: string) => Error;
+  /** Test-only (core/planted-bugs.ts): a server's ServerTestHooks.plantedBug, for the transport's share of it. */
+  readonly plantedBug?: PlantedBug;
 }
 
 /** The transport, address book and node registry of one process, with the limits its configuration sets. */
@@ -107,6 +110,7 @@ function newTransport(
       : { authenticationFailed: options.authenticationFailed }),
     ...(tls === undefined ? {} : { tls }),
     ...(options.auth === undefined ? {} : { auth: options.auth }),
+    ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
   });
 }
 

@@ -1,7 +1,10 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
+import { defaultRouteIdleMs, portFull } from '../../core/interpreter/connection-limits.ts';
+import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
 import type { Envelope, NodeId, Principal } from '../../core/machines/effects.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
 import {
   nameTheftRefusal,
   routeExpired,
@@ -104,6 +107,8 @@ export interface TransportOptions extends ConnectionLimits {
   readonly routeIdleMs?: number;
   /** The clock routes are aged by (ms); absent: Date.now. */
   readonly now?: () => number;
+  /** Test-only (core/planted-bugs.ts), for the record of unanswered requests; no configuration key sets it. */
+  readonly plantedBug?: PlantedBug;
 }
 
 const SERVER: Principal = { kind: 'server' };
@@ -138,8 +143,6 @@ interface Link {
   state: 'handshaking' | 'open' | 'closed';
   readonly connection: Connection;
   readonly queue: Queued[];
-  /** Requests written on this link and not answered yet, by `from#requestId`: failed when the link closes. */
-  readonly unanswered: Map<string, WireEnvelope>;
   peerRelease?: Release;
   timer?: NodeJS.Timeout;
   /** Whether this process already answered the peer's authentication challenge. */
@@ -162,6 +165,8 @@ export class Transport {
   private readonly routeSpoke = new Map<NodeId, number>();
   private lastRouteSweep: number;
   private readonly paused = new Set<string>();
+  /** Requests written on each link and not answered yet: failed at their senders when the link closes. */
+  private readonly unanswered: UnansweredRequests<Link, WireEnvelope>;
   private closing = false;
   private readonly tls: TlsSetup | undefined;
   /** Warnings hostile peers can repeat at will, summarised per interval. */
@@ -172,6 +177,9 @@ export class Transport {
 
   constructor(private readonly options: TransportOptions) {
     this.speakerRules = { authenticated: options.auth !== undefined };
+    this.unanswered = new UnansweredRequests(
+      options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug },
+    );
     this.tls = options.tls === undefined ? undefined : new TlsSetup(options.tls);
     this.lastRouteSweep = this.now();
     this.repeated = new RepeatedLog(options.logger, {
@@ -305,7 +313,7 @@ export class Transport {
     const peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     const connections = this.inbound.get(service)!;
     const cap = this.options.maxConnectionsPerPort;
-    if (cap !== undefined && connections.size >= cap) {
+    if (portFull(connections.size, cap)) {
       // Refused before anything is allocated for it: the peer sees its connection closed at once.
       socket.destroy();
       this.repeated.warn(
@@ -555,7 +563,7 @@ export class Transport {
         ? Connection.open(address, this.options, events)
         : new Connection(this.tls.connect(address), this.options, events);
     const socket = connection.socket;
-    const link: Link = { address, state: 'handshaking', queue: [], unanswered: new Map(), connection };
+    const link: Link = { address, state: 'handshaking', queue: [], connection };
     link.timer = setTimeout(() => {
       link.connection.destroy(
         `no handshake reply from ${key} within ${this.options.connectTimeoutMs} ms (svc.network.connect.timeout)`,
@@ -578,7 +586,7 @@ export class Transport {
   private writeOn(link: Link, queued: Queued): void {
     const { envelope } = queued;
     if (envelope.requestId !== undefined && envelope.inReplyTo === undefined)
-      link.unanswered.set(`${envelope.from}#${envelope.requestId}`, envelope);
+      this.unanswered.asked(link, envelope.from, envelope.requestId, envelope, this.now());
     link.connection.write(queued.pieces, queued.written);
   }
 
@@ -611,7 +619,7 @@ export class Transport {
       return;
     }
     const { envelope } = frame;
-    if (envelope.inReplyTo !== undefined) link.unanswered.delete(`${envelope.to}#${envelope.inReplyTo}`);
+    if (envelope.inReplyTo !== undefined) this.unanswered.answered(link, envelope.to, envelope.inReplyTo);
     this.arrived(link.connection, envelope, link.peerRelease!);
   }
 
@@ -683,8 +691,7 @@ export class Transport {
     for (const { envelope } of link.queue.splice(0)) this.options.sendFailed(envelope);
     // Requests the peer took but never answered: it died or dropped the connection, and no answer can come on
     // another one (answers go back where their request came from).
-    const unanswered = [...link.unanswered.values()];
-    link.unanswered.clear();
+    const unanswered = this.unanswered.ended(link);
     if (!this.closing) for (const envelope of unanswered) this.options.sendFailed(envelope);
     if (reason !== undefined && !this.closing) {
       this.options.logger.warn(
@@ -747,7 +754,7 @@ export class Transport {
   private spoke(node: NodeId): void {
     const now = this.now();
     this.routeSpoke.set(node, now);
-    const idleMs = this.options.routeIdleMs ?? 2 * this.options.frameTimeoutMs;
+    const idleMs = this.options.routeIdleMs ?? defaultRouteIdleMs(this.options.frameTimeoutMs);
     if (!routeSweepDue(this.lastRouteSweep, now, idleMs)) return;
     this.lastRouteSweep = now;
     for (const [silent, at] of this.routeSpoke) {

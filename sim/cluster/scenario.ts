@@ -1,3 +1,4 @@
+import { defaultRouteIdleMs } from '../../core/interpreter/connection-limits.ts';
 import type { NodeId, Principal } from '../../core/machines/effects.ts';
 import { initialMapTaskState, mapTaskMachine } from '../../core/machines/client/map-task.ts';
 import { initialReduceTaskState, reduceTaskMachine } from '../../core/machines/client/reduce-task.ts';
@@ -39,6 +40,7 @@ import { memoryUse } from '../invariants/memory.ts';
 import { committedReads } from '../invariants/reads.ts';
 import { survivesOneWorkerLoss, TaskFailures } from '../invariants/one-worker-loss.ts';
 import { noSlotsOnUnavailable } from '../invariants/slots.ts';
+import { unansweredRequestsFailed } from '../invariants/unanswered.ts';
 import type { Scenario, ScenarioRun } from '../run.ts';
 import { Engine, type TaskFactory } from '../workload/engine.ts';
 import { mapRecords } from '../workload/records.ts';
@@ -88,11 +90,10 @@ const LIVENESS_BOUND_MS = (() => {
   );
 })();
 
-/**
- * How long a route to a node is kept after it last spoke: the runtime's transport default, twice
- * svc.network.timeout (runtime/transport/transport.ts, `routeIdleMs`).
- */
-const ROUTE_IDLE_MS = 2 * configFor(CURRENT_RELEASE, 'worker').getDurationMs('svc.network.timeout');
+/** How long a route to a node is kept after it last spoke, when no one sets it (core/interpreter). */
+const ROUTE_IDLE_MS = defaultRouteIdleMs(
+  configFor(CURRENT_RELEASE, 'worker').getDurationMs('svc.network.timeout'),
+);
 
 /**
  * A worker's back-pressure thresholds, as the runtime computes them (runtime/process/worker.ts): its memory budget
@@ -467,6 +468,7 @@ function buildCluster(
       taskFailures,
       intrudersRefused(),
       acknowledgedSurvivesCrash(isMaster, isWorker),
+      unansweredRequestsFailed(),
       admissionDecisions(
         (node) => isMaster(node) || isWorker(node),
         (node) => CLIENT_ROLES.has(world.roleOf(node) ?? ''),

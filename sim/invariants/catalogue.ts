@@ -30,6 +30,8 @@ export const INVARIANTS = {
   isolation:
     "with authentication on, a request from a connection that did not prove the identity it needs changes nothing: an intruder cannot destroy, commit, read or write another application's files, nor answer in the master's or a replica's name, nor speak as another's node or take over its route to receive what is meant for it",
   'unexpected-fetch-failure': 'a fetch failure only happens when some fault could have lost data',
+  'unanswered-requests-failed':
+    'a request a process had not answered when it ended (a crash, an exit, a relaunch) is failed at its sender within one network round trip, unless the sender ended first',
   liveness: 'once faults stop, every job finishes within a bounded time or fails with an expected error',
   'survives-one-worker-loss':
     'with replication on, a run that loses at most one worker on a calm network, keeping enough healthy workers for a primary and a replica, completes every admitted application',

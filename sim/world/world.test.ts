@@ -148,6 +148,17 @@ describe('World', () => {
       input.kind === 'sendFailed' ? [input.requestId] : [],
     );
     assert.deepEqual(failed.sort(), [2, 3], 'the unanswered requests fail; the answered one does not');
+
+    // The record is the interpreter's (core/interpreter/unanswered-requests.ts): its planted bug reaches the world.
+    const buggy = new World({ seed: 1, plantedBug: 'unanswered-not-failed' });
+    buggy.addNode({ id: 'a', role: 'toy', machine: asker, initialState: () => [] as Input[] });
+    buggy.addNode({ id: 'b', role: 'toy', machine: answerer, initialState: () => [] as Input[] });
+    buggy.start('b');
+    buggy.start('a');
+    buggy.run({ until: 50, maxEvents: 100 });
+    buggy.crash('b');
+    buggy.run({ until: 100, maxEvents: 100 });
+    assert.ok((buggy.stateOf('a') as Input[]).every((input) => input.kind !== 'sendFailed'));
   });
 
   it('fires the latest setting of a timer once, never a cancelled one, never one set before a crash', () => {

@@ -36,7 +36,7 @@ import {
 } from './back-pressure.ts';
 import { Routes, type Speaker, type TransportModel } from './routes.ts';
 import { describe, Trace } from './trace.ts';
-import { UnansweredRequests } from './unanswered.ts';
+import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
 
 export type { EffectKey, InputKey, Observer } from './observers.ts';
 
@@ -104,6 +104,16 @@ export interface WorldOptions {
   readonly storeLatency?: StoreLatency;
   /** A bug planted in the interpreter every node runs (core/planted-bugs.ts); only the proof tests set it. */
   readonly plantedBug?: PlantedBug;
+}
+
+/** A request on its way to a process, or taken by it, that it has not answered yet. */
+interface PendingRequest {
+  readonly sender: NodeId;
+  /** The sender's process when it asked: a later one of the same node waits for nothing. */
+  readonly senderIncarnation: number;
+  readonly to: NodeId;
+  readonly message: Envelope['message'];
+  readonly requestId: number;
 }
 
 /** A durable store's write latency, drawn log-uniformly for each write between the bounds (ms). */
@@ -206,8 +216,8 @@ export class World {
   readonly coordination = new Map<string, string>();
   readonly seed: number;
   private readonly queue = new EventQueue<SimEvent>();
-  /** Requests each process has not answered: its end fails them at their senders (./unanswered.ts). */
-  private readonly unanswered = new UnansweredRequests();
+  /** Requests each process has not answered: its end fails them at their senders. */
+  private readonly unanswered: UnansweredRequests<NodeId, PendingRequest>;
   private readonly nodes = new Map<NodeId, SimNode>();
   private readonly observers = new Observers();
   private readonly dfs = new SharedDfs();
@@ -230,6 +240,9 @@ export class World {
     this.ioRates = { ...(options.io ?? { ioError: 0, noSpace: 0 }) };
     this.storeLatency = options.storeLatency ?? DEFAULT_STORE_LATENCY;
     this.plantedBug = options.plantedBug;
+    this.unanswered = new UnansweredRequests(
+      options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug },
+    );
   }
 
   /**
@@ -833,14 +846,16 @@ export class World {
       this.refused(node, effect, envelope);
       return;
     }
-    if (effect.requestId !== undefined && effect.inReplyTo === undefined)
-      this.unanswered.asked({
+    if (effect.requestId !== undefined && effect.inReplyTo === undefined) {
+      const request = {
         sender: from,
         senderIncarnation: node.incarnation,
         to: effect.to,
         message: effect.message,
         requestId: effect.requestId,
-      });
+      };
+      this.unanswered.asked(effect.to, from, effect.requestId, request, this.clock);
+    }
     const arrivals = this.network.arrivals(from, effect.to, this.clock);
     if (this.trace.enabled) {
       const fate = arrivals.length === 0 ? ' LOST' : arrivals.length > 1 ? ' DUPLICATED' : '';
@@ -1003,9 +1018,8 @@ export class World {
   }
 
   private stop_(node: SimNode): void {
-    // Its connections close: each request it had not answered fails at its sender, as the runtime's transport
-    // fails a closed connection's unanswered requests, one network trip after the end.
-    for (const request of this.unanswered.endOf(node.def.id)) {
+    // Its connections close: each request it had not answered fails at its sender once the close reached it.
+    for (const request of this.unanswered.ended(node.def.id)) {
       const sender = this.nodes.get(request.sender);
       if (sender === undefined || !sender.up || sender.incarnation !== request.senderIncarnation) continue;
       this.trace.count('transport.unansweredFailed');
