@@ -37,7 +37,7 @@ export const mayImport = {
   runtime: ['core', 'conf'],
   'runtime/wire': ['core', 'runtime:files'],
   'runtime/storage': ['core', 'runtime:files'],
-  'runtime/metrics': ['core', 'conf'],
+  'runtime/metrics': ['core'],
   'runtime/driver': ['core', 'runtime:files', 'runtime/wire', 'runtime/storage'],
   'runtime/transport': ['core', 'conf', 'runtime:files', 'runtime/wire', 'runtime/driver'],
   'runtime/http': ['core', 'conf', 'clients', 'runtime:files', 'runtime/driver', 'runtime/metrics'],
