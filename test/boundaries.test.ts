@@ -51,7 +51,18 @@ describe('purity boundary of core/ and conf/', () => {
   });
 
   it('finds nothing to report in the real core/ and conf/ sources', async () => {
-    const eslint = new ESLint({ cwd: root, errorOnUnmatchedPattern: false });
+    // The boundary rules need no type information, so this reads the sources without the type-aware project (which
+    // `npm run lint` runs anyway): seconds instead of minutes.
+    const eslint = new ESLint({
+      cwd: root,
+      errorOnUnmatchedPattern: false,
+      overrideConfigFile: true,
+      overrideConfig: [
+        { ignores: ['**/fixtures/**'] },
+        { files: ['**/*.ts'], languageOptions: { parser: tseslint.parser } },
+        ...boundaryConfigs,
+      ],
+    });
     const results = await eslint.lintFiles(['core/**/*.ts', 'conf/**/*.ts']);
     const boundaryRules = [
       'svc/pure-imports',
