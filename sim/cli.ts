@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { PLANTED_BUGS, type PlantedBug } from '../core/planted-bugs.ts';
 import { parseFaults, parseKnobs, type Schedule } from './faults/plan.ts';
-import { INVARIANTS } from './invariants/catalogue.ts';
+import { INVARIANTS } from './world/invariant-catalogue.ts';
 import {
   drawnSchedule,
   replayCommand,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PLANTED_BUGS, type PlantedBug } from '../core/planted-bugs.ts';
-import type { InvariantName } from './invariants/catalogue.ts';
+import type { InvariantName } from './world/invariant-catalogue.ts';
 import { replayCommand, runSeed, shrinkFailure, type RunResult, type Scenario } from './run.ts';
 import { SCENARIOS } from './scenarios.ts';
 

@@ -1,51 +1,20 @@
 import type { PlantedBug } from '../core/planted-bugs.ts';
-import { injectSchedule, type FaultTopology } from './faults/inject.ts';
+import { injectSchedule } from './faults/inject.ts';
 import {
   calmFrom,
   checkScheduleTargets,
   drawSchedule,
   formatFaults,
   formatKnobs,
-  type FaultTargets,
   type Schedule,
 } from './faults/plan.ts';
 import { shrinkSchedule, type ShrinkOutcome } from './faults/shrink.ts';
 import { streamRng } from './world/random.ts';
-import { World, type Observer, type Violation } from './world/world.ts';
+import { World, type Violation } from './world/world.ts';
 
-/** What one seed builds: the nodes, the workload, the checkers, and what the fault plan may aim at. */
-export interface ScenarioRun {
-  readonly targets: FaultTargets;
-  readonly topology: FaultTopology;
-  /** Invariant checkers and workload models; registered before the run starts. */
-  readonly observers: readonly Observer[];
-  /** Told the fault schedule before the run starts (when faults end, whether any can lose data). */
-  useSchedule(schedule: Schedule): void;
-  /** Whether every job has reached its end (success, or an expected failure); the run stops then. */
-  finished(): boolean;
-  /** Checks that only make sense once the run is over (e.g. every committed record was read). */
-  finalCheck(world: World): Omit<Violation, 'time'> | undefined;
-  /** What happened, for the summary (jobs, expected failures, memory used by apps that never enabled it, ...). */
-  report(): ScenarioReport;
-  /** How long after the last fault every job must have finished (liveness). */
-  readonly livenessBoundMs: number;
-}
+import type { Scenario, ScenarioReport } from './cluster/contract.ts';
 
-export interface ScenarioReport {
-  /** One line per finding worth a human's attention that is not a violation. */
-  readonly notes: readonly string[];
-  readonly counts: Readonly<Record<string, number>>;
-  /**
-   * Each application whose data went to memory although it never enabled memory (contract rule 4), one line each
-   * (also among the notes): a run of many seeds lists them by seed.
-   */
-  readonly memoryWithoutEnabling?: readonly string[];
-}
-
-export interface Scenario {
-  readonly name: string;
-  build(world: World, context: { readonly seed: number; readonly plantedBug?: PlantedBug }): ScenarioRun;
-}
+export type { Scenario, ScenarioReport, ScenarioRun } from './cluster/contract.ts';
 
 export interface RunOptions {
   readonly seed: number;

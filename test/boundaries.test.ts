@@ -1,8 +1,18 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { ESLint } from 'eslint';
 import { boundaryConfigs } from '../tools/eslint/boundaries.js';
+import { checkStructure } from '../tools/structure/check.mjs';
+import {
+  dividedFolders,
+  folderMayImport,
+  isShipped,
+  isTestOnly,
+  mayImport,
+  topMayImport,
+} from '../tools/structure/folders.mjs';
 import tseslint from 'typescript-eslint';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -41,7 +51,18 @@ describe('purity boundary of core/ and conf/', () => {
   });
 
   it('finds nothing to report in the real core/ and conf/ sources', async () => {
-    const eslint = new ESLint({ cwd: root, errorOnUnmatchedPattern: false });
+    // The boundary rules need no type information, so this reads the sources without the type-aware project (which
+    // `npm run lint` runs anyway): seconds instead of minutes.
+    const eslint = new ESLint({
+      cwd: root,
+      errorOnUnmatchedPattern: false,
+      overrideConfigFile: true,
+      overrideConfig: [
+        { ignores: ['**/fixtures/**'] },
+        { files: ['**/*.ts'], languageOptions: { parser: tseslint.parser } },
+        ...boundaryConfigs,
+      ],
+    });
     const results = await eslint.lintFiles(['core/**/*.ts', 'conf/**/*.ts']);
     const boundaryRules = [
       'svc/pure-imports',
@@ -56,5 +77,79 @@ describe('purity boundary of core/ and conf/', () => {
     );
     assert.deepEqual(boundaryProblems, []);
     assert.ok(results.length > 0, 'core/ has sources to check');
+  });
+});
+
+describe('folder rules, cycles and the package (tools/structure)', () => {
+  // Each fixture breaks one rule; the normal lint skips fixtures/, this test reads them as what their folder makes them.
+  const fixtures = [
+    'sim/world/fixtures',
+    'sim/workload/fixtures',
+    'runtime/wire/fixtures',
+    'runtime/client/fixtures',
+  ];
+
+  it('reports a folder cycle, a file cycle, a forbidden folder import and shipped code importing test code', async () => {
+    const problems = await checkStructure({ files: fixtures, fixtures: true });
+    const named = (rule: string, text: RegExp) =>
+      problems.some((problem) => problem.rule === rule && text.test(problem.message));
+    assert.ok(
+      named('no-folder-cycle', /sim\/workload, sim\/world import each other/),
+      JSON.stringify(problems, null, 2),
+    );
+    assert.ok(named('no-file-cycle', /file-cycle-a\.ts → sim\/world\/fixtures\/file-cycle-b\.ts/));
+    assert.ok(named('folder-imports:runtime/wire', /forbidden-import\.ts → runtime\/process\/master\.ts/));
+    assert.ok(named('shipped-imports-test-code', /imports-test-code\.ts → runtime\/testing\/deadline\.ts/));
+    assert.equal(problems.length, 5, JSON.stringify(problems, null, 2));
+  });
+
+  it('allows no cycle in the rules themselves, at either level', () => {
+    const folders = [...Object.keys(mayImport), ...dividedFolders];
+    const tops = [...new Set(folders.map((folder) => folder.split('/')[0] ?? folder))];
+    for (const [nodes, allows] of [
+      [folders, folderMayImport],
+      [tops, (from: string, to: string) => topMayImport(from).includes(to)],
+    ] as const) {
+      const visiting = new Set<string>();
+      const done = new Set<string>();
+      const visit = (node: string, trail: string[]): void => {
+        assert.ok(!visiting.has(node), `the rules allow a cycle: ${[...trail, node].join(' → ')}`);
+        if (done.has(node)) return;
+        visiting.add(node);
+        for (const next of nodes) if (next !== node && allows(node, next)) visit(next, [...trail, node]);
+        visiting.delete(node);
+        done.add(node);
+      };
+      for (const node of nodes) visit(node, []);
+    }
+  });
+
+  it('ships exactly the code the rules call shipped', () => {
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+        cwd: root,
+        encoding: 'utf8',
+      }),
+    ) as { files: { path: string }[] }[];
+    const packedCode = new Set(
+      (packed[0]?.files ?? []).map((file) => file.path).filter((file) => /\.(ts|mjs|js)$/.test(file)),
+    );
+    const tracked = execFileSync('git', ['ls-files', '*.ts', '*.mjs', '*.js'], {
+      cwd: root,
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter((file) => file.length > 0 && !/(^|\/)fixtures\//.test(file));
+    for (const file of packedCode) assert.ok(!isTestOnly(file), `the package holds test-only ${file}`);
+    const missing = tracked.filter(
+      (file) => isShipped(file) && !file.endsWith('.d.ts') && !packedCode.has(file),
+    );
+    assert.deepEqual(missing, [], 'shipped by the rules but not in the package');
+  });
+
+  it('names every folder of the rules in docs/architecture.md', () => {
+    const architecture = readFileSync(root + 'docs/architecture.md', 'utf8');
+    for (const folder of Object.keys(mayImport))
+      assert.ok(architecture.includes(`| \`${folder}/\``), `docs/architecture.md has no row for ${folder}/`);
   });
 });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parseWorkerKey } from '../../core/domain/worker.ts';
 import type { LocalCluster } from '../cluster/local-cluster.ts';
 import type { ServerProcess } from '../cluster/server-process.ts';
-import type { NetworkFault } from './fault-proxy.ts';
+import type { NetworkFault } from '../cluster/fault-proxy.ts';
 import type { ScheduledFault } from './schedule.ts';
 
 /** One fault as it happened: when it struck and healed (ms from the soak's start), and what was seen on the way. */

@@ -1,20 +1,5 @@
-// The `svc` command line. Subcommands are registered by their own modules so that each stays small.
-import { Command } from 'commander';
-import { CURRENT_RELEASE } from '../../core/release/version.ts';
-import { adminCommand } from './admin-command.ts';
-import { confCommand } from './conf-command.ts';
-import { conformanceCommand } from './conformance-command.ts';
-import { demoCommand } from './demo-command.ts';
-import { masterCommand, workerCommand } from './server-commands.ts';
+// The runtime's own entry point: `svc` without the conformance suite. Server processes and the runtime's tests start
+// this file; the installed `svc` (bin/svc.mjs) is the same program with `svc conformance` added.
+import { svcProgram } from './program.ts';
 
-const program = new Command();
-program.name('svc').description('svc: a remote shuffle service').version(CURRENT_RELEASE);
-
-program.addCommand(demoCommand());
-program.addCommand(masterCommand());
-program.addCommand(workerCommand());
-program.addCommand(confCommand());
-program.addCommand(adminCommand());
-program.addCommand(conformanceCommand());
-
-await program.parseAsync(process.argv);
+await svcProgram().parseAsync(process.argv);

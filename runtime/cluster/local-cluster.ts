@@ -5,7 +5,7 @@ import path from 'node:path';
 import { masterUrlScheme } from '../../core/release/other-changes.ts';
 import { parseRelease } from '../../core/release/version.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
-import { FaultProxy } from '../chaos/fault-proxy.ts';
+import { FaultProxy } from './fault-proxy.ts';
 import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
 
 /** Where a worker's data ports listen when fault proxies stand in front of them (the proxies take 127.0.0.1). */
@@ -49,7 +49,7 @@ export interface LocalClusterOptions {
    */
   readonly durableWriteDelayMs?: number;
   /**
-   * Test only: a fault proxy (runtime/chaos/fault-proxy.ts) in front of each data port of each worker (`proxies`):
+   * Test only: a fault proxy (runtime/cluster/fault-proxy.ts) in front of each data port of each worker (`proxies`):
    * the worker listens on 127.0.0.2 and its id names 127.0.0.1, where the proxy listens on the same port, so that
    * masters, applications and other workers all reach it through the proxy.
    */

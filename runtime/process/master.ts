@@ -27,7 +27,7 @@ export interface ServerTestHooks {
   readonly plantedBug?: PlantedBug;
   /**
    * A worker's data ports listen on this host while its id still names `svc.worker.host`: a fault proxy on the
-   * named address then stands between the worker and every peer (runtime/chaos/fault-proxy.ts).
+   * named address then stands between the worker and every peer (runtime/cluster/fault-proxy.ts).
    */
   readonly bindHost?: string;
   /** Every write of the durable store waits this long before it starts: a slow disk (runtime/durable-ack.test.ts). */

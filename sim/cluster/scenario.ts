@@ -41,7 +41,7 @@ import { committedReads } from '../invariants/reads.ts';
 import { survivesOneWorkerLoss, TaskFailures } from '../invariants/one-worker-loss.ts';
 import { noSlotsOnUnavailable } from '../invariants/slots.ts';
 import { unansweredRequestsFailed } from '../invariants/unanswered.ts';
-import type { Scenario, ScenarioRun } from '../run.ts';
+import type { Scenario, ScenarioRun } from './contract.ts';
 import { Engine, type TaskFactory } from '../workload/engine.ts';
 import { mapRecords } from '../workload/records.ts';
 import type { AppShape, WorkloadShape } from '../workload/shape.ts';
@@ -55,6 +55,7 @@ import {
   mapTaskConfig,
   masterConfig,
   reduceTaskConfig,
+  replicationOf,
   stageRerunOf,
   workerConfig,
   workerId,
@@ -485,7 +486,7 @@ function buildCluster(
       const lossFailure =
         schedule === undefined
           ? undefined
-          : survivesOneWorkerLoss(schedule, cluster, engine.outcomes(), taskFailures);
+          : survivesOneWorkerLoss(schedule, cluster, engine.outcomes(), taskFailures, replicationOf);
       if (lossFailure !== undefined) return lossFailure;
       for (const { app, outcome } of engine.outcomes()) {
         const refused = outcome.kind === 'failed' && outcome.reason.startsWith('refused by admission');

@@ -1,7 +1,6 @@
 import type { NodeId } from '../../core/machines/effects.ts';
 import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
 import { admitClient } from '../../core/release/admission.ts';
-import { replicationOf } from '../cluster/configs.ts';
 import type { Schedule } from '../faults/plan.ts';
 import type { AppOutcome } from '../workload/engine.ts';
 import type { AppShape, ClusterShape } from '../workload/shape.ts';
@@ -84,10 +83,11 @@ export function survivesOneWorkerLoss(
   cluster: ClusterShape,
   outcomes: readonly { readonly app: AppShape; readonly outcome: AppOutcome }[],
   taskFailures: TaskFailures,
+  replicates: (app: AppShape) => boolean,
 ): OneWorkerLossFailure | undefined {
   if (!oneWorkerLossApplies(schedule, cluster)) return undefined;
   for (const { app, outcome } of outcomes) {
-    if (!replicationOf(app) || !admitClient(cluster.serverRelease, app.clientRelease).admitted) continue;
+    if (!replicates(app) || !admitClient(cluster.serverRelease, app.clientRelease).admitted) continue;
     const fault = schedule.faults[0];
     const lost = fault?.kind === 'crash' ? fault : undefined;
     // Task failures count from the loss, or from the upgrade's start (the engine's retries would hide what failed a

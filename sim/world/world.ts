@@ -12,7 +12,7 @@ import type { Machine } from '../../core/machines/machine.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
-import type { InvariantName } from '../invariants/catalogue.ts';
+import type { InvariantName } from './invariant-catalogue.ts';
 import { EventQueue } from './event-queue.ts';
 import { Observers, type Observer } from './observers.ts';
 import { CALM_NETWORK, Network, type NetworkRates } from './network.ts';
@@ -88,7 +88,7 @@ export interface NodeDefinition<S = unknown> {
 
 /** Something went wrong that the run must report: an invariant broke, or a machine threw. */
 export interface Violation {
-  /** The invariant broken, by its name in invariants/catalogue.ts. */
+  /** The invariant broken, by its name in invariant-catalogue.ts. */
   readonly invariant: InvariantName;
   readonly time: number;
   readonly node?: NodeId;

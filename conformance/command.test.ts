@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { LocalCluster } from '../cluster/local-cluster.ts';
+import { LocalCluster } from '../runtime/cluster/local-cluster.ts';
 
-const CLI = fileURLToPath(new URL('./main.ts', import.meta.url));
+const CLI = fileURLToPath(new URL('../bin/svc.mjs', import.meta.url));
 
 function svc(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {

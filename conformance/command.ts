@@ -1,9 +1,9 @@
 // `svc conformance`: checks a running deployment against the contract, rule by rule (conformance/, docs/conformance.md).
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { normalRelease } from '../../conformance/expectations/releases.ts';
-import { report } from '../../conformance/report/output.ts';
-import { runChecks } from '../../conformance/runner.ts';
+import { normalRelease } from './expectations/releases.ts';
+import { report } from './report/output.ts';
+import { runChecks } from './runner.ts';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -25,7 +25,7 @@ function release(text: string): string {
 
 /** This package's own `svc`, the default launcher of the servers the suite starts itself. */
 function ownServerCommand(): string[] {
-  return [process.execPath, path.resolve(import.meta.dirname, '../../bin/svc.mjs')];
+  return [process.execPath, path.resolve(import.meta.dirname, '../bin/svc.mjs')];
 }
 
 interface Flags {
