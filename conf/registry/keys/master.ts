@@ -126,7 +126,8 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     default: '9098',
     roles: MASTER,
     description:
-      'Port of the master’s management interface and metrics (0: any free port, printed in the master’s "listening" line).',
+      'Port of the master’s management interface and metrics, 1–65535; 0 is accepted on purpose and means any free ' +
+      'port, printed in the master’s "listening" line (LocalCluster starts nodes so).',
   },
   ...httpAuthKeys('master'),
   ...httpTlsKeys('master'),

@@ -74,7 +74,8 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     default: '9096',
     roles: WORKER,
     description:
-      'Port of the worker’s management interface and metrics (0: any free port, printed in the worker’s "listening" line).',
+      'Port of the worker’s management interface and metrics, 1–65535; 0 is accepted on purpose and means any free ' +
+      'port, printed in the worker’s "listening" line (LocalCluster starts nodes so).',
   },
   ...httpAuthKeys('worker'),
   ...httpTlsKeys('worker'),
