@@ -41,6 +41,7 @@ export {
   type WorkerFacts,
 } from './machine-configs.ts';
 export { parseMasterUrl, type MasterUrl } from './master-url.ts';
+export { formatNoEffectNotice, noEffectWarning } from './no-effect.ts';
 export {
   formatMigrationReport,
   migrateConfigText,
@@ -62,7 +63,15 @@ export {
 } from './problems.ts';
 export { describeDefault, existsAt, isDynamicAt, nameReadAt } from './registry/history.ts';
 export { REGISTRY, type ConfigEntry } from './registry/registry.ts';
-export { CONTROL_PLANE_MODULE, MODULES, ROLES, type Module, type Role } from './registry/spec.ts';
+export {
+  CONTROL_PLANE_MODULE,
+  describeNoEffect,
+  MODULES,
+  ROLES,
+  type Module,
+  type NoEffect,
+  type Role,
+} from './registry/spec.ts';
 export {
   DEFAULT_FILE_NAME,
   resolveConfig,
@@ -71,6 +80,7 @@ export {
   type ResolvedConfig,
   type ResolveOptions,
   type Resolution,
+  type SettingWithoutEffect,
   type ShownSetting,
 } from './resolve.ts';
 export { formatValue, parseValue, type ConfigValue, type ValueType } from './values.ts';

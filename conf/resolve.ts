@@ -26,7 +26,7 @@ import {
   type NameMatch,
   type Registry,
 } from './registry/registry.ts';
-import type { Role } from './registry/spec.ts';
+import type { NoEffect, Role } from './registry/spec.ts';
 import { formatValue, type ConfigValue, type ValueType } from './values.ts';
 
 /** What the runtime knows about the machine: inputs, since conf/ does not look itself. */
@@ -78,6 +78,14 @@ export interface ShownSetting {
 }
 
 /** The typed getters of a ResolvedConfig, by name (what `optional` reads a key with). */
+/** A setting of a key svc accepts but does not act on. */
+export interface SettingWithoutEffect {
+  /** The key's current name (an older name written in the file resolves to it). */
+  readonly key: string;
+  readonly where: Location;
+  readonly effect: NoEffect;
+}
+
 export type TypedGetter =
   'getBytes' | 'getDurationMs' | 'getInt' | 'getDouble' | 'getBoolean' | 'getString' | 'getList';
 
@@ -185,6 +193,18 @@ export class ResolvedConfig {
 
   getList(key: string): readonly string[] {
     return this.typed(key, 'getList') as readonly string[];
+  }
+
+  /**
+   * The settings of keys that exist at this release and that svc accepts without acting on them (the registry's
+   * `effect` mark), in the order given: what an operator is told at `svc conf check` and at a server's start.
+   */
+  get settingsWithoutEffect(): readonly SettingWithoutEffect[] {
+    return this.bindings.flatMap((binding) => {
+      const { entry } = binding.match;
+      if (entry.effect === undefined || !existsAt(entry, this.release)) return [];
+      return [{ key: currentName(binding.match), where: binding.setting.where, effect: entry.effect }];
+    });
   }
 
   /** The ids of a key with `<id>` that are set, e.g. the nodes of `svc.master.ha.node.<id>.host`, sorted. */

@@ -29,6 +29,7 @@ import {
   type KeySpec,
   type LegacySource,
   type Module,
+  type NoEffect,
   type Role,
   type ScaledFallback,
 } from './spec.ts';
@@ -76,6 +77,8 @@ export interface ConfigEntry extends ValueShape {
   readonly description: string;
   readonly secret: boolean;
   readonly check?: KeySpec['check'];
+  /** Set when svc accepts the key but nothing acts on it (spec.ts NoEffect); absent: the key takes effect. */
+  readonly effect?: NoEffect;
   /** For keys with `<id>` or `<key>`: matches a concrete name, capturing the variable part. */
   readonly pattern?: RegExp;
 }
@@ -204,6 +207,7 @@ function buildEntry(
     description: spec.description,
     secret: spec.secret ?? false,
     ...(spec.check === undefined ? {} : { check: spec.check }),
+    ...(spec.effect === undefined ? {} : { effect: spec.effect }),
     ...(VARIABLE.test(key) ? { pattern: patternOf(key) } : {}),
   };
 }

@@ -46,6 +46,39 @@ export interface LegacySource {
   readonly combine: (read: (key: string) => ConfigValue | undefined) => string;
 }
 
+/**
+ * A key svc accepts, so that a configuration written for the reference keeps working, but that changes nothing in
+ * svc. `svc conf check` names each one a file sets, servers list them at start, and docs/configuration.md shows the
+ * mark. test/key-effects.test.ts keeps the marks true: a key that no code reads must carry one.
+ */
+export interface NoEffect {
+  readonly kind: 'none';
+  /** One line: why setting the key changes nothing in svc. */
+  readonly reason: string;
+  /**
+   * Set when svc is meant to act on the key and does not yet (accepted and ignored until it is built): where the
+   * work is tracked. Absent: the key has no meaning in svc's design, and never will.
+   */
+  readonly pending?: string;
+}
+
+/** A key that exists for compatibility only: `reason` says why it has no meaning in svc. */
+export function compatibilityOnly(reason: string): NoEffect {
+  return { kind: 'none', reason };
+}
+
+/** A key svc means to act on but does not yet; `tracked` names where the work is tracked. */
+export function notImplementedYet(reason: string, tracked = 'issue 33'): NoEffect {
+  return { kind: 'none', reason, pending: tracked };
+}
+
+/** The mark as one line: what an operator who sets the key is told. */
+export function describeNoEffect(effect: NoEffect): string {
+  return effect.pending === undefined
+    ? `accepted for compatibility, no effect in svc: ${effect.reason}`
+    : `not implemented yet, accepted and ignored (${effect.pending}): ${effect.reason}`;
+}
+
 export interface KeySpec extends ValueShape {
   /**
    * The key. `<module>` is expanded to one key per module; `<id>` matches one name segment (a master node id);
@@ -75,6 +108,8 @@ export interface KeySpec extends ValueShape {
   readonly secret?: boolean;
   /** Checks beyond the type; returns the expected form when the value does not fit. */
   readonly check?: (value: ConfigValue) => string | undefined;
+  /** Set when svc accepts the key but nothing acts on it (absent: the key takes effect). */
+  readonly effect?: NoEffect;
 }
 
 export const ALL_ROLES: readonly Role[] = ROLES;

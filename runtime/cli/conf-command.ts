@@ -151,7 +151,10 @@ export function confCommand(): Command {
   const conf = new Command('conf').description('check, migrate, show and document svc configuration');
   conf
     .command('check')
-    .description('list every problem of a properties file, one per line; exit 1 when any is an error')
+    .description(
+      'list every problem of a properties file, and every key it sets that has no effect in svc, one per line; ' +
+        'exit 1 when any problem is an error',
+    )
     .argument('<file>', 'properties file (svc-defaults.conf)')
     .option('--release <release>', 'check as of this release', CURRENT_RELEASE)
     .action(guarded(check));

@@ -1,6 +1,6 @@
 // `svc master` and `svc worker`: resolve the configuration, start the server, stop it on SIGTERM/SIGINT.
 import { Command, Option } from 'commander';
-import { formatProblem, parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
+import { formatProblem, noEffectWarning, parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevelName } from '../log.ts';
 import { allocatorAdvice } from '../process/allocator.ts';
 import { runMaster, type RunningServer, type ServerTestHooks } from '../process/master.ts';
@@ -63,7 +63,8 @@ function serverConfigs(
 
 /**
  * Logs each warning of the configuration a server starts with (an older key name and the one to write instead, an
- * unknown key and the nearest known one): the server starts, and says what to change (contract 9.2).
+ * unknown key and the nearest known one): the server starts, and says what to change (contract 9.2). Keys that are
+ * set but change nothing in svc (issue 33) are listed in one more line.
  */
 function logConfigWarnings(logger: Logger, conf: ResolvedConfig): void {
   for (const problem of conf.problems)
@@ -72,6 +73,11 @@ function logConfigWarnings(logger: Logger, conf: ResolvedConfig): void {
         { event: 'config.warning', code: problem.code, key: problem.subject },
         formatProblem(problem),
       );
+  const withoutEffect = noEffectWarning(conf);
+  if (withoutEffect !== undefined) {
+    const keys = [...new Set(conf.settingsWithoutEffect.map((setting) => setting.key))];
+    logger.warn({ event: 'config.noEffect', keys }, withoutEffect);
+  }
 }
 
 /** Runs a server until it stops; its exit code becomes the process's. Configuration errors exit 2 with the list. */

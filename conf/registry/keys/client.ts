@@ -1,5 +1,5 @@
 /** Keys of the client library (lifecycle manager and shuffle client) inside a batch or stream engine job. */
-import { CLIENT, type KeySpec } from '../spec.ts';
+import { CLIENT, compatibilityOnly, notImplementedYet, type KeySpec } from '../spec.ts';
 
 function askTimeout(request: string, what: string): KeySpec {
   return {
@@ -7,6 +7,7 @@ function askTimeout(request: string, what: string): KeySpec {
     type: 'time',
     roles: CLIENT,
     description: `Time to wait for the reply to ${what}.`,
+    effect: notImplementedYet('the client waits svc.rpc.askTimeout for every ask'),
   };
 }
 
@@ -75,6 +76,9 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '100ms',
     roles: CLIENT,
+    effect: compatibilityOnly(
+      'a map task sends revives as failures arise; the lifecycle manager batches them (svc.client.shuffle.batchHandleChangePartition.interval)',
+    ),
     description: 'Interval at which a client sends its pending revive requests as one batch.',
   },
   {
@@ -83,6 +87,9 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     default: '2048',
     min: 1,
     roles: CLIENT,
+    effect: compatibilityOnly(
+      'a map task sends revives as failures arise; the lifecycle manager batches them (svc.client.shuffle.batchHandleChangePartition.interval)',
+    ),
     description: 'Most revive requests sent in one batch.',
   },
   {
@@ -126,6 +133,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '3s',
     roles: CLIENT,
+    effect: compatibilityOnly('a refused reservation is retried in the next round at once'),
     description: 'Wait before retrying a refused slot reservation.',
   },
   {
@@ -157,6 +165,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'true',
     roles: CLIENT,
+    effect: compatibilityOnly('the lifecycle manager always handles revives in batches'),
     description: 'Whether the lifecycle manager handles revive requests in batches.',
   },
   {
@@ -172,6 +181,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     default: '8',
     min: 1,
     roles: CLIENT,
+    effect: compatibilityOnly('svc runs each process on one event loop; thread counts do not apply'),
     description: 'Threads of the lifecycle manager handling revive requests.',
   },
   {
@@ -180,6 +190,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     default: '256',
     min: 1,
     roles: CLIENT,
+    effect: compatibilityOnly('the lifecycle manager runs on one event loop and takes no locks'),
     description: 'Lock buckets that revive requests are spread over by partition id.',
   },
   {
@@ -187,6 +198,9 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: CLIENT,
+    effect: compatibilityOnly(
+      'a revive places partitions on the shuffle’s surviving workers and never asks the master for more',
+    ),
     description: 'Whether a revive asks the master for new workers when too few of the shuffle’s are usable.',
   },
   {
@@ -196,6 +210,9 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     min: 0,
     max: 1,
     roles: CLIENT,
+    effect: compatibilityOnly(
+      'a revive places partitions on the shuffle’s surviving workers and never asks the master for more',
+    ),
     description: 'Share of unusable workers from which a revive asks the master for new ones.',
   },
   {
@@ -220,6 +237,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: CLIENT,
+    effect: compatibilityOnly('svc has no MapPartition shuffle type'),
     description: 'Whether MapPartition shuffles split large partitions.',
   },
   {
@@ -249,6 +267,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     default: 'AUTO',
     translateFrom: { 'svc.client.spark.shuffle.forceFallback.enabled': { true: 'ALWAYS', false: 'AUTO' } },
     roles: CLIENT,
+    effect: notImplementedYet('the client never falls back to the engine’s own shuffle'),
     description:
       'When the batch engine uses its own shuffle instead of svc: when svc cannot serve, always, or never.',
   },
@@ -258,6 +277,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     default: '8',
     min: 1,
     roles: CLIENT,
+    effect: compatibilityOnly('svc runs each process on one event loop; thread counts do not apply'),
     description: 'Threads handling split partitions.',
   },
   {
@@ -265,6 +285,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     type: 'bytes',
     default: '8m',
     roles: CLIENT,
+    effect: compatibilityOnly('svc has no stream-engine client'),
     description: 'Stream engine: least memory of an input gate.',
   },
   {
@@ -272,6 +293,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     type: 'bytes',
     default: '8m',
     roles: CLIENT,
+    effect: compatibilityOnly('svc has no stream-engine client'),
     description: 'Stream engine: least memory of a result partition.',
   },
 ];

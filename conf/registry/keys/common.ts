@@ -1,7 +1,15 @@
 /** Keys every role reads: where the master is, timeouts, storage tiers, metrics, pass-through prefixes. */
 import { STORAGE_TYPES } from '../../../core/domain/index.ts';
 import { hostPortList, keyValueList } from '../checks.ts';
-import { ALL_ROLES, CLIENT, MASTER, SERVERS, type KeySpec } from '../spec.ts';
+import {
+  ALL_ROLES,
+  CLIENT,
+  compatibilityOnly,
+  type KeySpec,
+  MASTER,
+  notImplementedYet,
+  SERVERS,
+} from '../spec.ts';
 
 export const COMMON_KEYS: readonly KeySpec[] = [
   {
@@ -24,6 +32,9 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '30s',
     roles: ALL_ROLES,
+    effect: compatibilityOnly(
+      'svc addresses endpoints directly and looks none up; asks wait svc.rpc.askTimeout',
+    ),
     description: 'Time to wait when looking up a remote control-plane endpoint.',
   },
   {
@@ -187,6 +198,9 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: SERVERS,
+    effect: compatibilityOnly(
+      'svc has no internal port: masters and workers talk on the control-plane ports',
+    ),
     description: 'Whether masters and workers talk to each other on a separate internal port.',
   },
   {
@@ -195,6 +209,9 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     default: 'default',
     since: '0.5.0',
     roles: SERVERS,
+    effect: compatibilityOnly(
+      'svc keeps nothing in a store shared between clusters, so nothing is named after one',
+    ),
     description: 'Name of the cluster, used to tell clusters apart in shared stores.',
   },
   {
@@ -203,6 +220,7 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     default: 'default',
     aliases: [{ key: 'svc.quota.identity.user-specific.tenant', deprecatedIn: '0.6.0' }],
     roles: CLIENT,
+    effect: notImplementedYet('no quota or dynamic configuration consults the identity yet'),
     description: 'Tenant an application runs as, for quotas and dynamic configuration.',
   },
   {
@@ -211,6 +229,7 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     default: 'default',
     aliases: [{ key: 'svc.quota.identity.user-specific.userName', deprecatedIn: '0.6.0' }],
     roles: CLIENT,
+    effect: notImplementedYet('no quota or dynamic configuration consults the identity yet'),
     description: 'User name an application runs as, for quotas and dynamic configuration.',
   },
   {
@@ -263,6 +282,9 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     key: 'svc.fsconf.<key>',
     type: 'string',
     roles: ALL_ROLES,
+    effect: notImplementedYet(
+      'the distributed tier is a mounted directory; nothing hands these settings to it yet',
+    ),
     description:
       'Passed to the distributed-filesystem client as its setting <key> (on a batch-engine client, prefix it with the engine’s configuration prefix).',
   },
@@ -270,12 +292,14 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     key: 'raft.client.rpc.request.timeout',
     type: 'time',
     roles: MASTER,
+    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Time a master of a high-availability group waits for a request to the coordination store.',
   },
   {
     key: 'raft.client.rpc.watch.request.timeout',
     type: 'time',
     roles: MASTER,
+    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Time a master of a high-availability group waits for a watch on the coordination store.',
   },
 ];

@@ -1,6 +1,6 @@
 /** Keys of the master: addresses, slot offers, worker tracking, high availability. */
 import { regularExpression } from '../checks.ts';
-import { ALL_ROLES, MASTER, type KeySpec, type Role } from '../spec.ts';
+import { ALL_ROLES, MASTER, compatibilityOnly, notImplementedYet, type KeySpec, type Role } from '../spec.ts';
 
 const PORT = { type: 'int', min: 0, max: 65535 } as const;
 
@@ -108,6 +108,9 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     min: 1,
     default: '8097',
     roles: MASTER,
+    effect: compatibilityOnly(
+      'svc has no internal port: masters and workers talk on the control-plane ports',
+    ),
     description: 'Port for traffic between masters and workers when svc.internal.port.enabled is on.',
   },
   {
@@ -123,7 +126,8 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     default: '9098',
     roles: MASTER,
     description:
-      'Port of the master’s management interface and metrics (0: any free port, printed in the master’s "listening" line).',
+      'Port of the master’s management interface and metrics, 1–65535; 0 is accepted on purpose and means any free ' +
+      'port, printed in the master’s "listening" line (LocalCluster starts nodes so).',
   },
   ...httpAuthKeys('master'),
   ...httpTlsKeys('master'),
@@ -184,6 +188,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     since: '0.6.0',
     check: regularExpression,
     roles: MASTER,
+    effect: notImplementedYet('the master admits workers from any host'),
     description: 'Only workers whose host matches this regular expression may register (unset: any host).',
   },
   {
@@ -192,6 +197,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     since: '0.6.0',
     check: regularExpression,
     roles: MASTER,
+    effect: notImplementedYet('the master admits workers from any host'),
     description: 'Workers whose host matches this regular expression may not register (unset: none refused).',
   },
   {
@@ -325,6 +331,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '30s',
     roles: MASTER,
+    effect: notImplementedYet('no quota is enforced yet: the master does not track users’ usage'),
     description: 'Interval at which the master recomputes per-user resource use and quota status.',
   },
   {
@@ -332,6 +339,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: MASTER,
+    effect: notImplementedYet('no quota is enforced yet: the master does not track users’ usage'),
     description: 'Whether the master exports per-user resource use as metrics.',
   },
   {
@@ -339,6 +347,9 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '1h',
     roles: MASTER,
+    effect: notImplementedYet(
+      'the master does not remove distributed-tier directories of expired applications yet',
+    ),
     description: 'Time after which directories of expired applications on the distributed tier are deleted.',
   },
   {
@@ -346,6 +357,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: MASTER,
+    effect: compatibilityOnly('the master always keeps a worker’s rack with the worker in its durable state'),
     description: 'Whether a worker’s rack is kept in the master’s durable state.',
   },
   {
@@ -353,18 +365,21 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: ALL_ROLES,
+    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Whether the masters run as a high-availability group.',
   },
   {
     key: 'svc.master.ha.node.id',
     type: 'string',
     roles: MASTER,
+    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Id of this master within its high-availability group.',
   },
   {
     key: 'svc.master.ha.node.<id>.host',
     type: 'string',
     roles: ALL_ROLES,
+    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Host of master <id> of the high-availability group.',
   },
   {
@@ -373,6 +388,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     min: 1,
     default: '9097',
     roles: ALL_ROLES,
+    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Control-plane port of master <id> of the high-availability group.',
   },
   {
@@ -381,6 +397,7 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     min: 1,
     default: '8097',
     roles: ALL_ROLES,
+    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Internal port of master <id> of the high-availability group.',
   },
 ];

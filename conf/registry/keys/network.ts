@@ -1,5 +1,5 @@
 /** Transport keys, one set per module (`svc.<module>.*`, contract 9.1 rule 3; modules in ../spec.ts). */
-import { ALL_ROLES, type KeySpec } from '../spec.ts';
+import { ALL_ROLES, compatibilityOnly, notImplementedYet, type KeySpec } from '../spec.ts';
 
 export const NETWORK_KEYS: readonly KeySpec[] = [
   {
@@ -7,6 +7,9 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'enum',
     values: ['NIO', 'EPOLL'],
     roles: ALL_ROLES,
+    effect: compatibilityOnly(
+      'svc runs on the Node.js event loop; there is no NIO or EPOLL backend to choose',
+    ),
     description: 'Event-loop backend of the module’s connections.',
   },
   {
@@ -14,6 +17,7 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'int',
     min: 1,
     roles: ALL_ROLES,
+    effect: notImplementedYet('the transport keeps one connection to each peer'),
     description: 'Connections the module keeps open to each peer.',
   },
   {
@@ -21,6 +25,7 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'time',
     fallback: 'svc.network.timeout',
     roles: ALL_ROLES,
+    effect: compatibilityOnly('the transport applies svc.network.timeout to the connections of every module'),
     description: 'Time after which an idle or unresponsive connection of the module is closed.',
   },
   {
@@ -28,6 +33,9 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'time',
     fallback: 'svc.network.connect.timeout',
     roles: ALL_ROLES,
+    effect: compatibilityOnly(
+      'the transport applies svc.network.connect.timeout to the connections of every module',
+    ),
     description: 'Time allowed to establish a connection of the module.',
   },
   {
@@ -36,6 +44,9 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     default: '3',
     min: 0,
     roles: ALL_ROLES,
+    effect: compatibilityOnly(
+      'the transport does not retry; the protocol’s machines retry with their own attempt counts',
+    ),
     description: 'Retries of a request of the module after an I/O failure (0: no retry).',
   },
   {
@@ -43,6 +54,9 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '5s',
     roles: ALL_ROLES,
+    effect: compatibilityOnly(
+      'the transport does not retry; the protocol’s machines retry with their own attempt counts',
+    ),
     description: 'Wait before retrying a request of the module after an I/O failure.',
   },
   {
@@ -51,6 +65,7 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     default: '0',
     min: 0,
     roles: ALL_ROLES,
+    effect: compatibilityOnly('svc runs each process on one event loop; thread counts do not apply'),
     description: 'Threads serving the module’s incoming connections (0: twice the number of cores).',
   },
   {
@@ -59,6 +74,7 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     default: '0',
     min: 0,
     roles: ALL_ROLES,
+    effect: compatibilityOnly('svc runs each process on one event loop; thread counts do not apply'),
     description: 'Threads serving the module’s outgoing connections (0: twice the number of cores).',
   },
   {
@@ -67,6 +83,7 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     default: '0',
     min: 0,
     roles: ALL_ROLES,
+    effect: compatibilityOnly('svc listens with the system’s default backlog'),
     description: 'Length of the queue of connections waiting to be accepted (0: the system default).',
   },
   {
@@ -74,6 +91,7 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'bytes',
     default: '0',
     roles: ALL_ROLES,
+    effect: compatibilityOnly('svc leaves socket buffers at the system’s defaults'),
     description: 'Socket send buffer of the module (0: the system default).',
   },
   {
@@ -81,6 +99,7 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'bytes',
     default: '0',
     roles: ALL_ROLES,
+    effect: compatibilityOnly('svc leaves socket buffers at the system’s defaults'),
     description: 'Socket receive buffer of the module (0: the system default).',
   },
   {
@@ -88,6 +107,9 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '60s',
     roles: ALL_ROLES,
+    effect: compatibilityOnly(
+      'svc’s connections carry no keep-alive messages; liveness comes from the heartbeats of the protocol',
+    ),
     description: 'Interval of keep-alive messages on the module’s connections.',
   },
 ];

@@ -1,5 +1,7 @@
 /** Quotas, worker tags and the dynamic-configuration store that can override them per tenant and user. */
-import { MASTER, SERVERS, type KeySpec, type Role } from '../spec.ts';
+import { MASTER, SERVERS, compatibilityOnly, notImplementedYet, type KeySpec, type Role } from '../spec.ts';
+
+const QUOTA_NOT_BUILT = notImplementedYet('no quota is enforced yet: the master does not track users’ usage');
 
 const QUOTA_ROLES: readonly Role[] = ['master', 'client'];
 
@@ -22,6 +24,7 @@ function quotaLimits(scope: 'user' | 'cluster', since: '0.5.0' | '0.6.0'): reado
     since,
     roles: QUOTA_ROLES,
     description: `Quota: most ${what} by ${whose}.`,
+    effect: QUOTA_NOT_BUILT,
   }));
 }
 
@@ -31,6 +34,7 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'true',
     roles: QUOTA_ROLES,
+    effect: QUOTA_NOT_BUILT,
     description: 'Whether quotas are enforced.',
   },
   {
@@ -39,6 +43,7 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     default: 'true',
     since: '0.6.0',
     roles: QUOTA_ROLES,
+    effect: QUOTA_NOT_BUILT,
     description: 'Whether per-user quotas are enforced.',
   },
   {
@@ -47,6 +52,7 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     default: 'true',
     since: '0.6.0',
     roles: QUOTA_ROLES,
+    effect: QUOTA_NOT_BUILT,
     description: 'Whether cluster-wide quotas are enforced.',
   },
   {
@@ -54,6 +60,7 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: QUOTA_ROLES,
+    effect: QUOTA_NOT_BUILT,
     description: 'Whether running shuffles of an application over its quota are interrupted.',
   },
   ...quotaLimits('user', '0.5.0'),
@@ -79,6 +86,7 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     default: '120s',
     since: '0.5.0',
     roles: SERVERS,
+    effect: notImplementedYet('no running process consults dynamic configuration yet'),
     description: 'Interval at which dynamic configuration is reloaded.',
   },
   {
@@ -87,6 +95,7 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     default: 'true',
     since: '0.6.0',
     roles: MASTER,
+    effect: compatibilityOnly('svc’s workers carry no tags; every worker can be offered'),
     description: 'Whether slot offers are limited to workers carrying the tags an application asks for.',
   },
   {
@@ -96,6 +105,7 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     dynamic: true,
     since: '0.6.0',
     roles: MASTER,
+    effect: compatibilityOnly('svc’s workers carry no tags; every worker can be offered'),
     description: 'Tags a worker must carry to be offered (comma-separated; empty: every worker).',
   },
   {
@@ -105,6 +115,7 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     dynamic: true,
     since: '0.6.0',
     roles: MASTER,
+    effect: compatibilityOnly('svc’s workers carry no tags; every worker can be offered'),
     description: 'Whether the tags a client asks for replace the configured ones.',
   },
 ];

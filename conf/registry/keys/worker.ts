@@ -1,22 +1,25 @@
 /** Keys of the worker: ports, disks and tiers, memory limits, splitting, shutdown, congestion control. */
 import { STORAGE_TYPES } from '../../../core/domain/index.ts';
 import { createFilePolicy, evictPolicy, storageDirs } from '../checks.ts';
-import { WORKER, type KeySpec } from '../spec.ts';
+import { WORKER, compatibilityOnly, notImplementedYet, type KeySpec, type NoEffect } from '../spec.ts';
 import { httpAuthKeys, httpTlsKeys } from './master.ts';
 
 const PORT = { type: 'int', min: 0, max: 65535 } as const;
 const RATIO = { type: 'double', min: 0, max: 1 } as const;
 const TIERS_IN_ORDER = 'MEMORY,SSD,HDD,HDFS,S3,OSS';
 
-function workerPort(service: string, what: string): KeySpec {
+function workerPort(service: string, what: string, effect?: NoEffect): KeySpec {
   return {
     key: `svc.worker.${service}.port`,
     ...PORT,
     default: '0',
     roles: WORKER,
     description: `Port of the worker's ${what} server (0: any free port; graceful shutdown needs a fixed one).`,
+    ...(effect === undefined ? {} : { effect }),
   };
 }
+
+const CONGESTION_NOT_BUILT = notImplementedYet('workers do not throttle pushes yet (no congestion control)');
 
 function watermark(level: 'low' | 'high', measure: string, key: string): KeySpec {
   const action = level === 'high' ? 'pushes are throttled above it' : 'throttling stops below it';
@@ -28,6 +31,7 @@ function watermark(level: 'low' | 'high', measure: string, key: string): KeySpec
     dynamic: true,
     roles: WORKER,
     description: `Congestion control: ${measure}; ${action}.`,
+    effect: CONGESTION_NOT_BUILT,
   };
 }
 
@@ -52,7 +56,11 @@ export const WORKER_KEYS: readonly KeySpec[] = [
   workerPort('push', 'push'),
   workerPort('fetch', 'fetch'),
   workerPort('replicate', 'replication'),
-  workerPort('internal', 'internal'),
+  workerPort(
+    'internal',
+    'internal',
+    compatibilityOnly('svc has no internal port: masters and workers talk on the control-plane ports'),
+  ),
   {
     key: 'svc.worker.http.host',
     type: 'string',
@@ -66,7 +74,8 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     default: '9096',
     roles: WORKER,
     description:
-      'Port of the worker’s management interface and metrics (0: any free port, printed in the worker’s "listening" line).',
+      'Port of the worker’s management interface and metrics, 1–65535; 0 is accepted on purpose and means any free ' +
+      'port, printed in the worker’s "listening" line (LocalCluster starts nodes so).',
   },
   ...httpAuthKeys('worker'),
   ...httpTlsKeys('worker'),
@@ -83,6 +92,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     default: '64',
     min: 1,
     roles: WORKER,
+    effect: compatibilityOnly('svc runs each process on one event loop; thread counts do not apply'),
     description: 'Threads forwarding pushed data to replica workers.',
   },
   {
@@ -130,12 +140,14 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'bytes',
     default: '5g',
     roles: WORKER,
+    effect: notImplementedYet('a disk’s usable space is not yet reduced by the reserve'),
     description: 'Space kept free on every disk; a disk with less is not offered.',
   },
   {
     key: 'svc.worker.storage.disk.reserve.ratio',
     ...RATIO,
     roles: WORKER,
+    effect: notImplementedYet('a disk’s usable space is not yet reduced by the reserve'),
     description:
       'Share of every disk kept free, when larger than the reserve size (unset: only the size applies).',
   },
@@ -222,6 +234,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     default: 'false',
     since: '0.5.0',
     roles: WORKER,
+    effect: compatibilityOnly('memory files are evicted under memory pressure only'),
     description:
       'Whether memory files are evicted whenever pushes are paused, not only under memory pressure.',
   },
@@ -291,6 +304,9 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     default: '256k',
     min: 1,
     roles: WORKER,
+    effect: compatibilityOnly(
+      'a worker queues each accepted push for its file as it arrives; there is no flush buffer to size',
+    ),
     description: 'Data of a partition buffered in memory before it is written to its file.',
   },
   {
@@ -298,6 +314,9 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '120s',
     roles: WORKER,
+    effect: compatibilityOnly(
+      'a commit waits for its files’ flushes; the client’s svc.rpc.askTimeout bounds the wait',
+    ),
     description: 'Time allowed to commit a shuffle’s files when its stage ends.',
   },
   {
@@ -306,6 +325,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     default: '32',
     min: 1,
     roles: WORKER,
+    effect: compatibilityOnly('svc runs each process on one event loop; thread counts do not apply'),
     description: 'Threads committing files.',
   },
   {
@@ -352,6 +372,9 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '600s',
     roles: WORKER,
+    effect: compatibilityOnly(
+      'a graceful shutdown is bounded by svc.worker.graceful.shutdown.checkSlotsFinished.timeout',
+    ),
     description: 'Longest a graceful shutdown may take.',
   },
   {
@@ -387,6 +410,9 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '5s',
     roles: WORKER,
+    effect: compatibilityOnly(
+      'a worker records each commit in the recovery store before it answers the commit',
+    ),
     description: 'Interval at which committed files are recorded in the recovery store.',
   },
   {
@@ -394,6 +420,9 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: WORKER,
+    effect: compatibilityOnly(
+      'a worker records each commit in the recovery store before it answers the commit',
+    ),
     description: 'Whether each record in the recovery store is synced to disk.',
   },
   {
@@ -426,6 +455,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'int',
     min: 1,
     roles: WORKER,
+    effect: compatibilityOnly('svc’s workers do not report a highly-loaded state by connection count'),
     description: 'Connections above which the worker reports itself as highly loaded (unset: no limit).',
   },
   {
@@ -433,6 +463,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '30s',
     roles: WORKER,
+    effect: notImplementedYet('no quota is enforced yet: the master does not track users’ usage'),
     description: 'Interval at which the worker recomputed per-user resource use.',
   },
   {
@@ -440,6 +471,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: WORKER,
+    effect: CONGESTION_NOT_BUILT,
     description: 'Whether the worker throttles pushes when its buffers or users’ rates pass the watermarks.',
   },
   watermark('low', 'data buffered for disks', 'svc.worker.congestionControl.diskBuffer.low.watermark'),
