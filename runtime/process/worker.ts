@@ -2,7 +2,13 @@ import { ReadBuffers } from '../storage/read-buffers.ts';
 import { mkdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedConfig } from '../../conf/index.ts';
-import { workerConfigFrom } from '../../conf/machine-configs.ts';
+import {
+  PARTIAL_FRAME_LIMIT_KEYS,
+  workerConfigFrom,
+  workerMemoryLimitsFrom,
+  type WorkerMemoryLimits,
+} from '../../conf/machine-configs.ts';
+import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import { parseStorageDirs } from '../../conf/storage-dirs.ts';
 import { DEFAULT_RACK, workerKey, type WorkerId } from '../../core/domain/worker.ts';
 import type { WorkerDiskConfig } from '../../core/machines/worker/config.ts';
@@ -101,6 +107,8 @@ interface WorkerTiers {
   readonly disks: readonly LocalDisk[];
   readonly dfsDir: string | undefined;
   readonly memoryBudget: number;
+  /** Back-pressure thresholds and the partly-received-frame limit, shares of `memoryBudget`. */
+  readonly memoryLimits: WorkerMemoryLimits;
   readonly memoryCapacity: number;
   readonly memoryPool: MemoryPool | undefined;
   readonly readBuffers: ReadBuffers;
@@ -131,6 +139,7 @@ function workerTiers(conf: ResolvedConfig, logger: Logger): WorkerTiers {
     disks,
     dfsDir,
     memoryBudget,
+    memoryLimits: workerMemoryLimitsFrom(conf, memoryBudget),
     memoryCapacity,
     // The memory tier's bytes live in memory allocated now, once, and used again as files come and go: fresh memory
     // for every byte kept cost page faults and garbage collections (docs/performance.md).
@@ -242,36 +251,27 @@ function workerAuth(
 
 /** Pauses reading pushes (and replicas) while the bytes in flight exceed the budget's ratios; resumes below. */
 function pushBackPressure(
-  conf: ResolvedConfig,
-  memoryBudget: number,
+  limits: BackPressureLimits,
   pauses: PauseReasons,
   metrics: WorkerMetrics | undefined,
   logger: Logger,
   nodeId: string,
 ): BackPressure {
-  const pauseAt = (key: string): number => Math.floor(memoryBudget * conf.getDouble(key));
-  const backPressure: BackPressure = new BackPressure(
-    {
-      pauseReceiveBytes: pauseAt('svc.worker.directMemoryRatioToPauseReceive'),
-      pauseReplicateBytes: pauseAt('svc.worker.directMemoryRatioToPauseReplicate'),
-      resumeBytes: pauseAt('svc.worker.directMemoryRatioToResume'),
-    },
-    (service, paused) => {
-      if (pauses.isHeldBy('memory', service) === paused) return;
-      pauses.hold('memory', service, paused);
-      metrics?.observePause(service, paused);
-      logger.info(
-        {
-          event: paused ? 'worker.backPressure.paused' : 'worker.backPressure.resumed',
-          node: nodeId,
-          service,
-          bytesInFlight: backPressure.bytesInFlight,
-          partialFrameBytes: backPressure.partialFrameBytes,
-        },
-        `${paused ? 'stopped' : 'resumed'} reading ${service} connections`,
-      );
-    },
-  );
+  const backPressure: BackPressure = new BackPressure(limits, (service, paused) => {
+    if (pauses.isHeldBy('memory', service) === paused) return;
+    pauses.hold('memory', service, paused);
+    metrics?.observePause(service, paused);
+    logger.info(
+      {
+        event: paused ? 'worker.backPressure.paused' : 'worker.backPressure.resumed',
+        node: nodeId,
+        service,
+        bytesInFlight: backPressure.bytesInFlight,
+        partialFrameBytes: backPressure.partialFrameBytes,
+      },
+      `${paused ? 'stopped' : 'resumed'} reading ${service} connections`,
+    );
+  });
   return backPressure;
 }
 
@@ -376,7 +376,7 @@ async function startWorker(
   opened.push(storage);
   // The memory budget and the driver's backlog both may stop reading a service (./driver/pause-reasons.ts).
   const pauses = new PauseReasons((service, paused) => network.transport.setPaused(service, paused));
-  const backPressure = pushBackPressure(conf, tiers.memoryBudget, pauses, metrics, logger, nodeId);
+  const backPressure = pushBackPressure(tiers.memoryLimits.backPressure, pauses, metrics, logger, nodeId);
   receiveMemory.countIn(backPressure);
 
   const stop = workerShutdown(nodeId, logger, () => [
@@ -470,7 +470,7 @@ function workerNetwork(
   // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
   let secrets: ApplicationSecrets | undefined;
   const auth = workerAuth(internalSecret(conf, 'worker', logger), () => secrets);
-  const receiveMemory = workerReceiveMemory(conf, tiers);
+  const receiveMemory = workerReceiveMemory(tiers);
   const network = nodeNetwork({
     role: 'worker',
     release,
@@ -502,15 +502,11 @@ function workerNetwork(
  * threshold (one whole frame at least), so that stalled ones never keep the worker paused for long; past it the
  * largest are given up.
  */
-function workerReceiveMemory(conf: ResolvedConfig, tiers: WorkerTiers): WorkerReceiveMemory {
+function workerReceiveMemory(tiers: WorkerTiers): WorkerReceiveMemory {
   let changed: (bytes: number) => void = () => undefined;
   const receiveMemory = new ReceiveMemory({
-    limitBytes: Math.max(
-      Math.floor(tiers.memoryBudget * conf.getDouble('svc.worker.directMemoryRatioToResume')),
-      conf.getBytes('svc.network.frame.maxSize'),
-    ),
-    limitKey:
-      'svc.worker.memory.size × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize',
+    limitBytes: tiers.memoryLimits.partialFrameLimitBytes,
+    limitKey: PARTIAL_FRAME_LIMIT_KEYS,
     changed: (bytes) => changed(bytes),
   });
   return {
