@@ -29,7 +29,12 @@ import {
   RequestFailedError,
   SvcClientError,
 } from './errors.ts';
-import { checkShuffleId, checkStageAttempt, clusterShuffleId, type ShuffleStage } from './stage-attempts.ts';
+import {
+  checkShuffleId,
+  checkStageAttempt,
+  checkedClusterShuffleId,
+  type ShuffleStage,
+} from './stage-attempts.ts';
 
 export interface ApplicationOptions extends ClientOptions {
   /** `svc://host:port` of the master (or `host:port`). */
@@ -178,7 +183,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
       await driverNode.ask({
         type: 'UnregisterShuffle',
         appId,
-        shuffleId: clusterShuffleId(shuffleId, attempt),
+        shuffleId: checkedClusterShuffleId(shuffleId, attempt),
       });
     },
     async rerunMapStage(shuffleId) {
@@ -190,7 +195,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
       await driverNode.ask({
         type: 'UnregisterShuffle',
         appId,
-        shuffleId: clusterShuffleId(shuffleId, attempt),
+        shuffleId: checkedClusterShuffleId(shuffleId, attempt),
       });
       stageAttempts.set(shuffleId, next);
       logger.warn(

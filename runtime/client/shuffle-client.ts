@@ -25,7 +25,7 @@ import {
   SvcArgumentError,
   SvcClientError,
 } from './errors.ts';
-import { clusterShuffleId } from './stage-attempts.ts';
+import { checkedClusterShuffleId } from './stage-attempts.ts';
 import {
   readableOf,
   StreamingPartitionRead,
@@ -176,7 +176,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   return {
     release,
     shuffle(shuffleId, shape, options = {}) {
-      const clusterId = clusterShuffleId(shuffleId, options.stageAttempt ?? 0);
+      const clusterId = checkedClusterShuffleId(shuffleId, options.stageAttempt ?? 0);
       if (!(
         Number.isInteger(shape.maps) &&
         shape.maps > 0 &&
