@@ -19,6 +19,7 @@ import {
   TIERS_KEY,
   tiersKeyAt,
   workerConfigFrom,
+  workerMemoryLimitsFrom,
   type WorkerFacts,
 } from './machine-configs.ts';
 import type { Role } from './registry/spec.ts';
@@ -179,6 +180,28 @@ describe('workerConfigFrom', () => {
     assert.equal(config.chunkSizeBytes, 4 << 20);
     assert.equal(config.split.maxBytes, 2 * 1024 ** 3);
     assert.equal(config.gracefulShutdown.enabled, true);
+  });
+});
+
+const MIB = 2 ** 20;
+
+describe('workerMemoryLimitsFrom', () => {
+  it('puts the thresholds at the ratios of svc.worker.memory.size, or of the budget given', () => {
+    const resolved = conf(CURRENT_RELEASE, 'worker', {
+      'svc.worker.memory.size': '1000m',
+      'svc.worker.directMemoryRatioToPauseReceive': '0.85',
+      'svc.worker.directMemoryRatioToPauseReplicate': '0.95',
+      'svc.worker.directMemoryRatioToResume': '0.7',
+    });
+    assert.deepEqual(workerMemoryLimitsFrom(resolved), {
+      backPressure: { pauseReceiveBytes: 850 * MIB, pauseReplicateBytes: 950 * MIB, resumeBytes: 700 * MIB },
+      partialFrameLimitBytes: 700 * MIB,
+    });
+    // A budget below one frame's worth (svc.network.frame.maxSize, 128m) still lets a whole frame in.
+    assert.deepEqual(workerMemoryLimitsFrom(resolved, 100 * MIB), {
+      backPressure: { pauseReceiveBytes: 85 * MIB, pauseReplicateBytes: 95 * MIB, resumeBytes: 70 * MIB },
+      partialFrameLimitBytes: 128 * MIB,
+    });
   });
 });
 

@@ -12,6 +12,9 @@ import { CURRENT_RELEASE, type Release } from '../core/release/version.ts';
 import type { BudgetMode } from '../core/slots/index.ts';
 import { clientPushTimeoutMs } from '../core/replication/index.ts';
 import {
+  backPressureLimitsFor,
+  partialFrameLimitBytes,
+  type BackPressureLimits,
   DEFAULT_CREATE_FILE_POLICY,
   DEFAULT_EVICT_POLICY,
   parseCreateFilePolicy,
@@ -173,6 +176,39 @@ export interface WorkerFacts {
   /** Default: `svc.worker.memoryFileStorage.refuseImplicitMemory` (refuseImplicitMemoryFrom); the simulator draws it. */
   readonly refuseImplicitMemory?: boolean;
   readonly plantedBug?: PlantedBug;
+}
+
+/** A worker's memory limits, both shares of its memory budget: when it stops reading, and what partly received frames may hold. */
+export interface WorkerMemoryLimits {
+  readonly backPressure: BackPressureLimits;
+  readonly partialFrameLimitBytes: number;
+}
+
+/** The keys behind `partialFrameLimitBytes`, for the message of a peer that exceeds it. */
+export const PARTIAL_FRAME_LIMIT_KEYS =
+  'svc.worker.memory.size × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize';
+
+/**
+ * A worker's memory limits from its configuration (resolved for the current release: the process runs them) and
+ * its memory budget, by default `svc.worker.memory.size` (the simulator scales it down to its data).
+ */
+export function workerMemoryLimitsFrom(
+  conf: ResolvedConfig,
+  budgetBytes: number = conf.getBytes('svc.worker.memory.size'),
+): WorkerMemoryLimits {
+  const resume = conf.getDouble('svc.worker.directMemoryRatioToResume');
+  return {
+    backPressure: backPressureLimitsFor(budgetBytes, {
+      pauseReceive: conf.getDouble('svc.worker.directMemoryRatioToPauseReceive'),
+      pauseReplicate: conf.getDouble('svc.worker.directMemoryRatioToPauseReplicate'),
+      resume,
+    }),
+    partialFrameLimitBytes: partialFrameLimitBytes(
+      budgetBytes,
+      resume,
+      conf.getBytes('svc.network.frame.maxSize'),
+    ),
+  };
 }
 
 /**

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { backlogFull, backPressureDecision, partialFramesToShed, type PausedPorts } from './back-pressure.ts';
+import {
+  backlogFull,
+  backPressureDecision,
+  backPressureLimitsFor,
+  partialFrameLimitBytes,
+  partialFramesToShed,
+  type PausedPorts,
+} from './back-pressure.ts';
 
 const limitsArb = fc
   .record({
@@ -109,6 +116,62 @@ describe('backlogFull', () => {
             else assert.equal(next, full, 'in between nothing changes');
             full = next;
           }
+        },
+      ),
+    );
+  });
+});
+
+const ratioArb = fc.double({ min: 0, max: 1, noNaN: true });
+
+describe('backPressureLimitsFor', () => {
+  it('puts each threshold at its share of the budget in whole bytes, ordered as the ratios are', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 40 }),
+        fc.tuple(ratioArb, ratioArb, ratioArb).map((ratios) => [...ratios].sort((a, b) => a - b)),
+        (budget, [resume, pauseReceive, pauseReplicate]) => {
+          const limits = backPressureLimitsFor(budget, {
+            pauseReceive: pauseReceive!,
+            pauseReplicate: pauseReplicate!,
+            resume: resume!,
+          });
+          for (const [bytes, ratio] of [
+            [limits.pauseReceiveBytes, pauseReceive!],
+            [limits.pauseReplicateBytes, pauseReplicate!],
+            [limits.resumeBytes, resume!],
+          ] as const) {
+            assert.ok(
+              Number.isInteger(bytes) && bytes >= 0 && bytes <= budget,
+              'whole bytes within the budget',
+            );
+            assert.ok(bytes <= budget * ratio && bytes > budget * ratio - 1, 'the share rounded down');
+          }
+          assert.ok(limits.resumeBytes <= limits.pauseReceiveBytes);
+          assert.ok(limits.pauseReceiveBytes <= limits.pauseReplicateBytes);
+        },
+      ),
+    );
+  });
+});
+
+describe('partialFrameLimitBytes', () => {
+  it('is the resume threshold, but never less than one whole frame', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 40 }),
+        ratioArb,
+        fc.integer({ min: 1, max: 2 ** 31 }),
+        (budget, resume, frameMax) => {
+          const limit = partialFrameLimitBytes(budget, resume, frameMax);
+          const { resumeBytes } = backPressureLimitsFor(budget, {
+            pauseReceive: 1,
+            pauseReplicate: 1,
+            resume,
+          });
+          assert.ok(limit >= frameMax, 'one whole frame always fits');
+          assert.ok(limit >= resumeBytes, 'stalled frames may hold up to the resume threshold');
+          assert.ok(limit === frameMax || limit === resumeBytes, 'and no more than the larger of the two');
         },
       ),
     );

@@ -14,6 +14,35 @@ export interface BackPressureLimits {
   readonly plantedBug?: PlantedBug;
 }
 
+/** The shares of the memory budget the thresholds sit at (the `svc.worker.directMemoryRatio*` keys). */
+export interface MemoryRatios {
+  readonly pauseReceive: number;
+  readonly pauseReplicate: number;
+  readonly resume: number;
+}
+
+/** A worker's thresholds from its memory budget: each ratio of it, rounded down to whole bytes. */
+export function backPressureLimitsFor(budgetBytes: number, ratios: MemoryRatios): BackPressureLimits {
+  const at = (ratio: number): number => Math.floor(budgetBytes * ratio);
+  return {
+    pauseReceiveBytes: at(ratios.pauseReceive),
+    pauseReplicateBytes: at(ratios.pauseReplicate),
+    resumeBytes: at(ratios.resume),
+  };
+}
+
+/**
+ * What partly received frames may hold together in a worker: the resume threshold, so that stalled ones never keep
+ * it paused for long, but at least one whole frame (`frameMaxBytes`), so that any frame a peer may send can arrive.
+ */
+export function partialFrameLimitBytes(
+  budgetBytes: number,
+  resumeRatio: number,
+  frameMaxBytes: number,
+): number {
+  return Math.max(Math.floor(budgetBytes * resumeRatio), frameMaxBytes);
+}
+
 /** What the worker holds: bytes handed to the disks and not yet written, and bytes of partly received frames. */
 export interface HeldBytes {
   readonly inFlightBytes: number;

@@ -3,7 +3,8 @@ import { Command, Option } from 'commander';
 import { formatProblem, noEffectWarning, parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevelName } from '../log.ts';
 import { allocatorAdvice } from '../process/allocator.ts';
-import { runMaster, type RunningServer, type ServerTestHooks } from '../process/master.ts';
+import { runMaster } from '../process/master.ts';
+import type { RunningServer, ServerTestHooks } from '../process/server-parts.ts';
 import { loadServerConfig, ServerConfigError } from '../process/server-config.ts';
 import { onStopSignals } from '../process/signals.ts';
 import { TransportConfigError } from '../transport/tls.ts';
@@ -137,7 +138,7 @@ export function masterCommand(testing: ServerTestHooks = {}): Command {
           const { conf, presented } = serverConfigs('master', flags);
           const logger = createLogger(flags.logLevel, { role: 'master', node: 'master-0' });
           logConfigWarnings(logger, conf);
-          return runMaster(conf, logger, presented, testing);
+          return runMaster({ conf, presented, logger, testing });
         },
         flags.logLevel,
       );
@@ -168,7 +169,13 @@ export function workerCommand(testing: ServerTestHooks = {}): Command {
           if (!url.ok) throw new ServerConfigError(url.message);
           const logger = createLogger(flags.logLevel, { role: 'worker' });
           logConfigWarnings(logger, conf);
-          return runWorker(conf, { host: url.host, port: url.port }, logger, presented, testing);
+          return runWorker({
+            conf,
+            presented,
+            master: { host: url.host, port: url.port },
+            logger,
+            testing,
+          });
         },
         flags.logLevel,
       );

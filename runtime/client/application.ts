@@ -10,17 +10,10 @@ import type { StatusCode } from '../../core/domain/status.ts';
 import { driverNodeId, lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import { clientLogger } from './client-log.ts';
 import { clientNetwork } from './client-network.ts';
 import { DriverNode } from './driver-node.ts';
 import { addressText } from '../transport/addresses.ts';
-import {
-  clientConfig,
-  clientRelease,
-  configuredSecret,
-  masterAddress,
-  type ClientOptions,
-} from './client-config.ts';
+import { masterAddress, resolveClientSettings, type ClientOptions } from './client-config.ts';
 import {
   ApplicationRefusedError,
   AuthenticationFailedError,
@@ -29,7 +22,12 @@ import {
   RequestFailedError,
   SvcClientError,
 } from './errors.ts';
-import { checkShuffleId, checkStageAttempt, clusterShuffleId, type ShuffleStage } from './stage-attempts.ts';
+import {
+  checkShuffleId,
+  checkStageAttempt,
+  checkedClusterShuffleId,
+  type ShuffleStage,
+} from './stage-attempts.ts';
 
 export interface ApplicationOptions extends ClientOptions {
   /** `svc://host:port` of the master (or `host:port`). */
@@ -85,17 +83,15 @@ export interface Application {
  * the application; rejects with ClientReleaseRefusedError or ApplicationRefusedError otherwise.
  */
 export async function startApplication(options: ApplicationOptions): Promise<Application> {
-  const release = clientRelease(options);
-  const conf = clientConfig(release, options);
   const appId = options.appId ?? `app-${Date.now()}-${randomBytes(3).toString('hex')}`;
   const lmId = lifecycleManagerNodeId(appId);
-  const logger = clientLogger(options.logger, options.logLevel, { role: 'lifecycle-manager', node: lmId });
-  const authEnabled = conf.getBoolean('svc.auth.enabled');
-  const secret = authEnabled ? (configuredSecret(conf) ?? randomBytes(32).toString('base64url')) : undefined;
-  const { network, refusal, authRefusal, connectFailure } = clientNetwork(lmId, release, conf, logger, {
-    appId,
-    ...(secret === undefined ? {} : { secret }),
-    serves: true,
+  const client = resolveClientSettings(options, { role: 'lifecycle-manager', node: lmId });
+  const { release, conf, logger } = client;
+  const secret = client.authEnabled ? (client.secret ?? randomBytes(32).toString('base64url')) : undefined;
+  const { network, refusal, authRefusal, connectFailure } = clientNetwork({
+    nodeId: lmId,
+    client,
+    identity: { appId, ...(secret === undefined ? {} : { secret }), serves: true },
   });
   const master = masterAddress(options.master, release);
   network.addresses.set(masterNodeId(), master);
@@ -118,7 +114,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     { send: (envelope) => network.transport.send(envelope), logger },
   );
   network.host.add(lm);
-  const askTimeoutMs = conf.getDurationMs('svc.rpc.askTimeout');
+  const { askTimeoutMs } = client;
   const driverNode = new DriverNode(driverNodeId(appId), lmId, {
     send: (envelope) => network.transport.send(envelope),
     deadlineMs: askTimeoutMs,
@@ -178,7 +174,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
       await driverNode.ask({
         type: 'UnregisterShuffle',
         appId,
-        shuffleId: clusterShuffleId(shuffleId, attempt),
+        shuffleId: checkedClusterShuffleId(shuffleId, attempt),
       });
     },
     async rerunMapStage(shuffleId) {
@@ -190,7 +186,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
       await driverNode.ask({
         type: 'UnregisterShuffle',
         appId,
-        shuffleId: clusterShuffleId(shuffleId, attempt),
+        shuffleId: checkedClusterShuffleId(shuffleId, attempt),
       });
       stageAttempts.set(shuffleId, next);
       logger.warn(

@@ -1,18 +1,12 @@
 import { parseMasterUrl, resolveConfig, type ResolvedConfig } from '../../conf/index.ts';
 import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
 import type { Address } from '../transport/addresses.ts';
-import type { ClientLogger } from './client-log.ts';
+import type { Logger } from '../log.ts';
+import { clientLogger, type ClientLogger } from './client-log.ts';
 import { SvcClientError } from './errors.ts';
 
 /** The application's secret (svc.auth.enabled), as a client's configuration carries it. */
-export const CLIENT_SECRET_KEY = 'svc.client.auth.secret';
-
-/** `svc.client.auth.secret` when something sets it. */
-export function configuredSecret(conf: ResolvedConfig): string | undefined {
-  if (!conf.has(CLIENT_SECRET_KEY)) return undefined;
-  const value = conf.get(CLIENT_SECRET_KEY);
-  return value === undefined || value === '' ? undefined : String(value);
-}
+const CLIENT_SECRET_KEY = 'svc.client.auth.secret';
 
 /** Settings every client piece takes. */
 export interface ClientOptions {
@@ -35,7 +29,47 @@ export interface ClientOptions {
   readonly secret?: string;
 }
 
-export function clientRelease(options: ClientOptions): Release {
+/**
+ * A client process's settings, resolved once from its ClientOptions: what every piece of the library (the
+ * application, the executor's shuffle client, its map writers and partition readers, their network) takes.
+ */
+export interface ClientSettings {
+  /** The client release it behaves as. */
+  readonly release: Release;
+  /** The configuration as that release reads it (conf/machine-configs.ts turns it into the machines' configs). */
+  readonly conf: ResolvedConfig;
+  /** The library's logger for this process (its own lines never go to the application's stdout). */
+  readonly logger: Logger;
+  /** svc.auth.enabled. */
+  readonly authEnabled: boolean;
+  /** The application's secret as given (`secret`, else svc.client.auth.secret); undefined when nothing sets it. */
+  readonly secret: string | undefined;
+  /** svc.rpc.askTimeout: how long a request to the lifecycle manager or the master is awaited. */
+  readonly askTimeoutMs: number;
+}
+
+/**
+ * Resolves a client's options once. `process` names the lifecycle manager or executor in the library's log lines.
+ * Throws SvcClientError for a release it does not know or a configuration its release refuses: a key it does not
+ * know is reported, not silently ignored, because an application that sets a key expects it to act.
+ */
+export function resolveClientSettings(
+  options: ClientOptions,
+  process: { readonly role: 'lifecycle-manager' | 'executor'; readonly node: string },
+): ClientSettings {
+  const release = clientRelease(options);
+  const conf = clientConfig(release, options);
+  return {
+    release,
+    conf,
+    logger: clientLogger(options.logger, options.logLevel, process),
+    authEnabled: conf.getBoolean('svc.auth.enabled'),
+    secret: options.secret ?? configuredSecret(conf),
+    askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),
+  };
+}
+
+function clientRelease(options: ClientOptions): Release {
   try {
     return options.release === undefined ? CURRENT_RELEASE : parseRelease(options.release);
   } catch (error) {
@@ -43,11 +77,7 @@ export function clientRelease(options: ClientOptions): Release {
   }
 }
 
-/**
- * The client's configuration as its release reads it: a key it does not know is reported, not silently ignored,
- * because an application that sets a key expects it to act.
- */
-export function clientConfig(release: Release, options: ClientOptions): ResolvedConfig {
+function clientConfig(release: Release, options: ClientOptions): ResolvedConfig {
   const overrides =
     options.secret === undefined
       ? (options.conf ?? {})
@@ -59,6 +89,13 @@ export function clientConfig(release: Release, options: ClientOptions): Resolved
     );
   }
   return conf;
+}
+
+/** `svc.client.auth.secret` when something sets it. */
+function configuredSecret(conf: ResolvedConfig): string | undefined {
+  if (!conf.has(CLIENT_SECRET_KEY)) return undefined;
+  const value = conf.get(CLIENT_SECRET_KEY);
+  return value === undefined || value === '' ? undefined : String(value);
 }
 
 /** `svc://host:port` (the scheme of the client's release) or `host:port`. */

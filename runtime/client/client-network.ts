@@ -1,11 +1,8 @@
-import type { ResolvedConfig } from '../../conf/index.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
-import type { Release } from '../../core/release/version.ts';
-import type { Logger } from '../log.ts';
 import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import type { ExpectedSecret, TransportAuth } from '../transport/authentication.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
-import { configuredSecret } from './client-config.ts';
+import type { ClientSettings } from './client-config.ts';
 import { SvcClientError } from './errors.ts';
 
 export interface ClientNetwork {
@@ -25,7 +22,7 @@ export interface ClientNetwork {
 export interface ClientIdentity {
   /** The application this process acts for. */
   readonly appId: string;
-  /** The application's secret; absent: svc.client.auth.secret. */
+  /** The application's secret; absent: the client's (ClientSettings `secret`). */
   readonly secret?: string;
   /**
    * Whether this process serves the application's executors (a lifecycle manager): it then checks that a
@@ -39,19 +36,20 @@ export interface ClientIdentity {
  * svc.auth.enabled it proves its application's secret on every connection it opens (and a lifecycle manager
  * checks its executors' proofs); without a secret it does not start.
  */
-export function clientNetwork(
-  nodeId: string,
-  release: Release,
-  conf: ResolvedConfig,
-  logger: Logger,
-  identity: ClientIdentity,
-): ClientNetwork {
+export function clientNetwork(options: {
+  /** The process's name in handshakes: the lifecycle manager's node id, or the executor's name. */
+  readonly nodeId: string;
+  readonly client: ClientSettings;
+  readonly identity: ClientIdentity;
+}): ClientNetwork {
+  const { nodeId, client, identity } = options;
+  const { release, conf, logger } = client;
   let refusal: string | undefined;
   let authRefusal: string | undefined;
   let connectFailure: string | undefined;
   const application = identity.appId;
-  const auth = conf.getBoolean('svc.auth.enabled')
-    ? clientAuth(nodeId, application, identity.secret ?? configuredSecret(conf), identity.serves === true)
+  const auth = client.authEnabled
+    ? clientAuth(nodeId, application, identity.secret ?? client.secret, identity.serves === true)
     : undefined;
   const network = nodeNetwork({
     role: 'client',

@@ -7,9 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
 import { LocalCluster } from '../cluster/local-cluster.ts';
 import { within } from '../testing/deadline.ts';
-import { createLogger } from '../log.ts';
 import { startApplication } from './application.ts';
-import { clientConfig, clientRelease } from './client-config.ts';
+import { resolveClientSettings } from './client-config.ts';
 import { clientNetwork } from './client-network.ts';
 import { DriverNode } from './driver-node.ts';
 import { ClientClosedError, RequestFailedError } from './errors.ts';
@@ -44,17 +43,20 @@ class SilentServer {
 
 /** A driver node of application `app-x` whose lifecycle manager is at `port`, on a real client network. */
 function driverTowards(port: number, deadline: string): { node: DriverNode; close: () => Promise<void> } {
-  const release = clientRelease({});
-  const conf = clientConfig(release, {
-    conf: { 'svc.rpc.askTimeout': deadline, 'svc.network.connect.timeout': '10min' },
+  const client = resolveClientSettings(
+    { conf: { 'svc.rpc.askTimeout': deadline, 'svc.network.connect.timeout': '10min' }, logLevel: 'silent' },
+    { role: 'lifecycle-manager', node: 'driver-x' },
+  );
+  const { network, connectFailure } = clientNetwork({
+    nodeId: 'driver-x',
+    client,
+    identity: { appId: 'app-x' },
   });
-  const logger = createLogger('silent', {});
-  const { network, connectFailure } = clientNetwork('driver-x', release, conf, logger, { appId: 'app-x' });
   const lifecycleManager = lifecycleManagerNodeId('app-x');
   network.addresses.set(lifecycleManager, { host: '127.0.0.1', port });
   const node = new DriverNode('driver-x', lifecycleManager, {
     send: (envelope) => network.transport.send(envelope),
-    deadlineMs: conf.getDurationMs('svc.rpc.askTimeout'),
+    deadlineMs: client.askTimeoutMs,
     connectFailure,
   });
   network.host.add(node);

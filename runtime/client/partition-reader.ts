@@ -1,7 +1,6 @@
 import { rerunAdvice } from './stage-attempts.ts';
 import { Readable } from 'node:stream';
 import { reduceTaskConfigFrom } from '../../conf/machine-configs.ts';
-import type { ResolvedConfig } from '../../conf/index.ts';
 import type { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
 import {
   chunkRecords,
@@ -14,10 +13,9 @@ import {
 import type { Input } from '../../core/machines/effects.ts';
 import { workerKey } from '../../core/domain/index.ts';
 import { reduceTaskNodeId } from '../../core/protocol/node-ids.ts';
-import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
-import type { Logger } from '../log.ts';
 import type { NodeNetwork } from '../transport/node-network.ts';
+import type { ClientSettings } from './client-config.ts';
 import {
   AuthenticationFailedError,
   ClientClosedError,
@@ -63,10 +61,9 @@ export interface PartitionReader extends AsyncIterable<Uint8Array> {
 /** What a partition read needs of its executor (shuffle-client.ts's ExecutorContext). */
 export interface ReaderContext {
   readonly appId: string;
-  readonly release: Release;
-  readonly conf: ResolvedConfig;
+  /** The executor's settings, resolved once (client-config.ts). */
+  readonly client: ClientSettings;
   readonly network: NodeNetwork;
-  readonly logger: Logger;
   readonly fileGroups: FileGroupCache;
   readonly closed: boolean;
   refusal(): string | undefined;
@@ -160,7 +157,7 @@ export class StreamingPartitionRead implements PartitionReader {
     if (this.options.timeoutMs !== undefined) this.deadline = performance.now() + this.options.timeoutMs;
     const cached = context.fileGroups.lookup(context.appId, this.shuffleId);
     const config = reduceTaskConfigFrom(
-      context.conf,
+      context.client.conf,
       { shuffleId: this.shuffleId, partitionId: this.partitionId },
       context.appId,
     );
@@ -168,8 +165,8 @@ export class StreamingPartitionRead implements PartitionReader {
       id,
       reduceTaskMachine,
       initialReduceTaskState(cached === undefined ? config : { ...config, cachedFileGroup: cached }),
-      context.release,
-      { send: (envelope) => context.network.transport.send(envelope), logger: context.logger },
+      context.client.release,
+      { send: (envelope) => context.network.transport.send(envelope), logger: context.client.logger },
     );
     this.driver = driver;
     const shuffleId = this.shuffleId;
@@ -196,7 +193,7 @@ export class StreamingPartitionRead implements PartitionReader {
     const close = driver === undefined || driver.isStopped ? undefined : closeOnAbandon(driver.state);
     if (close !== undefined) {
       this.context.network.transport.send({ from: driver!.id, to: close.to, message: close.message });
-      this.context.logger.debug(
+      this.context.client.logger.debug(
         { event: 'reader.streamClosed', partition: this.partitionId, worker: close.to },
         `reading partition ${this.partitionId} was given up early: its stream on ${close.to} is closed`,
       );

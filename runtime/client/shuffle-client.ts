@@ -14,9 +14,8 @@ import { lifecycleManagerNodeId, mapTaskNodeId } from '../../core/protocol/node-
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
-import { clientLogger } from './client-log.ts';
 import { clientNetwork } from './client-network.ts';
-import { clientConfig, clientRelease, parseHostPort, type ClientOptions } from './client-config.ts';
+import { parseHostPort, resolveClientSettings, type ClientOptions } from './client-config.ts';
 import {
   AuthenticationFailedError,
   ClientClosedError,
@@ -25,7 +24,7 @@ import {
   SvcArgumentError,
   SvcClientError,
 } from './errors.ts';
-import { clusterShuffleId } from './stage-attempts.ts';
+import { checkedClusterShuffleId } from './stage-attempts.ts';
 import {
   readableOf,
   StreamingPartitionRead,
@@ -147,14 +146,13 @@ export interface ShuffleClient {
  * groups of the shuffles it read, so that its later reduce tasks do not ask the lifecycle manager again.
  */
 export function connectExecutor(options: ExecutorOptions): ShuffleClient {
-  const release = clientRelease(options);
-  const conf = clientConfig(release, options);
   const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
-  const logger = clientLogger(options.logger, options.logLevel, { role: 'executor', node: executorId });
+  const client = resolveClientSettings(options, { role: 'executor', node: executorId });
   // The executor acts for the application it was given, proving the application's secret (svc.auth.enabled).
-  const { network, refusal, authRefusal } = clientNetwork(executorId, release, conf, logger, {
-    appId: options.appId,
-    ...(options.secret === undefined ? {} : { secret: options.secret }),
+  const { network, refusal, authRefusal } = clientNetwork({
+    nodeId: executorId,
+    client,
+    identity: { appId: options.appId },
   });
   network.addresses.set(
     lifecycleManagerNodeId(options.appId),
@@ -162,10 +160,8 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   );
   const context: ExecutorContext = {
     appId: options.appId,
-    release,
-    conf,
+    client,
     network,
-    logger,
     fileGroups: new FileGroupCache(),
     closed: false,
     refusal,
@@ -174,9 +170,9 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   let closing: Promise<void> | undefined;
   const shapes = new Map<number, ShuffleShape>();
   return {
-    release,
+    release: client.release,
     shuffle(shuffleId, shape, options = {}) {
-      const clusterId = clusterShuffleId(shuffleId, options.stageAttempt ?? 0);
+      const clusterId = checkedClusterShuffleId(shuffleId, options.stageAttempt ?? 0);
       if (!(
         Number.isInteger(shape.maps) &&
         shape.maps > 0 &&
@@ -218,7 +214,7 @@ async function closeExecutor(context: ExecutorContext, executorId: string): Prom
     ),
   );
   if (stopped > 0) {
-    context.logger.info(
+    context.client.logger.info(
       { event: 'executor.closed', executor: executorId, stoppedTasks: stopped },
       `executor ${executorId} closed with ${stopped} running task(s)`,
     );
@@ -412,7 +408,7 @@ class TaskWriter extends EventEmitter implements MapWriter {
     }
     const config = {
       ...mapTaskConfigFrom(
-        context.conf,
+        context.client.conf,
         { shuffleId: this.shuffleId, mapId: this.mapId, attemptId: this.attemptId },
         { numMappers: this.shape.maps, numPartitions: this.shape.partitions },
         context.appId,
@@ -424,10 +420,10 @@ class TaskWriter extends EventEmitter implements MapWriter {
       id,
       mapTaskMachine,
       initialMapTaskState(config),
-      context.release,
+      context.client.release,
       {
         send: (envelope) => context.network.transport.send(envelope),
-        logger: context.logger,
+        logger: context.client.logger,
       },
     );
     this.driver = driver;

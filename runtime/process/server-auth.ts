@@ -3,7 +3,11 @@ import { readFileSync } from 'node:fs';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import type { Principal } from '../../core/machines/effects.ts';
 import type { Logger } from '../log.ts';
-import type { ExpectedSecret } from '../transport/authentication.ts';
+import type { MasterState } from '../../core/machines/master/index.ts';
+import type { NodeDriver } from '../driver/node-driver.ts';
+import type { ExpectedSecret, TransportAuth } from '../transport/authentication.ts';
+import type { NodeNetwork } from '../transport/node-network.ts';
+import { ApplicationSecrets } from './application-secrets.ts';
 import type { Hello } from '../wire/index.ts';
 import { ServerConfigError } from './server-config.ts';
 
@@ -71,3 +75,92 @@ export const AUTHENTICATION_FAILED: MetricEffect = {
   op: 'inc',
   value: 1,
 };
+
+/**
+ * With authentication on, whose secrets the master's connections must prove: a server's (the internal secret), or
+ * an application's, the one the master's own state keeps (core) once the driver runs.
+ */
+export class MasterAuthentication {
+  readonly transportAuth: TransportAuth | undefined;
+  private driver: NodeDriver<MasterState> | undefined;
+
+  constructor(options: { readonly secret: string | undefined }) {
+    const { secret } = options;
+    this.transportAuth =
+      secret === undefined
+        ? undefined
+        : {
+            secret,
+            principal: { kind: 'server' },
+            expectedSecret: (hello) => {
+              const server = serverPeerSecret(hello, secret);
+              if (server !== undefined) return server;
+              const appId = hello.application ?? '';
+              const principal = { kind: 'application', appId } as const;
+              const known = this.applicationSecret(appId);
+              // An application not registered yet proves its secret once it has registered it (its first request).
+              return known === undefined
+                ? { kind: 'later', later: () => this.applicationSecret(appId), principal }
+                : { kind: 'secret', secret: known, principal };
+            },
+          };
+  }
+
+  /** From now, applications' secrets are those `driver`'s machine keeps. */
+  readSecretsOf(driver: NodeDriver<MasterState>): void {
+    this.driver = driver;
+  }
+
+  private applicationSecret(appId: string): string | undefined {
+    return this.driver?.state.durable.applications.apps.get(appId)?.secret;
+  }
+}
+
+/**
+ * With authentication on, whose secrets the worker's connections must prove: a server's (the internal secret), or an
+ * application's, asked from the master once the worker knows its id (`serveAs`); until then an application is
+ * refused, as a worker still starting.
+ */
+export class WorkerAuthentication {
+  readonly transportAuth: TransportAuth | undefined;
+  private secrets: ApplicationSecrets | undefined;
+
+  constructor(
+    private readonly options: {
+      readonly secret: string | undefined;
+      /** svc.rpc.askTimeout: how long the master's answer is awaited. */
+      readonly askTimeoutMs: number;
+      /** svc.worker.auth.secretCache.expiry: how long a learnt secret is trusted. */
+      readonly expiryMs: number;
+    },
+  ) {
+    const { secret } = options;
+    this.transportAuth =
+      secret === undefined
+        ? undefined
+        : {
+            secret,
+            principal: { kind: 'server' },
+            expectedSecret: (hello, fresh) => {
+              const server = serverPeerSecret(hello, secret);
+              if (server !== undefined) return server;
+              if (this.secrets === undefined)
+                return { kind: 'refused', message: 'the worker is still starting' };
+              return this.secrets.expected(hello.application ?? '', fresh);
+            },
+          };
+  }
+
+  /** The worker is `nodeId` on `network`: applications' secrets are asked from a pseudo-node of its own there. */
+  serveAs(worker: { readonly nodeId: string; readonly network: NodeNetwork }): void {
+    if (this.transportAuth === undefined) return;
+    const { network } = worker;
+    this.secrets = new ApplicationSecrets({
+      id: `${worker.nodeId}#application-secrets`,
+      send: (envelope) => network.transport.send(envelope),
+      askTimeoutMs: this.options.askTimeoutMs,
+      expiryMs: this.options.expiryMs,
+    });
+    network.host.add(this.secrets);
+  }
+}

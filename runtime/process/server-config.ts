@@ -3,9 +3,7 @@ import { formatProblem, resolveConfig, type ResolvedConfig, type Role } from '..
 import { assertWithinHistory } from '../../core/release/timeline.ts';
 import { parseRelease, type Release } from '../../core/release/version.ts';
 import { localPlatform } from '../platform.ts';
-import { startManagement, type ManagementApi, type ManagementServer } from '../http/index.ts';
 import type { MetricsRoutes } from '../http/server.ts';
-import type { Logger } from '../log.ts';
 import { parseExtraLabels, type ServerMetrics } from '../metrics/index.ts';
 
 /** Where a server's settings come from, lowest precedence first: the properties file, the environment, flags. */
@@ -104,23 +102,4 @@ export function metricsRoutes(
       jsonPath: conf.getString('svc.metrics.json.path'),
     },
   };
-}
-
-/**
- * Starts a server's management interface; one that cannot listen (a port in use, a wrong host) stops the server
- * (`shutdown`) and becomes a configuration error naming the keys, as any other setting it cannot use.
- */
-export async function serveManagement(
-  role: 'master' | 'worker',
-  api: ManagementApi,
-  conf: ResolvedConfig,
-  logger: Logger,
-  shutdown: (code: number, reason: string) => Promise<void>,
-): Promise<ManagementServer> {
-  try {
-    return await startManagement(role, api, conf, logger);
-  } catch (error) {
-    await shutdown(2, String(error));
-    throw new ServerConfigError((error as Error).message);
-  }
 }

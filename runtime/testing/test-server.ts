@@ -6,7 +6,7 @@
 import { Command } from 'commander';
 import { PLANTED_BUGS, type PlantedBug } from '../../core/planted-bugs.ts';
 import { masterCommand, workerCommand } from '../cli/server-commands.ts';
-import type { ServerTestHooks } from '../process/master.ts';
+import type { ServerTestHooks } from '../process/server-parts.ts';
 
 const args = process.argv.slice(2);
 let testing: ServerTestHooks = {};

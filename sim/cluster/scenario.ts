@@ -19,8 +19,7 @@ import {
 import { admitClient } from '../../core/release/admission.ts';
 import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
-import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
-import type { PartialFrameLimit } from '../world/back-pressure.ts';
+import { workerMemoryLimitsFrom } from '../../conf/machine-configs.ts';
 import type { FaultTopology } from '../faults/inject.ts';
 import { scheduleStalledFrames } from '../faults/stalled-frames.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
@@ -95,43 +94,6 @@ const LIVENESS_BOUND_MS = (() => {
 const ROUTE_IDLE_MS = defaultRouteIdleMs(
   configFor(CURRENT_RELEASE, 'worker').getDurationMs('svc.network.timeout'),
 );
-
-/**
- * A worker's back-pressure thresholds, as the runtime computes them (runtime/process/worker.ts): its memory budget
- * (`svc.worker.memory.size`, or `budgetBytes`) times the directMemoryRatio* keys.
- */
-function backPressureLimits(
-  budgetBytes: number | undefined,
-  plantedBug: PlantedBug | undefined,
-): BackPressureLimits {
-  const conf = configFor(CURRENT_RELEASE, 'worker');
-  const budget = budgetBytes ?? conf.getBytes('svc.worker.memory.size');
-  const at = (key: string) => Math.floor(budget * conf.getDouble(key));
-  return {
-    pauseReceiveBytes: at('svc.worker.directMemoryRatioToPauseReceive'),
-    pauseReplicateBytes: at('svc.worker.directMemoryRatioToPauseReplicate'),
-    resumeBytes: at('svc.worker.directMemoryRatioToResume'),
-    ...(plantedBug === undefined ? {} : { plantedBug }),
-  };
-}
-
-/**
- * What partly received frames may hold in a worker, as the runtime computes it (runtime/process/worker.ts): the
- * memory budget × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize (one whole frame).
- */
-function partialFrameLimit(
-  budgetBytes: number | undefined,
-  workerOverrides: Readonly<Record<string, string>>,
-): PartialFrameLimit {
-  const conf = configFor(CURRENT_RELEASE, 'worker', workerOverrides);
-  const budget = budgetBytes ?? conf.getBytes('svc.worker.memory.size');
-  return {
-    limitBytes: Math.max(
-      Math.floor(budget * conf.getDouble('svc.worker.directMemoryRatioToResume')),
-      conf.getBytes('svc.network.frame.maxSize'),
-    ),
-  };
-}
 
 /**
  * The smallest svc.network.frame.maxSize the cluster's configuration allows, for clusters whose workers' budgets are
@@ -280,8 +242,10 @@ function buildCluster(
   });
   world.schedule(0, 'start master', (w) => w.start(master));
 
-  const workerPressure = backPressureLimits(tightBudget, plantedBug);
-  const workerPartialFrames = partialFrameLimit(tightBudget, workerOverrides);
+  const workerMemory = workerMemoryLimitsFrom(
+    configFor(CURRENT_RELEASE, 'worker', workerOverrides),
+    tightBudget,
+  );
   const workerNodes = new Map<string, NodeId>();
   cluster.workers.forEach((shape, index) => {
     const id = workerNodeId(workerId(shape));
@@ -292,8 +256,11 @@ function buildCluster(
       release: cluster.serverRelease,
       principal: SERVER_PRINCIPAL,
       machine: workerMachine,
-      backPressure: workerPressure,
-      partialFrames: workerPartialFrames,
+      backPressure: {
+        ...workerMemory.backPressure,
+        ...(plantedBug === undefined ? {} : { plantedBug }),
+      },
+      partialFrames: { limitBytes: workerMemory.partialFrameLimitBytes },
       disks: shape.disks,
       dfs: cluster.dfs,
       initialState: (release) =>

@@ -1,3 +1,4 @@
+import { clusterShuffleId, isStageAttempt, MAX_STAGE_ATTEMPT } from '../../core/client/stage-attempts.ts';
 import { idList } from '../../core/domain/index.ts';
 import type { Input, NodeId } from '../../core/machines/effects.ts';
 import { FileGroupCache, type FileGroupAnswer } from '../../core/machines/client/file-group-cache.ts';
@@ -34,7 +35,10 @@ import type { AppShape, JobShape } from './shape.ts';
  * directly (it lives in the driver's process, so no network lies between them).
  */
 
-/** One run of one job's shuffle: a stage attempt writes a fresh shuffle id. */
+/**
+ * One run of one job's shuffle. The job's index is the application's shuffle id, and each stage attempt writes the
+ * cluster shuffle the client library would give it (core/client/stage-attempts.ts).
+ */
 export interface JobRun {
   readonly jobIndex: number;
   readonly stageAttempt: number;
@@ -124,11 +128,6 @@ interface ReduceRun {
 
 interface AppRun {
   readonly shape: AppShape;
-  /**
-   * The shuffle id the next stage attempt writes: every attempt of every job gets a fresh one, as an engine's
-   * shuffle dependency does (a scheme like job × 100 + attempt collided once a storm forced 100 reruns: seed 6281).
-   */
-  nextShuffleId: number;
   /** The application's lifecycle manager (attach). */
   lm?: NodeId;
   outcome: AppOutcome;
@@ -230,7 +229,6 @@ export class Engine implements Observer {
   ) {
     this.apps = apps.map((shape) => ({
       shape,
-      nextShuffleId: 0,
       outcome: { kind: 'running' },
       maps: [],
       reducers: [],
@@ -383,7 +381,16 @@ export class Engine implements Observer {
   private startJob(world: World, app: AppRun, jobIndex: number, stageAttempt: number): void {
     if (app.outcome.kind !== 'running') return;
     const shape = app.shape.jobs[jobIndex]!;
-    const job: JobRun = { jobIndex, stageAttempt, shuffleId: app.nextShuffleId++, shape };
+    if (!isStageAttempt(stageAttempt)) {
+      // As the client library refuses to rerun past its last attempt (application.rerunMapStage).
+      this.end(world, app, {
+        kind: 'failed',
+        reason: `job ${jobIndex} lost its data in ${MAX_STAGE_ATTEMPT} stage attempts, the client's last`,
+      });
+      return;
+    }
+    const shuffleId = clusterShuffleId({ shuffleId: jobIndex, stageAttempt });
+    const job: JobRun = { jobIndex, stageAttempt, shuffleId, shape };
     app.job = job;
     app.maps = [...Array(shape.numMappers).keys()].map(() => ({
       nextAttempt: 0,

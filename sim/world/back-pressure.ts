@@ -7,11 +7,7 @@ import {
 
 export type PausedService = 'push' | 'replicate';
 
-/**
- * What partly received frames may hold in a simulated worker, as a runtime worker's limit
- * (runtime/process/worker.ts): its memory budget × svc.worker.directMemoryRatioToResume, at least
- * svc.network.frame.maxSize, so that one whole frame always fits.
- */
+/** What partly received frames may hold in a simulated worker (conf/machine-configs.ts, `workerMemoryLimitsFrom`). */
 export interface PartialFrameLimit {
   readonly limitBytes: number;
 }
