@@ -80,6 +80,83 @@ export function backPressureDecision(
   return paused;
 }
 
+export type DataPort = 'push' | 'replicate';
+
+/** What one change of a worker's held bytes did to its data ports. */
+export interface PortChange {
+  /** The ports paused now, and which of them changed. */
+  readonly paused: PausedPorts;
+  readonly pausedNow: readonly DataPort[];
+  readonly resumedNow: readonly DataPort[];
+  /** Ports paused now that would not have been without the partly received frames (a hostile peer's mark). */
+  readonly pausedByPartialFrames: readonly DataPort[];
+}
+
+/**
+ * A worker's back-pressure as a count and a state, kept once for the runtime (runtime/driver/back-pressure.ts) and
+ * the simulator (sim/world/back-pressure.ts): the bytes handed to the disks and not yet written, the bytes of frames
+ * its connections have partly received, the ports paused, and `backPressureDecision` applied on every change.
+ */
+export class BackPressureGauge {
+  private inFlight = 0;
+  private partial = 0;
+  private state: PausedPorts = { push: false, replicate: false };
+
+  constructor(private readonly limits: BackPressureLimits) {}
+
+  get bytesInFlight(): number {
+    return this.inFlight;
+  }
+
+  get partialFrameBytes(): number {
+    return this.partial;
+  }
+
+  get paused(): PausedPorts {
+    return this.state;
+  }
+
+  /** Bytes handed to the disks (positive) or written (negative). */
+  change(delta: number): PortChange {
+    this.inFlight += delta;
+    return this.decide();
+  }
+
+  /** What the connections' partly received frames hold now, all together. */
+  setPartialFrameBytes(bytes: number): PortChange {
+    this.partial = bytes;
+    return this.decide();
+  }
+
+  private decide(): PortChange {
+    const before = this.state;
+    const after = backPressureDecision(
+      this.limits,
+      { inFlightBytes: this.inFlight, partialFrameBytes: this.partial },
+      before,
+    );
+    this.state = after;
+    const pausedNow: DataPort[] = [];
+    const resumedNow: DataPort[] = [];
+    for (const port of ['push', 'replicate'] as const) {
+      if (after[port] && !before[port]) pausedNow.push(port);
+      if (!after[port] && before[port]) resumedNow.push(port);
+    }
+    if (pausedNow.length === 0) return { paused: after, pausedNow, resumedNow, pausedByPartialFrames: [] };
+    const without = backPressureDecision(
+      this.limits,
+      { inFlightBytes: this.inFlight, partialFrameBytes: 0 },
+      before,
+    );
+    return {
+      paused: after,
+      pausedNow,
+      resumedNow,
+      pausedByPartialFrames: this.partial === 0 ? [] : pausedNow.filter((port) => !without[port]),
+    };
+  }
+}
+
 /**
  * Which partly received frames to give up when together they would hold more than `limitBytes`: the largest
  * first, until the rest fit. Returns their indices in `heldBytes`. A peer that begins a huge frame and stalls thus

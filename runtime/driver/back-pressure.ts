@@ -1,7 +1,8 @@
 import {
-  backPressureDecision,
+  BackPressureGauge,
   type BackPressureLimits,
-  type PausedPorts,
+  type DataPort,
+  type PortChange,
 } from '../../core/storage/back-pressure.ts';
 
 export type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
@@ -16,44 +17,35 @@ export type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
  * later write could release would pause a worker for good.
  */
 export class BackPressure {
-  private inFlight = 0;
-  private partialFrames = 0;
-  private paused: PausedPorts = { push: false, replicate: false };
+  private readonly gauge: BackPressureGauge;
 
   constructor(
-    private readonly limits: BackPressureLimits,
-    private readonly setPaused: (service: 'push' | 'replicate', paused: boolean) => void,
-  ) {}
+    limits: BackPressureLimits,
+    private readonly setPaused: (service: DataPort, paused: boolean) => void,
+  ) {
+    this.gauge = new BackPressureGauge(limits);
+  }
 
   get bytesInFlight(): number {
-    return this.inFlight;
+    return this.gauge.bytesInFlight;
   }
 
   get partialFrameBytes(): number {
-    return this.partialFrames;
+    return this.gauge.partialFrameBytes;
   }
 
   /** Bytes handed to the disks (positive) or written (negative). */
   change(delta: number): void {
-    this.inFlight += delta;
-    this.decide();
+    this.apply(this.gauge.change(delta));
   }
 
   /** What the connections' partly received frames hold now, all together. */
   setPartialFrameBytes(bytes: number): void {
-    this.partialFrames = bytes;
-    this.decide();
+    this.apply(this.gauge.setPartialFrameBytes(bytes));
   }
 
-  private decide(): void {
-    const before = this.paused;
-    const next = backPressureDecision(
-      this.limits,
-      { inFlightBytes: this.inFlight, partialFrameBytes: this.partialFrames },
-      before,
-    );
-    this.paused = next;
-    if (next.push !== before.push) this.setPaused('push', next.push);
-    if (next.replicate !== before.replicate) this.setPaused('replicate', next.replicate);
+  private apply(change: PortChange): void {
+    for (const port of change.pausedNow) this.setPaused(port, true);
+    for (const port of change.resumedNow) this.setPaused(port, false);
   }
 }

@@ -1,8 +1,7 @@
 import {
-  backPressureDecision,
+  BackPressureGauge,
   partialFramesToShed,
   type BackPressureLimits,
-  type PausedPorts,
 } from '../../core/storage/back-pressure.ts';
 
 export type PausedService = 'push' | 'replicate';
@@ -40,9 +39,9 @@ interface Link<T> {
 }
 
 /**
- * A simulated worker's back-pressure, as the runtime's (runtime/driver/back-pressure.ts and
- * runtime/transport/receive-memory.ts): the bytes it handed to its disks and that are not yet written, the bytes of
- * frames its connections are receiving, and the core's decisions (core/storage/back-pressure.ts) of which data ports
+ * A simulated worker's back-pressure: the core's gauge (`BackPressureGauge`, which a runtime worker runs too) of the
+ * bytes it handed to its disks and that are not yet written and the bytes of frames its connections are receiving,
+ * the frames themselves as the simulated network carries them, and the core's decisions (core/storage/back-pressure.ts) of which data ports
  * it reads and which connections it closes when partly received frames hold more than their limit. The world holds
  * the arrivals of a paused port, in order, until it resumes, as a runtime worker stops reading the socket at a
  * frame's end.
@@ -53,9 +52,10 @@ interface Link<T> {
  * way while its port is paused holds nothing, as a paused runtime connection reads nothing.
  */
 export class WorkerBackPressure<T = unknown> {
-  private inFlight = 0;
+  /** The count and the ports' state, the same code as a runtime worker's (core/storage/back-pressure.ts). */
+  private readonly gauge: BackPressureGauge;
+  /** What the links' frames under way hold, all together (the gauge's partly received bytes). */
   private partial = 0;
-  private paused: PausedPorts = { push: false, replicate: false };
   private readonly links = new Map<string, Link<T>>();
   /** Where each frame in flight travels. */
   private readonly linkOf = new Map<number, string>();
@@ -63,12 +63,14 @@ export class WorkerBackPressure<T = unknown> {
   private readonly shed = new Set<number>();
 
   constructor(
-    private readonly limits: BackPressureLimits,
+    limits: BackPressureLimits,
     private readonly partialFrames?: PartialFrameLimit,
-  ) {}
+  ) {
+    this.gauge = new BackPressureGauge(limits);
+  }
 
   get bytesInFlight(): number {
-    return this.inFlight;
+    return this.gauge.bytesInFlight;
   }
 
   get partialFrameBytes(): number {
@@ -81,13 +83,12 @@ export class WorkerBackPressure<T = unknown> {
   }
 
   isPaused(service: PausedService): boolean {
-    return this.paused[service];
+    return this.gauge.paused[service];
   }
 
   /** Bytes handed to the disks (positive) or written (negative); returns whether some port resumed. */
   change(delta: number): boolean {
-    this.inFlight += delta;
-    return this.decide().resumed;
+    return this.gauge.change(delta).resumedNow.length > 0;
   }
 
   /**
@@ -150,7 +151,7 @@ export class WorkerBackPressure<T = unknown> {
     link: Link<T>,
     service: PausedService,
   ): { readonly change: PressureChange; readonly shed: PartialFrame<T>[] } {
-    if (this.paused[service]) return { change: this.decide(), shed: [] };
+    if (this.gauge.paused[service]) return { change: this.decide(), shed: [] };
     link.held = link.frames[0]!.bytes;
     this.partial += link.held;
     const grown = this.decide();
@@ -181,23 +182,9 @@ export class WorkerBackPressure<T = unknown> {
   }
 
   private decide(): PressureChange {
-    const before = this.paused;
-    this.paused = backPressureDecision(
-      this.limits,
-      { inFlightBytes: this.inFlight, partialFrameBytes: this.partial },
-      before,
-    );
-    const resumed = (before.push && !this.paused.push) || (before.replicate && !this.paused.replicate);
-    if (this.partial === 0) return resumed ? { resumed, pausedByPartialFrames: [] } : UNCHANGED;
-    const without = backPressureDecision(
-      this.limits,
-      { inFlightBytes: this.inFlight, partialFrameBytes: 0 },
-      before,
-    );
-    const pausedByPartialFrames: PausedService[] = [];
-    for (const service of ['push', 'replicate'] as const) {
-      if (this.paused[service] && !before[service] && !without[service]) pausedByPartialFrames.push(service);
-    }
-    return { resumed, pausedByPartialFrames };
+    const change = this.gauge.setPartialFrameBytes(this.partial);
+    const resumed = change.resumedNow.length > 0;
+    if (!resumed && change.pausedByPartialFrames.length === 0) return UNCHANGED;
+    return { resumed, pausedByPartialFrames: change.pausedByPartialFrames };
   }
 }
