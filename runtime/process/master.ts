@@ -74,7 +74,7 @@ export async function runMaster(
             const known = applicationSecret(appId);
             // An application not registered yet proves its secret once it has registered it (its first request).
             return known === undefined
-              ? { kind: 'later', later: () => applicationSecret(appId), principal }
+              ? { kind: 'later', principal }
               : { kind: 'secret', secret: known, principal };
           },
         };
