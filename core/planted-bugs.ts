@@ -35,6 +35,8 @@ export const PLANTED_BUGS = [
   'revive-fails-on-stale-view',
   /** A worker marks a disk failed when its process ran out of file descriptors (NO_DESCRIPTORS), as for IO_ERROR. */
   'descriptors-charged-to-disk',
+  /** The handshake admits a client whose release the admission rules refuse (core/handshake/admission.ts). */
+  'refused-release-admitted',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

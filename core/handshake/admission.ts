@@ -26,6 +26,6 @@ export type HelloVerdict =
 export function admitHello(rule: HelloAdmission, hello: Hello): HelloVerdict {
   if (!rule.servesClients || hello.role !== 'client') return { accepted: true };
   const admission = admitClient(rule.release, hello.release);
-  if (admission.admitted) return { accepted: true };
+  if (admission.admitted || rule.plantedBug === 'refused-release-admitted') return { accepted: true };
   return { accepted: false, status: 'CLIENT_RELEASE_REFUSED', message: admission.message };
 }

@@ -97,7 +97,7 @@ export async function runMaster(
     nodeId,
     conf,
     logger,
-    admit: serverAdmission(release),
+    admit: serverAdmission(release, testing.plantedBug),
     ...(auth === undefined ? {} : { auth }),
     authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
     // A peer may not make the master hold more than this for frames it has begun to send.

@@ -466,7 +466,7 @@ function workerNetwork(
   receiveMemory: WorkerReceiveMemory;
   secrets: { register(nodeId: string): void };
 } {
-  const { conf, release, logger, host, tiers, opened } = start;
+  const { conf, release, logger, host, tiers, opened, testing } = start;
   // Applications' secrets come from the master, through a pseudo-node registered once the worker's id is known.
   let secrets: ApplicationSecrets | undefined;
   const auth = workerAuth(internalSecret(conf, 'worker', logger), () => secrets);
@@ -477,7 +477,7 @@ function workerNetwork(
     nodeId: `worker@${host}`,
     conf,
     logger,
-    admit: serverAdmission(release),
+    admit: serverAdmission(release, testing.plantedBug),
     ...(auth === undefined ? {} : { auth }),
     authenticationFailed: () => metrics?.onMetric(AUTHENTICATION_FAILED),
     written: (pieces) => tiers.readBuffers.giveBack(pieces),
