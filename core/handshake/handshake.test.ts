@@ -17,6 +17,7 @@ import {
   type ConnectingConfig,
   type ConnectingEffect,
 } from './connecting.ts';
+import { admitHello } from './admission.ts';
 import type { Hello, HelloReply, SecretAnswer } from './types.ts';
 
 /** A stand-in MAC: the core never computes one, so any function of the secret, the claim and the nonce will do. */
@@ -382,6 +383,19 @@ describe('the accepting machine under any input sequence', () => {
         }
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('admitHello', () => {
+  it('refuses what admitClient refuses, unless the planted bug admits it', () => {
+    const hello: Hello = { role: 'client', release: '0.2.0', nodeId: 'app-a', application: 'a' };
+    assert.equal(admitHello({ release: '0.6.0', servesClients: true }, hello).accepted, false);
+    assert.equal(admitHello({ release: '0.6.0', servesClients: false }, hello).accepted, true);
+    assert.equal(
+      admitHello({ release: '0.6.0', servesClients: true, plantedBug: 'refused-release-admitted' }, hello)
+        .accepted,
+      true,
     );
   });
 });
