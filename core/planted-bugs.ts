@@ -45,6 +45,8 @@ export const PLANTED_BUGS = [
    * senders, who wait out their own deadlines (core/interpreter/unanswered-requests.ts).
    */
   'unanswered-not-failed',
+  /** The handshake admits a client whose release the admission rules refuse (core/handshake/admission.ts). */
+  'refused-release-admitted',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

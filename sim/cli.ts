@@ -179,6 +179,7 @@ async function many(
         name.startsWith('faults') ||
         name.startsWith('backPressure.') ||
         name.startsWith('partialFrames.') ||
+        name.startsWith('handshake.') ||
         name === 'memoryWithoutEnabling'
       )
         notes.set(name, (notes.get(name) ?? 0) + value);

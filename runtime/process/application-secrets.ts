@@ -1,16 +1,16 @@
 import {
-  DEFAULT_SECRET_MAX_AGE_MS,
-  secretLookup,
-  type CachedSecret,
-} from '../../core/machines/cached-secrets.ts';
+  initialSecretCache,
+  lookupCachedSecret,
+  MAX_CACHED_SECRETS,
+  secretAnswered,
+  type SecretCacheConfig,
+} from '../../core/handshake/index.ts';
+import { DEFAULT_SECRET_MAX_AGE_MS } from '../../core/machines/cached-secrets.ts';
 import type { Envelope, Input, NodeId } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { HostedNode } from '../driver/node-host.ts';
 import type { ExpectedSecret } from '../transport/authentication.ts';
 import type { WireEnvelope } from '../wire/index.ts';
-
-/** How many applications' secrets a worker keeps; the oldest learnt is forgotten first (and asked again if needed). */
-const MAX_CACHED = 10_000;
 
 export interface ApplicationSecretsOptions {
   /** The pseudo-node's id: unique per worker (the master routes its answer back by it). */
@@ -36,40 +36,36 @@ type Answer =
  * A worker's knowledge of the applications' secrets (svc.auth.enabled), to check a connection that claims an
  * application: a cache, filled by asking the master (GetApplicationSecret, the core's message, answered only to a
  * server) from a pseudo-node of the worker process, one request per application in flight, bounded by
- * svc.rpc.askTimeout. It decides nothing: the master keeps each application's first secret, and how long a learnt one
- * is trusted is the core's rule (core/machines/cached-secrets.ts). An entry is forgotten when the master says the
- * application is not registered (not when it cannot be asked).
+ * svc.rpc.askTimeout. It decides nothing: the master keeps each application's first secret, and the cache's rules
+ * (when to ask, what an answer does, which entry goes when it is full) are the core's (core/handshake/secret-cache.ts).
  */
 export class ApplicationSecrets implements HostedNode {
   readonly id: NodeId;
-  private readonly cache = new Map<string, CachedSecret>();
+  private readonly cache = initialSecretCache();
+  private readonly cacheConfig: SecretCacheConfig;
   private readonly inFlight = new Map<string, Promise<Answer>>();
   private readonly waiting = new Map<number, (answer: Answer) => void>();
   private nextRequest = 1;
 
   constructor(private readonly options: ApplicationSecretsOptions) {
     this.id = options.id;
+    this.cacheConfig = {
+      maxAgeMs: options.expiryMs ?? DEFAULT_SECRET_MAX_AGE_MS,
+      maxEntries: MAX_CACHED_SECRETS,
+    };
   }
 
   /** The secret `appId`'s connections must prove; `fresh`: ask the master even if cached (after a mismatch). */
   async expected(appId: string, fresh: boolean): Promise<ExpectedSecret> {
     const principal = { kind: 'application', appId } as const;
-    const lookup = secretLookup(
-      this.cache.get(appId),
-      this.now(),
-      this.options.expiryMs ?? DEFAULT_SECRET_MAX_AGE_MS,
-      fresh,
-    );
-    if (lookup.kind === 'useCached')
-      return { kind: 'secret', secret: lookup.secret, principal, cached: true };
-    const answer = await this.ask(appId);
+    const lookup = lookupCachedSecret(this.cacheConfig, this.cache, appId, this.now(), fresh);
+    if (lookup.kind === 'cached') return { kind: 'secret', secret: lookup.secret, principal, cached: true };
+    const answer = await (this.inFlight.get(appId) ?? this.ask(appId));
     if (answer.kind === 'absent') return { kind: 'refused', message: answer.why };
     return { kind: 'secret', secret: answer.secret, principal };
   }
 
   private ask(appId: string): Promise<Answer> {
-    const existing = this.inFlight.get(appId);
-    if (existing !== undefined) return existing;
     const requestId = this.nextRequest++;
     const answer = new Promise<Answer>((resolve) => {
       const timer = setTimeout(
@@ -90,8 +86,17 @@ export class ApplicationSecrets implements HostedNode {
     this.inFlight.set(appId, answer);
     void answer.then((result) => {
       this.inFlight.delete(appId);
-      if (result.kind === 'found') this.remember(appId, result.secret);
-      else if (result.unregistered) this.cache.delete(appId);
+      secretAnswered(
+        this.cacheConfig,
+        this.cache,
+        appId,
+        result.kind === 'found'
+          ? result
+          : result.unregistered === true
+            ? { kind: 'unregistered' }
+            : { kind: 'unanswered' },
+        this.now(),
+      );
     });
     this.options.send({
       from: this.id,
@@ -104,12 +109,6 @@ export class ApplicationSecrets implements HostedNode {
 
   private now(): number {
     return this.options.now?.() ?? Date.now();
-  }
-
-  private remember(appId: string, secret: string): void {
-    this.cache.delete(appId);
-    this.cache.set(appId, { secret, learntAt: this.now() });
-    if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
   }
 
   private answer(requestId: number, answer: Answer): void {

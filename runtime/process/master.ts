@@ -66,7 +66,7 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       nodeId,
       conf,
       logger,
-      admit: serverAdmission(release),
+      admit: serverAdmission(release, testing.plantedBug),
       ...(auth.transportAuth === undefined ? {} : { auth: auth.transportAuth }),
       authenticationFailed: () => metrics.metrics?.onMetric(AUTHENTICATION_FAILED),
       // A peer may not make the master hold more than this for frames it has begun to send.

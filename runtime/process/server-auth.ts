@@ -100,7 +100,7 @@ export class MasterAuthentication {
               const known = this.applicationSecret(appId);
               // An application not registered yet proves its secret once it has registered it (its first request).
               return known === undefined
-                ? { kind: 'later', later: () => this.applicationSecret(appId), principal }
+                ? { kind: 'later', principal }
                 : { kind: 'secret', secret: known, principal };
             },
           };

@@ -89,7 +89,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       nodeId: `worker@${host}`,
       conf,
       logger,
-      admit: serverAdmission(release),
+      admit: serverAdmission(release, testing.plantedBug),
       ...(auth.transportAuth === undefined ? {} : { auth: auth.transportAuth }),
       authenticationFailed: () => metrics.metrics?.onMetric(AUTHENTICATION_FAILED),
       written: (pieces) => tiers.readBuffers.giveBack(pieces),

@@ -53,7 +53,6 @@ export class AuthProbe {
       connectTimeoutMs: 10_000,
       addresses: this.addresses,
       logger: createLogger('silent', { role: 'probe' }),
-      admit: () => ({ accepted: true }),
       isLocal: () => false,
       deliver: (envelope) => {
         if (envelope.inReplyTo === undefined) return true;

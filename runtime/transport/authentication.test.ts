@@ -85,7 +85,6 @@ class Acceptor {
       logBurst: 100,
       addresses: new AddressBook(),
       logger: pino({ level: 'warn' }, { write: (text: string) => this.onLog(text) }),
-      admit: () => ({ accepted: true }),
       isLocal: () => false,
       deliver: (envelope) => {
         this.delivered.push(envelope);
@@ -231,11 +230,10 @@ describe('the authenticated handshake on loopback', () => {
 
   it('checks a proof kept for later once the secret is known: then the application, or closed', async () => {
     let known: string | undefined;
-    acceptor.lookup = () => ({
-      kind: 'later',
-      later: () => known,
-      principal: { kind: 'application', appId: 'app-late' },
-    });
+    const principal = { kind: 'application', appId: 'app-late' } as const;
+    // As the master's source answers: later while the application is unknown, its secret once registered.
+    acceptor.lookup = () =>
+      known === undefined ? { kind: 'later', principal } : { kind: 'secret', secret: known, principal };
     const right = new AuthProbe({ role: 'client', nodeId: 'late', application: 'app-late', secret: 's1' });
     const wrong = new AuthProbe({ role: 'client', nodeId: 'liar', application: 'app-late', secret: 's2' });
     try {

@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { SecretAnswer } from '../../core/handshake/index.ts';
 import type { Principal } from '../../core/machines/effects.ts';
 import { AUTH_NONCE_BYTES, type Hello } from '../wire/index.ts';
 
@@ -23,27 +24,18 @@ export interface TransportAuth {
   /**
    * The secret a connecting peer must prove for what its hello claims, and the principal it then is. `fresh` asks
    * again without a cache, after a proof did not match a cached secret (the application may have registered again).
-   * May answer later (a worker asks the master).
+   * May answer later (a worker asks the master). Asked again for a connection accepted with `later`, at its next
+   * envelopes, until it answers the secret.
    */
   readonly expectedSecret: (hello: Hello, fresh: boolean) => ExpectedSecret | Promise<ExpectedSecret>;
 }
 
-export type ExpectedSecret =
-  /** Verify the proof against `secret`; `cached`: a mismatch is worth one fresh lookup. */
-  | {
-      readonly kind: 'secret';
-      readonly secret: string;
-      readonly principal: Principal;
-      readonly cached?: boolean;
-    }
-  /**
-   * Nothing to verify against yet (a master that does not know the application: its first registration). The
-   * connection is accepted without a principal; the proof is kept and verified once, at the first envelope after
-   * `later()` returns the secret: then the connection is `principal`, or it is closed.
-   */
-  | { readonly kind: 'later'; readonly later: () => string | undefined; readonly principal: Principal }
-  /** Refuse the connection; `message` says what to fix. */
-  | { readonly kind: 'refused'; readonly message: string };
+/**
+ * The answer of a process's secret source to the handshake machine's `lookupSecret` (core/handshake/types.ts): the
+ * secret to check against (`cached`: worth one fresh lookup after a mismatch), `later` (a master that does not know
+ * the application yet; asked again at the connection's next envelopes), or `refused`.
+ */
+export type ExpectedSecret = SecretAnswer;
 
 /** A fresh challenge: 32 random bytes. */
 export function newNonce(): Uint8Array {
@@ -82,13 +74,5 @@ export function proofMatches(secret: string, hello: Hello, nonce: Uint8Array, ma
   return mac.byteLength === expected.byteLength && timingSafeEqual(expected, mac);
 }
 
-/** What a process whose peer asks for a proof it cannot give should set, by the role it has. */
-export function authAdvice(role: Hello['role']): string {
-  return role === 'client'
-    ? 'set svc.auth.enabled=true and the application’s secret (svc.client.auth.secret, or the secret option of ' +
-        'startApplication and connectExecutor) on this client'
-    : 'set svc.auth.enabled=true and svc.auth.internal.secret (or svc.auth.internal.secretFile), the same on every ' +
-        'master and worker, on this server';
-}
-
+export { authAdvice } from '../../core/handshake/index.ts';
 export { describePrincipal } from '../../core/protocol/speakers.ts';

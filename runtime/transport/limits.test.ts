@@ -31,7 +31,6 @@ class Acceptor {
       connectTimeoutMs: 5_000,
       addresses: new AddressBook(),
       logger: pino({ level: 'warn' }, { write: (text: string) => this.changed(JSON.parse(text) as Line) }),
-      admit: () => ({ accepted: true }),
       isLocal: () => false,
       deliver: (envelope) => {
         this.delivered.push(envelope);

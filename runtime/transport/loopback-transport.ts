@@ -21,7 +21,6 @@ export function loopbackTransport(
     connectTimeoutMs: 10_000,
     addresses,
     logger: createLogger('silent', { role: 'test' }),
-    admit: () => ({ accepted: true }),
     isLocal: () => false,
     deliver: (envelope) => {
       deliver(envelope);

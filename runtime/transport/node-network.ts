@@ -9,7 +9,8 @@ import { AddressBook } from './addresses.ts';
 import type { TransportAuth } from './authentication.ts';
 import type { ReceiveMemory } from './receive-memory.ts';
 import { TransportConfigError, type TransportTls } from './tls.ts';
-import { Transport, type Admission } from './transport.ts';
+import type { HelloAdmission } from '../../core/handshake/index.ts';
+import { Transport } from './transport.ts';
 import type { Hello, PeerRole } from '../wire/index.ts';
 
 export interface NodeNetwork {
@@ -27,7 +28,7 @@ export interface NodeNetworkOptions {
   readonly logger: Logger;
   /** The application a client process acts for, named in its hellos; absent for servers. */
   readonly application?: string;
-  readonly admit?: (hello: Hello) => Admission;
+  readonly admit?: HelloAdmission;
   readonly refused?: (peer: string, message: string, status: StatusCode) => void;
   readonly connectFailed?: (peer: string, reason: string) => void;
   readonly authenticationFailed?: () => void;
@@ -98,7 +99,7 @@ function newTransport(
     ...(options.receiveMemory === undefined ? {} : { receiveMemory: options.receiveMemory }),
     addresses,
     logger: options.logger,
-    admit: options.admit ?? (() => ({ accepted: true })),
+    ...(options.admit === undefined ? {} : { admit: options.admit }),
     isLocal: (node) => host.has(node),
     deliver: (envelope) => host.deliver(envelope),
     sendFailed: (envelope) => host.sendFailed(envelope),

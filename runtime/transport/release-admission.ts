@@ -1,19 +1,17 @@
-import { admitClient } from '../../core/release/admission.ts';
+import type { HelloAdmission } from '../../core/handshake/index.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
 import type { Release } from '../../core/release/version.ts';
-import type { Admission } from './transport.ts';
-import type { Hello } from '../wire/index.ts';
 
 /**
  * The handshake rule of a process that serves clients (a master, a worker, an application's lifecycle manager):
- * clients are admitted by the core's release rule (core/release/admission.ts), the same one its machines apply to
- * every message; masters and workers talk to each other whatever their releases, as a rolling upgrade needs.
+ * clients are admitted by the core's release rule, decided in the handshake machine (core/handshake/admission.ts);
+ * masters and workers talk to each other whatever their releases, as a rolling upgrade needs. `plantedBug` only
+ * from the test-only server entry (runtime/testing/test-server.ts).
  */
-export function serverAdmission(serverRelease: Release): (hello: Hello) => Admission {
-  return (hello) => {
-    if (hello.role !== 'client') return { accepted: true };
-    const admission = admitClient(serverRelease, hello.release);
-    return admission.admitted
-      ? { accepted: true }
-      : { accepted: false, status: 'CLIENT_RELEASE_REFUSED', message: admission.message };
+export function serverAdmission(serverRelease: Release, plantedBug?: PlantedBug): HelloAdmission {
+  return {
+    release: serverRelease,
+    servesClients: true,
+    ...(plantedBug === undefined ? {} : { plantedBug }),
   };
 }

@@ -13,6 +13,22 @@ import {
   type SpeakerRules,
 } from '../../core/protocol/speakers.ts';
 import type { Release } from '../../core/release/version.ts';
+import {
+  acceptingStep,
+  connectingStep,
+  initialAcceptingState,
+  initialConnectingState,
+  type AcceptingConfig,
+  type AcceptingEffect,
+  type AcceptingInput,
+  type AcceptingState,
+  type ConnectingConfig,
+  type ConnectingEffect,
+  type ConnectingInput,
+  type ConnectingState,
+  type HelloAdmission,
+  type SecretAnswer,
+} from '../../core/handshake/index.ts';
 import type { Logger } from '../log.ts';
 import { RepeatedLog } from '../log-repeats.ts';
 import {
@@ -23,23 +39,13 @@ import {
   encodeHelloReply,
   type DecodedFrame,
   type Hello,
+  type HelloReply,
   type WireEnvelope,
 } from '../wire/index.ts';
 import { addressText, type Address, type AddressBook } from './addresses.ts';
-import {
-  authAdvice,
-  authMac,
-  newNonce,
-  proofMatches,
-  type ExpectedSecret,
-  type TransportAuth,
-} from './authentication.ts';
+import { authMac, newNonce, proofMatches, type TransportAuth } from './authentication.ts';
 import { acceptInPlace, Connection, type ConnectionLimits, type InPlaceReading } from './connection.ts';
 import { tlsRefusalReason, TlsSetup, type TransportTls } from './tls.ts';
-
-export type Admission =
-  | { readonly accepted: true }
-  | { readonly accepted: false; readonly status: StatusCode; readonly message: string };
 
 export interface TransportOptions extends ConnectionLimits {
   /** What this process says of itself in every handshake. */
@@ -48,8 +54,11 @@ export interface TransportOptions extends ConnectionLimits {
   readonly connectTimeoutMs: number;
   readonly addresses: AddressBook;
   readonly logger: Logger;
-  /** Whether a connecting peer is accepted (the core's admission rule, applied by the caller). */
-  readonly admit: (hello: Hello) => Admission;
+  /**
+   * Which connecting peers are admitted by release (core/handshake/admission.ts; ./release-admission.ts builds a
+   * server's). Absent: every release (a process that serves no clients).
+   */
+  readonly admit?: HelloAdmission;
   /** Whether a node lives in this process: envelopes to it are delivered without a socket. */
   readonly isLocal: (node: NodeId) => boolean;
   /** Hands an arrived envelope to the node it is for; false when no such node lives here. */
@@ -111,24 +120,14 @@ export interface TransportOptions extends ConnectionLimits {
   readonly plantedBug?: PlantedBug;
 }
 
-const SERVER: Principal = { kind: 'server' };
-
-/** An accepted connection through its handshake. */
+/** An accepted connection through its handshake (the core's accepting machine decides; this moves its bytes). */
 interface Inbound {
   readonly connection: Connection;
   readonly service: string;
   readonly peer: string;
-  phase: 'hello' | 'proof' | 'verifying' | 'open';
-  hello?: Hello;
-  nonce?: Uint8Array;
-  /** The secret the hello's claim must prove, looked up while the proof travels. */
-  expected?: Promise<ExpectedSecret>;
-  /** A proof kept to verify once the secret is known (ExpectedSecret 'later'). */
-  pending?: {
-    readonly later: () => string | undefined;
-    readonly principal: Principal;
-    readonly mac: Uint8Array;
-  };
+  readonly handshake: AcceptingState;
+  /** Envelopes received and not yet delivered: the machine says when (a later proof holds them). */
+  readonly received: WireEnvelope[];
 }
 
 interface Queued {
@@ -145,8 +144,8 @@ interface Link {
   readonly queue: Queued[];
   peerRelease?: Release;
   timer?: NodeJS.Timeout;
-  /** Whether this process already answered the peer's authentication challenge. */
-  proved?: boolean;
+  /** The core's connecting machine (core/handshake/connecting.ts). */
+  readonly handshake: ConnectingState;
 }
 
 /**
@@ -174,12 +173,21 @@ export class Transport {
 
   /** Who may speak as which node and take over whose route (core/protocol/speakers.ts). */
   private readonly speakerRules: SpeakerRules;
+  private readonly accepting: AcceptingConfig;
+  private readonly connecting: ConnectingConfig;
 
   constructor(private readonly options: TransportOptions) {
     this.speakerRules = { authenticated: options.auth !== undefined };
     this.unanswered = new UnansweredRequests(
       options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug },
     );
+    const self = options.self;
+    this.accepting = {
+      self: { release: self.release, nodeId: self.nodeId },
+      admission: options.admit ?? { release: self.release, servesClients: false },
+      authenticated: options.auth !== undefined,
+    };
+    this.connecting = { self, authenticated: options.auth !== undefined };
     this.tls = options.tls === undefined ? undefined : new TlsSetup(options.tls);
     this.lastRouteSweep = this.now();
     this.repeated = new RepeatedLog(options.logger, {
@@ -337,43 +345,19 @@ export class Transport {
       this.options,
       {
         onFrame: (frame) => {
-          switch (inbound.phase) {
-            case 'hello':
-              if (frame.kind !== 'hello') {
-                connection.destroy(
-                  `expected a handshake first, got a ${frame.kind} frame`,
-                  'unexpectedFrame',
-                );
-                return;
-              }
-              inbound.hello = frame.hello;
-              if (!this.answerHello(inbound)) clearTimeout(handshakeTimer);
-              return;
-            case 'proof':
-              if (frame.kind !== 'authProof') {
-                connection.destroy(
-                  `expected an authentication proof, got a ${frame.kind} frame`,
-                  'unexpectedFrame',
-                );
-                return;
-              }
-              clearTimeout(handshakeTimer);
-              inbound.phase = 'verifying';
-              void this.verifyProof(inbound, frame.mac);
-              return;
-            case 'verifying':
-              connection.destroy(
-                `a ${frame.kind} frame before the handshake was answered`,
-                'unexpectedFrame',
-              );
-              return;
-            case 'open':
-              if (frame.kind !== 'envelope') {
-                connection.destroy(`unexpected ${frame.kind} frame after the handshake`, 'unexpectedFrame');
-                return;
-              }
-              this.arrivedInbound(inbound, frame.envelope);
-          }
+          const input: AcceptingInput =
+            frame.kind === 'hello'
+              ? { kind: 'hello', hello: frame.hello, nonce: newNonce() }
+              : frame.kind === 'authProof'
+                ? { kind: 'proof', mac: frame.mac }
+                : frame.kind === 'envelope'
+                  ? { kind: 'envelope' }
+                  : { kind: 'frame', frame: frame.kind };
+          if (frame.kind === 'envelope') inbound.received.push(frame.envelope);
+          this.runAccepting(inbound, input);
+          // The peer had this long to say who it is (the hello and, with authentication on, the proof).
+          const phase = inbound.handshake.phase;
+          if (phase !== 'hello' && phase !== 'proof') clearTimeout(handshakeTimer);
         },
         onClose: (reason) => {
           clearTimeout(handshakeTimer);
@@ -386,7 +370,7 @@ export class Transport {
                 event: 'transport.connectionClosed',
                 service,
                 peer,
-                peerNode: inbound.hello?.nodeId,
+                peerNode: inbound.handshake.hello?.nodeId,
                 reason,
               },
               `closed a ${service} connection from ${peer}: ${reason}`,
@@ -396,101 +380,96 @@ export class Transport {
       },
       reading,
     );
-    const inbound: Inbound = { connection, service, peer, phase: 'hello' };
+    const inbound: Inbound = {
+      connection,
+      service,
+      peer,
+      handshake: initialAcceptingState(),
+      received: [],
+    };
     connections.add(connection);
     connection.pacesReading = true;
     if (this.paused.has(service)) connection.pauseFor('backPressure');
   }
 
-  /** Answers a hello: accepted, refused, or (authentication on) challenged; true when a proof is now awaited. */
-  private answerHello(inbound: Inbound): boolean {
-    const hello = inbound.hello!;
-    const admission = this.options.admit(hello);
-    if (!admission.accepted) {
-      this.refuse(inbound, admission.status, admission.message);
-      return false;
-    }
-    const auth = this.options.auth;
-    if (auth === undefined) {
-      this.acceptHello(inbound, undefined);
-      return false;
-    }
-    if (hello.role === 'client' && (hello.application ?? '') === '') {
-      this.refuse(
-        inbound,
-        'AUTHENTICATION_FAILED',
-        `authentication is on (svc.auth.enabled) and client ${hello.nodeId} names no application in its ` +
-          'handshake: use a client of this build, with svc.auth.enabled=true and its application’s secret',
-      );
-      return false;
-    }
-    // The secret is looked up while the challenge and the proof travel (a worker may have to ask the master).
-    inbound.expected = this.expectedSecret(auth, hello, false);
-    inbound.expected.catch(() => undefined);
-    inbound.nonce = newNonce();
-    inbound.phase = 'proof';
-    inbound.connection.write([encodeAuthChallenge(inbound.nonce)]);
-    return true;
-  }
-
-  private async expectedSecret(auth: TransportAuth, hello: Hello, fresh: boolean): Promise<ExpectedSecret> {
-    try {
-      return await auth.expectedSecret(hello, fresh);
-    } catch (error) {
-      return { kind: 'refused', message: `cannot check the proof: ${(error as Error).message}` };
+  /**
+   * Runs the accepting machine on `first` and executes its effects; answers a driver gives at once (a proof's
+   * check, a secret known here) are fed back in order before this returns.
+   */
+  private runAccepting(inbound: Inbound, first: AcceptingInput): void {
+    const inputs: AcceptingInput[] = [first];
+    for (let input = inputs.shift(); input !== undefined; input = inputs.shift()) {
+      const { effects } = acceptingStep(this.accepting, inbound.handshake, input);
+      for (const effect of effects) this.executeAccepting(inbound, effect, inputs);
     }
   }
 
-  /** Checks a proof against the secret the hello's claim needs; answers the hello either way. */
-  private async verifyProof(inbound: Inbound, mac: Uint8Array): Promise<void> {
+  private executeAccepting(inbound: Inbound, effect: AcceptingEffect, inputs: AcceptingInput[]): void {
+    const connection = inbound.connection;
+    switch (effect.kind) {
+      case 'challenge':
+        connection.write([encodeAuthChallenge(effect.nonce)]);
+        return;
+      case 'lookupSecret':
+        this.lookUpSecret(inbound, effect.hello, effect.fresh, inputs);
+        return;
+      case 'checkProof':
+        inputs.push({
+          kind: 'proofChecked',
+          matches: proofMatches(effect.secret, effect.hello, effect.nonce, effect.mac),
+        });
+        return;
+      case 'accept':
+        connection.principal = effect.principal;
+        connection.handshaken();
+        connection.write([encodeHelloReply(effect.reply)]);
+        return;
+      case 'refuse':
+        this.refuse(inbound, effect.reply);
+        return;
+      case 'proved':
+        connection.principal = effect.principal;
+        return;
+      case 'deliver':
+        for (const wire of inbound.received.splice(0, effect.count)) this.arrivedInbound(inbound, wire);
+        return;
+      case 'close':
+        inbound.received.length = 0;
+        connection.destroy(effect.reason, effect.cause);
+        return;
+      case 'authenticationFailed':
+        this.options.authenticationFailed?.();
+    }
+  }
+
+  /**
+   * The secret a hello's claim must prove, from this process's source (./authentication.ts): known here, the answer
+   * goes in at once; asked elsewhere (a worker asks the master), it goes in when it comes, unless the connection
+   * closed meanwhile.
+   */
+  private lookUpSecret(inbound: Inbound, hello: Hello, fresh: boolean, inputs: AcceptingInput[]): void {
     const auth = this.options.auth!;
-    const hello = inbound.hello!;
-    const nonce = inbound.nonce!;
-    let expected = await inbound.expected!;
-    if (inbound.connection.closed) return;
-    if (
-      expected.kind === 'secret' &&
-      expected.cached === true &&
-      !proofMatches(expected.secret, hello, nonce, mac)
-    ) {
-      // A cached secret may be stale (the application registered again): ask once more, without the cache.
-      expected = await this.expectedSecret(auth, hello, true);
-      if (inbound.connection.closed) return;
+    let answer: SecretAnswer | Promise<SecretAnswer>;
+    try {
+      answer = auth.expectedSecret(hello, fresh);
+    } catch (error) {
+      answer = cannotCheck(error);
     }
-    switch (expected.kind) {
-      case 'refused':
-        this.refuse(inbound, 'AUTHENTICATION_FAILED', `authentication failed: ${expected.message}`);
-        return;
-      case 'later':
-        inbound.pending = { later: expected.later, principal: expected.principal, mac };
-        this.acceptHello(inbound, undefined);
-        return;
-      case 'secret':
-        if (proofMatches(expected.secret, hello, nonce, mac)) this.acceptHello(inbound, expected.principal);
-        else this.refuse(inbound, 'AUTHENTICATION_FAILED', mismatch(hello));
+    if (!(answer instanceof Promise)) {
+      inputs.push({ kind: 'secret', answer });
+      return;
     }
-  }
-
-  private acceptHello(inbound: Inbound, principal: Principal | undefined): void {
-    const self = this.options.self;
-    inbound.phase = 'open';
-    inbound.connection.principal = principal;
-    inbound.connection.handshaken();
-    inbound.connection.write([
-      encodeHelloReply({
-        accepted: true,
-        status: 'SUCCESS',
-        message: '',
-        release: self.release,
-        nodeId: self.nodeId,
-      }),
-    ]);
+    void answer
+      .catch((error: unknown) => cannotCheck(error))
+      .then((settled) => {
+        if (!inbound.connection.closed) this.runAccepting(inbound, { kind: 'secret', answer: settled });
+      });
   }
 
   /** Answers the hello with a refusal and closes once it is sent. */
-  private refuse(inbound: Inbound, status: StatusCode, message: string): void {
-    const self = this.options.self;
-    const hello = inbound.hello!;
+  private refuse(inbound: Inbound, reply: HelloReply): void {
+    const hello = inbound.handshake.hello!;
+    const { status, message } = reply;
     this.repeated.warn(
       status,
       {
@@ -506,37 +485,14 @@ export class Transport {
       },
       message,
     );
-    if (status === 'AUTHENTICATION_FAILED') this.options.authenticationFailed?.();
-    inbound.phase = 'verifying';
-    inbound.connection.write([
-      encodeHelloReply({ accepted: false, status, message, release: self.release, nodeId: self.nodeId }),
-    ]);
+    inbound.connection.write([encodeHelloReply(reply)]);
     inbound.connection.end();
   }
 
-  /**
-   * An envelope on an accepted connection. A connection accepted before its secret was known has its proof checked
-   * at the first envelope after the secret is: it is then its application, or it is closed.
-   */
+  /** An envelope the accepting machine lets through: the speaker rules decide whether it is taken. */
   private arrivedInbound(inbound: Inbound, wire: WireEnvelope): void {
     const connection = inbound.connection;
-    const pending = inbound.pending;
-    if (pending !== undefined) {
-      const secret = pending.later();
-      if (secret !== undefined) {
-        inbound.pending = undefined;
-        if (!proofMatches(secret, inbound.hello!, inbound.nonce!, pending.mac)) {
-          this.options.authenticationFailed?.();
-          connection.destroy(
-            `${mismatch(inbound.hello!)} (checked once the application had registered its secret)`,
-            'authenticationFailed',
-          );
-          return;
-        }
-        connection.principal = pending.principal;
-      }
-    }
-    const hello = inbound.hello!;
+    const hello = inbound.handshake.hello!;
     // A client connection speaks only as nodes of the application it proves (or, provisionally, claims): no
     // application can hold another's node names, nor the replies meant for them (core/protocol/speakers.ts).
     const theft = nameTheftRefusal(this.speakerRules, hello, connection.principal, wire.from);
@@ -563,7 +519,13 @@ export class Transport {
         ? Connection.open(address, this.options, events)
         : new Connection(this.tls.connect(address), this.options, events);
     const socket = connection.socket;
-    const link: Link = { address, state: 'handshaking', queue: [], connection };
+    const link: Link = {
+      address,
+      state: 'handshaking',
+      queue: [],
+      connection,
+      handshake: initialConnectingState(),
+    };
     link.timer = setTimeout(() => {
       link.connection.destroy(
         `no handshake reply from ${key} within ${this.options.connectTimeoutMs} ms (svc.network.connect.timeout)`,
@@ -572,7 +534,7 @@ export class Transport {
     link.timer.unref();
     // Over TLS the hello waits for the handshake, so that nothing is sent to a peer whose certificate failed.
     socket.once(this.tls === undefined ? 'connect' : 'secureConnect', () =>
-      link.connection.write([encodeHello(this.options.self)]),
+      this.runConnecting(link, { kind: 'connected' }),
     );
     this.links.set(key, link);
     return link;
@@ -591,55 +553,65 @@ export class Transport {
   }
 
   private onLinkFrame(link: Link, frame: DecodedFrame): void {
-    if (link.state === 'handshaking') {
-      if (frame.kind === 'authChallenge' && link.proved !== true) {
-        this.answerChallenge(link, frame.nonce);
-        return;
-      }
-      if (frame.kind !== 'helloReply') {
-        link.connection.destroy(`expected a handshake reply, got a ${frame.kind} frame`, 'unexpectedFrame');
-        return;
-      }
-      clearTimeout(link.timer);
-      const reply = frame.reply;
-      if (!reply.accepted) {
-        this.linkRefused(link, reply.status, reply.message, reply.release);
-        return;
-      }
-      link.state = 'open';
-      link.peerRelease = reply.release;
-      link.connection.handshaken();
-      // The peer is the one this process chose to reach (and, over TLS, proved its certificate).
-      link.connection.principal = this.options.auth === undefined ? undefined : SERVER;
-      for (const queued of link.queue.splice(0)) this.writeOn(link, queued);
+    if (link.state === 'open' && frame.kind === 'envelope') {
+      const { envelope } = frame;
+      if (envelope.inReplyTo !== undefined) this.unanswered.answered(link, envelope.to, envelope.inReplyTo);
+      this.arrived(link.connection, envelope, link.peerRelease!);
       return;
     }
-    if (frame.kind !== 'envelope') {
-      link.connection.destroy(`unexpected ${frame.kind} frame after the handshake`, 'unexpectedFrame');
-      return;
-    }
-    const { envelope } = frame;
-    if (envelope.inReplyTo !== undefined) this.unanswered.answered(link, envelope.to, envelope.inReplyTo);
-    this.arrived(link.connection, envelope, link.peerRelease!);
+    this.runConnecting(
+      link,
+      frame.kind === 'authChallenge'
+        ? { kind: 'challenge', nonce: frame.nonce }
+        : frame.kind === 'helloReply'
+          ? { kind: 'reply', reply: frame.reply }
+          : { kind: 'frame', frame: frame.kind },
+    );
   }
 
-  /** The peer requires authentication: prove this process's secret, or give up saying what to set. */
-  private answerChallenge(link: Link, nonce: Uint8Array): void {
-    link.proved = true;
-    const auth = this.options.auth;
-    if (auth === undefined) {
-      clearTimeout(link.timer);
-      const message =
-        `the peer ${addressText(link.address)} requires authentication (svc.auth.enabled): ` +
-        authAdvice(this.options.self.role);
-      this.options.logger.warn(
-        { event: 'transport.authenticationRequired', peer: addressText(link.address), reason: message },
-        message,
-      );
-      this.linkRefused(link, 'AUTHENTICATION_FAILED', message, this.options.self.release);
-      return;
+  /** Runs the connecting machine (core/handshake/connecting.ts) on `input` and executes its effects. */
+  private runConnecting(link: Link, input: ConnectingInput): void {
+    const { effects } = connectingStep(this.connecting, link.handshake, input);
+    for (const effect of effects) this.executeConnecting(link, effect);
+  }
+
+  private executeConnecting(link: Link, effect: ConnectingEffect): void {
+    switch (effect.kind) {
+      case 'sendHello':
+        link.connection.write([encodeHello(effect.hello)]);
+        return;
+      case 'prove':
+        link.connection.write([
+          encodeAuthProof(authMac(this.options.auth!.secret, this.options.self, effect.nonce)),
+        ]);
+        return;
+      case 'open':
+        clearTimeout(link.timer);
+        link.state = 'open';
+        link.peerRelease = effect.peerRelease;
+        link.connection.handshaken();
+        // The peer is the one this process chose to reach (and, over TLS, proved its certificate).
+        link.connection.principal = effect.principal;
+        for (const queued of link.queue.splice(0)) this.writeOn(link, queued);
+        return;
+      case 'refused': {
+        clearTimeout(link.timer);
+        if (!effect.authenticationRequired) {
+          this.linkRefused(link, effect.status, effect.message, effect.release);
+          return;
+        }
+        const peer = addressText(link.address);
+        const message = `the peer ${peer} ${effect.message}`;
+        this.options.logger.warn(
+          { event: 'transport.authenticationRequired', peer, reason: message },
+          message,
+        );
+        this.linkRefused(link, effect.status, message, effect.release);
+        return;
+      }
+      case 'close':
+        link.connection.destroy(effect.reason, effect.cause);
     }
-    link.connection.write([encodeAuthProof(authMac(auth.secret, this.options.self, nonce))]);
   }
 
   /** The handshake failed for a reason the peer gave: queued requests are answered with it, and the link closes. */
@@ -767,18 +739,7 @@ export class Transport {
   }
 }
 
-/** Why a proof did not match, with what the peer should change. */
-function mismatch(hello: Hello): string {
-  if (hello.role === 'client') {
-    return (
-      `authentication failed: ${hello.nodeId} did not prove application ${hello.application ?? ''}’s secret ` +
-      '(svc.auth.enabled): give it the secret the application registered (svc.client.auth.secret, or ' +
-      'Application.secret to connectExecutor)'
-    );
-  }
-  return (
-    `authentication failed: ${hello.role} ${hello.nodeId} did not prove the cluster’s internal secret ` +
-    '(svc.auth.enabled): set svc.auth.internal.secret (or svc.auth.internal.secretFile) to the same value on ' +
-    'every master and worker'
-  );
+/** A secret source that failed: the claim cannot be checked, and the connection is refused saying why. */
+function cannotCheck(error: unknown): SecretAnswer {
+  return { kind: 'refused', message: `cannot check the proof: ${(error as Error).message}` };
 }

@@ -23,6 +23,7 @@ import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { CURRENT_RELEASE, isAtLeast, type Release } from '../../core/release/version.ts';
 import type { BudgetMode } from '../../core/slots/index.ts';
 import type { AppShape, ClusterShape, WorkerShape } from '../workload/shape.ts';
+import { simApplicationSecret } from '../world/handshakes.ts';
 
 /**
  * The simulator's side of machine configuration: each node's configuration resolved through conf/ as of its release
@@ -180,7 +181,7 @@ export function lifecycleManagerConfig(
     appId: app.appId,
     user: 'sim',
     master: masterNodeId(0),
-    ...(auth ? { secret: `secret-of-${app.appId}` } : {}),
+    ...(auth ? { secret: simApplicationSecret(app.appId) } : {}),
     ...(plantedBug === undefined ? {} : { plantedBug }),
   });
 }

@@ -221,6 +221,11 @@ function buildCluster(
   world.modelTransport({
     authenticated: cluster.auth === true,
     routeIdleMs: ROUTE_IDLE_MS,
+    // Half the authenticated clusters trust a learnt secret for a second only (svc.worker.auth.secretCache.expiry),
+    // so that workers' caches expire and ask the master again within a run. A stream of its own: no other draw moves.
+    ...(cluster.auth === true && chance(streamRng(seed, 'handshakes'), 0.5)
+      ? { secretCacheExpiryMs: 1_000 }
+      : {}),
     ...(plantedBug === undefined ? {} : { plantedBug }),
   });
   world.addNode({
@@ -500,6 +505,8 @@ function buildCluster(
       // that partly received frames caused, and frames given up past their limit.
       for (const [name, value] of world.trace.counters) {
         if (name.startsWith('backPressure.') || name.startsWith('partialFrames.')) counts[name] = value;
+        // What the handshakes did beyond accepting (sim/world/handshakes.ts): refusals, secret lookups, later proofs.
+        if (name.startsWith('handshake.') && name !== 'handshake.accepted') counts[name] = value;
       }
       notes.push(...engine.progress(world));
       return { notes, counts, memoryWithoutEnabling };

@@ -23,8 +23,8 @@ interface Due extends Owed {
  * of the end, unless the sender's own process ended first. A sender left to its own deadline waits out a whole
  * timeout per request on a peer that can never answer (issue 34).
  *
- * Kept from what leaves and arrives: requests when they depart for a running process, answers when they depart,
- * `sendFailed` when the sender takes it. Overdue requests are found at the next input anywhere after their deadline.
+ * Kept from what leaves and arrives: requests when they depart for a running process, answers when they depart or
+ * reach the sender, `sendFailed` when the sender takes it. Overdue requests are found at the next input anywhere after their deadline.
  */
 export function unansweredRequestsFailed(): Observer {
   /** By the process that owes them, then `sender#requestId`. */
@@ -76,6 +76,13 @@ export function unansweredRequestsFailed(): Observer {
   return {
     // Every input: any of them may be the first after a deadline.
     onInput(node: NodeId, input: Input, world: World) {
+      // An answer that reached the sender settles the request, whoever gave it: the peer's machine, or the peer's
+      // refusal of the connection's handshake, which the sender's end answers in the peer's name.
+      if (input.kind === 'receive' && input.envelope.inReplyTo !== undefined) {
+        const from = input.envelope.from;
+        owed.get(from)?.delete(`${node}#${input.envelope.inReplyTo}`);
+        due.delete(`${node}#${input.envelope.inReplyTo}@${from}`);
+      }
       if (input.kind === 'sendFailed' && input.requestId !== undefined) {
         due.delete(`${node}#${input.requestId}@${input.to}`);
         owed.get(input.to)?.delete(`${node}#${input.requestId}`);

@@ -1,3 +1,4 @@
+import type { Hello, HelloReply } from '../../core/handshake/index.ts';
 import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
 import type { MessageType } from '../../core/protocol/messages.ts';
 import type { World } from './world.ts';
@@ -33,6 +34,8 @@ export interface Observer {
   onCrash?(node: NodeId, world: World): void;
   onExit?(node: NodeId, code: number, reason: string, world: World): void;
   onStart?(node: NodeId, world: World): void;
+  /** A connection's handshake was answered: `acceptor` accepted or refused `opener`'s `hello` (sim/world/handshakes.ts). */
+  onHandshake?(acceptor: NodeId, opener: NodeId, hello: Hello, reply: HelloReply, world: World): void;
 }
 
 /**
@@ -84,6 +87,10 @@ export class Observers {
 
   start(node: NodeId, world: World): void {
     for (const observer of this.all) observer.onStart?.(node, world);
+  }
+
+  handshake(acceptor: NodeId, opener: NodeId, hello: Hello, reply: HelloReply, world: World): void {
+    for (const observer of this.all) observer.onHandshake?.(acceptor, opener, hello, reply, world);
   }
 
   crash(node: NodeId, world: World): void {

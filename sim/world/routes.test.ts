@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { Effect, Envelope, Input, NodeId, Principal } from '../../core/machines/effects.ts';
 import type { Machine } from '../../core/machines/machine.ts';
 import type { StatusResponse } from '../../core/protocol/messages.ts';
+import { simApplicationSecret } from './handshakes.ts';
 import type { TransportModel } from './routes.ts';
 import { World } from './world.ts';
 
@@ -80,6 +81,18 @@ function world(model: TransportModel, sends: readonly { at: number; to: NodeId }
     machine: task({ count: 0 }),
     initialState: () => [],
   });
+  // A master that knows application a's secret: the worker asks it when the task's connection claims a
+  // (sim/world/handshakes.ts), as a worker asks with GetApplicationSecret.
+  w.addNode({
+    id: 'master-0',
+    role: 'master',
+    principal: { kind: 'server' },
+    machine: { step: (state) => ({ state, effects: [] }) },
+    initialState: () => ({
+      durable: { applications: { apps: new Map([['a', { secret: simApplicationSecret('a') }]]) } },
+    }),
+  });
+  w.start('master-0');
   w.start('w');
   return w;
 }

@@ -22,6 +22,8 @@ export interface TransportModel {
   /** Routes of nodes silent for longer than this are forgotten (the runtime's 2 × svc.network.timeout). */
   readonly routeIdleMs: number;
   readonly plantedBug?: PlantedBug;
+  /** How long a worker trusts an application's secret it learnt (svc.worker.auth.secretCache.expiry); default 60 s. */
+  readonly secretCacheExpiryMs?: number;
 }
 
 /** The connection an envelope arrived on. */

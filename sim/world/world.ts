@@ -35,6 +35,15 @@ import {
   type PressureChange,
 } from './back-pressure.ts';
 import { Routes, type Speaker, type TransportModel } from './routes.ts';
+import {
+  Handshakes,
+  type ConnectionVerdict,
+  type HandshakeEnd,
+  type SettledVerdict,
+  type SimConnection,
+} from './handshakes.ts';
+import { DEFAULT_SECRET_MAX_AGE_MS } from '../../core/machines/cached-secrets.ts';
+import type { Hello, HelloReply } from '../../core/handshake/index.ts';
 import { describe, Trace } from './trace.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
 
@@ -142,6 +151,8 @@ type SimEvent =
       readonly input: Input;
       /** The connection a received envelope came on (absent: handed to the node from outside the network). */
       readonly via?: Speaker;
+      /** The handshaken connection it came on, when it is one the sender opened (sim/world/handshakes.ts). */
+      readonly connection?: SimConnection;
       /** The partly received frame this arrival completes (counted in the node's back-pressure until then). */
       readonly frame?: number;
     }
@@ -230,6 +241,8 @@ export class World {
   private failure: Violation | undefined;
   private processed = 0;
   private transport: TransportModel | undefined;
+  /** Every connection's handshake, run by the core's machines (with a transport model only). */
+  private handshakes: Handshakes | undefined;
   private readonly captures: RouteCapture[] = [];
   private nextFrameId = 1;
 
@@ -251,6 +264,56 @@ export class World {
    */
   modelTransport(model: TransportModel): void {
     this.transport = model;
+    this.handshakes = new Handshakes({
+      authenticated: model.authenticated,
+      ...(model.plantedBug === undefined ? {} : { plantedBug: model.plantedBug }),
+      secretCacheExpiryMs: model.secretCacheExpiryMs ?? DEFAULT_SECRET_MAX_AGE_MS,
+      masterSecret: (appId) => this.masterSecret(appId),
+      afterRoundTrip: (label, then) => this.schedule(this.clock + this.network.roundTrip(), label, then),
+      now: () => this.clock,
+      count: (name) => this.trace.count(name),
+      verdict: (acceptor, opener, hello, reply) => this.handshaken(acceptor, opener, hello, reply),
+    });
+  }
+
+  /**
+   * The master's answer to GetApplicationSecret, as its machine gives it (core/machines/master/applications.ts),
+   * or undefined when no master process is up to ask.
+   */
+  private masterSecret(appId: string): { readonly found: boolean; readonly secret: string } | undefined {
+    for (const node of this.nodes.values()) {
+      if (node.def.role !== 'master' || !node.up) continue;
+      const state = node.interpreter?.state as {
+        readonly durable?: {
+          readonly applications?: { readonly apps?: ReadonlyMap<string, { secret?: string }> };
+        };
+      };
+      const secret = state.durable?.applications?.apps?.get(appId)?.secret;
+      return { found: secret !== undefined, secret: secret ?? '' };
+    }
+    return undefined;
+  }
+
+  private handshaken(acceptor: HandshakeEnd, opener: HandshakeEnd, hello: Hello, reply: HelloReply): void {
+    this.trace.count(reply.accepted ? 'handshake.accepted' : `handshake.refusedBy.${reply.status}`);
+    if (this.trace.enabled && !reply.accepted) {
+      this.trace.line(
+        this.clock,
+        acceptor.id,
+        `handshake of ${opener.id} refused: ${reply.status} ${reply.message}`,
+      );
+    }
+    this.observers.handshake(acceptor.id, opener.id, hello, reply, this);
+  }
+
+  private handshakeEnd(node: SimNode): HandshakeEnd {
+    return {
+      id: node.def.id,
+      incarnation: node.incarnation,
+      role: node.def.role,
+      release: node.release,
+      speaker: node.speaker,
+    };
   }
 
   /** Calls `capture` whenever a message goes to a connection that is not its addressee's. */
@@ -597,7 +660,9 @@ export class World {
     }
   }
 
-  private arrive(node: SimNode, event: Extract<SimEvent, { kind: 'input' }>): void {
+  private arrive(node: SimNode, arrival: Extract<SimEvent, { kind: 'input' }>): void {
+    const event = this.provenAtArrival(arrival);
+    if (event === undefined) return;
     if (event.via !== undefined && node.routes !== undefined && event.input.kind === 'receive') {
       const from = event.input.envelope.from;
       const refusal = node.routes.arrived(from, event.via, this.clock, this.connectionOpen);
@@ -615,6 +680,40 @@ export class World {
       }
     }
     this.step(node, event.input);
+  }
+
+  /**
+   * An envelope on a connection whose proof the acceptor kept for later (the master's first registration): the
+   * acceptor's machine checks it now if it can, and the envelope then carries what the connection proved, or is
+   * lost with the connection the check closed (a request fails at its sender, as on any closed connection).
+   */
+  private provenAtArrival(
+    event: Extract<SimEvent, { kind: 'input' }>,
+  ): Extract<SimEvent, { kind: 'input' }> | undefined {
+    const connection = event.connection;
+    if (connection === undefined || event.input.kind !== 'receive' || !connection.provingLater) return event;
+    const envelope = event.input.envelope;
+    if (!this.handshakes!.arrived(connection)) {
+      const sender = this.nodes.get(envelope.from);
+      if (envelope.requestId !== undefined && sender !== undefined) {
+        this.queue.push(this.clock + this.network.roundTrip() / 2, {
+          kind: 'input',
+          node: envelope.from,
+          incarnation: connection.opener.incarnation,
+          input: {
+            kind: 'sendFailed',
+            to: envelope.to,
+            message: envelope.message,
+            requestId: envelope.requestId,
+          },
+        });
+      }
+      return undefined;
+    }
+    if (connection.principal === envelope.principal) return event;
+    const proven: Envelope =
+      connection.principal === undefined ? envelope : { ...envelope, principal: connection.principal };
+    return { ...event, input: { kind: 'receive', envelope: proven }, via: connection.speaker };
   }
 
   private step(node: SimNode, input: Input): void {
@@ -818,7 +917,12 @@ export class World {
       fromRelease: node.release,
       message: effect.message,
     };
-    if (node.def.principal !== undefined) envelope.principal = node.def.principal;
+    if (this.handshakes === undefined) {
+      if (node.def.principal !== undefined) envelope.principal = node.def.principal;
+    } else if (this.transport!.authenticated) {
+      // Back on a connection the addressee opened (a reply, a message to a task): the peer it chose to reach.
+      envelope.principal = SERVER;
+    }
     if (effect.requestId !== undefined) envelope.requestId = effect.requestId;
     if (effect.inReplyTo !== undefined) {
       envelope.inReplyTo = effect.inReplyTo;
@@ -846,6 +950,87 @@ export class World {
       this.refused(node, effect, envelope);
       return;
     }
+    if (this.handshakes !== undefined && effect.inReplyTo === undefined && !target.addressless) {
+      // A connection of the sender's process to the target's: handshaken by the core's machines first.
+      const verdict = this.handshakes.connect(
+        { id: node.def.id, incarnation: node.incarnation },
+        { id: target.def.id, incarnation: target.incarnation },
+        () => ({ opener: this.handshakeEnd(node), acceptor: this.handshakeEnd(target) }),
+      );
+      if (verdict.kind === 'pending') {
+        const incarnation = node.incarnation;
+        verdict.connection.waiting.push((settled) => {
+          if (node.up && node.incarnation === incarnation)
+            this.overConnection(node, effect, envelope, settled);
+        });
+        return;
+      }
+      this.overConnection(node, effect, envelope, verdict);
+      return;
+    }
+    this.transmit(node, target, effect, envelope, undefined);
+  }
+
+  /** A send on a connection whose handshake is settled: sent, answered with the peer's refusal, or failed. */
+  private overConnection(
+    node: SimNode,
+    effect: Extract<Effect, { kind: 'send' }>,
+    envelope: { -readonly [K in keyof Envelope]: Envelope[K] },
+    verdict: SettledVerdict,
+  ): void {
+    const target = this.nodes.get(effect.to)!;
+    switch (verdict.kind) {
+      case 'open':
+        if (verdict.connection.principal === undefined) delete envelope.principal;
+        else envelope.principal = verdict.connection.principal;
+        if (!target.up || target.incarnation !== verdict.connection.acceptor.incarnation) {
+          this.refused(node, effect, envelope);
+          return;
+        }
+        this.transmit(node, target, effect, envelope, verdict.connection);
+        return;
+      case 'refused':
+        this.handshakeRefused(node, effect, envelope, verdict);
+        return;
+      case 'closed':
+        this.refused(node, effect, envelope);
+    }
+  }
+
+  /**
+   * The peer refused the handshake: a request gets the answer the peer's core gave (StatusResponse with the
+   * refusal's status and message) after a round trip, as the runtime's transport answers the requests it had queued.
+   */
+  private handshakeRefused(
+    node: SimNode,
+    effect: Extract<Effect, { kind: 'send' }>,
+    envelope: Envelope,
+    verdict: Extract<ConnectionVerdict, { kind: 'refused' }>,
+  ): void {
+    if (this.trace.enabled)
+      this.trace.line(this.clock, node.def.id, `send ${traceEnvelope(envelope)} REFUSED ${verdict.status}`);
+    if (effect.requestId === undefined) return;
+    this.enqueue(node, this.clock + this.network.roundTrip(), {
+      kind: 'receive',
+      envelope: {
+        from: effect.to,
+        to: node.def.id,
+        fromRelease: verdict.release,
+        inReplyTo: effect.requestId,
+        message: { type: 'StatusResponse', status: verdict.status, message: verdict.message },
+      },
+    });
+  }
+
+  /** Puts an envelope on the network to `target` (on `connection` when the sender opened one). */
+  private transmit(
+    node: SimNode,
+    target: SimNode,
+    effect: Extract<Effect, { kind: 'send' }>,
+    envelope: Envelope,
+    connection: SimConnection | undefined,
+  ): void {
+    const from = node.def.id;
     if (effect.requestId !== undefined && effect.inReplyTo === undefined) {
       const request = {
         sender: from,
@@ -861,7 +1046,11 @@ export class World {
       const fate = arrivals.length === 0 ? ' LOST' : arrivals.length > 1 ? ' DUPLICATED' : '';
       this.trace.line(this.clock, from, `send ${traceEnvelope(envelope)}${fate}`);
     }
-    const via = this.transport === undefined ? undefined : node.speaker;
+    const via =
+      this.transport === undefined
+        ? undefined
+        : (connection?.speaker ??
+          (this.transport.authenticated ? node.speaker : { ...node.speaker, principal: undefined }));
     const frame = arrivals.length === 0 ? undefined : this.frameBegins(node, target, effect, envelope);
     for (const at of arrivals) {
       this.queue.push(at, {
@@ -870,6 +1059,7 @@ export class World {
         incarnation: target.incarnation,
         input: { kind: 'receive', envelope },
         ...(via === undefined ? {} : { via }),
+        ...(connection === undefined ? {} : { connection }),
         ...(frame === undefined ? {} : { frame }),
       });
     }
@@ -1030,6 +1220,7 @@ export class World {
         requestId: request.requestId,
       });
     }
+    this.handshakes?.ended(node.def.id);
     node.up = false;
     node.routes = undefined;
     node.pressure = undefined;
@@ -1054,6 +1245,8 @@ class MachineThrew extends Error {
     super('the machine threw');
   }
 }
+
+const SERVER: Principal = { kind: 'server' };
 
 /** The bytes a data message carries: what its frame holds while it is partly received. */
 function payloadBytes(message: Envelope['message']): number {
