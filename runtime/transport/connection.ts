@@ -63,8 +63,6 @@ export class Connection {
    * not read the answers is not read either until it does, so whoever produces the answers waits.
    */
   pacesReading = false;
-  /** Node ids that spoke on this connection: replies to them go back here. */
-  readonly speakers = new Set<string>();
   /**
    * Who the peer proved to be (svc.auth.enabled), stamped on every envelope that arrives here; undefined with
    * authentication off, or while nothing is proved (yet). Set by the transport, from the handshake only.

@@ -2,16 +2,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
 import { defaultRouteIdleMs, portFull } from '../../core/interpreter/connection-limits.ts';
+import { ReplyRoutes } from '../../core/interpreter/reply-routes.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
-import type { Envelope, NodeId, Principal } from '../../core/machines/effects.ts';
+import type { Envelope, NodeId } from '../../core/machines/effects.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
-import {
-  nameTheftRefusal,
-  routeExpired,
-  routeSweepDue,
-  routeTakeoverRefusal,
-  type SpeakerRules,
-} from '../../core/protocol/speakers.ts';
+import { nameTheftRefusal, type SpeakerRules } from '../../core/protocol/speakers.ts';
 import type { Release } from '../../core/release/version.ts';
 import {
   acceptingStep,
@@ -20,6 +15,7 @@ import {
   initialConnectingState,
   type AcceptingConfig,
   type AcceptingEffect,
+  refusalAnswer,
   type AcceptingInput,
   type AcceptingState,
   type ConnectingConfig,
@@ -159,10 +155,8 @@ export class Transport {
   private readonly servers = new Map<string, Server>();
   private readonly inbound = new Map<string, Set<Connection>>();
   private readonly links = new Map<string, Link>();
-  private readonly routes = new Map<NodeId, Connection>();
-  /** When each routed node last spoke (ms since the epoch), to forget the routes of tasks that ended. */
-  private readonly routeSpoke = new Map<NodeId, number>();
-  private lastRouteSweep: number;
+  /** Where each node's replies go: the connection it last spoke on (the core's table, as the simulator's). */
+  private readonly routes: ReplyRoutes<Connection>;
   private readonly paused = new Set<string>();
   /** Requests written on each link and not answered yet: failed at their senders when the link closes. */
   private readonly unanswered: UnansweredRequests<Link, WireEnvelope>;
@@ -189,7 +183,16 @@ export class Transport {
     };
     this.connecting = { self, authenticated: options.auth !== undefined };
     this.tls = options.tls === undefined ? undefined : new TlsSetup(options.tls);
-    this.lastRouteSweep = this.now();
+    this.routes = new ReplyRoutes(
+      this.speakerRules,
+      options.routeIdleMs ?? defaultRouteIdleMs(options.frameTimeoutMs),
+      this.now(),
+      {
+        key: (connection) => connection,
+        open: (connection) => !connection.closed,
+        principal: (connection) => connection.principal,
+      },
+    );
     this.repeated = new RepeatedLog(options.logger, {
       intervalMs: options.logSummaryIntervalMs ?? 10_000,
       ...(options.logBurst === undefined ? {} : { burst: options.logBurst }),
@@ -249,8 +252,8 @@ export class Transport {
     const givesBack = this.options.written;
     const written = givesBack !== undefined && pieces.length > 1 ? () => givesBack(pieces) : undefined;
     if (envelope.inReplyTo !== undefined) {
-      const route = this.routes.get(envelope.to);
-      if (route !== undefined && !route.closed) {
+      const route = this.routes.route(envelope.to);
+      if (route !== undefined) {
         route.write(pieces, written);
         return;
       }
@@ -260,8 +263,8 @@ export class Transport {
       this.sendVia(this.link(address), { envelope, pieces, ...(written === undefined ? {} : { written }) });
       return;
     }
-    const route = this.routes.get(envelope.to);
-    if (route !== undefined && !route.closed) route.write(pieces, written);
+    const route = this.routes.route(envelope.to);
+    if (route !== undefined) route.write(pieces, written);
     else this.options.sendFailed(envelope);
   }
 
@@ -633,14 +636,8 @@ export class Transport {
     message: string,
     release: Release,
   ): void {
-    if (envelope.requestId === undefined) return;
-    this.options.deliver({
-      from: envelope.to,
-      to: envelope.from,
-      fromRelease: release,
-      inReplyTo: envelope.requestId,
-      message: { type: 'StatusResponse', status, message },
-    });
+    const answer = refusalAnswer(envelope, { status, message, release });
+    if (answer !== undefined) this.options.deliver(answer);
   }
 
   private onLinkClosed(link: Link, closeReason: string | undefined): void {
@@ -677,24 +674,13 @@ export class Transport {
 
   private arrived(connection: Connection, wire: WireEnvelope, fromRelease: Release): void {
     const principal = connection.principal;
-    const previous = this.routes.get(wire.from);
-    if (previous !== connection) {
-      // A node's replies go where it last spoke: who may take them over is the core's rule.
-      const takeover = routeTakeoverRefusal(
-        this.speakerRules,
-        wire.from,
-        previous === undefined ? undefined : { principal: previous.principal, open: !previous.closed },
-        principal,
-      );
-      if (takeover !== undefined) {
-        this.options.authenticationFailed?.();
-        connection.destroy(takeover, 'routeTakeover');
-        return;
-      }
-      this.routes.set(wire.from, connection);
-      connection.speakers.add(wire.from);
+    // A node's replies go where it last spoke: who may take them over is the core's rule.
+    const takeover = this.routes.spoke(wire.from, connection, this.now());
+    if (takeover !== undefined) {
+      this.options.authenticationFailed?.();
+      connection.destroy(takeover, 'routeTakeover');
+      return;
     }
-    this.spoke(wire.from);
     const envelope: Envelope =
       principal === undefined ? { ...wire, fromRelease } : { ...wire, fromRelease, principal };
     if (!this.options.deliver(envelope)) {
@@ -706,36 +692,12 @@ export class Transport {
   }
 
   private forget(connection: Connection): void {
-    for (const node of connection.speakers) {
-      if (this.routes.get(node) === connection) {
-        this.routes.delete(node);
-        this.routeSpoke.delete(node);
-      }
-    }
+    this.routes.forget(connection);
   }
 
-  /**
-   * `node` spoke now. Every so often, the routes of nodes silent for longer than the idle time are forgotten: a
-   * pooled connection carries task after task, each a node of its own that ends without a word, and the table
-   * would otherwise grow by one entry per task that ever spoke.
-   */
+  /** The clock routes are aged by. */
   private now(): number {
     return this.options.now?.() ?? Date.now();
-  }
-
-  private spoke(node: NodeId): void {
-    const now = this.now();
-    this.routeSpoke.set(node, now);
-    const idleMs = this.options.routeIdleMs ?? defaultRouteIdleMs(this.options.frameTimeoutMs);
-    if (!routeSweepDue(this.lastRouteSweep, now, idleMs)) return;
-    this.lastRouteSweep = now;
-    for (const [silent, at] of this.routeSpoke) {
-      if (!routeExpired(at, now, idleMs)) continue;
-      this.routeSpoke.delete(silent);
-      const connection = this.routes.get(silent);
-      this.routes.delete(silent);
-      connection?.speakers.delete(silent);
-    }
   }
 }
 

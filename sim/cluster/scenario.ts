@@ -217,7 +217,7 @@ function buildCluster(
   };
   const masterOverrides: Record<string, string> = { ...cluster.masterOverrides, ...heartbeat, ...auth };
 
-  // Replies and messages to tasks travel as the runtime's transport routes them, under the core's speaker rules.
+  // Replies and messages to tasks travel on the core's reply routes, under the core's speaker rules.
   world.modelTransport({
     authenticated: cluster.auth === true,
     routeIdleMs: ROUTE_IDLE_MS,

@@ -26,7 +26,7 @@ import type { Speaker } from './routes.ts';
 
 /**
  * The connection handshakes of the simulated world: every connection a node opens runs the core's two handshake
- * machines (core/handshake/), the opener's and the acceptor's, as the runtime's transport runs them on a socket.
+ * machines (core/handshake/), the opener's and the acceptor's: the same code the runtime's transport runs on a socket.
  * What the world supplies is their I/O: the nonce (a counter: nothing here guesses), a stand-in MAC (any function
  * of the secret, the claim and the nonce proves the same), and the secret lookups: a server's claim is checked
  * against the cluster's internal secret; the master reads an application's secret from its own state (`later`

@@ -7,7 +7,7 @@ import { simApplicationSecret } from './handshakes.ts';
 import type { TransportModel } from './routes.ts';
 import { World } from './world.ts';
 
-// The world's routes as the runtime's transport keeps them: replies and messages to tasks go on the connection
+// The world's routes, the core's reply routes: replies and messages to tasks go on the connection
 // their addressee last spoke on, under the core's speaker rules (core/protocol/speakers.ts).
 
 const TASK = 'map-a-0-0-0';

@@ -221,7 +221,7 @@ describe('World', () => {
     world.schedule(600, 'restart w', (w) => w.start('w'));
     world.run({ until: 1000, maxEvents: 100 });
     const inputs = world.stateOf('w') as Input[];
-    // The restarted worker's start also lists the files on its disks, as the runtime lists its directories.
+    // The restarted worker's start also lists the files on its disks (the driver's I/O, in both worlds).
     assert.deepEqual(inputs[0], { kind: 'start', recovered: new Map([['k', 'v']]), leftovers: [file] });
     const read = inputs[1];
     assert.ok(read?.kind === 'ioDone' && read.op === 9);

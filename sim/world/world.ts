@@ -43,7 +43,7 @@ import {
   type SimConnection,
 } from './handshakes.ts';
 import { DEFAULT_SECRET_MAX_AGE_MS } from '../../core/machines/cached-secrets.ts';
-import type { Hello, HelloReply } from '../../core/handshake/index.ts';
+import { refusalAnswer, type Hello, type HelloReply } from '../../core/handshake/index.ts';
 import { describe, Trace } from './trace.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
 
@@ -69,7 +69,7 @@ export interface NodeDefinition<S = unknown> {
   readonly dfs?: boolean;
   /**
    * Whether the node has no address of its own (a task): messages reach it only on the connection it last spoke
-   * on, as the runtime's transport routes them (sim/world/routes.ts).
+   * on (the core's reply routes, sim/world/routes.ts).
    */
   readonly addressless?: boolean;
   /**
@@ -259,7 +259,7 @@ export class World {
   }
 
   /**
-   * Routes messages as the runtime's transport does from now on (sim/world/routes.ts): replies and messages to
+   * Routes messages through the core's reply routes from now on (sim/world/routes.ts): replies and messages to
    * addressless nodes on the connection their addressee last spoke on, under the core's speaker rules.
    */
   modelTransport(model: TransportModel): void {
@@ -325,7 +325,7 @@ export class World {
   routesOf(id: NodeId): NodeId[] {
     const routes = this.nodes.get(id)?.routes;
     if (routes === undefined) return [];
-    return routes.nodes().filter((node) => routes.route(node, this.connectionOpen) !== undefined);
+    return routes.nodes().filter((node) => routes.route(node) !== undefined);
   }
 
   /**
@@ -500,7 +500,8 @@ export class World {
     if (node.up) throw new Error(`node ${id} is already running; crash or exit it before starting it again`);
     node.up = true;
     node.startedAt = this.clock;
-    node.routes = this.transport === undefined ? undefined : new Routes(this.transport, this.clock);
+    node.routes =
+      this.transport === undefined ? undefined : new Routes(this.transport, this.clock, this.connectionOpen);
     node.speaker = { ...node.speaker, incarnation: node.incarnation };
     node.pressure =
       node.def.backPressure === undefined
@@ -665,7 +666,7 @@ export class World {
     if (event === undefined) return;
     if (event.via !== undefined && node.routes !== undefined && event.input.kind === 'receive') {
       const from = event.input.envelope.from;
-      const refusal = node.routes.arrived(from, event.via, this.clock, this.connectionOpen);
+      const refusal = node.routes.arrived(from, event.via, this.clock);
       if (refusal !== undefined) {
         // The runtime closes the connection: the envelope never reaches the machine.
         this.trace.count('transport.refused');
@@ -930,9 +931,9 @@ export class World {
     }
     const target = this.nodes.get(effect.to);
     if (node.routes !== undefined && (effect.inReplyTo !== undefined || target?.addressless === true)) {
-      // As the runtime's transport: a reply goes back where its addressee last spoke, and so does any message to
-      // a node without an address, which nothing else reaches.
-      const route = node.routes.route(effect.to, this.connectionOpen);
+      // A reply goes back where its addressee last spoke, and so does any message to a node without an address,
+      // which nothing else reaches.
+      const route = node.routes.route(effect.to);
       if (route !== undefined && route.via !== effect.to) {
         if (this.trace.enabled)
           this.trace.line(this.clock, from, `send ${traceEnvelope(envelope)} TO ${route.via}`);
@@ -998,8 +999,8 @@ export class World {
   }
 
   /**
-   * The peer refused the handshake: a request gets the answer the peer's core gave (StatusResponse with the
-   * refusal's status and message) after a round trip, as the runtime's transport answers the requests it had queued.
+   * The peer refused the handshake: a request gets the core's answer in the peer's name (`refusalAnswer`) after a
+   * round trip.
    */
   private handshakeRefused(
     node: SimNode,
@@ -1009,17 +1010,9 @@ export class World {
   ): void {
     if (this.trace.enabled)
       this.trace.line(this.clock, node.def.id, `send ${traceEnvelope(envelope)} REFUSED ${verdict.status}`);
-    if (effect.requestId === undefined) return;
-    this.enqueue(node, this.clock + this.network.roundTrip(), {
-      kind: 'receive',
-      envelope: {
-        from: effect.to,
-        to: node.def.id,
-        fromRelease: verdict.release,
-        inReplyTo: effect.requestId,
-        message: { type: 'StatusResponse', status: verdict.status, message: verdict.message },
-      },
-    });
+    const answer = refusalAnswer(envelope, verdict);
+    if (answer !== undefined)
+      this.enqueue(node, this.clock + this.network.roundTrip(), { kind: 'receive', envelope: answer });
   }
 
   /** Puts an envelope on the network to `target` (on `connection` when the sender opened one). */
@@ -1145,8 +1138,9 @@ export class World {
   }
 
   /**
-   * The worker closed the connection holding `frame`: the message is lost, and its sender hears so as the runtime's
-   * transport tells it of a request on a connection that closed (sendFailed), once the close has reached it.
+   * The worker closed the connection holding `frame`: the message is lost, and its sender hears so (sendFailed) once
+   * the close has reached it. (Only that message: the world does not yet key connections by port, so the other
+   * requests on the same connection are not failed with it; docs/simulation.md, what it does not cover.)
    */
   private frameShed(node: SimNode, frame: PartialFrame<ShedNotice | undefined>): void {
     if (frame.detail === undefined) {
