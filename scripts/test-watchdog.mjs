@@ -1,0 +1,123 @@
+// Loaded into every test file's process by scripts/run-tests.mjs (`--import`). A test whose code never yields (a loop
+// that does not end, a property that never finishes one run) blocks the event loop, so neither node's per-test
+// timeout nor any `within` deadline can fire, and the runner only kills the file at its own limit without saying
+// which test hung. A worker thread watches a heartbeat of the main thread; when the heartbeat stops for
+// SVC_TEST_BLOCKED_LIMIT_MS (default 60 s), it prints the test that was running and where the main thread is
+// (its stack, taken through the inspector), then kills the process so that the run goes on at once.
+import { afterEach, beforeEach } from 'node:test';
+import { setInterval } from 'node:timers';
+import { TextEncoder } from 'node:util';
+import { Worker } from 'node:worker_threads';
+
+const NAME_BYTES = 1024;
+
+function watch() {
+  const limitMs = Number(process.env.SVC_TEST_BLOCKED_LIMIT_MS ?? 60_000);
+  // [heartbeats, length of the running test's name], then the name's bytes.
+  const shared = new SharedArrayBuffer(8 + NAME_BYTES);
+  const counters = new Int32Array(shared, 0, 2);
+  const nameBytes = new Uint8Array(shared, 8, NAME_BYTES);
+  const running = [];
+
+  const publish = () => {
+    const encoded = new TextEncoder().encode(running.join(' | ')).subarray(0, NAME_BYTES);
+    nameBytes.set(encoded);
+    Atomics.store(counters, 1, encoded.length);
+  };
+  beforeEach((t) => {
+    running.push(t.name);
+    publish();
+  });
+  afterEach((t) => {
+    const at = running.lastIndexOf(t.name);
+    if (at >= 0) running.splice(at, 1);
+    publish();
+  });
+
+  const beatMs = 250;
+  let lastBeatAt = Date.now();
+  const longest = { ms: 0, test: '' };
+  setInterval(() => {
+    Atomics.add(counters, 0, 1);
+    const now = Date.now();
+    const stall = now - lastBeatAt - beatMs;
+    if (stall > longest.ms) Object.assign(longest, { ms: stall, test: running.join(' | ') });
+    lastBeatAt = now;
+  }, beatMs).unref();
+  // With SVC_TEST_STALLS set, each file says how long its event loop stood still at most: the measure for the limit.
+  if (process.env.SVC_TEST_STALLS)
+    process.on('exit', () =>
+      process.stderr.write(`longest stall ${longest.ms} ms in ${process.argv[1]} (${longest.test})\n`),
+    );
+  const file = process.argv[1] ?? 'a test file';
+  new Worker(WATCHER, { eval: true, workerData: { shared, limitMs, file } }).unref();
+}
+
+// Runs in the worker thread: plain CommonJS, as `eval` workers are.
+const WATCHER = `
+const { workerData } = require('node:worker_threads');
+const { writeSync } = require('node:fs');
+const inspector = require('node:inspector');
+const { shared, limitMs, file } = workerData;
+const counters = new Int32Array(shared, 0, 2);
+const nameBytes = new Uint8Array(shared, 8);
+let lastBeat = -1;
+let since = Date.now();
+const timer = setInterval(() => {
+  const beat = Atomics.load(counters, 0);
+  if (beat !== lastBeat) {
+    lastBeat = beat;
+    since = Date.now();
+    return;
+  }
+  if (Date.now() - since < limitMs) return;
+  clearInterval(timer);
+  const name = new TextDecoder().decode(nameBytes.slice(0, Atomics.load(counters, 1)));
+  const report = (where) => {
+    writeSync(2, '\\n' + file + ': the event loop has not turned for ' + Math.round((Date.now() - since) / 1000) +
+      ' s, in test "' + (name || '(none running)') + '": a synchronous loop that does not end? ' +
+      'Ending the process (SVC_TEST_BLOCKED_LIMIT_MS=' + limitMs + ').\\n' + where + '\\n');
+    process.kill(process.pid, 'SIGKILL');
+  };
+  mainThreadStack(report);
+}, 1000);
+
+// The main thread's stack, through the inspector (it pauses even a thread that never yields); a few seconds at most.
+function mainThreadStack(done) {
+  let finished = false;
+  const finish = (text) => {
+    if (finished) return;
+    finished = true;
+    done(text);
+  };
+  setTimeout(() => finish('(no stack: the inspector did not answer)'), 5000);
+  try {
+    const session = new inspector.Session();
+    session.connectToMainThread();
+    const urls = new Map();
+    session.on('Debugger.scriptParsed', ({ params }) => urls.set(params.scriptId, params.url));
+    session.on('Debugger.paused', ({ params }) => {
+      const frames = params.callFrames.slice(0, 40).map((frame) => {
+        const { lineNumber, columnNumber } = frame.location;
+        return '    at ' + (frame.functionName || '<anonymous>') + ' (' + (urls.get(frame.location.scriptId) || '?') + ':' + (lineNumber + 1) + ':' +
+          (columnNumber + 1) + ')';
+      });
+      // Recursion repeats a frame many times: print a run of the same frame once, with its count.
+      const lines = [];
+      for (const frame of frames) {
+        const last = lines[lines.length - 1];
+        if (last !== undefined && last.frame === frame) last.count += 1;
+        else lines.push({ frame, count: 1 });
+      }
+      const text = lines.map(({ frame, count }) => (count > 1 ? frame + ' (x' + count + ')' : frame));
+      finish('main thread stack:\\n' + text.join('\\n'));
+    });
+    session.post('Debugger.enable', () => session.post('Debugger.pause'));
+  } catch (error) {
+    finish('(no stack: ' + String(error) + ')');
+  }
+}
+`;
+
+// The orchestrating process (`node --test`) runs no test itself; only the processes of the files are watched.
+if (!process.execArgv.includes('--test')) watch();
