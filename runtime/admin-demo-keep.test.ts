@@ -55,9 +55,18 @@ describe('svc demo --keep', () => {
     assert.equal(apis.length, 3, output);
     assert.equal(metrics.length, 3, output);
     assert.equal(swaggers.length, 3, output);
-    assert.ok(apis.every((url) => url.endsWith('/api/v1')));
-    assert.ok(metrics.every((url) => url.endsWith('/metrics/prometheus')));
-    assert.ok(swaggers.every((url) => url.endsWith('/swagger')));
+    assert.ok(
+      apis.every((url) => url.endsWith('/api/v1')),
+      "apis.every((url) => url.endsWith('/api/v1'))",
+    );
+    assert.ok(
+      metrics.every((url) => url.endsWith('/metrics/prometheus')),
+      "metrics.every((url) => url.endsWith('/metrics/prometheus'))",
+    );
+    assert.ok(
+      swaggers.every((url) => url.endsWith('/swagger')),
+      "swaggers.every((url) => url.endsWith('/swagger'))",
+    );
     assert.match(output, /^ +master +svc:\/\/127\.0\.0\.1:\d+\n +management +http:/m);
 
     const [masterApi, ...workerApis] = apis;

@@ -117,7 +117,10 @@ describe('decommissioning a worker under load (real processes)', () => {
       (body) => body.decommissioningWorkers.some((w) => keyOf(w) === victim.id),
       'the master listing the worker as decommissioning',
     );
-    assert.ok(!listed.shutdownWorkers.some((w) => keyOf(w) === victim.id));
+    assert.ok(
+      !listed.shutdownWorkers.some((w) => keyOf(w) === victim.id),
+      '!listed.shutdownWorkers.some((w) => keyOf(w) === victim.id)',
+    );
     assert.equal(
       await metric(`${c.workerHttpUrl(victim.index)}/metrics/prometheus`, 'IsDecommissioningWorker'),
       1,

@@ -49,7 +49,10 @@ for (const tier of ['disk', 'dfs'] satisfies Tier[]) {
           held.length >= JOB.partitions,
           `the worker holds the application's files: ${held.join(', ')}`,
         );
-        assert.ok(held.every((file) => file.includes(client.app.appId)));
+        assert.ok(
+          held.every((file) => file.includes(client.app.appId)),
+          'held.every((file) => file.includes(client.app.appId))',
+        );
 
         const killed = cluster.workers[0]!;
         killed.kill('SIGKILL');

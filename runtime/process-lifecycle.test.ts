@@ -38,7 +38,10 @@ describe('stopping a worker on real processes', () => {
       const worker = cluster.workers[0]!;
       worker.kill('SIGTERM');
       assert.equal(await worker.exited(), 0, 'a graceful shutdown exits 0');
-      assert.ok(worker.seen((line) => line.event === 'process.stopping').length === 1);
+      assert.ok(
+        worker.seen((line) => line.event === 'process.stopping').length === 1,
+        "worker.seen((line) => line.event === 'process.stopping').length === 1",
+      );
 
       const restarted = await cluster.startWorker(0, { samePorts: true });
       const listening = await restarted.waitForEvent('listening', STARTUP_WAIT_MS);

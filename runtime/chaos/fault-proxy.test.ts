@@ -114,8 +114,11 @@ describe('the fault proxy', () => {
     await c.until('hello\n', 'the greeting');
     c.socket.write('abc\n');
     await c.until('abc\n', 'the echo');
-    assert.ok(proxy.accepted >= 1);
-    assert.ok(proxy.bytesToTarget >= 4 && proxy.bytesToClient >= 10);
+    assert.ok(proxy.accepted >= 1, 'proxy.accepted >= 1');
+    assert.ok(
+      proxy.bytesToTarget >= 4 && proxy.bytesToClient >= 10,
+      'proxy.bytesToTarget >= 4 && proxy.bytesToClient >= 10',
+    );
   });
 
   it('delays each direction by the latency it was given', async () => {

@@ -72,8 +72,14 @@ describe('svc conformance', () => {
       summaries: unknown[];
     };
     assert.equal(report.summaries.length, 1);
-    assert.ok(report.rows.some((r) => r.verdict === 'pass'));
-    assert.ok(!report.rows.some((r) => r.verdict === 'fail'));
+    assert.ok(
+      report.rows.some((r) => r.verdict === 'pass'),
+      "report.rows.some((r) => r.verdict === 'pass')",
+    );
+    assert.ok(
+      !report.rows.some((r) => r.verdict === 'fail'),
+      "!report.rows.some((r) => r.verdict === 'fail')",
+    );
     assert.match(readFileSync(junit, 'utf8'), /<testsuite name="release 0\.5\.1" tests="\d+" failures="0"/);
   });
 

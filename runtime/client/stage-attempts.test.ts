@@ -20,7 +20,10 @@ describe('stage attempts as cluster shuffles', () => {
     fc.assert(
       fc.property(shuffleIds, attempts, shuffleIds, attempts, (s1, a1, s2, a2) => {
         const id = clusterShuffleId(s1, a1);
-        assert.ok(Number.isInteger(id) && id >= 0 && id <= 0x7fff_ffff);
+        assert.ok(
+          Number.isInteger(id) && id >= 0 && id <= 0x7fff_ffff,
+          'Number.isInteger(id) && id >= 0 && id <= 0x7fff_ffff',
+        );
         assert.deepEqual(stageOf(id), { shuffleId: s1, stageAttempt: a1 });
         assert.equal(clusterShuffleId(s2, a2) === id, s1 === s2 && a1 === a2);
         assert.equal(clusterShuffleId(s1, 0), s1);

@@ -52,7 +52,7 @@ describe('local cluster servers', () => {
     );
     started.push(...pids, holder.pid!);
     assert.equal(pids.length, 2);
-    assert.ok(pids.every(alive));
+    assert.ok(pids.every(alive), 'pids.every(alive)');
     holder.kill('SIGKILL');
     // The servers are not our children: nothing signals their end, so look until they are gone (bounded).
     for (let look = 0; look < 300 && pids.some(alive); look += 1) await delay(100);

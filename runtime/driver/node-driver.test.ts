@@ -41,7 +41,7 @@ describe('NodeDriver admin commands', () => {
   it('rejects a command the node stopped before answering, and any command after it stopped', async () => {
     const node = driver();
     await assert.rejects(node.admin({ type: 'exit', exitType: 'IMMEDIATELY' }), NodeStoppedError);
-    assert.ok(node.isStopped);
+    assert.ok(node.isStopped, 'node.isStopped');
     await assert.rejects(node.admin({ type: 'excludeWorkers', add: [], remove: [] }), NodeStoppedError);
   });
 });
@@ -195,7 +195,7 @@ describe('NodeDriver durable before acknowledged', () => {
     receive('plain b');
     await store.fail();
     assert.deepEqual(sent, [], 'an answer whose write failed is never sent');
-    assert.ok(node.isStopped);
+    assert.ok(node.isStopped, 'node.isStopped');
     assert.deepEqual(exits, [1]);
   });
 

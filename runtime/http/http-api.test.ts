@@ -59,7 +59,10 @@ describe('the management interface of running servers', () => {
   it('announces the bound HTTP address in the listening line', () => {
     const line = cluster.master.seen((l) => l.event === 'listening')[0]!;
     assert.deepEqual(line.http, { host: '127.0.0.1', port: cluster.masterHttpPort });
-    assert.ok(cluster.masterHttpPort > 0 && cluster.workerHttpPorts.every((port) => port > 0));
+    assert.ok(
+      cluster.masterHttpPort > 0 && cluster.workerHttpPorts.every((port) => port > 0),
+      'cluster.masterHttpPort > 0 && cluster.workerHttpPorts.every((port) => port > 0)',
+    );
   });
 
   it('answers every /api/v1 GET of the master in its documented shape', async () => {
@@ -83,7 +86,10 @@ describe('the management interface of running servers', () => {
     const conf = (await getJson(master, '/api/v1/conf')).json as {
       configs: { name: string; value: string }[];
     };
-    assert.ok(conf.configs.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1'));
+    assert.ok(
+      conf.configs.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1'),
+      "conf.configs.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1')",
+    );
     const dynamic = (await getJson(master, '/api/v1/conf/dynamic?level=SYSTEM')).json as {
       configs: { level: string; configs: { name: string; value: string }[] }[];
     };
@@ -118,7 +124,10 @@ describe('the management interface of running servers', () => {
       dump.threadStacks.slice(0, 2).map((t) => t.threadName),
       ['main', 'libuv'],
     );
-    assert.ok(dump.threadStacks[1]!.stackTrace.some((handle) => handle.startsWith('tcp')));
+    assert.ok(
+      dump.threadStacks[1]!.stackTrace.some((handle) => handle.startsWith('tcp')),
+      "dump.threadStacks[1]!.stackTrace.some((handle) => handle.startsWith('tcp'))",
+    );
   });
 
   it('answers 503 for dynamic configuration where it is off', async () => {
@@ -213,7 +222,10 @@ describe('the management interface of running servers', () => {
       assert.match((response.json as { message: string }).message, message);
     }
     assert.equal(cases[1]![0].headers.allow, 'GET, HEAD');
-    assert.ok((cases[7]![0].json as { message: string }).message.includes(topDiskUsedAppsQuery()));
+    assert.ok(
+      (cases[7]![0].json as { message: string }).message.includes(topDiskUsedAppsQuery()),
+      '(cases[7]![0].json as { message: string }).message.includes(topDiskUsedAppsQuery())',
+    );
   });
 
   it('serves the legacy endpoints of 0.6.0 in plain text, deprecated, with their successor', async () => {

@@ -112,9 +112,9 @@ describe('password checks of the management interface', () => {
     const task = (value: number) => () => new Promise<number>((resolve) => gates.push(() => resolve(value)));
     const first = queue.run(task(1));
     const second = queue.run(task(2));
-    assert.ok(first !== undefined && second !== undefined);
+    assert.ok(first !== undefined && second !== undefined, 'first !== undefined && second !== undefined');
     assert.equal(queue.run(task(3)), undefined, 'two waiting or running: the third is refused');
-    assert.ok(queue.retryAfterSeconds() >= 1);
+    assert.ok(queue.retryAfterSeconds() >= 1, 'queue.retryAfterSeconds() >= 1');
     await Promise.resolve();
     assert.equal(gates.length, 1, 'one at a time');
     gates.shift()!();

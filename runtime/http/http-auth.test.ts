@@ -254,8 +254,14 @@ describe('authentication of the management interface', () => {
     const refusals = cluster.master.seen(
       (line) => line.event === 'http.unauthorized' || line.event === 'http.forbidden',
     );
-    assert.ok(refusals.some((line) => line.event === 'http.forbidden' && line.user === 'reader'));
-    assert.ok(refusals.some((line) => line.event === 'http.unauthorized' && line.scheme === 'Bearer'));
+    assert.ok(
+      refusals.some((line) => line.event === 'http.forbidden' && line.user === 'reader'),
+      "refusals.some((line) => line.event === 'http.forbidden' && line.user === 'reader')",
+    );
+    assert.ok(
+      refusals.some((line) => line.event === 'http.unauthorized' && line.scheme === 'Bearer'),
+      "refusals.some((line) => line.event === 'http.unauthorized' && line.scheme === 'Bearer')",
+    );
     for (const server of [cluster.master, cluster.workers[0]!]) {
       const everything = JSON.stringify(server.seen(() => true));
       for (const secret of Object.values(SECRETS)) {

@@ -20,7 +20,7 @@ function chunk(from: string, to: string, index: number, bytes: Uint8Array): Wire
 
 function bytesOf(envelope: Envelope): Uint8Array {
   const message = envelope.message;
-  assert.ok(message.type === 'ChunkData');
+  assert.ok(message.type === 'ChunkData', "message.type === 'ChunkData'");
   return message.bytes;
 }
 

@@ -154,7 +154,7 @@ describe('transport limits on loopback', () => {
     assert.equal(closed.length, 1, JSON.stringify(closed));
     assert.match(String(closed[0]!.reason), /too slowly/);
     assert.equal(closed[0]!.peerNode, 'map-2', 'only the connection that was read and stalled is cut off');
-    assert.ok(!paused.destroyed);
+    assert.ok(!paused.destroyed, '!paused.destroyed');
     acceptor.transport.setPaused('push', false);
     paused.write(second.subarray(10));
     await acceptor.until(() => acceptor.delivered.length === 2);

@@ -52,9 +52,12 @@ describe('the transport tells when a frame’s pieces are written', () => {
     const envelope = await delivered;
     await written;
     assert.equal(reported.length, 1);
-    assert.ok(reported[0]!.some((piece) => piece.buffer === bytes.buffer));
+    assert.ok(
+      reported[0]!.some((piece) => piece.buffer === bytes.buffer),
+      'reported[0]!.some((piece) => piece.buffer === bytes.buffer)',
+    );
     const message = envelope.message;
-    assert.ok(message.type === 'ChunkData');
+    assert.ok(message.type === 'ChunkData', "message.type === 'ChunkData'");
     assert.deepEqual(message.bytes, bytes);
   });
 
@@ -74,6 +77,9 @@ describe('the transport tells when a frame’s pieces are written', () => {
     });
     await written;
     assert.equal(reported.length, before + 1);
-    assert.ok(reported.at(-1)!.some((piece) => piece.buffer === bytes.buffer));
+    assert.ok(
+      reported.at(-1)!.some((piece) => piece.buffer === bytes.buffer),
+      'reported.at(-1)!.some((piece) => piece.buffer === bytes.buffer)',
+    );
   });
 });
