@@ -38,7 +38,7 @@ describe('faults during a job on real processes', () => {
     try {
       const results = new Map([await writeMap(client.executor, 0)]);
       cluster.workers[1]!.kill('SIGKILL');
-      await cluster.workers[1]!.exited();
+      await cluster.workers[1]!.waitForExit();
       for (let mapId = 1; mapId < JOB.maps; mapId += 1)
         results.set(...(await writeMap(client.executor, mapId)));
       await readAndVerify(client.executor, 0, JOB, winnersOf(results));

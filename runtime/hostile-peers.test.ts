@@ -14,6 +14,7 @@ import { LocalCluster } from './cluster/local-cluster.ts';
 import type { LogLine, ServerProcess } from './cluster/server-process.ts';
 import { type SmallJob, runVerifiedJob } from './testing/small-job.ts';
 import { encodeHello } from './wire/index.ts';
+import { within } from './testing/deadline.ts';
 
 const HOSTILE = Number(process.env.SVC_HOSTILE_PEERS ?? 200);
 const IDLE = Number(process.env.SVC_IDLE_PEERS ?? 2000);
@@ -94,7 +95,7 @@ async function idlePeers(port: number, count: number): Promise<Socket[]> {
       }),
     );
   }
-  await Promise.all(opened);
+  await within(Promise.all(opened), `${count} idle connections to open`);
   return sockets;
 }
 
@@ -110,7 +111,10 @@ async function underAttack(
   const pid = server.pid!;
   const hostiles = Array.from({ length: HOSTILE }, (_, i) => hostilePeer(port, i));
   try {
-    const outcomes = await Promise.all(hostiles.map((hostile) => hostile.settled));
+    const outcomes = await within(
+      Promise.all(hostiles.map((hostile) => hostile.settled)),
+      'every hostile peer to send its share of the frame or be closed',
+    );
     const rss = rssBytes(pid);
     tell(
       `${what}: ${(rss / MiB).toFixed(0)} MiB resident, ${outcomes.filter((o) => o === 'holding').length} of ${HOSTILE} peers holding`,

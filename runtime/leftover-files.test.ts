@@ -56,7 +56,7 @@ for (const tier of ['disk', 'dfs'] satisfies Tier[]) {
 
         const killed = cluster.workers[0]!;
         killed.kill('SIGKILL');
-        await killed.exited();
+        await killed.waitForExit();
         const restarted = await cluster.startWorker(0);
         const found = await restarted.waitForEvent('worker.leftovers.found');
         assert.equal(found.files, held.length, 'every file is a leftover: nothing was recovered');

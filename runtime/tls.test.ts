@@ -203,7 +203,7 @@ describe('TLS on every port', () => {
       ],
       logFile: path.join(dir, 'master-without-certificate.log'),
     });
-    const code = await master.exited();
+    const code = await master.waitForExit();
     assert.notEqual(code, 0);
     assert.match(
       master.stderr.join('\n'),

@@ -93,9 +93,12 @@ describe('the fault proxy', () => {
   });
   after(async () => {
     for (const client of open) client.socket.destroy();
-    await proxy.close();
-    await control.close();
-    await new Promise((resolve) => target.server.close(resolve));
+    await within(proxy.close(), 'the fault proxy to close');
+    await within(control.close(), 'the control proxy to close');
+    await within(
+      new Promise((resolve) => target.server.close(resolve)),
+      "the echo target's server to close (its connections ended)",
+    );
   });
 
   const client = async (through: FaultProxy = proxy): Promise<Client> => {

@@ -220,7 +220,7 @@ describe('svc admin against a local cluster', () => {
     const run = await svcAdmin(['exit', 'graceful', '--worker', cluster.workerHttpUrl(other), '--json']);
     const answer = json<MasterSchemas['HandleResponse']>(run);
     assert.equal(answer.success, true, run.stdout);
-    assert.equal(await cluster.workers[other]!.exited(), 0);
+    assert.equal(await cluster.workers[other]!.waitForExit(), 0);
   });
 
   it('an error prints the server’s message and exits 1', async () => {

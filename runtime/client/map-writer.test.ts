@@ -9,6 +9,7 @@ import { LocalCluster } from '../cluster/local-cluster.ts';
 import { clientSide, type ClientSide } from '../testing/small-job.ts';
 import { SvcArgumentError } from './errors.ts';
 import type { MapRecordChunk } from './shuffle-client.ts';
+import { within } from '../testing/deadline.ts';
 
 const BUDGET = 64 * 1024;
 const PARTITIONS = 8;
@@ -79,7 +80,7 @@ describe('map writer', () => {
       if (!writer.write(i % PARTITIONS, scratch, at, recordBytes)) {
         pushedBack += 1;
         assert.ok(writer.needsDrain, 'writer.needsDrain');
-        await once(writer, 'drain');
+        await within(once(writer, 'drain'), `the writer's 'drain' after record ${i}`);
         assert.ok(!writer.needsDrain, '!writer.needsDrain');
       }
     }

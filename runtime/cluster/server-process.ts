@@ -182,9 +182,32 @@ export class ServerProcess {
     if (this.running) this.child.kill(signal);
   }
 
+  /** Resolves with the exit code once the process has exited, however long that takes (stop() bounds it itself). */
   exited(): Promise<number | null> {
     if (!this.running) return Promise.resolve(this.exitCode ?? null);
     return new Promise((resolve) => this.exitWaiters.push(resolve));
+  }
+
+  /** A test's wait for the exit: rejects, naming this process and quoting its last lines, after `timeoutMs`. */
+  async waitForExit(timeoutMs = DEFAULT_WAIT_MS): Promise<number | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `${this.options.name} (pid ${String(this.pid)}) did not exit within ${timeoutMs} ms; ` +
+                `last output:\n${this.lastOutput()}`,
+            ),
+          ),
+        timeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([this.exited(), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */

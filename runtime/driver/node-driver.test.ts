@@ -6,6 +6,7 @@ import type { Message } from '../../core/protocol/messages.ts';
 import { createLogger } from '../log.ts';
 import type { DurableStore } from '../storage/durable-store.ts';
 import { NodeDriver, NodeStoppedError } from './node-driver.ts';
+import { within } from '../testing/deadline.ts';
 
 /** Answers `exit now` after its exit effect (as a machine must not), and anything else with a reply. */
 const machine: Machine<null> = {
@@ -51,7 +52,7 @@ describe('NodeDriver waits when the node stops', () => {
     const node = driver();
     const waiting = node.until(() => undefined);
     node.stop();
-    assert.equal(await waiting, undefined);
+    assert.equal(await within(waiting, 'the wait to end when the node stops'), undefined);
   });
 
   it('rejects a wait, and every later one, with the reason the node was stopped with', async () => {
@@ -60,7 +61,7 @@ describe('NodeDriver waits when the node stops', () => {
     const reason = new Error('the client was closed');
     node.stop(reason);
     node.stop(); // a later stop without a reason (a task's own cleanup) keeps the first reason
-    await assert.rejects(waiting, (error) => error === reason);
+    await assert.rejects(within(waiting, 'the wait to end when the node stops'), (error) => error === reason);
     await assert.rejects(
       node.until(() => undefined),
       (error) => error === reason,

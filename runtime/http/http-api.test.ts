@@ -12,6 +12,8 @@ import { parseWorkerKey, WORKER_EVENT_TYPES, type WorkerId } from '../../core/do
 import { topDiskUsedAppsQuery } from '../../core/release/prometheus.ts';
 import { legacyEndpointsAt } from '../../core/release/legacy-endpoints.ts';
 import { LocalCluster } from '../cluster/local-cluster.ts';
+import { STARTUP_WAIT_MS } from '../cluster/server-process.ts';
+import { within } from '../testing/deadline.ts';
 import { openApiDocument } from './openapi.ts';
 import { getJson, pollUntil, postForm, postJson, send, type RawResponse } from './testing/http-client.ts';
 import { responseValidator } from './testing/openapi-validator.ts';
@@ -290,7 +292,7 @@ describe('the management interface of running servers', () => {
     });
     documented(workerDoc, 'POST', '/api/v1/workers/exit', response);
     assert.equal((response.json as Handle).success, true, response.text);
-    assert.equal(await cluster.workers[1]!.exited(), 0);
+    assert.equal(await cluster.workers[1]!.waitForExit(), 0);
     await pollUntil('the exited worker in lostWorkers', async () => {
       const body = (await getJson(master, '/api/v1/workers')).json as {
         lostWorkers: { worker: { rpcPort: number } }[];
@@ -323,7 +325,11 @@ describe('the management interface of running servers', () => {
       );
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      const code = await within(
+        new Promise<number | null>((resolve) => child.on('exit', resolve)),
+        'the master whose HTTP port is taken to exit',
+        STARTUP_WAIT_MS,
+      );
       assert.equal(code, 2, stderr);
       assert.match(stderr, /svc\.master\.http\.host\/svc\.master\.http\.port: .*EADDRINUSE/);
     } finally {
@@ -335,6 +341,6 @@ describe('the management interface of running servers', () => {
     const response = await postForm(cluster.workerHttpUrl(2), '/exit', { type: 'GRACEFUL' });
     assert.equal(response.status, 200, response.text);
     assert.match(response.text, /^success/m);
-    assert.equal(await cluster.workers[2]!.exited(), 0);
+    assert.equal(await cluster.workers[2]!.waitForExit(), 0);
   });
 });

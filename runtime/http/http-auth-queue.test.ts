@@ -9,6 +9,7 @@ import { BoundedQueue, hashPassword, HttpAuth, type Verifier } from './auth.ts';
 import { masterApi } from './master-api.ts';
 import { buildManagementServer } from './server.ts';
 import { confAt, masterStateAt, StubDriver } from './testing/fixtures.ts';
+import { within } from '../testing/deadline.ts';
 
 const PASSWORD = 'admin-pw-3f1c';
 const SCRYPT = { N: 16384, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
@@ -63,7 +64,7 @@ describe('password checks of the management interface', () => {
     const oneCheckRunning = async <T>(send: () => Promise<T>): Promise<{ answer: Promise<T> }> => {
       const running = new Promise<void>((resolve) => (checkStarted = resolve));
       const answer = send();
-      await running;
+      await within(running, 'the password check to start');
       return { answer };
     };
     try {

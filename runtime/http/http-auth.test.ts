@@ -247,7 +247,7 @@ describe('authentication of the management interface', () => {
     const answer = await post(worker, exit, { type: 'IMMEDIATELY' }, ADMIN);
     assert.equal(answer.status, 200, answer.text);
     assert.equal((answer.json as { success: boolean }).success, true, answer.text);
-    assert.notEqual(await cluster.workers[0]!.exited(), null);
+    assert.notEqual(await cluster.workers[0]!.waitForExit(), null);
   });
 
   it('logs refusals without a secret, and warns of a token file others can read', () => {
@@ -305,7 +305,7 @@ describe('authentication of the management interface', () => {
       ],
       logFile: path.join(dir, 'master-without-users.log'),
     });
-    assert.equal(await server.exited(), 2);
+    assert.equal(await server.waitForExit(), 2);
     assert.match(
       server.stderr.join('\n'),
       /svc\.master\.http\.auth\.supportedSchemes accepts BASIC but no user is defined: set svc\.master\.http\.auth\.basic\.file/,

@@ -109,6 +109,6 @@ describe('a worker holding data, decommissioned through the management interface
     // NONE is the configured default: graceful shutdown is off, so the worker exits immediately.
     const now = await postJson(worker, '/api/v1/workers/exit', {});
     assert.equal((now.json as { success: boolean }).success, true, now.text);
-    assert.equal(await cluster.workers[0]!.exited(), 0);
+    assert.equal(await cluster.workers[0]!.waitForExit(), 0);
   });
 });
