@@ -7,7 +7,7 @@
 import { afterEach, beforeEach } from 'node:test';
 import { setInterval } from 'node:timers';
 import { TextEncoder } from 'node:util';
-import { Worker } from 'node:worker_threads';
+import { isMainThread, Worker } from 'node:worker_threads';
 
 const NAME_BYTES = 1024;
 
@@ -119,5 +119,8 @@ function mainThreadStack(done) {
 }
 `;
 
-// The orchestrating process (`node --test`) runs no test itself; only the processes of the files are watched.
-if (!process.execArgv.includes('--test')) watch();
+// Only the process of a test file is watched: node's runner marks it with NODE_TEST_CONTEXT. The orchestrating
+// process (`node --test`) runs no test itself, and a process a test forks with this one's flags, or a worker thread,
+// is no test file.
+if (isMainThread && process.env.NODE_TEST_CONTEXT !== undefined && !process.execArgv.includes('--test'))
+  watch();
