@@ -3,7 +3,8 @@
 // timeout nor any `within` deadline can fire, and the runner only kills the file at its own limit without saying
 // which test hung. A worker thread watches a heartbeat of the main thread; when the heartbeat stops for
 // SVC_TEST_BLOCKED_LIMIT_MS (default 60 s), it prints the test that was running and where the main thread is
-// (its stack, taken through the inspector), then kills the process so that the run goes on at once.
+// (its stack, taken through the inspector), then kills the process so that the run goes on at once. A thread blocked
+// in native code (spawnSync of a slow child) is only reported: it is no loop, and the call has an end of its own.
 import { afterEach, beforeEach } from 'node:test';
 import { setInterval } from 'node:timers';
 import { TextEncoder } from 'node:util';
@@ -63,59 +64,84 @@ const counters = new Int32Array(shared, 0, 2);
 const nameBytes = new Uint8Array(shared, 8);
 let lastBeat = -1;
 let since = Date.now();
-const timer = setInterval(() => {
+let probing = false;
+let noted = false;
+setInterval(() => {
   const beat = Atomics.load(counters, 0);
   if (beat !== lastBeat) {
     lastBeat = beat;
     since = Date.now();
+    noted = false;
     return;
   }
-  if (Date.now() - since < limitMs) return;
-  clearInterval(timer);
-  const name = new TextDecoder().decode(nameBytes.slice(0, Atomics.load(counters, 1)));
-  const report = (where) => {
-    writeSync(2, '\\n' + file + ': the event loop has not turned for ' + Math.round((Date.now() - since) / 1000) +
-      ' s, in test "' + (name || '(none running)') + '": a synchronous loop that does not end? ' +
-      'Ending the process (SVC_TEST_BLOCKED_LIMIT_MS=' + limitMs + ').\\n' + where + '\\n');
+  if (probing || Date.now() - since < limitMs) return;
+  probing = true;
+  mainThreadStack((stack) => {
+    probing = false;
+    const name = new TextDecoder().decode(nameBytes.slice(0, Atomics.load(counters, 1)));
+    const head = '\\n' + file + ': the event loop has not turned for ' + Math.round((Date.now() - since) / 1000) +
+      ' s, in test "' + (name || '(none running)') + '"';
+    if (stack === undefined) {
+      // A thread in native code (spawnSync, a synchronous file operation) does not answer the inspector: that is
+      // no JavaScript loop, and such a call ends or has a timeout of its own. Say so once, and keep watching.
+      if (!noted) writeSync(2, head + ': it is in native code (a synchronous child process?); not ending it.\\n');
+      noted = true;
+      since = Date.now();
+      return;
+    }
+    writeSync(2, head + ': a synchronous loop that does not end? Ending the process (SVC_TEST_BLOCKED_LIMIT_MS=' +
+      limitMs + ').\\n' + stack + '\\n');
     process.kill(process.pid, 'SIGKILL');
-  };
-  mainThreadStack(report);
+  });
 }, 1000);
 
-// The main thread's stack, through the inspector (it pauses even a thread that never yields); a few seconds at most.
+// The main thread's stack, through the inspector, which interrupts JavaScript that never yields. Hands undefined to
+// done() when the thread does not answer within 5 s (it is in native code); a pause that comes later is undone.
 function mainThreadStack(done) {
-  let finished = false;
-  const finish = (text) => {
-    if (finished) return;
-    finished = true;
-    done(text);
-  };
-  setTimeout(() => finish('(no stack: the inspector did not answer)'), 5000);
+  let answered = false;
+  let abandoned = false;
+  const session = new inspector.Session();
+  const urls = new Map();
+  setTimeout(() => {
+    if (answered) return;
+    abandoned = true;
+    done(undefined);
+  }, 5000);
   try {
-    const session = new inspector.Session();
     session.connectToMainThread();
-    const urls = new Map();
     session.on('Debugger.scriptParsed', ({ params }) => urls.set(params.scriptId, params.url));
     session.on('Debugger.paused', ({ params }) => {
-      const frames = params.callFrames.slice(0, 40).map((frame) => {
-        const { lineNumber, columnNumber } = frame.location;
-        return '    at ' + (frame.functionName || '<anonymous>') + ' (' + (urls.get(frame.location.scriptId) || '?') + ':' + (lineNumber + 1) + ':' +
-          (columnNumber + 1) + ')';
-      });
-      // Recursion repeats a frame many times: print a run of the same frame once, with its count.
-      const lines = [];
-      for (const frame of frames) {
-        const last = lines[lines.length - 1];
-        if (last !== undefined && last.frame === frame) last.count += 1;
-        else lines.push({ frame, count: 1 });
+      if (abandoned) {
+        session.post('Debugger.resume', () => session.disconnect());
+        return;
       }
-      const text = lines.map(({ frame, count }) => (count > 1 ? frame + ' (x' + count + ')' : frame));
-      finish('main thread stack:\\n' + text.join('\\n'));
+      answered = true;
+      done(stackText(params.callFrames, urls));
     });
-    session.post('Debugger.enable', () => session.post('Debugger.pause'));
+    session.post('Debugger.enable', () => {
+      if (abandoned) session.disconnect();
+      else session.post('Debugger.pause');
+    });
   } catch (error) {
-    finish('(no stack: ' + String(error) + ')');
+    answered = true;
+    done('(no stack: ' + String(error) + ')');
   }
+}
+
+function stackText(callFrames, urls) {
+  const frames = callFrames.slice(0, 40).map((frame) => {
+    const { lineNumber, columnNumber } = frame.location;
+    return '    at ' + (frame.functionName || '<anonymous>') + ' (' + (urls.get(frame.location.scriptId) || '?') + ':' +
+      (lineNumber + 1) + ':' + (columnNumber + 1) + ')';
+  });
+  // Recursion repeats a frame many times: print a run of the same frame once, with its count.
+  const lines = [];
+  for (const frame of frames) {
+    const last = lines[lines.length - 1];
+    if (last !== undefined && last.frame === frame) last.count += 1;
+    else lines.push({ frame, count: 1 });
+  }
+  return 'main thread stack:\\n' + lines.map(({ frame, count }) => (count > 1 ? frame + ' (x' + count + ')' : frame)).join('\\n');
 }
 `;
 
