@@ -6,7 +6,7 @@
 // (its stack, taken through the inspector), then kills the process so that the run goes on at once. A thread blocked
 // in native code (spawnSync of a slow child) is only reported: it is no loop, and the call has an end of its own.
 import { afterEach, beforeEach } from 'node:test';
-import { setInterval } from 'node:timers';
+import { setInterval, setTimeout } from 'node:timers';
 import { TextEncoder } from 'node:util';
 import { isMainThread, Worker } from 'node:worker_threads';
 
@@ -21,16 +21,17 @@ function watch() {
   const running = [];
 
   const publish = () => {
-    const encoded = new TextEncoder().encode(running.join(' | ')).subarray(0, NAME_BYTES);
+    const names = running.map((test) => test.name).join(' | ');
+    const encoded = new TextEncoder().encode(names).subarray(0, NAME_BYTES);
     nameBytes.set(encoded);
     Atomics.store(counters, 1, encoded.length);
   };
   beforeEach((t) => {
-    running.push(t.name);
+    running.push({ name: t.name, at: Date.now() });
     publish();
   });
   afterEach((t) => {
-    const at = running.lastIndexOf(t.name);
+    const at = running.findLastIndex((test) => test.name === t.name);
     if (at >= 0) running.splice(at, 1);
     publish();
   });
@@ -42,7 +43,8 @@ function watch() {
     Atomics.add(counters, 0, 1);
     const now = Date.now();
     const stall = now - lastBeatAt - beatMs;
-    if (stall > longest.ms) Object.assign(longest, { ms: stall, test: running.join(' | ') });
+    if (stall > longest.ms)
+      Object.assign(longest, { ms: stall, test: running.map((test) => test.name).join(' | ') });
     lastBeatAt = now;
   }, beatMs).unref();
   // With SVC_TEST_STALLS set, each file says how long its event loop stood still at most: the measure for the limit.
@@ -51,7 +53,28 @@ function watch() {
       process.stderr.write(`longest stall ${longest.ms} ms in ${process.argv[1]} (${longest.test})\n`),
     );
   const file = process.argv[1] ?? 'a test file';
+  warnBeforeFileLimit(file, running);
   new Worker(WATCHER, { eval: true, workerData: { shared, limitMs, file } }).unref();
+}
+
+/**
+ * node's runner ends a file at its --test-timeout, which it also applies to the file as a whole, naming no test: a
+ * test waiting without end, or a file grown too slow, only says "test timed out". 20 s before that, this says which
+ * tests are running and for how long.
+ */
+function warnBeforeFileLimit(file, running) {
+  const flag = process.execArgv.find((arg) => arg.startsWith('--test-timeout='));
+  const limitMs = Number(flag?.slice('--test-timeout='.length));
+  if (!Number.isFinite(limitMs) || limitMs <= 40_000) return;
+  const warnAfterMs = limitMs - 20_000;
+  setTimeout(() => {
+    const now = Date.now();
+    const tests = running.map((test) => `"${test.name}" (for ${Math.round((now - test.at) / 1000)} s)`);
+    process.stderr.write(
+      `\n${file}: ${warnAfterMs / 1000} s into this file, which node's runner ends at ${limitMs / 1000} s; ` +
+        `running: ${tests.join(', ') || 'no test'}\n`,
+    );
+  }, warnAfterMs).unref();
 }
 
 // Runs in the worker thread: plain CommonJS, as `eval` workers are.
@@ -100,6 +123,7 @@ setInterval(() => {
 function mainThreadStack(done) {
   let answered = false;
   let abandoned = false;
+  const asked = Date.now();
   const session = new inspector.Session();
   const urls = new Map();
   setTimeout(() => {
@@ -116,6 +140,13 @@ function mainThreadStack(done) {
         return;
       }
       answered = true;
+      // JavaScript that spins answers within milliseconds. A late answer is a thread that came back from native code
+      // (spawnSync returning) and paused at its next statement: no loop; let it go on.
+      if (Date.now() - asked > 1000) {
+        session.post('Debugger.resume', () => session.disconnect());
+        done(undefined);
+        return;
+      }
       done(stackText(params.callFrames, urls));
     });
     session.post('Debugger.enable', () => {
