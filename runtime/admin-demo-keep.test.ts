@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { masterClient, workerClient } from '../clients/openapi/index.ts';
-import { STARTUP_WAIT_MS } from './cluster/server-process.ts';
+import { RUN_WAIT_MS } from './cluster/server-process.ts';
 import { within } from './testing/deadline.ts';
 
 const CLI = fileURLToPath(new URL('./cli/main.ts', import.meta.url));
@@ -44,7 +44,7 @@ describe('svc demo --keep', () => {
   });
 
   it('prints the management, metrics and Swagger addresses of every node, and they answer', async () => {
-    await within(kept, "svc demo --keep's 'press Ctrl-C' line", STARTUP_WAIT_MS);
+    await within(kept, "svc demo --keep's 'press Ctrl-C' line", RUN_WAIT_MS);
     const output = lines.join('\n');
     const addresses = (label: string) =>
       [...output.matchAll(new RegExp(`^ +${label} +(http://127\\.0\\.0\\.1:\\d+\\S*)$`, 'gm'))].map(

@@ -14,6 +14,7 @@ import { LocalCluster } from './cluster/local-cluster.ts';
 import type { LogLine, ServerProcess } from './cluster/server-process.ts';
 import { type SmallJob, runVerifiedJob } from './testing/small-job.ts';
 import { encodeHello } from './wire/index.ts';
+import { RUN_WAIT_MS } from './cluster/server-process.ts';
 import { within } from './testing/deadline.ts';
 
 const HOSTILE = Number(process.env.SVC_HOSTILE_PEERS ?? 200);
@@ -114,6 +115,8 @@ async function underAttack(
     const outcomes = await within(
       Promise.all(hostiles.map((hostile) => hostile.settled)),
       'every hostile peer to send its share of the frame or be closed',
+      // 200 peers × 36 MiB through loopback: minutes on a loaded machine.
+      RUN_WAIT_MS,
     );
     const rss = rssBytes(pid);
     tell(

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { LocalCluster } from '../cluster/local-cluster.ts';
+import { RUN_WAIT_MS } from '../cluster/server-process.ts';
 import { within } from '../testing/deadline.ts';
 
 const CLI = fileURLToPath(new URL('./main.ts', import.meta.url));
@@ -21,11 +22,10 @@ function svc(...args: string[]): Promise<{ status: number | null; stdout: string
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  // A conformance run against a local cluster takes tens of seconds; the bound only catches a command that hangs.
   return within(
     new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr }))),
     `svc ${args.join(' ')} to end`,
-    240_000,
+    RUN_WAIT_MS,
   );
 }
 

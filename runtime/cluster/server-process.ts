@@ -18,6 +18,12 @@ export const DEFAULT_WAIT_MS = 30_000;
 /** For the lines of a process starting (listening, registered, restored): a cold start under load takes longer. */
 export const STARTUP_WAIT_MS = 120_000;
 
+/**
+ * For a whole short run of the command line (a small demo, a conformance check): on a loaded machine a cold start
+ * alone took over 120 s. Still below the runner's 300 s, so that the wait, not the runner, names what hung.
+ */
+export const RUN_WAIT_MS = 240_000;
+
 /** One JSON log line of a server (pino): `event` names what happened. */
 export interface LogLine {
   readonly event?: string;

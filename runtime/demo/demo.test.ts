@@ -7,7 +7,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, it } from 'node:test';
-import { STARTUP_WAIT_MS } from '../cluster/server-process.ts';
+import { RUN_WAIT_MS } from '../cluster/server-process.ts';
 import { within } from '../testing/deadline.ts';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
@@ -18,10 +18,10 @@ interface Run {
   readonly lines: string[];
   /**
    * Resolves with the first output line (stdout or stderr) that matches, or rejects if the process exits first or
-   * no such line comes within STARTUP_WAIT_MS.
+   * no such line comes within RUN_WAIT_MS.
    */
   waitFor(pattern: RegExp): Promise<string>;
-  /** The exit code; each read is a wait of its own, which fails after STARTUP_WAIT_MS (a whole small demo fits). */
+  /** The exit code; each read is a wait of its own, which fails after RUN_WAIT_MS (a whole small demo fits). */
   readonly exit: Promise<number | null>;
 }
 
@@ -61,7 +61,7 @@ function svcDemo(args: readonly string[]): Run {
     child,
     lines,
     get exit() {
-      return within(exited, `svc demo ${args.join(' ')} to exit`, STARTUP_WAIT_MS);
+      return within(exited, `svc demo ${args.join(' ')} to exit`, RUN_WAIT_MS);
     },
     waitFor: (pattern) => {
       const seen = lines.find((line) => pattern.test(line));
@@ -71,7 +71,7 @@ function svcDemo(args: readonly string[]): Run {
       return within(
         new Promise((resolve, reject) => waiters.add({ pattern, resolve, reject })),
         `svc demo to print ${String(pattern)}`,
-        STARTUP_WAIT_MS,
+        RUN_WAIT_MS,
       );
     },
   };

@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
-import { STARTUP_WAIT_MS } from '../cluster/server-process.ts';
+import { RUN_WAIT_MS } from '../cluster/server-process.ts';
 import { within } from '../testing/deadline.ts';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
@@ -57,7 +57,7 @@ describe('map memory', () => {
     const code = await within(
       new Promise((resolve) => child.once('exit', resolve)),
       'the one-map demo to end',
-      STARTUP_WAIT_MS,
+      RUN_WAIT_MS,
     );
     const output = lines.join('\n');
     assert.equal(code, 0, output);
