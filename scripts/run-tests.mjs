@@ -32,6 +32,7 @@ if (files.length === 0) {
 const reporter = process.env.SVC_TEST_REPORTER ?? 'spec';
 const scratch = mkdtempSync(path.join(tmpdir(), 'svc-tests-'));
 const durationsFile = path.join(scratch, 'durations.json');
+const lifetimesFile = path.join(scratch, 'lifetimes.jsonl');
 const started = Date.now();
 const result = spawnSync(
   process.execPath,
@@ -44,6 +45,9 @@ const result = spawnSync(
     // Gives every fast-check property a time bound of its own.
     '--import',
     './scripts/property-time-limit.mjs',
+    // Each file's process says how long it lived: the slowest files below.
+    '--import',
+    './scripts/file-lifetime.mjs',
     '--test',
     `--test-reporter=${reporter}`,
     '--test-reporter-destination=stdout',
@@ -55,19 +59,30 @@ const result = spawnSync(
     '--test-timeout=300000',
     ...files,
   ],
-  { cwd: root, stdio: 'inherit' },
+  { cwd: root, stdio: 'inherit', env: { ...process.env, SVC_TEST_LIFETIMES: lifetimesFile } },
 );
-printSlowestFiles(durationsFile, Date.now() - started);
+printSlowestFiles(durationsFile, lifetimesFile, Date.now() - started);
 rmSync(scratch, { recursive: true, force: true });
 process.exit(result.status ?? 1);
 
 /** After the runner's own summary (which CI parses), the ten files that took longest, to show where time goes. */
-function printSlowestFiles(file, totalMs) {
+function printSlowestFiles(file, lifetimes, totalMs) {
   let durations;
   try {
     durations = JSON.parse(readFileSync(file, 'utf8'));
   } catch {
     return; // The runner ended before its reporters finished; its own output says why.
+  }
+  // A process's own lifetime where it wrote one; the runner's time for a process it killed.
+  let lines = [];
+  try {
+    lines = readFileSync(lifetimes, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    // No file ended on its own.
+  }
+  for (const line of lines) {
+    const { file: name, ms } = JSON.parse(line);
+    durations[name] = ms;
   }
   const slowest = Object.entries(durations)
     .sort(([, a], [, b]) => b - a)
