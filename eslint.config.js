@@ -1,6 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { boundaryConfigs } from './tools/eslint/boundaries.js';
+import { assertMessageRule } from './tools/eslint/assert-message-rule.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '**/fixtures/**', 'coverage/**', 'runtime/wire/proto/gen/**', 'dist/**'] },
@@ -40,6 +41,11 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    files: ['**/*.ts'],
+    plugins: { 'svc-tests': { rules: { 'assert-message': assertMessageRule } } },
+    rules: { 'svc-tests/assert-message': 'error' },
   },
   ...boundaryConfigs,
 );

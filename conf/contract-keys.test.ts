@@ -168,7 +168,7 @@ describe('every key the contract names', () => {
       const conf = resolveConfig({ fileText: `${key} ${key.endsWith('number') ? '2' : '/data/disk'}\n` });
       assert.equal(conf.problems[0]?.code, 'deprecated-key');
       assert.match(conf.problems[0]?.message ?? '', /use svc\.worker\.storage\.dirs/);
-      assert.ok(conf.isSet(replacement));
+      assert.ok(conf.isSet(replacement), 'conf.isSet(replacement)');
     }
     const both = resolveConfig({
       fileText: 'svc.worker.storage.baseDir.prefix /data/disk\nsvc.worker.storage.baseDir.number 3\n',

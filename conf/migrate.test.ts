@@ -65,17 +65,27 @@ describe('svc conf migrate', () => {
 
   it('reports a default change only for keys the file does not set', () => {
     const unset = migrateConfigText('', { from: '0.5.1', to: '0.6.0' });
-    assert.ok(unset.defaultChanges.some((change) => change.key === 'svc.master.slot.assign.extraSlots'));
+    assert.ok(
+      unset.defaultChanges.some((change) => change.key === 'svc.master.slot.assign.extraSlots'),
+      "unset.defaultChanges.some((change) => change.key === 'svc.master.slot.assign.extraSlots')",
+    );
     assert.ok(
       unset.newKeys.some((key) => key.key === 'svc.master.slot.assign.minWorkers' && key.default === '100'),
+      "unset.newKeys.some((key) => key.key === 'svc.master.slot.assign.minWorkers' && key.default === '100')",
     );
     const pinned = migrateConfigText('svc.master.slot.assign.extraSlots 2\n', { from: '0.5.1', to: '0.6.0' });
-    assert.ok(!pinned.defaultChanges.some((change) => change.key === 'svc.master.slot.assign.extraSlots'));
+    assert.ok(
+      !pinned.defaultChanges.some((change) => change.key === 'svc.master.slot.assign.extraSlots'),
+      "!pinned.defaultChanges.some((change) => change.key === 'svc.master.slot.assign.extraSlots')",
+    );
     const oldName = migrateConfigText('svc.client.spark.fetch.throwsFetchFailure false\n', {
       from: '0.5.1',
       to: '0.6.0',
     });
-    assert.ok(!oldName.defaultChanges.some((change) => change.key === 'svc.client.spark.stageRerun.enabled'));
+    assert.ok(
+      !oldName.defaultChanges.some((change) => change.key === 'svc.client.spark.stageRerun.enabled'),
+      "!oldName.defaultChanges.some((change) => change.key === 'svc.client.spark.stageRerun.enabled')",
+    );
     assert.match(oldName.text, /^svc\.client\.spark\.stageRerun\.enabled false$/m);
   });
 

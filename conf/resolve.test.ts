@@ -120,7 +120,7 @@ describe('release-aware defaults', () => {
           const rule = defaultAt(entry.template, release);
           if (rule?.kind === 'value') {
             const parsed = parseValue(rule.value, entry);
-            assert.ok(parsed.ok);
+            assert.ok(parsed.ok, 'parsed.ok');
             assert.deepEqual(value, parsed.value, `${entry.key} at ${release}`);
           }
         }
@@ -336,8 +336,14 @@ describe('show', () => {
   it('lists the keys of a role with their values and origins, secrets hidden', () => {
     const conf = resolveConfig({ role: 'worker', fileText: 'svc.worker.http.port 9200\n' });
     const shown = conf.show();
-    assert.ok(shown.some((setting) => setting.key === 'svc.worker.http.port' && setting.value === '9200'));
-    assert.ok(!shown.some((setting) => setting.key === 'svc.master.slot.assign.policy'));
+    assert.ok(
+      shown.some((setting) => setting.key === 'svc.worker.http.port' && setting.value === '9200'),
+      "shown.some((setting) => setting.key === 'svc.worker.http.port' && setting.value === '9200')",
+    );
+    assert.ok(
+      !shown.some((setting) => setting.key === 'svc.master.slot.assign.policy'),
+      "!shown.some((setting) => setting.key === 'svc.master.slot.assign.policy')",
+    );
     const keys = shown.map((setting) => setting.key);
     assert.deepEqual(keys, [...keys].sort());
   });

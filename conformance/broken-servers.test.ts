@@ -54,7 +54,10 @@ describe('the conformance suite against deliberately broken servers', () => {
   it('passes every HTTP rule through the unbroken proxy', async () => {
     const rows = await runChecks(target, HTTP_CHECKS);
     assert.deepEqual(failing(rows), []);
-    assert.ok(rows.filter((r) => r.verdict === 'pass').length > 50);
+    assert.ok(
+      rows.filter((r) => r.verdict === 'pass').length > 50,
+      "rows.filter((r) => r.verdict === 'pass').length > 50",
+    );
   });
 
   it('fails the decommissioningWorkers row when /api/v1/workers lacks the field', async () => {

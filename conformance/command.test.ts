@@ -9,6 +9,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { LocalCluster } from '../runtime/cluster/local-cluster.ts';
+import { RUN_WAIT_MS } from '../runtime/cluster/server-process.ts';
+import { within } from '../runtime/testing/deadline.ts';
 
 const CLI = fileURLToPath(new URL('../bin/svc.mjs', import.meta.url));
 
@@ -20,7 +22,11 @@ function svc(...args: string[]): Promise<{ status: number | null; stdout: string
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr })));
+  return within(
+    new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr }))),
+    `svc ${args.join(' ')} to end`,
+    RUN_WAIT_MS,
+  );
 }
 
 describe('svc conformance', () => {
@@ -72,8 +78,14 @@ describe('svc conformance', () => {
       summaries: unknown[];
     };
     assert.equal(report.summaries.length, 1);
-    assert.ok(report.rows.some((r) => r.verdict === 'pass'));
-    assert.ok(!report.rows.some((r) => r.verdict === 'fail'));
+    assert.ok(
+      report.rows.some((r) => r.verdict === 'pass'),
+      "report.rows.some((r) => r.verdict === 'pass')",
+    );
+    assert.ok(
+      !report.rows.some((r) => r.verdict === 'fail'),
+      "!report.rows.some((r) => r.verdict === 'fail')",
+    );
     assert.match(readFileSync(junit, 'utf8'), /<testsuite name="release 0\.5\.1" tests="\d+" failures="0"/);
   });
 

@@ -7,6 +7,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { masterClient, workerClient } from '../clients/openapi/index.ts';
+import { RUN_WAIT_MS } from './cluster/server-process.ts';
+import { within } from './testing/deadline.ts';
 
 const CLI = fileURLToPath(new URL('./cli/main.ts', import.meta.url));
 const SMALL = ['--size', '4m', '--maps', '2', '--reduces', '2', '--workers', '2', '--progress', 'none'];
@@ -34,7 +36,7 @@ describe('svc demo --keep', () => {
       child.kill('SIGINT');
       // A second Ctrl-C makes the demo kill what it started at once.
       const timer = setTimeout(() => child.kill('SIGINT'), 10_000);
-      await exit;
+      await within(exit, 'svc demo --keep to exit after two Ctrl-C');
       clearTimeout(timer);
     }
     const dir = /directory (\S+) \(kept/.exec(lines.join('\n'))?.[1];
@@ -42,7 +44,7 @@ describe('svc demo --keep', () => {
   });
 
   it('prints the management, metrics and Swagger addresses of every node, and they answer', async () => {
-    await kept;
+    await within(kept, "svc demo --keep's 'press Ctrl-C' line", RUN_WAIT_MS);
     const output = lines.join('\n');
     const addresses = (label: string) =>
       [...output.matchAll(new RegExp(`^ +${label} +(http://127\\.0\\.0\\.1:\\d+\\S*)$`, 'gm'))].map(
@@ -55,9 +57,18 @@ describe('svc demo --keep', () => {
     assert.equal(apis.length, 3, output);
     assert.equal(metrics.length, 3, output);
     assert.equal(swaggers.length, 3, output);
-    assert.ok(apis.every((url) => url.endsWith('/api/v1')));
-    assert.ok(metrics.every((url) => url.endsWith('/metrics/prometheus')));
-    assert.ok(swaggers.every((url) => url.endsWith('/swagger')));
+    assert.ok(
+      apis.every((url) => url.endsWith('/api/v1')),
+      "apis.every((url) => url.endsWith('/api/v1'))",
+    );
+    assert.ok(
+      metrics.every((url) => url.endsWith('/metrics/prometheus')),
+      "metrics.every((url) => url.endsWith('/metrics/prometheus'))",
+    );
+    assert.ok(
+      swaggers.every((url) => url.endsWith('/swagger')),
+      "swaggers.every((url) => url.endsWith('/swagger'))",
+    );
     assert.match(output, /^ +master +svc:\/\/127\.0\.0\.1:\d+\n +management +http:/m);
 
     const [masterApi, ...workerApis] = apis;
@@ -94,6 +105,6 @@ describe('svc demo --keep', () => {
     assert.match(table, /^workers \(2\)$/m);
 
     child.kill('SIGINT');
-    assert.equal(await exit, 0, lines.join('\n'));
+    assert.equal(await within(exit, 'svc demo --keep to exit after Ctrl-C'), 0, lines.join('\n'));
   });
 });

@@ -155,8 +155,14 @@ describe('application authentication on real processes', () => {
       );
     });
     // Refusals at the handshake are counted with the core's: B's secret and no application, on each port.
-    assert.ok((await authenticationFailures(cluster.masterHttpUrl)) >= 2);
-    assert.ok((await authenticationFailures(cluster.workerHttpUrl(0))) >= 8);
+    assert.ok(
+      (await authenticationFailures(cluster.masterHttpUrl)) >= 2,
+      '(await authenticationFailures(cluster.masterHttpUrl)) >= 2',
+    );
+    assert.ok(
+      (await authenticationFailures(cluster.workerHttpUrl(0))) >= 8,
+      '(await authenticationFailures(cluster.workerHttpUrl(0))) >= 8',
+    );
 
     // The client library says the same through its own errors.
     await assert.rejects(
@@ -191,7 +197,10 @@ describe('application authentication on real processes', () => {
     } finally {
       await impostor.close();
     }
-    assert.ok(cluster.master.running && cluster.workers.every((worker) => worker.running));
+    assert.ok(
+      cluster.master.running && cluster.workers.every((worker) => worker.running),
+      'cluster.master.running && cluster.workers.every((worker) => worker.running)',
+    );
   });
 
   it('refuses a connection proven as A everything about B’s shuffle, and B’s files stay intact', async () => {

@@ -33,6 +33,10 @@ describe('back-pressure on a real worker', () => {
       ),
     );
     assert.equal(pushEvents.at(-1), 'worker.backPressure.resumed', 'the worker ends reading again');
-    for (const line of events) assert.ok(Number(line.bytesInFlight) <= 256 * 1024 + 4 * 1024 * 1024);
+    for (const line of events)
+      assert.ok(
+        Number(line.bytesInFlight) <= 256 * 1024 + 4 * 1024 * 1024,
+        'Number(line.bytesInFlight) <= 256 * 1024 + 4 * 1024 * 1024',
+      );
   });
 });

@@ -38,7 +38,7 @@ describe('faults during a job on real processes', () => {
     try {
       const results = new Map([await writeMap(client.executor, 0)]);
       cluster.workers[1]!.kill('SIGKILL');
-      await cluster.workers[1]!.exited();
+      await cluster.workers[1]!.waitForExit();
       for (let mapId = 1; mapId < JOB.maps; mapId += 1)
         results.set(...(await writeMap(client.executor, mapId)));
       await readAndVerify(client.executor, 0, JOB, winnersOf(results));
@@ -53,7 +53,7 @@ describe('faults during a job on real processes', () => {
     try {
       const results = new Map([await writeMap(client.executor, 0)]);
       const disk = path.join(cluster.dir, 'worker-0', 'disk-1');
-      assert.ok(existsSync(disk));
+      assert.ok(existsSync(disk), 'existsSync(disk)');
       rmSync(disk, { recursive: true, force: true });
       // The worker's storage notices the directory go (a watcher event, or the check before a create).
       const lost = await cluster.workers[0]!.waitForEvent('worker.disk.directoryLost', STARTUP_WAIT_MS);

@@ -7,6 +7,7 @@ import { afterEach, describe, it } from 'node:test';
 import { workerKey, type PartitionLocation } from '../core/domain/index.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { StagedShuffle } from './testing/staged-shuffle.ts';
+import { pollFor } from './testing/poll.ts';
 import { DEFAULT_WAIT_MS, type LogLine } from './cluster/server-process.ts';
 import { clientSide, type ClientSide, type SmallJob } from './testing/small-job.ts';
 
@@ -23,13 +24,15 @@ const JOB: SmallJob = { maps: 2, partitions: 6, recordsPerPartition: 160, record
 
 /** Polls a management endpoint until `ready` holds on its JSON (the API is what an operator watches). */
 async function untilApi<T>(url: string, ready: (body: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + DEFAULT_WAIT_MS;
-  for (;;) {
-    const body = (await (await fetch(url)).json()) as T;
-    if (ready(body)) return body;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(body)}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  let last: T | undefined;
+  return pollFor(
+    async () => {
+      last = (await (await fetch(url)).json()) as T;
+      return ready(last) ? last : undefined;
+    },
+    () => `${what}: ${JSON.stringify(last)}`,
+    { timeoutMs: DEFAULT_WAIT_MS },
+  );
 }
 
 async function metric(url: string, name: string): Promise<number | undefined> {
@@ -117,7 +120,10 @@ describe('decommissioning a worker under load (real processes)', () => {
       (body) => body.decommissioningWorkers.some((w) => keyOf(w) === victim.id),
       'the master listing the worker as decommissioning',
     );
-    assert.ok(!listed.shutdownWorkers.some((w) => keyOf(w) === victim.id));
+    assert.ok(
+      !listed.shutdownWorkers.some((w) => keyOf(w) === victim.id),
+      '!listed.shutdownWorkers.some((w) => keyOf(w) === victim.id)',
+    );
     assert.equal(
       await metric(`${c.workerHttpUrl(victim.index)}/metrics/prometheus`, 'IsDecommissioningWorker'),
       1,
@@ -144,7 +150,7 @@ describe('decommissioning a worker under load (real processes)', () => {
     // The application ends: its shuffles go, and the worker exits.
     await client.close();
     client = undefined;
-    assert.equal(await worker.exited(), 0);
+    assert.equal(await worker.waitForExit(), 0);
     const exit = worker.seen((line) => line.event === 'worker.exit')[0];
     assert.equal(exit?.kind, 'DECOMMISSION');
     const tookMs = Date.parse(String(exit?.time)) - info.workerStateStartTime;

@@ -35,7 +35,7 @@ describe('a master killed right after it acknowledged a registration', () => {
     // The line is written with the answer, after the store confirmed the write (docs/core.md): kill at once.
     const registered = await master.waitForEvent('master.application.registered');
     master.kill('SIGKILL');
-    assert.equal(await master.exited(), -1, 'the master died of the signal, not on its own');
+    assert.equal(await master.waitForExit(), -1, 'the master died of the signal, not on its own');
     // The restarted master restores its state in its first step, before its management interface listens.
     await cluster.restartMaster();
     const response = await fetch(`${cluster.masterHttpUrl}/api/v1/applications`);

@@ -64,7 +64,7 @@ async function commitAndStop(cluster: LocalCluster, clients: ClientSide[]): Prom
   assert.ok(held[index]!.size > 0, 'the stopped worker holds committed partitions');
   const worker = cluster.workers[index]!;
   worker.kill('SIGTERM');
-  assert.equal(await worker.exited(), 0, 'a graceful shutdown exits 0');
+  assert.equal(await worker.waitForExit(), 0, 'a graceful shutdown exits 0');
   return {
     client,
     winners,
@@ -145,7 +145,7 @@ describe('graceful restart with each recovery store (real processes)', () => {
 
       await assert.rejects(cluster.startWorker(committed.index, { samePorts: true }));
       const refused = cluster.workers[committed.index]!;
-      assert.equal(await refused.exited(), 2, 'a configuration error');
+      assert.equal(await refused.waitForExit(), 2, 'a configuration error');
       const message = refused.stderr.join('\n');
       assert.ok(message.includes(committed.recoverPath), message);
       assert.match(message, /svc\.worker\.graceful\.shutdown\.recoverPath/);

@@ -14,6 +14,8 @@ import { LocalCluster } from './cluster/local-cluster.ts';
 import type { LogLine, ServerProcess } from './cluster/server-process.ts';
 import { type SmallJob, runVerifiedJob } from './testing/small-job.ts';
 import { encodeHello } from './wire/index.ts';
+import { RUN_WAIT_MS } from './cluster/server-process.ts';
+import { within } from './testing/deadline.ts';
 
 const HOSTILE = Number(process.env.SVC_HOSTILE_PEERS ?? 200);
 const IDLE = Number(process.env.SVC_IDLE_PEERS ?? 2000);
@@ -94,7 +96,7 @@ async function idlePeers(port: number, count: number): Promise<Socket[]> {
       }),
     );
   }
-  await Promise.all(opened);
+  await within(Promise.all(opened), `${count} idle connections to open`);
   return sockets;
 }
 
@@ -110,7 +112,12 @@ async function underAttack(
   const pid = server.pid!;
   const hostiles = Array.from({ length: HOSTILE }, (_, i) => hostilePeer(port, i));
   try {
-    const outcomes = await Promise.all(hostiles.map((hostile) => hostile.settled));
+    const outcomes = await within(
+      Promise.all(hostiles.map((hostile) => hostile.settled)),
+      'every hostile peer to send its share of the frame or be closed',
+      // 200 peers × 36 MiB through loopback: minutes on a loaded machine.
+      RUN_WAIT_MS,
+    );
     const rss = rssBytes(pid);
     tell(
       `${what}: ${(rss / MiB).toFixed(0)} MiB resident, ${outcomes.filter((o) => o === 'holding').length} of ${HOSTILE} peers holding`,

@@ -49,11 +49,14 @@ for (const tier of ['disk', 'dfs'] satisfies Tier[]) {
           held.length >= JOB.partitions,
           `the worker holds the application's files: ${held.join(', ')}`,
         );
-        assert.ok(held.every((file) => file.includes(client.app.appId)));
+        assert.ok(
+          held.every((file) => file.includes(client.app.appId)),
+          'held.every((file) => file.includes(client.app.appId))',
+        );
 
         const killed = cluster.workers[0]!;
         killed.kill('SIGKILL');
-        await killed.exited();
+        await killed.waitForExit();
         const restarted = await cluster.startWorker(0);
         const found = await restarted.waitForEvent('worker.leftovers.found');
         assert.equal(found.files, held.length, 'every file is a leftover: nothing was recovered');

@@ -52,7 +52,7 @@ describe('metrics of real processes', () => {
       assert.match(written.labels.instance ?? '', /^127\.0\.0\.1:\d+$/);
       assert.equal(written.labels.instance, `127.0.0.1:${new URL(cluster.workerHttpUrl(0)).port}`);
       const onDisk = bytesUnder(path.join(cluster.dir, 'worker-0', 'disk-1'));
-      assert.ok(onDisk > 0);
+      assert.ok(onDisk > 0, 'onDisk > 0');
       assert.equal(
         written.value,
         onDisk,
@@ -60,7 +60,10 @@ describe('metrics of real processes', () => {
       );
       assert.equal(only(worker, 'metrics_RegisteredShuffleCount_Value').value, 1);
       const pushed = only(worker, 'metrics_PrimaryPushDataSize_Count').value;
-      assert.ok(pushed >= JOB.maps * JOB.partitions * JOB.recordsPerPartition * (JOB.recordBytes ?? 0));
+      assert.ok(
+        pushed >= JOB.maps * JOB.partitions * JOB.recordsPerPartition * (JOB.recordBytes ?? 0),
+        'pushed >= JOB.maps * JOB.partitions * JOB.recordsPerPartition * (JOB.recordBytes ?? 0)',
+      );
       // The section 4.3 query selects exactly these series: role "Worker" and a non-empty applicationId.
       assert.match(
         topDiskUsedAppsQuery(),

@@ -37,8 +37,11 @@ describe('stopping a worker on real processes', () => {
       await readAndVerify(client.executor, 0, JOB, winners);
       const worker = cluster.workers[0]!;
       worker.kill('SIGTERM');
-      assert.equal(await worker.exited(), 0, 'a graceful shutdown exits 0');
-      assert.ok(worker.seen((line) => line.event === 'process.stopping').length === 1);
+      assert.equal(await worker.waitForExit(), 0, 'a graceful shutdown exits 0');
+      assert.ok(
+        worker.seen((line) => line.event === 'process.stopping').length === 1,
+        "worker.seen((line) => line.event === 'process.stopping').length === 1",
+      );
 
       const restarted = await cluster.startWorker(0, { samePorts: true });
       const listening = await restarted.waitForEvent('listening', STARTUP_WAIT_MS);
@@ -74,7 +77,7 @@ describe('stopping a worker on real processes', () => {
       worker.kill('SIGTERM');
       await worker.waitForEvent('process.stopping');
       worker.kill('SIGTERM');
-      assert.equal(await worker.exited(), 130);
+      assert.equal(await worker.waitForExit(), 130);
       assert.equal(worker.seen((line) => line.event === 'process.forcedExit').length, 1);
     } finally {
       await client.close();

@@ -6,6 +6,8 @@ import { afterEach, describe, it } from 'node:test';
 import { workerKey, type PartitionLocation } from '../core/domain/index.ts';
 import type { LifecycleManagerState } from '../core/machines/lifecycle-manager/index.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
+import { DEFAULT_WAIT_MS } from './cluster/server-process.ts';
+import { pollUntil } from './testing/poll.ts';
 import type { MapResult, MapWriter } from './client/shuffle-client.ts';
 import {
   clientSide,
@@ -21,14 +23,6 @@ const REPLICATED = { 'svc.client.push.replicate.enabled': 'true' };
 const MANY_BATCHES = { ...REPLICATED, 'svc.client.push.buffer.max.size': '4k' };
 const JOB: SmallJob = { maps: 3, partitions: 6, recordsPerPartition: 400, recordBytes: 200 };
 const SHUFFLE = 0;
-
-/** Resolves once `ready()` holds, checking after every turn of the event loop; rejects after `what` took too long. */
-async function until(ready: () => boolean, what: string, turns = 2_000_000): Promise<void> {
-  for (let turn = 0; !ready(); turn += 1) {
-    if (turn >= turns) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 function shuffleOf(state: LifecycleManagerState) {
   const shuffle = state.shuffles.get(SHUFFLE);
@@ -78,13 +72,17 @@ describe('replication survives the loss of one of three workers (real processes)
     const app = client.app;
     const { writers, results } = startWriters(client);
     const first = writers[0]!;
-    await until(() => first.acknowledgedBytes() > 0, 'the first acknowledged push of map 0');
+    await pollUntil(
+      () => first.acknowledgedBytes() > 0,
+      () => 'the first acknowledged push of map 0',
+      { timeoutMs: DEFAULT_WAIT_MS },
+    );
     const victim = busiestWorker(cluster, shuffleOf(app.state()).reserved);
     const acknowledgedAtKill = first.acknowledgedBytes();
     cluster.workers[victim.index]!.kill('SIGKILL');
     assert.ok(acknowledgedAtKill < PUSHED_PER_MAP, 'map 0 still had bytes to push when the worker died');
     assert.ok(victim.copies.length > 0, 'the killed worker held partitions of the shuffle');
-    await cluster.workers[victim.index]!.exited();
+    await cluster.workers[victim.index]!.waitForExit();
 
     const winners = winnersOf(await results);
     await readAndVerify(client.executor, SHUFFLE, JOB, winners);
@@ -105,7 +103,11 @@ describe('replication survives the loss of one of three workers (real processes)
     client = await clientSide(cluster.masterUrl, { conf: REPLICATED });
     const app = client.app;
     const { results } = startWriters(client);
-    await until(() => app.state().shuffles.get(SHUFFLE)?.phase === 'committing', 'the commit to start');
+    await pollUntil(
+      () => app.state().shuffles.get(SHUFFLE)?.phase === 'committing',
+      () => 'the commit to start',
+      { timeoutMs: DEFAULT_WAIT_MS },
+    );
     const commit = shuffleOf(app.state()).commit;
     assert.ok(commit, 'the commit is under way');
     const victim = busiestWorker(cluster, [...commit.copiesByWorker.values()].flat());
@@ -113,7 +115,7 @@ describe('replication survives the loss of one of three workers (real processes)
     cluster.workers[victim.index]!.kill('SIGKILL');
     assert.ok(awaitingVictim, 'the commit still waited for the killed worker');
     assert.ok(victim.copies.length > 0, 'the killed worker held partitions of the shuffle');
-    await cluster.workers[victim.index]!.exited();
+    await cluster.workers[victim.index]!.waitForExit();
 
     const winners = winnersOf(await results);
     assert.equal(winners.size, JOB.maps, 'every map has a winning attempt');
@@ -125,7 +127,11 @@ describe('replication survives the loss of one of three workers (real processes)
     client = await clientSide(cluster.masterUrl, { conf: REPLICATED });
     const app = client.app;
     const winners = winnersOf(await startWriters(client).results);
-    await until(() => app.state().shuffles.get(SHUFFLE)?.phase === 'committed', 'the commit to end');
+    await pollUntil(
+      () => app.state().shuffles.get(SHUFFLE)?.phase === 'committed',
+      () => 'the commit to end',
+      { timeoutMs: DEFAULT_WAIT_MS },
+    );
     const primaries = shuffleOf(app.state()).reserved.filter((copy) => copy.mode === 'PRIMARY');
     const victim = busiestWorker(cluster, primaries);
     assert.ok(victim.copies.length > 0, 'the killed worker held primaries of the shuffle');
@@ -138,7 +144,7 @@ describe('replication survives the loss of one of three workers (real processes)
     const shuffle = client.executor.shuffle(SHUFFLE, { maps: JOB.maps, partitions: JOB.partitions });
     if (firstRead !== undefined) await shuffle.read(firstRead);
     cluster.workers[victim.index]!.kill('SIGKILL');
-    await cluster.workers[victim.index]!.exited();
+    await cluster.workers[victim.index]!.waitForExit();
     // Every partition, now without the killed worker: each read must find the surviving copy.
     await readAndVerify(client.executor, SHUFFLE, JOB, winners);
   });

@@ -136,7 +136,7 @@ function rollingUpgrade({ from, to, confFiles = false }: UpgradeCase): void {
         worker.kill('SIGTERM');
         await worker.waitForEvent('process.stopping');
         await Promise.all([a.end(), b.end()]);
-        assert.equal(await worker.exited(), 0, `worker ${index} shut down gracefully`);
+        assert.equal(await worker.waitForExit(), 0, `worker ${index} shut down gracefully`);
         assert.deepEqual(
           worker.seen((line) => line.event === 'worker.lifecycle.drainTimedOut'),
           [],

@@ -15,6 +15,8 @@ import { connectExecutor } from './client/shuffle-client.ts';
 import { scrapeGauge } from './metrics/testing.ts';
 import { pollUntil } from './testing/poll.ts';
 import { clientSide, recordsOf, type ClientSide } from './testing/small-job.ts';
+import { STARTUP_WAIT_MS } from './cluster/server-process.ts';
+import { within } from './testing/deadline.ts';
 
 const MiB = 1024 * 1024;
 const TSX = import.meta.resolve('tsx');
@@ -80,7 +82,9 @@ describe('the streaming partition reader', () => {
       let stderr = '';
       child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
       child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-      const [code] = (await once(child, 'exit')) as [number | null];
+      const [code] = (await within(once(child, 'exit'), 'the reader process to end', STARTUP_WAIT_MS)) as [
+        number | null,
+      ];
       assert.equal(code, 0, `the reader process failed: ${stderr}`);
       const line = stdout
         .trim()
@@ -138,7 +142,8 @@ describe('the streaming partition reader', () => {
       const shuffle = executor.shuffle(0, { maps: 1, partitions: 1 });
       const writer = shuffle.writer(0);
       for (let i = 0; i < (24 * MiB) / RECORD_BYTES; i += 1) {
-        if (!writer.write(0, recordAt(0, i))) await once(writer, 'drain');
+        if (!writer.write(0, recordAt(0, i)))
+          await within(once(writer, 'drain'), `'drain' after record ${i}`);
       }
       await writer.close();
       let read = 0;

@@ -170,7 +170,10 @@ describe('TLS on every port', () => {
         return true;
       },
     );
-    assert.ok(cluster.master.running && cluster.workers.every((worker) => worker.running));
+    assert.ok(
+      cluster.master.running && cluster.workers.every((worker) => worker.running),
+      'cluster.master.running && cluster.workers.every((worker) => worker.running)',
+    );
     await runVerifiedJob(cluster.masterUrl, JOB, { conf: clientTls });
   });
 
@@ -183,7 +186,7 @@ describe('TLS on every port', () => {
       }),
       /could not reach the master.*The last connection failed: .*certificate/,
     );
-    assert.ok(cluster.master.running);
+    assert.ok(cluster.master.running, 'cluster.master.running');
   });
 
   it('refuses to start a server with TLS on and no certificate, naming the keys', async () => {
@@ -200,7 +203,7 @@ describe('TLS on every port', () => {
       ],
       logFile: path.join(dir, 'master-without-certificate.log'),
     });
-    const code = await master.exited();
+    const code = await master.waitForExit();
     assert.notEqual(code, 0);
     assert.match(
       master.stderr.join('\n'),

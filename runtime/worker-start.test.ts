@@ -62,7 +62,7 @@ describe('starting a worker on real processes', () => {
     const taken = await takenPort();
     try {
       const failing = worker([`svc.worker.http.port=${taken.port}`]);
-      assert.equal(await failing.exited(), 2);
+      assert.equal(await failing.waitForExit(), 2);
       const message = failing.stderr.join('\n');
       assert.match(message, /svc\.worker\.http\.port/);
       assert.match(message, new RegExp(`127\\.0\\.0\\.1:${taken.port}`));
@@ -80,7 +80,7 @@ describe('starting a worker on real processes', () => {
     const taken = await takenPort();
     try {
       const failing = worker(['svc.worker.http.port=0', `svc.worker.fetch.port=${taken.port}`]);
-      assert.equal(await failing.exited(), 2);
+      assert.equal(await failing.waitForExit(), 2);
       assert.match(failing.stderr.join('\n'), /svc\.worker\.fetch\.port.*EADDRINUSE/);
       assert.deepEqual(await registeredWorkers(), []);
     } finally {
@@ -99,7 +99,7 @@ describe('starting a worker on real processes', () => {
     assert.equal(listening.recoveryStore, recoverPath);
     await first.waitForEvent('worker.registered');
     const second = worker(['svc.worker.http.port=0', ...graceful]);
-    assert.equal(await second.exited(), 2);
+    assert.equal(await second.waitForExit(), 2);
     const message = second.stderr.join('\n');
     assert.match(message, /svc\.worker\.graceful\.shutdown\.recoverPath/);
     assert.ok(message.includes(recoverPath), message);

@@ -71,7 +71,10 @@ describe('planted bugs', () => {
         invariant,
         'the shrunk failure names the same invariant',
       );
-      assert.ok(shrunk.schedule.faults.length <= caught.schedule.faults.length);
+      assert.ok(
+        shrunk.schedule.faults.length <= caught.schedule.faults.length,
+        'shrunk.schedule.faults.length <= caught.schedule.faults.length',
+      );
       const command = replayCommand(shrunk.result, shrunk.schedule);
       assert.match(command, new RegExp(`--seed ${caught.seed} .*--bug ${bug} --trace$`));
     });

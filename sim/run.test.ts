@@ -15,7 +15,7 @@ describe('runSeed', () => {
         const first = runSeed({ seed, scenario: swarm, trace: true });
         runSeed({ seed: other, scenario: swarm });
         const again = runSeed({ seed, scenario: swarm, trace: true });
-        assert.ok(first.trace.length > 0);
+        assert.ok(first.trace.length > 0, 'first.trace.length > 0');
         assert.equal(again.trace, first.trace);
         assert.equal(again.events, first.events);
         assert.deepEqual(again.violation, first.violation);

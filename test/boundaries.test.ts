@@ -28,7 +28,7 @@ async function lintFixture(relativePath: string) {
     ],
   });
   const [result] = await eslint.lintText(text, { filePath: root + relativePath });
-  assert.ok(result);
+  assert.ok(result, 'result');
   const expected = text.split('\n').flatMap((line, index) => (line.includes('// report') ? [index + 1] : []));
   const reported = [...new Set(result.messages.map((m) => m.line))].sort((a, b) => a - b);
   return { expected, reported, messages: result.messages };
@@ -38,11 +38,26 @@ describe('purity boundary of core/ and conf/', () => {
   it('reports every impure construct in a core/ module, and nothing else', async () => {
     const { expected, reported, messages } = await lintFixture('core/fixtures/boundary-violation.ts');
     assert.deepEqual(reported, expected);
-    assert.ok(messages.some((m) => m.ruleId === 'svc/pure-imports' && /Node\.js module/.test(m.message)));
-    assert.ok(messages.some((m) => m.ruleId === 'svc/pure-imports' && /runtime\//.test(m.message)));
-    assert.ok(messages.some((m) => m.ruleId === 'no-restricted-syntax' && /async/.test(m.message)));
-    assert.ok(messages.some((m) => m.ruleId === 'no-restricted-syntax' && /Promise/.test(m.message)));
-    assert.ok(messages.some((m) => m.ruleId === 'no-restricted-properties' && /Randomness/.test(m.message)));
+    assert.ok(
+      messages.some((m) => m.ruleId === 'svc/pure-imports' && /Node\.js module/.test(m.message)),
+      "messages.some((m) => m.ruleId === 'svc/pure-imports' && /Node\\.js module/.test(m.message))",
+    );
+    assert.ok(
+      messages.some((m) => m.ruleId === 'svc/pure-imports' && /runtime\//.test(m.message)),
+      "messages.some((m) => m.ruleId === 'svc/pure-imports' && /runtime\\//.test(m.message))",
+    );
+    assert.ok(
+      messages.some((m) => m.ruleId === 'no-restricted-syntax' && /async/.test(m.message)),
+      "messages.some((m) => m.ruleId === 'no-restricted-syntax' && /async/.test(m.message))",
+    );
+    assert.ok(
+      messages.some((m) => m.ruleId === 'no-restricted-syntax' && /Promise/.test(m.message)),
+      "messages.some((m) => m.ruleId === 'no-restricted-syntax' && /Promise/.test(m.message))",
+    );
+    assert.ok(
+      messages.some((m) => m.ruleId === 'no-restricted-properties' && /Randomness/.test(m.message)),
+      "messages.some((m) => m.ruleId === 'no-restricted-properties' && /Randomness/.test(m.message))",
+    );
   });
 
   it('lets conf/ import yaml and core/ but nothing with side effects', async () => {

@@ -139,7 +139,10 @@ describe('edit distance', () => {
       fc.property(word, word, word, (a, b, c) => {
         assert.equal(editDistance(a, b) === 0, a === b);
         assert.equal(editDistance(a, b), editDistance(b, a));
-        assert.ok(editDistance(a, c) <= editDistance(a, b) + editDistance(b, c));
+        assert.ok(
+          editDistance(a, c) <= editDistance(a, b) + editDistance(b, c),
+          'editDistance(a, c) <= editDistance(a, b) + editDistance(b, c)',
+        );
       }),
     );
     assert.equal(editDistance('kitten', 'sitting'), 3);

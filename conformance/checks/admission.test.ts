@@ -115,7 +115,7 @@ describe('the admission expectations, as the contract writes them', () => {
       masterUrl: 'http://127.0.0.1:1',
       workerUrls: [],
     });
-    assert.ok(rows.length > 0);
+    assert.ok(rows.length > 0, 'rows.length > 0');
     for (const r of rows) {
       assert.equal(r.verdict, 'not-applicable');
       assert.match(r.evidence, /--data/);

@@ -8,8 +8,8 @@ const command = (path: string) => LEGACY_COMMANDS.find((c) => c.path === path)!;
 
 describe('the expectations written from the contract', () => {
   it('orders releases numerically, patch included', () => {
-    assert.ok(compareReleases('0.10.0', '0.9.9') > 0);
-    assert.ok(compareReleases('0.5', '0.5.1') < 0);
+    assert.ok(compareReleases('0.10.0', '0.9.9') > 0, "compareReleases('0.10.0', '0.9.9') > 0");
+    assert.ok(compareReleases('0.5', '0.5.1') < 0, "compareReleases('0.5', '0.5.1') < 0");
     assert.equal(compareReleases('0.5', '0.5.0'), 0);
   });
 
@@ -45,11 +45,11 @@ describe('the expectations written from the contract', () => {
   });
 
   it('compares configuration values across units and spellings', () => {
-    assert.ok(sameValue('1min', '60s'));
-    assert.ok(sameValue('30s', '30000ms'));
-    assert.ok(!sameValue('30s', '30'));
-    assert.ok(sameValue('0.70', '0.7'));
-    assert.ok(sameValue('rocksdb', 'ROCKSDB'));
+    assert.ok(sameValue('1min', '60s'), "sameValue('1min', '60s')");
+    assert.ok(sameValue('30s', '30000ms'), "sameValue('30s', '30000ms')");
+    assert.ok(!sameValue('30s', '30'), "!sameValue('30s', '30')");
+    assert.ok(sameValue('0.70', '0.7'), "sameValue('0.70', '0.7')");
+    assert.ok(sameValue('rocksdb', 'ROCKSDB'), "sameValue('rocksdb', 'ROCKSDB')");
     assert.equal(canonicalValue(' 2 '), '2');
   });
 

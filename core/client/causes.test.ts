@@ -39,8 +39,11 @@ describe('the push failure table', () => {
 
   it('holds only real status codes, and no success code', () => {
     for (const cause of CAUSES) {
-      assert.ok(cause in STATUS_CODES);
-      assert.ok(!['SUCCESS', 'SOFT_SPLIT', 'HARD_SPLIT', 'MAP_ENDED'].includes(cause));
+      assert.ok(cause in STATUS_CODES, 'cause in STATUS_CODES');
+      assert.ok(
+        !['SUCCESS', 'SOFT_SPLIT', 'HARD_SPLIT', 'MAP_ENDED'].includes(cause),
+        "!['SUCCESS', 'SOFT_SPLIT', 'HARD_SPLIT', 'MAP_ENDED'].includes(cause)",
+      );
     }
   });
 });

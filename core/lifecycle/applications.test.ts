@@ -105,7 +105,7 @@ describe('applications: properties', () => {
         }
         assert.deepEqual(new Set(registeredShuffleKeys(registry)), expected);
         const lookup = shuffleLookup(registry);
-        for (const key of expected) assert.ok(lookup(key));
+        for (const key of expected) assert.ok(lookup(key), 'lookup(key)');
         assert.deepEqual(
           restoreApplications(
             JSON.parse(JSON.stringify(snapshotApplications(registry))) as ApplicationRegistrySnapshot,

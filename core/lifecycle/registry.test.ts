@@ -210,7 +210,7 @@ function checkInvariants(registry: WorkerRegistry): void {
   for (const key of never) assert.ok(!available.has(key), `${key} is unavailable by its sets`);
   for (const key of available) {
     assert.equal(registry.workers.get(key)?.state, 'Normal');
-    assert.ok(!unavailableWorkerKeys(registry).has(key));
+    assert.ok(!unavailableWorkerKeys(registry).has(key), '!unavailableWorkerKeys(registry).has(key)');
   }
   for (const key of registry.lost.keys()) {
     assert.ok(!registry.workers.has(key), 'registered and lost at once');
@@ -260,7 +260,7 @@ describe('worker registry: properties', () => {
           const after = detectLostWorkers(registry, last + timeout + 1, timeout);
           assert.deepEqual(after.lost, [key0]);
           assert.equal(after.registry.lost.get(key0)?.lostAt, last + timeout + 1);
-          assert.ok(!after.registry.workers.has(key0));
+          assert.ok(!after.registry.workers.has(key0), '!after.registry.workers.has(key0)');
         },
       ),
     );
@@ -281,7 +281,7 @@ describe('worker registry: properties', () => {
         assert.equal(after.outcome.accepted, true);
         const next = after.registry;
         for (const set of [next.lost, next.autoExcluded, next.shutdown, next.decommissioning, next.events]) {
-          assert.ok(!set.has(key));
+          assert.ok(!set.has(key), '!set.has(key)');
         }
         assert.equal(next.workers.get(key)?.state, 'Normal');
         assert.equal(next.manuallyExcluded.has(key), wasManual);
@@ -306,11 +306,14 @@ describe('worker registry: properties', () => {
           0,
         ).registry;
         const { registry, now } = run(steps, checkInvariants, { registry: start, now: 0 });
-        assert.ok(registry.manuallyExcluded.has(key0));
-        assert.ok(!isAvailable(registry, key0));
+        assert.ok(registry.manuallyExcluded.has(key0), 'registry.manuallyExcluded.has(key0)');
+        assert.ok(!isAvailable(registry, key0), '!isAvailable(registry, key0)');
         const removed = excludeWorkers(registry, { add: [], remove: [key0] }, now);
         assert.deepEqual(removed.removed, [key0]);
-        assert.ok(!removed.registry.manuallyExcluded.has(key0));
+        assert.ok(
+          !removed.registry.manuallyExcluded.has(key0),
+          '!removed.registry.manuallyExcluded.has(key0)',
+        );
       }),
       { numRuns: 200 },
     );
@@ -385,9 +388,9 @@ describe('worker registry: heartbeats', () => {
       1,
       { ...POLICY, dfsConfigured: true },
     );
-    assert.ok(!withDfs.registry.autoExcluded.has(key0));
+    assert.ok(!withDfs.registry.autoExcluded.has(key0), '!withDfs.registry.autoExcluded.has(key0)');
     const busy = heartbeat(registry, id0, 1, { highWorkload: true });
-    assert.ok(busy.registry.autoExcluded.has(key0));
+    assert.ok(busy.registry.autoExcluded.has(key0), 'busy.registry.autoExcluded.has(key0)');
     const halfSick = heartbeat(registry, id0, 1, { disks: [disk('/d1', 'IO_HANG'), disk('/d2')] });
     assert.ok(!halfSick.registry.autoExcluded.has(key0), '1 of 2 is below the threshold 1.0');
 
@@ -396,7 +399,7 @@ describe('worker registry: heartbeats', () => {
       change: 'released',
       previousReason: (excluded.changes.autoExclusion as { reason: string }).reason,
     });
-    assert.ok(isAvailable(recovered.registry, key0));
+    assert.ok(isAvailable(recovered.registry, key0), 'isAvailable(recovered.registry, key0)');
   });
 
   it('completes DecommissionThenIdle at Idle and Recommission at Normal, back in service', () => {
@@ -416,7 +419,7 @@ describe('worker registry: heartbeats', () => {
     assert.equal(back.changes.completedEvent, 'Recommission');
     assert.equal(back.changes.backInService, true);
     assert.deepEqual(decommissioningWorkers(back.registry), [], 'reference quirk 8 fixed');
-    assert.ok(isAvailable(back.registry, key0));
+    assert.ok(isAvailable(back.registry, key0), 'isAvailable(back.registry, key0)');
   });
 
   it('lists a leaving worker from its heartbeat state when its own report to the master was lost', () => {
@@ -478,7 +481,7 @@ describe('worker registry: operator actions', () => {
     ]);
     const cleared = sendWorkerEvent(repeat.registry, 'None', [key0], 30);
     assert.deepEqual(cleared.applied, [key0]);
-    assert.ok(isAvailable(cleared.registry, key0));
+    assert.ok(isAvailable(cleared.registry, key0), 'isAvailable(cleared.registry, key0)');
     assert.equal(
       sendWorkerEvent(registry, 'Recommission', [key0], 40).unchanged[0]?.note,
       'already in service',

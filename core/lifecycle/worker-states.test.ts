@@ -110,7 +110,8 @@ function advance(model: Model, real: Real, trigger: LifecycleTrigger, elapsed: n
   } else {
     assert.equal(result.lifecycle, real.lifecycle, 'a stay or refusal leaves the lifecycle untouched');
   }
-  if (result.transition.outcome === 'refuse') assert.ok(result.transition.reason.length > 10);
+  if (result.transition.outcome === 'refuse')
+    assert.ok(result.transition.reason.length > 10, 'result.transition.reason.length > 10');
   real.lifecycle = result.lifecycle;
 
   assert.deepEqual(real.lifecycle, { state: model.state, since: model.since, exitKind: model.exitKind });

@@ -53,7 +53,7 @@ describe('secretLookup', () => {
               asks += 1;
               accepted = ask() === proof;
             }
-            assert.ok(asks <= 1);
+            assert.ok(asks <= 1, 'asks <= 1');
             if (e.version === current) assert.ok(accepted, 'the current secret always gets in');
             if (accepted && e.version !== current) {
               const replaced = replacedAt[e.version];

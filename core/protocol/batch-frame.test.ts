@@ -64,7 +64,7 @@ describe('batch frame', () => {
         together.forEach((frame, i) => {
           assert.deepEqual([...frame], [...encodeBatchFrame(batches[i]!.header, batches[i]!.payload)]);
           const decoded = decodeBatchFrame(frame);
-          assert.ok(decoded.ok);
+          assert.ok(decoded.ok, 'decoded.ok');
           assert.deepEqual([...decoded.value.payload], [...batches[i]!.payload]);
         });
       }),
@@ -99,7 +99,7 @@ describe('batch frame', () => {
         const bytes = encodeBatchFrame(h, p);
         assert.equal(bytes.length, FRAME_HEADER_BYTES + p.length);
         const decoded = decodeBatchFrame(bytes);
-        assert.ok(decoded.ok);
+        assert.ok(decoded.ok, 'decoded.ok');
         const { crc, ...fields } = decoded.value;
         assert.deepEqual({ ...fields, payload: [...fields.payload] }, { ...h, payload: [...p] });
         assert.equal(crc, getU32(bytes, FRAME_CRC_OFFSET), 'the stored CRC comes back with the frame');
@@ -136,7 +136,7 @@ describe('batch frame', () => {
           at += f.length;
         }
         const decoded = decodeBatchFrames(chunk);
-        assert.ok(decoded.ok);
+        assert.ok(decoded.ok, 'decoded.ok');
         assert.deepEqual(
           decoded.value.map((f) => [f.mapId, f.batchId, [...f.payload]]),
           batches.map(([h, p]) => [h.mapId, h.batchId, [...p]]),
@@ -166,7 +166,7 @@ describe('batch frame', () => {
         const torn = bytes.subarray(0, cut % bytes.length);
         if (torn.length === 0) return; // an empty run is zero frames, not a torn one
         const decoded = decodeBatchFrames(torn);
-        assert.ok(!decoded.ok);
+        assert.ok(!decoded.ok, '!decoded.ok');
         assert.equal(decoded.error.problem, 'TORN');
         assert.match(decoded.error.message, /torn/);
       }),
@@ -181,31 +181,31 @@ describe('batch frame', () => {
     );
     const withTrailing = new Uint8Array([...good, 9]);
     const single = decodeBatchFrame(withTrailing);
-    assert.ok(!single.ok);
+    assert.ok(!single.ok, '!single.ok');
     assert.equal(single.error.problem, 'TRAILING_BYTES');
 
     const badMagic = good.slice();
     badMagic[0] = 0;
     const magic = decodeBatchFrame(badMagic);
-    assert.ok(!magic.ok);
+    assert.ok(!magic.ok, '!magic.ok');
     assert.equal(magic.error.problem, 'BAD_MAGIC');
 
     const badVersion = good.slice();
     badVersion[4] = 2;
     const version = decodeBatchFrame(badVersion);
-    assert.ok(!version.ok);
+    assert.ok(!version.ok, '!version.ok');
     assert.equal(version.error.problem, 'UNSUPPORTED_VERSION');
     assert.match(version.error.message, /version 2/);
 
     const badPayload = good.slice();
     badPayload[41]! ^= 0xff;
     const crc = decodeBatchFrame(badPayload);
-    assert.ok(!crc.ok);
+    assert.ok(!crc.ok, '!crc.ok');
     assert.equal(crc.error.problem, 'CRC_MISMATCH');
     assert.match(crc.error.message, /CRC-32/);
 
     const second = decodeBatchFrames(new Uint8Array([...good, ...badPayload]));
-    assert.ok(!second.ok);
+    assert.ok(!second.ok, '!second.ok');
     assert.equal(second.error.offset, good.length);
   });
 

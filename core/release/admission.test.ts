@@ -23,7 +23,10 @@ describe('admission by release (contract section 1, rules 6 and 7)', () => {
       for (const server of ['0.3.0', '0.3.1', '0.3.2'] as const) {
         const admission = admitClient(server, client);
         assert.equal(admission.admitted, true, `${server} must accept ${client}`);
-        assert.ok(admission.admitted && admission.advice?.includes('strongly recommended'));
+        assert.ok(
+          admission.admitted && admission.advice?.includes('strongly recommended'),
+          "admission.admitted && admission.advice?.includes('strongly recommended')",
+        );
       }
     }
   });
@@ -71,7 +74,10 @@ describe('admission by release (contract section 1, rules 6 and 7)', () => {
   it('a client older than the history is refused, not guessed at', () => {
     const admission = admitClient('0.3.0', '0.1.9');
     assert.equal(admission.admitted, false);
-    assert.ok(!admission.admitted && admission.reason === 'client-too-old');
+    assert.ok(
+      !admission.admitted && admission.reason === 'client-too-old',
+      "!admission.admitted && admission.reason === 'client-too-old'",
+    );
   });
 
   it('a server older than the history has no known policy and throws', () => {
@@ -104,7 +110,10 @@ describe('admission by release (contract section 1, rules 6 and 7)', () => {
   it('the policy table is oldest first and starts at the oldest known release', () => {
     assert.equal(ADMISSION_HISTORY[0].since, KNOWN_RELEASES[0]);
     for (let i = 1; i < ADMISSION_HISTORY.length; i += 1) {
-      assert.ok(compareReleases(ADMISSION_HISTORY[i - 1]!.since, ADMISSION_HISTORY[i]!.since) < 0);
+      assert.ok(
+        compareReleases(ADMISSION_HISTORY[i - 1]!.since, ADMISSION_HISTORY[i]!.since) < 0,
+        'compareReleases(ADMISSION_HISTORY[i - 1]!.since, ADMISSION_HISTORY[i]!.since) < 0',
+      );
     }
   });
 
@@ -135,7 +144,10 @@ describe('admission by release (contract section 1, rules 6 and 7)', () => {
     fc.assert(
       fc.property(knownRelease, knownRelease, (a, b) => {
         const [older, newer] = compareReleases(a, b) <= 0 ? [a, b] : [b, a];
-        assert.ok(compareReleases(oldestAcceptedClient(older), oldestAcceptedClient(newer)) <= 0);
+        assert.ok(
+          compareReleases(oldestAcceptedClient(older), oldestAcceptedClient(newer)) <= 0,
+          'compareReleases(oldestAcceptedClient(older), oldestAcceptedClient(newer)) <= 0',
+        );
       }),
     );
   });

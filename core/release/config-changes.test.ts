@@ -37,14 +37,20 @@ describe('contract 9.2 as a table', () => {
       fc.property(anyRelease, anyRelease, (a, b) => {
         const rows = configChangesBetween(a, b);
         for (const row of rows) {
-          assert.ok(compareReleases(row.release, a) > 0 && compareReleases(row.release, b) <= 0);
+          assert.ok(
+            compareReleases(row.release, a) > 0 && compareReleases(row.release, b) <= 0,
+            'compareReleases(row.release, a) > 0 && compareReleases(row.release, b) <= 0',
+          );
         }
         const expected = CONFIG_CHANGES.filter(
           (row) => compareReleases(row.release, a) > 0 && compareReleases(row.release, b) <= 0,
         ).length;
         assert.equal(rows.length, expected);
         for (let i = 1; i < rows.length; i += 1)
-          assert.ok(compareReleases(rows[i - 1]!.release, rows[i]!.release) <= 0);
+          assert.ok(
+            compareReleases(rows[i - 1]!.release, rows[i]!.release) <= 0,
+            'compareReleases(rows[i - 1]!.release, rows[i]!.release) <= 0',
+          );
       }),
     );
   });

@@ -92,9 +92,9 @@ describe('legacy endpoints (contract section 4.4)', () => {
         assert.equal(call(legacyEndpointRule(asked, r, '0.5.0')).name, '/shuffle');
       }
       const at060 = legacyEndpointRule('/shuffle', r, '0.6.0');
-      assert.ok(at060.exists && at060.deprecated);
+      assert.ok(at060.exists && at060.deprecated, 'at060.exists && at060.deprecated');
       const at051 = legacyEndpointRule('/shuffle', r, '0.5.1');
-      assert.ok(at051.exists && !at051.deprecated);
+      assert.ok(at051.exists && !at051.deprecated, 'at051.exists && !at051.deprecated');
     }
   });
 
@@ -260,7 +260,10 @@ describe('legacy endpoint properties', () => {
   it('the changes of each endpoint are oldest first', () => {
     for (const endpoint of LEGACY_ENDPOINTS) {
       for (let i = 1; i < endpoint.changes.length; i += 1) {
-        assert.ok(compareReleases(endpoint.changes[i - 1]!.release, endpoint.changes[i]!.release) < 0);
+        assert.ok(
+          compareReleases(endpoint.changes[i - 1]!.release, endpoint.changes[i]!.release) < 0,
+          'compareReleases(endpoint.changes[i - 1]!.release, endpoint.changes[i]!.release) < 0',
+        );
       }
     }
   });

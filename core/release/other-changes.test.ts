@@ -124,7 +124,10 @@ describe('other changes (contract section 9.3)', () => {
 
   it('the table is oldest first', () => {
     for (let i = 1; i < OTHER_CHANGES.length; i += 1) {
-      assert.ok(compareReleases(OTHER_CHANGES[i - 1]!.release, OTHER_CHANGES[i]!.release) <= 0);
+      assert.ok(
+        compareReleases(OTHER_CHANGES[i - 1]!.release, OTHER_CHANGES[i]!.release) <= 0,
+        'compareReleases(OTHER_CHANGES[i - 1]!.release, OTHER_CHANGES[i]!.release) <= 0',
+      );
     }
   });
 

@@ -49,7 +49,10 @@ describe('Prometheus names (reference section 10.1)', () => {
         (name, suffix) => {
           const rendered = prometheusMetricName(name, suffix);
           assert.match(rendered, /^[a-zA-Z_:][a-zA-Z0-9_:]*$/);
-          assert.ok(rendered.startsWith('metrics_') && rendered.endsWith(`_${suffix}`));
+          assert.ok(
+            rendered.startsWith('metrics_') && rendered.endsWith(`_${suffix}`),
+            "rendered.startsWith('metrics_') && rendered.endsWith(`_${suffix}`)",
+          );
         },
       ),
     );

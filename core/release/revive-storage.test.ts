@@ -70,10 +70,18 @@ describe('storage of a revived location (contract section 1, rules 3 and 4)', ()
         if (compareReleases(release, '0.6.0') >= 0) {
           assert.equal(info.type, types[0]);
           assert.equal(isTypeAvailable(info.availableTypes, 'MEMORY'), types.includes('MEMORY'));
-          for (const type of types) assert.ok(isTypeAvailable(info.availableTypes, type));
+          for (const type of types)
+            assert.ok(
+              isTypeAvailable(info.availableTypes, type),
+              'isTypeAvailable(info.availableTypes, type)',
+            );
         } else {
           assert.equal(info.type, 'MEMORY');
-          for (const type of STORAGE_TYPES) assert.ok(isTypeAvailable(info.availableTypes, type));
+          for (const type of STORAGE_TYPES)
+            assert.ok(
+              isTypeAvailable(info.availableTypes, type),
+              'isTypeAvailable(info.availableTypes, type)',
+            );
         }
       }),
     );

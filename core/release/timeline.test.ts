@@ -36,9 +36,13 @@ describe('the row in effect at a release', () => {
     fc.assert(
       fc.property(fc.constantFrom(...KNOWN_RELEASES), (release) => {
         const row = inEffectAt(ROWS, release);
-        assert.ok(compareReleases(row.since, release) <= 0);
+        assert.ok(compareReleases(row.since, release) <= 0, 'compareReleases(row.since, release) <= 0');
         const later = ROWS.filter((candidate) => compareReleases(candidate.since, row.since) > 0);
-        for (const candidate of later) assert.ok(compareReleases(candidate.since, release) > 0);
+        for (const candidate of later)
+          assert.ok(
+            compareReleases(candidate.since, release) > 0,
+            'compareReleases(candidate.since, release) > 0',
+          );
       }),
     );
   });

@@ -159,7 +159,11 @@ describe('pushReply', () => {
             return;
           }
           const body = replica?.body ?? 'SUCCESS';
-          if (status === 'SUCCESS') assert.ok(body === 'SUCCESS' && !softSplit && !congested);
+          if (status === 'SUCCESS')
+            assert.ok(
+              body === 'SUCCESS' && !softSplit && !congested,
+              "body === 'SUCCESS' && !softSplit && !congested",
+            );
           if (body === 'HARD_SPLIT') assert.equal(status, 'HARD_SPLIT');
           else if (softSplit) assert.equal(status, 'SOFT_SPLIT');
           else if (body !== 'SUCCESS') assert.equal(status, body);

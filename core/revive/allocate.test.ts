@@ -49,7 +49,10 @@ describe('allocateRevives', () => {
         const result = allocateRevives(targets, candidates, options(), replayRng(draws));
         assert.equal(result.length, targets.length);
         if (new Set(workers.map((w) => workerKey(w.id))).size < 2) {
-          assert.ok(result.every((r) => r.kind === 'failed' && r.status === 'SLOT_NOT_AVAILABLE'));
+          assert.ok(
+            result.every((r) => r.kind === 'failed' && r.status === 'SLOT_NOT_AVAILABLE'),
+            "result.every((r) => r.kind === 'failed' && r.status === 'SLOT_NOT_AVAILABLE')",
+          );
           return;
         }
         const rackOf = new Map(workers.map((w) => [workerKey(w.id), w.networkLocation]));
@@ -191,7 +194,10 @@ describe('allocateRevives', () => {
       const [result] = placed(
         allocateRevives([{ partitionId: 0, epoch: 1 }], candidates, options(), replayRng([draw])),
       );
-      assert.ok(result?.replica && !sameWorker(result.primary.worker, result.replica.worker));
+      assert.ok(
+        result?.replica && !sameWorker(result.primary.worker, result.replica.worker),
+        'result?.replica && !sameWorker(result.primary.worker, result.replica.worker)',
+      );
     }
   });
 
@@ -209,6 +215,9 @@ describe('allocateRevives', () => {
         rng,
       ),
     );
-    assert.ok(result?.replica && sameWorker(result.primary.worker, result.replica.worker));
+    assert.ok(
+      result?.replica && sameWorker(result.primary.worker, result.replica.worker),
+      'result?.replica && sameWorker(result.primary.worker, result.replica.worker)',
+    );
   });
 });

@@ -91,10 +91,13 @@ function run(ops: readonly Op[], initialPartitions: number): void {
       const latest = book.latest.get(started.partitionId);
       if (ok) {
         assert.equal(latest?.epoch, started.newEpoch);
-        assert.ok(started.newEpoch > (before.latest.get(started.partitionId)?.epoch ?? -1));
+        assert.ok(
+          started.newEpoch > (before.latest.get(started.partitionId)?.epoch ?? -1),
+          'started.newEpoch > (before.latest.get(started.partitionId)?.epoch ?? -1)',
+        );
         highestSeen.set(started.partitionId, started.newEpoch);
         const answers = result.answers.filter((a) => a.partitionId === started.partitionId);
-        assert.ok(answers.length >= 1);
+        assert.ok(answers.length >= 1, 'answers.length >= 1');
         assert.ok(
           answers.every((a) => a.status === 'SUCCESS' && a.location === latest),
           'waiters got different locations',
@@ -124,7 +127,10 @@ function run(ops: readonly Op[], initialPartitions: number): void {
       take(result.answers);
       if (op.stale && !hadPending && latest >= 0) {
         assert.equal(result.answers.length, op.copies, 'a stale request is answered at once');
-        assert.ok(result.answers.every((a) => a.location?.epoch === latest));
+        assert.ok(
+          result.answers.every((a) => a.location?.epoch === latest),
+          'result.answers.every((a) => a.location?.epoch === latest)',
+        );
       } else {
         assert.equal(result.answers.length, 0, 'a pending revive absorbs requests');
         assert.equal(book.pending.get(op.partitionId)?.waiters.length, (waitingBefore ?? 0) + op.copies);
@@ -170,7 +176,10 @@ describe('the revive book', () => {
           done.answers.map((a) => a.waiter),
           requests.map((r) => r.waiter),
         );
-        assert.ok(done.answers.every((a) => a.location === fresh && a.status === 'SUCCESS'));
+        assert.ok(
+          done.answers.every((a) => a.location === fresh && a.status === 'SUCCESS'),
+          "done.answers.every((a) => a.location === fresh && a.status === 'SUCCESS')",
+        );
       }),
       { numRuns: 100 },
     );

@@ -30,7 +30,10 @@ describe('reviveCandidates', () => {
         }
         for (const { worker: w, reason } of dropped) {
           const key = workerKey(w.id);
-          assert.ok(reason === 'excluded' ? excluded.has(key) : shuttingDown.has(key) && !excluded.has(key));
+          assert.ok(
+            reason === 'excluded' ? excluded.has(key) : shuttingDown.has(key) && !excluded.has(key),
+            "reason === 'excluded' ? excluded.has(key) : shuttingDown.has(key) && !excluded.has(key)",
+          );
         }
         const distinct = [...new Set(workers.map((w) => workerKey(w.id)))];
         const seen = [...usable, ...dropped.map((d) => d.worker)].map((w) => workerKey(w.id));

@@ -42,7 +42,7 @@ describe('backPressureDecision', () => {
           } else if (total <= limits.resumeBytes) assert.deepEqual(next, { push: false, replicate: false });
           else assert.deepEqual(next, paused, 'between resume and pause nothing changes');
           // Replication never pauses while pushes are read: it is the more important of the two.
-          assert.ok(!next.replicate || next.push);
+          assert.ok(!next.replicate || next.push, '!next.replicate || next.push');
           paused = next;
         }
       }),
@@ -92,9 +92,10 @@ describe('partialFramesToShed', () => {
           assert.equal(new Set(shed).size, shed.length, 'each once');
           assert.ok(total(kept) <= limit, 'the rest fit');
           // Minimal: without the last one shed, the rest would not fit.
-          if (shed.length > 0) assert.ok(total(kept) + held[shed.at(-1)!]! > limit);
+          if (shed.length > 0)
+            assert.ok(total(kept) + held[shed.at(-1)!]! > limit, 'total(kept) + held[shed.at(-1)!]! > limit');
           // Largest first: nothing kept is larger than anything shed.
-          for (const k of kept) for (const s of shed) assert.ok(held[k]! <= held[s]!);
+          for (const k of kept) for (const s of shed) assert.ok(held[k]! <= held[s]!, 'held[k]! <= held[s]!');
         },
       ),
     );

@@ -88,10 +88,15 @@ describe('pickMemoryEvictions', () => {
             'a committed file was chosen',
           );
           assert.equal(new Set(chosen).size, chosen.length, 'a file was chosen twice');
-          for (let i = 1; i < picked.length; i += 1) assert.ok(picked[i - 1]!.bytes >= picked[i]!.bytes);
+          for (let i = 1; i < picked.length; i += 1)
+            assert.ok(picked[i - 1]!.bytes >= picked[i]!.bytes, 'picked[i - 1]!.bytes >= picked[i]!.bytes');
           const open = files.filter((file) => !file.committed);
           const unpicked = open.filter((file) => !chosen.includes(file.id));
-          for (const file of unpicked) assert.ok(file.bytes <= (picked.at(-1)?.bytes ?? Infinity));
+          for (const file of unpicked)
+            assert.ok(
+              file.bytes <= (picked.at(-1)?.bytes ?? Infinity),
+              'file.bytes <= (picked.at(-1)?.bytes ?? Infinity)',
+            );
           const after = usedBytes - picked.reduce((sum, file) => sum + file.bytes, 0);
           assert.ok(after < line || unpicked.length === 0, 'stopped while still above the line');
           const beforeLast = after + (picked.at(-1)?.bytes ?? 0);

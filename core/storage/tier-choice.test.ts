@@ -110,7 +110,10 @@ function assertSound(
   );
   assert.ok(walked.includes(choice.tier), `${choice.tier} is not ahead in the walk ${walked.join(',')}`);
   if (choice.tier === 'MEMORY') {
-    assert.ok(worker.memory.limitBytes > 0 && worker.memory.usedBytes < worker.memory.limitBytes);
+    assert.ok(
+      worker.memory.limitBytes > 0 && worker.memory.usedBytes < worker.memory.limitBytes,
+      'worker.memory.limitBytes > 0 && worker.memory.usedBytes < worker.memory.limitBytes',
+    );
     assert.equal(choice.implicitMemory, (storage.availableTypes & MASK.MEMORY) === 0);
     if (guard) assert.equal(choice.implicitMemory, false);
     assert.equal(choice.mountPoint, '');
@@ -119,12 +122,12 @@ function assertSound(
     assert.ok(disk, `no disk ${choice.mountPoint}`);
     assert.equal(disk.type, choice.tier);
     assert.equal(disk.status, 'HEALTHY');
-    assert.ok(disk.usableBytes > 0);
+    assert.ok(disk.usableBytes > 0, 'disk.usableBytes > 0');
   } else {
-    assert.ok(worker.distributed.includes(choice.tier));
+    assert.ok(worker.distributed.includes(choice.tier), 'worker.distributed.includes(choice.tier)');
     assert.equal(choice.mountPoint, '');
   }
-  for (const skip of choice.skipped) assert.ok(walked.includes(skip.tier));
+  for (const skip of choice.skipped) assert.ok(walked.includes(skip.tier), 'walked.includes(skip.tier)');
 }
 
 describe('chooseTierForNewFile', () => {

@@ -41,6 +41,7 @@ describe('the soak jobs', () => {
       Array.from({ length: 50 }, (_, i) => jobSpec('x', i, { tiers: ['disk'] })).every(
         (j) => j.tier === 'disk',
       ),
+      "Array.from({ length: 50 }, (_, i) => jobSpec('x', i, { tiers: ['disk'] })).every((j) => j.tier === 'disk')",
     );
   });
 

@@ -69,7 +69,7 @@ describe('the chaos soak and a planted bug', () => {
         result.timeline.some((entry) => entry.fault.kind === 'kill'),
         'no worker was killed',
       );
-      assert.ok(result.jobs.length > 0);
+      assert.ok(result.jobs.length > 0, 'result.jobs.length > 0');
       assert.deepEqual(result.violations, [], result.report);
     } finally {
       if (result.keptDir !== undefined) {

@@ -65,8 +65,12 @@ describe('the chaos fault schedule', () => {
         assert.deepEqual(sameTarget, []);
         for (const fault of faults) {
           assert.ok(o.kinds.includes(fault.kind), `${fault.kind} was not asked for`);
-          assert.ok(fault.atMs < o.durationMs);
-          if (fault.worker !== undefined) assert.ok(fault.worker >= 0 && fault.worker < o.workers);
+          assert.ok(fault.atMs < o.durationMs, 'fault.atMs < o.durationMs');
+          if (fault.worker !== undefined)
+            assert.ok(
+              fault.worker >= 0 && fault.worker < o.workers,
+              'fault.worker >= 0 && fault.worker < o.workers',
+            );
           assert.equal(fault.worker === undefined, fault.kind === 'master-restart');
         }
       }),
@@ -77,8 +81,9 @@ describe('the chaos fault schedule', () => {
     fc.assert(
       fc.property(options, (o) => {
         for (const fault of faultSchedule({ ...o, kinds: ['stop-short', 'stop-past'] })) {
-          if (fault.kind === 'stop-short') assert.ok(fault.holdMs < o.heartbeatTimeoutMs);
-          else assert.ok(fault.holdMs > o.heartbeatTimeoutMs);
+          if (fault.kind === 'stop-short')
+            assert.ok(fault.holdMs < o.heartbeatTimeoutMs, 'fault.holdMs < o.heartbeatTimeoutMs');
+          else assert.ok(fault.holdMs > o.heartbeatTimeoutMs, 'fault.holdMs > o.heartbeatTimeoutMs');
         }
       }),
     );
@@ -96,7 +101,7 @@ describe('the chaos fault schedule', () => {
       replicas: 2,
       heartbeatTimeoutMs: 10_000,
     };
-    assert.ok(faultSchedule(base).length > 10);
+    assert.ok(faultSchedule(base).length > 10, 'faultSchedule(base).length > 10');
     assert.deepEqual(faultSchedule({ ...base, workers: 2 }), []);
     assert.deepEqual(faultSchedule({ ...base, replicas: 1 }), []);
   });

@@ -92,7 +92,7 @@ describe('svc admin against a local cluster', () => {
     const used = data!.workers.find((w) => (w.slotUsed ?? 0) > 0);
     assert.ok(used !== undefined, `a worker holds the partition: ${JSON.stringify(data)}`);
     holder = cluster.workerIds.indexOf(key(used));
-    assert.ok(holder >= 0);
+    assert.ok(holder >= 0, 'holder >= 0');
     other = 1 - holder;
   });
 
@@ -138,7 +138,10 @@ describe('svc admin against a local cluster', () => {
     const confJson = json<MasterSchemas['ConfResponse']>(
       await svcAdmin(['conf', '--master', master, '--json']),
     );
-    assert.ok(confJson.configs?.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1'));
+    assert.ok(
+      confJson.configs?.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1'),
+      "confJson.configs?.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1')",
+    );
     const workerConf = ok(await svcAdmin(['conf', '--worker', cluster.workerHttpUrl(holder)]));
     assert.match(workerConf, /^svc\.worker\.http\.host += 127\.0\.0\.1$/m);
 
@@ -169,7 +172,7 @@ describe('svc admin against a local cluster', () => {
     assert.match(ok(await svcAdmin(['exclude', '--add', id, '--master', master])), new RegExp(id));
     const excluded = json<Workers>(await svcAdmin(['workers', '--master', master, '--json']));
     assert.deepEqual(keys(excluded.manualExcludedWorkers), [id]);
-    assert.ok(keys(excluded.excludedWorkers).includes(id));
+    assert.ok(keys(excluded.excludedWorkers).includes(id), 'keys(excluded.excludedWorkers).includes(id)');
     assert.match(
       ok(await svcAdmin(['workers', '--master', master])),
       new RegExp(`^  ${id}  by an operator$`, 'm'),
@@ -178,7 +181,7 @@ describe('svc admin against a local cluster', () => {
     ok(await svcAdmin(['exclude', '--remove', id, '--master', master]));
     const back = json<Workers>(await svcAdmin(['workers', '--master', master, '--json']));
     assert.deepEqual(keys(back.manualExcludedWorkers), []);
-    assert.ok(!keys(back.excludedWorkers).includes(id));
+    assert.ok(!keys(back.excludedWorkers).includes(id), '!keys(back.excludedWorkers).includes(id)');
 
     const unknown = await svcAdmin(['exclude', '--add', '10.9.9.9:1:2:3:4', '--master', master]);
     assert.equal(unknown.code, 1);
@@ -217,7 +220,7 @@ describe('svc admin against a local cluster', () => {
     const run = await svcAdmin(['exit', 'graceful', '--worker', cluster.workerHttpUrl(other), '--json']);
     const answer = json<MasterSchemas['HandleResponse']>(run);
     assert.equal(answer.success, true, run.stdout);
-    assert.equal(await cluster.workers[other]!.exited(), 0);
+    assert.equal(await cluster.workers[other]!.waitForExit(), 0);
   });
 
   it('an error prints the server’s message and exits 1', async () => {

@@ -71,7 +71,10 @@ describe('the client library’s logging', () => {
     assert.ok(warning !== undefined, JSON.stringify(lines));
     assert.equal(warning.method, 'warn');
     assert.equal(warning.fields.role, 'lifecycle-manager');
-    assert.ok(lines.every((line) => line.method === 'warn' || line.method === 'error'));
+    assert.ok(
+      lines.every((line) => line.method === 'warn' || line.method === 'error'),
+      "lines.every((line) => line.method === 'warn' || line.method === 'error')",
+    );
   });
 
   it('passes info and debug lines only at those levels, and only to a logger that has the methods', () => {

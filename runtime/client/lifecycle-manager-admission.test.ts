@@ -7,11 +7,12 @@ import type { Release } from '../../core/release/version.ts';
 import { LocalCluster } from '../cluster/local-cluster.ts';
 import { decodeFrame, encodeHello, LENGTH_PREFIX_BYTES, type HelloReply } from '../wire/index.ts';
 import { startApplication, type Application } from './application.ts';
+import { within } from '../testing/deadline.ts';
 
 /** Says hello as a client of `release` to `address` (`host:port`) and resolves with the reply frame. */
 function helloReply(address: string, release: Release): Promise<HelloReply> {
   const [host, port] = address.split(':');
-  return new Promise((resolve, reject) => {
+  const reply = new Promise<HelloReply>((resolve, reject) => {
     let received = Buffer.alloc(0);
     const socket = connect({ host: host!, port: Number(port) }, () =>
       socket.write(encodeHello({ role: 'client', release, nodeId: 'app-executor-1', application: 'app' })),
@@ -29,6 +30,7 @@ function helloReply(address: string, release: Release): Promise<HelloReply> {
     });
     socket.on('close', () => reject(new Error(`${address} closed the connection without a hello reply`)));
   });
+  return within(reply, `a hello reply from ${address}`);
 }
 
 describe('the lifecycle manager’s handshake on a real socket', () => {

@@ -9,6 +9,7 @@ import { LocalCluster } from '../cluster/local-cluster.ts';
 import { clientSide, type ClientSide } from '../testing/small-job.ts';
 import { SvcArgumentError } from './errors.ts';
 import type { MapRecordChunk } from './shuffle-client.ts';
+import { within } from '../testing/deadline.ts';
 
 const BUDGET = 64 * 1024;
 const PARTITIONS = 8;
@@ -78,14 +79,17 @@ describe('map writer', () => {
       fillRecord(scratch, at, recordBytes, i);
       if (!writer.write(i % PARTITIONS, scratch, at, recordBytes)) {
         pushedBack += 1;
-        assert.ok(writer.needsDrain);
-        await once(writer, 'drain');
-        assert.ok(!writer.needsDrain);
+        assert.ok(writer.needsDrain, 'writer.needsDrain');
+        await within(once(writer, 'drain'), `the writer's 'drain' after record ${i}`);
+        assert.ok(!writer.needsDrain, '!writer.needsDrain');
       }
     }
     assert.ok(pushedBack >= 10, `the writer pushed back ${pushedBack} times`);
     // The task started at the first write: the workers acknowledged most of the map before close().
-    assert.ok(writer.acknowledgedBytes() >= count * (recordBytes + 4) - 2 * BUDGET);
+    assert.ok(
+      writer.acknowledgedBytes() >= count * (recordBytes + 4) - 2 * BUDGET,
+      'writer.acknowledgedBytes() >= count * (recordBytes + 4) - 2 * BUDGET',
+    );
     const result = await writer.close();
     assert.deepEqual(result, { outcome: 'won', bytes: count * recordBytes, records: count });
     assert.equal(writer.acknowledgedBytes(), count * (recordBytes + 4));

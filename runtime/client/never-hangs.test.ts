@@ -107,7 +107,7 @@ describe('the driver’s requests to its lifecycle manager', () => {
     const driver = driverTowards(await silent.listen(), '10min');
     try {
       const asked = driver.node.ask({ type: 'UnregisterShuffle', appId: 'app-x', shuffleId: 1 });
-      await silent.spoken;
+      await within(silent.spoken, 'the node to send its request to the silent lifecycle manager');
       const reason = new ClientClosedError('closed');
       driver.node.stop(reason);
       await assert.rejects(asked, (error) => error === reason);
@@ -176,7 +176,7 @@ describe('closing an executor', () => {
       writer.write(1, new Uint8Array([1, 2, 3]));
       const writing = writer.close();
       const reading = shuffle.records(0);
-      await silent.spoken; // the tasks' first requests are on their way to a lifecycle manager that never answers
+      await within(silent.spoken, 'the tasks to speak to the silent lifecycle manager'); // the tasks' first requests are on their way to a lifecycle manager that never answers
       const closed = executor.close();
       const second = executor.close();
       // A task node the host cannot stop would leave these waits hanging: each has a deadline of its own.

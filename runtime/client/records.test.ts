@@ -81,7 +81,10 @@ describe('the hash partitioner', () => {
       fc.property(fc.integer({ min: 1, max: 1000 }), fc.string({ unit: 'grapheme' }), (partitions, key) => {
         const partitioner = hashPartitioner(partitions);
         const p = partitioner.partition(key);
-        assert.ok(Number.isInteger(p) && p >= 0 && p < partitions);
+        assert.ok(
+          Number.isInteger(p) && p >= 0 && p < partitions,
+          'Number.isInteger(p) && p >= 0 && p < partitions',
+        );
         assert.equal(hashPartitioner(partitions).partition(text.encode(key)), p);
         assert.equal(p, murmur3(text.encode(key)) % partitions);
       }),

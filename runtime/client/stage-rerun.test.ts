@@ -67,7 +67,7 @@ describe('stage rerun through the client', () => {
       `worker 0 holds partitions of shuffle 0 (${JSON.stringify(lm.reserved.length)})`,
     );
     cluster!.workers[0]!.kill('SIGKILL');
-    await cluster!.workers[0]!.exited();
+    await cluster!.workers[0]!.waitForExit();
 
     const shuffle = executor.shuffle(0, shape);
     await assert.rejects(shuffle.read(lost[0]!), (error: unknown) => {

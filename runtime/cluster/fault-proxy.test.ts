@@ -93,9 +93,12 @@ describe('the fault proxy', () => {
   });
   after(async () => {
     for (const client of open) client.socket.destroy();
-    await proxy.close();
-    await control.close();
-    await new Promise((resolve) => target.server.close(resolve));
+    await within(proxy.close(), 'the fault proxy to close');
+    await within(control.close(), 'the control proxy to close');
+    await within(
+      new Promise((resolve) => target.server.close(resolve)),
+      "the echo target's server to close (its connections ended)",
+    );
   });
 
   const client = async (through: FaultProxy = proxy): Promise<Client> => {
@@ -114,8 +117,11 @@ describe('the fault proxy', () => {
     await c.until('hello\n', 'the greeting');
     c.socket.write('abc\n');
     await c.until('abc\n', 'the echo');
-    assert.ok(proxy.accepted >= 1);
-    assert.ok(proxy.bytesToTarget >= 4 && proxy.bytesToClient >= 10);
+    assert.ok(proxy.accepted >= 1, 'proxy.accepted >= 1');
+    assert.ok(
+      proxy.bytesToTarget >= 4 && proxy.bytesToClient >= 10,
+      'proxy.bytesToTarget >= 4 && proxy.bytesToClient >= 10',
+    );
   });
 
   it('delays each direction by the latency it was given', async () => {

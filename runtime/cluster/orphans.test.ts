@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { within } from '../testing/deadline.ts';
+import { pollUntil } from '../testing/poll.ts';
 import { STARTUP_WAIT_MS } from './server-process.ts';
 
 const HOLDER = fileURLToPath(new URL('../testing/hold-cluster.ts', import.meta.url));
@@ -52,10 +52,13 @@ describe('local cluster servers', () => {
     );
     started.push(...pids, holder.pid!);
     assert.equal(pids.length, 2);
-    assert.ok(pids.every(alive));
+    assert.ok(pids.every(alive), 'pids.every(alive)');
     holder.kill('SIGKILL');
     // The servers are not our children: nothing signals their end, so look until they are gone (bounded).
-    for (let look = 0; look < 300 && pids.some(alive); look += 1) await delay(100);
-    assert.deepEqual(pids.filter(alive), [], 'every server stopped within 30 s of its parent’s death');
+    await pollUntil(
+      () => !pids.some(alive),
+      () => `servers ${pids.filter(alive).join(', ')} still run 30 s after their parent’s death`,
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
   });
 });

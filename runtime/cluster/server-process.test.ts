@@ -34,7 +34,7 @@ describe('waiting for a server’s log line', () => {
 
   it('rejects at its deadline, naming the line and the process, and forgets the waiter', async () => {
     await assert.rejects(master.waitForEvent('never.logged', 300), (error: unknown) => {
-      assert.ok(error instanceof Error);
+      assert.ok(error instanceof Error, 'error instanceof Error');
       assert.match(
         error.message,
         /^master-under-test \(pid \d+\) did not log 'never\.logged' within 300 ms; last output:\n.*listening/s,

@@ -18,6 +18,12 @@ export const DEFAULT_WAIT_MS = 30_000;
 /** For the lines of a process starting (listening, registered, restored): a cold start under load takes longer. */
 export const STARTUP_WAIT_MS = 120_000;
 
+/**
+ * For a whole short run of the command line (a small demo, a conformance check): on a loaded machine a cold start
+ * alone took over 120 s. Still below the runner's 300 s, so that the wait, not the runner, names what hung.
+ */
+export const RUN_WAIT_MS = 240_000;
+
 /** One JSON log line of a server (pino): `event` names what happened. */
 export interface LogLine {
   readonly event?: string;
@@ -191,9 +197,32 @@ export class ServerProcess {
     if (this.running) this.child.kill(signal);
   }
 
+  /** Resolves with the exit code once the process has exited, however long that takes (stop() bounds it itself). */
   exited(): Promise<number | null> {
     if (!this.running) return Promise.resolve(this.exitCode ?? null);
     return new Promise((resolve) => this.exitWaiters.push(resolve));
+  }
+
+  /** A test's wait for the exit: rejects, naming this process and quoting its last lines, after `timeoutMs`. */
+  async waitForExit(timeoutMs = DEFAULT_WAIT_MS): Promise<number | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `${this.options.name} (pid ${String(this.pid)}) did not exit within ${timeoutMs} ms; ` +
+                `last output:\n${this.lastOutput()}`,
+            ),
+          ),
+        timeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([this.exited(), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */

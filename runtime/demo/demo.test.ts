@@ -7,6 +7,8 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, it } from 'node:test';
+import { RUN_WAIT_MS } from '../cluster/server-process.ts';
+import { within } from '../testing/deadline.ts';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
 const SMALL = ['--size', '8m', '--maps', '4', '--reduces', '6', '--progress', 'lines'];
@@ -14,8 +16,12 @@ const SMALL = ['--size', '8m', '--maps', '4', '--reduces', '6', '--progress', 'l
 interface Run {
   readonly child: ChildProcess;
   readonly lines: string[];
-  /** Resolves with the first output line (stdout or stderr) that matches, or rejects if the process exits first. */
+  /**
+   * Resolves with the first output line (stdout or stderr) that matches, or rejects if the process exits first or
+   * no such line comes within RUN_WAIT_MS.
+   */
   waitFor(pattern: RegExp): Promise<string>;
+  /** The exit code; each read is a wait of its own, which fails after RUN_WAIT_MS (a whole small demo fits). */
   readonly exit: Promise<number | null>;
 }
 
@@ -43,7 +49,7 @@ function svcDemo(args: readonly string[]): Run {
   };
   createInterface({ input: child.stdout }).on('line', onLine);
   createInterface({ input: child.stderr }).on('line', onLine);
-  const exit = new Promise<number | null>((resolve) =>
+  const exited = new Promise<number | null>((resolve) =>
     child.on('exit', (code) => {
       for (const waiter of waiters)
         waiter.reject(new Error(`svc demo exited (${code}) first:\n${lines.join('\n')}`));
@@ -54,13 +60,19 @@ function svcDemo(args: readonly string[]): Run {
   const run: Run = {
     child,
     lines,
-    exit,
+    get exit() {
+      return within(exited, `svc demo ${args.join(' ')} to exit`, RUN_WAIT_MS);
+    },
     waitFor: (pattern) => {
       const seen = lines.find((line) => pattern.test(line));
       if (seen !== undefined) return Promise.resolve(seen);
       if (child.exitCode !== null)
         return Promise.reject(new Error(`svc demo exited first:\n${lines.join('\n')}`));
-      return new Promise((resolve, reject) => waiters.add({ pattern, resolve, reject }));
+      return within(
+        new Promise((resolve, reject) => waiters.add({ pattern, resolve, reject })),
+        `svc demo to print ${String(pattern)}`,
+        RUN_WAIT_MS,
+      );
     },
   };
   started.push(run);

@@ -8,6 +8,8 @@ import { rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
+import { RUN_WAIT_MS } from '../cluster/server-process.ts';
+import { within } from '../testing/deadline.ts';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
 const MIB = 2 ** 20;
@@ -24,7 +26,7 @@ describe('map memory', () => {
       if (child.exitCode !== null || child.signalCode !== null) continue;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGINT'); // the demo stops its cluster and executors, and removes its directory
-      await exited;
+      await within(exited, 'the demo to exit after Ctrl-C');
     }
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
@@ -52,7 +54,11 @@ describe('map memory', () => {
     };
     createInterface({ input: child.stdout }).on('line', onLine);
     createInterface({ input: child.stderr }).on('line', onLine);
-    const code = await new Promise((resolve) => child.once('exit', resolve));
+    const code = await within(
+      new Promise((resolve) => child.once('exit', resolve)),
+      'the one-map demo to end',
+      RUN_WAIT_MS,
+    );
     const output = lines.join('\n');
     assert.equal(code, 0, output);
     assert.match(output, /verification OK: 100 partitions/);

@@ -98,9 +98,12 @@ describe('the demo record generator', () => {
       generateMap(s, mapId, (chunk) => chunks.push(chunk.bytes));
       return Buffer.concat(chunks);
     };
-    assert.ok(bytesOf(spec, 1).equals(bytesOf(spec, 1)));
-    assert.ok(!bytesOf(spec, 1).equals(bytesOf(spec, 2)));
-    assert.ok(!bytesOf(spec, 1).equals(bytesOf({ ...spec, seed: 8 }, 1)));
+    assert.ok(bytesOf(spec, 1).equals(bytesOf(spec, 1)), 'bytesOf(spec, 1).equals(bytesOf(spec, 1))');
+    assert.ok(!bytesOf(spec, 1).equals(bytesOf(spec, 2)), '!bytesOf(spec, 1).equals(bytesOf(spec, 2))');
+    assert.ok(
+      !bytesOf(spec, 1).equals(bytesOf({ ...spec, seed: 8 }, 1)),
+      '!bytesOf(spec, 1).equals(bytesOf({ ...spec, seed: 8 }, 1))',
+    );
   });
 
   it('computes per-partition digests equal to those of the records regrouped by partition in any order', () => {

@@ -6,6 +6,7 @@ import type { Message } from '../../core/protocol/messages.ts';
 import { createLogger } from '../log.ts';
 import type { DurableStore } from '../storage/durable-store.ts';
 import { NodeDriver, NodeStoppedError } from './node-driver.ts';
+import { within } from '../testing/deadline.ts';
 
 /** Answers `exit now` after its exit effect (as a machine must not), and anything else with a reply. */
 const machine: Machine<null> = {
@@ -41,7 +42,7 @@ describe('NodeDriver admin commands', () => {
   it('rejects a command the node stopped before answering, and any command after it stopped', async () => {
     const node = driver();
     await assert.rejects(node.admin({ type: 'exit', exitType: 'IMMEDIATELY' }), NodeStoppedError);
-    assert.ok(node.isStopped);
+    assert.ok(node.isStopped, 'node.isStopped');
     await assert.rejects(node.admin({ type: 'excludeWorkers', add: [], remove: [] }), NodeStoppedError);
   });
 });
@@ -51,7 +52,7 @@ describe('NodeDriver waits when the node stops', () => {
     const node = driver();
     const waiting = node.until(() => undefined);
     node.stop();
-    assert.equal(await waiting, undefined);
+    assert.equal(await within(waiting, 'the wait to end when the node stops'), undefined);
   });
 
   it('rejects a wait, and every later one, with the reason the node was stopped with', async () => {
@@ -60,7 +61,7 @@ describe('NodeDriver waits when the node stops', () => {
     const reason = new Error('the client was closed');
     node.stop(reason);
     node.stop(); // a later stop without a reason (a task's own cleanup) keeps the first reason
-    await assert.rejects(waiting, (error) => error === reason);
+    await assert.rejects(within(waiting, 'the wait to end when the node stops'), (error) => error === reason);
     await assert.rejects(
       node.until(() => undefined),
       (error) => error === reason,
@@ -195,7 +196,7 @@ describe('NodeDriver durable before acknowledged', () => {
     receive('plain b');
     await store.fail();
     assert.deepEqual(sent, [], 'an answer whose write failed is never sent');
-    assert.ok(node.isStopped);
+    assert.ok(node.isStopped, 'node.isStopped');
     assert.deepEqual(exits, [1]);
   });
 

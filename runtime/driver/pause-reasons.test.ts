@@ -10,8 +10,8 @@ describe('PauseReasons', () => {
     pauses.hold('backlog', 'push', true);
     pauses.hold('memory', 'push', false);
     assert.deepEqual(calls, [['push', true]], 'the backlog still holds push');
-    assert.ok(pauses.isHeldBy('backlog', 'push'));
-    assert.ok(!pauses.isHeldBy('memory', 'push'));
+    assert.ok(pauses.isHeldBy('backlog', 'push'), "pauses.isHeldBy('backlog', 'push')");
+    assert.ok(!pauses.isHeldBy('memory', 'push'), "!pauses.isHeldBy('memory', 'push')");
     pauses.hold('backlog', 'push', false);
     pauses.hold('backlog', 'push', false);
     assert.deepEqual(calls, [

@@ -12,6 +12,8 @@ import { parseWorkerKey, WORKER_EVENT_TYPES, type WorkerId } from '../../core/do
 import { topDiskUsedAppsQuery } from '../../core/release/prometheus.ts';
 import { legacyEndpointsAt } from '../../core/release/legacy-endpoints.ts';
 import { LocalCluster } from '../cluster/local-cluster.ts';
+import { STARTUP_WAIT_MS } from '../cluster/server-process.ts';
+import { within } from '../testing/deadline.ts';
 import { openApiDocument } from './openapi.ts';
 import { getJson, pollUntil, postForm, postJson, send, type RawResponse } from './testing/http-client.ts';
 import { responseValidator } from './testing/openapi-validator.ts';
@@ -59,7 +61,10 @@ describe('the management interface of running servers', () => {
   it('announces the bound HTTP address in the listening line', () => {
     const line = cluster.master.seen((l) => l.event === 'listening')[0]!;
     assert.deepEqual(line.http, { host: '127.0.0.1', port: cluster.masterHttpPort });
-    assert.ok(cluster.masterHttpPort > 0 && cluster.workerHttpPorts.every((port) => port > 0));
+    assert.ok(
+      cluster.masterHttpPort > 0 && cluster.workerHttpPorts.every((port) => port > 0),
+      'cluster.masterHttpPort > 0 && cluster.workerHttpPorts.every((port) => port > 0)',
+    );
   });
 
   it('answers every /api/v1 GET of the master in its documented shape', async () => {
@@ -83,7 +88,10 @@ describe('the management interface of running servers', () => {
     const conf = (await getJson(master, '/api/v1/conf')).json as {
       configs: { name: string; value: string }[];
     };
-    assert.ok(conf.configs.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1'));
+    assert.ok(
+      conf.configs.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1'),
+      "conf.configs.some((c) => c.name === 'svc.master.http.host' && c.value === '127.0.0.1')",
+    );
     const dynamic = (await getJson(master, '/api/v1/conf/dynamic?level=SYSTEM')).json as {
       configs: { level: string; configs: { name: string; value: string }[] }[];
     };
@@ -118,7 +126,10 @@ describe('the management interface of running servers', () => {
       dump.threadStacks.slice(0, 2).map((t) => t.threadName),
       ['main', 'libuv'],
     );
-    assert.ok(dump.threadStacks[1]!.stackTrace.some((handle) => handle.startsWith('tcp')));
+    assert.ok(
+      dump.threadStacks[1]!.stackTrace.some((handle) => handle.startsWith('tcp')),
+      "dump.threadStacks[1]!.stackTrace.some((handle) => handle.startsWith('tcp'))",
+    );
   });
 
   it('answers 503 for dynamic configuration where it is off', async () => {
@@ -213,7 +224,10 @@ describe('the management interface of running servers', () => {
       assert.match((response.json as { message: string }).message, message);
     }
     assert.equal(cases[1]![0].headers.allow, 'GET, HEAD');
-    assert.ok((cases[7]![0].json as { message: string }).message.includes(topDiskUsedAppsQuery()));
+    assert.ok(
+      (cases[7]![0].json as { message: string }).message.includes(topDiskUsedAppsQuery()),
+      '(cases[7]![0].json as { message: string }).message.includes(topDiskUsedAppsQuery())',
+    );
   });
 
   it('serves the legacy endpoints of 0.6.0 in plain text, deprecated, with their successor', async () => {
@@ -278,7 +292,7 @@ describe('the management interface of running servers', () => {
     });
     documented(workerDoc, 'POST', '/api/v1/workers/exit', response);
     assert.equal((response.json as Handle).success, true, response.text);
-    assert.equal(await cluster.workers[1]!.exited(), 0);
+    assert.equal(await cluster.workers[1]!.waitForExit(), 0);
     await pollUntil('the exited worker in lostWorkers', async () => {
       const body = (await getJson(master, '/api/v1/workers')).json as {
         lostWorkers: { worker: { rpcPort: number } }[];
@@ -311,7 +325,11 @@ describe('the management interface of running servers', () => {
       );
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      const code = await within(
+        new Promise<number | null>((resolve) => child.on('exit', resolve)),
+        'the master whose HTTP port is taken to exit',
+        STARTUP_WAIT_MS,
+      );
       assert.equal(code, 2, stderr);
       assert.match(stderr, /svc\.master\.http\.host\/svc\.master\.http\.port: .*EADDRINUSE/);
     } finally {
@@ -323,6 +341,6 @@ describe('the management interface of running servers', () => {
     const response = await postForm(cluster.workerHttpUrl(2), '/exit', { type: 'GRACEFUL' });
     assert.equal(response.status, 200, response.text);
     assert.match(response.text, /^success/m);
-    assert.equal(await cluster.workers[2]!.exited(), 0);
+    assert.equal(await cluster.workers[2]!.waitForExit(), 0);
   });
 });

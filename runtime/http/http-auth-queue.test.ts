@@ -9,6 +9,7 @@ import { BoundedQueue, hashPassword, HttpAuth, type Verifier } from './auth.ts';
 import { masterApi } from './master-api.ts';
 import { buildManagementServer } from './server.ts';
 import { confAt, masterStateAt, StubDriver } from './testing/fixtures.ts';
+import { within } from '../testing/deadline.ts';
 
 const PASSWORD = 'admin-pw-3f1c';
 const SCRYPT = { N: 16384, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
@@ -63,7 +64,7 @@ describe('password checks of the management interface', () => {
     const oneCheckRunning = async <T>(send: () => Promise<T>): Promise<{ answer: Promise<T> }> => {
       const running = new Promise<void>((resolve) => (checkStarted = resolve));
       const answer = send();
-      await running;
+      await within(running, 'the password check to start');
       return { answer };
     };
     try {
@@ -112,9 +113,9 @@ describe('password checks of the management interface', () => {
     const task = (value: number) => () => new Promise<number>((resolve) => gates.push(() => resolve(value)));
     const first = queue.run(task(1));
     const second = queue.run(task(2));
-    assert.ok(first !== undefined && second !== undefined);
+    assert.ok(first !== undefined && second !== undefined, 'first !== undefined && second !== undefined');
     assert.equal(queue.run(task(3)), undefined, 'two waiting or running: the third is refused');
-    assert.ok(queue.retryAfterSeconds() >= 1);
+    assert.ok(queue.retryAfterSeconds() >= 1, 'queue.retryAfterSeconds() >= 1');
     await Promise.resolve();
     assert.equal(gates.length, 1, 'one at a time');
     gates.shift()!();

@@ -247,15 +247,21 @@ describe('authentication of the management interface', () => {
     const answer = await post(worker, exit, { type: 'IMMEDIATELY' }, ADMIN);
     assert.equal(answer.status, 200, answer.text);
     assert.equal((answer.json as { success: boolean }).success, true, answer.text);
-    assert.notEqual(await cluster.workers[0]!.exited(), null);
+    assert.notEqual(await cluster.workers[0]!.waitForExit(), null);
   });
 
   it('logs refusals without a secret, and warns of a token file others can read', () => {
     const refusals = cluster.master.seen(
       (line) => line.event === 'http.unauthorized' || line.event === 'http.forbidden',
     );
-    assert.ok(refusals.some((line) => line.event === 'http.forbidden' && line.user === 'reader'));
-    assert.ok(refusals.some((line) => line.event === 'http.unauthorized' && line.scheme === 'Bearer'));
+    assert.ok(
+      refusals.some((line) => line.event === 'http.forbidden' && line.user === 'reader'),
+      "refusals.some((line) => line.event === 'http.forbidden' && line.user === 'reader')",
+    );
+    assert.ok(
+      refusals.some((line) => line.event === 'http.unauthorized' && line.scheme === 'Bearer'),
+      "refusals.some((line) => line.event === 'http.unauthorized' && line.scheme === 'Bearer')",
+    );
     for (const server of [cluster.master, cluster.workers[0]!]) {
       const everything = JSON.stringify(server.seen(() => true));
       for (const secret of Object.values(SECRETS)) {
@@ -299,7 +305,7 @@ describe('authentication of the management interface', () => {
       ],
       logFile: path.join(dir, 'master-without-users.log'),
     });
-    assert.equal(await server.exited(), 2);
+    assert.equal(await server.waitForExit(), 2);
     assert.match(
       server.stderr.join('\n'),
       /svc\.master\.http\.auth\.supportedSchemes accepts BASIC but no user is defined: set svc\.master\.http\.auth\.basic\.file/,

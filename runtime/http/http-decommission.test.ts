@@ -46,6 +46,7 @@ describe('a worker holding data, decommissioned through the management interface
     documented(masterDoc, '/api/v1/applications', masterApps);
     assert.ok(
       (masterApps.json as { applications: { appId: string }[] }).applications.some((a) => a.appId === appId),
+      '(masterApps.json as { applications: { appId: string }[] }).applications.some((a) => a.appId === appId)',
     );
     const masterShuffles = await getJson(cluster.masterHttpUrl, '/api/v1/shuffles');
     documented(masterDoc, '/api/v1/shuffles', masterShuffles);
@@ -64,7 +65,10 @@ describe('a worker holding data, decommissioned through the management interface
       partitions.json as { primaryPartitions: Record<string, Record<string, { mode: string }>> }
     ).primaryPartitions[`${appId}-0`];
     assert.equal(Object.keys(primary ?? {}).length, JOB.partitions);
-    assert.ok(Object.values(primary!).every((location) => location.mode === 'PRIMARY'));
+    assert.ok(
+      Object.values(primary!).every((location) => location.mode === 'PRIMARY'),
+      "Object.values(primary!).every((location) => location.mode === 'PRIMARY')",
+    );
     const info = (await getJson(worker, '/api/v1/workers')).json as { slotUsed: number };
     assert.equal(info.slotUsed, JOB.partitions);
   });
@@ -105,6 +109,6 @@ describe('a worker holding data, decommissioned through the management interface
     // NONE is the configured default: graceful shutdown is off, so the worker exits immediately.
     const now = await postJson(worker, '/api/v1/workers/exit', {});
     assert.equal((now.json as { success: boolean }).success, true, now.text);
-    assert.equal(await cluster.workers[0]!.exited(), 0);
+    assert.equal(await cluster.workers[0]!.waitForExit(), 0);
   });
 });

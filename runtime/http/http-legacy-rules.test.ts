@@ -209,7 +209,10 @@ describe('legacy endpoints as each release serves them', () => {
             const other = expected.method === 'GET' ? 'POST' : 'GET';
             const response = await app.inject({ method: other, url: expected.path });
             assert.equal(response.statusCode, 405, `${other} ${expected.path}`);
-            assert.ok(String(response.headers.allow).includes(expected.method));
+            assert.ok(
+              String(response.headers.allow).includes(expected.method),
+              'String(response.headers.allow).includes(expected.method)',
+            );
             assert.match(response.json<{ message: string }>().message, new RegExp(`at release ${release}`));
           }
         });
@@ -224,7 +227,10 @@ describe('legacy endpoints as each release serves them', () => {
               headers: { 'content-type': wrong },
             });
             assert.equal(response.statusCode, 415, `${expected.path} with ${wrong}`);
-            assert.ok(response.json<{ message: string }>().message.includes(media));
+            assert.ok(
+              response.json<{ message: string }>().message.includes(media),
+              'response.json<{ message: string }>().message.includes(media)',
+            );
           }
         });
 
@@ -235,7 +241,10 @@ describe('legacy endpoints as each release serves them', () => {
             const other = current === afterName ? before : afterName;
             const response = await app.inject({ method: 'GET', url: other });
             assert.equal(response.statusCode, 404, other);
-            assert.ok(response.json<{ message: string }>().message.includes(`named ${current}`));
+            assert.ok(
+              response.json<{ message: string }>().message.includes(`named ${current}`),
+              'response.json<{ message: string }>().message.includes(`named ${current}`)',
+            );
           }
         });
 
@@ -250,7 +259,10 @@ describe('legacy endpoints as each release serves them', () => {
           const response = await app.inject({ method: 'GET', url: '/listTopDiskUsedApps' });
           if (isAtLeast(release, '0.6.0')) {
             assert.equal(response.statusCode, 410);
-            assert.ok(response.json<{ message: string }>().message.includes(topDiskUsedAppsQuery()));
+            assert.ok(
+              response.json<{ message: string }>().message.includes(topDiskUsedAppsQuery()),
+              'response.json<{ message: string }>().message.includes(topDiskUsedAppsQuery())',
+            );
           } else {
             assert.equal(response.statusCode, 200);
           }

@@ -379,7 +379,7 @@ describe('thread dump', () => {
     try {
       const dump = threadDump(monitor);
       valid(workerDoc.check('GET', '/api/v1/thread_dump', 200, dump));
-      assert.ok(dump.threadStacks[0]!.stackTrace.length > 0);
+      assert.ok(dump.threadStacks[0]!.stackTrace.length > 0, 'dump.threadStacks[0]!.stackTrace.length > 0');
     } finally {
       monitor.close();
     }
@@ -416,7 +416,10 @@ describe('error messages', () => {
     fc.assert(
       fc.property(fc.string(), (path) => {
         const nearest = nearestPath(path, paths);
-        assert.ok(nearest !== undefined && paths.includes(nearest));
+        assert.ok(
+          nearest !== undefined && paths.includes(nearest),
+          'nearest !== undefined && paths.includes(nearest)',
+        );
       }),
     );
   });

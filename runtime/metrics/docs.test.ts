@@ -35,7 +35,7 @@ describe('docs/metrics.md', () => {
   });
 
   it('gives the section 4.3 query exactly as topDiskUsedAppsQuery() writes it', () => {
-    assert.ok(doc.includes(topDiskUsedAppsQuery()));
+    assert.ok(doc.includes(topDiskUsedAppsQuery()), 'doc.includes(topDiskUsedAppsQuery())');
   });
 });
 
@@ -48,7 +48,7 @@ describe('docs/grafana-dashboard.json', () => {
   const exprs = dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr));
 
   it('queries only series svc renders', () => {
-    assert.ok(exprs.length > 10);
+    assert.ok(exprs.length > 10, 'exprs.length > 10');
     for (const expr of exprs) {
       const names = expr.match(/metrics_\w+/g) ?? [];
       assert.ok(names.length > 0, expr);
@@ -57,7 +57,7 @@ describe('docs/grafana-dashboard.json', () => {
   });
 
   it('ranks the top applications with the section 4.3 query', () => {
-    assert.ok(exprs.includes(topDiskUsedAppsQuery()));
+    assert.ok(exprs.includes(topDiskUsedAppsQuery()), 'exprs.includes(topDiskUsedAppsQuery())');
   });
 
   it('shows what the issue asks for', () => {
@@ -89,8 +89,11 @@ describe('statfsDevices', () => {
       assert.equal(devices.length, 1);
       const [device] = devices;
       assert.equal(device!.mountPoint, '/mnt/a');
-      assert.ok(device!.totalBytes > 0);
-      assert.ok(device!.freeBytes >= 0 && device!.freeBytes <= device!.totalBytes);
+      assert.ok(device!.totalBytes > 0, 'device!.totalBytes > 0');
+      assert.ok(
+        device!.freeBytes >= 0 && device!.freeBytes <= device!.totalBytes,
+        'device!.freeBytes >= 0 && device!.freeBytes <= device!.totalBytes',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

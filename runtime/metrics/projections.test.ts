@@ -183,7 +183,7 @@ describe('worker gauges', () => {
     // The two applications wrote different amounts (records of 16 and 32 bytes).
     const total = (appId: string): number =>
       workers.reduce((sum, w) => sum + (applicationUsage(w.state()).get(appId)?.diskBytes ?? 0), 0);
-    assert.ok(total('app-2') > total('app-1'));
+    assert.ok(total('app-2') > total('app-1'), "total('app-2') > total('app-1')");
   });
 
   it('property: hand-built file sets are summed by application and tier', () => {

@@ -82,8 +82,14 @@ describe('names by release (contract section 9.4)', () => {
         assert.ok(!names[role].has(`metrics_${hidden}_${suffix}`), `${role} ${release}: not ${hidden}`);
       }
       // Never renamed: the same name at every release.
-      assert.ok(names.master.has('metrics_WorkerCount_Value'));
-      assert.ok(names.worker.has('metrics_WriteDataSuccessCount_Count'));
+      assert.ok(
+        names.master.has('metrics_WorkerCount_Value'),
+        "names.master.has('metrics_WorkerCount_Value')",
+      );
+      assert.ok(
+        names.worker.has('metrics_WriteDataSuccessCount_Count'),
+        "names.worker.has('metrics_WriteDataSuccessCount_Count')",
+      );
     });
   }
 
@@ -156,11 +162,14 @@ describe('the exposition', () => {
   it('parses as Prometheus text, and prom-client’s registry holds every family rendered', async () => {
     for (const metrics of [master({ processGauges: true }), worker({ processGauges: true })]) {
       const families = parseExposition(await metrics.render());
-      assert.ok(families.size > 10);
+      assert.ok(families.size > 10, 'families.size > 10');
       for (const [name, family] of families) {
         assert.ok(metrics.registry.getSingleMetric(name) !== undefined, name);
         assert.ok(family.help !== undefined && family.help.length > 0, `${name} has help`);
-        assert.ok(family.type === 'counter' || family.type === 'gauge');
+        assert.ok(
+          family.type === 'counter' || family.type === 'gauge',
+          "family.type === 'counter' || family.type === 'gauge'",
+        );
       }
       assert.match(metrics.contentType, /^text\/plain; version=0\.0\.4/);
       metrics.close();

@@ -35,14 +35,20 @@ describe('the statistics of a window (reference section 10.1)', () => {
         const ordered = [s.min, ...QUANTILES.map((q) => s.quantiles[q.suffix]), s.max];
         for (let i = 1; i < ordered.length; i += 1)
           assert.ok(ordered[i - 1]! <= ordered[i]!, ordered.join(' '));
-        assert.ok(s.mean >= s.min - 1e-6 && s.mean <= s.max + 1e-6);
+        assert.ok(
+          s.mean >= s.min - 1e-6 && s.mean <= s.max + 1e-6,
+          's.mean >= s.min - 1e-6 && s.mean <= s.max + 1e-6',
+        );
       }),
     );
   });
 
   it('never reports -0, whose place among zeros would depend on the order (property seed 72680984)', () => {
     assert.deepEqual(snapshotOf([-0, 0]), snapshotOf([0, -0]));
-    assert.ok(Object.is(snapshotOf([-0]).min, 0) && Object.is(snapshotOf([-0]).max, 0));
+    assert.ok(
+      Object.is(snapshotOf([-0]).min, 0) && Object.is(snapshotOf([-0]).max, 0),
+      'Object.is(snapshotOf([-0]).min, 0) && Object.is(snapshotOf([-0]).max, 0)',
+    );
   });
 
   it('property: the order of the samples does not matter', () => {
@@ -63,9 +69,12 @@ describe('the statistics of a window (reference section 10.1)', () => {
         (values, a, b) => {
           const sorted = [...values].sort((x, y) => x - y);
           const [low, high] = a <= b ? [a, b] : [b, a];
-          assert.ok(quantileOf(sorted, low) <= quantileOf(sorted, high));
-          assert.ok(quantileOf(sorted, low) >= sorted[0]!);
-          assert.ok(quantileOf(sorted, high) <= sorted.at(-1)!);
+          assert.ok(
+            quantileOf(sorted, low) <= quantileOf(sorted, high),
+            'quantileOf(sorted, low) <= quantileOf(sorted, high)',
+          );
+          assert.ok(quantileOf(sorted, low) >= sorted[0]!, 'quantileOf(sorted, low) >= sorted[0]!');
+          assert.ok(quantileOf(sorted, high) <= sorted.at(-1)!, 'quantileOf(sorted, high) <= sorted.at(-1)!');
         },
       ),
     );
@@ -80,7 +89,10 @@ describe('the statistics of a window (reference section 10.1)', () => {
     assert.equal(quantileOf([4], 0.999), 4);
     const hundred = Array.from({ length: 100 }, (_, i) => i + 1);
     assert.equal(quantileOf(hundred, 0.5), 50.5);
-    assert.ok(Math.abs(quantileOf(hundred, 0.99) - 99.99) < 1e-9);
+    assert.ok(
+      Math.abs(quantileOf(hundred, 0.99) - 99.99) < 1e-9,
+      'Math.abs(quantileOf(hundred, 0.99) - 99.99) < 1e-9',
+    );
   });
 
   it('an empty window is all zeros', () => {

@@ -97,9 +97,15 @@ describe('a worker’s applications’ secrets', () => {
       secret: '',
     });
     const refusal = await unknown;
-    assert.ok(refusal.kind === 'refused' && /app-x is not registered with the master/.test(refusal.message));
+    assert.ok(
+      refusal.kind === 'refused' && /app-x is not registered with the master/.test(refusal.message),
+      "refusal.kind === 'refused' && /app-x is not registered with the master/.test(refusal.message)",
+    );
     const unanswered = await secrets.expected('app-y', false);
-    assert.ok(unanswered.kind === 'refused' && /did not say within 20 ms/.test(unanswered.message));
+    assert.ok(
+      unanswered.kind === 'refused' && /did not say within 20 ms/.test(unanswered.message),
+      "unanswered.kind === 'refused' && /did not say within 20 ms/.test(unanswered.message)",
+    );
     const unreachable = secrets.expected('app-z', false);
     const request = sent.at(-1)!;
     secrets.input({
@@ -109,7 +115,10 @@ describe('a worker’s applications’ secrets', () => {
       requestId: request.requestId!,
     });
     const failed = await unreachable;
-    assert.ok(failed.kind === 'refused' && /cannot reach the master/.test(failed.message));
+    assert.ok(
+      failed.kind === 'refused' && /cannot reach the master/.test(failed.message),
+      "failed.kind === 'refused' && /cannot reach the master/.test(failed.message)",
+    );
   });
 
   it('takes no answer but the master’s on a server’s connection', async () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { TierStorage } from './tier-storage.ts';
 import { bytesOf, diskFile, makeDir, makeTempRoot, outcome, removeTempRoot } from './testing.ts';
+import { within } from '../testing/deadline.ts';
 
 /**
  * A disk whose directory is removed must fail every later operation, writes included: on Linux a write through a
@@ -26,13 +27,14 @@ describe('TierStorage on a disk whose directory disappears', () => {
 
   /** Resolves once `count` failures were reported in all. */
   function failuresReach(count: number): Promise<void> {
-    return new Promise((resolve) => {
+    const reached = new Promise<void>((resolve) => {
       const check = () => {
         if (failures.length >= count) resolve();
         else waiting.push(check);
       };
       check();
     });
+    return within(reached, `${count} disk failures reported`);
   }
 
   function open(disks: readonly { mountPoint: string; dir: string }[]): TierStorage {

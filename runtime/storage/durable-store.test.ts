@@ -7,6 +7,8 @@ import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { openDurableStore, type DbBackend, type DurableStore } from './durable-store.ts';
 import { makeTempRoot, removeTempRoot } from './testing.ts';
+import { STARTUP_WAIT_MS } from '../cluster/server-process.ts';
+import { within } from '../testing/deadline.ts';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const WRITER = path.join(import.meta.dirname, 'testing', 'write-then-wait.ts');
@@ -118,10 +120,14 @@ for (const backend of ['ROCKSDB', 'LEVELDB'] as const satisfies readonly DbBacke
         const exited = once(child, 'exit');
         try {
           const lines = createInterface({ input: child.stdout });
-          for await (const line of lines) if (line === 'written') break;
+          const written = async () => {
+            for await (const line of lines) if (line === 'written') return;
+            throw new Error(`the writer exited without writing (${String(child.exitCode)})`);
+          };
+          await within(written(), "the writer's 'written' line", STARTUP_WAIT_MS);
         } finally {
           child.kill('SIGKILL');
-          await exited;
+          await within(exited, 'the killed writer to exit');
         }
         assert.equal(child.signalCode, 'SIGKILL');
         const store = await openStore();

@@ -176,7 +176,10 @@ async function apply(files: MemoryFiles, model: Model, op: Op, seed: number): Pr
     case 'contents': {
       if (missing) return assert.equal(await failureOf(files.contents(op.id)), 'NOT_FOUND');
       const views = await files.contents(op.id);
-      assert.ok(views.every((view) => view.length > 0));
+      assert.ok(
+        views.every((view) => view.length > 0),
+        'views.every((view) => view.length > 0)',
+      );
       assert.ok(Buffer.concat(views).equals(model.bytesOf(op.id)), `contents of ${op.id}`);
       return;
     }
@@ -308,7 +311,10 @@ describe('memory files', () => {
     assert.equal(pool.usedBytes, 2 * MAX_BLOCK);
     await files.flush('f');
     assert.equal(pool.usedBytes, MAX_BLOCK + 16 * KiB);
-    assert.ok(Buffer.from(await files.read('f', 0, data.length)).equals(data));
+    assert.ok(
+      Buffer.from(await files.read('f', 0, data.length)).equals(data),
+      "Buffer.from(await files.read('f', 0, data.length)).equals(data)",
+    );
   });
 
   it('keeps a committed tail in its pool block rather than move it into an overflow block', async () => {
@@ -331,7 +337,10 @@ describe('memory files', () => {
     assert.equal(files.overflowBytes, 2 * MiB);
     assert.equal(files.overflowBlocks, 2);
     assert.equal(pool.usedBytes, MiB);
-    assert.ok(Buffer.from(await files.read('f', 0, data.length)).equals(data));
+    assert.ok(
+      Buffer.from(await files.read('f', 0, data.length)).equals(data),
+      "Buffer.from(await files.read('f', 0, data.length)).equals(data)",
+    );
     await files.remove('f');
     assert.equal(files.overflowBytes, 0);
     assert.equal(files.overflowBlocks, 2, 'the count of overflow blocks ever made stays');

@@ -98,7 +98,10 @@ describe('the memory pool', () => {
                 assert.equal(hasAlignedFreeRun(used, granules), false, `refused ${size} bytes with room`);
               } else {
                 assert.equal(block.bytes.length, size);
-                assert.ok(size >= step.bytes && size < 2 * step.bytes + MIN_BLOCK);
+                assert.ok(
+                  size >= step.bytes && size < 2 * step.bytes + MIN_BLOCK,
+                  'size >= step.bytes && size < 2 * step.bytes + MIN_BLOCK',
+                );
                 const granule = granuleOf(block, arenas);
                 assert.equal(granule % granules, 0, 'a block lies at a multiple of its size');
                 const stamp = (stamps += 1);

@@ -186,7 +186,10 @@ describe('TierStorage', () => {
   it('shares one DFS directory among HDFS, OSS and S3 files', async () => {
     await run({ kind: 'createFile', op: 1, file: dfsFile('app-1-0/0-0', 'HDFS') });
     assert.equal(await run({ kind: 'createFile', op: 2, file: dfsFile('app-1-0/0-0', 'OSS') }), 'EXISTS');
-    assert.ok(existsSync(path.join(dfsDir, 'app-1-0', '0-0')));
+    assert.ok(
+      existsSync(path.join(dfsDir, 'app-1-0', '0-0')),
+      "existsSync(path.join(dfsDir, 'app-1-0', '0-0'))",
+    );
   });
 
   it('runs a delete before a create of the same file issued after it (the disk probe)', async () => {
@@ -215,7 +218,10 @@ describe('TierStorage', () => {
     const reads = files.map((file, index) =>
       run({ kind: 'read', op: 1000 + index, file, offset: 0, length: 1 << 20 }),
     );
-    assert.ok((await Promise.all(pending)).every((result) => result === 'ok'));
+    assert.ok(
+      (await Promise.all(pending)).every((result) => result === 'ok'),
+      "(await Promise.all(pending)).every((result) => result === 'ok')",
+    );
     const expected = (index: number) =>
       Array.from({ length: 50 }, (_, round) => `${index}:${round};`).join('');
     assert.deepEqual(
@@ -232,7 +238,10 @@ describe('TierStorage', () => {
     const writes = Array.from({ length: count }, (_, index) =>
       storage.run({ kind: 'write', op: 2 + index, file, bytes: new Uint8Array(chunk).fill(index % 251) }),
     );
-    assert.ok((await Promise.all(writes)).every((completion) => completion.kind === 'ioDone'));
+    assert.ok(
+      (await Promise.all(writes)).every((completion) => completion.kind === 'ioDone'),
+      "(await Promise.all(writes)).every((completion) => completion.kind === 'ioDone')",
+    );
     assert.equal(await run({ kind: 'flush', op: 9999, file }), 'ok');
     const content = await readFile(path.join(diskDir, 'app-3-0', '0-0'));
     assert.equal(content.length, chunk * count);

@@ -2,16 +2,8 @@ import assert from 'node:assert/strict';
 import type { PartitionLocation } from '../../core/domain/index.ts';
 import { DEFAULT_WAIT_MS } from '../cluster/server-process.ts';
 import type { MapResult, MapWriter } from '../client/shuffle-client.ts';
+import { pollUntil } from './poll.ts';
 import { readAndVerify, recordsOf, winnersOf, type ClientSide, type SmallJob } from './small-job.ts';
-
-/** Resolves once `ready()` holds, checking after every turn of the event loop; rejects after `timeoutMs`. */
-export async function until(ready: () => boolean, what: string, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting ${timeoutMs} ms for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 /**
  * One stage of a job in flight across an operator's action (a decommission, a rolling upgrade): a shuffle whose maps
@@ -41,9 +33,10 @@ export class StagedShuffle {
 
   async begin(): Promise<this> {
     this.write(0, this.job.recordsPerPartition / 2);
-    await until(
+    await pollUntil(
       () => this.writers.every((w) => w.acknowledgedBytes() > 0),
-      `a push of every map of shuffle ${this.shuffleId} acknowledged`,
+      () => `a push of every map of shuffle ${this.shuffleId} acknowledged`,
+      { timeoutMs: DEFAULT_WAIT_MS },
     );
     return this;
   }

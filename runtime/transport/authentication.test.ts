@@ -125,12 +125,18 @@ describe('authentication transcript and proof', () => {
     fc.assert(
       fc.property(hello, nonce, text, text, (h, n, secret, other) => {
         const mac = authMac(secret, h, n);
-        assert.ok(proofMatches(secret, h, n, mac));
-        if (other !== secret) assert.ok(!proofMatches(other, h, n, mac));
+        assert.ok(proofMatches(secret, h, n, mac), 'proofMatches(secret, h, n, mac)');
+        if (other !== secret) assert.ok(!proofMatches(other, h, n, mac), '!proofMatches(other, h, n, mac)');
         const otherNonce = Uint8Array.from(n, (byte, i) => (i === 0 ? byte ^ 1 : byte));
-        assert.ok(!proofMatches(secret, h, otherNonce, mac));
-        assert.ok(!proofMatches(secret, { ...h, nodeId: `${h.nodeId}x` }, n, mac));
-        assert.ok(!proofMatches(secret, { ...h, application: `${h.application ?? ''}x` }, n, mac));
+        assert.ok(!proofMatches(secret, h, otherNonce, mac), '!proofMatches(secret, h, otherNonce, mac)');
+        assert.ok(
+          !proofMatches(secret, { ...h, nodeId: `${h.nodeId}x` }, n, mac),
+          '!proofMatches(secret, { ...h, nodeId: `${h.nodeId}x` }, n, mac)',
+        );
+        assert.ok(
+          !proofMatches(secret, { ...h, application: `${h.application ?? ''}x` }, n, mac),
+          "!proofMatches(secret, { ...h, application: `${h.application ?? ''}x` }, n, mac)",
+        );
       }),
       { numRuns: 300 },
     );
@@ -195,7 +201,10 @@ describe('the authenticated handshake on loopback', () => {
                 : undefined;
           if (expected === undefined) {
             assert.equal(outcome.kind, 'refused', JSON.stringify(outcome));
-            assert.ok(outcome.kind === 'refused' && outcome.status === 'AUTHENTICATION_FAILED');
+            assert.ok(
+              outcome.kind === 'refused' && outcome.status === 'AUTHENTICATION_FAILED',
+              "outcome.kind === 'refused' && outcome.status === 'AUTHENTICATION_FAILED'",
+            );
             assert.match(outcome.message, /authentication|application/);
           } else {
             assert.equal(outcome.kind, 'reply', JSON.stringify(outcome));
@@ -210,7 +219,10 @@ describe('the authenticated handshake on loopback', () => {
   it('tells a peer without authentication what to set, and answers its requests locally', async () => {
     const outcome = await attempt(acceptor, { role: 'client', nodeId: 'no-auth', application: APP });
     assert.equal(outcome.kind, 'refused');
-    assert.ok(outcome.kind === 'refused' && outcome.status === 'AUTHENTICATION_FAILED');
+    assert.ok(
+      outcome.kind === 'refused' && outcome.status === 'AUTHENTICATION_FAILED',
+      "outcome.kind === 'refused' && outcome.status === 'AUTHENTICATION_FAILED'",
+    );
     assert.match(
       outcome.message,
       /requires authentication \(svc\.auth\.enabled\): set svc\.auth\.enabled=true/,

@@ -9,6 +9,7 @@ import { SLAB_BYTES } from '../wire/in-place-reader.ts';
 import type { WireEnvelope } from '../wire/index.ts';
 import { AddressBook } from './addresses.ts';
 import { loopbackTransport } from './loopback-transport.ts';
+import { within } from '../testing/deadline.ts';
 
 function chunk(from: string, to: string, index: number, bytes: Uint8Array): WireEnvelope {
   return {
@@ -20,14 +21,15 @@ function chunk(from: string, to: string, index: number, bytes: Uint8Array): Wire
 
 function bytesOf(envelope: Envelope): Uint8Array {
   const message = envelope.message;
-  assert.ok(message.type === 'ChunkData');
+  assert.ok(message.type === 'ChunkData', "message.type === 'ChunkData'");
   return message.bytes;
 }
 
 describe('plain TCP connections are read in place', () => {
   const addresses = new AddressBook();
   const waiting = new Map<string, (envelope: Envelope) => void>();
-  const next = (node: string) => new Promise<Envelope>((resolve) => waiting.set(node, resolve));
+  const next = (node: string) =>
+    within(new Promise<Envelope>((resolve) => waiting.set(node, resolve)), `a message delivered to ${node}`);
   const arrive = (node: string) => (envelope: Envelope) => waiting.get(node)?.(envelope);
   const accepting = loopbackTransport('accepting', new AddressBook(), arrive('accepting'));
   const opening = loopbackTransport('opening', addresses, arrive('opening'));

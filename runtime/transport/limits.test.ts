@@ -11,6 +11,7 @@ import { encodeEnvelope, encodeHello, type WireEnvelope } from '../wire/index.ts
 import { AddressBook } from './addresses.ts';
 import { ReceiveMemory } from './receive-memory.ts';
 import { Transport, type TransportOptions } from './transport.ts';
+import { within } from '../testing/deadline.ts';
 
 const NODE = 'acceptor';
 type Line = Record<string, unknown>;
@@ -47,10 +48,10 @@ class Acceptor {
     this.port = (await this.transport.listen(service, '127.0.0.1', 0)).port;
   }
 
-  /** Resolves once `condition` holds (checked at every log line and delivery). */
+  /** Resolves once `condition` holds (checked at every log line and delivery); fails, quoting it, after 30 s. */
   until(condition: () => boolean): Promise<void> {
     if (condition()) return Promise.resolve();
-    return new Promise((resolve) => {
+    const held = new Promise<void>((resolve) => {
       const check = (): void => {
         if (!condition()) return;
         this.waiters.delete(check);
@@ -58,6 +59,7 @@ class Acceptor {
       };
       this.waiters.add(check);
     });
+    return within(held, `the acceptor to see ${condition.toString()}`);
   }
 
   closedLines(): Line[] {
@@ -93,9 +95,15 @@ function chunk(from: string, bytes: number): WireEnvelope {
 async function shakeHands(port: number, nodeId: string): Promise<Socket> {
   const socket = connect({ host: '127.0.0.1', port });
   socket.on('error', () => undefined);
-  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  await within(
+    new Promise<void>((resolve) => socket.once('connect', () => resolve())),
+    `${nodeId}'s connection`,
+  );
   socket.write(encodeHello({ role: 'client', release: CURRENT_RELEASE, nodeId }));
-  await new Promise<void>((resolve) => socket.once('data', () => resolve()));
+  await within(
+    new Promise<void>((resolve) => socket.once('data', () => resolve())),
+    `${nodeId}'s hello reply`,
+  );
   return socket;
 }
 
@@ -153,7 +161,7 @@ describe('transport limits on loopback', () => {
     assert.equal(closed.length, 1, JSON.stringify(closed));
     assert.match(String(closed[0]!.reason), /too slowly/);
     assert.equal(closed[0]!.peerNode, 'map-2', 'only the connection that was read and stalled is cut off');
-    assert.ok(!paused.destroyed);
+    assert.ok(!paused.destroyed, '!paused.destroyed');
     acceptor.transport.setPaused('push', false);
     paused.write(second.subarray(10));
     await acceptor.until(() => acceptor.delivered.length === 2);

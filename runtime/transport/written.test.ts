@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Envelope } from '../../core/machines/effects.ts';
 import { AddressBook } from './addresses.ts';
 import { loopbackTransport } from './loopback-transport.ts';
+import { within } from '../testing/deadline.ts';
 
 describe('the transport tells when a frame’s pieces are written', () => {
   const addresses = new AddressBook();
@@ -13,7 +14,8 @@ describe('the transport tells when a frame’s pieces are written', () => {
   const waiting: ((envelope: Envelope) => void)[] = [];
   const reported: (readonly Uint8Array[])[] = [];
   const reports: (() => void)[] = [];
-  const nextReport = () => new Promise<void>((resolve) => reports.push(resolve));
+  const nextReport = () =>
+    within(new Promise<void>((resolve) => reports.push(resolve)), 'the sender to report a frame written');
   const receiver = loopbackTransport('receiver', new AddressBook(), (envelope) => {
     arrived.push(envelope);
     waiting.shift()?.(envelope);
@@ -27,7 +29,8 @@ describe('the transport tells when a frame’s pieces are written', () => {
       reports.shift()?.();
     },
   );
-  const next = () => new Promise<Envelope>((resolve) => waiting.push(resolve));
+  const next = () =>
+    within(new Promise<Envelope>((resolve) => waiting.push(resolve)), 'a message delivered to the receiver');
 
   before(async () => {
     const bound = await receiver.listen('rpc', '127.0.0.1', 0);
@@ -52,9 +55,12 @@ describe('the transport tells when a frame’s pieces are written', () => {
     const envelope = await delivered;
     await written;
     assert.equal(reported.length, 1);
-    assert.ok(reported[0]!.some((piece) => piece.buffer === bytes.buffer));
+    assert.ok(
+      reported[0]!.some((piece) => piece.buffer === bytes.buffer),
+      'reported[0]!.some((piece) => piece.buffer === bytes.buffer)',
+    );
     const message = envelope.message;
-    assert.ok(message.type === 'ChunkData');
+    assert.ok(message.type === 'ChunkData', "message.type === 'ChunkData'");
     assert.deepEqual(message.bytes, bytes);
   });
 
@@ -74,6 +80,9 @@ describe('the transport tells when a frame’s pieces are written', () => {
     });
     await written;
     assert.equal(reported.length, before + 1);
-    assert.ok(reported.at(-1)!.some((piece) => piece.buffer === bytes.buffer));
+    assert.ok(
+      reported.at(-1)!.some((piece) => piece.buffer === bytes.buffer),
+      'reported.at(-1)!.some((piece) => piece.buffer === bytes.buffer)',
+    );
   });
 });

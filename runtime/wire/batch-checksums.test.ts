@@ -114,7 +114,7 @@ describe('batch checksums while hot', () => {
     frames[1]![FRAME_HEADER_BYTES + 7]! ^= 0x10; // damaged after its CRC was written
     const reader = new InPlaceFrameReader(4 * SLAB_BYTES, portable);
     const [body] = readAll(reader, envelopeFrame(new Uint8Array(12), frames), [70_000]);
-    assert.ok(body !== undefined && ownBuffer(body));
+    assert.ok(body !== undefined && ownBuffer(body), 'body !== undefined && ownBuffer(body)');
     installCrc32(
       recallingChecksum((bytes, previous) => {
         // Only a header's 36 bytes are computed at the check: every payload was checksummed as it arrived.
@@ -139,7 +139,10 @@ describe('batch checksums while hot', () => {
       concatBytes([envelopeFrame(new Uint8Array(3), [junk, good]), notEnvelope]),
       [SLAB_BYTES],
     );
-    assert.ok(afterJunk !== undefined && hello !== undefined && ownBuffer(afterJunk) && ownBuffer(hello));
+    assert.ok(
+      afterJunk !== undefined && hello !== undefined && ownBuffer(afterJunk) && ownBuffer(hello),
+      'afterJunk !== undefined && hello !== undefined && ownBuffer(afterJunk) && ownBuffer(hello)',
+    );
     const tail = afterJunk.subarray(5 + 3 + junk.byteLength + FRAME_HEADER_BYTES);
     const crcOfHeader = portableCrc32(good.subarray(0, FRAME_CRC_OFFSET));
     assert.equal(recallChecksum(tail, crcOfHeader), undefined);

@@ -448,7 +448,7 @@ describe('control codec: the full frame path', () => {
     const [body] = new FrameReader(1 << 20).push(frame);
     const decoded = decodeFrame(body!);
     const message = decoded.kind === 'envelope' ? decoded.envelope.message : undefined;
-    assert.ok(message?.type === 'PushMergedData');
+    assert.ok(message?.type === 'PushMergedData', "message?.type === 'PushMergedData'");
     assert.equal(message.batches.length, 2);
     for (const batch of message.batches) {
       assert.equal(batch.payload.buffer, frame.buffer);
@@ -718,7 +718,7 @@ describe('control codec: enum numbers are the schema’s', () => {
       core.map(([name, number]) => [snake(name), number] as const).sort(),
       `${desc.name}: the schema and core name different values`,
     );
-    assert.ok(unspecified.length <= 1);
+    assert.ok(unspecified.length <= 1, 'unspecified.length <= 1');
     for (const [name, number] of core) assert.equal(sent(name), number, `${desc.name}.${name} on the wire`);
   }
 

@@ -24,7 +24,7 @@ function prefix(length: number): Uint8Array {
 }
 
 function isOversized(error: unknown): boolean {
-  assert.ok(error instanceof WireError);
+  assert.ok(error instanceof WireError, 'error instanceof WireError');
   assert.equal(error.reason, 'oversized');
   assert.match(error.message, /svc\.network\.frame\.maxSize/);
   return true;
@@ -104,7 +104,11 @@ describe('FrameReader', () => {
     const out: Uint8Array[] = [];
     for (let at = 3; at < length; at += 1 << 20) {
       out.push(...reader.push(body.subarray(at, Math.min(length, at + (1 << 20)))));
-      if (out.length === 0) assert.ok(reader.held <= Math.max(EAGER_BODY_BYTES, 2 * reader.buffered));
+      if (out.length === 0)
+        assert.ok(
+          reader.held <= Math.max(EAGER_BODY_BYTES, 2 * reader.buffered),
+          'reader.held <= Math.max(EAGER_BODY_BYTES, 2 * reader.buffered)',
+        );
     }
     assert.equal(out.length, 1);
     assert.ok(Buffer.from(out[0]!).equals(Buffer.from(body)), 'the grown body is intact');

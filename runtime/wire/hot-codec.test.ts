@@ -64,7 +64,7 @@ describe('the hot messages codec', () => {
       fc.property(hotEnvelope, (envelope) => {
         const hot = encodeHotEnvelope(envelope);
         const schema = encodeEnvelopeControl(envelope);
-        assert.ok(hot !== undefined);
+        assert.ok(hot !== undefined, 'hot !== undefined');
         assert.deepStrictEqual(hot.control, schema.control);
         assert.deepStrictEqual(hot.payloads, schema.payloads);
         const payloads = concatBytes(schema.payloads);
@@ -85,7 +85,10 @@ describe('the hot messages codec', () => {
       status: 'SUCCESS',
       message: '',
     };
-    assert.ok(encodeHotEnvelope(envelope(push)) !== undefined);
+    assert.ok(
+      encodeHotEnvelope(envelope(push)) !== undefined,
+      'encodeHotEnvelope(envelope(push)) !== undefined',
+    );
     for (const mapId of [0.5, 2 ** 31, Number.NaN]) {
       const bad = envelope({
         type: 'PushMergedData',

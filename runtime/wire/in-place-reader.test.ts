@@ -52,7 +52,7 @@ describe('InPlaceFrameReader', () => {
     assert.equal(rest.byteLength, big.byteLength - 1000, 'the read is offered exactly the rest of the frame');
     rest.set(big.subarray(1000));
     const [body] = reader.received(rest.byteLength);
-    assert.ok(body !== undefined);
+    assert.ok(body !== undefined, 'body !== undefined');
     assert.equal(body.buffer, rest.buffer, 'the frame was read where it is handed out');
     assert.equal(body.byteLength, 4 * SLAB_BYTES);
     assert.equal(reader.buffered, 0);

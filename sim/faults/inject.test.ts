@@ -35,13 +35,16 @@ describe('fault injection: partitions', () => {
   it('cuts one group from the groups on the other side only, and from everything else without one', () => {
     const twoSided = lostSends('partition(w0|a0)@0+4000');
     assert.equal(twoSided.violation, undefined);
-    assert.ok(twoSided.lost.length > 0);
+    assert.ok(twoSided.lost.length > 0, 'twoSided.lost.length > 0');
     for (const line of twoSided.lost) {
       assert.match(link(line), /^host0:\S*->(lm|map|reduce)-demo|^(lm|map|reduce)-demo\S*->host0:/, line);
     }
     // Against the rest, the worker's heartbeats to the master are lost too.
     const alone = lostSends('partition(w0)@0+4000');
-    assert.ok(alone.lost.some((line) => /->master-0 /.test(line) || /master-0->host0/.test(line)));
+    assert.ok(
+      alone.lost.some((line) => /->master-0 /.test(line) || /master-0->host0/.test(line)),
+      'alone.lost.some((line) => /->master-0 /.test(line) || /master-0->host0/.test(line))',
+    );
   });
 });
 

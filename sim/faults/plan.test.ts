@@ -146,8 +146,8 @@ describe('fault schedules', () => {
         assert.deepEqual(drawSchedule(streamRng(seed, 'faults'), targets), schedule);
         checkScheduleTargets(schedule.faults, targets);
         for (const fault of schedule.faults) {
-          assert.ok(fault.at < schedule.knobs.stormMs);
-          assert.ok(calmFrom(schedule) >= faultEnd(fault));
+          assert.ok(fault.at < schedule.knobs.stormMs, 'fault.at < schedule.knobs.stormMs');
+          assert.ok(calmFrom(schedule) >= faultEnd(fault), 'calmFrom(schedule) >= faultEnd(fault)');
         }
       }),
       { numRuns: 200 },
@@ -191,6 +191,7 @@ describe('fault schedules', () => {
       assert.deepEqual(plain(sided.faults), plain(oneSided.faults), `seed ${seed}`);
       assert.ok(
         oneSided.faults.every((fault) => fault.kind !== 'partition' || fault.otherSide === undefined),
+        "oneSided.faults.every((fault) => fault.kind !== 'partition' || fault.otherSide === undefined)",
       );
       for (const fault of sided.faults) {
         if (fault.kind !== 'partition') continue;
@@ -287,14 +288,17 @@ describe('shrinkSchedule', () => {
           s.knobs.drop > 0 &&
           s.faults.some((f) => f.kind === 'crash' && f.target === 'w9' && f.downFor >= 100);
         const { schedule, runs } = shrinkSchedule(failing, fails);
-        assert.ok(fails(schedule));
+        assert.ok(fails(schedule), 'fails(schedule)');
         assert.equal(schedule.faults.length, 1);
         assert.deepEqual({ ...schedule.faults[0], downFor: 0 }, { ...culprit, downFor: 0 });
-        assert.ok(schedule.faults[0]?.kind === 'crash' && schedule.faults[0].downFor < 200);
+        assert.ok(
+          schedule.faults[0]?.kind === 'crash' && schedule.faults[0].downFor < 200,
+          "schedule.faults[0]?.kind === 'crash' && schedule.faults[0].downFor < 200",
+        );
         for (const key of ['duplicate', 'reorder', 'ioError', 'noSpace', 'jitterMs'] as const) {
           assert.equal(schedule.knobs[key], 0, key);
         }
-        assert.ok(runs <= 400);
+        assert.ok(runs <= 400, 'runs <= 400');
       }),
       { numRuns: 30 },
     );
@@ -312,6 +316,6 @@ describe('shrinkSchedule', () => {
     };
     const { schedule, runs } = shrinkSchedule(failing, () => true, { maxRuns: 3 });
     assert.equal(runs, 3);
-    assert.ok(schedule.faults.length < 20);
+    assert.ok(schedule.faults.length < 20, 'schedule.faults.length < 20');
   });
 });

@@ -74,7 +74,10 @@ describe('acknowledged-survives-crash', () => {
     assert.equal(world.violation, undefined);
     assert.deepEqual(world.stateOf('lm'), ['StatusResponse'], 'the master answered, then crashed');
     const stored = world.coordination.get(MASTER_STATE_KEY);
-    assert.ok(stored !== undefined && decodeDurableState(stored).applications.apps.has('app-1'));
+    assert.ok(
+      stored !== undefined && decodeDurableState(stored).applications.apps.has('app-1'),
+      "stored !== undefined && decodeDurableState(stored).applications.apps.has('app-1')",
+    );
   });
 
   it('catches a master that answers before it persists (planted bug ack-before-persist)', () => {

@@ -215,6 +215,7 @@ describe('the compute engine without stage rerun', () => {
     assert.ok(
       result.trace.split('\n').filter((line) => /reduce task failed .*kind="unreadable"/.test(line)).length >
         3,
+      'result.trace.split(\'\\n\').filter((line) => /reduce task failed .*kind="unreadable"/.test(line)).length > 3',
     );
   });
 

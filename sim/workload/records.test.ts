@@ -19,7 +19,10 @@ describe('simulated records', () => {
             assert.equal(records[partitionId]?.length, count);
             records[partitionId]?.forEach((record, index) => {
               assert.equal(keyOf(record), recordKey({ ...base, partitionId, index }));
-              assert.ok(record.length >= Math.min(bytes, keyOf(record).length));
+              assert.ok(
+                record.length >= Math.min(bytes, keyOf(record).length),
+                'record.length >= Math.min(bytes, keyOf(record).length)',
+              );
             });
           });
         },

@@ -240,7 +240,10 @@ describe('a simulated worker giving up partly received frames', () => {
       [['start'], ['start', 'sendFailed']],
     );
     const failed = maps[1]![1]!;
-    assert.ok(failed.kind === 'sendFailed' && failed.requestId === 1 && failed.to === 'w');
+    assert.ok(
+      failed.kind === 'sendFailed' && failed.requestId === 1 && failed.to === 'w',
+      "failed.kind === 'sendFailed' && failed.requestId === 1 && failed.to === 'w'",
+    );
     assert.equal(world.trace.counters.get('partialFrames.shed'), 1);
     // 130 bytes partly received, counted up to the resume threshold (50): no pause on them alone.
     assert.equal(world.trace.counters.get('backPressure.partialFramesPaused.push'), undefined);
@@ -277,7 +280,12 @@ describe("a hostile peer's stalled frames in a simulated worker", () => {
 
   it('does not pause on a stalled frame alone, however large: the push is read at once', () => {
     const world = stalledWorld();
-    world.schedule(1, 'a peer stalls', (w) => assert.ok(w.stallFrame('w', 'push', 'peer', 120, 1_000)));
+    world.schedule(1, 'a peer stalls', (w) =>
+      assert.ok(
+        w.stallFrame('w', 'push', 'peer', 120, 1_000),
+        "w.stallFrame('w', 'push', 'peer', 120, 1_000)",
+      ),
+    );
     world.schedule(5, 'the map starts', (w) => w.start('map-app-1-0-0-0'));
     const seen: number[] = [];
     world.observe({

@@ -25,7 +25,10 @@ describe('Network partitions', () => {
             }
           }
           network.heal(id);
-          assert.ok(nodes.every((from) => nodes.every((to) => !network.blocked(from, to))));
+          assert.ok(
+            nodes.every((from) => nodes.every((to) => !network.blocked(from, to))),
+            'nodes.every((from) => nodes.every((to) => !network.blocked(from, to)))',
+          );
         },
       ),
       { numRuns: 150 },
@@ -46,6 +49,6 @@ describe('Network partitions', () => {
   it('adds latency and jitter to every arrival', () => {
     const network = new Network(replayRng([0.5]), { ...CALM_NETWORK, latencyMs: 2, jitterMs: 1 });
     const [at] = network.arrivals('m', 'w1', 10);
-    assert.ok(at !== undefined && at > 12);
+    assert.ok(at !== undefined && at > 12, 'at !== undefined && at > 12');
   });
 });

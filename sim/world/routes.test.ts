@@ -177,7 +177,10 @@ describe('routes in the simulated transport', () => {
       } else {
         assert.equal(heard, 3);
         assert.ok(captured.length > 0, 'answers meant for the task went to the stranger');
-        assert.ok(captured.every((envelope) => envelope.to === TASK));
+        assert.ok(
+          captured.every((envelope) => envelope.to === TASK),
+          'captured.every((envelope) => envelope.to === TASK)',
+        );
       }
     });
   }

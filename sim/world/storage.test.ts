@@ -90,7 +90,7 @@ describe('NodeStorage', () => {
               if (!entry) assert.deepEqual(completion?.input, { kind: 'ioFailed', op, error: 'NOT_FOUND' });
               else {
                 const input = completion?.input;
-                assert.ok(input?.kind === 'ioDone');
+                assert.ok(input?.kind === 'ioDone', "input?.kind === 'ioDone'");
                 assert.deepEqual(
                   [...(input.bytes ?? [])],
                   entry.bytes.slice(step.offset, step.offset + step.length),
@@ -112,7 +112,7 @@ describe('NodeStorage', () => {
             lastAt = completion.at;
           }
           assert.equal(disk.usedBytes('/ssd'), used);
-          assert.ok(disk.usedBytes('/ssd') <= CAPACITY);
+          assert.ok(disk.usedBytes('/ssd') <= CAPACITY, "disk.usedBytes('/ssd') <= CAPACITY");
           for (const [index, entry] of model)
             assert.equal(disk.fileLength(files[index]!), entry.bytes.length);
         }
@@ -155,7 +155,7 @@ describe('NodeStorage', () => {
     const slowDisk = storage();
     slowDisk.faultsOf('/ssd')!.slowFactor = 50;
     const slow = slowDisk.execute({ kind: 'createFile', op: 1, file }, 100)!.at - 100;
-    assert.ok(Math.abs(slow - 50 * fast) < 1e-9);
+    assert.ok(Math.abs(slow - 50 * fast) < 1e-9, 'Math.abs(slow - 50 * fast) < 1e-9');
   });
 
   it('garbles one byte of each read from a disk with corrupt reads, and leaves the file intact', () => {
@@ -166,7 +166,10 @@ describe('NodeStorage', () => {
     disk.execute({ kind: 'write', op: 2, file, bytes: written }, 0);
     const read = () => {
       const input = disk.execute({ kind: 'read', op: 3, file, offset: 0, length: 64 }, 0)?.input;
-      assert.ok(input?.kind === 'ioDone' && input.bytes !== undefined);
+      assert.ok(
+        input?.kind === 'ioDone' && input.bytes !== undefined,
+        "input?.kind === 'ioDone' && input.bytes !== undefined",
+      );
       return input.bytes;
     };
     disk.faultsOf('/ssd')!.corruptReads = true;
@@ -299,13 +302,20 @@ describe('NodeStorage', () => {
     assert.equal(node.fileLength(onDfs), 0);
     assert.ok(
       done(node.execute({ kind: 'write', op: 15, file: memory, bytes: new Uint8Array(2) }, 0)?.input),
+      "done(node.execute({ kind: 'write', op: 15, file: memory, bytes: new Uint8Array(2) }, 0)?.input)",
     );
     node.execute({ kind: 'deleteFile', file: disk }, 0);
     assert.equal(node.fileLength(disk), undefined, 'an unlink needs no descriptor');
 
     node.outOfDescriptors = false;
-    assert.ok(done(node.execute({ kind: 'write', op: 16, file: onDfs, bytes: new Uint8Array(2) }, 0)?.input));
-    assert.ok(done(node.execute({ kind: 'moveFile', op: 17, file: memory, to: target }, 0)?.input));
+    assert.ok(
+      done(node.execute({ kind: 'write', op: 16, file: onDfs, bytes: new Uint8Array(2) }, 0)?.input),
+      "done(node.execute({ kind: 'write', op: 16, file: onDfs, bytes: new Uint8Array(2) }, 0)?.input)",
+    );
+    assert.ok(
+      done(node.execute({ kind: 'moveFile', op: 17, file: memory, to: target }, 0)?.input),
+      "done(node.execute({ kind: 'moveFile', op: 17, file: memory, to: target }, 0)?.input)",
+    );
   });
 });
 

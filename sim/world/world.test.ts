@@ -224,7 +224,7 @@ describe('World', () => {
     // The restarted worker's start also lists the files on its disks (the driver's I/O, in both worlds).
     assert.deepEqual(inputs[0], { kind: 'start', recovered: new Map([['k', 'v']]), leftovers: [file] });
     const read = inputs[1];
-    assert.ok(read?.kind === 'ioDone' && read.op === 9);
+    assert.ok(read?.kind === 'ioDone' && read.op === 9, "read?.kind === 'ioDone' && read.op === 9");
     assert.equal(read.bytes?.length, 100);
     assert.equal(world.storageOf('w')?.usedBytes('/d1'), 100);
   });
@@ -289,7 +289,7 @@ describe('World', () => {
       'one input for the create, one for the whole batch',
     );
     const batch = inputs[2];
-    assert.ok(batch?.kind === 'ioBatchDone');
+    assert.ok(batch?.kind === 'ioBatchDone', "batch?.kind === 'ioBatchDone'");
     assert.deepEqual(
       batch.completions.map((c) => (c.kind === 'ioFailed' ? `${c.op}:${c.error}` : `${c.op}`)),
       ['2', '3:NOT_FOUND', '4'],

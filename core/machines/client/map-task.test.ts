@@ -148,7 +148,7 @@ function framesOf(pushes: readonly Envelope<MessageOf<'PushData'>>[]) {
 
 function frameOf(payload: Uint8Array) {
   const frame = decodeBatchFrame(payload);
-  assert.ok(frame.ok);
+  assert.ok(frame.ok, 'frame.ok');
   return frame.value;
 }
 
@@ -231,7 +231,7 @@ describe('map task', () => {
     );
     const records = frames.flatMap((f) => {
       const decoded = decodeRecords(f.payload);
-      assert.ok(decoded.ok);
+      assert.ok(decoded.ok, 'decoded.ok');
       return decoded.records.map((r) => new TextDecoder().decode(r));
     });
     assert.deepEqual(records, ['p0-r00', 'p0-r01', 'p0-r02', 'p1-r00']);
@@ -1020,7 +1020,7 @@ class Driver {
 
   answer(request: SendEffect, message: Message): readonly Effect[] {
     const { requestId } = request;
-    assert.ok(requestId !== undefined);
+    assert.ok(requestId !== undefined, 'requestId !== undefined');
     return this.step({
       kind: 'receive',
       envelope: { from: request.to, to: ME, fromRelease: '0.6.0', inReplyTo: requestId, message },
@@ -1210,7 +1210,7 @@ describe('map task: records written over time', () => {
               if (answers[i] !== 'SUCCESS' && answers[i] !== 'SOFT_SPLIT') return;
               assert.ok(!acknowledged.has(b.batchId), `batch ${b.batchId} acknowledged twice`);
               const decoded = decodeRecords(frameOf(b.payload).payload);
-              assert.ok(decoded.ok);
+              assert.ok(decoded.ok, 'decoded.ok');
               acknowledged.set(b.batchId, [...decoded.records]);
               partitionOf.set(b.batchId, b.partitionId);
               ackedBytes += decoded.records.reduce((n, r) => n + 4 + r.length, 0);
@@ -1316,7 +1316,7 @@ describe('map task: records written over time', () => {
     assert.deepEqual(one(3, 'p3-r00'), []);
     assert.deepEqual(one(0, 'p0-r00'), []);
     assert.equal(driver.state.heldBytes, 4 * 20, 'a chunk per open batch');
-    assert.ok(mapTaskHasRoom(driver.state));
+    assert.ok(mapTaskHasRoom(driver.state), 'mapTaskHasRoom(driver.state)');
     // Partition 0's batch is full: its frame (60) takes the task past its budget of 100, so the open batches
     // (60 bytes of chunks) are cut, largest first, until they hold at most half of it: partition 1's (10 bytes of
     // records; 3's as large, 1 comes first), not 2's (5 bytes) nor 3's.
@@ -1341,7 +1341,7 @@ describe('map task: records written over time', () => {
     const step = (partitionIds: number[], records: string[]) =>
       sentOf(driver.plainStep({ kind: 'records', partitionIds, records: records.map(text) })).filter(isPush);
     const [whole] = step([0, 0], ['p0-r00', 'p0-r01']);
-    assert.ok(whole?.message.type === 'PushData');
+    assert.ok(whole?.message.type === 'PushData', "whole?.message.type === 'PushData'");
     assert.equal(
       whole.message.payload.buffer.byteLength,
       60,
@@ -1350,10 +1350,10 @@ describe('map task: records written over time', () => {
     assert.equal(driver.state.heldBytes, 60);
     assert.deepEqual(step([1], ['p1-r00']), []);
     const [pieced] = step([1], ['p1-r01']);
-    assert.ok(pieced?.message.type === 'PushData');
+    assert.ok(pieced?.message.type === 'PushData', "pieced?.message.type === 'PushData'");
     assert.equal(pieced.message.payload.buffer.byteLength, 60, 'a frame of exactly the batch');
     const decoded = decodeRecords(frameOf(pieced.message.payload).payload);
-    assert.ok(decoded.ok);
+    assert.ok(decoded.ok, 'decoded.ok');
     assert.deepEqual(decoded.records, [text('p1-r00'), text('p1-r01')]);
     assert.equal(driver.state.spareChunks.length, 1, 'the chunk is kept to be filled again');
     assert.equal(driver.state.heldBytes, 60 + 60 + 20);

@@ -130,13 +130,13 @@ describe('reader integrity layer', () => {
     const maps = [{ attempts: 1, winner: 0, batches: [2] }];
     const frames = batches(0, 0, 2, 2);
     const missing = assemblePartition(inputOf(maps, frames.slice(1)));
-    assert.ok(!missing.ok);
+    assert.ok(!missing.ok, '!missing.ok');
     assert.match(
       missing.message,
       /map 0 reported 2 batches \(\d+ bytes\) at MapperEnd but the committed files hold 1 batches/,
     );
     const extra = assemblePartition({ ...inputOf(maps, frames), expected: [] });
-    assert.ok(!extra.ok);
+    assert.ok(!extra.ok, '!extra.ok');
     assert.match(extra.message, /map 0 reported 0 batches/);
   });
 
@@ -145,10 +145,10 @@ describe('reader integrity layer', () => {
     const [frame] = batches(0, 0, 1, 2);
     const forged = { ...frame!, payload: encodeRecords([new Uint8Array([9])]) };
     const twice = assemblePartition(inputOf(maps, [frame!, forged]));
-    assert.ok(!twice.ok);
+    assert.ok(!twice.ok, '!twice.ok');
     assert.match(twice.message, /read twice with different contents/);
     const stranger = assemblePartition(inputOf(maps, [{ ...frame!, partitionId: 8 }]));
-    assert.ok(!stranger.ok);
+    assert.ok(!stranger.ok, '!stranger.ok');
     assert.match(stranger.message, /partition 8 .* was found in a file of shuffle 1 partition 7/);
   });
 
@@ -158,19 +158,22 @@ describe('reader integrity layer', () => {
       const decoded = decodeBatchFrame(
         encodeBatchFrame({ ...header, epoch }, encodeRecords([new TextEncoder().encode(record)])),
       );
-      assert.ok(decoded.ok);
+      assert.ok(decoded.ok, 'decoded.ok');
       return decoded.value;
     };
     const maps = [{ attempts: 1, winner: 0, batches: [1] }];
     const sameEpoch = assemblePartition(inputOf(maps, [decode(0, 'aaaa'), decode(0, 'aaab')]), 1);
-    assert.ok(!sameEpoch.ok);
+    assert.ok(!sameEpoch.ok, '!sameEpoch.ok');
     assert.match(sameEpoch.message, /read twice with different contents/);
     // The same batch resent under a new epoch: its header (and so its CRC) differs, its contents do not.
     const identity = { shuffleId: 1, partitionId: 7, mapAttempts: [0], integrity: true };
     const ledger = newLedger();
-    assert.ok(admitFrames(ledger, identity, [decode(0, 'aaaa')]).ok);
+    assert.ok(
+      admitFrames(ledger, identity, [decode(0, 'aaaa')]).ok,
+      "admitFrames(ledger, identity, [decode(0, 'aaaa')]).ok",
+    );
     const again = admitFrames(ledger, identity, [decode(1, 'aaaa'), decode(0, 'aaaa')]);
-    assert.ok(again.ok);
+    assert.ok(again.ok, 'again.ok');
     assert.equal(again.batches.length, 0);
     assert.equal(ledger.duplicatesDropped, 2);
   });
@@ -179,7 +182,7 @@ describe('reader integrity layer', () => {
     const maps = [{ attempts: 2, winner: 1, batches: [1, 1] }];
     const frames = [...batches(0, 0, 1, 1), ...batches(0, 1, 1, 1), ...batches(0, 1, 1, 1)];
     const result = assemblePartition({ ...inputOf(maps, frames), integrity: false });
-    assert.ok(result.ok);
+    assert.ok(result.ok, 'result.ok');
     assert.deepEqual(text([...recordsIn(result.batches)]), ['m0a0b0r0', 'm0a1b0r0', 'm0a1b0r0']);
   });
 });

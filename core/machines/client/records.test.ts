@@ -35,7 +35,7 @@ describe('records', () => {
             batch.reduce((sum, record) => sum + 4 + record.length, 0),
           );
           const decoded = decodeRecords(payload);
-          assert.ok(decoded.ok);
+          assert.ok(decoded.ok, 'decoded.ok');
           assert.deepEqual(
             decoded.records.map((r) => [...r]),
             batch.map((r) => [...r]),
@@ -97,7 +97,7 @@ describe('records', () => {
     fc.assert(
       fc.property(records, (rs) => {
         const decoded = decodeRecords(encodeRecords(rs));
-        assert.ok(decoded.ok);
+        assert.ok(decoded.ok, 'decoded.ok');
         assert.deepEqual(
           decoded.records.map((r) => [...r]),
           rs.map((r) => [...r]),
@@ -115,7 +115,7 @@ describe('records', () => {
         for (const payload of payloads) {
           const checked = checkRecords(payload);
           const decoded = decodeRecords(payload);
-          assert.ok(checked.ok && decoded.ok);
+          assert.ok(checked.ok && decoded.ok, 'checked.ok && decoded.ok');
           assert.equal(checked.count, decoded.records.length);
         }
         const lazily = recordsIn(payloads);
@@ -142,13 +142,13 @@ describe('records', () => {
   it('reports a payload that is cut short', () => {
     const payload = encodeRecords([new Uint8Array([1, 2, 3])]);
     const cut = decodeRecords(payload.subarray(0, 5));
-    assert.ok(!cut.ok);
+    assert.ok(!cut.ok, '!cut.ok');
     assert.match(cut.message, /announces 3 bytes but 1 remain/);
     const short = decodeRecords(payload.subarray(0, 2));
-    assert.ok(!short.ok);
+    assert.ok(!short.ok, '!short.ok');
     assert.deepEqual(checkRecords(payload.subarray(0, 5)), cut);
     const shortChecked = checkRecords(payload.subarray(0, 2));
-    assert.ok(!shortChecked.ok);
+    assert.ok(!shortChecked.ok, '!shortChecked.ok');
     assert.match(shortChecked.message, /cut short/);
   });
 
@@ -158,7 +158,7 @@ describe('records', () => {
         const batches = planBatches(rs, limit);
         assert.deepEqual(batches.flat(), rs);
         for (const batch of batches) {
-          assert.ok(batch.length > 0);
+          assert.ok(batch.length > 0, 'batch.length > 0');
           const size = encodeRecords(batch).length;
           assert.ok(size <= limit || batch.length === 1, `batch of ${size} bytes over ${limit}`);
         }

@@ -250,7 +250,7 @@ describe('reduce task', () => {
     const state = h.node.state();
     assert.equal(state.phase, 'done', state.error?.message);
     assert.deepEqual(h.output(), ['a', 'c', 'b'], 'winners only, each batch once, in file order');
-    assert.ok(h.maxAhead <= baseConfig.maxChunksAhead);
+    assert.ok(h.maxAhead <= baseConfig.maxChunksAhead, 'h.maxAhead <= baseConfig.maxChunksAhead');
     assert.equal(
       h.received(h.probe(workerKey(worker(1))), 'OpenStream').length,
       0,
@@ -292,7 +292,10 @@ describe('reduce task', () => {
       assert.equal(state.phase, 'done', state.error?.message);
       assert.deepEqual(h.output(), ['a', 'c', 'b']);
       const opens = h.received(h.probe(workerKey(worker(0))), 'OpenStream');
-      assert.ok(opens.length > 0 && opens.every((o) => o.readFirstChunk === true));
+      assert.ok(
+        opens.length > 0 && opens.every((o) => o.readFirstChunk === true),
+        'opens.length > 0 && opens.every((o) => o.readFirstChunk === true)',
+      );
       for (const copy of copies) {
         const chunks = copy.file.chunkOffsets.length - 1;
         const fetched = h

@@ -40,7 +40,10 @@ describe('lifecycle manager: admission by release', () => {
         new RegExp(`refuses client release ${taskRelease.replaceAll('.', '\\.')}`),
       );
       assert.equal(refusal.inReplyTo, 7);
-      assert.ok(ofKind(effects, 'log').some((line) => line.event === 'lifecycle-manager.client.refused'));
+      assert.ok(
+        ofKind(effects, 'log').some((line) => line.event === 'lifecycle-manager.client.refused'),
+        "ofKind(effects, 'log').some((line) => line.event === 'lifecycle-manager.client.refused')",
+      );
       assert.deepEqual(sentOf(effects, 'GetReducerFileGroupResponse'), [], 'the request is not served');
     }
   });

@@ -307,7 +307,10 @@ describe('lifecycle manager: registration', () => {
       assert.notEqual(location.peer?.worker.host, 'w1');
       assert.notEqual(location.worker.host, location.peer?.worker.host);
     }
-    assert.ok(h.lm.state().workers.excluded.has(workerKey(worker(1))));
+    assert.ok(
+      h.lm.state().workers.excluded.has(workerKey(worker(1))),
+      'h.lm.state().workers.excluded.has(workerKey(worker(1)))',
+    );
   });
 
   // A rolling upgrade (seed 1057 of upgrade-right-order): the offer's w1 goes away with the reserve unanswered, and
@@ -600,9 +603,12 @@ describe('lifecycle manager: revive', () => {
               continue;
             }
             const fresh = result.newLocation!;
-            assert.ok(fresh.epoch > old.epoch);
-            assert.ok(!excluded.has(workerKey(fresh.worker)));
-            assert.ok(!excluded.has(workerKey(fresh.peer!.worker)));
+            assert.ok(fresh.epoch > old.epoch, 'fresh.epoch > old.epoch');
+            assert.ok(!excluded.has(workerKey(fresh.worker)), '!excluded.has(workerKey(fresh.worker))');
+            assert.ok(
+              !excluded.has(workerKey(fresh.peer!.worker)),
+              '!excluded.has(workerKey(fresh.peer!.worker))',
+            );
             assert.notEqual(workerKey(fresh.worker), workerKey(fresh.peer!.worker));
             latest.set(partition, fresh);
           }
@@ -750,8 +756,14 @@ describe('lifecycle manager: mapper end, commit and file groups', () => {
     });
     answerHeartbeat(h, { excluded: [worker(2)], shutting: [worker(3)] });
     h.advance(10);
-    assert.ok(h.lm.state().workers.excluded.has(workerKey(worker(2))));
-    assert.ok(h.lm.state().workers.shuttingDown.has(workerKey(worker(3))));
+    assert.ok(
+      h.lm.state().workers.excluded.has(workerKey(worker(2))),
+      'h.lm.state().workers.excluded.has(workerKey(worker(2)))',
+    );
+    assert.ok(
+      h.lm.state().workers.shuttingDown.has(workerKey(worker(3))),
+      'h.lm.state().workers.shuttingDown.has(workerKey(worker(3)))',
+    );
   });
 });
 
@@ -934,7 +946,7 @@ describe('lifecycle manager: worker exclusions', () => {
     h.reserveAll('WORKER_SHUTDOWN', (w) => w === h.workers[0]);
     h.reserveAll('SUCCESS', (w) => w !== h.workers[0]);
     const key = workerKey(worker(0));
-    assert.ok(h.lm.state().workers.shuttingDown.has(key));
+    assert.ok(h.lm.state().workers.shuttingDown.has(key), 'h.lm.state().workers.shuttingDown.has(key)');
     assert.equal(h.lm.state().workers.excluded.has(key), false, 'no lasting exclusion for a shutdown');
     h.advance(baseConfig.heartbeatIntervalMs);
     answerHeartbeat(h);
@@ -1100,7 +1112,7 @@ describe('lifecycle manager: unregister', () => {
     h.registered(2, 1);
     h.advance(baseConfig.heartbeatIntervalMs);
     const heartbeats = h.received(h.master, 'ApplicationHeartbeat').length;
-    assert.ok(heartbeats >= 1);
+    assert.ok(heartbeats >= 1, 'heartbeats >= 1');
     h.ask(DRIVER, unregisterApp, 1);
     h.advance(10);
     assert.equal(h.last(h.task(DRIVER), 'StatusResponse').status, 'SUCCESS');

@@ -41,7 +41,7 @@ describe('describeUnplaced', () => {
             const match = /^partitions? ([\d, ]+?)(?: and (\d+) more)?: (reason-\w)$/.exec(line);
             assert.ok(match, line);
             const shown = match[1]!.split(', ').map(Number);
-            assert.ok(shown.length <= maxIds);
+            assert.ok(shown.length <= maxIds, 'shown.length <= maxIds');
             for (const id of shown) assert.equal(failed.get(id)?.reason, match[3]);
             counted += shown.length + Number(match[2] ?? 0);
           }

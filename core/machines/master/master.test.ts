@@ -161,10 +161,15 @@ describe('master: workers', () => {
       ofKind(check, 'log').some(
         (l) => l.event === 'master.worker.lost' && l.fields?.worker === workerKey(W1),
       ),
+      "ofKind(check, 'log').some((l) => l.event === 'master.worker.lost' && l.fields?.worker === workerKey(W1))",
     );
-    assert.ok(ofKind(check, 'metric').some((m) => m.name === 'LostWorkerCount' && m.value === 1));
+    assert.ok(
+      ofKind(check, 'metric').some((m) => m.name === 'LostWorkerCount' && m.value === 1),
+      "ofKind(check, 'metric').some((m) => m.name === 'LostWorkerCount' && m.value === 1)",
+    );
     assert.ok(
       ofKind(check, 'setTimer').some((t) => t.name === MASTER_TIMERS.lostWorkers && t.at === 240_001),
+      "ofKind(check, 'setTimer').some((t) => t.name === MASTER_TIMERS.lostWorkers && t.at === 240_001)",
     );
     const { used, padding } = offeredKeys(requestSlots(harness).reply);
     assert.deepEqual([...used, ...padding], [workerKey(W2)]);
@@ -239,7 +244,10 @@ describe('master: applications and slots', () => {
     assert.equal(padding.length, 2, 'the other two workers pad the offer');
     assert.equal(reply.workerResource.flatMap((r) => r.primaries).length, 4);
     assert.equal(ofKind(effects, 'persist').length, 1);
-    assert.ok(ofKind(effects, 'metric').some((m) => m.name === 'RegisteredShuffleCount' && m.value === 1));
+    assert.ok(
+      ofKind(effects, 'metric').some((m) => m.name === 'RegisteredShuffleCount' && m.value === 1),
+      "ofKind(effects, 'metric').some((m) => m.name === 'RegisteredShuffleCount' && m.value === 1)",
+    );
     const booked = harness.state.durable.workers.workers.get(used[0]!)!.disks[0]!;
     assert.equal(booked.activeSlots, 4, 'offered slots count until the next heartbeat');
   });
@@ -253,8 +261,14 @@ describe('master: applications and slots', () => {
       reply.unplaced.map((u) => u.partitionId),
       [0, 1, 2, 3],
     );
-    assert.ok(reply.unplaced.every((u) => u.reason === 'no-replica-candidate'));
-    assert.ok(metricNames(effects).includes('RequestSlotsFailed'));
+    assert.ok(
+      reply.unplaced.every((u) => u.reason === 'no-replica-candidate'),
+      "reply.unplaced.every((u) => u.reason === 'no-replica-candidate')",
+    );
+    assert.ok(
+      metricNames(effects).includes('RequestSlotsFailed'),
+      "metricNames(effects).includes('RequestSlotsFailed')",
+    );
   });
 
   it('answers application heartbeats with excluded, lost and shutting workers', () => {
@@ -307,7 +321,10 @@ describe('master: applications and slots', () => {
     harness.now = 290_000;
     heartbeat(harness, W1);
     const check = harness.timer(MASTER_TIMERS.applications, 300_001);
-    assert.ok(ofKind(check, 'log').some((l) => l.event === 'master.application.lost'));
+    assert.ok(
+      ofKind(check, 'log').some((l) => l.event === 'master.application.lost'),
+      "ofKind(check, 'log').some((l) => l.event === 'master.application.lost')",
+    );
     assert.deepEqual(heartbeat(harness, W1, { keys: ['app-1'] }).reply.expiredShuffleKeys, ['app-1']);
   });
 
@@ -367,7 +384,10 @@ describe('master: restart', () => {
     const after = new Harness(masterMachine, initialMasterState(testMasterConfig()));
     after.now = 500_000;
     const started = after.start(new Map([[MASTER_STATE_KEY, persisted.value!]]));
-    assert.ok(ofKind(started, 'metric').some((m) => m.name === 'WorkerCount' && m.value === 1));
+    assert.ok(
+      ofKind(started, 'metric').some((m) => m.name === 'WorkerCount' && m.value === 1),
+      "ofKind(started, 'metric').some((m) => m.name === 'WorkerCount' && m.value === 1)",
+    );
     const { reply } = heartbeat(after, W1, { keys: ['app-1'] });
     assert.equal(reply.registered, true);
     assert.deepEqual(reply.expiredShuffleKeys, [], 'the shuffle survived the restart');

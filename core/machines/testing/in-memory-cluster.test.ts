@@ -136,7 +136,7 @@ describe('InMemoryCluster', () => {
       ['1', '2', '3', '4', '5', '6:EXISTS', '7', '8:NOT_FOUND'],
     );
     const read = completions[4];
-    assert.ok(read?.kind === 'ioDone');
+    assert.ok(read?.kind === 'ioDone', "read?.kind === 'ioDone'");
     assert.deepEqual([...(read.bytes ?? [])], [2, 3, 4]);
     const stored = cluster.files('n').get(file.id);
     assert.equal(stored?.ref.tier, 'SSD');
@@ -181,7 +181,7 @@ describe('InMemoryCluster', () => {
     cluster.addNode('b', { machine: toyMachine, init: () => toy(null) });
     cluster.start('a');
     cluster.run();
-    assert.ok(a.state().seen.includes('sendFailed'));
+    assert.ok(a.state().seen.includes('sendFailed'), "a.state().seen.includes('sendFailed')");
 
     const w = cluster.addNode(
       'w',
@@ -203,7 +203,7 @@ describe('InMemoryCluster', () => {
     cluster.restart('w');
     cluster.run({ maxEvents: 1 });
     const start = w.state()[0];
-    assert.ok(start?.kind === 'start');
+    assert.ok(start?.kind === 'start', "start?.kind === 'start'");
     assert.deepEqual([...start.recovered], [['k', 'v']]);
   });
 
@@ -225,7 +225,7 @@ describe('InMemoryCluster', () => {
     cluster.start('master-1');
     cluster.run();
     const start = m1.state()[0];
-    assert.ok(start?.kind === 'start');
+    assert.ok(start?.kind === 'start', "start?.kind === 'start'");
     assert.deepEqual([...start.recovered], [['state', '1']]);
   });
 
@@ -265,7 +265,7 @@ describe('InMemoryCluster', () => {
     fc.assert(
       fc.property(fc.integer(), (seed) => {
         assert.deepEqual(draws(seed), draws(seed));
-        for (const d of draws(seed)) assert.ok(d >= 0 && d < 1);
+        for (const d of draws(seed)) assert.ok(d >= 0 && d < 1, 'd >= 0 && d < 1');
       }),
       { numRuns: 50 },
     );

@@ -8,6 +8,9 @@ import {
   type Probe,
 } from './in-memory-cluster.ts';
 
+/** Far above what a harness test's step of virtual time takes (hundreds of events); a bound on a machine that spins. */
+const ADVANCE_EVENT_LIMIT = 100_000;
+
 /**
  * One machine under test in an InMemoryCluster, with probes playing every peer: a test sends it messages as a peer,
  * reads what it sent to each peer, and answers requests by hand. Test-only, like the cluster.
@@ -37,9 +40,24 @@ export class ProbeHarness<S> {
     this.cluster.start(this.node.id);
   }
 
-  /** Runs the cluster for `ms` of virtual time. */
+  /**
+   * Runs the cluster for `ms` of virtual time. A machine that never settles (a timer set again at the same instant, a
+   * message answered by itself) would keep the run going without moving the clock: past ADVANCE_EVENT_LIMIT events
+   * it fails, naming where the clock stood and the last deliveries and log lines.
+   */
   advance(ms: number): void {
-    this.cluster.run({ maxTime: this.cluster.now + ms });
+    const target = this.cluster.now + ms;
+    const result = this.cluster.run({ maxTime: target, maxEvents: ADVANCE_EVENT_LIMIT });
+    if (result.end !== 'event-limit') return;
+    const delivered = this.cluster.delivered
+      .slice(-5)
+      .map((d) => `${d.envelope.message.type} to ${d.envelope.to}`);
+    const logged = this.cluster.logs.slice(-5).map((l) => `${l.node}: ${l.event}`);
+    throw new Error(
+      `the cluster did not reach virtual time ${target} within ${ADVANCE_EVENT_LIMIT} events (it stands at ` +
+        `${result.now}): a machine that never settles? last deliveries: ${delivered.join(', ') || 'none'}; ` +
+        `last log lines: ${logged.join(', ') || 'none'}`,
+    );
   }
 
   /** Peer `from` sends `message` to the machine (as a request when `requestId` is given). */

@@ -193,7 +193,7 @@ function mapPhases(maps: ReadonlyMap<string, NodeHandle<MapTaskState>>) {
 
 function fileGroupOf({ lm }: Built): GetReducerFileGroupResponse {
   const fileGroup = lm.state().shuffles.get(SHUFFLE)?.fileGroup;
-  assert.ok(fileGroup !== undefined);
+  assert.ok(fileGroup !== undefined, 'fileGroup !== undefined');
   return fileGroup;
 }
 
@@ -215,7 +215,7 @@ describe('a whole shuffle through the machines', () => {
       assert.equal(group.status, 'SUCCESS', group.message);
       // Both attempts of map 1 ended; exactly one won, the other lost to it.
       const winner1 = group.mapAttempts[1]!;
-      assert.ok(winner1 === 0 || winner1 === 1);
+      assert.ok(winner1 === 0 || winner1 === 1, 'winner1 === 0 || winner1 === 1');
       assert.equal(maps.get(`1/${winner1}`)!.state().phase, 'won');
       assert.equal(maps.get(`1/${1 - winner1}`)!.state().phase, 'lost');
       for (const mapId of [0, 2, 3]) assert.equal(maps.get(`${mapId}/0`)!.state().phase, 'won');
@@ -227,7 +227,7 @@ describe('a whole shuffle through the machines', () => {
 
       // Revived epochs are in the file group, and every epoch after 0 has both copies committed.
       const epochs = group.fileGroups.flatMap((g) => g.locations.map((l) => l.epoch));
-      assert.ok(Math.max(...epochs) > 0);
+      assert.ok(Math.max(...epochs) > 0, 'Math.max(...epochs) > 0');
       for (const g of group.fileGroups) {
         for (const epoch of new Set(g.locations.filter((l) => l.epoch > 0).map((l) => l.epoch))) {
           const copies = g.locations.filter((l) => l.epoch === epoch).map((l) => l.mode);
@@ -263,8 +263,14 @@ describe('a whole shuffle through the machines', () => {
       assert.deepEqual(clientTrouble, []);
       // The losing attempt's batches and the batch resent after the replica failure were read and dropped.
       const reads = cluster.logs.filter((l) => l.event === 'partition read').map((l) => l.fields ?? {});
-      assert.ok(reads.some((f) => Number(f['losingBatchesDropped']) > 0));
-      assert.ok(reads.some((f) => Number(f['duplicatesDropped']) > 0));
+      assert.ok(
+        reads.some((f) => Number(f['losingBatchesDropped']) > 0),
+        "reads.some((f) => Number(f['losingBatchesDropped']) > 0)",
+      );
+      assert.ok(
+        reads.some((f) => Number(f['duplicatesDropped']) > 0),
+        "reads.some((f) => Number(f['duplicatesDropped']) > 0)",
+      );
     });
   }
 
@@ -283,7 +289,10 @@ describe('a whole shuffle through the machines', () => {
     cluster.crash(workerKey(lost));
 
     runReducers(built);
-    assert.ok(reducers.some((r) => r.state().phase === 'failed'));
+    assert.ok(
+      reducers.some((r) => r.state().phase === 'failed'),
+      "reducers.some((r) => r.state().phase === 'failed')",
+    );
     for (const [partitionId, reducer] of reducers.entries()) {
       const state = reducer.state();
       const onLostWorker = group.fileGroups[partitionId]!.locations.some(
@@ -324,9 +333,13 @@ describe('a whole shuffle through the machines', () => {
           let replies = 0;
           built.cluster.dropMessages((e) => e.message.type === 'PushDataResponse' && replies++ === dropAt);
           runMapStage(built);
-          assert.ok(writes <= failAt || built.cluster.logs.some((l) => l.event === 'worker.file.sealed'));
+          assert.ok(
+            writes <= failAt || built.cluster.logs.some((l) => l.event === 'worker.file.sealed'),
+            "writes <= failAt || built.cluster.logs.some((l) => l.event === 'worker.file.sealed')",
+          );
           assert.ok(
             replies <= dropAt || built.cluster.dropped.some((e) => e.message.type === 'PushDataResponse'),
+            "replies <= dropAt || built.cluster.dropped.some((e) => e.message.type === 'PushDataResponse')",
           );
           const group = fileGroupOf(built);
           assert.equal(group.status, 'SUCCESS', group.message);

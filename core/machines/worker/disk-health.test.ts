@@ -38,15 +38,18 @@ describe('worker disk monitor', () => {
       workerMachine,
       initialWorkerState(testWorkerConfig(workerId('w1'), { diskCheckIntervalMs: INTERVAL })),
     );
-    assert.ok(timers(on.start()).includes(DISK_CHECK_TIMER));
+    assert.ok(timers(on.start()).includes(DISK_CHECK_TIMER), 'timers(on.start()).includes(DISK_CHECK_TIMER)');
     const off = new Harness(workerMachine, initialWorkerState(testWorkerConfig(workerId('w1'))));
-    assert.ok(!timers(off.start()).includes(DISK_CHECK_TIMER));
+    assert.ok(
+      !timers(off.start()).includes(DISK_CHECK_TIMER),
+      '!timers(off.start()).includes(DISK_CHECK_TIMER)',
+    );
   });
 
   it('returns a failed disk to HEALTHY once a probe succeeds, and re-arms the check', () => {
     const h = workerWithFailedDisk();
     const effects = h.timer(DISK_CHECK_TIMER, INTERVAL);
-    assert.ok(timers(effects).includes(DISK_CHECK_TIMER));
+    assert.ok(timers(effects).includes(DISK_CHECK_TIMER), 'timers(effects).includes(DISK_CHECK_TIMER)');
     // Only the failed disk is probed.
     assert.deepEqual(
       ioOps(effects).map((e) => [e.kind, e.file.mountPoint]),

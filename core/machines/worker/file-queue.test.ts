@@ -231,7 +231,7 @@ describe('worker: the per-file task runner', () => {
       const writes = ioOps(effects).filter((op) => op.kind === 'write');
       assert.equal(writes.length, 1, 'one operation for the three batches of partition 1');
       const write = writes[0]!;
-      assert.ok(write.kind === 'write');
+      assert.ok(write.kind === 'write', "write.kind === 'write'");
       assert.equal(chunksOfWrite(write).length, 3);
       const answer = onlySent(
         outcome === 'ok' ? worker.ioDone(write.op) : worker.ioFailed(write.op, outcome),

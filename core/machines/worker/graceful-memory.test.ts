@@ -132,10 +132,13 @@ describe('worker: graceful shutdown with committed memory files and a failed dis
     assert.equal(move?.to.tier, 'HDD');
     assert.equal(move.to.mountPoint, DISK);
     assert.equal(exits(recovered), 1);
-    assert.ok(!metricNames(recovered).includes('GracefulShutdownLostFileCount'));
+    assert.ok(
+      !metricNames(recovered).includes('GracefulShutdownLostFileCount'),
+      "!metricNames(recovered).includes('GracefulShutdownLostFileCount')",
+    );
     const store = recoveryStore(h.all);
     assert.match([...store.values()].join(), /"tier":"HDD"/);
-    assert.ok(servedAfterRestart(cfg, store));
+    assert.ok(servedAfterRestart(cfg, store), 'servedAfterRestart(cfg, store)');
   });
 
   it('also retries at the graceful poll, without waiting for the disk monitor', () => {
@@ -146,9 +149,9 @@ describe('worker: graceful shutdown with committed memory files and a failed dis
     h.state = { ...h.state, diskProblems: new Map() };
     const poll = h.timer(DRAIN_CHECK_TIMER, 1_000);
     const [move] = ofKind(poll, 'moveFile');
-    assert.ok(move);
+    assert.ok(move, 'move');
     assert.equal(exits(h.ioDone(move.op)), 1);
-    assert.ok(servedAfterRestart(cfg, recoveryStore(h.all)));
+    assert.ok(servedAfterRestart(cfg, recoveryStore(h.all)), 'servedAfterRestart(cfg, recoveryStore(h.all))');
   });
 
   it('past the deadline exits without the file, says so per file with a metric, and does not claim it', () => {
@@ -165,7 +168,7 @@ describe('worker: graceful shutdown with committed memory files and a failed dis
     assert.equal(metric?.value, 1);
     const store = recoveryStore(h.all);
     assert.equal(store.size, 0, 'the recovery store holds no record of a file the worker no longer has');
-    assert.ok(!servedAfterRestart(cfg, store));
+    assert.ok(!servedAfterRestart(cfg, store), '!servedAfterRestart(cfg, store)');
   });
 
   it('saves the file exactly when the disk recovers before the deadline; otherwise reports it lost', () => {

@@ -62,7 +62,7 @@ describe('groupIo', () => {
       fc.property(fc.array(effectArb, { maxLength: 12 }), (effects) => {
         const grouped = groupIo(effects);
         const batches = grouped.filter((effect) => effect.kind === 'ioBatch');
-        assert.ok(batches.length <= 1);
+        assert.ok(batches.length <= 1, 'batches.length <= 1');
         const unfolded = grouped.flatMap((effect): readonly Effect[] =>
           effect.kind === 'ioBatch' ? effect.ops : [effect],
         );
@@ -85,7 +85,8 @@ describe('groupIo', () => {
           const deletedBefore = new Set<string>();
           for (const effect of effects.slice(first)) {
             if (effect.kind === 'deleteFile') deletedBefore.add(effect.file.id);
-            else if (isBatchable(effect)) assert.ok(!deletedBefore.has(effect.file.id));
+            else if (isBatchable(effect))
+              assert.ok(!deletedBefore.has(effect.file.id), '!deletedBefore.has(effect.file.id)');
           }
         } else if (operations >= 2) {
           assert.equal(

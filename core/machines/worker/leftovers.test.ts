@@ -98,7 +98,10 @@ describe('worker: files an earlier run left on the disks', () => {
   it('names their shuffles in heartbeats, keeps them while the master knows them, deletes them after the grace', () => {
     const left = [disk('gone-0/0-0-0'), disk('gone-0/1-0-1', '/disk2'), disk('alive-3/0-0-0')];
     const { harness, first } = started(left);
-    assert.ok(ofKind(first, 'log').some((line) => line.event === 'worker.leftovers.found'));
+    assert.ok(
+      ofKind(first, 'log').some((line) => line.event === 'worker.leftovers.found'),
+      "ofKind(first, 'log').some((line) => line.event === 'worker.leftovers.found')",
+    );
 
     // Within the grace: the master no longer has gone-0, but nothing is deleted yet.
     let beat = heartbeat(harness, () => ['gone-0']);
@@ -220,7 +223,10 @@ describe('worker: files an earlier run left on the disks', () => {
           }
           assert.equal(new Set(deleted).size, deleted.length, 'each file deleted once');
           for (const id of deleted)
-            assert.ok(gone.has(id.slice(0, id.slice(0, id.indexOf('/')).lastIndexOf('-'))));
+            assert.ok(
+              gone.has(id.slice(0, id.slice(0, id.indexOf('/')).lastIndexOf('-'))),
+              "gone.has(id.slice(0, id.slice(0, id.indexOf('/')).lastIndexOf('-')))",
+            );
           if (harness.now >= GRACE) {
             const expected = found
               .map((f) => f.id)

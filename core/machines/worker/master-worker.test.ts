@@ -211,7 +211,7 @@ describe('master and workers in the in-memory cluster', () => {
     assert.equal(broken.firstChunk, undefined);
     assert.match(broken.message, /IO_ERROR/);
     const frames = decodeBatchFrames(Uint8Array.from(chunks.flatMap((chunk) => [...chunk])));
-    assert.ok(frames.ok);
+    assert.ok(frames.ok, 'frames.ok');
     assert.deepEqual(
       frames.value.map((f) => [f.batchId, f.payload.length]),
       [
@@ -245,7 +245,13 @@ describe('master and workers in the in-memory cluster', () => {
       'RequestSlotsResponse',
     );
     assert.equal(offer.status, 'SUCCESS');
-    assert.ok(!offer.workerResource.some((r) => workerKey(r.worker) === workerKey(WORKERS[0]!)));
-    assert.ok(c.logs.some((l) => l.node === MASTER && l.event === 'master.worker.lost'));
+    assert.ok(
+      !offer.workerResource.some((r) => workerKey(r.worker) === workerKey(WORKERS[0]!)),
+      '!offer.workerResource.some((r) => workerKey(r.worker) === workerKey(WORKERS[0]!))',
+    );
+    assert.ok(
+      c.logs.some((l) => l.node === MASTER && l.event === 'master.worker.lost'),
+      "c.logs.some((l) => l.node === MASTER && l.event === 'master.worker.lost')",
+    );
   });
 });

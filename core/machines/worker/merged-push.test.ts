@@ -295,7 +295,10 @@ describe('worker: PushMergedData', () => {
       'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_REPLICA',
       'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_REPLICA',
     ]);
-    assert.ok(ofKind(done, 'log').some((line) => line.event === 'worker.replicate.malformedAnswer'));
+    assert.ok(
+      ofKind(done, 'log').some((line) => line.event === 'worker.replicate.malformedAnswer'),
+      "ofKind(done, 'log').some((line) => line.event === 'worker.replicate.malformedAnswer')",
+    );
   });
 
   it('answers PARTITION_NOT_FOUND for the batches of a destroyed file, once the others are known', () => {

@@ -113,7 +113,10 @@ describe('worker: ReserveSlots', () => {
     const creates = ofKind(ioOps(effects), 'createFile');
     assert.equal(creates.length, 3);
     assert.equal(sentOf(effects, 'StatusResponse').length, 0, 'no answer before the files exist');
-    assert.ok(creates.every((c) => c.file.tier === 'HDD' && c.file.mountPoint.startsWith('/disk')));
+    assert.ok(
+      creates.every((c) => c.file.tier === 'HDD' && c.file.mountPoint.startsWith('/disk')),
+      "creates.every((c) => c.file.tier === 'HDD' && c.file.mountPoint.startsWith('/disk'))",
+    );
     harness.ioDone(creates[0]!.op);
     harness.ioDone(creates[1]!.op);
     const last = harness.ioDone(creates[2]!.op);
@@ -269,7 +272,10 @@ describe('worker: ReserveSlots', () => {
     const open = worker({ memory: { ...memory, refuseImplicitMemory: false } });
     const openEffects = send(open);
     assert.equal(ofKind(openEffects, 'createFile')[0]!.file.tier, 'MEMORY');
-    assert.ok(metricNames(openEffects).includes('ImplicitMemoryFileCount'));
+    assert.ok(
+      metricNames(openEffects).includes('ImplicitMemoryFileCount'),
+      "metricNames(openEffects).includes('ImplicitMemoryFileCount')",
+    );
 
     const guarded = worker({ memory: { ...memory, refuseImplicitMemory: true } });
     assert.equal(ofKind(send(guarded), 'createFile')[0]!.file.tier, 'HDD');
@@ -309,7 +315,10 @@ describe('worker: PushData', () => {
     const [write] = writesOf(harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 1 }));
     const failed = harness.ioFailed(write!.op, 'IO_ERROR');
     assert.equal(onlySent(failed, 'PushDataResponse').message.status, 'PUSH_DATA_WRITE_FAIL_PRIMARY');
-    assert.ok(metricNames(failed).includes('WriteDataFailCount'));
+    assert.ok(
+      metricNames(failed).includes('WriteDataFailCount'),
+      "metricNames(failed).includes('WriteDataFailCount')",
+    );
     const later = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 1 }), { requestId: 2 });
     assert.equal(onlySent(later, 'PushDataResponse').message.status, 'PUSH_DATA_WRITE_FAIL_PRIMARY');
     assert.equal(writesOf(later).length, 0);
@@ -540,7 +549,10 @@ describe('worker: PushData', () => {
     assert.equal(writesOf(push).length, 0);
     const afterMove = harness.ioDone(move.op);
     assert.equal(writesOf(afterMove)[0]!.file.tier, 'HDD');
-    assert.ok(metricNames(afterMove).includes('EvictedFileCount'));
+    assert.ok(
+      metricNames(afterMove).includes('EvictedFileCount'),
+      "metricNames(afterMove).includes('EvictedFileCount')",
+    );
   });
 });
 

@@ -104,7 +104,10 @@ describe('worker: registration and heartbeats', () => {
     const heartbeat = onlySent(beat, 'WorkerHeartbeat');
     assert.equal(heartbeat.message.state, 'Normal');
     assert.deepEqual(heartbeat.message.activeShuffleKeys, []);
-    assert.ok(ofKind(beat, 'setTimer').some((t) => t.name === 'heartbeat' && t.at === 60_000));
+    assert.ok(
+      ofKind(beat, 'setTimer').some((t) => t.name === 'heartbeat' && t.at === 60_000),
+      "ofKind(beat, 'setTimer').some((t) => t.name === 'heartbeat' && t.at === 60_000)",
+    );
   });
 
   it('reports each disk with its own write latency and the slots it holds', () => {
@@ -149,8 +152,14 @@ describe('worker: registration and heartbeats', () => {
       { type: 'RegisterWorkerResponse', success: false, message: 'host denied' },
       { inReplyTo: register.requestId! },
     );
-    assert.ok(metricNames(refused).includes('RegisterWithMasterFailCount'));
-    assert.ok(ofKind(refused, 'setTimer').some((t) => t.name === 'register' && t.at === 2_000));
+    assert.ok(
+      metricNames(refused).includes('RegisterWithMasterFailCount'),
+      "metricNames(refused).includes('RegisterWithMasterFailCount')",
+    );
+    assert.ok(
+      ofKind(refused, 'setTimer').some((t) => t.name === 'register' && t.at === 2_000),
+      "ofKind(refused, 'setTimer').some((t) => t.name === 'register' && t.at === 2_000)",
+    );
     register = onlySent(harness.timer('register', 2_000), 'RegisterWorker');
     harness.now = 5_000;
     const gaveUp = harness.step({
@@ -201,7 +210,7 @@ describe('worker: CommitFiles and reads', () => {
     const written = withData(harness, 3);
     const first = harness.receive(CLIENT, commitFiles(['0-0', '9-0'], [0]), { requestId: 50 });
     const [flush] = ofKind(first, 'flush');
-    assert.ok(flush);
+    assert.ok(flush, 'flush');
     assert.equal(sentOf(first, 'CommitFilesResponse').length, 0, 'no answer before the flush completes');
     const done = harness.ioDone(flush.op);
     const kinds = done.map((e) => (e.kind === 'send' ? e.message.type : e.kind));
@@ -212,7 +221,10 @@ describe('worker: CommitFiles and reads', () => {
     assert.deepEqual(answer.failedPrimaryIds, ['9-0']);
     assert.equal(answer.committedPrimaries[0]!.bytes, total);
     assert.deepEqual(answer.committedPrimaries[0]!.chunkOffsets, [0, total]);
-    assert.ok(metricNames(done).includes('CommitFilesFailCount'));
+    assert.ok(
+      metricNames(done).includes('CommitFilesFailCount'),
+      "metricNames(done).includes('CommitFilesFailCount')",
+    );
   });
 
   it('commits the acknowledged prefix of a file whose later write failed', () => {
@@ -284,7 +296,10 @@ describe('worker: CommitFiles and reads', () => {
     );
     const short = harness.ioDone(read!.op, new Uint8Array(read!.length - 1));
     assert.equal(onlySent(short, 'ChunkData').message.status, 'REQUEST_FAILED');
-    assert.ok(metricNames(short).includes('FetchChunkFailCount'));
+    assert.ok(
+      metricNames(short).includes('FetchChunkFailCount'),
+      "metricNames(short).includes('FetchChunkFailCount')",
+    );
   });
 
   it('serves the committed files again after a restart from its recovery store', () => {
@@ -322,7 +337,7 @@ describe('worker: CommitFiles and reads', () => {
       ]),
     );
     const rejected = ofKind(effects, 'log').find((l) => l.event === 'worker.recovery.rejected');
-    assert.ok(rejected);
+    assert.ok(rejected, 'rejected');
     assert.match(String(rejected.fields?.error), /bad-2/);
     assert.equal(after.state.shuffles.size, 1);
   });
@@ -516,6 +531,9 @@ describe('worker: leaving the cluster', () => {
     harness.step({ kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
     const effects = harness.step({ kind: 'admin', command: { type: 'exit', exitType: 'DECOMMISSION' } });
     assert.equal(harness.state.lifecycle.state, 'InGraceful');
-    assert.ok(ofKind(effects, 'log').some((l) => l.event === 'worker.lifecycle.refused'));
+    assert.ok(
+      ofKind(effects, 'log').some((l) => l.event === 'worker.lifecycle.refused'),
+      "ofKind(effects, 'log').some((l) => l.event === 'worker.lifecycle.refused')",
+    );
   });
 });

@@ -1,5 +1,6 @@
 // Test support: plain HTTP requests on loopback (node:http, so that any method, path, header and body can be sent).
 import { Agent, request } from 'node:http';
+import { pollFor } from '../../testing/poll.ts';
 
 export interface RawRequest {
   readonly method: string;
@@ -89,18 +90,13 @@ export function postForm(
 }
 
 /**
- * Polls `probe` until it returns a value (not undefined), at most `attempts` times `intervalMs` apart; rejects with
- * `what` when it never does. A bounded wait on an observable condition, not a sleep.
+ * Polls `probe` until it returns a value (not undefined), `intervalMs` apart, for at most `timeoutMs`; rejects with
+ * `what` when it never does. A bounded wait on an observable condition, not a sleep (runtime/testing/poll.ts).
  */
-export async function pollUntil<T>(
+export function pollUntil<T>(
   what: string,
   probe: () => Promise<T | undefined>,
-  { attempts = 200, intervalMs = 50 }: { attempts?: number; intervalMs?: number } = {},
+  { timeoutMs = 10_000, intervalMs = 50 }: { timeoutMs?: number; intervalMs?: number } = {},
 ): Promise<T> {
-  for (let attempt = 0; attempt < attempts; attempt += 1) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-  throw new Error(`${what}: not seen after ${attempts} polls ${intervalMs} ms apart`);
+  return pollFor(probe, () => what, { timeoutMs, intervalMs });
 }
