@@ -40,7 +40,7 @@ describe('keys svc accepts but does not act on', () => {
       overrides: { 'svc.rpc.io.serverThreads': '4' },
     });
     const line = noEffectWarning(conf) ?? '';
-    assert.ok(!line.includes('\n'));
+    assert.ok(!line.includes('\n'), "!line.includes('\\n')");
     assert.match(
       line,
       /^configuration sets 2 keys svc accepts but does not act on: svc\.rpc\.io\.serverThreads \(/,

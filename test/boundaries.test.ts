@@ -112,9 +112,18 @@ describe('folder rules, cycles and the package (tools/structure)', () => {
       named('no-folder-cycle', /sim\/workload, sim\/world import each other/),
       JSON.stringify(problems, null, 2),
     );
-    assert.ok(named('no-file-cycle', /file-cycle-a\.ts → sim\/world\/fixtures\/file-cycle-b\.ts/));
-    assert.ok(named('folder-imports:runtime/wire', /forbidden-import\.ts → runtime\/process\/master\.ts/));
-    assert.ok(named('shipped-imports-test-code', /imports-test-code\.ts → runtime\/testing\/deadline\.ts/));
+    assert.ok(
+      named('no-file-cycle', /file-cycle-a\.ts → sim\/world\/fixtures\/file-cycle-b\.ts/),
+      "named('no-file-cycle', /file-cycle-a\\.ts → sim\\/world\\/fixtures\\/file-cycle-b\\.ts/)",
+    );
+    assert.ok(
+      named('folder-imports:runtime/wire', /forbidden-import\.ts → runtime\/process\/master\.ts/),
+      "named('folder-imports:runtime/wire', /forbidden-import\\.ts → runtime\\/process\\/master\\.ts/)",
+    );
+    assert.ok(
+      named('shipped-imports-test-code', /imports-test-code\.ts → runtime\/testing\/deadline\.ts/),
+      "named('shipped-imports-test-code', /imports-test-code\\.ts → runtime\\/testing\\/deadline\\.ts/)",
+    );
     assert.equal(problems.length, 5, JSON.stringify(problems, null, 2));
   });
 

@@ -80,12 +80,21 @@ describe('the scan for key reads', () => {
   const reads = READS;
 
   it('counts a key named as a whole literal, and a template whose parts are literal types', () => {
-    assert.ok(reads.readersOf('svc.master.slot.assign.extraSlots').includes('conf/machine-configs.ts'));
+    assert.ok(
+      reads.readersOf('svc.master.slot.assign.extraSlots').includes('conf/machine-configs.ts'),
+      "reads.readersOf('svc.master.slot.assign.extraSlots').includes('conf/machine-configs.ts')",
+    );
     // `svc.worker.${service}.port` over rpc, push, fetch and replicate reads those four, not the internal port.
-    assert.ok(reads.readersOf('svc.worker.push.port').includes('runtime/process/worker.ts'));
+    assert.ok(
+      reads.readersOf('svc.worker.push.port').includes('runtime/process/worker.ts'),
+      "reads.readersOf('svc.worker.push.port').includes('runtime/process/worker.ts')",
+    );
     assert.equal(reads.readersOf('svc.worker.internal.port').length, 0);
     // `${prefix}.basic.file` with prefix = `svc.${role}.http.auth`.
-    assert.ok(reads.readersOf('svc.worker.http.auth.basic.file').includes('runtime/http/auth.ts'));
+    assert.ok(
+      reads.readersOf('svc.worker.http.auth.basic.file').includes('runtime/http/auth.ts'),
+      "reads.readersOf('svc.worker.http.auth.basic.file').includes('runtime/http/auth.ts')",
+    );
   });
 
   it('does not count a key named inside a message, or in core/ (which never reads configuration)', () => {

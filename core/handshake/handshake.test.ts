@@ -251,7 +251,7 @@ describe('the handshake machines, end to end', () => {
       nonce: NONCE,
     });
     const refuse = step.effects.find((e) => e.kind === 'refuse');
-    assert.ok(refuse?.kind === 'refuse');
+    assert.ok(refuse?.kind === 'refuse', "refuse?.kind === 'refuse'");
     assert.equal(refuse.reply.status, 'AUTHENTICATION_FAILED');
     assert.match(refuse.reply.message, /names no application/);
   });
@@ -267,7 +267,10 @@ describe('the handshake machines, end to end', () => {
     assert.equal(effects.length, 1);
     const refused = effects[0]!;
     assert.equal(refused.kind, 'refused');
-    assert.ok(refused.kind === 'refused' && refused.authenticationRequired);
+    assert.ok(
+      refused.kind === 'refused' && refused.authenticationRequired,
+      "refused.kind === 'refused' && refused.authenticationRequired",
+    );
     assert.match(
       refused.message,
       /requires authentication \(svc\.auth\.enabled\): set svc\.auth\.enabled=true/,
@@ -375,11 +378,12 @@ describe('the accepting machine under any input sequence', () => {
           for (const effect of effects) {
             if (effect.kind === 'accept' || effect.kind === 'refuse') answers += 1;
             if (effect.kind === 'deliver') delivered += effect.count;
-            if (effect.kind === 'accept' && effect.principal !== undefined) assert.ok(authenticated);
+            if (effect.kind === 'accept' && effect.principal !== undefined)
+              assert.ok(authenticated, 'authenticated');
           }
-          assert.ok(answers <= 1);
-          assert.ok(delivered <= envelopes);
-          assert.ok(state.held >= 0);
+          assert.ok(answers <= 1, 'answers <= 1');
+          assert.ok(delivered <= envelopes, 'delivered <= envelopes');
+          assert.ok(state.held >= 0, 'state.held >= 0');
         }
       }),
       { numRuns: 500 },

@@ -50,14 +50,14 @@ describe('a worker’s secret cache', () => {
               s.how === 'found' ? { kind: 'found', secret } : { kind: s.how },
               now,
             );
-            assert.ok(!state.asking.has(app));
+            assert.ok(!state.asking.has(app), '!state.asking.has(app)');
             if (s.how === 'found') {
               learnt.set(app, now);
               assert.equal(state.entries.get(app)?.secret, secret);
             }
-            if (s.how === 'unregistered') assert.ok(!state.entries.has(app));
+            if (s.how === 'unregistered') assert.ok(!state.entries.has(app), '!state.entries.has(app)');
           }
-          assert.ok(state.entries.size <= maxEntries);
+          assert.ok(state.entries.size <= maxEntries, 'state.entries.size <= maxEntries');
         }
       }),
       { numRuns: 500 },

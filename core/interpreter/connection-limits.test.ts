@@ -18,7 +18,10 @@ describe('sendQueueVerdict', () => {
       fc.property(maxArb, fc.nat(), fc.nat(), (max, a, b) => {
         const [less, more] = a <= b ? [a, b] : [b, a];
         assert.equal(sendQueueVerdict(more, max) === 'close', more > max);
-        assert.ok(severity[sendQueueVerdict(less, max)] <= severity[sendQueueVerdict(more, max)]);
+        assert.ok(
+          severity[sendQueueVerdict(less, max)] <= severity[sendQueueVerdict(more, max)],
+          'severity[sendQueueVerdict(less, max)] <= severity[sendQueueVerdict(more, max)]',
+        );
         // Reading pauses before the connection is cut off: at the bound itself it is paused, not closed.
         assert.equal(sendQueueVerdict(max, max), 'pause');
       }),
@@ -29,8 +32,14 @@ describe('sendQueueVerdict', () => {
     fc.assert(
       fc.property(maxArb, (max) => {
         const pause = sendPauseBytes(max);
-        assert.ok(pause <= max / 2 && pause <= 16 * 1024 * 1024);
-        assert.ok(pause === 16 * 1024 * 1024 || pause === Math.floor(max / 2));
+        assert.ok(
+          pause <= max / 2 && pause <= 16 * 1024 * 1024,
+          'pause <= max / 2 && pause <= 16 * 1024 * 1024',
+        );
+        assert.ok(
+          pause === 16 * 1024 * 1024 || pause === Math.floor(max / 2),
+          'pause === 16 * 1024 * 1024 || pause === Math.floor(max / 2)',
+        );
         if (pause > 0) assert.equal(sendQueueVerdict(pause - 1, max), 'ok');
         assert.equal(sendQueueVerdict(pause, max), 'pause');
       }),

@@ -148,8 +148,14 @@ describe('backPressureLimitsFor', () => {
             );
             assert.ok(bytes <= budget * ratio && bytes > budget * ratio - 1, 'the share rounded down');
           }
-          assert.ok(limits.resumeBytes <= limits.pauseReceiveBytes);
-          assert.ok(limits.pauseReceiveBytes <= limits.pauseReplicateBytes);
+          assert.ok(
+            limits.resumeBytes <= limits.pauseReceiveBytes,
+            'limits.resumeBytes <= limits.pauseReceiveBytes',
+          );
+          assert.ok(
+            limits.pauseReceiveBytes <= limits.pauseReplicateBytes,
+            'limits.pauseReceiveBytes <= limits.pauseReplicateBytes',
+          );
         },
       ),
     );

@@ -158,7 +158,10 @@ describe('World', () => {
     buggy.run({ until: 50, maxEvents: 100 });
     buggy.crash('b');
     buggy.run({ until: 100, maxEvents: 100 });
-    assert.ok((buggy.stateOf('a') as Input[]).every((input) => input.kind !== 'sendFailed'));
+    assert.ok(
+      (buggy.stateOf('a') as Input[]).every((input) => input.kind !== 'sendFailed'),
+      "(buggy.stateOf('a') as Input[]).every((input) => input.kind !== 'sendFailed')",
+    );
   });
 
   it('fires the latest setting of a timer once, never a cancelled one, never one set before a crash', () => {
