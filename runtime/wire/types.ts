@@ -1,32 +1,8 @@
-import type { StatusCode } from '../../core/domain/status.ts';
+import type { Hello, HelloReply } from '../../core/handshake/types.ts';
 import type { Envelope } from '../../core/machines/effects.ts';
-import type { Release } from '../../core/release/version.ts';
 
-/** Who opens a connection: servers talk to each other whatever their releases; clients are admitted by release. */
-export type PeerRole = 'master' | 'worker' | 'client';
-
-/** The first frame on every connection (docs/protocol.md, Handshake). */
-export interface Hello {
-  readonly role: PeerRole;
-  readonly release: Release;
-  /** The process's name: a server's node id, an application's lifecycle manager or an executor. */
-  readonly nodeId: string;
-  /**
-   * The application a client process acts for (its lifecycle manager, or one of its executors); absent for
-   * servers. With authentication on, the connection proves this application's secret.
-   */
-  readonly application?: string;
-}
-
-/** The accepting side's answer to a Hello; a refusal is followed by the connection's close. */
-export interface HelloReply {
-  readonly accepted: boolean;
-  /** SUCCESS, or why not (CLIENT_RELEASE_REFUSED, AUTHENTICATION_FAILED). */
-  readonly status: StatusCode;
-  readonly message: string;
-  readonly release: Release;
-  readonly nodeId: string;
-}
+// The handshake's frames are the core's handshake machines' vocabulary (core/handshake/types.ts).
+export type { Hello, HelloReply, PeerRole } from '../../core/handshake/types.ts';
 
 /**
  * An envelope as it travels: the sender's release and principal are the connection's (its handshake), not the
