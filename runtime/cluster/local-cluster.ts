@@ -7,6 +7,7 @@ import { parseRelease } from '../../core/release/version.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { FaultProxy } from './fault-proxy.ts';
 import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
+import type { Host, HostNetwork } from './hosts.ts';
 
 /** Where a worker's data ports listen when fault proxies stand in front of them (the proxies take 127.0.0.1). */
 const PROXIED_BIND_HOST = '127.0.0.2';
@@ -54,6 +55,11 @@ export interface LocalClusterOptions {
    * masters, applications and other workers all reach it through the proxy.
    */
   readonly faultProxies?: boolean;
+  /**
+   * Runs each server on a host of its own on this network (runtime/cluster/hosts.ts): the master on host 0, worker
+   * `i` on host `i + 1`, so a test can cut a worker off as a real network does. The caller creates and destroys it.
+   */
+  readonly hosts?: HostNetwork;
 }
 
 /** The client settings for a cluster started with `auth`: the application draws its own secret. */
@@ -131,6 +137,10 @@ export class LocalCluster {
   ) {}
 
   static async start(options: LocalClusterOptions): Promise<LocalCluster> {
+    if (options.hosts !== undefined && options.faultProxies === true)
+      throw new Error('a cluster runs on namespace hosts or behind fault proxies, not both');
+    if (options.hosts !== undefined && options.hosts.hosts.length < options.workers + 1)
+      throw new RangeError(`${options.workers} workers and a master need ${options.workers + 1} hosts`);
     const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'svc-cluster-'));
     mkdirSync(path.join(dir, 'logs'), { recursive: true });
     if (options.auth === true) {
@@ -150,24 +160,41 @@ export class LocalCluster {
     return cluster;
   }
 
+  /** The host the master runs on, when the cluster runs on namespace hosts. */
+  get masterHost(): Host | undefined {
+    return this.options.hosts?.hosts[0];
+  }
+
+  /** The host worker `index` runs on, when the cluster runs on namespace hosts. */
+  workerHost(index: number): Host | undefined {
+    const host = this.options.hosts?.hosts[index + 1];
+    if (this.options.hosts !== undefined && host === undefined)
+      throw new RangeError(`worker ${index} has no host: the network has ${this.options.hosts.hosts.length}`);
+    return host;
+  }
+
+  private get masterAddress(): string {
+    return this.masterHost?.address ?? '127.0.0.1';
+  }
+
   get masterUrl(): string {
-    return `svc://127.0.0.1:${this.masterPort}`;
+    return `svc://${this.masterAddress}:${this.masterPort}`;
   }
 
   /** The master URL a server presenting `release` understands: before 0.3.0 only `rss://` (contract 9.3). */
   masterUrlFor(release = this.options.release): string {
     const scheme = release === undefined ? 'svc' : masterUrlScheme(parseRelease(release));
-    return `${scheme}://127.0.0.1:${this.masterPort}`;
+    return `${scheme}://${this.masterAddress}:${this.masterPort}`;
   }
 
-  /** `http://127.0.0.1:<port>` of the master's management interface. */
+  /** `http://<address>:<port>` of the master's management interface. */
   get masterHttpUrl(): string {
-    return `http://127.0.0.1:${this.masterHttpPort}`;
+    return `http://${this.masterAddress}:${this.masterHttpPort}`;
   }
 
-  /** `http://127.0.0.1:<port>` of worker `index`'s management interface. */
+  /** `http://<address>:<port>` of worker `index`'s management interface. */
   workerHttpUrl(index: number): string {
-    return `http://127.0.0.1:${this.workerHttpPorts[index] ?? 0}`;
+    return `http://${this.workerHost(index)?.address ?? '127.0.0.1'}:${this.workerHttpPorts[index] ?? 0}`;
   }
 
   get tier(): Tier {
@@ -224,9 +251,9 @@ export class LocalCluster {
   private async startMaster(port: number, release?: string): Promise<void> {
     this.masterStarts += 1;
     const settings = [
-      'svc.master.host=127.0.0.1',
+      `svc.master.host=${this.masterAddress}`,
       `svc.master.port=${port}`,
-      'svc.master.http.host=127.0.0.1',
+      `svc.master.http.host=${this.masterAddress}`,
       'svc.master.http.port=0',
       `svc.master.state.dir=${path.join(this.dir, 'master-state')}`,
       ...(this.tier === 'dfs' ? [`svc.storage.hdfs.dir=${path.join(this.dir, 'dfs')}`] : []),
@@ -236,6 +263,7 @@ export class LocalCluster {
       name: 'master',
       args: ['master', ...this.common(release), ...settings.flatMap((c) => ['--conf', c])],
       logFile: path.join(this.dir, 'logs', `master-${this.masterStarts}.log`),
+      ...(this.masterHost === undefined ? {} : { namespace: this.masterHost.namespace }),
       testing: this.testing('master'),
     });
     this.started.push(this.master);
@@ -259,10 +287,12 @@ export class LocalCluster {
       options.samePorts === true && previous !== undefined
         ? previous.split(':').slice(1)
         : ['0', '0', '0', '0'];
+    const host = this.workerHost(index);
+    const address = host?.address ?? '127.0.0.1';
     const settings = [
-      'svc.worker.host=127.0.0.1',
+      `svc.worker.host=${address}`,
       ...['rpc', 'push', 'fetch', 'replicate'].map((service, i) => `svc.worker.${service}.port=${ports[i]}`),
-      'svc.worker.http.host=127.0.0.1',
+      `svc.worker.http.host=${address}`,
       'svc.worker.http.port=0',
       `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
       ...this.tierConf(index),
@@ -280,6 +310,7 @@ export class LocalCluster {
         ...settings.flatMap((c) => ['--conf', c]),
       ],
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
+      ...(host === undefined ? {} : { namespace: host.namespace }),
       testing: this.testing('worker'),
     });
     this.workers[index] = worker;

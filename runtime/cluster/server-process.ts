@@ -39,6 +39,8 @@ export interface ServerProcessOptions {
   /** Every line the process writes goes to this file as well (kept for diagnosis). */
   readonly logFile: string;
   readonly env?: Readonly<Record<string, string>>;
+  /** Runs the server inside this network namespace (a test host of runtime/cluster/hosts.ts). */
+  readonly namespace?: string;
   /**
    * Test-only hooks (runtime/process/master.ts ServerTestHooks): the server runs from runtime/testing/test-server.ts
    * with a planted bug or a separate bind host for a worker's data ports.
@@ -84,7 +86,11 @@ export class ServerProcess {
               ? []
               : ['--durable-write-delay', String(testing.durableWriteDelayMs)]),
           ];
-    this.child = spawn(process.execPath, ['--import', 'tsx', ...entry, ...options.args], {
+    const argv = [process.execPath, '--import', 'tsx', ...entry, ...options.args];
+    // `ip netns exec` execs the server after entering the namespace: the child's pid and signals are the server's.
+    const [command, ...args] =
+      options.namespace === undefined ? argv : ['ip', 'netns', 'exec', options.namespace, ...argv];
+    this.child = spawn(command!, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
       // The allocator's setting a deployment gives its servers (runtime/process/allocator.ts): an explicit one wins.
       env: { ...allocatorEnvironment(), ...process.env, ...options.env, SVC_EXIT_WITH_PARENT: '1' },
