@@ -47,6 +47,11 @@ export const PLANTED_BUGS = [
   'unanswered-not-failed',
   /** The handshake admits a client whose release the admission rules refuse (core/handshake/admission.ts). */
   'refused-release-admitted',
+  /**
+   * A peer declared silent is not shunned: requests go on being started to it before it is heard from again (the
+   * reference's pooled connection reused after it timed out; core/interpreter/silent-peers.ts).
+   */
+  'silent-peer-reused',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

@@ -1,3 +1,4 @@
+import type { SilentPeerSettings } from '../../core/interpreter/silent-peers.ts';
 import { defaultRouteIdleMs } from '../../core/interpreter/connection-limits.ts';
 import type { NodeId, Principal } from '../../core/machines/effects.ts';
 import { initialMapTaskState, mapTaskMachine } from '../../core/machines/client/map-task.ts';
@@ -227,6 +228,7 @@ function buildCluster(
       ? { secretCacheExpiryMs: 1_000 }
       : {}),
     ...(plantedBug === undefined ? {} : { plantedBug }),
+    silentPeers: silentPeerSettings(seed),
   });
   world.addNode({
     id: master,
@@ -507,6 +509,8 @@ function buildCluster(
         if (name.startsWith('backPressure.') || name.startsWith('partialFrames.')) counts[name] = value;
         // What the handshakes did beyond accepting (sim/world/handshakes.ts): refusals, secret lookups, later proofs.
         if (name.startsWith('handshake.') && name !== 'handshake.accepted') counts[name] = value;
+        // Peers given up on as silent, their pings and probes, and the requests failed at once meanwhile.
+        if (name.startsWith('transport.silentPeer')) counts[name] = value;
       }
       notes.push(...engine.progress(world));
       return { notes, counts, memoryWithoutEnabling };
@@ -575,4 +579,14 @@ function expectedAdmission(
     if (!admission.admitted) return { refused: true, why: admission.message };
   }
   return { refused: false, why: `servers of ${releases.join(' and ')} admit client ${app.clientRelease}` };
+}
+
+/**
+ * How soon a process gives up on a peer that owes answers and says nothing (core/interpreter/silent-peers.ts): a
+ * ping after 0.5-2 s unheard, silent after 3-8 times that. A stream of its own: no other draw moves.
+ */
+function silentPeerSettings(seed: number): SilentPeerSettings {
+  const rng = streamRng(seed, 'silence');
+  const pingAfterMs = 500 + Math.floor(rng.next() * 1_500);
+  return { pingAfterMs, silentAfterMs: pingAfterMs * (3 + Math.floor(rng.next() * 6)) };
 }

@@ -1,3 +1,4 @@
+import type { SilentPeerSettings } from '../../core/interpreter/silent-peers.ts';
 import type { NodeId, Principal } from '../../core/machines/effects.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { ReplyRoutes } from '../../core/interpreter/reply-routes.ts';
@@ -20,6 +21,8 @@ export interface TransportModel {
   readonly plantedBug?: PlantedBug;
   /** How long a worker trusts an application's secret it learnt (svc.worker.auth.secretCache.expiry); default 60 s. */
   readonly secretCacheExpiryMs?: number;
+  /** Each process watches the peers it waits for and gives up on silent ones (core/interpreter/silent-peers.ts). */
+  readonly silentPeers?: SilentPeerSettings;
 }
 
 /** The connection an envelope arrived on. */

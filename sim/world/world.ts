@@ -46,6 +46,7 @@ import { DEFAULT_SECRET_MAX_AGE_MS } from '../../core/machines/cached-secrets.ts
 import { refusalAnswer, type Hello, type HelloReply } from '../../core/handshake/index.ts';
 import { describe, Trace } from './trace.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
+import { SilenceWatch, type OwedRequest } from './silence.ts';
 
 export type { EffectKey, InputKey, Observer } from './observers.ts';
 
@@ -244,6 +245,8 @@ export class World {
   /** Every connection's handshake, run by the core's machines (with a transport model only). */
   private handshakes: Handshakes | undefined;
   private readonly captures: RouteCapture[] = [];
+  /** Each process's watch on the peers it waits for (with a transport model that sets one). */
+  private silence: SilenceWatch | undefined;
   private nextFrameId = 1;
 
   constructor(options: WorldOptions) {
@@ -274,6 +277,53 @@ export class World {
       count: (name) => this.trace.count(name),
       verdict: (acceptor, opener, hello, reply) => this.handshaken(acceptor, opener, hello, reply),
     });
+    if (model.silentPeers !== undefined) {
+      this.silence = new SilenceWatch(
+        model.silentPeers,
+        {
+          now: () => this.clock,
+          count: (name) => this.trace.count(name),
+          ping: (from, to) => this.ping(from, to),
+          failOwed: (asker, peer, owed) => this.failOwed(asker, peer, owed),
+          violation: (asker, peer, detail) =>
+            this.fail({ invariant: 'silent-peer-shunned', node: asker, detail }),
+          schedule: (at, label, check) => this.schedule(at, label, check),
+        },
+        model.plantedBug,
+      );
+    }
+  }
+
+  /**
+   * A ping from `from`'s process to `to`, answered by `to`'s driver without its machine (a busy process answers),
+   * or with a reset when no process listens there; lost both ways by a partition, as any message.
+   */
+  private ping(from: NodeId, to: NodeId): void {
+    const asker = this.nodes.get(from)!;
+    const incarnation = asker.incarnation;
+    const answered = (): void => {
+      if (asker.up && asker.incarnation === incarnation) this.silence!.heard(from, to);
+    };
+    for (const at of this.network.arrivals(from, to, this.clock).slice(0, 1)) {
+      this.schedule(at, `${to} answers ${from}'s ping`, () => {
+        for (const back of this.network.arrivals(to, from, this.clock).slice(0, 1))
+          this.schedule(back, `${from} hears ${to}`, answered);
+      });
+    }
+  }
+
+  /** `asker` gave `peer` up as silent: each request it owed is failed at `asker` at once, as a closed connection's. */
+  private failOwed(asker: NodeId, peer: NodeId, owed: readonly OwedRequest[]): void {
+    const node = this.nodes.get(asker)!;
+    for (const request of owed) {
+      this.unanswered.answered(peer, asker, request.requestId);
+      this.enqueue(node, this.clock, {
+        kind: 'sendFailed',
+        to: peer,
+        message: request.message,
+        requestId: request.requestId,
+      });
+    }
   }
 
   /**
@@ -508,6 +558,7 @@ export class World {
         ? undefined
         : new WorkerBackPressure(node.def.backPressure, node.def.partialFrames);
     node.interpreter = this.interpreterFor(node);
+    this.silence?.started(id);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
     const leftovers = node.storage?.diskFiles();
@@ -610,6 +661,7 @@ export class World {
       this.step(node, { kind: 'timer', name: event.name });
       return;
     }
+    if (this.silence !== undefined) this.watchArrival(node, event.input);
     if (node.backlogFull && event.input.kind === 'receive') {
       // Its connections are not read while the backlog is full; the sender's bytes wait in the network.
       node.backlogArrivals.push(event);
@@ -628,6 +680,18 @@ export class World {
       // A completion freed enough bytes on the disks' queue (the interpreter counts them): read the ports again.
       node.diskResumed = false;
       this.releaseArrivals(node);
+    }
+  }
+
+  /** What reached `node` tells its silence watch: the sender was heard from; an answer or failure settles a request. */
+  private watchArrival(node: SimNode, input: Input): void {
+    if (input.kind === 'receive') {
+      const envelope = input.envelope;
+      this.silence!.heard(node.def.id, envelope.from);
+      if (envelope.inReplyTo !== undefined)
+        this.silence!.settled(node.def.id, envelope.from, envelope.inReplyTo);
+    } else if (input.kind === 'sendFailed' && input.requestId !== undefined) {
+      this.silence!.settled(node.def.id, input.to, input.requestId);
     }
   }
 
@@ -946,6 +1010,17 @@ export class World {
         return;
       }
     }
+    if (
+      this.silence !== undefined &&
+      effect.requestId !== undefined &&
+      effect.inReplyTo === undefined &&
+      !this.silence.mayAsk(from, effect.to)
+    ) {
+      // Given up as silent and not heard from since: the request fails at once instead of waiting on the peer.
+      this.trace.count('transport.silentPeerRefused');
+      this.refused(node, effect, envelope);
+      return;
+    }
     if (target === undefined || !target.up) {
       // Nobody listens at that address: the connection is refused, and the sender hears so after a round trip.
       this.refused(node, effect, envelope);
@@ -1033,6 +1108,7 @@ export class World {
         requestId: effect.requestId,
       };
       this.unanswered.asked(effect.to, from, effect.requestId, request, this.clock);
+      this.silence?.asked(from, effect.to, effect.requestId, effect.message);
     }
     const arrivals = this.network.arrivals(from, effect.to, this.clock);
     if (this.trace.enabled) {
@@ -1215,6 +1291,7 @@ export class World {
       });
     }
     this.handshakes?.ended(node.def.id);
+    this.silence?.stopped(node.def.id);
     node.up = false;
     node.routes = undefined;
     node.pressure = undefined;
