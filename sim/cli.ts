@@ -180,6 +180,7 @@ async function many(
         name.startsWith('backPressure.') ||
         name.startsWith('partialFrames.') ||
         name.startsWith('handshake.') ||
+        name.startsWith('congestion.') ||
         name === 'memoryWithoutEnabling'
       )
         notes.set(name, (notes.get(name) ?? 0) + value);
