@@ -971,8 +971,18 @@ function adjustPushLimit(d: Draft, location: PartitionLocation, congested: boole
   const current = d.pushLimits.get(worker);
   if (!congested && current === undefined) return;
   const next = congested ? onCongestedPush(current ?? fullPushLimit(max)) : onPlainPushSuccess(current!, max);
-  if (next.limit >= max && next.congestedAtOne === 0) d.pushLimits.delete(worker);
-  else d.pushLimits.set(worker, next);
+  // One line when the task starts slowing down for a worker and one when it is back at full speed, not one per answer.
+  if (current === undefined) {
+    log(d.out, 'info', 'push slowed down: the worker answered CONGESTED', {
+      worker,
+      window: next.limit,
+      maxInFlightPerPartition: max,
+    });
+  }
+  if (next.limit >= max && next.congestedAtOne === 0) {
+    d.pushLimits.delete(worker);
+    log(d.out, 'info', 'push back at full speed', { worker, window: max });
+  } else d.pushLimits.set(worker, next);
   if (congested) pauseWorker(d, worker);
 }
 
