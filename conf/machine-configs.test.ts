@@ -121,6 +121,34 @@ describe('masterConfigFrom', () => {
 });
 
 describe('workerConfigFrom', () => {
+  it('reads congestion control only when enabled, the 0.6.0 watermarks and their deprecated names', () => {
+    assert.equal(
+      worker('0.6.0', { 'svc.worker.congestionControl.diskBuffer.high.watermark': '1m' }).congestion,
+      undefined,
+    );
+    const on = worker('0.6.0', {
+      'svc.worker.congestionControl.enabled': 'true',
+      'svc.worker.congestionControl.diskBuffer.low.watermark': '1m',
+      'svc.worker.congestionControl.diskBuffer.high.watermark': '2m',
+      'svc.worker.congestionControl.userProduceSpeed.high.watermark': '3k',
+      'svc.worker.congestionControl.sample.time.window': '2s',
+    }).congestion;
+    assert.deepEqual(on, {
+      diskBuffer: { low: 1024 ** 2, high: 2 * 1024 ** 2 },
+      userProduceSpeed: { low: Infinity, high: 3 * 1024 },
+      workerProduceSpeed: { low: Infinity, high: Infinity },
+      sampleWindowMs: 2_000,
+      checkIntervalMs: 10,
+    });
+    const old = worker('0.3.0', {
+      'svc.worker.congestionControl.enabled': 'true',
+      'svc.worker.congestionControl.low.watermark': '5k',
+      'svc.worker.congestionControl.high.watermark': '6k',
+    }).congestion;
+    assert.deepEqual(old?.diskBuffer, { low: 5 * 1024, high: 6 * 1024 });
+    assert.equal(old?.checkIntervalMs, 10, 'a key newer than the release keeps today’s default');
+  });
+
   it('heartbeats every quarter of the worker heartbeat timeout', () => {
     assert.equal(worker('0.6.0').heartbeatIntervalMs, 120_000 / 4);
     assert.equal(

@@ -15,6 +15,7 @@ import {
   backPressureLimitsFor,
   partialFrameLimitBytes,
   type BackPressureLimits,
+  type CongestionConfig,
   DEFAULT_CREATE_FILE_POLICY,
   DEFAULT_EVICT_POLICY,
   parseCreateFilePolicy,
@@ -271,7 +272,28 @@ export function workerConfigFrom(
     ...(conf.getBoolean('svc.worker.monitor.disk.enabled')
       ? { diskCheckIntervalMs: conf.getDurationMs('svc.worker.monitor.disk.check.interval') }
       : {}),
+    ...(conf.getBoolean(CONGESTION_ENABLED) ? { congestion: congestionConfigFrom(conf, current) } : {}),
     ...(facts.plantedBug === undefined ? {} : { plantedBug: facts.plantedBug }),
+  };
+}
+
+const CONGESTION_ENABLED = 'svc.worker.congestionControl.enabled';
+
+/** The watermarks (unset: unlimited), the sample window and the check interval of a worker's congestion control. */
+export function congestionConfigFrom(conf: ResolvedConfig, current: ResolvedConfig): CongestionConfig {
+  const marks = (measure: string) => ({
+    low: conf.getBytes(`svc.worker.congestionControl.${measure}.low.watermark`),
+    high: conf.getBytes(`svc.worker.congestionControl.${measure}.high.watermark`),
+  });
+  // Both keys came after the watermarks (0.3.0 and 0.3.2): an older release uses today's defaults.
+  const window = 'svc.worker.congestionControl.sample.time.window';
+  const check = 'svc.worker.congestionControl.check.interval';
+  return {
+    diskBuffer: marks('diskBuffer'),
+    userProduceSpeed: marks('userProduceSpeed'),
+    workerProduceSpeed: marks('workerProduceSpeed'),
+    sampleWindowMs: conf.optional(window, 'getDurationMs') ?? current.getDurationMs(window),
+    checkIntervalMs: conf.optional(check, 'getDurationMs') ?? current.getDurationMs(check),
   };
 }
 

@@ -181,6 +181,7 @@ async function many(
         name.startsWith('partialFrames.') ||
         name.startsWith('handshake.') ||
         name.startsWith('transport.silentPeer') ||
+        name.startsWith('congestion.') ||
         name === 'memoryWithoutEnabling'
       )
         notes.set(name, (notes.get(name) ?? 0) + value);

@@ -218,7 +218,32 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'IsHighWorkload',
     'gauge',
     'state',
-    '1 when the worker reports high workload to the master; svc workers never do (always 0).',
+    '1 while congestion control finds the disk buffer or the worker produce speed past its watermarks (the heartbeat reports high workload), else 0.',
+  ),
+  worker(
+    'DiskBuffer',
+    'gauge',
+    'state',
+    'Bytes of pushed batches accepted and not yet written by the disks (what the diskBuffer watermarks compare).',
+  ),
+  worker(
+    'UserProduceSpeed',
+    'gauge',
+    'state',
+    'Bytes per second an application pushed to this worker over the sample window, at the last congestion check.',
+    APP,
+  ),
+  worker(
+    'WorkerConsumeSpeed',
+    'gauge',
+    'state',
+    'Bytes per second the disks wrote over the sample window, at the last congestion check.',
+  ),
+  worker(
+    'PotentialConsumeSpeed',
+    'gauge',
+    'state',
+    'WorkerConsumeSpeed divided by the active applications: the share above which an application is congested first.',
   ),
   worker(
     'DeviceSvcTotalBytes',
@@ -352,6 +377,18 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'counter',
     'machine',
     'Pushed batches answered HARD_SPLIT (file past its split threshold, disk full, or the worker leaving).',
+  ),
+  worker(
+    'PushDataCongestedCount',
+    'counter',
+    'machine',
+    'svc addition: pushed batches answered PUSH_DATA_SUCCESS_*_CONGESTED (written; their client slows down).',
+  ),
+  worker(
+    'CongestionEpisodeCount',
+    'counter',
+    'machine',
+    'svc addition: congestion episodes started (a watermark passed; one worker.congestion.started log line each).',
   ),
   worker(
     'ReplicateDataFailCount',

@@ -231,7 +231,7 @@ describe('worker gauges', () => {
     );
   });
 
-  it('IsDecommissioningWorker is 1 exactly in the decommissioning states; IsHighWorkload is always 0', () => {
+  it('IsDecommissioningWorker is 1 exactly in the decommissioning states', () => {
     for (const lifecycleState of WORKER_STATES) {
       const base = workerWith([], 0);
       const state = { ...base, lifecycle: { ...base.lifecycle, state: lifecycleState } };
@@ -239,8 +239,16 @@ describe('worker gauges', () => {
       const decommissioning =
         lifecycleState === 'InDecommission' || lifecycleState === 'InDecommissionThenIdle';
       assert.equal(values['IsDecommissioningWorker'], decommissioning ? 1 : 0, lifecycleState);
-      assert.equal(values['IsHighWorkload'], 0);
     }
+  });
+
+  it('IsHighWorkload follows congestion control’s worker-wide triggers, not one fast application', () => {
+    const base = workerWith([], 0);
+    assert.equal(plain(workerGauges(base))['IsHighWorkload'], 0, 'nothing over');
+    const over = (triggers: Partial<WorkerMachineState['congestion']>) =>
+      plain(workerGauges({ ...base, congestion: { ...base.congestion, ...triggers } }))['IsHighWorkload'];
+    assert.equal(over({ over: new Set(['diskBuffer']) }), 1, 'the disk buffer is over');
+    assert.equal(over({ heavyUsers: new Set(['app-1']) }), 0, 'one application over its own watermark');
   });
 
   it('an open read stream counts in ActiveChunkStreamCount', () => {

@@ -9,6 +9,8 @@ import type { MasterState } from '../../core/machines/master/state.ts';
 import { uncommittedCount } from '../../core/machines/worker/files.ts';
 import type { WorkerMachineState } from '../../core/machines/worker/state.ts';
 import { storageView } from '../../core/machines/worker/storage-view.ts';
+import { bufferedBytes } from '../../core/machines/worker/congestion.ts';
+import { isWorkerCongested } from '../../core/storage/index.ts';
 
 /**
  * The gauges computed at scrape time from a machine's state: pure functions of the state (no prom-client, no
@@ -125,9 +127,17 @@ export function workerGauges(s: WorkerMachineState): GaugeSample[] {
       name: 'IsDecommissioningWorker',
       value: STATE_POLICIES[s.lifecycle.state].isDecommissioning ? 1 : 0,
     },
-    // The worker machine reports highWorkload: false in every heartbeat (it has no congestion control yet).
-    { name: 'IsHighWorkload', value: 0 },
+    { name: 'IsHighWorkload', value: isWorkerCongested(s.congestion) ? 1 : 0 },
+    { name: 'DiskBuffer', value: bufferedBytes(s) },
   ];
+  // Speeds as the last congestion check measured them (the machine has no clock between checks).
+  const { measure } = s.congestion;
+  // Both stay 0 while congestion control is off (nothing is measured).
+  gauges.push({ name: 'WorkerConsumeSpeed', value: Math.round(measure.consumeSpeed) });
+  const users = Math.max(1, measure.userProduceSpeed.size);
+  gauges.push({ name: 'PotentialConsumeSpeed', value: Math.round(measure.consumeSpeed / users) });
+  for (const [applicationId, speed] of measure.userProduceSpeed)
+    gauges.push({ name: 'UserProduceSpeed', value: Math.round(speed), labels: { applicationId } });
   const capacity = new Map(s.config.disks.map((disk) => [disk.mountPoint, disk.capacityBytes]));
   for (const disk of storageView(s).disks) {
     const labels = { mountpoint: disk.mountPoint };

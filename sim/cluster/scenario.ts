@@ -41,6 +41,7 @@ import { committedReads } from '../invariants/reads.ts';
 import { survivesOneWorkerLoss, TaskFailures } from '../invariants/one-worker-loss.ts';
 import { noSlotsOnUnavailable } from '../invariants/slots.ts';
 import { unansweredRequestsFailed } from '../invariants/unanswered.ts';
+import { congestionCounts, congestionOverrides } from './congestion.ts';
 import type { Scenario, ScenarioRun } from './contract.ts';
 import { Engine, type TaskFactory } from '../workload/engine.ts';
 import { mapRecords } from '../workload/records.ts';
@@ -204,7 +205,9 @@ function buildCluster(
   const pressure = streamRng(seed, 'back-pressure');
   const tightBudget = chance(pressure, 0.3) ? Math.round(logUniform(pressure, 256, 16_384)) : undefined;
   const chunkSize = pick(settings, ['1k', '4k', '8m']);
+  const congestion = congestionOverrides(seed);
   const workerOverrides: Record<string, string> = {
+    ...congestion,
     'svc.shuffle.chunk.size': chunkSize,
     ...(tightBudget === undefined
       ? {}
@@ -512,6 +515,7 @@ function buildCluster(
         // Peers given up on as silent, their pings and probes, and the requests failed at once meanwhile.
         if (name.startsWith('transport.silentPeer')) counts[name] = value;
       }
+      Object.assign(counts, congestionCounts(world.trace.counters, Object.keys(congestion).length > 0));
       notes.push(...engine.progress(world));
       return { notes, counts, memoryWithoutEnabling };
     },

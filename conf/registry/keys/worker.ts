@@ -19,10 +19,11 @@ function workerPort(service: string, what: string, effect?: NoEffect): KeySpec {
   };
 }
 
-const CONGESTION_NOT_BUILT = notImplementedYet('workers do not throttle pushes yet (no congestion control)');
-
 function watermark(level: 'low' | 'high', measure: string, key: string): KeySpec {
-  const action = level === 'high' ? 'pushes are throttled above it' : 'throttling stops below it';
+  const action =
+    level === 'high'
+      ? 'past it the worker answers pushes *_CONGESTED (the data is kept) and clients slow down'
+      : 'the congestion ends once below it';
   return {
     key,
     type: 'bytes',
@@ -30,8 +31,7 @@ function watermark(level: 'low' | 'high', measure: string, key: string): KeySpec
     unlimited: true,
     dynamic: true,
     roles: WORKER,
-    description: `Congestion control: ${measure}; ${action}.`,
-    effect: CONGESTION_NOT_BUILT,
+    description: `Congestion control (with svc.worker.congestionControl.enabled): ${measure}; ${action}.`,
   };
 }
 
@@ -471,8 +471,29 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: WORKER,
-    effect: CONGESTION_NOT_BUILT,
-    description: 'Whether the worker throttles pushes when its buffers or users’ rates pass the watermarks.',
+    description:
+      'Whether the worker answers pushes *_CONGESTED, so that their clients slow down, when its disk buffer or ' +
+      'produce speed, or a user’s, passes the high watermarks (docs/operations.md, Congestion control).',
+  },
+  {
+    key: 'svc.worker.congestionControl.sample.time.window',
+    type: 'time',
+    default: '10s',
+    min: 1,
+    since: '0.3.0',
+    roles: WORKER,
+    description: 'Congestion control: the window produce and consume speeds are measured over.',
+  },
+  {
+    key: 'svc.worker.congestionControl.check.interval',
+    type: 'time',
+    default: '10ms',
+    min: 1,
+    since: '0.3.2',
+    roles: WORKER,
+    description:
+      'Congestion control: how often the worker compares its disk buffer and speeds with the watermarks while data ' +
+      'flows or congestion lasts.',
   },
   watermark('low', 'data buffered for disks', 'svc.worker.congestionControl.diskBuffer.low.watermark'),
   watermark('high', 'data buffered for disks', 'svc.worker.congestionControl.diskBuffer.high.watermark'),

@@ -412,7 +412,7 @@ describe('map task', () => {
           const outcome = () => outcomes.next().value as StatusCode;
           h.register(encoded.map((_, p) => location(p, 0, p % 2)));
           let epoch = 1;
-          for (let round = 0; round < 200 && h.node.state().phase === 'pushing'; round += 1) {
+          for (let round = 0; round < 400 && h.node.state().phase === 'pushing'; round += 1) {
             for (let i = 0; i < 4; i += 1) {
               h.answer(h.w(i), 'PushData', () => ({
                 type: 'PushDataResponse',
@@ -435,7 +435,8 @@ describe('map task', () => {
               })),
               endedMapIds: [],
             }));
-            h.advance(5);
+            // Now and then long enough for a congested worker's push pause (core/client/slow-start.ts) to end.
+            h.advance(round % 20 === 19 ? 500 : 5);
           }
           assert.equal(h.node.state().phase, 'ending');
           const written = h.last(h.lm, 'MapperEnd').written;
@@ -480,6 +481,41 @@ describe('map task: several batches of a partition in flight', () => {
       [3, 4],
     );
     assert.deepEqual(h.last(h.lm, 'MapperEnd').written, [{ partitionId: 0, batches: 5, bytes: 50 }]);
+  });
+
+  it('slows down on a CONGESTED answer (smaller window, a pause) and grows back on plain successes', () => {
+    const h = new Harness({
+      numPartitions: 1,
+      records: [Array.from({ length: 12 }, (_, i) => text(`p0-r${i}`.padEnd(6, '-')))],
+      batchSizeBytes: 10,
+      mergeSizeBytes: 1_000,
+      maxInFlightPerPartition: 4,
+    });
+    h.register([location(0, 0, 0)]);
+    const w0 = workerKey(worker(0));
+    // Batches 0-3 answered congested: acknowledged (the worker kept them), the window halves, twice.
+    const first = h.merged(0, (m) => m.batches.map(() => 'PUSH_DATA_SUCCESS_PRIMARY_CONGESTED'));
+    assert.equal(batchesOf(first[0]!).length, 4, 'the full window went first');
+    assert.equal(h.node.state().pushLimits.get(w0)?.limit, 1, 'four congested answers: 4 → 2 → 1 → 1 → 1');
+    assert.equal(h.node.state().partitions[0]!.acknowledged.batches, 4, 'congested batches count as written');
+    // One batch at a time now, each followed by a pause of at least 440 ms before the next push to the worker.
+    h.advance(400);
+    assert.equal(
+      h.pending(h.w(0), 'PushData').length + h.pending(h.w(0), 'PushMergedData').length,
+      0,
+      'nothing pushed while the pause lasts',
+    );
+    h.advance(2_000);
+    const one = h.pushes(0, 'SUCCESS');
+    assert.equal(one.length, 1, 'a window of one');
+    assert.equal(h.node.state().pushLimits.get(w0)?.limit, 2, 'a plain success grows the window back');
+    for (let round = 0; round < 20 && h.node.state().phase === 'pushing'; round += 1) {
+      h.advance(500);
+      h.pushes(0, 'SUCCESS');
+      h.merged(0, (m) => m.batches.map(() => 'SUCCESS'));
+    }
+    assert.equal(h.node.state().pushLimits.has(w0), false, 'back at the maximum, the worker is forgotten');
+    assert.deepEqual(h.last(h.lm, 'MapperEnd').written, [{ partitionId: 0, batches: 12, bytes: 120 }]);
   });
 
   it('on failures in a full window, counts the others, asks one revive, and pushes each failed batch again', () => {

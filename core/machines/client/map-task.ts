@@ -1,9 +1,14 @@
 import {
+  fullPushLimit,
+  onCongestedPush,
+  onPlainPushSuccess,
   pushFailureCause,
+  pushPauseMs,
   reactToPushFailure,
   reactToPushReply,
   reactToReviveAnswer,
   type PushFailureStatus,
+  type PushLimit,
   type PushReaction,
 } from '../../client/index.ts';
 import {
@@ -26,7 +31,7 @@ import type {
 import type { Release } from '../../release/version.ts';
 import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { count, log, newOutbox, refuseAdmin, type Outbox } from '../outbox.ts';
+import { count, log, newOutbox, refuseAdmin, setTimer, type Outbox } from '../outbox.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
 
 /**
@@ -139,6 +144,13 @@ export interface MapTaskState {
   readonly deferred: ReadonlySet<number>;
   /** The id the next batch cut gets: batch ids are unique within the attempt, in the order batches are cut. */
   readonly nextBatchId: number;
+  /**
+   * Workers (by `workerKey` of the primary) that answered *_CONGESTED and whose limit is not back at the maximum
+   * (core/client/slow-start.ts). Changed in place by the machine.
+   */
+  readonly pushLimits: ReadonlyMap<string, PushLimit>;
+  /** Workers pushed to while slowed down, with when the next push to them may go. Changed in place. */
+  readonly pausedUntil: ReadonlyMap<string, number>;
 }
 
 /**
@@ -262,6 +274,8 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     pushesOut: new Map(),
     deferred: new Set(),
     nextBatchId: 0,
+    pushLimits: new Map(),
+    pausedUntil: new Map(),
   };
 }
 
@@ -312,6 +326,8 @@ interface Draft {
   pushesOut: Map<string, number>;
   deferred: Set<number>;
   nextBatchId: number;
+  pushLimits: Map<string, PushLimit>;
+  pausedUntil: Map<string, number>;
   /**
    * Partitions whose window may have room: filled once the step has handled its whole input, so that a failure
    * later in the same answer stops pushes to the location that failed.
@@ -340,6 +356,8 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       spareChunks: state.spareChunks as Uint8Array[],
       pushesOut: state.pushesOut as Map<string, number>,
       deferred: state.deferred as Set<number>,
+      pushLimits: state.pushLimits as Map<string, PushLimit>,
+      pausedUntil: state.pausedUntil as Map<string, number>,
     };
     handle(draft, input);
     fillWindows(draft);
@@ -360,6 +378,10 @@ function handle(d: Draft, input: Input): void {
       onReceive(d, input.envelope);
       return;
     case 'timer': {
+      if (input.name.startsWith(SLOWDOWN_TIMER)) {
+        endPause(d, input.name.slice(SLOWDOWN_TIMER.length));
+        return;
+      }
       const expired = expire(d.requests, input.name);
       d.requests = expired.table;
       if (expired.request !== undefined)
@@ -770,7 +792,11 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
     queueRevive(d, partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
     return undefined;
   }
-  const room = d.config.maxInFlightPerPartition - partition.inFlight;
+  const worker = workerKey(d.locations.get(partitionId)!.worker);
+  const paused = d.pausedUntil.get(worker);
+  if (paused !== undefined && paused > d.out.now) return undefined; // the pause's timer refills it
+  const limit = d.pushLimits.get(worker)?.limit ?? d.config.maxInFlightPerPartition;
+  const room = limit - partition.inFlight;
   if (room <= 0) return undefined;
   const retries = partition.retries.slice(0, room);
   const fresh = Math.min(room - retries.length, partition.frames.length - partition.next);
@@ -906,12 +932,58 @@ function sendPush(d: Draft, batches: readonly OutgoingBatch[]): void {
             payload: b.frame,
           })),
         };
+  const worker = workerKey(first.location.worker);
   d.requests = ask(
     d.requests,
     d.out,
-    { to: workerKey(first.location.worker), message, purpose: { kind: 'push', batches, pair } },
+    { to: worker, message, purpose: { kind: 'push', batches, pair } },
     d.config.pushTimeoutMs,
   );
+  pauseWorker(d, worker);
+}
+
+/** While the worker's limit is under the maximum, the next push to it waits (the reference sleeps before it). */
+function pauseWorker(d: Draft, worker: string): void {
+  const limit = d.pushLimits.get(worker);
+  const pause = limit === undefined ? 0 : pushPauseMs(limit, d.config.maxInFlightPerPartition);
+  const until = d.out.now + pause;
+  if (pause <= 0 || (d.pausedUntil.get(worker) ?? 0) >= until) return;
+  d.pausedUntil.set(worker, until);
+  setTimer(d.out, SLOWDOWN_TIMER + worker, until);
+}
+
+/** The timer of a push pause to a slowed-down worker (followed by the worker's key). */
+const SLOWDOWN_TIMER = 'slowdown:';
+
+/** A slowed-down worker's pause ended: its partitions may push again. */
+function endPause(d: Draft, worker: string): void {
+  if ((d.pausedUntil.get(worker) ?? 0) > d.out.now) return; // a later pause replaced this one's timer
+  d.pausedUntil.delete(worker);
+  for (const [partitionId, location] of d.locations) {
+    if (workerKey(location.worker) === worker) d.refill.add(partitionId);
+  }
+}
+
+/** A worker's answer moves its push limit: down on congestion, back up on plain success. */
+function adjustPushLimit(d: Draft, location: PartitionLocation, congested: boolean): void {
+  const worker = workerKey(location.worker);
+  const max = d.config.maxInFlightPerPartition;
+  const current = d.pushLimits.get(worker);
+  if (!congested && current === undefined) return;
+  const next = congested ? onCongestedPush(current ?? fullPushLimit(max)) : onPlainPushSuccess(current!, max);
+  // One line when the task starts slowing down for a worker and one when it is back at full speed, not one per answer.
+  if (current === undefined) {
+    log(d.out, 'info', 'push slowed down: the worker answered CONGESTED', {
+      worker,
+      window: next.limit,
+      maxInFlightPerPartition: max,
+    });
+  }
+  if (next.limit >= max && next.congestedAtOne === 0) {
+    d.pushLimits.delete(worker);
+    log(d.out, 'info', 'push back at full speed', { worker, window: max });
+  } else d.pushLimits.set(worker, next);
+  if (congested) pauseWorker(d, worker);
 }
 
 /**
@@ -997,6 +1069,7 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
         },
       });
       if (reaction.reviveInBackground === true) queueRevive(d, partitionId, 'SOFT_SPLIT', location);
+      adjustPushLimit(d, location, reaction.slowDown !== undefined);
       d.refill.add(partitionId);
       return;
     }

@@ -1,7 +1,12 @@
 import type { WorkerId } from '../../domain/index.ts';
 import type { PlantedBug } from '../../planted-bugs.ts';
 import type { Release } from '../../release/version.ts';
-import type { CreateFilePolicy, DistributedType, EvictPolicy } from '../../storage/index.ts';
+import type {
+  CongestionConfig,
+  CreateFilePolicy,
+  DistributedType,
+  EvictPolicy,
+} from '../../storage/index.ts';
 import type { NodeId } from '../effects.ts';
 
 /** A local disk the worker writes partition files to (`svc.worker.storage.dirs`: `path:capacity=X:disktype=T`). */
@@ -105,6 +110,11 @@ export interface WorkerConfig {
    * a failed disk stays failed until the worker restarts (./disk-health.ts).
    */
   readonly diskCheckIntervalMs?: number;
+  /**
+   * `svc.worker.congestionControl.*` when `svc.worker.congestionControl.enabled`; undefined: pushes are never
+   * answered *_CONGESTED (core/storage/congestion.ts).
+   */
+  readonly congestion?: CongestionConfig;
   /** Test-only switch for a deliberate bug ('restart-forgets-committed'); production never sets it. */
   readonly plantedBug?: PlantedBug;
 }

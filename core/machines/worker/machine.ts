@@ -30,6 +30,7 @@ import {
 import { inputBeforeStart, log, newOutbox, refuseRecords, setEntry, type Outbox } from '../outbox.ts';
 import { groupIo } from './io-batch.ts';
 import { completeForward, completeLocalWrite, handlePush } from './push.ts';
+import { CONGESTION_CHECK_TIMER, noteConsumed, onCongestionCheck } from './congestion.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
 import { findLeftovers } from './leftovers.ts';
@@ -315,6 +316,8 @@ function onTimer(s: WorkerMachineState, out: Outbox, name: string): WorkerMachin
       return onDrainDeadline(s, out);
     case DISK_CHECK_TIMER:
       return onDiskCheckTimer(s, out);
+    case CONGESTION_CHECK_TIMER:
+      return onCongestionCheck(s, out);
   }
   const requestId = name.startsWith('req:') ? Number(name.slice(4)) : Number.NaN;
   const request = s.requests.get(requestId);
@@ -381,8 +384,10 @@ function routeFinished(
 ): WorkerMachineState {
   let state = s;
   for (const { shuffleKey, fileName, task, outcome } of finished) {
-    if (task.kind === 'write') state = completeLocalWrite(state, out, task.pushId, task.batch, outcome);
-    else if (task.kind === 'flush')
+    if (task.kind === 'write') {
+      if (outcome.ok) noteConsumed(state, out, task.bytes.length);
+      state = completeLocalWrite(state, out, task.pushId, task.batch, outcome);
+    } else if (task.kind === 'flush')
       state = completeFlush(state, out, task.commitId, shuffleKey, fileName, outcome);
   }
   return state;

@@ -1,6 +1,7 @@
 import { workerKey } from '../../domain/index.ts';
 import type { RegisterWorkerResponse, WorkerHeartbeatResponse } from '../../protocol/messages.ts';
 import { purgeUnavailablePeers } from '../../replication/index.ts';
+import { isWorkerCongested } from '../../storage/index.ts';
 import { dropShuffle } from './commit.ts';
 import { applyWorkerTrigger, checkDrain } from './leaving.ts';
 import { cancelTimer, count, log, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
@@ -92,7 +93,7 @@ export function onHeartbeatTimer(s: WorkerMachineState, out: Outbox): WorkerMach
       worker: s.config.id,
       disks: diskInfos(s),
       activeShuffleKeys: heartbeatShuffleKeys(s),
-      highWorkload: false,
+      highWorkload: isWorkerCongested(s.congestion),
       state: s.lifecycle.state,
     },
     requestId,

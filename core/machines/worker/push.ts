@@ -30,6 +30,7 @@ import {
   type WorkerShuffle,
 } from './state.ts';
 import { storageView } from './storage-view.ts';
+import { noteCongested, noteProduced, userCongested } from './congestion.ts';
 
 /** The timer that bounds a forward to the replica. */
 export function requestTimer(requestId: number): string {
@@ -65,6 +66,7 @@ export function handlePush(
   let waiting = 0;
   let forwards: Map<NodeId, number[]> | undefined;
   let queuedFiles: Set<string> | undefined;
+  let acceptedBytes = 0;
   const judged: PushBatch[] = [];
   for (let index = 0; index < batches.length; index += 1) {
     const batch = batches[index]!;
@@ -136,7 +138,9 @@ export function handlePush(
       false,
     );
     (queuedFiles ??= new Set()).add(fileName);
+    acceptedBytes += batch.payload.length;
   }
+  if (shuffle !== undefined) noteProduced(state, out, shuffle.appId, acceptedBytes);
   // Started once every batch is queued: a file's batches of this push then go to its disk as one write.
   if (queuedFiles !== undefined)
     for (const fileName of queuedFiles) state = startNextTask(state, out, shuffleKey, fileName);
@@ -295,13 +299,15 @@ function settleIfDone(
     return;
   }
   const replica = batch.replica === 'none' ? undefined : batch.replica;
+  const user = s.shuffles.get(push.shuffleKey)?.appId;
   const status = pushReply({
     mode: push.mode,
     localWritten: batch.local.ok,
     ...(replica === undefined ? {} : { replica }),
     softSplit: batch.softSplit,
-    congested: false,
+    congested: userCongested(s, user),
   });
+  if (user !== undefined && CONGESTED.has(status)) noteCongested(s, user);
   const reason = batch.local.ok
     ? replica !== undefined && replica.kind !== 'acked'
       ? `forwarding to the replica failed (${describeReplica(replica)})`
@@ -432,6 +438,11 @@ function describeReplica(outcome: Exclude<ReplicaOutcome, { kind: 'acked' }>): s
   }
 }
 
+const CONGESTED: ReadonlySet<StatusCode> = new Set<StatusCode>([
+  'PUSH_DATA_SUCCESS_PRIMARY_CONGESTED',
+  'PUSH_DATA_SUCCESS_REPLICA_CONGESTED',
+]);
+
 /** Statuses of a batch that was written (a split or congestion code still means the bytes landed). */
 const WRITTEN: ReadonlySet<StatusCode> = new Set<StatusCode>([
   'SUCCESS',
@@ -516,8 +527,8 @@ function pushMetrics(mode: PartitionMode, status: StatusCode): readonly string[]
 const PUSH_METRICS: Partial<Record<StatusCode, readonly string[]>> = {
   SUCCESS: ['WriteDataSuccessCount'],
   SOFT_SPLIT: ['WriteDataSuccessCount'],
-  PUSH_DATA_SUCCESS_PRIMARY_CONGESTED: ['WriteDataSuccessCount'],
-  PUSH_DATA_SUCCESS_REPLICA_CONGESTED: ['WriteDataSuccessCount'],
+  PUSH_DATA_SUCCESS_PRIMARY_CONGESTED: ['WriteDataSuccessCount', 'PushDataCongestedCount'],
+  PUSH_DATA_SUCCESS_REPLICA_CONGESTED: ['WriteDataSuccessCount', 'PushDataCongestedCount'],
   MAP_ENDED: [],
   HARD_SPLIT: ['WriteDataHardSplitCount'],
   PUSH_DATA_CREATE_CONNECTION_FAIL_REPLICA: [

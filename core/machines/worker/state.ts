@@ -8,7 +8,7 @@ import type {
 } from '../../domain/index.ts';
 import { initialLifecycle, type WorkerLifecycle } from '../../lifecycle/worker-states.ts';
 import type { ReplicaOutcome, UnavailablePeers } from '../../replication/index.ts';
-import type { PartitionSplitMode } from '../../storage/index.ts';
+import { emptyCongestion, type CongestionState, type PartitionSplitMode } from '../../storage/index.ts';
 import type { FileRef, IoError, NodeId } from '../effects.ts';
 import type { WorkerConfig } from './config.ts';
 
@@ -259,6 +259,10 @@ export interface WorkerMachineState {
   readonly leftovers: ReadonlyMap<ShuffleKey, readonly FileRef[]>;
   /** When the leftovers were found (the start). */
   readonly leftoversFoundAt: number;
+  /** Congestion control's measures and episode (./congestion.ts); stays empty while it is off. */
+  readonly congestion: CongestionState;
+  /** Whether the congestion check timer is set. */
+  readonly congestionCheckArmed: boolean;
 }
 
 /**
@@ -305,5 +309,7 @@ export function initialWorkerState(config: WorkerConfig): WorkerMachineState {
     memoryFilesAwaitingDisk: 0,
     leftovers: new Map(),
     leftoversFoundAt: 0,
+    congestion: emptyCongestion(),
+    congestionCheckArmed: false,
   };
 }

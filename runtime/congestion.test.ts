@@ -1,0 +1,143 @@
+// Congestion control on real processes (issue 33): a worker whose watermarks a small job passes answers its pushes
+// CONGESTED, the pushing map tasks slow down (their window shrinks: one line each says so), the episode ends once
+// the job's pushes stop, and the job verifies; with congestion control off the same job is never answered so.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startApplication } from './client/application.ts';
+import type { ClientLogger } from './client/client-log.ts';
+import { connectExecutor } from './client/shuffle-client.ts';
+import { LocalCluster } from './cluster/local-cluster.ts';
+import { parseExposition, samplesOf } from './metrics/testing.ts';
+import { readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/small-job.ts';
+
+// 2 maps × 2 partitions × 40 KB, pushed in batches of 8 KB: far above 32 KB/s for the first check.
+const JOB: SmallJob = { maps: 2, partitions: 2, recordsPerPartition: 40, recordBytes: 1000 };
+const CLIENT_CONF = { 'svc.client.push.buffer.max.size': '8k' };
+
+const CONGESTION_ON = [
+  'svc.worker.congestionControl.enabled=true',
+  'svc.worker.congestionControl.userProduceSpeed.high.watermark=32k',
+  'svc.worker.congestionControl.userProduceSpeed.low.watermark=16k',
+  'svc.worker.congestionControl.sample.time.window=1s',
+  'svc.worker.congestionControl.check.interval=10ms',
+];
+
+interface Captured {
+  readonly event: unknown;
+  readonly fields: Record<string, unknown>;
+}
+
+/** Runs the job as one application whose library lines (info and up) are kept; returns them. */
+async function runJobCapturingClientLines(master: string): Promise<Captured[]> {
+  const lines: Captured[] = [];
+  const keep = (fields: Record<string, unknown>) => lines.push({ event: fields.event, fields });
+  const logger: ClientLogger = { error: keep, warn: keep, info: keep };
+  const options = { conf: CLIENT_CONF, logger, logLevel: 'info' as const };
+  const app = await startApplication({ master, ...options });
+  const executor = connectExecutor({
+    lifecycleManager: app.lifecycleManager,
+    appId: app.appId,
+    ...options,
+    ...(app.secret === undefined ? {} : { secret: app.secret }),
+  });
+  try {
+    const results = await writeMaps(executor, 0, JOB);
+    await readAndVerify(executor, 0, JOB, winnersOf(results));
+  } finally {
+    await executor.close();
+    await app.close();
+  }
+  return lines;
+}
+
+async function workerCounter(cluster: LocalCluster, name: string): Promise<number> {
+  const response = await fetch(`${cluster.workerHttpUrl(0)}/metrics/prometheus`);
+  assert.equal(response.status, 200, 'the worker serves its metrics');
+  const samples = samplesOf(parseExposition(await response.text())).filter((s) => s.name === name);
+  assert.equal(samples.length, 1, `one series of ${name}`);
+  return samples[0]!.value;
+}
+
+describe('congestion control on a real worker', () => {
+  let cluster: LocalCluster;
+  before(async () => {
+    cluster = await LocalCluster.start({ workers: 1, workerConf: CONGESTION_ON });
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it('answers CONGESTED past the watermark, the map tasks slow down, the episode ends, and the job verifies', async () => {
+    const clientLines = await runJobCapturingClientLines(cluster.masterUrl);
+    const worker = cluster.workers[0]!;
+    const started = await worker.waitFor(
+      (line) => line.event === 'worker.congestion.started',
+      'the worker logs the start of the congestion episode',
+    );
+    assert.match(String(started.cause), /user .* produce speed \d+ B\/s > high watermark 32768 B\/s/);
+    const ended = await worker.waitFor(
+      (line) => line.event === 'worker.congestion.ended',
+      'the episode ends once the job stopped pushing (the user falls below the low watermark)',
+    );
+    assert.ok(
+      Number(ended.congestedReplies) > 0,
+      `the end line counts the congested replies: ${String(ended.congestedReplies)}`,
+    );
+    assert.equal(
+      worker.seen((line) => line.event === 'worker.congestion.started').length,
+      worker.seen((line) => line.event === 'worker.congestion.ended').length,
+      'one start and one end line per episode',
+    );
+    assert.ok(
+      (await workerCounter(cluster, 'metrics_PushDataCongestedCount_Count')) > 0,
+      'congested replies counted',
+    );
+    assert.ok(
+      (await workerCounter(cluster, 'metrics_CongestionEpisodeCount_Count')) >= 1,
+      'the episode is counted',
+    );
+
+    const slowed = clientLines.filter(
+      (line) => line.event === 'push slowed down: the worker answered CONGESTED',
+    );
+    assert.ok(slowed.length > 0, 'a map task slowed its pushes to the worker');
+    for (const line of slowed)
+      assert.ok(
+        Number(line.fields.window) < Number(line.fields.maxInFlightPerPartition),
+        `its window shrank below the maximum: ${JSON.stringify(line.fields)}`,
+      );
+  });
+});
+
+describe('congestion control off (the default)', () => {
+  let cluster: LocalCluster;
+  before(async () => {
+    cluster = await LocalCluster.start({
+      workers: 1,
+      // The watermarks alone do nothing without svc.worker.congestionControl.enabled.
+      workerConf: CONGESTION_ON.filter((setting) => !setting.includes('enabled')),
+    });
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it('never answers CONGESTED, and no map task slows down', async () => {
+    const clientLines = await runJobCapturingClientLines(cluster.masterUrl);
+    assert.equal(
+      await workerCounter(cluster, 'metrics_PushDataCongestedCount_Count'),
+      0,
+      'no congested reply',
+    );
+    assert.deepEqual(
+      cluster.workers[0]!.seen((line) => String(line.event).startsWith('worker.congestion.')),
+      [],
+      'no episode',
+    );
+    assert.deepEqual(
+      clientLines.filter((line) => String(line.event).startsWith('push slowed')),
+      [],
+      'no map task slowed down',
+    );
+  });
+});
