@@ -189,7 +189,7 @@ export const PARTIAL_FRAME_LIMIT_KEYS =
   'svc.worker.memory.size × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize';
 
 /**
- * A worker's memory limits from its configuration (resolved for the current release: the process runs them) and
+ * A worker's memory limits from its configuration (as of the release it presents: ResolvedConfig.withLaterKeysFrom) and
  * its memory budget, by default `svc.worker.memory.size` (the simulator scales it down to its data).
  */
 export function workerMemoryLimitsFrom(

@@ -24,7 +24,10 @@ import {
 
 /** What a master process runs with. */
 export interface MasterOptions {
-  /** The current release's view of the configuration: it runs the process. */
+  /**
+   * The configuration the process runs on: as of the presented release, with the keys introduced later at their
+   * current values (ResolvedConfig.withLaterKeysFrom; svc master --release).
+   */
   readonly conf: ResolvedConfig;
   /**
    * What the master shows peers and operators: its release in handshakes, the machine's configuration, legacy paths

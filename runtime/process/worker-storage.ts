@@ -132,7 +132,7 @@ export function workerTiers(conf: ResolvedConfig, logger: Logger): WorkerTiers {
 
 export const GRACEFUL_KEY = 'svc.worker.graceful.shutdown.enabled';
 export const RECOVER_PATH_KEY = 'svc.worker.graceful.shutdown.recoverPath';
-const RECOVER_BACKEND_KEY = 'svc.worker.graceful.shutdown.recoverDbBackend';
+export const RECOVER_BACKEND_KEY = 'svc.worker.graceful.shutdown.recoverDbBackend';
 
 /**
  * The recovery store, opened before any port listens: on disk only when graceful shutdown is on (as the reference's

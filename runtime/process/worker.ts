@@ -29,6 +29,7 @@ import {
   filesOnTiers,
   GRACEFUL_KEY,
   openRecoveryStore,
+  RECOVER_BACKEND_KEY,
   RECOVER_PATH_KEY,
   workerStorage,
   workerTiers,
@@ -37,7 +38,10 @@ import {
 
 /** What a worker process runs with. */
 export interface WorkerOptions {
-  /** The current release's view of the configuration: it runs the process. */
+  /**
+   * The configuration the process runs on: as of the presented release, with the keys introduced later at their
+   * current values (ResolvedConfig.withLaterKeysFrom; svc worker --release).
+   */
   readonly conf: ResolvedConfig;
   /** What the worker shows peers and operators (svc worker --release), as a master's (master.ts). Default: `conf`. */
   readonly presented?: ResolvedConfig;
@@ -190,6 +194,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
         memoryCapacityBytes: tiers.memoryCapacity,
         recoveredKeys: recovered.size,
         recoveryStore: conf.getBoolean(GRACEFUL_KEY) ? conf.getString(RECOVER_PATH_KEY) : null,
+        recoveryStoreBackend: conf.getBoolean(GRACEFUL_KEY) ? conf.getString(RECOVER_BACKEND_KEY) : null,
       },
       `worker ${nodeId} listening`,
     );
