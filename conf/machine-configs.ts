@@ -19,6 +19,7 @@ import {
   DEFAULT_EVICT_POLICY,
   parseCreateFilePolicy,
   parseEvictPolicy,
+  type DiskReserve,
   type DistributedType,
 } from '../core/storage/index.ts';
 import { nameReadAt } from './registry/history.ts';
@@ -230,6 +231,7 @@ export function workerConfigFrom(
     master: facts.master,
     networkLocation: facts.networkLocation,
     disks: facts.disks,
+    diskReserve: diskReserveFrom(conf),
     distributed: facts.distributed,
     memory: {
       capacityBytes: facts.memoryCapacityBytes,
@@ -272,6 +274,15 @@ export function workerConfigFrom(
       ? { diskCheckIntervalMs: conf.getDurationMs('svc.worker.monitor.disk.check.interval') }
       : {}),
     ...(facts.plantedBug === undefined ? {} : { plantedBug: facts.plantedBug }),
+  };
+}
+
+/** `svc.worker.storage.disk.reserve.size` and `.ratio` (unset: the size alone). */
+export function diskReserveFrom(conf: ResolvedConfig): DiskReserve {
+  const ratio = conf.optional('svc.worker.storage.disk.reserve.ratio', 'getDouble');
+  return {
+    bytes: conf.getBytes('svc.worker.storage.disk.reserve.size'),
+    ...(ratio === undefined ? {} : { ratio }),
   };
 }
 

@@ -3,3 +3,4 @@ export * from './policy.ts';
 export * from './split.ts';
 export * from './tier-choice.ts';
 export * from './back-pressure.ts';
+export * from './disk-space.ts';
