@@ -243,16 +243,6 @@ export class ResolvedConfig {
     return [...instances].sort();
   }
 
-  /** The settings passed to the distributed filesystem's client (`svc.fsconf.<key>` → `<key>`). */
-  fsConf(): Readonly<Record<string, string>> {
-    const settings: Record<string, string> = {};
-    for (const id of this.instancesOf('svc.fsconf.<key>')) {
-      const value = this.get(`svc.fsconf.${id}`);
-      if (typeof value === 'string') settings[id] = value;
-    }
-    return settings;
-  }
-
   /** How the key resolves, with where its value came from. */
   resolution(key: string): Resolution {
     const cached = this.cache.get(key);

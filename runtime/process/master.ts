@@ -13,6 +13,7 @@ import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from '../transport/node-network.ts';
 import { AUTHENTICATION_FAILED, internalSecret, MasterAuthentication } from './server-auth.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
+import { sweepExpiredDfsDirs } from './dfs-expiry.ts';
 import { metricsRoutes } from './server-config.ts';
 import {
   masterMetrics,
@@ -135,6 +136,16 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
     network.host.add(driver);
     driver.start(recovered);
     lifetime.keep({ close: () => driver.stop() });
+    const dfsDir = conf.optional('svc.storage.hdfs.dir', 'getString');
+    if (dfsDir !== undefined)
+      lifetime.keep(
+        sweepExpiredDfsDirs({
+          dfsDir,
+          intervalMs: conf.getDurationMs('svc.master.dfs.expireDirs.timeout'),
+          applications: () => driver.state.durable.applications,
+          logger,
+        }),
+      );
     // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
     announce(logger).info(
       {
