@@ -212,11 +212,19 @@ describe('every key the contract names', () => {
     );
   });
 
-  it('passes svc.fsconf.<key> through to the filesystem client', () => {
+  it('accepts svc.fsconf.<key> with its values, and says it has no effect (the DFS tier is a mount)', () => {
     const conf = resolveConfig({
       fileText: 'svc.fsconf.dfs.replication 2\nsvc.fsconf.fs.defaultFS hdfs://nn:8020\n',
     });
     assert.deepEqual(conf.problems, []);
-    assert.deepEqual(conf.fsConf(), { 'dfs.replication': '2', 'fs.defaultFS': 'hdfs://nn:8020' });
+    assert.deepEqual(conf.instancesOf('svc.fsconf.<key>'), ['dfs.replication', 'fs.defaultFS']);
+    assert.equal(conf.get('svc.fsconf.fs.defaultFS'), 'hdfs://nn:8020');
+    assert.deepEqual(
+      conf.settingsWithoutEffect.map((setting) => [setting.key, setting.effect.pending]),
+      [
+        ['svc.fsconf.dfs.replication', undefined],
+        ['svc.fsconf.fs.defaultFS', undefined],
+      ],
+    );
   });
 });

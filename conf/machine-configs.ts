@@ -20,6 +20,7 @@ import {
   DEFAULT_EVICT_POLICY,
   parseCreateFilePolicy,
   parseEvictPolicy,
+  type DiskReserve,
   type DistributedType,
 } from '../core/storage/index.ts';
 import { nameReadAt } from './registry/history.ts';
@@ -190,7 +191,7 @@ export const PARTIAL_FRAME_LIMIT_KEYS =
   'svc.worker.memory.size × svc.worker.directMemoryRatioToResume, at least svc.network.frame.maxSize';
 
 /**
- * A worker's memory limits from its configuration (resolved for the current release: the process runs them) and
+ * A worker's memory limits from its configuration (as of the release it presents: ResolvedConfig.withLaterKeysFrom) and
  * its memory budget, by default `svc.worker.memory.size` (the simulator scales it down to its data).
  */
 export function workerMemoryLimitsFrom(
@@ -231,6 +232,7 @@ export function workerConfigFrom(
     master: facts.master,
     networkLocation: facts.networkLocation,
     disks: facts.disks,
+    diskReserve: diskReserveFrom(conf),
     distributed: facts.distributed,
     memory: {
       capacityBytes: facts.memoryCapacityBytes,
@@ -294,6 +296,15 @@ export function congestionConfigFrom(conf: ResolvedConfig, current: ResolvedConf
     workerProduceSpeed: marks('workerProduceSpeed'),
     sampleWindowMs: conf.optional(window, 'getDurationMs') ?? current.getDurationMs(window),
     checkIntervalMs: conf.optional(check, 'getDurationMs') ?? current.getDurationMs(check),
+  };
+}
+
+/** `svc.worker.storage.disk.reserve.size` and `.ratio` (unset: the size alone). */
+export function diskReserveFrom(conf: ResolvedConfig): DiskReserve {
+  const ratio = conf.optional('svc.worker.storage.disk.reserve.ratio', 'getDouble');
+  return {
+    bytes: conf.getBytes('svc.worker.storage.disk.reserve.size'),
+    ...(ratio === undefined ? {} : { ratio }),
   };
 }
 

@@ -7,14 +7,14 @@ import { resolveConfig } from './resolve.ts';
 describe('keys svc accepts but does not act on', () => {
   it('are listed as set, under their current name, with the file line', () => {
     const conf = resolveConfig({
-      fileText: 'svc.cluster.name east\nsvc.master.port 9097\nsvc.master.hdfs.expireDirs.timeout 1h\n',
+      fileText: 'svc.cluster.name east\nsvc.master.port 9097\nsvc.ha.master.enabled false\n',
       fileName: 'm.conf',
     });
     assert.deepEqual(
       conf.settingsWithoutEffect.map((setting) => [setting.key, setting.where]),
       [
         ['svc.cluster.name', { kind: 'file', file: 'm.conf', line: 1 }],
-        ['svc.master.dfs.expireDirs.timeout', { kind: 'file', file: 'm.conf', line: 3 }],
+        ['svc.master.ha.enabled', { kind: 'file', file: 'm.conf', line: 3 }],
       ],
     );
     assert.equal(
@@ -24,7 +24,7 @@ describe('keys svc accepts but does not act on', () => {
     );
     assert.match(
       formatNoEffectNotice(conf.settingsWithoutEffect[1]!),
-      /^m\.conf:3: notice: svc\.master\.dfs\.expireDirs\.timeout is not implemented yet, accepted and ignored \(issue 33\): /,
+      /^m\.conf:3: notice: svc\.master\.ha\.enabled is not implemented yet, accepted and ignored \(master high availability, docs\/architecture\.md\): /,
     );
   });
 

@@ -41,6 +41,23 @@ describe('release-aware defaults', () => {
     assert.equal(resolveConfig({ release: '0.6.0', fileText: `${key} leveldb\n` }).getString(key), 'LEVELDB');
   });
 
+  it('a server presenting an older release runs on its defaults, with later keys at their current values', () => {
+    const overrides = { 'svc.worker.storage.maxOpenFiles': '7' };
+    const presented = resolveConfig({ release: '0.4.1', role: 'worker', overrides });
+    const current = resolveConfig({ role: 'worker', overrides });
+    const runs = presented.withLaterKeysFrom(current);
+    assert.equal(runs.release, '0.4.1');
+    assert.equal(runs.getString('svc.worker.graceful.shutdown.recoverDbBackend'), 'LEVELDB');
+    assert.equal(runs.getDouble('svc.worker.directMemoryRatioToResume'), 0.7, 'changed in 0.3.1');
+    const older = resolveConfig({ release: '0.3.0', role: 'worker' }).withLaterKeysFrom(current);
+    assert.equal(older.getDouble('svc.worker.directMemoryRatioToResume'), 0.5);
+    // Introduced in 0.6.0: absent as of 0.4.1, the current resolution (the setting included) stands in.
+    assert.equal(presented.has('svc.worker.storage.maxOpenFiles'), false);
+    assert.equal(runs.has('svc.worker.storage.maxOpenFiles'), true);
+    assert.equal(runs.getInt('svc.worker.storage.maxOpenFiles'), 7);
+    assert.deepEqual(runs.problems, presented.problems);
+  });
+
   it('stage rerun: off before 0.6.0 under its old name, on from 0.6.0 under its new one', () => {
     const key = 'svc.client.spark.stageRerun.enabled';
     const old = 'svc.client.spark.fetch.throwsFetchFailure';

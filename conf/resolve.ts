@@ -105,6 +105,7 @@ export class ResolvedConfig {
   private readonly shadowed: Problem[] = [];
   private readonly bindingsByEntry = new Map<ConfigEntry, Binding[]>();
   private readonly allProblems: Problem[];
+  private readonly givenProblems: readonly Problem[];
 
   constructor(
     readonly release: Release,
@@ -114,7 +115,9 @@ export class ResolvedConfig {
     problems: readonly Problem[],
     private readonly platform: Required<Pick<Platform, 'epollAvailable' | 'tmpDir'>>,
     private readonly registry: Registry = REGISTRY,
+    private readonly later?: ResolvedConfig,
   ) {
+    this.givenProblems = problems;
     for (const binding of bindings) {
       const { entry } = binding.match;
       this.bindingsByEntry.set(entry, [...(this.bindingsByEntry.get(entry) ?? []), binding]);
@@ -134,9 +137,31 @@ export class ResolvedConfig {
     return this.allProblems.filter((problem) => problem.severity === 'error');
   }
 
-  /** Whether the key exists at this release. Throws for a name that is not a key of svc. */
+  /**
+   * Whether the key exists at this release (or, with later keys, at theirs). Throws for a name that is not a key of
+   * svc.
+   */
   has(key: string): boolean {
-    return existsAt(this.registry.entry(key).entry, this.release);
+    return existsAt(this.registry.entry(key).entry, this.release) || (this.later?.has(key) ?? false);
+  }
+
+  /**
+   * What a server presenting this (older) release runs on: every key this release has keeps its value as of this
+   * release, defaults included (contract 9.2: a changed default applies as of the release a server presents), and a
+   * key introduced after it (behaviour that existed before it had a key) resolves from `later`, the same sources
+   * resolved as of a later release.
+   */
+  withLaterKeysFrom(later: ResolvedConfig): ResolvedConfig {
+    return new ResolvedConfig(
+      this.release,
+      this.role,
+      this.localHostname,
+      this.bindings,
+      this.givenProblems,
+      this.platform,
+      this.registry,
+      later,
+    );
   }
 
   /** Whether a source (file, environment, override) sets the key, under any of its names. */
@@ -218,16 +243,6 @@ export class ResolvedConfig {
     return [...instances].sort();
   }
 
-  /** The settings passed to the distributed filesystem's client (`svc.fsconf.<key>` → `<key>`). */
-  fsConf(): Readonly<Record<string, string>> {
-    const settings: Record<string, string> = {};
-    for (const id of this.instancesOf('svc.fsconf.<key>')) {
-      const value = this.get(`svc.fsconf.${id}`);
-      if (typeof value === 'string') settings[id] = value;
-    }
-    return settings;
-  }
-
   /** How the key resolves, with where its value came from. */
   resolution(key: string): Resolution {
     const cached = this.cache.get(key);
@@ -235,7 +250,10 @@ export class ResolvedConfig {
     if (this.resolving.has(key)) throw new Error(`configuration registry: ${key} falls back to itself`);
     this.resolving.add(key);
     const match = this.registry.entry(key);
-    const resolution = this.resolve(match);
+    const resolution =
+      this.later !== undefined && !existsAt(match.entry, this.release) && this.later.has(key)
+        ? this.later.resolution(key)
+        : this.resolve(match);
     this.resolving.delete(key);
     this.cache.set(key, resolution);
     return resolution;

@@ -1,5 +1,7 @@
 // Section 9.2: the deployment shows current key names and each release's defaults; servers the suite starts with a
 // deprecated key start and name the replacement, and with a removed key refuse to start saying it was removed.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   DEFAULT_CHANGES,
   DEPRECATED_SERVER_KEYS,
@@ -216,6 +218,73 @@ async function removedRows(target: Target, command: readonly string[], dir: stri
   return rows;
 }
 
+const RECOVERY_BACKEND_KEY = 'svc.worker.graceful.shutdown.recoverDbBackend';
+
+const RECOVERY_BACKEND_SPEC: RuleSpec = {
+  ruleId: `9.2/behaviour-${RECOVERY_BACKEND_KEY}`,
+  section: '9.2',
+  title:
+    'a worker of this release with graceful shutdown on and no backend set opens its recovery store with the ' +
+    'default backend of this release (the store’s files on disk, not only what /conf shows)',
+};
+
+/** Which backend wrote the store in `dir`: RocksDB writes OPTIONS files and names itself in LOG; LevelDB does neither. */
+function backendOnDisk(dir: string): { backend: 'ROCKSDB' | 'LEVELDB' | undefined; files: string } {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return { backend: undefined, files: 'no directory' };
+  }
+  if (!names.includes('CURRENT')) return { backend: undefined, files: names.join(' ') || 'empty' };
+  let log = '';
+  try {
+    log = readFileSync(path.join(dir, 'LOG'), 'utf8');
+  } catch {
+    // A store without LOG is judged by its OPTIONS files alone.
+  }
+  const rocks = names.some((name) => name.startsWith('OPTIONS-')) || /RocksDB/i.test(log);
+  return { backend: rocks ? 'ROCKSDB' : 'LEVELDB', files: names.join(' ') };
+}
+
+/**
+ * A changed default must change behaviour, not only the shown value: a worker of the target's release started with
+ * graceful shutdown on opens its recovery store, and the files it leaves say which backend opened it. The worker
+ * needs no master for this (the store is opened before its ports listen).
+ */
+export async function recoveryBackendRow(
+  target: Target,
+  command: readonly string[],
+  dir: string,
+): Promise<RuleRow[]> {
+  const release = target.release;
+  const change = DEFAULT_CHANGES.find((c) => c.key === RECOVERY_BACKEND_KEY);
+  if (change === undefined)
+    throw new Error(`no default change of ${RECOVERY_BACKEND_KEY} in the expectations`);
+  const expected = atLeast(release, change.release) ? change.after[0] : change.before;
+  return guarded(release, RECOVERY_BACKEND_SPEC, async () => {
+    const own = path.join(dir, 'recovery-backend');
+    const settings = [...workerSettings(own), 'svc.worker.graceful.shutdown.enabled=true'];
+    const args = [`${masterUrlSchemeAt(release)}://127.0.0.1:1`, '--release', release];
+    const started = await startServer(command, 'worker', args, settings);
+    if (started.kind === 'exited')
+      return fail(
+        release,
+        RECOVERY_BACKEND_SPEC,
+        `the worker refused to start (exit ${started.code}): ${excerpt(started.output, 300)}`,
+      );
+    await started.server.stop();
+    const found = backendOnDisk(path.join(own, 'recover'));
+    return verdict(
+      release,
+      RECOVERY_BACKEND_SPEC,
+      found.backend === expected,
+      `expected ${expected} (default ${atLeast(release, change.release) ? 'from' : 'before'} ${change.release}); ` +
+        `the store on disk is ${found.backend ?? 'missing'} (${excerpt(found.files, 200)})`,
+    );
+  });
+}
+
 export const configCheck = async (target: Target): Promise<RuleRow[]> => {
   const rows = await shownDefaults(target);
   const command = target.serverCommand;
@@ -231,12 +300,14 @@ export const configCheck = async (target: Target): Promise<RuleRow[]> => {
           why,
         ),
       );
+    rows.push(notApplicable(target.release, RECOVERY_BACKEND_SPEC, why));
     return rows;
   }
   const scratch = scratchDir();
   try {
     rows.push(...(await deprecatedRows(target, command, scratch.dir)));
     rows.push(...(await removedRows(target, command, scratch.dir)));
+    rows.push(...(await recoveryBackendRow(target, command, scratch.dir)));
   } finally {
     scratch.dispose();
   }

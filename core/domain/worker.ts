@@ -59,6 +59,11 @@ export interface DiskInfo {
   readonly avgFetchTimeNs: number;
   /** Slots currently allocated on this disk. */
   readonly activeSlots: number;
+  /**
+   * The disk's filesystem, unique on the worker's host (../storage/disk-space.ts): disks of one host with the same
+   * id share their space, and the master counts it once. Absent: not known (the disk counts on its own).
+   */
+  readonly filesystem?: string;
 }
 
 /** Rack of a worker when none is known. */

@@ -5,3 +5,4 @@ export * from './registry.ts';
 export * from './registry-snapshot.ts';
 export * from './registry-views.ts';
 export * from './worker-states.ts';
+export * from './dfs-dirs.ts';

@@ -192,7 +192,21 @@ export type Input =
    * An operator command from the management interface (HTTP or CLI). The machine answers it with one `adminReply`
    * effect carrying the same `commandId`, which the driver chooses to match the answer to its caller.
    */
-  | { readonly kind: 'admin'; readonly command: AdminCommand; readonly commandId?: number };
+  | { readonly kind: 'admin'; readonly command: AdminCommand; readonly commandId?: number }
+  /**
+   * A worker's driver observed its local disks' filesystems (statfs, every heartbeat interval): what each has
+   * available and its size. The worker reports the usable space they leave (core/storage/disk-space.ts); every other
+   * machine ignores it.
+   */
+  | { readonly kind: 'diskSpace'; readonly disks: readonly ObservedDiskSpace[] };
+
+/** One local disk's filesystem as observed, by the disk's mount point. */
+export interface ObservedDiskSpace {
+  readonly mountPoint: string;
+  readonly availableBytes: number;
+  readonly totalBytes: number;
+  readonly filesystem?: string;
+}
 
 export type AdminCommand =
   | { readonly type: 'excludeWorkers'; readonly add: readonly string[]; readonly remove: readonly string[] }

@@ -4,3 +4,4 @@ export * from './split.ts';
 export * from './tier-choice.ts';
 export * from './back-pressure.ts';
 export * from './congestion.ts';
+export * from './disk-space.ts';

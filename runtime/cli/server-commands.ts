@@ -39,8 +39,9 @@ function serverCommand(name: 'master' | 'worker', description: string): Command 
     .option(
       '--release <x.y.z>',
       'the release this server presents (handshakes, legacy paths, metric names, the machine configuration), ' +
-        'as during a rolling upgrade; its settings are checked as of that release and read as of the current one ' +
-        '(a key the current release removed is accepted while the presented release still reads it). Default: current',
+        'as during a rolling upgrade; its settings are checked and read as of that release, defaults included (a key ' +
+        'introduced later takes its current value; a key the current release removed is accepted while the ' +
+        'presented release still reads it). Default: current',
     );
 }
 
@@ -55,11 +56,12 @@ function serverConfigs(
   }
   // A server presenting an older release starts with that release's configuration: a key the current release
   // removed but the presented one still reads (a rolling upgrade's old properties file) is not an error.
+  // It behaves as that release too: every key that release has resolves as of it (a default the contract says
+  // changed, such as the recovery store's backend, is that release's); a key introduced later names behaviour that
+  // existed before it had a key, and the current release's value stands in.
   const presented = loadServerConfig(role, flags);
-  return {
-    conf: loadServerConfig(role, { ...flags, release: undefined, acceptRemovedKeys: true }),
-    presented,
-  };
+  const current = loadServerConfig(role, { ...flags, release: undefined, acceptRemovedKeys: true });
+  return { conf: presented.withLaterKeysFrom(current), presented };
 }
 
 /**

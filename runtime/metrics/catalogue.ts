@@ -155,13 +155,15 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'DeviceSvcTotalBytes',
     'gauge',
     'state',
-    'Capacity svc may use on the local disks of every registered worker (bytes).',
+    'Size of the filesystems of the local disks of every registered worker (bytes); a filesystem several workers of ' +
+      'one host share counts once.',
   ),
   master(
     'DeviceSvcFreeBytes',
     'gauge',
     'state',
-    'Usable space left on the healthy local disks of the available workers (bytes).',
+    'Usable space left on the healthy local disks of the available workers (bytes): each filesystem’s available ' +
+      'space less the reserve, counted once where several workers of one host share it.',
   ),
   // Master: the machine's own counters.
   master(
@@ -249,14 +251,15 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'DeviceSvcTotalBytes',
     'gauge',
     'state',
-    'Capacity svc may use on the local disk (bytes, svc.worker.storage.dirs capacity).',
+    'Capacity svc may use on the local disk (bytes, svc.worker.storage.dirs capacity, at most the filesystem’s size).',
     MOUNT,
   ),
   worker(
     'DeviceSvcFreeBytes',
     'gauge',
     'state',
-    'Capacity left for new partition files on the local disk: its capacity minus what svc holds there (bytes).',
+    'Usable space left for new partition files on the local disk (bytes): the filesystem’s available space less ' +
+      'svc.worker.storage.disk.reserve.size (or .ratio), at most its capacity minus what svc holds there.',
     MOUNT,
   ),
   worker(

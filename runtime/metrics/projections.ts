@@ -8,9 +8,10 @@ import {
 import type { MasterState } from '../../core/machines/master/state.ts';
 import { uncommittedCount } from '../../core/machines/worker/files.ts';
 import type { WorkerMachineState } from '../../core/machines/worker/state.ts';
-import { storageView } from '../../core/machines/worker/storage-view.ts';
+import { diskInfos } from '../../core/machines/worker/storage-view.ts';
 import { bufferedBytes } from '../../core/machines/worker/congestion.ts';
 import { isWorkerCongested } from '../../core/storage/index.ts';
+import { filesystemTotals } from '../../core/storage/disk-space.ts';
 
 /**
  * The gauges computed at scrape time from a machine's state: pure functions of the state (no prom-client, no
@@ -40,16 +41,21 @@ const DISTRIBUTED = new Set(['HDFS', 'OSS', 'S3']);
 export function masterGauges(s: MasterState): GaugeSample[] {
   const { workers, applications, estimatedPartitionSize } = s.durable;
   const counts = workerCounts(workers);
-  let totalBytes = 0;
-  for (const worker of workers.workers.values()) {
-    for (const disk of worker.disks) if (LOCAL_DISK.has(disk.type)) totalBytes += disk.totalBytes;
-  }
-  let freeBytes = 0;
-  for (const worker of availableWorkers(workers)) {
-    for (const disk of worker.disks) {
-      if (LOCAL_DISK.has(disk.type) && disk.status === 'HEALTHY') freeBytes += disk.usableBytes;
-    }
-  }
+  // A filesystem several workers of one host share counts once (core/storage/disk-space.ts).
+  const { totalBytes } = filesystemTotals(
+    [...workers.workers.values()].flatMap((worker) =>
+      worker.disks
+        .filter((disk) => LOCAL_DISK.has(disk.type))
+        .map((disk) => ({ host: worker.id.host, disk })),
+    ),
+  );
+  const { usableBytes: freeBytes } = filesystemTotals(
+    availableWorkers(workers).flatMap((worker) =>
+      worker.disks
+        .filter((disk) => LOCAL_DISK.has(disk.type) && disk.status === 'HEALTHY')
+        .map((disk) => ({ host: worker.id.host, disk })),
+    ),
+  );
   return [
     ...(Object.entries(counts) as [string, number][]).map(([name, value]) => ({ name, value })),
     { name: 'RegisteredShuffleCount', value: registeredShuffleKeys(applications).length },
@@ -139,9 +145,12 @@ export function workerGauges(s: WorkerMachineState): GaugeSample[] {
   for (const [applicationId, speed] of measure.userProduceSpeed)
     gauges.push({ name: 'UserProduceSpeed', value: Math.round(speed), labels: { applicationId } });
   const capacity = new Map(s.config.disks.map((disk) => [disk.mountPoint, disk.capacityBytes]));
-  for (const disk of storageView(s).disks) {
+  for (const disk of diskInfos(s)) {
+    if (!LOCAL_DISK.has(disk.type)) continue;
     const labels = { mountpoint: disk.mountPoint };
-    gauges.push({ name: 'DeviceSvcTotalBytes', value: capacity.get(disk.mountPoint) ?? 0, labels });
+    // What svc may use of the disk: its configured capacity, at most the filesystem's size.
+    const total = Math.min(capacity.get(disk.mountPoint) ?? disk.totalBytes, disk.totalBytes);
+    gauges.push({ name: 'DeviceSvcTotalBytes', value: total, labels });
     gauges.push({ name: 'DeviceSvcFreeBytes', value: disk.usableBytes, labels });
   }
   for (const [applicationId, usage] of applicationUsage(s)) {

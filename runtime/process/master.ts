@@ -13,6 +13,7 @@ import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from '../transport/node-network.ts';
 import { AUTHENTICATION_FAILED, internalSecret, MasterAuthentication } from './server-auth.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
+import { sweepExpiredDfsDirs } from './dfs-expiry.ts';
 import { metricsRoutes } from './server-config.ts';
 import {
   masterMetrics,
@@ -24,7 +25,10 @@ import {
 
 /** What a master process runs with. */
 export interface MasterOptions {
-  /** The current release's view of the configuration: it runs the process. */
+  /**
+   * The configuration the process runs on: as of the presented release, with the keys introduced later at their
+   * current values (ResolvedConfig.withLaterKeysFrom; svc master --release).
+   */
   readonly conf: ResolvedConfig;
   /**
    * What the master shows peers and operators: its release in handshakes, the machine's configuration, legacy paths
@@ -132,6 +136,16 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
     network.host.add(driver);
     driver.start(recovered);
     lifetime.keep({ close: () => driver.stop() });
+    const dfsDir = conf.optional('svc.storage.hdfs.dir', 'getString');
+    if (dfsDir !== undefined)
+      lifetime.keep(
+        sweepExpiredDfsDirs({
+          dfsDir,
+          intervalMs: conf.getDurationMs('svc.master.dfs.expireDirs.timeout'),
+          applications: () => driver.state.durable.applications,
+          logger,
+        }),
+      );
     // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
     announce(logger).info(
       {

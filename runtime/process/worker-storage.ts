@@ -1,4 +1,4 @@
-import { mkdirSync, statfsSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import { workerMemoryLimitsFrom, type WorkerMemoryLimits } from '../../conf/machine-configs.ts';
@@ -13,6 +13,7 @@ import {
   type DbBackend,
   type DurableStore,
 } from '../storage/durable-store.ts';
+import { filesystemSpaceSync } from '../storage/filesystem-space.ts';
 import { listDiskFiles } from '../storage/leftover-files.ts';
 import { MAX_BLOCK, MemoryPool } from '../storage/memory-pool.ts';
 import { ReadBuffers } from '../storage/read-buffers.ts';
@@ -55,7 +56,10 @@ function memoryTierPool(options: {
   return pool;
 }
 
-/** The worker's local disks from `svc.worker.storage.dirs`; a disk without a capacity gets its filesystem's size. */
+/**
+ * The worker's local disks from `svc.worker.storage.dirs`, each with its filesystem as observed now; a disk without a
+ * capacity gets its filesystem's size.
+ */
 function localDisks(conf: ResolvedConfig): LocalDisk[] {
   const workingDir = conf.optional('svc.worker.storage.workingDir', 'getString');
   return parseStorageDirs(conf.optional(DIRS_KEY, 'getList') ?? []).map((entry) => {
@@ -65,13 +69,14 @@ function localDisks(conf: ResolvedConfig): LocalDisk[] {
     } catch (error) {
       throw new ServerConfigError(`${DIRS_KEY}: cannot use ${dir}: ${(error as Error).message}`);
     }
-    const fs = statfsSync(dir);
+    const { mountPoint: _, ...filesystem } = filesystemSpaceSync({ mountPoint: entry.path, dir });
     return {
       dir,
       config: {
         mountPoint: entry.path,
         type: entry.diskType,
-        capacityBytes: entry.capacityBytes ?? fs.blocks * fs.bsize,
+        capacityBytes: entry.capacityBytes ?? filesystem.totalBytes,
+        filesystem,
       },
     };
   });
@@ -132,7 +137,7 @@ export function workerTiers(conf: ResolvedConfig, logger: Logger): WorkerTiers {
 
 export const GRACEFUL_KEY = 'svc.worker.graceful.shutdown.enabled';
 export const RECOVER_PATH_KEY = 'svc.worker.graceful.shutdown.recoverPath';
-const RECOVER_BACKEND_KEY = 'svc.worker.graceful.shutdown.recoverDbBackend';
+export const RECOVER_BACKEND_KEY = 'svc.worker.graceful.shutdown.recoverDbBackend';
 
 /**
  * The recovery store, opened before any port listens: on disk only when graceful shutdown is on (as the reference's

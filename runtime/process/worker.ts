@@ -2,6 +2,7 @@ import type { ResolvedConfig } from '../../conf/index.ts';
 import { PARTIAL_FRAME_LIMIT_KEYS, workerConfigFrom } from '../../conf/machine-configs.ts';
 import { DEFAULT_RACK, workerKey, type WorkerId } from '../../core/domain/worker.ts';
 import { initialWorkerState, workerMachine } from '../../core/machines/worker/index.ts';
+import type { ObservedDiskSpace } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
@@ -11,6 +12,7 @@ import { PauseReasons } from '../driver/pause-reasons.ts';
 import { workerApi } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
 import { envelopeObserver, statfsDevices, type WorkerMetrics } from '../metrics/index.ts';
+import { observeFilesystems, type DiskDirectory } from '../storage/filesystem-space.ts';
 import type { Address } from '../transport/addresses.ts';
 import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
@@ -29,6 +31,7 @@ import {
   filesOnTiers,
   GRACEFUL_KEY,
   openRecoveryStore,
+  RECOVER_BACKEND_KEY,
   RECOVER_PATH_KEY,
   workerStorage,
   workerTiers,
@@ -37,7 +40,10 @@ import {
 
 /** What a worker process runs with. */
 export interface WorkerOptions {
-  /** The current release's view of the configuration: it runs the process. */
+  /**
+   * The configuration the process runs on: as of the presented release, with the keys introduced later at their
+   * current values (ResolvedConfig.withLaterKeysFrom; svc worker --release).
+   */
   readonly conf: ResolvedConfig;
   /** What the worker shows peers and operators (svc worker --release), as a master's (master.ts). Default: `conf`. */
   readonly presented?: ResolvedConfig;
@@ -123,36 +129,29 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
     receiveMemory.countIn(backPressure);
 
     const envelopes = metrics.metrics === undefined ? undefined : envelopeObserver(metrics.metrics);
-    const driver = new NodeDriver(
-      nodeId,
-      workerMachine,
-      initialWorkerState(
-        // Keys added after the presented release fall back to the current release's configuration (`conf`).
-        workerConfigFrom(presented, conf, {
-          id,
-          master: masterNodeId(),
-          networkLocation: DEFAULT_RACK,
-          disks: tiers.disks.map((disk) => disk.config),
-          distributed: tiers.dfsDir === undefined ? [] : ['HDFS'],
-          memoryCapacityBytes: tiers.memoryCapacity,
-          ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
-        }),
-      ),
-      release,
-      {
-        send: (envelope) => network.transport.send(envelope),
-        logger,
-        storage,
-        durable: store,
-        durableStoreKind: 'recovery',
-        ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
-        onExit: (code, reason) => void lifetime.shutdown(code, reason),
-        onWriteBytes: (delta) => backPressure.change(delta),
-        onInputsFull: holdWhileBacklogFull(pauses, DATA_SERVICES, logger, nodeId),
-        ...(metrics.metrics === undefined ? {} : { onMetric: metrics.metrics.onMetric }),
-        ...(envelopes === undefined ? {} : { onReceive: envelopes.received, onSend: envelopes.sent }),
-      },
-    );
+    // Keys added after the presented release fall back to the current release's configuration (`conf`).
+    const machineConfig = workerConfigFrom(presented, conf, {
+      id,
+      master: masterNodeId(),
+      networkLocation: DEFAULT_RACK,
+      disks: tiers.disks.map((disk) => disk.config),
+      distributed: tiers.dfsDir === undefined ? [] : ['HDFS'],
+      memoryCapacityBytes: tiers.memoryCapacity,
+      ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
+    });
+    const driver = new NodeDriver(nodeId, workerMachine, initialWorkerState(machineConfig), release, {
+      send: (envelope) => network.transport.send(envelope),
+      logger,
+      storage,
+      durable: store,
+      durableStoreKind: 'recovery',
+      ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
+      onExit: (code, reason) => void lifetime.shutdown(code, reason),
+      onWriteBytes: (delta) => backPressure.change(delta),
+      onInputsFull: holdWhileBacklogFull(pauses, DATA_SERVICES, logger, nodeId),
+      ...(metrics.metrics === undefined ? {} : { onMetric: metrics.metrics.onMetric }),
+      ...(envelopes === undefined ? {} : { onReceive: envelopes.received, onSend: envelopes.sent }),
+    });
 
     // The last port: a worker whose management interface cannot listen never registers with the master.
     const http = lifetime.keep(
@@ -173,6 +172,13 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
     network.host.add(driver);
     driver.input({ kind: 'start', recovered, leftovers: found });
     lifetime.keep({ close: () => driver.stop() });
+    lifetime.keep(
+      observeDiskSpace({
+        disks: tiers.disks.map((disk) => ({ mountPoint: disk.config.mountPoint, dir: disk.dir })),
+        intervalMs: machineConfig.heartbeatIntervalMs,
+        observed: (disks) => driver.input({ kind: 'diskSpace', disks }),
+      }),
+    );
     // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
     announce(logger).info(
       {
@@ -190,6 +196,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
         memoryCapacityBytes: tiers.memoryCapacity,
         recoveredKeys: recovered.size,
         recoveryStore: conf.getBoolean(GRACEFUL_KEY) ? conf.getString(RECOVER_PATH_KEY) : null,
+        recoveryStoreBackend: conf.getBoolean(GRACEFUL_KEY) ? conf.getString(RECOVER_BACKEND_KEY) : null,
       },
       `worker ${nodeId} listening`,
     );
@@ -210,6 +217,35 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
 }
 
 const DATA_SERVICES = ['rpc', 'push', 'fetch', 'replicate'] as const;
+
+/**
+ * Reads the local disks' filesystems every heartbeat interval and hands what they say to the machine, so that each
+ * heartbeat reports the space they have now (core/storage/disk-space.ts). At most one read is in flight.
+ */
+function observeDiskSpace(options: {
+  readonly disks: readonly DiskDirectory[];
+  readonly intervalMs: number;
+  readonly observed: (disks: ObservedDiskSpace[]) => void;
+}): { close(): void } {
+  const { disks, intervalMs, observed } = options;
+  let closed = false;
+  let reading = false;
+  const timer = setInterval(() => {
+    if (reading || disks.length === 0) return;
+    reading = true;
+    void observeFilesystems(disks).then((space) => {
+      reading = false;
+      if (!closed && space.length > 0) observed(space);
+    });
+  }, intervalMs);
+  timer.unref();
+  return {
+    close() {
+      closed = true;
+      clearInterval(timer);
+    },
+  };
+}
 
 /** Binds the rpc, push, fetch and replicate ports; one that cannot listen is a configuration error naming its key. */
 async function listenDataPorts(options: {

@@ -84,16 +84,20 @@ const workerId = rec<WorkerId>({
   fetchPort: uint32,
   replicatePort: uint32,
 });
-const disk = rec<DiskInfo>({
-  mountPoint: text,
-  type: storageType,
-  usableBytes: int64,
-  totalBytes: int64,
-  status: fc.constantFrom(...DISK_STATUSES),
-  avgFlushTimeNs: double,
-  avgFetchTimeNs: double,
-  activeSlots: int32,
-});
+const disk = rec<DiskInfo>(
+  {
+    mountPoint: text,
+    type: storageType,
+    usableBytes: int64,
+    totalBytes: int64,
+    status: fc.constantFrom(...DISK_STATUSES),
+    avgFlushTimeNs: double,
+    avgFetchTimeNs: double,
+    activeSlots: int32,
+    filesystem: nonEmptyText,
+  },
+  ['filesystem'],
+);
 const storage = rec<StorageInfo>({ type: storageType, mountPoint: text, availableTypes: uint32 });
 const peerLocation = rec<Omit<PartitionLocation, 'peer'>>({
   partitionId: int32,

@@ -379,6 +379,7 @@ function diskToPb(disk: DiskInfo): pb.DiskInfo {
     avgFlushTimeNs: disk.avgFlushTimeNs,
     avgFetchTimeNs: disk.avgFetchTimeNs,
     activeSlots: disk.activeSlots,
+    filesystem: disk.filesystem ?? '',
   };
 }
 
@@ -392,6 +393,7 @@ function diskFromPb(disk: pb.DiskInfo): DiskInfo {
     avgFlushTimeNs: disk.avgFlushTimeNs,
     avgFetchTimeNs: disk.avgFetchTimeNs,
     activeSlots: disk.activeSlots,
+    ...(disk.filesystem === '' ? {} : { filesystem: disk.filesystem }),
   };
 }
 

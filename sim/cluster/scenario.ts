@@ -252,8 +252,11 @@ function buildCluster(
   });
   world.schedule(0, 'start master', (w) => w.start(master));
 
+  // As of the release the workers present (a changed default, such as directMemoryRatioToResume, is theirs).
   const workerMemory = workerMemoryLimitsFrom(
-    configFor(CURRENT_RELEASE, 'worker', workerOverrides),
+    configFor(cluster.serverRelease, 'worker', workerOverrides).withLaterKeysFrom(
+      configFor(CURRENT_RELEASE, 'worker', workerOverrides),
+    ),
     tightBudget,
   );
   const workerNodes = new Map<string, NodeId>();

@@ -1354,6 +1354,8 @@ function traceInput(input: Input): string {
       return `records ${input.records.length}`;
     case 'recordsEnd':
       return 'recordsEnd';
+    case 'diskSpace':
+      return `diskSpace ${input.disks.map((d) => `${d.mountPoint}=${d.availableBytes}/${d.totalBytes}`).join(', ')}`;
   }
 }
 

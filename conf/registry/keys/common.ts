@@ -282,8 +282,10 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     key: 'svc.fsconf.<key>',
     type: 'string',
     roles: ALL_ROLES,
-    effect: notImplementedYet(
-      'the distributed tier is a mounted directory; nothing hands these settings to it yet',
+    effect: compatibilityOnly(
+      'svc’s distributed tier is a mounted directory (NFS, CephFS, an HDFS fuse mount) that servers write with ' +
+        'plain file operations: there is no filesystem client to hand these settings to; set the mount’s own ' +
+        'options instead',
     ),
     description:
       'Passed to the distributed-filesystem client as its setting <key> (on a batch-engine client, prefix it with the engine’s configuration prefix).',

@@ -347,10 +347,9 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '1h',
     roles: MASTER,
-    effect: notImplementedYet(
-      'the master does not remove distributed-tier directories of expired applications yet',
-    ),
-    description: 'Time after which directories of expired applications on the distributed tier are deleted.',
+    description:
+      'How often the master removes, from the distributed tier (svc.storage.hdfs.dir), the shuffle directories of ' +
+      'applications it no longer has (expired or lost): at most this long after an application ends.',
   },
   {
     key: 'svc.master.persist.workerNetworkLocation',

@@ -140,16 +140,18 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'bytes',
     default: '5g',
     roles: WORKER,
-    effect: notImplementedYet('a disk’s usable space is not yet reduced by the reserve'),
-    description: 'Space kept free on every disk; a disk with less is not offered.',
+    description:
+      'Space kept free on every disk’s filesystem: a disk’s usable space is the filesystem’s available space less ' +
+      'this (and at most its capacity less what svc wrote there), refreshed every heartbeat; a disk with none left ' +
+      'is not offered.',
   },
   {
     key: 'svc.worker.storage.disk.reserve.ratio',
     ...RATIO,
     roles: WORKER,
-    effect: notImplementedYet('a disk’s usable space is not yet reduced by the reserve'),
     description:
-      'Share of every disk kept free, when larger than the reserve size (unset: only the size applies).',
+      'Share of every disk’s filesystem size kept free, when larger than the reserve size (unset: only the size ' +
+      'applies).',
   },
   {
     key: 'svc.worker.storage.maxOpenFiles',

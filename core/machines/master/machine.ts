@@ -79,6 +79,7 @@ function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState 
     case 'admin':
       return handleMasterAdmin(s, out, input.command, input.commandId);
     case 'consumed': // a reduce task's input only
+    case 'diskSpace': // a worker's input only
       return s;
     case 'records':
     case 'recordsEnd':

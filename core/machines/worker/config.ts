@@ -4,8 +4,10 @@ import type { Release } from '../../release/version.ts';
 import type {
   CongestionConfig,
   CreateFilePolicy,
+  DiskReserve,
   DistributedType,
   EvictPolicy,
+  FilesystemSpace,
 } from '../../storage/index.ts';
 import type { NodeId } from '../effects.ts';
 
@@ -13,8 +15,13 @@ import type { NodeId } from '../effects.ts';
 export interface WorkerDiskConfig {
   readonly mountPoint: string;
   readonly type: 'HDD' | 'SSD';
-  /** Bytes the worker may use on this disk; usable bytes are this minus what the worker has written there. */
+  /**
+   * Bytes the worker may use on this disk (the `capacity=` of its entry, else the filesystem's size); usable bytes
+   * are this minus what the worker has written there, and at most the filesystem's available space less the reserve.
+   */
   readonly capacityBytes: number;
+  /** The disk's filesystem as the driver observed it at start (statfs); later observations come as `diskSpace`. */
+  readonly filesystem?: FilesystemSpace;
 }
 
 /**
@@ -36,6 +43,11 @@ export interface WorkerConfig {
   /** Rack of this worker, as the master's rack resolution would report it. */
   readonly networkLocation: string;
   readonly disks: readonly WorkerDiskConfig[];
+  /**
+   * `svc.worker.storage.disk.reserve.size` and `.ratio`: kept free on each disk's filesystem (../../storage/disk-space.ts).
+   * Absent: nothing kept.
+   */
+  readonly diskReserve?: DiskReserve;
   /** Distributed tiers this worker has a directory for (`svc.storage.hdfs.dir` and friends). */
   readonly distributed: readonly DistributedType[];
   readonly memory: {

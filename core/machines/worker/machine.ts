@@ -36,7 +36,7 @@ import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
 import { findLeftovers } from './leftovers.ts';
 import { completeCreate, handleReserveSlots } from './reserve.ts';
 import type { WorkerMachineState } from './state.ts';
-import { accountBytes } from './storage-view.ts';
+import { accountBytes, noteDiskSpace } from './storage-view.ts';
 
 /**
  * The worker as a pure state machine. Each step routes one input to the module that owns it (reserve, push,
@@ -101,6 +101,8 @@ function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachi
       return handleAdmin(s, out, input.command, input.commandId);
     case 'consumed': // a reduce task's input only
       return s;
+    case 'diskSpace':
+      return noteDiskSpace(s, input.disks);
     case 'records':
     case 'recordsEnd':
       refuseRecords(out, 'worker', input);

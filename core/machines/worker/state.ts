@@ -8,7 +8,12 @@ import type {
 } from '../../domain/index.ts';
 import { initialLifecycle, type WorkerLifecycle } from '../../lifecycle/worker-states.ts';
 import type { ReplicaOutcome, UnavailablePeers } from '../../replication/index.ts';
-import { emptyCongestion, type CongestionState, type PartitionSplitMode } from '../../storage/index.ts';
+import {
+  emptyCongestion,
+  type CongestionState,
+  type FilesystemSpace,
+  type PartitionSplitMode,
+} from '../../storage/index.ts';
 import type { FileRef, IoError, NodeId } from '../effects.ts';
 import type { WorkerConfig } from './config.ts';
 
@@ -239,6 +244,8 @@ export interface WorkerMachineState {
   readonly memoryUsedBytes: number;
   /** Bytes written per local disk (by mount point), including files still open. */
   readonly diskUsedBytes: ReadonlyMap<string, number>;
+  /** Each local disk's filesystem as last observed (start, then each `diskSpace` input), by mount point. */
+  readonly diskSpace: ReadonlyMap<string, FilesystemSpace>;
   /** Disks marked unusable after an I/O error or a full disk, with why (until restart). */
   readonly diskProblems: ReadonlyMap<string, 'READ_OR_WRITE_FAILURE' | 'HIGH_DISK_USAGE'>;
   /** Per disk (mount point; a distributed tier by its name): moving averages of write, flush and read latency. */
@@ -302,6 +309,11 @@ export function initialWorkerState(config: WorkerConfig): WorkerMachineState {
     streams: new Map(),
     memoryUsedBytes: 0,
     diskUsedBytes: new Map(config.disks.map((disk) => [disk.mountPoint, 0])),
+    diskSpace: new Map(
+      config.disks.flatMap((disk) =>
+        disk.filesystem === undefined ? [] : [[disk.mountPoint, disk.filesystem]],
+      ),
+    ),
     diskProblems: new Map(),
     timings: new Map(),
     unavailablePeers: new Map(),

@@ -3,9 +3,11 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { DiskInfo } from '../../domain/index.ts';
 import type { FileRef } from '../effects.ts';
+import { masterNodeId } from '../../protocol/node-ids.ts';
+import { workerMachine } from './machine.ts';
 import { initialWorkerState } from './state.ts';
 import { diskInfos, recordLatency } from './storage-view.ts';
-import { workerId } from './test-kit.ts';
+import { Harness, onlySent, SELF, workerId } from './test-kit.ts';
 import { testWorkerConfig } from './testing.ts';
 
 /**
@@ -60,6 +62,55 @@ describe('worker: disk timings', () => {
           assert.deepEqual(report, copy, 'an earlier report is unchanged');
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe('worker: disk space as the filesystem has it', () => {
+  it('registers with the space observed at start and heartbeats the space observed since, less the reserve', () => {
+    const GiB = 2 ** 30;
+    const harness = new Harness(
+      workerMachine,
+      initialWorkerState(
+        testWorkerConfig(SELF, {
+          disks: [
+            {
+              mountPoint: '/disk1',
+              type: 'HDD',
+              capacityBytes: 252 * GiB,
+              filesystem: { availableBytes: 77 * GiB, totalBytes: 252 * GiB, filesystem: '64769' },
+            },
+          ],
+          diskReserve: { bytes: 5 * GiB },
+          heartbeatIntervalMs: 30_000,
+        }),
+      ),
+    );
+    const register = onlySent(harness.step({ kind: 'start', recovered: new Map() }), 'RegisterWorker');
+    assert.deepEqual(
+      register.message.disks.map(({ usableBytes, totalBytes, filesystem }) => ({
+        usableBytes,
+        totalBytes,
+        filesystem,
+      })),
+      [{ usableBytes: 72 * GiB, totalBytes: 252 * GiB, filesystem: '64769' }],
+    );
+    harness.receive(
+      masterNodeId(),
+      { type: 'RegisterWorkerResponse', success: true, message: 'ok' },
+      { inReplyTo: register.requestId!, principal: { kind: 'server' } },
+    );
+    harness.step({
+      kind: 'diskSpace',
+      disks: [
+        { mountPoint: '/disk1', availableBytes: 40 * GiB, totalBytes: 252 * GiB, filesystem: '64769' },
+        { mountPoint: '/not-a-disk', availableBytes: GiB, totalBytes: GiB },
+      ],
+    });
+    const beat = onlySent(harness.timer('heartbeat', harness.now + 30_000), 'WorkerHeartbeat');
+    assert.deepEqual(
+      beat.message.disks.map((disk) => [disk.mountPoint, disk.usableBytes]),
+      [['/disk1', 35 * GiB]],
     );
   });
 });

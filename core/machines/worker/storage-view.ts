@@ -1,5 +1,10 @@
 import type { DiskInfo, DiskStatus } from '../../domain/index.ts';
-import type { LocalDisk, WorkerStorage } from '../../storage/index.ts';
+import {
+  usableDiskBytes,
+  type FilesystemSpace,
+  type LocalDisk,
+  type WorkerStorage,
+} from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
 import { log, setEntry, type Outbox } from '../outbox.ts';
 import type { DiskTimings, WorkerMachineState } from './state.ts';
@@ -24,15 +29,20 @@ export function storageView(s: WorkerMachineState): WorkerStorage {
  */
 export function diskInfos(s: WorkerMachineState): DiskInfo[] {
   const openFiles = openFilesPerMount(s);
-  const local = s.config.disks.map((disk): DiskInfo => ({
-    mountPoint: disk.mountPoint,
-    type: disk.type,
-    usableBytes: usableBytes(s, disk.mountPoint, disk.capacityBytes),
-    totalBytes: disk.capacityBytes,
-    status: diskStatus(s, disk.mountPoint),
-    ...timingsOf(s, disk.mountPoint),
-    activeSlots: openFiles.get(disk.mountPoint) ?? 0,
-  }));
+  const local = s.config.disks.map((disk): DiskInfo => {
+    const space = s.diskSpace.get(disk.mountPoint);
+    return {
+      mountPoint: disk.mountPoint,
+      type: disk.type,
+      usableBytes: usableBytes(s, disk.mountPoint, disk.capacityBytes),
+      // The filesystem's size once observed (the reference's totalSpace), else the configured capacity.
+      totalBytes: space?.totalBytes ?? disk.capacityBytes,
+      status: diskStatus(s, disk.mountPoint),
+      ...timingsOf(s, disk.mountPoint),
+      activeSlots: openFiles.get(disk.mountPoint) ?? 0,
+      ...(space?.filesystem === undefined ? {} : { filesystem: space.filesystem }),
+    };
+  });
   const distributed = s.config.distributed.map((type): DiskInfo => ({
     mountPoint: type,
     type,
@@ -160,7 +170,27 @@ function diskStatus(s: WorkerMachineState, mountPoint: string): DiskStatus {
 }
 
 function usableBytes(s: WorkerMachineState, mountPoint: string, capacityBytes: number): number {
-  return Math.max(0, capacityBytes - (s.diskUsedBytes.get(mountPoint) ?? 0));
+  return usableDiskBytes({
+    capacityBytes,
+    usedBytes: s.diskUsedBytes.get(mountPoint) ?? 0,
+    space: s.diskSpace.get(mountPoint),
+    reserve: s.config.diskReserve,
+  });
+}
+
+/**
+ * The driver observed the local disks' filesystems again (statfs, every heartbeat interval): the next registration or
+ * heartbeat reports the usable space they leave. Mount points the worker does not have are ignored.
+ */
+export function noteDiskSpace(
+  s: WorkerMachineState,
+  observed: readonly ({ readonly mountPoint: string } & FilesystemSpace)[],
+): WorkerMachineState {
+  for (const { mountPoint, ...space } of observed) {
+    if (!s.diskUsedBytes.has(mountPoint)) continue;
+    setEntry(s.diskSpace, mountPoint, space);
+  }
+  return s;
 }
 
 /** Files still being written, per mount point (memory files are not on a disk and are not counted). */
