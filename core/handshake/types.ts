@@ -51,4 +51,4 @@ export type SecretAnswer =
 export type HandshakeCloseCause = 'unexpectedFrame' | 'authenticationFailed';
 
 /** The kinds of frame a connection carries, as the handshake tells them apart. */
-export type FrameKind = 'hello' | 'helloReply' | 'authChallenge' | 'authProof' | 'envelope';
+export type FrameKind = 'hello' | 'helloReply' | 'authChallenge' | 'authProof' | 'envelope' | 'ping' | 'pong';

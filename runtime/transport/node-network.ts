@@ -1,3 +1,4 @@
+import type { SilentPeerSettings } from '../../core/interpreter/silent-peers.ts';
 import { readFileSync } from 'node:fs';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
@@ -67,6 +68,9 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
   return { transport, host, addresses };
 }
 
+/** svc.network.silentPeer.pingInterval and .timeout by default (the registry's; test/silent-peer-defaults checks). */
+export const SILENT_PEER_DEFAULTS: SilentPeerSettings = { pingAfterMs: 1_000, silentAfterMs: 10_000 };
+
 function newTransport(
   options: NodeNetworkOptions,
   host: NodeHost,
@@ -93,6 +97,13 @@ function newTransport(
     ...(conf.has('svc.network.port.maxConnections')
       ? { maxConnectionsPerPort: conf.getInt('svc.network.port.maxConnections') }
       : {}),
+    // Keys of 0.6.0, but the behaviour of every release svc presents: an older client has their defaults.
+    silentPeer: conf.has('svc.network.silentPeer.timeout')
+      ? {
+          pingAfterMs: conf.getDurationMs('svc.network.silentPeer.pingInterval'),
+          silentAfterMs: conf.getDurationMs('svc.network.silentPeer.timeout'),
+        }
+      : SILENT_PEER_DEFAULTS,
     ...(conf.has('svc.log.summary.interval')
       ? { logSummaryIntervalMs: conf.getDurationMs('svc.log.summary.interval') }
       : {}),

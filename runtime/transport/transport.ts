@@ -4,6 +4,7 @@ import type { StatusCode } from '../../core/domain/status.ts';
 import { defaultRouteIdleMs, portFull } from '../../core/interpreter/connection-limits.ts';
 import { ReplyRoutes } from '../../core/interpreter/reply-routes.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
+import type { SilentPeerSettings } from '../../core/interpreter/silent-peers.ts';
 import type { Envelope, NodeId } from '../../core/machines/effects.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { nameTheftRefusal, type SpeakerRules } from '../../core/protocol/speakers.ts';
@@ -33,6 +34,8 @@ import {
   encodeEnvelope,
   encodeHello,
   encodeHelloReply,
+  PING_FRAME,
+  PONG_FRAME,
   type DecodedFrame,
   type Hello,
   type HelloReply,
@@ -41,6 +44,7 @@ import {
 import { addressText, type Address, type AddressBook } from './addresses.ts';
 import { authMac, newNonce, proofMatches, type TransportAuth } from './authentication.ts';
 import { acceptInPlace, Connection, type ConnectionLimits, type InPlaceReading } from './connection.ts';
+import { SilenceWatch, type SilenceHooks } from './silence.ts';
 import { tlsRefusalReason, TlsSetup, type TransportTls } from './tls.ts';
 
 export interface TransportOptions extends ConnectionLimits {
@@ -112,6 +116,11 @@ export interface TransportOptions extends ConnectionLimits {
   readonly routeIdleMs?: number;
   /** The clock routes are aged by (ms); absent: Date.now. */
   readonly now?: () => number;
+  /**
+   * When a peer address that owes answers is pinged and given up as silent (svc.network.silentPeer.*;
+   * core/interpreter/silent-peers.ts). Absent: never; each request waits out its own deadline.
+   */
+  readonly silentPeer?: SilentPeerSettings;
   /** Test-only (core/planted-bugs.ts), for the record of unanswered requests; no configuration key sets it. */
   readonly plantedBug?: PlantedBug;
 }
@@ -169,6 +178,10 @@ export class Transport {
   private readonly speakerRules: SpeakerRules;
   private readonly accepting: AcceptingConfig;
   private readonly connecting: ConnectingConfig;
+  /** The peers it waits for that have gone silent (./silence.ts); absent without options.silentPeer. */
+  private readonly silence: SilenceWatch | undefined;
+  /** The address behind each link key, for the silence watch's probes. */
+  private readonly addressOf = new Map<string, Address>();
 
   constructor(private readonly options: TransportOptions) {
     this.speakerRules = { authenticated: options.auth !== undefined };
@@ -197,6 +210,10 @@ export class Transport {
       intervalMs: options.logSummaryIntervalMs ?? 10_000,
       ...(options.logBurst === undefined ? {} : { burst: options.logBurst }),
     });
+    this.silence =
+      options.silentPeer === undefined
+        ? undefined
+        : new SilenceWatch(options.silentPeer, this.silenceHooks(), options.plantedBug);
   }
 
   /** Nodes a reply or message can be routed to through the connection they spoke on. */
@@ -259,6 +276,11 @@ export class Transport {
       }
     }
     const address = this.options.addresses.resolve(envelope.to, envelope.message);
+    if (address !== undefined && this.silence?.mayAsk(addressText(address)) === false) {
+      // Given up as silent and not heard from since: the sender learns at once, and moves the work elsewhere.
+      queueMicrotask(() => this.options.sendFailed(envelope));
+      return;
+    }
     if (address !== undefined) {
       this.sendVia(this.link(address), { envelope, pieces, ...(written === undefined ? {} : { written }) });
       return;
@@ -286,6 +308,7 @@ export class Transport {
   /** Closes every server and connection. */
   async close(): Promise<void> {
     this.closing = true;
+    this.silence?.close();
     const closed = [...this.servers.values()].map(
       (server) => new Promise<void>((resolve) => server.close(() => resolve())),
     );
@@ -348,6 +371,11 @@ export class Transport {
       this.options,
       {
         onFrame: (frame) => {
+          if (frame.kind === 'ping' && inbound.handshake.phase === 'open') {
+            // Answered here, not by the machine: a busy process still shows it is alive.
+            connection.write([PONG_FRAME]);
+            return;
+          }
           const input: AcceptingInput =
             frame.kind === 'hello'
               ? { kind: 'hello', hello: frame.hello, nonce: newNonce() }
@@ -540,6 +568,7 @@ export class Transport {
       this.runConnecting(link, { kind: 'connected' }),
     );
     this.links.set(key, link);
+    this.addressOf.set(key, address);
     return link;
   }
 
@@ -556,6 +585,11 @@ export class Transport {
   }
 
   private onLinkFrame(link: Link, frame: DecodedFrame): void {
+    this.silence?.heard(addressText(link.address));
+    if (link.state === 'open' && frame.kind === 'pong') {
+      this.options.logger.debug({ event: 'transport.pong', peer: addressText(link.address) }, 'pong');
+      return;
+    }
     if (link.state === 'open' && frame.kind === 'envelope') {
       const { envelope } = frame;
       if (envelope.inReplyTo !== undefined) this.unanswered.answered(link, envelope.to, envelope.inReplyTo);
@@ -688,6 +722,46 @@ export class Transport {
         { event: 'transport.noSuchNode', to: wire.to, from: wire.from, type: wire.message.type },
         `no node ${wire.to} here`,
       );
+    }
+  }
+
+  /** The silence watch's view of the links (./silence.ts). */
+  private silenceHooks(): SilenceHooks {
+    return {
+      owing: () => this.owing(),
+      ping: (peer) => {
+        const link = this.links.get(peer);
+        if (link?.state !== 'open' || this.unanswered.waiting(link) === 0) return;
+        this.options.logger.debug({ event: 'transport.ping', peer }, `ping ${peer}`);
+        link.connection.write([PING_FRAME]);
+      },
+      silent: (peer, unheardMs) => {
+        const link = this.links.get(peer);
+        const owed = link === undefined ? 0 : this.unanswered.waiting(link);
+        // The close fails what the link owes and logs its reason: that is the one line a silence costs.
+        link?.connection.destroy(
+          `silent for ${unheardMs} ms while owing ${owed} answer(s) (svc.network.silentPeer.timeout); ` +
+            `requests to it fail at once until it answers again`,
+        );
+      },
+      back: (peer) =>
+        this.options.logger.info(
+          { event: 'transport.peerBack', peer },
+          `${peer} answers again after its silence`,
+        ),
+      probe: (peer) => {
+        const address = this.addressOf.get(peer);
+        if (address !== undefined) this.link(address);
+      },
+      now: () => this.now(),
+    };
+  }
+
+  /** Each link key that owes answers, with when the oldest was asked. */
+  private *owing(): Iterable<readonly [string, number]> {
+    for (const [key, link] of this.links) {
+      const since = this.unanswered.waitingSince(link);
+      if (since !== undefined) yield [key, since];
     }
   }
 

@@ -20,7 +20,15 @@ import type { DecodedFrame, Hello, HelloReply, WireEnvelope } from './types.ts';
  * byte; an envelope carries `control length (u32 BE) | control | raw payloads`, where the payloads (batch bytes,
  * chunks) are never re-encoded: the control message says how long each is, in order (docs/protocol.md).
  */
-export const FRAME_KIND = { hello: 1, helloReply: 2, envelope: 3, authChallenge: 4, authProof: 5 } as const;
+export const FRAME_KIND = {
+  hello: 1,
+  helloReply: 2,
+  envelope: 3,
+  authChallenge: 4,
+  authProof: 5,
+  ping: 6,
+  pong: 7,
+} as const;
 
 /** The frame layout's version, in every handshake; a peer with another refuses the connection. */
 export const PROTOCOL_VERSION = 1;
@@ -54,6 +62,22 @@ export function encodeAuthChallenge(nonce: Uint8Array): Uint8Array {
 export function encodeAuthProof(mac: Uint8Array): Uint8Array {
   return handshakeFrame(FRAME_KIND.authProof, encodeAuthProofControl(mac));
 }
+
+function bareFrame(kind: number): Uint8Array {
+  const frame = new Uint8Array(HEAD_BYTES);
+  new DataView(frame.buffer).setUint32(0, 1);
+  frame[LENGTH_PREFIX_BYTES] = kind;
+  return frame;
+}
+
+/**
+ * A sign-of-life request on an open connection, from the side that opened it to a peer that owes answers: the
+ * peer's transport answers with a pong, whatever its machine is doing (core/interpreter/silent-peers.ts).
+ */
+export const PING_FRAME: Uint8Array = bareFrame(FRAME_KIND.ping);
+
+/** The answer to a ping. */
+export const PONG_FRAME: Uint8Array = bareFrame(FRAME_KIND.pong);
 
 /**
  * An envelope as the pieces of one frame: a head (prefix, kind, control) and each payload as given, so that the
@@ -99,11 +123,16 @@ export function decodeFrame(body: Uint8Array): DecodedFrame {
       const envelope = decodeHotEnvelope(control, payloads) ?? decodeEnvelopeControl(control, payloads);
       return { kind: 'envelope', envelope };
     }
+    case FRAME_KIND.ping:
+    case FRAME_KIND.pong:
+      if (body.byteLength !== 1)
+        throw new WireError('malformed', `a ${kind === FRAME_KIND.ping ? 'ping' : 'pong'} frame with a body`);
+      return { kind: kind === FRAME_KIND.ping ? 'ping' : 'pong' };
     case undefined:
     default:
       throw new WireError(
         'unknown',
-        `frame kind ${String(kind)} is not one of hello, helloReply, envelope, authChallenge, authProof`,
+        `frame kind ${String(kind)} is not one of hello, helloReply, envelope, authChallenge, authProof, ping, pong`,
       );
   }
 }

@@ -19,6 +19,8 @@ export {
   encodeHelloReply,
   FRAME_KIND,
   PROTOCOL_VERSION,
+  PING_FRAME,
+  PONG_FRAME,
 } from './frames.ts';
 export type { DecodedFrame, Hello, HelloReply, PeerRole, WireEnvelope } from './types.ts';
 export { AUTH_MAC_BYTES, AUTH_NONCE_BYTES } from './control-codec.ts';

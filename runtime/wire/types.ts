@@ -17,4 +17,7 @@ export type DecodedFrame =
   | { readonly kind: 'authChallenge'; readonly nonce: Uint8Array }
   /** The connecting side's HMAC over the handshake's transcript (runtime/transport/authentication.ts). */
   | { readonly kind: 'authProof'; readonly mac: Uint8Array }
-  | { readonly kind: 'envelope'; readonly envelope: WireEnvelope };
+  | { readonly kind: 'envelope'; readonly envelope: WireEnvelope }
+  /** A sign of life asked for (by the side that opened the connection) and given. */
+  | { readonly kind: 'ping' }
+  | { readonly kind: 'pong' };

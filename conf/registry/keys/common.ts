@@ -86,6 +86,28 @@ export const COMMON_KEYS: readonly KeySpec[] = [
       'waits, so that whoever produces its answers waits for the peer. Must exceed svc.shuffle.chunk.size.',
   },
   {
+    key: 'svc.network.silentPeer.pingInterval',
+    type: 'time',
+    default: '1s',
+    since: '0.6.0',
+    roles: ALL_ROLES,
+    description:
+      'svc addition: a peer that owes answers and has sent nothing for this long is pinged on its connection (its ' +
+      'transport answers, however busy its machine); a peer given up as silent is probed this often. Must be less ' +
+      'than svc.network.silentPeer.timeout.',
+  },
+  {
+    key: 'svc.network.silentPeer.timeout',
+    type: 'time',
+    default: '10s',
+    since: '0.6.0',
+    roles: ALL_ROLES,
+    description:
+      'svc addition: a peer that owes answers and has sent nothing, not even the answer to a ping, for this long is ' +
+      'silent (a host cut off by the network answers nothing): every request it owes fails at once, its ' +
+      'connections are closed and never reused, and requests to it fail at once until it is heard from again.',
+  },
+  {
     key: 'svc.log.summary.interval',
     type: 'time',
     default: '10s',
