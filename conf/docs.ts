@@ -108,7 +108,7 @@ function keyTable(specs: readonly KeySpec[]): string[] {
     const entry = entryOf(spec);
     lines.push(
       `| ${code(spec.key)} | ${cell(typeText(entry))} | ${defaultText(entry)} | ${sinceText(entry)} | ` +
-        `${entry.dynamic ? 'yes' : 'no'} | ${entry.roles.join(', ')} | ${olderNames(entry)} | ${cell(entry.description + effectText(entry.effect))} |`,
+        `${entry.dynamic ? 'yes' : 'no'} | ${entry.roles.join(', ')} | ${olderNames(entry)} | ${cell(entry.description + effectText(spec.effect))} |`,
     );
   }
   return lines;

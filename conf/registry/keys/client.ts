@@ -6,8 +6,9 @@ function askTimeout(request: string, what: string): KeySpec {
     key: `svc.client.rpc.${request}.askTimeout`,
     type: 'time',
     roles: CLIENT,
-    description: `Time to wait for the reply to ${what}.`,
-    effect: notImplementedYet('the client waits svc.rpc.askTimeout for every ask'),
+    description:
+      `Time to wait for the reply to ${what}, each try (a task tries 3 times before it fails). Unset, it falls ` +
+      'back as the client’s release did: to svc.rpc.io.connectionTimeout before 0.4.1, to svc.rpc.askTimeout from 0.4.1.',
   };
 }
 

@@ -26,7 +26,12 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     fallback: 'svc.network.timeout',
     roles: ALL_ROLES,
     effect: compatibilityOnly('the transport applies svc.network.timeout to the connections of every module'),
-    description: 'Time after which an idle or unresponsive connection of the module is closed.',
+    // Before 0.4.1 a client's ask timeouts fall back to the control plane's.
+    takesEffectIn: ['rpc'],
+    description:
+      'Time after which an idle or unresponsive connection of the module is closed. svc’s transport applies ' +
+      'svc.network.timeout to the connections of every module; svc.rpc.io.connectionTimeout is what a client ' +
+      'before 0.4.1 waits for an ask that has no timeout of its own (svc.client.rpc.*.askTimeout).',
   },
   {
     key: 'svc.<module>.io.connectTimeout',
