@@ -65,6 +65,7 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       release,
       nodeId,
       conf,
+      presented,
       logger,
       admit: serverAdmission(release, testing.plantedBug),
       ...(auth.transportAuth === undefined ? {} : { auth: auth.transportAuth }),
@@ -126,6 +127,7 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       instance: `${conf.getString('svc.master.host')}:${http.address.port}`,
       state: () => driver.state,
       backlog: () => driver.backlog,
+      connections: () => network.transport.acceptedConnections(),
     });
 
     // Every port listens: the machine starts, and the driver is the first part to stop.
