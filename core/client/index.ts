@@ -2,3 +2,4 @@ export * from './causes.ts';
 export * from './reaction.ts';
 export * from './worker-status.ts';
 export * from './stage-attempts.ts';
+export * from './fallback.ts';

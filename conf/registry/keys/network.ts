@@ -17,16 +17,13 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'int',
     min: 1,
     roles: ALL_ROLES,
-    effect: compatibilityOnly(
-      'no process connects out through the worker’s push and fetch modules: a client’s pushes and fetches are its data module',
-    ),
-    takesEffectIn: ['rpc', 'data', 'replicate'],
     description:
       'Connections the module keeps open to each peer address: a client’s to the master and its lifecycle manager ' +
       '(`rpc`) and to each worker port it pushes to or fetches from (`data`), a server’s to the master (`rpc`) and ' +
       'a worker’s to its replicas (`replicate`). A node awaiting an answer keeps speaking on the connection its ' +
       'request went on; other messages take the least loaded one, in turn. A connection that fails is replaced at ' +
-      'the next message.',
+      'the next message. No process connects out through the `push` and `fetch` modules (a client’s pushes and ' +
+      'fetches are its `data` module).',
   },
   {
     key: 'svc.<module>.io.connectionTimeout',
