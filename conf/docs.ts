@@ -9,7 +9,7 @@ import {
 import { compareReleases, CURRENT_RELEASE, KNOWN_RELEASES, type Release } from '../core/release/version.ts';
 import { describeDefault } from './registry/history.ts';
 import { KEY_GROUPS, REGISTRY, type ConfigEntry } from './registry/registry.ts';
-import { CONTROL_PLANE_MODULE, MODULES, type KeySpec, type NoEffect } from './registry/spec.ts';
+import { CONTROL_PLANE_MODULE, MODULES, type KeySpec, type Module, type NoEffect } from './registry/spec.ts';
 import { expectedForm } from './values.ts';
 
 /** Text safe inside a table cell: pipes escaped, and `<...>` outside code spans kept from reading as HTML. */
@@ -91,12 +91,21 @@ function sinceText(entry: ConfigEntry): string {
   return since + removed;
 }
 
-/** The mark of a key svc accepts but does not act on, shown at the end of its description. */
-function effectText(effect: NoEffect | undefined): string {
+/**
+ * The mark of a key svc accepts but does not act on, shown at the end of its description; for a `<module>` key that
+ * takes effect in some modules, the modules it names.
+ */
+function effectText(effect: NoEffect | undefined, takesEffectIn?: readonly Module[]): string {
   if (effect === undefined) return '';
+  const modules =
+    takesEffectIn === undefined
+      ? ''
+      : ` for ${MODULES.filter((m) => !takesEffectIn.includes(m))
+          .map((m) => `\`${m}\``)
+          .join(', ')}`;
   return effect.pending === undefined
-    ? ` **No effect in svc** (accepted for compatibility): ${effect.reason}.`
-    : ` **Not implemented yet** (accepted and ignored; ${effect.pending}): ${effect.reason}.`;
+    ? ` **No effect in svc**${modules} (accepted for compatibility): ${effect.reason}.`
+    : ` **Not implemented yet**${modules} (accepted and ignored; ${effect.pending}): ${effect.reason}.`;
 }
 
 function keyTable(specs: readonly KeySpec[]): string[] {
@@ -108,7 +117,7 @@ function keyTable(specs: readonly KeySpec[]): string[] {
     const entry = entryOf(spec);
     lines.push(
       `| ${code(spec.key)} | ${cell(typeText(entry))} | ${defaultText(entry)} | ${sinceText(entry)} | ` +
-        `${entry.dynamic ? 'yes' : 'no'} | ${entry.roles.join(', ')} | ${olderNames(entry)} | ${cell(entry.description + effectText(entry.effect))} |`,
+        `${entry.dynamic ? 'yes' : 'no'} | ${entry.roles.join(', ')} | ${olderNames(entry)} | ${cell(entry.description + effectText(spec.effect, spec.takesEffectIn))} |`,
     );
   }
   return lines;

@@ -41,6 +41,7 @@ export {
   type WorkerFacts,
 } from './machine-configs.ts';
 export { parseMasterUrl, type MasterUrl } from './master-url.ts';
+export { unprefixedConf, type EngineConf } from './engine-prefix.ts';
 export { formatNoEffectNotice, noEffectWarning } from './no-effect.ts';
 export {
   formatMigrationReport,

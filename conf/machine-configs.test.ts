@@ -6,6 +6,7 @@ import { CURRENT_RELEASE, KNOWN_RELEASES, type Release } from '../core/release/v
 import {
   availableTypesFrom,
   budgetModeFrom,
+  clientAskTimeout,
   FILTER_EXCLUDED,
   lifecycleManagerConfigFrom,
   mapTaskConfigFrom,
@@ -337,5 +338,48 @@ describe('task configs', () => {
     assert.equal(config.fileGroupRetryIntervalMs, REFERENCE_CONSTANTS.fileGroupRetryMs);
     assert.equal(config.maxFileGroupAttempts, REFERENCE_CONSTANTS.fileGroupAttempts);
     assert.equal(config.plantedBug, 'dedupe-disabled');
+  });
+});
+
+describe('clientAskTimeout', () => {
+  const conf = (release: Release, text = ''): ResolvedConfig =>
+    resolveConfig({
+      release,
+      role: 'client',
+      fileText: `svc.rpc.io.connectionTimeout 7s\nsvc.rpc.askTimeout 3s\n${text}`,
+    });
+
+  it('falls back to the control plane’s connection timeout before 0.4.1 and to svc.rpc.askTimeout after', () => {
+    assert.deepEqual(clientAskTimeout(conf('0.4.0'), 'registerShuffle'), {
+      ms: 7000,
+      key: 'svc.client.rpc.registerShuffle.askTimeout from svc.rpc.io.connectionTimeout',
+    });
+    assert.deepEqual(clientAskTimeout(conf('0.4.1'), 'registerShuffle'), {
+      ms: 3000,
+      key: 'svc.client.rpc.registerShuffle.askTimeout from svc.rpc.askTimeout',
+    });
+  });
+
+  it('gives each ask its own key to the task machines', () => {
+    const text =
+      'svc.client.rpc.registerShuffle.askTimeout 1s\nsvc.client.rpc.requestPartition.askTimeout 2s\n';
+    const map = mapTaskConfigFrom(
+      conf('0.6.0', text),
+      { shuffleId: 0, mapId: 0, attemptId: 0 },
+      { numMappers: 1, numPartitions: 1 },
+      'app',
+    );
+    assert.equal(map.registerShuffleTimeout?.ms, 1000);
+    assert.equal(map.requestPartitionTimeout?.ms, 2000);
+    assert.equal(map.requestTimeoutMs, 3000);
+    const reduce = reduceTaskConfigFrom(
+      conf('0.3.0', 'svc.client.rpc.getReducerFileGroup.askTimeout 4s\n'),
+      { shuffleId: 0, partitionId: 0 },
+      'app',
+    );
+    assert.deepEqual(reduce.fileGroupTimeout, {
+      ms: 4000,
+      key: 'svc.client.rpc.getReducerFileGroup.askTimeout',
+    });
   });
 });

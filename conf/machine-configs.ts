@@ -1,6 +1,7 @@
 import { parseStorageTypes, type StorageType, type WorkerId } from '../core/domain/index.ts';
 import { ALLOW_ALL_HOSTS } from '../core/lifecycle/index.ts';
 import type { NodeId } from '../core/machines/effects.ts';
+import type { AskTimeout } from '../core/machines/client/ask-timeout.ts';
 import type { MapTaskConfig } from '../core/machines/client/map-task.ts';
 import type { ReduceTaskConfig } from '../core/machines/client/reduce-task.ts';
 import type { LifecycleManagerConfig } from '../core/machines/lifecycle-manager/index.ts';
@@ -398,9 +399,28 @@ export function mapTaskConfigFrom(
     maxReviveRetries: conf.getInt('svc.client.push.revive.maxRetries'),
     pushTimeoutMs: clientPushTimeoutMs(askTimeout, replicationFrom(conf)),
     requestTimeoutMs: askTimeout,
+    registerShuffleTimeout: clientAskTimeout(conf, 'registerShuffle'),
+    requestPartitionTimeout: clientAskTimeout(conf, 'requestPartition'),
     maxRequestAttempts: REFERENCE_CONSTANTS.requestAttempts,
     excludeWorkerOnFailure: conf.getBoolean('svc.client.push.excludeWorkerOnFailure.enabled'),
   };
+}
+
+/** The asks of a task that have a timeout key of their own (svc.client.rpc.<ask>.askTimeout). */
+export type ClientAsk = 'getReducerFileGroup' | 'registerShuffle' | 'requestPartition';
+
+/**
+ * An ask's own timeout, with the key its value came from: unset, it falls back as the client's release did (to
+ * svc.<module>.io.connectionTimeout of the control plane before 0.4.1, to svc.rpc.askTimeout from 0.4.1).
+ */
+export function clientAskTimeout(conf: ResolvedConfig, request: ClientAsk): AskTimeout {
+  const key = `svc.client.rpc.${request}.askTimeout`;
+  const resolution = conf.resolution(key);
+  const from =
+    resolution.status === 'value' && resolution.origin.kind === 'fallback'
+      ? ` from ${resolution.origin.key}`
+      : '';
+  return { ms: conf.getDurationMs(key), key: `${key}${from}` };
 }
 
 export function reduceTaskConfigFrom(
@@ -417,6 +437,7 @@ export function reduceTaskConfigFrom(
     partitionId: ids.partitionId,
     lifecycleManager: lifecycleManagerNodeId(appId),
     requestTimeoutMs: askTimeout,
+    fileGroupTimeout: clientAskTimeout(conf, 'getReducerFileGroup'),
     maxRequestAttempts: REFERENCE_CONSTANTS.requestAttempts,
     fileGroupRetryIntervalMs: REFERENCE_CONSTANTS.fileGroupRetryMs,
     maxFileGroupAttempts: REFERENCE_CONSTANTS.fileGroupAttempts,

@@ -207,7 +207,9 @@ function buildEntry(
     description: spec.description,
     secret: spec.secret ?? false,
     ...(spec.check === undefined ? {} : { check: spec.check }),
-    ...(spec.effect === undefined ? {} : { effect: spec.effect }),
+    ...(spec.effect === undefined || (module !== undefined && spec.takesEffectIn?.includes(module))
+      ? {}
+      : { effect: spec.effect }),
     ...(VARIABLE.test(key) ? { pattern: patternOf(key) } : {}),
   };
 }

@@ -110,6 +110,8 @@ export interface KeySpec extends ValueShape {
   readonly check?: (value: ConfigValue) => string | undefined;
   /** Set when svc accepts the key but nothing acts on it (absent: the key takes effect). */
   readonly effect?: NoEffect;
+  /** For a `<module>` key marked with `effect`: the modules whose key takes effect all the same. */
+  readonly takesEffectIn?: readonly Module[];
 }
 
 export const ALL_ROLES: readonly Role[] = ROLES;

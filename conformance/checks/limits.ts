@@ -2,12 +2,13 @@
 // estimated-partition-size bounds, and a limit a client can provoke (an oversized request is refused, the node
 // stays up).
 import { API_V1_SINCE, HARMLESS_POST_BODIES } from '../expectations/endpoints.ts';
-import { canonicalValue, sameValue } from '../expectations/config.ts';
+import { canonicalValue, CONNECTIONS_KEY, connectionsPerPeerAt, sameValue } from '../expectations/config.ts';
 import { atLeast } from '../expectations/releases.ts';
 import { confOf, type ConfView } from '../conf-view.ts';
 import { request } from '../http.ts';
 import type { RuleRow, Target } from '../report/row.ts';
-import { guarded, notApplicable, verdict, type RuleSpec } from '../rows.ts';
+import { fail, guarded, notApplicable, verdict, type RuleSpec } from '../rows.ts';
+import { observedConnectionsRow } from './connections.ts';
 
 const SPECS = {
   bounds: {
@@ -35,7 +36,8 @@ const SPECS = {
   connections: {
     ruleId: '8/numConnectionsPerPeer',
     section: '8',
-    title: 'svc.<module>.io.numConnectionsPerPeer defaults to 1 since 0.4.0 (2 before)',
+    title:
+      'svc.<module>.io.numConnectionsPerPeer defaults to 1 since 0.4.0 (2 before): the master accepts that many connections from each worker',
   },
   oversized: {
     ruleId: '8/oversized-request-refused',
@@ -59,6 +61,20 @@ function valueRow(release: string, spec: RuleSpec, view: ConfView, key: string, 
     shown !== undefined && sameValue(shown, expected),
     `${view.evidence}: ${key} ${shown ?? 'not listed'} (expected ${canonicalValue(expected)})`,
   );
+}
+
+/**
+ * The connections the master sees from a client of this release; where they cannot be observed, the setting the
+ * master shows, saying why.
+ */
+async function connectionsRow(target: Target, view: ConfView | undefined): Promise<RuleRow> {
+  const expected = connectionsPerPeerAt(target.release);
+  const observed = await observedConnectionsRow(target, SPECS.connections, expected);
+  if (typeof observed !== 'string') return observed;
+  if (view === undefined)
+    return fail(target.release, SPECS.connections, `${observed}; and no configuration shown`);
+  const shown = valueRow(target.release, SPECS.connections, view, CONNECTIONS_KEY, String(expected));
+  return { ...shown, evidence: `${shown.evidence} (the connections themselves not observed: ${observed})` };
 }
 
 export const limitsCheck = async (target: Target): Promise<RuleRow[]> => {
@@ -98,16 +114,8 @@ export const limitsCheck = async (target: Target): Promise<RuleRow[]> => {
         atLeast(release, '0.6.0') ? '100' : '2',
       ),
     );
-    rows.push(
-      valueRow(
-        release,
-        SPECS.connections,
-        view,
-        'svc.rpc.io.numConnectionsPerPeer',
-        atLeast(release, '0.4.0') ? '1' : '2',
-      ),
-    );
   }
+  rows.push(...(await guarded(release, SPECS.connections, () => connectionsRow(target, view))));
   rows.push(
     notApplicable(
       release,

@@ -3,6 +3,7 @@
 // defaults that changed (each release shows its own). Client-only keys are not visible from servers; they are listed
 // with `client: true` so that their rows say so instead of vanishing.
 import type { Role } from './endpoints.ts';
+import { compareReleases } from './releases.ts';
 
 export interface DeprecatedKey {
   readonly release: string;
@@ -116,6 +117,15 @@ export interface DefaultChange {
   readonly after: readonly string[];
 }
 
+/** The control plane's connections per peer; rule 8 observes them on the master (checks/connections.ts). */
+export const CONNECTIONS_KEY = 'svc.rpc.io.numConnectionsPerPeer';
+
+/** The connections a process of `release` keeps to each peer by default: the contract's 0.4.0 change. */
+export function connectionsPerPeerAt(release: string): number {
+  const change = DEFAULT_CHANGES.find((c) => c.key === CONNECTIONS_KEY)!;
+  return Number(compareReleases(release, change.release) >= 0 ? change.after[0] : change.before);
+}
+
 export const DEFAULT_CHANGES: readonly DefaultChange[] = [
   { release: '0.6.0', role: 'master', key: 'svc.master.slot.assign.extraSlots', before: '2', after: ['100'] },
   {
@@ -141,7 +151,7 @@ export const DEFAULT_CHANGES: readonly DefaultChange[] = [
     before: 'LEVELDB',
     after: ['ROCKSDB'],
   },
-  { release: '0.4.0', role: 'master', key: 'svc.rpc.io.numConnectionsPerPeer', before: '2', after: ['1'] },
+  { release: '0.4.0', role: 'master', key: CONNECTIONS_KEY, before: '2', after: ['1'] },
   { release: '0.4.0', role: 'worker', key: 'svc.push.io.numConnectionsPerPeer', before: '2', after: ['1'] },
   {
     release: '0.3.2',

@@ -7,6 +7,13 @@ import {
   type LifecycleManagerState,
 } from '../../core/machines/lifecycle-manager/index.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
+import {
+  cannotServeFrom,
+  decideShuffle,
+  decideWithoutAsking,
+  type FallbackPolicy,
+  type ShuffleDecision,
+} from '../../core/client/fallback.ts';
 import { driverNodeId, lifecycleManagerNodeId, masterNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
@@ -20,8 +27,10 @@ import {
   ClientClosedError,
   ClientReleaseRefusedError,
   RequestFailedError,
+  ShuffleNotServedError,
   SvcClientError,
 } from './errors.ts';
+import type { ShuffleShape } from './shuffle-client.ts';
 import {
   checkShuffleId,
   checkStageAttempt,
@@ -39,6 +48,14 @@ export interface ApplicationOptions extends ClientOptions {
   readonly host?: string;
   readonly port?: number;
 }
+
+/**
+ * What `registerShuffle` decided (svc.client.spark.shuffle.fallback.policy): the shuffle runs on svc (its executors
+ * write and read it through `client.shuffle`), or the engine runs it with its own shuffle, `reason` saying why.
+ */
+export type ShuffleRegistration =
+  | { readonly kind: 'svc'; readonly shuffleId: number; readonly stageAttempt: number }
+  | { readonly kind: 'fallback'; readonly shuffleId: number; readonly reason: string };
 
 export interface Application {
   readonly appId: string;
@@ -65,6 +82,14 @@ export interface Application {
    * that handle. Tasks still running under the old attempt fail (their data no longer counts).
    */
   rerunMapStage(shuffleId: number): Promise<ShuffleStage>;
+  /**
+   * Registers a shuffle before its map tasks run, and says whether it runs on svc: with policy ALWAYS it answers
+   * `fallback` without asking anything; otherwise the lifecycle manager registers it (slots offered and reserved on
+   * the workers, which the map tasks then find ready), and when svc cannot serve it (no worker to offer, the release
+   * refused, the user over quota) AUTO answers `fallback` and NEVER rejects with ShuffleNotServedError. Any other
+   * failure rejects with SvcClientError (RequestFailedError when the lifecycle manager does not answer).
+   */
+  registerShuffle(shuffleId: number, shape: ShuffleShape): Promise<ShuffleRegistration>;
   /** The stage attempt a shuffle's executors write and read now: 0 until `rerunMapStage`. */
   stageAttempt(shuffleId: number): number;
   /**
@@ -127,7 +152,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     lm.stop();
     await network.transport.close();
     throw app?.status === 'refused'
-      ? refusedError(app.code, app.message, refusal(), authRefusal(), connectFailure())
+      ? refusedError(app.code, app.message, refusal(), authRefusal(), connectFailure(), client.fallbackPolicy)
       : new SvcClientError(`application ${appId} stopped before the master answered its registration`);
   }
 
@@ -195,6 +220,38 @@ export async function startApplication(options: ApplicationOptions): Promise<App
       );
       return { shuffleId, stageAttempt: next };
     },
+    async registerShuffle(shuffleId, shape) {
+      if (closing !== undefined) throw new ClientClosedError(`application ${appId} is closed`);
+      const stageAttempt = stageAttempts.get(shuffleId) ?? 0;
+      const clusterId = checkedClusterShuffleId(shuffleId, stageAttempt);
+      const decided = decideWithoutAsking(client.fallbackPolicy);
+      if (decided !== undefined) return registration(decided, shuffleId, stageAttempt);
+      const answer = await driverNode.request({
+        type: 'RegisterShuffle',
+        appId,
+        shuffleId: clusterId,
+        numMappers: shape.maps,
+        numPartitions: shape.partitions,
+      });
+      if (answer.type !== 'RegisterShuffleResponse') {
+        throw new SvcClientError(`RegisterShuffle was answered with ${answer.type}`);
+      }
+      const served = answer.status === 'SUCCESS';
+      const cause = served ? undefined : cannotServeFrom(answer.status, answer.message);
+      if (!served && cause === undefined) {
+        throw new SvcClientError(
+          `RegisterShuffle of shuffle ${shuffleId} failed (${answer.status}): ${answer.message}`,
+        );
+      }
+      const decision = decideShuffle(client.fallbackPolicy, cause);
+      if (decision.kind === 'fallback') {
+        logger.warn(
+          { event: 'shuffle.fallback', shuffleId, reason: decision.reason },
+          `shuffle ${shuffleId} falls back to the engine's own shuffle: ${decision.reason}`,
+        );
+      }
+      return registration(decision, shuffleId, stageAttempt);
+    },
     stageAttempt(shuffleId) {
       checkShuffleId(shuffleId);
       return stageAttempts.get(shuffleId) ?? 0;
@@ -207,6 +264,23 @@ export async function startApplication(options: ApplicationOptions): Promise<App
   };
 }
 
+/** A decision as `registerShuffle` answers it; NEVER's refusal as the error of its cause. */
+function registration(
+  decision: ShuffleDecision,
+  shuffleId: number,
+  stageAttempt: number,
+): ShuffleRegistration {
+  switch (decision.kind) {
+    case 'svc':
+      return { kind: 'svc', shuffleId, stageAttempt };
+    case 'fallback':
+      return { kind: 'fallback', shuffleId, reason: decision.reason };
+    case 'fail':
+      // The quota refusal may take the quota's own error class (QuotaExceededError) here.
+      throw new ShuffleNotServedError(decision.cause.kind, decision.message);
+  }
+}
+
 function lastFailure(connectFailure: string | undefined): string {
   return connectFailure === undefined ? '' : ` (the last connection failed: ${connectFailure})`;
 }
@@ -217,8 +291,18 @@ function refusedError(
   refusal: string | undefined,
   authRefusal: string | undefined,
   connectFailure: string | undefined,
+  policy: FallbackPolicy,
 ): SvcClientError {
-  if (code === 'CLIENT_RELEASE_REFUSED') return new ClientReleaseRefusedError(refusal ?? message);
+  if (code === 'CLIENT_RELEASE_REFUSED') {
+    const why = refusal ?? message;
+    const decision = decideShuffle(policy, { kind: 'releaseRefused', message: why });
+    return decision.kind === 'fallback'
+      ? new ClientReleaseRefusedError(
+          `${why}; the engine may run this application's shuffles with its own shuffle: ${decision.reason}`,
+          decision.reason,
+        )
+      : new ClientReleaseRefusedError(why);
+  }
   if (code === 'AUTHENTICATION_FAILED') {
     return new AuthenticationFailedError(
       `the master did not register the application (AUTHENTICATION_FAILED): ${authRefusal ?? message}`,

@@ -1,4 +1,5 @@
-import { parseMasterUrl, resolveConfig, type ResolvedConfig } from '../../conf/index.ts';
+import { parseMasterUrl, resolveConfig, unprefixedConf, type ResolvedConfig } from '../../conf/index.ts';
+import { parseFallbackPolicy, type FallbackPolicy } from '../../core/client/fallback.ts';
 import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
 import type { Address } from '../transport/addresses.ts';
 import type { Logger } from '../log.ts';
@@ -14,6 +15,12 @@ export interface ClientOptions {
   readonly release?: string;
   /** Configuration keys, as an application sets them (the names its release knows; see docs/configuration.md). */
   readonly conf?: Readonly<Record<string, string>>;
+  /**
+   * The configuration prefix of the engine that hands its configuration over whole (a batch engine's, e.g.
+   * `spark`): keys `<prefix>.svc.*` in `conf` are read as `svc.*`, and the engine's other `<prefix>.*` keys are
+   * left to it. Absent: every key of `conf` is svc's.
+   */
+  readonly enginePrefix?: string;
   /**
    * Level of the library's own log lines; default `warn` (warnings and errors only). They go to `logger`, else to
    * stderr as JSON lines: never to the application's stdout.
@@ -46,6 +53,8 @@ export interface ClientSettings {
   readonly secret: string | undefined;
   /** svc.rpc.askTimeout: how long a request to the lifecycle manager or the master is awaited. */
   readonly askTimeoutMs: number;
+  /** svc.client.spark.shuffle.fallback.policy (ALWAYS when the deprecated forceFallback.enabled is true). */
+  readonly fallbackPolicy: FallbackPolicy;
 }
 
 /**
@@ -66,6 +75,7 @@ export function resolveClientSettings(
     authEnabled: conf.getBoolean('svc.auth.enabled'),
     secret: options.secret ?? configuredSecret(conf),
     askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),
+    fallbackPolicy: parseFallbackPolicy(conf.getString('svc.client.spark.shuffle.fallback.policy')) ?? 'AUTO',
   };
 }
 
@@ -78,10 +88,8 @@ function clientRelease(options: ClientOptions): Release {
 }
 
 function clientConfig(release: Release, options: ClientOptions): ResolvedConfig {
-  const overrides =
-    options.secret === undefined
-      ? (options.conf ?? {})
-      : { ...options.conf, [CLIENT_SECRET_KEY]: options.secret };
+  const given = engineConf(options);
+  const overrides = options.secret === undefined ? given : { ...given, [CLIENT_SECRET_KEY]: options.secret };
   const conf = resolveConfig({ release, role: 'client', overrides });
   if (conf.errors.length > 0) {
     throw new SvcClientError(
@@ -89,6 +97,20 @@ function clientConfig(release: Release, options: ClientOptions): ResolvedConfig 
     );
   }
   return conf;
+}
+
+/** The options' keys as svc reads them: those handed over under the engine's prefix too. */
+function engineConf(options: ClientOptions): Readonly<Record<string, string>> {
+  const conf = options.conf ?? {};
+  if (options.enginePrefix === undefined) return conf;
+  const handed = unprefixedConf(conf, options.enginePrefix);
+  if (handed.conflicts.length > 0) {
+    throw new SvcClientError(
+      `set both as svc.* and as ${options.enginePrefix}.svc.*, to different values: ${handed.conflicts.join(', ')}; ` +
+        'set each key once',
+    );
+  }
+  return handed.conf;
 }
 
 /** `svc.client.auth.secret` when something sets it. */

@@ -54,6 +54,14 @@ export class DriverNode implements HostedNode {
 
   /** Asks the lifecycle manager; rejects with SvcClientError when it answers with a failure status. */
   async ask(message: Message): Promise<void> {
+    const answer = await this.request(message);
+    if (answer.type === 'StatusResponse' && answer.status !== 'SUCCESS') {
+      throw new SvcClientError(`${message.type} failed (${answer.status}): ${answer.message}`);
+    }
+  }
+
+  /** Asks the lifecycle manager and resolves with its answer, whatever its status. */
+  async request(message: Message): Promise<Message> {
     if (this.stoppedBy !== undefined) throw this.stoppedBy;
     const requestId = this.nextRequest++;
     const answer = await new Promise<Message>((resolve, reject) => {
@@ -71,9 +79,7 @@ export class DriverNode implements HostedNode {
       this.pending.set(requestId, { type: message.type, resolve, reject, timer });
       this.options.send({ from: this.id, to: this.lifecycleManager, requestId, message });
     });
-    if (answer.type === 'StatusResponse' && answer.status !== 'SUCCESS') {
-      throw new SvcClientError(`${message.type} failed (${answer.status}): ${answer.message}`);
-    }
+    return answer;
   }
 
   /** Rejects every open request with `reason`, and every later one. */

@@ -11,9 +11,19 @@ export class SvcArgumentError extends SvcClientError {
   override readonly name = 'SvcArgumentError';
 }
 
-/** The cluster refused this client's release at the handshake (contract rule 6: upgrade servers first). */
+/**
+ * The cluster refused this client's release at the handshake (contract rule 6: upgrade servers first). From
+ * `startApplication`, `fallback` says why the engine may run the application's shuffles itself when
+ * svc.client.spark.shuffle.fallback.policy allows it (AUTO, ALWAYS); undefined under NEVER.
+ */
 export class ClientReleaseRefusedError extends SvcClientError {
   override readonly name = 'ClientReleaseRefusedError';
+  constructor(
+    message: string,
+    readonly fallback?: string,
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -86,4 +96,19 @@ export class ReadTimeoutError extends SvcClientError {
 export class ReadAbortedError extends SvcClientError {
   override readonly name = 'AbortError';
   readonly code = 'ABORT_ERR';
+}
+
+/**
+ * svc cannot serve a shuffle (no worker to offer, the client's release refused, the user over quota) and
+ * svc.client.spark.shuffle.fallback.policy is NEVER, so `registerShuffle` does not answer "fall back" either. The
+ * message names the cause, the cluster's words and the policy; `reason` is the cause (core/client/fallback.ts).
+ */
+export class ShuffleNotServedError extends SvcClientError {
+  override readonly name = 'ShuffleNotServedError';
+  constructor(
+    readonly reason: 'noWorkers' | 'releaseRefused' | 'quotaExceeded',
+    message: string,
+  ) {
+    super(message);
+  }
 }

@@ -1,6 +1,11 @@
 // The client library's one entry point, `svc/client` (package.json `exports`): everything an application uses,
 // and nothing of the library's insides. docs/client.md documents it.
-export { startApplication, type Application, type ApplicationOptions } from './application.ts';
+export {
+  startApplication,
+  type Application,
+  type ApplicationOptions,
+  type ShuffleRegistration,
+} from './application.ts';
 export {
   connectExecutor,
   type ExecutorOptions,
@@ -21,6 +26,7 @@ export {
   ClientReleaseRefusedError,
   MapTaskFailedError,
   ReduceTaskFailedError,
+  ShuffleNotServedError,
   SvcClientError,
 } from './errors.ts';
 export {

@@ -2,7 +2,6 @@
 // deadline, a send that fails rejects at once, an application whose master stopped answering (SIGSTOP) closes within
 // svc.rpc.askTimeout with an error saying so, and closing an executor rejects the waits of its running tasks.
 import assert from 'node:assert/strict';
-import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { lifecycleManagerNodeId } from '../../core/protocol/node-ids.ts';
 import { LocalCluster } from '../cluster/local-cluster.ts';
@@ -14,32 +13,7 @@ import { DriverNode } from './driver-node.ts';
 import { ClientClosedError, RequestFailedError } from './errors.ts';
 import { connectExecutor } from './shuffle-client.ts';
 import { closedPort } from '../testing/closed-port.ts';
-
-/** A TCP server that accepts connections and never answers; `connected` resolves once a peer has sent bytes. */
-class SilentServer {
-  private readonly sockets = new Set<Socket>();
-  private heard: () => void = () => undefined;
-  /** Resolves once a peer has written something (its handshake): its request is then waiting here. */
-  readonly spoken = new Promise<void>((resolve) => (this.heard = resolve));
-  readonly server: Server = createServer((socket) => {
-    this.sockets.add(socket);
-    socket.on('data', () => this.heard());
-    socket.on('error', () => undefined);
-    socket.on('close', () => this.sockets.delete(socket));
-  });
-
-  async listen(): Promise<number> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    const address = this.server.address();
-    if (address === null || typeof address === 'string') throw new Error('no TCP address');
-    return address.port;
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-}
+import { SilentServer } from '../testing/silent-server.ts';
 
 /** A driver node of application `app-x` whose lifecycle manager is at `port`, on a real client network. */
 function driverTowards(port: number, deadline: string): { node: DriverNode; close: () => Promise<void> } {

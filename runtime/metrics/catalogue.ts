@@ -54,6 +54,7 @@ const worker = (
 
 const APP = ['applicationId'] as const;
 const MOUNT = ['mountpoint'] as const;
+const SERVICE = ['service'] as const;
 
 /** The process gauges, the same on both roles. */
 const PROCESS_GAUGES: readonly Omit<MetricSpec, 'role'>[] = [
@@ -190,6 +191,13 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'gauge',
     'driver',
     'svc: inputs the node received and has not yet acted on (waiting for a step, or for a write of the durable store); past its bound (4,096) the process stops reading the connections that feed the node.',
+  ),
+  master(
+    'ActiveConnectionCount',
+    'gauge',
+    'driver',
+    'svc: connections accepted on the port that serves `service` and open (those peers opened to this process: svc.<module>.io.numConnectionsPerPeer each).',
+    SERVICE,
   ),
 
   // Worker: from the state.
@@ -347,6 +355,13 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'gauge',
     'driver',
     'svc: inputs the node received and has not yet acted on (waiting for a step, or for a write of the durable store); past its bound (4,096) the process stops reading the connections that feed the node.',
+  ),
+  worker(
+    'ActiveConnectionCount',
+    'gauge',
+    'driver',
+    'svc: connections accepted on the port that serves `service` and open (those peers opened to this process: svc.<module>.io.numConnectionsPerPeer each).',
+    SERVICE,
   ),
   worker('PausePushDataStatus', 'gauge', 'driver', '1 while push connections are paused, else 0.'),
   worker(

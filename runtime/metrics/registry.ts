@@ -43,6 +43,8 @@ export interface MetricsOptions {
   readonly now?: () => number;
   /** The driver's backlog (NodeDriver's `backlog`), read at every collection as DriverBacklog. */
   readonly backlog?: () => number;
+  /** Connections accepted on each port and open, read at every collection as ActiveConnectionCount. */
+  readonly connections?: () => readonly { readonly service: string; readonly count: number }[];
   /** Export the process gauges (event loop, memory). Default true. */
   readonly processGauges?: boolean;
 }
@@ -198,7 +200,14 @@ export function createMetrics(
   };
 
   const projected = async (): Promise<GaugeSample[]> => {
-    const backlog = [{ name: 'DriverBacklog', value: options.backlog?.() ?? 0 }];
+    const backlog: GaugeSample[] = [
+      { name: 'DriverBacklog', value: options.backlog?.() ?? 0 },
+      ...(options.connections?.() ?? []).map(({ service, count }) => ({
+        name: 'ActiveConnectionCount',
+        value: count,
+        labels: { service },
+      })),
+    ];
     if (options.role === 'master') return [...masterGauges(options.state()), ...backlog];
     const gauges = workerGauges(options.state());
     gauges.push(...backlog);

@@ -69,6 +69,7 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       release,
       nodeId,
       conf,
+      presented,
       logger,
       admit: serverAdmission(release, testing.plantedBug),
       ...(auth.transportAuth === undefined ? {} : { auth: auth.transportAuth }),
@@ -130,6 +131,7 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       instance: `${conf.getString('svc.master.host')}:${http.address.port}`,
       state: () => driver.state,
       backlog: () => driver.backlog,
+      connections: () => network.transport.acceptedConnections(),
     });
 
     // Every port listens: the machine starts, and the driver is the first part to stop.

@@ -96,6 +96,8 @@ export interface ScrapedNode<S> {
   readonly instance: string;
   readonly state: () => S;
   readonly backlog: () => number;
+  /** Connections accepted on each port and open (the transport's). */
+  readonly connections: () => readonly { readonly service: string; readonly count: number }[];
 }
 
 /**
@@ -154,11 +156,13 @@ function scrapedFrom<S>(node: () => ScrapedNode<S>): {
   instance: () => string;
   state: () => S;
   backlog: () => number;
+  connections: () => readonly { readonly service: string; readonly count: number }[];
 } {
   return {
     instance: () => node().instance,
     state: () => node().state(),
     backlog: () => node().backlog(),
+    connections: () => node().connections(),
   };
 }
 

@@ -94,6 +94,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       release,
       nodeId: `worker@${host}`,
       conf,
+      presented,
       logger,
       admit: serverAdmission(release, testing.plantedBug),
       ...(auth.transportAuth === undefined ? {} : { auth: auth.transportAuth }),
@@ -166,6 +167,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       instance: `${host}:${http.address.port}`,
       state: () => driver.state,
       backlog: () => driver.backlog,
+      connections: () => network.transport.acceptedConnections(),
     });
 
     // Every port listens: the machine starts, and registers with the master; the driver is the first part to stop.

@@ -42,11 +42,20 @@ export class AddressBook {
   }
 
   resolve(node: NodeId, message: Message): Address | undefined {
+    return this.reach(node, message)?.address;
+  }
+
+  /**
+   * Where to connect, and the service of the port connected to: `rpc` for a node known by configuration or
+   * hand-over (masters, lifecycle managers), a worker's port by the message (core/protocol/services.ts).
+   */
+  reach(node: NodeId, message: Message): { address: Address; service: WorkerService } | undefined {
     const known = this.known.get(node);
-    if (known !== undefined) return known;
+    if (known !== undefined) return { address: known, service: 'rpc' };
     const worker = this.workerOf(node);
     if (worker === undefined) return undefined;
-    return { host: worker.host, port: workerPort(worker, workerServiceFor(message)) };
+    const service = workerServiceFor(message);
+    return { address: { host: worker.host, port: workerPort(worker, service) }, service };
   }
 
   private workerOf(node: NodeId): WorkerId | undefined {

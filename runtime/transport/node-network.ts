@@ -26,6 +26,11 @@ export interface NodeNetworkOptions {
   /** The process's name in handshakes: a server's node id, a client's application or executor name. */
   readonly nodeId: string;
   readonly conf: ResolvedConfig;
+  /**
+   * Where svc.<module>.io.numConnectionsPerPeer is read: a server's presented release's configuration, whose defaults
+   * it behaves by (2 before 0.4.0). Absent: `conf`.
+   */
+  readonly presented?: ResolvedConfig;
   readonly logger: Logger;
   /** The application a client process acts for, named in its hellos; absent for servers. */
   readonly application?: string;
@@ -104,6 +109,8 @@ function newTransport(
           silentAfterMs: conf.getDurationMs('svc.network.silentPeer.timeout'),
         }
       : SILENT_PEER_DEFAULTS,
+    connectionsPerPeer: (service) =>
+      (options.presented ?? conf).getInt(`svc.${moduleOf(service, options.role)}.io.numConnectionsPerPeer`),
     ...(conf.has('svc.log.summary.interval')
       ? { logSummaryIntervalMs: conf.getDurationMs('svc.log.summary.interval') }
       : {}),
@@ -124,6 +131,16 @@ function newTransport(
     ...(options.auth === undefined ? {} : { auth: options.auth }),
     ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
   });
+}
+
+/**
+ * The module (conf/registry/spec.ts MODULES) of this process's connections to a port serving `service`: a client's
+ * pushes and fetches are its `data` module, a worker's connections to a peer's replicate port its `replicate`, and
+ * everything to an rpc port the control plane, `rpc`.
+ */
+function moduleOf(service: string, role: PeerRole): string {
+  if (role === 'client' && (service === 'push' || service === 'fetch')) return 'data';
+  return service;
 }
 
 function configError(toError: ((message: string) => Error) | undefined, message: string): Error {

@@ -2,6 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { StatusCode } from '../../core/domain/status.ts';
 import { defaultRouteIdleMs, portFull } from '../../core/interpreter/connection-limits.ts';
+import { chooseConnection } from '../../core/interpreter/peer-connections.ts';
 import { ReplyRoutes } from '../../core/interpreter/reply-routes.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
 import type { SilentPeerSettings } from '../../core/interpreter/silent-peers.ts';
@@ -105,6 +106,11 @@ export interface TransportOptions extends ConnectionLimits {
    * accepted. Absent: no cap.
    */
   readonly maxConnectionsPerPort?: number;
+  /**
+   * How many connections to keep to a peer whose port serves `service` (rpc, push, fetch, replicate):
+   * svc.<module>.io.numConnectionsPerPeer of the module (./node-network.ts). Absent: one.
+   */
+  readonly connectionsPerPeer?: (service: string) => number;
   /** The interval over which repeated warnings of one cause become one summary line (svc.log.summary.interval). */
   readonly logSummaryIntervalMs?: number;
   /** Lines of one cause written in full per interval before the rest are counted (default 3). */
@@ -144,6 +150,7 @@ interface Queued {
 /** An outgoing connection to one address: queues sends until the peer accepted the handshake. */
 interface Link {
   readonly address: Address;
+  readonly pool: Pool;
   state: 'handshaking' | 'open' | 'closed';
   readonly connection: Connection;
   readonly queue: Queued[];
@@ -154,7 +161,22 @@ interface Link {
 }
 
 /**
- * svc's network layer for one process: listens on its ports, keeps one pooled connection per peer address,
+ * The connections to one peer address (svc.<module>.io.numConnectionsPerPeer of its port's module); which one a
+ * message takes is the core's choice (core/interpreter/peer-connections.ts).
+ */
+interface Pool {
+  readonly key: string;
+  readonly wanted: number;
+  /** Open or opening, in the order they were opened. */
+  readonly links: Link[];
+  cursor: number;
+  /** Nodes awaiting answers on one of the links: they keep speaking on it until answered. */
+  readonly holders: Map<NodeId, { readonly link: Link; awaiting: number }>;
+}
+
+/**
+ * svc's network layer for one process: listens on its ports, keeps a pool of connections per peer address
+ * (svc.<module>.io.numConnectionsPerPeer),
  * performs the handshake (role, release, node id) on every connection, and routes envelopes. A reply goes back on
  * the connection its request came on; any other message goes to the destination's address (./addresses.ts) or, for
  * a node without one (a task), to the connection it last spoke on. Every decision about what to send is the
@@ -163,7 +185,7 @@ interface Link {
 export class Transport {
   private readonly servers = new Map<string, Server>();
   private readonly inbound = new Map<string, Set<Connection>>();
-  private readonly links = new Map<string, Link>();
+  private readonly pools = new Map<string, Pool>();
   /** Where each node's replies go: the connection it last spoke on (the core's table, as the simulator's). */
   private readonly routes: ReplyRoutes<Connection>;
   private readonly paused = new Set<string>();
@@ -181,7 +203,7 @@ export class Transport {
   /** The peers it waits for that have gone silent (./silence.ts); absent without options.silentPeer. */
   private readonly silence: SilenceWatch | undefined;
   /** The address behind each link key, for the silence watch's probes. */
-  private readonly addressOf = new Map<string, Address>();
+  private readonly addressOf = new Map<string, { readonly address: Address; readonly service: string }>();
 
   constructor(private readonly options: TransportOptions) {
     this.speakerRules = { authenticated: options.auth !== undefined };
@@ -275,14 +297,15 @@ export class Transport {
         return;
       }
     }
-    const address = this.options.addresses.resolve(envelope.to, envelope.message);
-    if (address !== undefined && this.silence?.mayAsk(addressText(address)) === false) {
+    const reached = this.options.addresses.reach(envelope.to, envelope.message);
+    if (reached !== undefined && this.silence?.mayAsk(addressText(reached.address)) === false) {
       // Given up as silent and not heard from since: the sender learns at once, and moves the work elsewhere.
       queueMicrotask(() => this.options.sendFailed(envelope));
       return;
     }
-    if (address !== undefined) {
-      this.sendVia(this.link(address), { envelope, pieces, ...(written === undefined ? {} : { written }) });
+    if (reached !== undefined) {
+      const link = this.link(reached.address, reached.service, envelope);
+      this.sendVia(link, { envelope, pieces, ...(written === undefined ? {} : { written }) });
       return;
     }
     const route = this.routes.route(envelope.to);
@@ -313,7 +336,9 @@ export class Transport {
       (server) => new Promise<void>((resolve) => server.close(() => resolve())),
     );
     for (const connections of this.inbound.values()) for (const c of connections) c.destroy('shutting down');
-    for (const link of this.links.values()) link.connection.destroy('shutting down');
+    for (const pool of this.pools.values()) {
+      for (const link of [...pool.links]) link.connection.destroy('shutting down');
+    }
     this.repeated.flush();
     await Promise.all(closed);
   }
@@ -537,10 +562,53 @@ export class Transport {
 
   // ------------------------------------------------------------------ connecting
 
-  private link(address: Address): Link {
+  /** Connections accepted on each port and not closed yet (a server's ActiveConnectionCount). */
+  acceptedConnections(): { readonly service: string; readonly count: number }[] {
+    return [...this.inbound.entries()].map(([service, connections]) => ({
+      service,
+      count: connections.size,
+    }));
+  }
+
+  /**
+   * The connection `envelope` goes on to `address`: the pool's connections are opened up to its size, and the core
+   * chooses among them (the one its sender awaits an answer on, else the least loaded, in turn).
+   */
+  private link(address: Address, service: string, envelope: WireEnvelope): Link {
+    const pool = this.poolFor(address, service);
+    const held = pool.holders.get(envelope.from)?.link;
+    const choice = chooseConnection({
+      loads: pool.links.map((link) => link.queue.length + this.unanswered.waiting(link)),
+      wanted: pool.wanted,
+      cursor: pool.cursor,
+      ...(held === undefined ? {} : { held: pool.links.indexOf(held) }),
+    });
+    for (let opened = 0; opened < choice.open; opened++) pool.links.push(this.openLink(address, pool));
+    pool.cursor = choice.cursor;
+    const link = pool.links[choice.index]!;
+    if (envelope.requestId !== undefined && envelope.inReplyTo === undefined) {
+      const holder = pool.holders.get(envelope.from);
+      if (holder === undefined) pool.holders.set(envelope.from, { link, awaiting: 1 });
+      else holder.awaiting += 1;
+    }
+    return link;
+  }
+
+  /** The pool of connections to `address`, made on first use. */
+  private poolFor(address: Address, service: string): Pool {
     const key = addressText(address);
-    const existing = this.links.get(key);
-    if (existing !== undefined && existing.state !== 'closed') return existing;
+    let pool = this.pools.get(key);
+    if (pool === undefined) {
+      const wanted = this.options.connectionsPerPeer?.(service) ?? 1;
+      pool = { key, wanted, links: [], cursor: 0, holders: new Map() };
+      this.pools.set(key, pool);
+      this.addressOf.set(key, { address, service });
+    }
+    return pool;
+  }
+
+  private openLink(address: Address, pool: Pool): Link {
+    const key = pool.key;
     const events = {
       onFrame: (frame: DecodedFrame) => this.onLinkFrame(link, frame),
       onClose: (reason: string | undefined) => this.onLinkClosed(link, reason),
@@ -552,6 +620,7 @@ export class Transport {
     const socket = connection.socket;
     const link: Link = {
       address,
+      pool,
       state: 'handshaking',
       queue: [],
       connection,
@@ -567,8 +636,6 @@ export class Transport {
     socket.once(this.tls === undefined ? 'connect' : 'secureConnect', () =>
       this.runConnecting(link, { kind: 'connected' }),
     );
-    this.links.set(key, link);
-    this.addressOf.set(key, address);
     return link;
   }
 
@@ -592,7 +659,12 @@ export class Transport {
     }
     if (link.state === 'open' && frame.kind === 'envelope') {
       const { envelope } = frame;
-      if (envelope.inReplyTo !== undefined) this.unanswered.answered(link, envelope.to, envelope.inReplyTo);
+      if (
+        envelope.inReplyTo !== undefined &&
+        this.unanswered.answered(link, envelope.to, envelope.inReplyTo)
+      ) {
+        this.holderAnswered(link, envelope.to);
+      }
       this.arrived(link.connection, envelope, link.peerRelease!);
       return;
     }
@@ -654,6 +726,7 @@ export class Transport {
   /** The handshake failed for a reason the peer gave: queued requests are answered with it, and the link closes. */
   private linkRefused(link: Link, status: StatusCode, message: string, release: Release): void {
     link.state = 'closed';
+    this.leavePool(link);
     this.options.refused?.(addressText(link.address), message, status);
     for (const { envelope } of link.queue.splice(0)) this.refusedRequest(envelope, status, message, release);
     link.connection.end();
@@ -674,10 +747,27 @@ export class Transport {
     if (answer !== undefined) this.options.deliver(answer);
   }
 
+  /** `node` got an answer on `link`: once it awaits none, its next message may take another connection. */
+  private holderAnswered(link: Link, node: NodeId): void {
+    const holder = link.pool.holders.get(node);
+    if (holder === undefined || holder.link !== link) return;
+    holder.awaiting -= 1;
+    if (holder.awaiting <= 0) link.pool.holders.delete(node);
+  }
+
+  /** A closed link leaves its pool (the next message opens its replacement), and so do the nodes it held. */
+  private leavePool(link: Link): void {
+    const pool = link.pool;
+    const index = pool.links.indexOf(link);
+    if (index >= 0) pool.links.splice(index, 1);
+    for (const [node, holder] of pool.holders) if (holder.link === link) pool.holders.delete(node);
+    if (pool.links.length === 0 && this.pools.get(pool.key) === pool) this.pools.delete(pool.key);
+  }
+
   private onLinkClosed(link: Link, closeReason: string | undefined): void {
     clearTimeout(link.timer);
     const key = addressText(link.address);
-    if (this.links.get(key) === link) this.links.delete(key);
+    this.leavePool(link);
     this.forget(link.connection);
     const wasOpen = link.state === 'open';
     // A TLS port closes on a plaintext hello without a word (as does a peer that went away): say what to check.
@@ -730,19 +820,22 @@ export class Transport {
     return {
       owing: () => this.owing(),
       ping: (peer) => {
-        const link = this.links.get(peer);
-        if (link?.state !== 'open' || this.unanswered.waiting(link) === 0) return;
-        this.options.logger.debug({ event: 'transport.ping', peer }, `ping ${peer}`);
-        link.connection.write([PING_FRAME]);
+        for (const link of this.pools.get(peer)?.links ?? []) {
+          if (link.state !== 'open' || this.unanswered.waiting(link) === 0) continue;
+          this.options.logger.debug({ event: 'transport.ping', peer }, `ping ${peer}`);
+          link.connection.write([PING_FRAME]);
+        }
       },
       silent: (peer, unheardMs) => {
-        const link = this.links.get(peer);
-        const owed = link === undefined ? 0 : this.unanswered.waiting(link);
-        // The close fails what the link owes and logs its reason: that is the one line a silence costs.
-        link?.connection.destroy(
-          `silent for ${unheardMs} ms while owing ${owed} answer(s) (svc.network.silentPeer.timeout); ` +
-            `requests to it fail at once until it answers again`,
-        );
+        const links = [...(this.pools.get(peer)?.links ?? [])];
+        const owed = links.reduce((sum, link) => sum + this.unanswered.waiting(link), 0);
+        // Each close fails what its link owes and logs its reason: the lines a silence costs.
+        for (const link of links) {
+          link.connection.destroy(
+            `silent for ${unheardMs} ms while owing ${owed} answer(s) (svc.network.silentPeer.timeout); ` +
+              `requests to it fail at once until it answers again`,
+          );
+        }
       },
       back: (peer) =>
         this.options.logger.info(
@@ -750,18 +843,24 @@ export class Transport {
           `${peer} answers again after its silence`,
         ),
       probe: (peer) => {
-        const address = this.addressOf.get(peer);
-        if (address !== undefined) this.link(address);
+        const known = this.addressOf.get(peer);
+        if (known === undefined) return;
+        const pool = this.poolFor(known.address, known.service);
+        if (pool.links.length === 0) pool.links.push(this.openLink(known.address, pool));
       },
       now: () => this.now(),
     };
   }
 
-  /** Each link key that owes answers, with when the oldest was asked. */
+  /** Each peer address that owes answers, with when the oldest was asked on any of its connections. */
   private *owing(): Iterable<readonly [string, number]> {
-    for (const [key, link] of this.links) {
-      const since = this.unanswered.waitingSince(link);
-      if (since !== undefined) yield [key, since];
+    for (const [key, pool] of this.pools) {
+      let oldest: number | undefined;
+      for (const link of pool.links) {
+        const since = this.unanswered.waitingSince(link);
+        if (since !== undefined && (oldest === undefined || since < oldest)) oldest = since;
+      }
+      if (oldest !== undefined) yield [key, oldest];
     }
   }
 

@@ -1,13 +1,14 @@
 /** Keys of the client library (lifecycle manager and shuffle client) inside a batch or stream engine job. */
-import { CLIENT, compatibilityOnly, notImplementedYet, type KeySpec } from '../spec.ts';
+import { CLIENT, compatibilityOnly, type KeySpec } from '../spec.ts';
 
 function askTimeout(request: string, what: string): KeySpec {
   return {
     key: `svc.client.rpc.${request}.askTimeout`,
     type: 'time',
     roles: CLIENT,
-    description: `Time to wait for the reply to ${what}.`,
-    effect: notImplementedYet('the client waits svc.rpc.askTimeout for every ask'),
+    description:
+      `Time to wait for the reply to ${what}, each try (a task tries 3 times before it fails). Unset, it falls ` +
+      'back as the client’s release did: to svc.rpc.io.connectionTimeout before 0.4.1, to svc.rpc.askTimeout from 0.4.1.',
   };
 }
 
@@ -267,9 +268,10 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     default: 'AUTO',
     translateFrom: { 'svc.client.spark.shuffle.forceFallback.enabled': { true: 'ALWAYS', false: 'AUTO' } },
     roles: CLIENT,
-    effect: notImplementedYet('the client never falls back to the engine’s own shuffle'),
     description:
-      'When the batch engine uses its own shuffle instead of svc: when svc cannot serve, always, or never.',
+      'When the batch engine uses its own shuffle instead of svc: AUTO when svc cannot serve (no worker to offer, ' +
+      'the client’s release refused, the user over quota), ALWAYS without asking svc, NEVER (the shuffle fails ' +
+      'then). `Application.registerShuffle` answers with the decision (docs/client.md).',
   },
   {
     key: 'svc.client.push.splitPartition.threads',

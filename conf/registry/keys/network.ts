@@ -1,5 +1,5 @@
 /** Transport keys, one set per module (`svc.<module>.*`, contract 9.1 rule 3; modules in ../spec.ts). */
-import { ALL_ROLES, compatibilityOnly, notImplementedYet, type KeySpec } from '../spec.ts';
+import { ALL_ROLES, compatibilityOnly, type KeySpec } from '../spec.ts';
 
 export const NETWORK_KEYS: readonly KeySpec[] = [
   {
@@ -17,8 +17,13 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     type: 'int',
     min: 1,
     roles: ALL_ROLES,
-    effect: notImplementedYet('the transport keeps one connection to each peer'),
-    description: 'Connections the module keeps open to each peer.',
+    description:
+      'Connections the module keeps open to each peer address: a client’s to the master and its lifecycle manager ' +
+      '(`rpc`) and to each worker port it pushes to or fetches from (`data`), a server’s to the master (`rpc`) and ' +
+      'a worker’s to its replicas (`replicate`). A node awaiting an answer keeps speaking on the connection its ' +
+      'request went on; other messages take the least loaded one, in turn. A connection that fails is replaced at ' +
+      'the next message. No process connects out through the `push` and `fetch` modules (a client’s pushes and ' +
+      'fetches are its `data` module).',
   },
   {
     key: 'svc.<module>.io.connectionTimeout',
@@ -26,7 +31,12 @@ export const NETWORK_KEYS: readonly KeySpec[] = [
     fallback: 'svc.network.timeout',
     roles: ALL_ROLES,
     effect: compatibilityOnly('the transport applies svc.network.timeout to the connections of every module'),
-    description: 'Time after which an idle or unresponsive connection of the module is closed.',
+    // Before 0.4.1 a client's ask timeouts fall back to the control plane's.
+    takesEffectIn: ['rpc'],
+    description:
+      'Time after which an idle or unresponsive connection of the module is closed. svc’s transport applies ' +
+      'svc.network.timeout to the connections of every module; svc.rpc.io.connectionTimeout is what a client ' +
+      'before 0.4.1 waits for an ask that has no timeout of its own (svc.client.rpc.*.askTimeout).',
   },
   {
     key: 'svc.<module>.io.connectTimeout',

@@ -33,6 +33,7 @@ import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, setTimer, type Outbox } from '../outbox.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
+import { askTimeoutOr, unansweredAsk, type AskTimeout } from './ask-timeout.ts';
 
 /**
  * One attempt of one map task (node `map-<app>-<shuffle>-<map>-<attempt>`): registers the shuffle with its lifecycle
@@ -82,8 +83,12 @@ export interface MapTaskConfig {
   readonly maxReviveRetries: number;
   /** `svc.client.push.timeout`: a push unanswered this long failed (PUSH_DATA_TIMEOUT_PRIMARY). */
   readonly pushTimeoutMs: number;
-  /** `svc.rpc.askTimeout`: for RegisterShuffle, Revive and MapperEnd. */
+  /** `svc.rpc.askTimeout`: for MapperEnd, and for RegisterShuffle and Revive when their own is absent. */
   readonly requestTimeoutMs: number;
+  /** `svc.client.rpc.registerShuffle.askTimeout` (its fallback is the client release's). */
+  readonly registerShuffleTimeout?: AskTimeout;
+  /** `svc.client.rpc.requestPartition.askTimeout`: for Revive (revives and splits). */
+  readonly requestPartitionTimeout?: AskTimeout;
   /** Tries of one request to the lifecycle manager before the task fails. */
   readonly maxRequestAttempts: number;
   /** `svc.client.push.excludeWorkerOnFailure.enabled`. */
@@ -671,7 +676,7 @@ function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedO
       return;
     case 'register':
       if (attempt < d.config.maxRequestAttempts) registerShuffle(d, attempt + 1);
-      else fail(d, `the lifecycle manager did not answer RegisterShuffle ${attempt} times (${why})`);
+      else fail(d, unansweredAsk('RegisterShuffle', attempt, why, registerTimeout(d)));
       return;
     case 'mapperEnd':
       if (attempt < d.config.maxRequestAttempts) sendMapperEnd(d, attempt + 1);
@@ -688,10 +693,10 @@ function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedO
             purpose,
             attempt: attempt + 1,
           },
-          d.config.requestTimeoutMs,
+          reviveTimeout(d).ms,
         );
       } else {
-        fail(d, `the lifecycle manager did not answer a revive ${attempt} times (${why}); REVIVE_FAILED`);
+        fail(d, `${unansweredAsk('Revive', attempt, why, reviveTimeout(d))}; REVIVE_FAILED`);
       }
       return;
   }
@@ -715,8 +720,16 @@ function registerShuffle(d: Draft, attempt: number): void {
       purpose: { kind: 'register' },
       attempt,
     },
-    d.config.requestTimeoutMs,
+    registerTimeout(d).ms,
   );
+}
+
+function registerTimeout(d: Draft): AskTimeout {
+  return askTimeoutOr(d.config.registerShuffleTimeout, d.config.requestTimeoutMs);
+}
+
+function reviveTimeout(d: Draft): AskTimeout {
+  return askTimeoutOr(d.config.requestPartitionTimeout, d.config.requestTimeoutMs);
 }
 
 function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): void {
@@ -1130,7 +1143,7 @@ function flushRevives(d: Draft): void {
       message: reviveMessage(d, requests),
       purpose: { kind: 'revive', requests },
     },
-    d.config.requestTimeoutMs,
+    reviveTimeout(d).ms,
   );
 }
 

@@ -22,6 +22,7 @@ import {
 } from './reader.ts';
 import { recordsIn } from './records.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
+import { askTimeoutOr, unansweredAsk, type AskTimeout } from './ask-timeout.ts';
 
 /**
  * One reduce task (node `reduce-<app>-<shuffle>-<partition>`): asks the lifecycle manager for the partition's file
@@ -41,8 +42,10 @@ export interface ReduceTaskConfig {
   readonly shuffleId: ShuffleId;
   readonly partitionId: number;
   readonly lifecycleManager: NodeId;
-  /** `svc.rpc.askTimeout`: for GetReducerFileGroup. */
+  /** `svc.rpc.askTimeout`: for GetReducerFileGroup when its own timeout is absent. */
   readonly requestTimeoutMs: number;
+  /** `svc.client.rpc.getReducerFileGroup.askTimeout` (its fallback is the client release's). */
+  readonly fileGroupTimeout?: AskTimeout;
   /** Tries of one unanswered request before the task fails. */
   readonly maxRequestAttempts: number;
   /** Wait before asking again when the stage has not ended yet (STAGE_END_TIMEOUT). */
@@ -313,12 +316,7 @@ function onNoAnswer(d: Draft, purpose: ReduceRequest, attempt: number, why: stri
   switch (purpose.kind) {
     case 'fileGroup':
       if (attempt < d.config.maxRequestAttempts) askFileGroup(d, attempt + 1, false);
-      else
-        fail(
-          d,
-          'failure',
-          `the lifecycle manager did not answer GetReducerFileGroup (${attempt} tries, ${why})`,
-        );
+      else fail(d, 'failure', unansweredAsk('GetReducerFileGroup', attempt, why, fileGroupTimeout(d)));
       return;
     case 'open':
       answered(d);
@@ -344,8 +342,12 @@ function askFileGroup(d: Draft, attempt: number, fresh = true): void {
       purpose: { kind: 'fileGroup' },
       attempt,
     },
-    d.config.requestTimeoutMs,
+    fileGroupTimeout(d).ms,
   );
+}
+
+function fileGroupTimeout(d: Draft): AskTimeout {
+  return askTimeoutOr(d.config.fileGroupTimeout, d.config.requestTimeoutMs);
 }
 
 function onFileGroup(d: Draft, message: MessageOf<'GetReducerFileGroupResponse'>): void {
