@@ -409,6 +409,7 @@ function handle(d: Draft, input: Input): void {
     case 'ioDone':
     case 'ioFailed':
     case 'ioBatchDone':
+    case 'diskSpace':
     case 'consumed': // a reduce task's input only
       return;
     case 'admin':

@@ -272,6 +272,7 @@ function handle(d: Draft, input: Input): void {
     case 'ioDone':
     case 'ioFailed':
     case 'ioBatchDone':
+    case 'diskSpace':
       return;
     case 'admin':
       refuseAdmin(d.out, 'reduce task', input);

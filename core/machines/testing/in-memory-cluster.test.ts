@@ -47,6 +47,7 @@ const toyMachine: Machine<Toy> = {
       case 'ioDone':
       case 'ioFailed':
       case 'ioBatchDone':
+      case 'diskSpace':
       case 'sendFailed':
       case 'consumed':
       case 'records':
