@@ -2,6 +2,7 @@
 // told why at every attempt, gives up after svc.worker.register.timeout and exits 1 naming the pattern, and the
 // master logs the refusal; a host the patterns admit registers (docs/operations.md, "Which hosts may join").
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { LocalCluster } from './cluster/local-cluster.ts';
@@ -16,15 +17,22 @@ describe('worker host patterns on real processes', () => {
     await Promise.all(clusters.map((cluster) => cluster.stop()));
   });
 
-  function worker(cluster: LocalCluster, name: string, settings: readonly string[]): ServerProcess {
+  function worker(
+    cluster: LocalCluster,
+    name: string,
+    settings: readonly string[],
+    options: { env?: Record<string, string>; confFile?: string; host?: string | null } = {},
+  ): ServerProcess {
     const own = path.join(cluster.dir, name);
     const process = new ServerProcess({
       name,
+      ...(options.env === undefined ? {} : { env: options.env }),
       args: [
         'worker',
         cluster.masterUrl,
+        ...(options.confFile === undefined ? [] : ['--conf-file', options.confFile]),
         ...[
-          'svc.worker.host=127.0.0.1',
+          ...(options.host === null ? [] : [`svc.worker.host=${options.host ?? '127.0.0.1'}`]),
           `svc.worker.storage.dirs=${path.join(own, 'disk-1')}`,
           'svc.worker.http.host=127.0.0.1',
           'svc.worker.http.port=0',
@@ -78,5 +86,18 @@ describe('worker host patterns on real processes', () => {
     assert.equal(await outside.waitForExit(), 1);
     const gaveUp = outside.seen((line) => line.event === 'worker.register.gaveUp');
     assert.match(String(gaveUp[0]?.reason), /does not match svc\.master\.allowWorkerHostPattern/);
+
+    // SVC_LOCAL_HOSTNAME wins over the properties file's svc.worker.host (contract 9.3): the file says localhost,
+    // which the allow pattern refuses; the environment says 127.0.0.1, and the worker registers under it.
+    const file = path.join(cluster.dir, 'worker-env.conf');
+    writeFileSync(file, 'svc.worker.host localhost\n');
+    const named = worker(cluster, 'worker-env', ['svc.worker.register.timeout=5s'], {
+      env: { SVC_LOCAL_HOSTNAME: '127.0.0.1' },
+      confFile: file,
+      host: null,
+    });
+    const listening = await named.waitForEvent('listening');
+    assert.equal(listening.host, '127.0.0.1');
+    await named.waitForEvent('worker.registered');
   });
 });
