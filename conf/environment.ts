@@ -11,7 +11,10 @@ import type { Role } from './registry/spec.ts';
 const LOCAL_HOSTNAME = 'SVC_LOCAL_HOSTNAME';
 
 /** The key that holds the local host name of a role, where the role has one. */
-const HOST_KEY: Readonly<Partial<Record<Role, string>>> = { master: 'svc.master.host' };
+const HOST_KEY: Readonly<Partial<Record<Role, string>>> = {
+  master: 'svc.master.host',
+  worker: 'svc.worker.host',
+};
 
 export interface EnvironmentSetting {
   readonly key: string;

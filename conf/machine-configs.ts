@@ -1,5 +1,5 @@
 import { parseStorageTypes, type StorageType, type WorkerId } from '../core/domain/index.ts';
-import { ALLOW_ALL_HOSTS } from '../core/lifecycle/index.ts';
+import { compileHostPolicy } from '../core/lifecycle/index.ts';
 import type { NodeId } from '../core/machines/effects.ts';
 import type { AskTimeout } from '../core/machines/client/ask-timeout.ts';
 import type { MapTaskConfig } from '../core/machines/client/map-task.ts';
@@ -124,7 +124,10 @@ export function masterConfigFrom(conf: ResolvedConfig, facts: MasterFacts): Mast
   return {
     release: conf.release,
     authEnabled: conf.getBoolean(AUTH_ENABLED),
-    hosts: ALLOW_ALL_HOSTS,
+    hosts: compileHostPolicy({
+      allow: conf.optional('svc.master.allowWorkerHostPattern', 'getString') ?? null,
+      deny: conf.optional('svc.master.denyWorkerHostPattern', 'getString') ?? null,
+    }),
     workerHeartbeatTimeoutMs: conf.getDurationMs('svc.master.heartbeat.worker.timeout'),
     applicationTimeoutMs: conf.getDurationMs('svc.master.heartbeat.application.timeout'),
     workerUnavailableInfo: {

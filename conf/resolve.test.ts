@@ -185,10 +185,23 @@ describe('reading order and sources', () => {
     );
   });
 
+  it("SVC_LOCAL_HOSTNAME wins over the file's svc.worker.host, as over svc.master.host", () => {
+    const conf = resolveConfig({
+      role: 'worker',
+      fileText: 'svc.worker.host from-file\n',
+      env: { SVC_LOCAL_HOSTNAME: 'from-env' },
+    });
+    assert.equal(conf.getString('svc.worker.host'), 'from-env');
+    assert.equal(conf.getString('svc.worker.http.host'), 'from-env');
+    const fileOnly = resolveConfig({ role: 'worker', fileText: 'svc.worker.host from-file\n' });
+    assert.equal(fileOnly.getString('svc.worker.host'), 'from-file');
+  });
+
   it('SVC_LOCAL_HOSTNAME names the host of masters and workers, not clients', () => {
     const env = { SVC_LOCAL_HOSTNAME: 'node-7' };
     const worker = resolveConfig({ role: 'worker', env, platform: { localHostname: 'os-name' } });
     assert.equal(worker.localHostname, 'node-7');
+    assert.equal(worker.getString('svc.worker.host'), 'node-7');
     assert.equal(worker.getString('svc.worker.http.host'), 'node-7');
     assert.deepEqual(worker.getList('svc.master.endpoints'), ['node-7:9097']);
     const client = resolveConfig({ role: 'client', env, platform: { localHostname: 'os-name' } });

@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { workerKey, type PartitionLocation } from '../core/domain/index.ts';
+import { PUSH_MOVED_EVENT } from '../core/machines/client/map-task.ts';
+import type { ClientLogger } from './client/client-log.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { StagedShuffle } from './testing/staged-shuffle.ts';
 import { pollFor } from './testing/poll.ts';
@@ -81,6 +83,20 @@ async function sendEvent(cluster: LocalCluster, eventType: string, worker: strin
   assert.equal(response.status, 200, `${eventType}: ${await response.text()}`);
 }
 
+/** The client library's lines, as an application's logger receives them. */
+class CapturedLog implements ClientLogger {
+  readonly lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+  error(fields: Record<string, unknown>, message: string): void {
+    this.lines.push({ level: 'error', fields, message });
+  }
+  warn(fields: Record<string, unknown>, message: string): void {
+    this.lines.push({ level: 'warn', fields, message });
+  }
+  info(fields: Record<string, unknown>, message: string): void {
+    this.lines.push({ level: 'info', fields, message });
+  }
+}
+
 /** The index and id of the worker holding the most copies of the stage's partitions. */
 function busiest(cluster: LocalCluster, copies: readonly PartitionLocation[]) {
   const held = cluster.workerIds.map((id) => copies.filter((c) => workerKey(c.worker) === id).length);
@@ -104,7 +120,8 @@ describe('decommissioning a worker under load (real processes)', () => {
   it('Decommission: no new slots, partitions move on, the job verifies, the worker exits once its shuffles go', async () => {
     cluster = await LocalCluster.start({ workers: 3, conf: CONF, workerConf: WORKER_CONF });
     const c = cluster;
-    client = await clientSide(c.masterUrl, { conf: REPLICATED });
+    const appLog = new CapturedLog();
+    client = await clientSide(c.masterUrl, { conf: REPLICATED, logger: appLog, logLevel: 'info' });
     const stage = await new StagedShuffle(client, 0, JOB).begin();
     const victim = busiest(c, stage.reserved());
     assert.ok(victim.copies > 0, 'the decommissioned worker holds partitions of the running job');
@@ -134,6 +151,19 @@ describe('decommissioning a worker under load (real processes)', () => {
     await stage.endAndVerify();
     const revived = stage.reserved().filter((copy) => copy.epoch > 0);
     assert.ok(revived.length > 0, 'partitions were revived');
+    // The application's log: the moves are expected, so no warning per push, and a few info lines at most (the
+    // first move of each cause per summary interval; the rest are counted into one log.repeated line).
+    const hardSplitWarnings = appLog.lines.filter(
+      (line) => line.level === 'warn' && line.fields.cause === 'HARD_SPLIT',
+    );
+    assert.deepEqual(hardSplitWarnings, [], 'no warning for an expected move');
+    const moves = appLog.lines.filter((line) => line.fields.event === PUSH_MOVED_EVENT);
+    assert.ok(moves.length >= 1, 'the move is told');
+    assert.ok(moves.length <= 3, `a few move lines, not one per push: ${moves.length}`);
+    assert.ok(
+      moves.every((line) => line.level === 'info'),
+      'moves are info lines',
+    );
     assert.ok(
       revived.every((copy) => workerKey(copy.worker) !== victim.id),
       'none back on the worker',

@@ -68,7 +68,7 @@ export const metricsCheck = async (target: Target): Promise<RuleRow[]> => {
           return notApplicable(
             target.release,
             spec,
-            `this deployment exports the metric under neither name (${missing.join('; ')}): it has no source for it, so only the absence of ${other} is checked`,
+            `this deployment exports the metric under neither name (${missing.join('; ')}): it has no source for it${rename.measures === undefined ? '' : ` (it measures ${rename.measures})`}, so only the absence of ${other} is checked`,
           );
         return pass(target.release, spec, `${seen.join('; ')}; no metrics_${other}_*`);
       })),

@@ -6,6 +6,7 @@ import type {
   Membership,
   PendingEvent,
   RegisteredWorker,
+  StoppedWorker,
   WorkerRegistry,
 } from './registry.ts';
 
@@ -18,6 +19,8 @@ export interface WorkerRegistrySnapshot {
   readonly version: 1;
   readonly workers: readonly RegisteredWorker[];
   readonly lost: readonly LostWorker[];
+  /** Absent in snapshots written before planned stops were told apart from losses: none. */
+  readonly stopped?: readonly StoppedWorker[];
   readonly autoExcluded: readonly AutoExclusion[];
   readonly manuallyExcluded: readonly Membership[];
   readonly shutdown: readonly Membership[];
@@ -30,6 +33,7 @@ export function snapshotRegistry(registry: WorkerRegistry): WorkerRegistrySnapsh
     version: 1,
     workers: [...registry.workers.values()],
     lost: [...registry.lost.values()],
+    stopped: [...registry.stopped.values()],
     autoExcluded: [...registry.autoExcluded.values()],
     manuallyExcluded: [...registry.manuallyExcluded.values()],
     shutdown: [...registry.shutdown.values()],
@@ -54,9 +58,14 @@ export function restoreRegistry(snapshot: WorkerRegistrySnapshot): WorkerRegistr
   const both = [...lost.keys()].find((key) => workers.has(key));
   if (both !== undefined)
     throw new RangeError(`worker registry snapshot lists ${both} as both registered and lost`);
+  const stopped = byKey('stopped', snapshot.stopped ?? [], (entry) => entry.info.id);
+  const twice = [...stopped.keys()].find((key) => workers.has(key) || lost.has(key));
+  if (twice !== undefined)
+    throw new RangeError(`worker registry snapshot lists ${twice} as stopped and as registered or lost`);
   return {
     workers,
     lost,
+    stopped,
     autoExcluded: byKey('autoExcluded', snapshot.autoExcluded, (member) => member.id),
     manuallyExcluded: byKey('manuallyExcluded', snapshot.manuallyExcluded, (member) => member.id),
     shutdown: byKey('shutdown', snapshot.shutdown, (member) => member.id),

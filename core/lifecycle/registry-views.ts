@@ -1,5 +1,6 @@
 import type { WorkerId, WorkerKey } from '../domain/index.ts';
 import type { PendingEventType, RegisteredWorker, WorkerRegistry } from './registry.ts';
+import type { ExitKind } from './worker-states.ts';
 
 /**
  * Everything derived from the registry: availability, the lists behind GET /api/v1/workers and GET
@@ -15,7 +16,8 @@ import type { PendingEventType, RegisteredWorker, WorkerRegistry } from './regis
  */
 export function unavailabilityReasons(registry: WorkerRegistry, key: WorkerKey): string[] {
   const worker = registry.workers.get(key);
-  if (worker === undefined) return [registry.lost.has(key) ? 'lost' : 'not registered'];
+  if (worker === undefined)
+    return [registry.lost.has(key) ? 'lost' : registry.stopped.has(key) ? 'stopped' : 'not registered'];
   const reasons: string[] = [];
   if (worker.state !== 'Normal') reasons.push(`state ${worker.state}`);
   const event = registry.events.get(key);
@@ -38,12 +40,14 @@ export function availableWorkers(registry: WorkerRegistry): RegisteredWorker[] {
 }
 
 /**
- * Every worker the master must not offer slots on: registered but unavailable, lost, or manually excluded.
+ * Every worker the master must not offer slots on: registered but unavailable, lost, stopped, or manually
+ * excluded.
  */
 export function unavailableWorkerKeys(registry: WorkerRegistry): Set<WorkerKey> {
   return new Set([
     ...[...registry.workers.keys()].filter((key) => !isAvailable(registry, key)),
     ...registry.lost.keys(),
+    ...registry.stopped.keys(),
     ...registry.manuallyExcluded.keys(),
   ]);
 }
@@ -52,9 +56,26 @@ export function registeredWorkers(registry: WorkerRegistry): RegisteredWorker[] 
   return [...registry.workers.values()];
 }
 
-/** The worker as last registered or heard from, whether registered now or lost; undefined if neither. */
+/** The worker as last registered or heard from, whether registered now, lost or stopped; undefined if none. */
 export function lastKnownWorker(registry: WorkerRegistry, key: WorkerKey): RegisteredWorker | undefined {
-  return registry.workers.get(key) ?? registry.lost.get(key)?.info;
+  return registry.workers.get(key) ?? registry.lost.get(key)?.info ?? registry.stopped.get(key)?.info;
+}
+
+/** Workers gone from the cluster, lost or stopped: an application's pushes to them can only fail. */
+export function goneWorkers(registry: WorkerRegistry): WorkerId[] {
+  return [
+    ...lostWorkers(registry).map((lost) => lost.worker.id),
+    ...stoppedWorkers(registry).map((stopped) => stopped.worker.id),
+  ];
+}
+
+/** Workers that reported their own exit, with when and how, oldest first. */
+export function stoppedWorkers(
+  registry: WorkerRegistry,
+): { readonly worker: RegisteredWorker; readonly stoppedAt: number; readonly exitKind: ExitKind }[] {
+  return [...registry.stopped.values()]
+    .map((stopped) => ({ worker: stopped.info, stoppedAt: stopped.stoppedAt, exitKind: stopped.exitKind }))
+    .sort((a, b) => a.stoppedAt - b.stoppedAt);
 }
 
 /**
@@ -80,8 +101,15 @@ export function manuallyExcludedWorkers(registry: WorkerRegistry): WorkerId[] {
   return [...registry.manuallyExcluded.values()].map((member) => member.id);
 }
 
+/**
+ * The shutdown workers: those shutting down (a graceful shutdown or an immediate exit under way) and those that
+ * stopped after reporting their exit (the contract's `shutdownWorkers`: a planned stop is a shutdown, not a loss).
+ */
 export function shutdownWorkers(registry: WorkerRegistry): WorkerId[] {
-  return [...registry.shutdown.values()].map((member) => member.id);
+  return [
+    ...[...registry.shutdown.values()].map((member) => member.id),
+    ...[...registry.stopped.values()].map((stopped) => stopped.info.id),
+  ];
 }
 
 export function decommissioningWorkers(registry: WorkerRegistry): WorkerId[] {
@@ -116,7 +144,7 @@ export function workerCounts(registry: WorkerRegistry): WorkerCounts {
     LostWorkerCount: registry.lost.size,
     ExcludedWorkerCount: excludedWorkers(registry).length,
     AvailableWorkerCount: availableWorkers(registry).length,
-    ShutdownWorkerCount: registry.shutdown.size,
+    ShutdownWorkerCount: registry.shutdown.size + registry.stopped.size,
     DecommissionWorkerCount: registry.decommissioning.size,
   };
 }

@@ -12,6 +12,7 @@ import {
   expireUnavailableInfo,
   markWorkerLost,
   recordHeartbeat,
+  recordWorkerStopped,
   registerWorker,
   removeUnavailableInfo,
   reportWorkersDecommissioning,
@@ -26,6 +27,7 @@ import {
   availableWorkers,
   decommissioningWorkers,
   excludedWorkers,
+  goneWorkers,
   isAvailable,
   lostWorkers,
   manuallyExcludedWorkers,
@@ -101,6 +103,7 @@ type Op =
   | { op: 'heartbeat'; worker: number; state: WorkerState; highWorkload: boolean; unhealthy: boolean }
   | { op: 'detectLost'; timeout: number }
   | { op: 'markLost'; worker: number }
+  | { op: 'stop'; worker: number; immediately: boolean }
   | { op: 'exclude'; add: number[]; remove: number[] }
   | { op: 'event'; type: WorkerEventType; workers: number[] }
   | { op: 'unavailable'; workers: number[] }
@@ -132,6 +135,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   fc.record({ op: fc.constant('detectLost' as const), timeout: fc.integer({ min: 0, max: 100 }) }),
   fc.record({ op: fc.constant('markLost' as const), worker: workerArb }),
+  fc.record({ op: fc.constant('stop' as const), worker: workerArb, immediately: fc.boolean() }),
   fc.record({ op: fc.constant('exclude' as const), add: workersArb, remove: workersArb }),
   {
     arbitrary: fc.record({
@@ -162,6 +166,8 @@ function apply(registry: WorkerRegistry, op: Op, now: number): WorkerRegistry {
       return detectLostWorkers(registry, now, op.timeout).registry;
     case 'markLost':
       return markWorkerLost(registry, poolKeys[op.worker]!, now).registry;
+    case 'stop':
+      return recordWorkerStopped(registry, poolKeys[op.worker]!, now, op).registry;
     case 'exclude':
       return excludeWorkers(registry, { add: pick(op.add), remove: pick(op.remove) }, now).registry;
     case 'event':
@@ -205,7 +211,7 @@ function checkInvariants(registry: WorkerRegistry): void {
     ...shutdownWorkers(registry),
     ...decommissioningWorkers(registry),
     ...workerEvents(registry).map((event) => event.worker),
-    ...lostWorkers(registry).map((lost) => lost.worker.id),
+    ...goneWorkers(registry),
   ].map(workerKey);
   for (const key of never) assert.ok(!available.has(key), `${key} is unavailable by its sets`);
   for (const key of available) {
@@ -214,6 +220,13 @@ function checkInvariants(registry: WorkerRegistry): void {
   }
   for (const key of registry.lost.keys()) {
     assert.ok(!registry.workers.has(key), 'registered and lost at once');
+  }
+  for (const key of registry.stopped.keys()) {
+    assert.ok(
+      !registry.workers.has(key) && !registry.lost.has(key),
+      'stopped and registered or lost at once',
+    );
+    assert.ok(!registry.decommissioning.has(key), 'a stopped worker is no longer decommissioning');
   }
   for (const [key, event] of registry.events) {
     const state = registry.workers.get(key)?.state;
@@ -508,6 +521,73 @@ describe('worker registry: operator actions', () => {
     assert.deepEqual(expired.expired, [key0]);
     assert.deepEqual(workerCounts(expired.registry).ShutdownWorkerCount, 0);
     assert.deepEqual(removeUnavailableInfo(registry, [keys[1]!]).notLost, [keys[1]!]);
+  });
+});
+
+describe('worker registry: planned stops', () => {
+  it('records a reported exit as stopped, with how the worker left, never as lost', () => {
+    let registry = register(register(register(emptyRegistry(), id0, 0), id1, 0), ids[2]!, 0);
+    registry = sendWorkerEvent(registry, 'Decommission', [key0], 1).registry;
+    registry = reportWorkersDecommissioning(registry, [key0], 2).registry;
+    registry = heartbeat(registry, id0, 3, { state: 'InDecommission' }).registry;
+    registry = reportWorkersUnavailable(registry, [keys[1]!], 3).registry;
+    const decommissioned = recordWorkerStopped(registry, key0, 10, { immediately: false });
+    assert.deepEqual(decommissioned.stop, {
+      outcome: 'stopped',
+      exitKind: 'DECOMMISSION',
+      completedEvent: 'Decommission',
+    });
+    registry = decommissioned.registry;
+    registry = recordWorkerStopped(registry, keys[1]!, 11, { immediately: false }).registry;
+    registry = recordWorkerStopped(registry, keys[2]!, 12, { immediately: true }).registry;
+    assert.deepEqual(
+      [...registry.stopped.values()].map((stopped) => [stopped.info.state, stopped.exitKind]),
+      [
+        ['Exit', 'DECOMMISSION'],
+        ['Exit', 'GRACEFUL'],
+        ['Exit', 'IMMEDIATELY'],
+      ],
+    );
+    assert.equal(
+      recordWorkerStopped(registry, key0, 13, { immediately: false }).stop.outcome,
+      'alreadyStopped',
+    );
+    assert.equal(
+      recordWorkerStopped(registry, 'ghost:1:1:1:1', 13, { immediately: true }).stop.outcome,
+      'unknown',
+    );
+    assert.deepEqual(detectLostWorkers(registry, 10_000, 100).lost, [], 'a stopped worker cannot time out');
+    assert.deepEqual(decommissioningWorkers(registry), []);
+    assert.deepEqual(shutdownWorkers(registry), [id0, id1, ids[2]!]);
+    assert.deepEqual(unavailabilityReasons(registry, key0), ['stopped']);
+    assert.equal(workerCounts(registry).LostWorkerCount, 0);
+    assert.equal(workerCounts(registry).ShutdownWorkerCount, 3);
+    assert.deepEqual(workerEvents(registry), []);
+  });
+
+  it('turns a late exit report of a worker already declared lost into a stop', () => {
+    let registry = register(emptyRegistry(), id0, 0);
+    registry = heartbeat(registry, id0, 1, { state: 'InGraceful' }).registry;
+    registry = detectLostWorkers(registry, 200, 100).registry;
+    registry = recordWorkerStopped(registry, key0, 201, { immediately: false }).registry;
+    assert.equal(registry.lost.size, 0);
+    assert.equal(registry.stopped.get(key0)?.exitKind, 'GRACEFUL');
+  });
+
+  it('forgets stopped workers when their unavailable info expires, or on an operator remove', () => {
+    let registry = register(register(emptyRegistry(), id0, 0), id1, 0);
+    registry = recordWorkerStopped(registry, key0, 100, { immediately: true }).registry;
+    registry = recordWorkerStopped(registry, keys[1]!, 150, { immediately: true }).registry;
+    assert.deepEqual(expireUnavailableInfo(registry, 200, 100).expired, []);
+    const expired = expireUnavailableInfo(registry, 201, 100);
+    assert.deepEqual(expired.expired, [key0]);
+    assert.deepEqual(removeUnavailableInfo(expired.registry, [keys[1]!]).removed, [keys[1]!]);
+  });
+
+  it('restores a snapshot written before stops were recorded, with none stopped', () => {
+    const registry = register(emptyRegistry(), id0, 0);
+    const { stopped: _omitted, ...older } = snapshotRegistry(registry);
+    assert.deepEqual(restoreRegistry(older).stopped, new Map());
   });
 });
 

@@ -14,6 +14,7 @@ import type { AutoExclusionPolicy } from './auto-exclusion.ts';
 import { hostRefusal } from './host-policy.ts';
 import type { HostPolicy } from './host-policy.ts';
 import { eventFinalState, transition } from './worker-states.ts';
+import type { ExitKind } from './worker-states.ts';
 
 /**
  * The master's view of the workers, as one immutable value: every function takes a registry and returns a new
@@ -22,9 +23,14 @@ import { eventFinalState, transition } from './worker-states.ts';
  * into JSON for the coordination store; registry-views.ts derives availability, API lists and metric counts.
  */
 export interface WorkerRegistry {
-  /** Registered workers, in registration order. A lost worker leaves this map. */
+  /** Registered workers, in registration order. A lost or stopped worker leaves this map. */
   readonly workers: ReadonlyMap<WorkerKey, RegisteredWorker>;
   readonly lost: ReadonlyMap<WorkerKey, LostWorker>;
+  /**
+   * Workers that reported their own exit (a planned stop: immediately, gracefully, or at the end of a
+   * decommission): gone like the lost ones, but neither counted nor alerted on as lost.
+   */
+  readonly stopped: ReadonlyMap<WorkerKey, StoppedWorker>;
   /**
    * Excluded by the master from heartbeats (unhealthy disks, high workload); released by a healthy heartbeat.
    */
@@ -62,6 +68,14 @@ export interface LostWorker {
   readonly lostAt: number;
 }
 
+export interface StoppedWorker {
+  /** The worker as last heard from, its state Exit. */
+  readonly info: RegisteredWorker;
+  readonly stoppedAt: number;
+  /** How it left, from what it reported before its exit. */
+  readonly exitKind: ExitKind;
+}
+
 export type PendingEventType = Exclude<WorkerEventType, 'None'>;
 
 export interface PendingEvent {
@@ -75,6 +89,7 @@ export function emptyRegistry(): WorkerRegistry {
   return {
     workers: new Map(),
     lost: new Map(),
+    stopped: new Map(),
     autoExcluded: new Map(),
     manuallyExcluded: new Map(),
     shutdown: new Map(),
@@ -120,12 +135,13 @@ export function registerWorker(
     highWorkload: false,
     stateSince: now,
   };
-  const reregistered = registry.workers.has(key) || registry.lost.has(key);
+  const reregistered = registry.workers.has(key) || registry.lost.has(key) || registry.stopped.has(key);
   return {
     registry: {
       ...registry,
       workers: withEntry(registry.workers, key, worker),
       lost: withoutKeys(registry.lost, [key]),
+      stopped: withoutKeys(registry.stopped, [key]),
       autoExcluded: withoutKeys(registry.autoExcluded, [key]),
       shutdown: withoutKeys(registry.shutdown, [key]),
       decommissioning: withoutKeys(registry.decommissioning, [key]),
@@ -306,6 +322,62 @@ export function markWorkerLost(
   };
 }
 
+export type StopOutcome =
+  | {
+      readonly outcome: 'stopped';
+      readonly exitKind: ExitKind;
+      readonly completedEvent: PendingEventType | null;
+    }
+  | { readonly outcome: 'alreadyStopped' | 'unknown' };
+
+/**
+ * A worker reported its own exit: a heartbeat with state Exit as its last message, or ReportWorkerLost (it exits
+ * immediately). A planned stop, not a loss: the worker leaves the registered workers, the auto-excluded,
+ * shutdown and decommissioning sets (it is gone, no longer leaving) and its pending event (done), and is
+ * remembered as stopped, listed among the shutdown workers, until it registers again or its unavailable info
+ * expires. How it left is taken from what it reported before (see `exitKindOf`). A worker already declared lost
+ * whose report arrives late moves from lost to stopped: it did not crash.
+ */
+export function recordWorkerStopped(
+  registry: WorkerRegistry,
+  key: WorkerKey,
+  now: number,
+  reported: { readonly immediately: boolean },
+): { readonly registry: WorkerRegistry; readonly stop: StopOutcome } {
+  if (registry.stopped.has(key)) return { registry, stop: { outcome: 'alreadyStopped' } };
+  const known = registry.workers.get(key) ?? registry.lost.get(key)?.info;
+  if (known === undefined) return { registry, stop: { outcome: 'unknown' } };
+  const exitKind = reported.immediately ? 'IMMEDIATELY' : exitKindOf(registry, key, known.state);
+  const pending = registry.events.get(key);
+  const completedEvent =
+    pending !== undefined && eventFinalState(pending.type) === 'Exit' ? pending.type : null;
+  const info: RegisteredWorker = { ...known, state: 'Exit', stateSince: now };
+  return {
+    registry: {
+      ...registry,
+      workers: withoutKeys(registry.workers, [key]),
+      lost: withoutKeys(registry.lost, [key]),
+      stopped: withEntry(registry.stopped, key, { info, stoppedAt: now, exitKind }),
+      autoExcluded: withoutKeys(registry.autoExcluded, [key]),
+      shutdown: withoutKeys(registry.shutdown, [key]),
+      decommissioning: withoutKeys(registry.decommissioning, [key]),
+      events: withoutKeys(registry.events, [key]),
+    },
+    stop: { outcome: 'stopped', exitKind, completedEvent },
+  };
+}
+
+/**
+ * How a worker that reports Exit left: a decommission if it was decommissioning, a graceful shutdown if it was
+ * shutting down gracefully (its own report, or its last heartbeat), otherwise immediately.
+ */
+function exitKindOf(registry: WorkerRegistry, key: WorkerKey, lastState: WorkerState): ExitKind {
+  if (lastState === 'InDecommission' || registry.decommissioning.has(key)) return 'DECOMMISSION';
+  if (lastState === 'InExit') return 'IMMEDIATELY';
+  if (lastState === 'InGraceful' || registry.shutdown.has(key)) return 'GRACEFUL';
+  return 'IMMEDIATELY';
+}
+
 /**
  * Declares lost every registered worker whose last heartbeat is older than `heartbeatTimeoutMs`
  * (`svc.master.heartbeat.worker.timeout`): lost when now − lastHeartbeat > timeout, so a heartbeat exactly
@@ -324,8 +396,9 @@ export function detectLostWorkers(
 }
 
 /**
- * Forgets lost workers (POST /api/v1/workers/remove_unavailable): their lost, shutdown, decommissioning and
- * event entries go. Only lost workers are affected; the others are reported back.
+ * Forgets lost and stopped workers (POST /api/v1/workers/remove_unavailable): their lost, stopped, shutdown,
+ * decommissioning and event entries go. Only workers gone (lost or stopped) are affected; the others are
+ * reported back.
  */
 export function removeUnavailableInfo(
   registry: WorkerRegistry,
@@ -335,12 +408,14 @@ export function removeUnavailableInfo(
   readonly removed: readonly WorkerKey[];
   readonly notLost: readonly WorkerKey[];
 } {
-  const removed = unique(keys).filter((key) => registry.lost.has(key));
-  const notLost = unique(keys).filter((key) => !registry.lost.has(key));
+  const gone = (key: WorkerKey) => registry.lost.has(key) || registry.stopped.has(key);
+  const removed = unique(keys).filter(gone);
+  const notLost = unique(keys).filter((key) => !gone(key));
   return {
     registry: {
       ...registry,
       lost: withoutKeys(registry.lost, removed),
+      stopped: withoutKeys(registry.stopped, removed),
       shutdown: withoutKeys(registry.shutdown, removed),
       decommissioning: withoutKeys(registry.decommissioning, removed),
       events: withoutKeys(registry.events, removed),
@@ -351,17 +426,21 @@ export function removeUnavailableInfo(
 }
 
 /**
- * Forgets workers lost for longer than `expireTimeoutMs` (`svc.master.workerUnavailableInfo.expireTimeout`),
- * as removeUnavailableInfo does. Strict like lost detection: an entry exactly `expireTimeoutMs` old stays.
+ * Forgets workers lost or stopped for longer than `expireTimeoutMs`
+ * (`svc.master.workerUnavailableInfo.expireTimeout`), as removeUnavailableInfo does. Strict like lost
+ * detection: an entry exactly `expireTimeoutMs` old stays.
  */
 export function expireUnavailableInfo(
   registry: WorkerRegistry,
   now: number,
   expireTimeoutMs: number,
 ): { readonly registry: WorkerRegistry; readonly expired: readonly WorkerKey[] } {
-  const expired = [...registry.lost]
-    .filter(([, lost]) => now - lost.lostAt > expireTimeoutMs)
-    .map(([key]) => key);
+  const expired = [
+    ...[...registry.lost].filter(([, lost]) => now - lost.lostAt > expireTimeoutMs).map(([key]) => key),
+    ...[...registry.stopped]
+      .filter(([, stopped]) => now - stopped.stoppedAt > expireTimeoutMs)
+      .map(([key]) => key),
+  ];
   return { registry: removeUnavailableInfo(registry, expired).registry, expired };
 }
 
@@ -575,9 +654,14 @@ export function bookOfferedSlots(
 // -----------------------------------------------------------------------------------------------------------
 // Helpers
 
-/** The id of a registered or lost worker. */
+/** The id of a registered, lost or stopped worker. */
 function knownId(registry: WorkerRegistry, key: WorkerKey): WorkerId | null {
-  return registry.workers.get(key)?.id ?? registry.lost.get(key)?.info.id ?? null;
+  return (
+    registry.workers.get(key)?.id ??
+    registry.lost.get(key)?.info.id ??
+    registry.stopped.get(key)?.info.id ??
+    null
+  );
 }
 
 function withEntry<V>(map: ReadonlyMap<WorkerKey, V>, key: WorkerKey, value: V): ReadonlyMap<WorkerKey, V> {

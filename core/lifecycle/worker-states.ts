@@ -280,8 +280,9 @@ export function eventForExitType(
 
 /**
  * The state that completes an event: the master clears a pending event when the worker's heartbeat reports
- * it. Exit is never reported (an exited worker sends no heartbeat); such events end with re-registration or
- * the expiry of the worker's unavailable info.
+ * it. Exit is reported by the worker's last heartbeat (its exit report); the master then records a planned
+ * stop (registry.ts recordWorkerStopped), which completes the event. A worker whose report never arrived ends
+ * its event with re-registration or the expiry of its unavailable info.
  */
 export function eventFinalState(event: Exclude<WorkerEventType, 'None'>): WorkerState {
   switch (event) {

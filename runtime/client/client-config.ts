@@ -71,7 +71,12 @@ export function resolveClientSettings(
   return {
     release,
     conf,
-    logger: clientLogger(options.logger, options.logLevel, process),
+    logger: clientLogger(
+      options.logger,
+      options.logLevel,
+      process,
+      conf.optional('svc.log.summary.interval', 'getDurationMs'),
+    ),
     authEnabled: conf.getBoolean('svc.auth.enabled'),
     secret: options.secret ?? configuredSecret(conf),
     askTimeoutMs: conf.getDurationMs('svc.rpc.askTimeout'),

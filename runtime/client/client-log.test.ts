@@ -9,7 +9,9 @@ import { promisify } from 'node:util';
 import { startApplication } from './application.ts';
 import { clientLogger, type ClientLogger } from './client-log.ts';
 import { ApplicationRefusedError } from './errors.ts';
+import { PUSH_MOVED_EVENT } from '../../core/machines/client/map-task.ts';
 import { closedPort } from '../testing/closed-port.ts';
+import { pollFor } from '../testing/poll.ts';
 
 const run = promisify(execFile);
 
@@ -99,5 +101,27 @@ describe('the client library’s logging', () => {
       ['kept'],
     );
     assert.throws(() => clientLogger({} as ClientLogger, undefined, {}), /needs warn\(fields, message\)/);
+  });
+  it('summarises expected moves: the first of each cause in an interval, then one log.repeated line', async () => {
+    const lines: Line[] = [];
+    const logger = clientLogger(keepingLogger(lines, true), 'info', { role: 'executor' }, 50);
+    for (let push = 0; push < 41; push += 1)
+      logger.info({ event: PUSH_MOVED_EVENT, cause: 'HARD_SPLIT', partitionId: push }, PUSH_MOVED_EVENT);
+    logger.warn(
+      { event: 'push failed; retrying', cause: 'PUSH_DATA_TIMEOUT_PRIMARY' },
+      'push failed; retrying',
+    );
+    const summary = await pollFor(
+      () => lines.find((line) => line.fields.event === 'log.repeated'),
+      () => `a log.repeated line among ${JSON.stringify(lines)}`,
+    );
+    assert.equal(summary.method, 'info');
+    assert.equal(summary.fields.count, 40);
+    assert.equal(summary.fields.repeatedEvent, PUSH_MOVED_EVENT);
+    assert.deepEqual(
+      lines.filter((line) => line.fields.event === PUSH_MOVED_EVENT).map((line) => line.method),
+      ['info'],
+    );
+    assert.equal(lines.filter((line) => line.method === 'warn').length, 1, 'other warnings are untouched');
   });
 });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { startApplication, type Application } from '../client/application.ts';
+import type { ClientLogger } from '../client/client-log.ts';
 import { connectExecutor, type MapResult, type ShuffleClient } from '../client/shuffle-client.ts';
+import type { ClientOptions } from '../client/client-config.ts';
 
 /** A small shuffle for tests: every record names its map, attempt, partition and index, so a reader's output can be checked exactly. */
 export interface SmallJob {
@@ -41,7 +43,13 @@ export interface ClientSide {
 /** An application and one executor in this process, against the cluster at `master`. */
 export async function clientSide(
   master: string,
-  options: { release?: string; conf?: Record<string, string> } = {},
+  options: {
+    release?: string;
+    conf?: Record<string, string>;
+    /** Where the client library's lines go (both the application and the executor), and from which level. */
+    logger?: ClientLogger;
+    logLevel?: ClientOptions['logLevel'];
+  } = {},
 ): Promise<ClientSide> {
   const app = await startApplication({ master, ...options });
   const executor = connectExecutor({

@@ -8,6 +8,9 @@ const IN_EVENT = 'in the operator’s worker event';
 /** The master's own verdict (its `master.worker.lost` log); only a new registration brings the worker back. */
 const DECLARED_LOST = 'lost (declared so by the master itself';
 
+/** The worker's exit report (its last heartbeat, in state Exit); only a new registration brings it back. */
+const STOPPED = 'stopped (its last heartbeat reported its exit)';
+
 /**
  * What a worker's own report tells the master, until it registers again or a heartbeat it sent after the report
  * says it is back in Normal state (a decommission or shutdown the operator called off).
@@ -108,6 +111,11 @@ export function noSlotsOnUnavailable(
           const key = workerKey(message.worker);
           heardAt.set(key, world.now);
           const why = toldMaster.get(key);
+          // Its last heartbeat says Exit: stopped, until it registers again (an operator's exclusion stays).
+          if (message.state === 'Exit' && why !== EXCLUDED) {
+            toldMaster.set(key, STOPPED);
+            return;
+          }
           const sentAfterReport =
             (input.envelope.requestId ?? 0) > (reportedAfterHeartbeat.get(key) ?? Infinity);
           if (
@@ -116,6 +124,7 @@ export function noSlotsOnUnavailable(
             why !== EXCLUDED &&
             !why.startsWith(IN_EVENT) &&
             !why.startsWith(DECLARED_LOST) &&
+            why !== STOPPED &&
             sentAfterReport
           )
             toldMaster.delete(key);

@@ -188,7 +188,6 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     since: '0.6.0',
     check: regularExpression,
     roles: MASTER,
-    effect: notImplementedYet('the master admits workers from any host'),
     description: 'Only workers whose host matches this regular expression may register (unset: any host).',
   },
   {
@@ -197,7 +196,6 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     since: '0.6.0',
     check: regularExpression,
     roles: MASTER,
-    effect: notImplementedYet('the master admits workers from any host'),
     description: 'Workers whose host matches this regular expression may not register (unset: none refused).',
   },
   {

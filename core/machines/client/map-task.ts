@@ -1094,7 +1094,9 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
       fail(d, reaction.message);
       return;
     case 'retry':
-      log(d.out, 'warn', 'push failed; retrying', {
+      // HARD_SPLIT is a move the cluster asked for (the file reached its split size, or its worker is leaving):
+      // expected, so an info line the client library summarises per episode, not a warning per push.
+      log(d.out, reaction.cause === 'HARD_SPLIT' ? 'info' : 'warn', pushRetryEvent(reaction.cause), {
         partitionId,
         epoch: location.epoch,
         cause: reaction.cause,
@@ -1109,6 +1111,13 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
       // Otherwise a newer location is already known: push there (unless a revive's answer is awaited).
       else d.refill.add(partitionId);
   }
+}
+
+/** The event of an expected move: a partition continues on a new location the worker asked for (HARD_SPLIT). */
+export const PUSH_MOVED_EVENT = 'push moved; the partition continues on its next location';
+
+function pushRetryEvent(cause: string): string {
+  return cause === 'HARD_SPLIT' ? PUSH_MOVED_EVENT : 'push failed; retrying';
 }
 
 /** The batches to push again with `batch` among them, oldest first. */

@@ -5,7 +5,7 @@ import {
   decommissioningWorkers,
   excludedWorkers,
   expireApplications,
-  lostWorkers,
+  goneWorkers,
   recordApplicationHeartbeat,
   recordApplicationIdentity,
   registerShuffle,
@@ -151,8 +151,8 @@ export function handleApplicationHeartbeat(
     type: 'ApplicationHeartbeatResponse',
     excludedWorkers: excludedWorkers(workers),
     // The reference answers which of the client's workers it does not know; the client sends no list here, so the
-    // master names the workers it knows to be gone: the lost ones.
-    unknownWorkers: lostWorkers(workers).map((lost) => lost.worker.id),
+    // master names the workers it knows to be gone: the lost and the stopped ones.
+    unknownWorkers: goneWorkers(workers),
     shuttingWorkers: [...shutdownWorkers(workers), ...decommissioningWorkers(workers)],
     // svc addition: the workers a revive may move partitions to (docs/core.md, Revive candidates).
     availableWorkers: availableWorkers(workers).map((worker) => ({

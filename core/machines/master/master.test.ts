@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { workerKey, type DiskInfo, type WorkerId, type WorkerState } from '../../domain/index.ts';
-import { availableWorkers } from '../../lifecycle/index.ts';
+import { availableWorkers, workerCounts } from '../../lifecycle/index.ts';
 import type { RequestSlots } from '../../protocol/messages.ts';
 import type { Effect } from '../effects.ts';
 import { Harness, metricNames, ofKind, onlySent, sentOf, workerId } from '../worker/test-kit.ts';
@@ -41,6 +41,12 @@ function master(overrides: Partial<MasterConfig> = {}) {
 }
 
 let nextRequest = 1000;
+
+function logEvents(effects: readonly Effect[], event: string): Record<string, unknown>[] {
+  return ofKind(effects, 'log')
+    .filter((line) => line.event === event)
+    .map((line) => line.fields ?? {});
+}
 
 function register(harness: Harness<MasterState>, id: WorkerId, rack = '/r1'): Effect[] {
   return harness.receive(
@@ -176,11 +182,81 @@ describe('master: workers', () => {
     assert.equal(heartbeat(harness, W1).reply.registered, false, 'a lost worker must register again');
   });
 
-  it('a worker reporting that it exits immediately is lost at once', () => {
+  it('a worker reporting that it exits immediately is stopped at once, not lost', () => {
     const harness = master();
     register(harness, W1);
-    harness.receive(workerKey(W1), { type: 'ReportWorkerLost', worker: W1 });
-    assert.equal(harness.state.durable.workers.lost.has(workerKey(W1)), true);
+    const effects = harness.receive(workerKey(W1), { type: 'ReportWorkerLost', worker: W1 });
+    const registry = harness.state.durable.workers;
+    assert.equal(registry.lost.has(workerKey(W1)), false);
+    assert.equal(registry.stopped.get(workerKey(W1))?.exitKind, 'IMMEDIATELY');
+    assert.deepEqual(logEvents(effects, 'master.worker.stopped'), [
+      { worker: workerKey(W1), exit: 'IMMEDIATELY' },
+    ]);
+    assert.equal(logEvents(effects, 'master.worker.lost').length, 0);
+    // Its exit heartbeat follows: the same news, nothing more to record or log.
+    const again = heartbeat(harness, W1, { state: 'Exit' });
+    assert.equal(ofKind(again.effects, 'persist').length, 0);
+    assert.equal(logEvents(again.effects, 'master.worker.stopped').length, 0);
+  });
+
+  it('a decommissioned worker that reports its exit is stopped, out of decommissioning, never lost, across a restart', () => {
+    const harness = master();
+    register(harness, W1);
+    register(harness, W2);
+    register(harness, W3);
+    harness.step({
+      kind: 'admin',
+      command: { type: 'workerEvent', eventType: 'DECOMMISSION', workers: [workerKey(W1)] },
+    });
+    harness.receive(workerKey(W1), { type: 'ReportWorkerDecommission', worker: W1 });
+    heartbeat(harness, W1, { state: 'InDecommission' });
+    harness.receive(workerKey(W2), { type: 'ReportWorkerUnavailable', worker: W2 });
+    heartbeat(harness, W2, { state: 'InGraceful' });
+    const exited = heartbeat(harness, W1, { state: 'Exit' });
+    assert.deepEqual(logEvents(exited.effects, 'master.worker.stopped'), [
+      { worker: workerKey(W1), exit: 'DECOMMISSION' },
+    ]);
+    assert.deepEqual(logEvents(exited.effects, 'master.worker.eventCompleted'), [
+      { worker: workerKey(W1), event: 'Decommission' },
+    ]);
+    heartbeat(harness, W2, { state: 'Exit' });
+    const persisted = ofKind(harness.all, 'persist').at(-1)!;
+
+    const after = new Harness(masterMachine, initialMasterState(testMasterConfig()));
+    after.now = harness.now;
+    after.start(new Map([[MASTER_STATE_KEY, persisted.value!]]));
+    // W3 falls silent: a real loss. W1 and W2 stopped: never lost, however long the master waits.
+    const timeout = testMasterConfig().workerHeartbeatTimeoutMs;
+    const checks = [
+      ...after.timer(MASTER_TIMERS.lostWorkers, after.now + timeout + 1),
+      ...after.timer(MASTER_TIMERS.lostWorkers, after.now + 2 * timeout + 1),
+    ];
+    assert.deepEqual(
+      logEvents(checks, 'master.worker.lost').map((line) => line.worker),
+      [workerKey(W3)],
+    );
+    const registry = after.state.durable.workers;
+    assert.deepEqual(
+      [...registry.stopped.values()].map((stopped) => [stopped.info.id, stopped.exitKind]),
+      [
+        [W1, 'DECOMMISSION'],
+        [W2, 'GRACEFUL'],
+      ],
+    );
+    assert.equal(registry.decommissioning.size, 0);
+    assert.equal(registry.shutdown.size, 0);
+    assert.deepEqual(workerCounts(registry), {
+      WorkerCount: 0,
+      LostWorkerCount: 1,
+      ExcludedWorkerCount: 0,
+      AvailableWorkerCount: 0,
+      ShutdownWorkerCount: 2,
+      DecommissionWorkerCount: 0,
+    });
+    // Back again: it registers like any worker and leaves the stopped ones.
+    register(after, W1);
+    assert.equal(after.state.durable.workers.stopped.has(workerKey(W1)), false);
+    assert.equal(after.state.durable.workers.workers.has(workerKey(W1)), true);
   });
 
   it('excludes automatically on unhealthy disks and releases on a healthy heartbeat', () => {
@@ -286,7 +362,8 @@ describe('master: applications and slots', () => {
       'ApplicationHeartbeatResponse',
     ).message;
     assert.deepEqual(reply.excludedWorkers.map(workerKey), [workerKey(W1)]);
-    assert.deepEqual(reply.shuttingWorkers.map(workerKey), [workerKey(W2)]);
+    // W3 exits immediately: a planned stop, listed as shut down and named gone, so that pushes to it fail fast.
+    assert.deepEqual(reply.shuttingWorkers.map(workerKey), [workerKey(W2), workerKey(W3)]);
     assert.deepEqual(reply.unknownWorkers.map(workerKey), [workerKey(W3)]);
     assert.equal(requestSlots(harness).reply.status, 'WORKER_EXCLUDED');
   });
@@ -437,6 +514,7 @@ describe('master: property', () => {
           'Idle',
           'InGraceful',
           'InDecommission',
+          'Exit',
         ),
       }),
     },

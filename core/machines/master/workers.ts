@@ -1,9 +1,9 @@
-import { workerKey } from '../../domain/index.ts';
+import { workerKey, type WorkerKey } from '../../domain/index.ts';
 import {
   detectLostWorkers,
   expireUnavailableInfo,
-  markWorkerLost,
   recordHeartbeat,
+  recordWorkerStopped,
   registerWorker,
   reportWorkersDecommissioning,
   reportWorkersUnavailable,
@@ -71,6 +71,16 @@ export function handleWorkerHeartbeat(
   message: WorkerHeartbeat,
 ): MasterState {
   const key = workerKey(message.worker);
+  // A heartbeat in state Exit is the worker's last message: its report that it has exited.
+  if (message.state === 'Exit') {
+    reply(out, replyToOf(envelope), {
+      type: 'WorkerHeartbeatResponse',
+      registered: false,
+      expiredShuffleKeys: [],
+      workerEvent: 'None',
+    });
+    return workerStopped(s, out, key, { immediately: false });
+  }
   const {
     registry,
     reply: answer,
@@ -141,15 +151,37 @@ export function handleWorkerReport(
       log(out, 'info', 'master.worker.decommissioning', { worker: key });
       return withWorkers(s, out, result.registry);
     }
-    case 'ReportWorkerLost': {
-      const result = markWorkerLost(s.durable.workers, key, out.now);
-      if (result.outcome !== 'lost') return unknownReporter(s, out, key, message.type);
-      log(out, 'warn', 'master.worker.lost', {
+    case 'ReportWorkerLost':
+      // The worker's own word that it exits immediately: a planned stop, not a loss.
+      return workerStopped(s, out, key, { immediately: true });
+  }
+}
+
+/**
+ * A worker reported its own exit: stopped, not lost (no `master.worker.lost`, no LostWorkerCount), and out of the
+ * decommissioning list. Its exit heartbeat after a ReportWorkerLost is the same news again and changes nothing.
+ */
+function workerStopped(
+  s: MasterState,
+  out: MasterOutbox,
+  key: WorkerKey,
+  reported: { readonly immediately: boolean },
+): MasterState {
+  const { registry, stop } = recordWorkerStopped(s.durable.workers, key, out.now, reported);
+  switch (stop.outcome) {
+    case 'unknown':
+      log(out, 'debug', 'master.worker.unknownExit', {
         worker: key,
-        cause: 'the worker reported that it exits immediately',
+        note: 'a worker the master does not know (never registered, or forgotten) reported its exit',
       });
-      return withWorkers(s, out, result.registry);
-    }
+      return s;
+    case 'alreadyStopped':
+      return s;
+    case 'stopped':
+      log(out, 'info', 'master.worker.stopped', { worker: key, exit: stop.exitKind });
+      if (stop.completedEvent !== null)
+        log(out, 'info', 'master.worker.eventCompleted', { worker: key, event: stop.completedEvent });
+      return withWorkers(s, out, registry);
   }
 }
 

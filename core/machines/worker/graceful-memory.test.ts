@@ -19,6 +19,7 @@ import {
   pushData,
   SELF,
   commitFiles,
+  exitsIn,
 } from './test-kit.ts';
 
 /**
@@ -105,7 +106,7 @@ function servedAfterRestart(cfg: WorkerConfig, store: ReadonlyMap<string, string
 }
 
 function exits(effects: readonly Effect[]): number {
-  return ofKind(effects, 'exit').length;
+  return exitsIn(effects);
 }
 
 function logEvents(effects: readonly Effect[], event: string) {

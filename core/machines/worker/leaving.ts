@@ -13,8 +13,23 @@ import type { AdminCommand } from '../effects.ts';
 import { dropShuffle, persistShuffle } from './commit.ts';
 import { enqueueTask, evictionTarget, isEvicting } from './file-queue.ts';
 import { uncommittedCount } from './files.ts';
-import { adminReply, cancelTimer, count, gauge, log, send, setTimer, type Outbox } from '../outbox.ts';
-import type { PartitionFile, WorkerMachineState } from './state.ts';
+import {
+  adminReply,
+  cancelTimer,
+  count,
+  gauge,
+  log,
+  send,
+  setEntry,
+  setTimer,
+  type Outbox,
+} from '../outbox.ts';
+import { requestTimer } from './push.ts';
+import { takeId, type PartitionFile, type WorkerMachineState } from './state.ts';
+import { diskInfos } from './storage-view.ts';
+
+/** membership.ts's heartbeat timer, named here since membership.ts imports this module. */
+const HEARTBEAT_TIMER_NAME = 'heartbeat';
 
 /**
  * The worker's way out of the cluster, driven by core/lifecycle's transition table: operator events (from the
@@ -215,8 +230,51 @@ function finishExit(s: WorkerMachineState, out: Outbox): WorkerMachineState {
     }
   }
   log(out, 'info', 'worker.exit', { kind, shufflesKept: state.shuffles.size });
-  out.effects.push({ kind: 'exit', code: 0, reason: `worker exit (${kind})` });
-  return state;
+  return reportExit(state, out, 0, `worker exit (${kind})`);
+}
+
+/**
+ * A registered worker's last heartbeat says Exit, so that the master records a planned stop rather than declare the
+ * worker lost when its heartbeats stop; the process exits once the master answered, or at the request's deadline
+ * (the master is down or unreachable: it will count the worker lost, there is no one else to tell).
+ */
+function reportExit(s: WorkerMachineState, out: Outbox, code: number, reason: string): WorkerMachineState {
+  cancelTimer(out, HEARTBEAT_TIMER_NAME);
+  if (s.registration.status !== 'registered') {
+    out.effects.push({ kind: 'exit', code, reason });
+    return s;
+  }
+  const requestId = takeId(s);
+  send(
+    out,
+    s.config.master,
+    {
+      type: 'WorkerHeartbeat',
+      worker: s.config.id,
+      disks: diskInfos(s),
+      activeShuffleKeys: [],
+      highWorkload: false,
+      state: 'Exit',
+    },
+    requestId,
+  );
+  setTimer(out, requestTimer(requestId), out.now + s.config.masterRequestTimeoutMs);
+  return { ...s, requests: setEntry(s.requests, requestId, { kind: 'exitReport', code, reason }) };
+}
+
+/** The master answered the exit report, or could not be told: the process exits now. */
+export function completeExit(
+  s: WorkerMachineState,
+  out: Outbox,
+  requestId: number,
+  outcome: string,
+): WorkerMachineState {
+  const request = s.requests.get(requestId);
+  if (request?.kind !== 'exitReport') return s;
+  cancelTimer(out, requestTimer(requestId));
+  log(out, 'debug', 'worker.exitReported', { outcome });
+  out.effects.push({ kind: 'exit', code: request.code, reason: request.reason });
+  return { ...s, requests: setEntry(s.requests, requestId, undefined) };
 }
 
 /** Whether the state ends in an exit that keeps the worker's data, and so must first save its memory files. */

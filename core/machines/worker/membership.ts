@@ -3,7 +3,7 @@ import type { RegisterWorkerResponse, WorkerHeartbeatResponse } from '../../prot
 import { purgeUnavailablePeers } from '../../replication/index.ts';
 import { isWorkerCongested } from '../../storage/index.ts';
 import { dropShuffle } from './commit.ts';
-import { applyWorkerTrigger, checkDrain } from './leaving.ts';
+import { applyWorkerTrigger, checkDrain, completeExit } from './leaving.ts';
 import { cancelTimer, count, log, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
 import { heartbeatShuffleKeys, removeExpiredLeftovers } from './leftovers.ts';
 import { requestTimer } from './push.ts';
@@ -15,7 +15,7 @@ import { diskInfos } from './storage-view.ts';
  * then the worker exits with the reason), heartbeats every interval (disks, shuffles held, state), and what the
  * heartbeat reply asks for: register again, release expired shuffles, carry out the operator's event.
  */
-export const HEARTBEAT_TIMER = 'heartbeat';
+export const HEARTBEAT_TIMER = 'heartbeat'; // also named in leaving.ts (reportExit)
 export const REGISTER_TIMER = 'register';
 
 /** Begins a round of registration attempts; the register timeout counts from now. */
@@ -117,6 +117,8 @@ export function onHeartbeatAnswer(
   requestId: number,
   response: WorkerHeartbeatResponse,
 ): WorkerMachineState {
+  if (s.requests.get(requestId)?.kind === 'exitReport')
+    return completeExit(s, out, requestId, 'the master took the report');
   let state = settleRequest(s, out, requestId, 'heartbeat');
   if (state === undefined) return s;
   if (!response.registered) {
@@ -142,6 +144,7 @@ export function masterRequestFailed(
   request: OutstandingRequest,
   reason: string,
 ): WorkerMachineState {
+  if (request.kind === 'exitReport') return completeExit(s, out, requestId, reason);
   setEntry(s.requests, requestId, undefined);
   cancelTimer(out, requestTimer(requestId));
   if (request.kind === 'register') return registerFailed(s, out, reason);

@@ -195,6 +195,8 @@ export type OpPurpose =
 export type OutstandingRequest =
   | { readonly kind: 'register' }
   | { readonly kind: 'heartbeat' }
+  /** The worker's last heartbeat, in state Exit: the process exits once the master took it (or could not). */
+  | { readonly kind: 'exitReport'; readonly code: number; readonly reason: string }
   /** A forward of some batches of push `pushId` (their indexes in it, in the forward's order) to one peer. */
   | {
       readonly kind: 'replicate';

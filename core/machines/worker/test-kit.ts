@@ -121,6 +121,30 @@ export function registeredWorker(
   return harness;
 }
 
+/**
+ * `effects` and, when they hold the worker's exit report (its last heartbeat, in state Exit), the effects of the
+ * master's answer to it: the worker's exit effect comes with that answer.
+ */
+export function answeringExitReport(harness: Harness<WorkerMachineState>, effects: Effect[]): Effect[] {
+  const report = sentOf(effects, 'WorkerHeartbeat').find((sent) => sent.message.state === 'Exit');
+  if (report === undefined) return effects;
+  const answer = harness.receive(
+    masterNodeId(),
+    { type: 'WorkerHeartbeatResponse', registered: false, expiredShuffleKeys: [], workerEvent: 'None' },
+    { inReplyTo: report.requestId!, principal: { kind: 'server' } },
+  );
+  return [...effects, ...answer];
+}
+
+/**
+ * How many times `effects` end the worker: its exit effect, or (registered) its exit report, after which it exits
+ * as soon as the master answers or the report's deadline passes.
+ */
+export function exitsIn(effects: readonly Effect[]): number {
+  const reports = sentOf(effects, 'WorkerHeartbeat').filter((sent) => sent.message.state === 'Exit');
+  return ofKind(effects, 'exit').length + reports.length;
+}
+
 export type IoEffect = BatchableIo;
 
 /** Every I/O operation the effects issue, alone or inside an `ioBatch`, in order. */

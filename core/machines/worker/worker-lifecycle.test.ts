@@ -11,7 +11,9 @@ import {
 } from './index.ts';
 import { testWorkerConfig } from './testing.ts';
 import {
+  answeringExitReport,
   CLIENT,
+  exitsIn,
   Harness,
   KEY,
   location,
@@ -389,14 +391,10 @@ describe('worker: leaving the cluster', () => {
       { requestId: 2 },
     );
     assert.equal(onlySent(reserve, 'StatusResponse').message.status, 'WORKER_SHUTDOWN');
-    assert.equal(
-      ofKind(harness.timer('drain:check', 1_000), 'exit').length,
-      0,
-      'an uncommitted partition holds the exit',
-    );
+    assert.equal(exitsIn(harness.timer('drain:check', 1_000)), 0, 'an uncommitted partition holds the exit');
     commit(harness);
     const exit = harness.timer('drain:check', 2_000);
-    assert.equal(ofKind(exit, 'exit').length, 1);
+    assert.equal(exitsIn(exit), 1);
     const persisted = ofKind(exit, 'persist');
     assert.equal(persisted.length, 1);
     assert.notEqual(persisted[0]!.value, null, 'the committed files stay in the recovery store');
@@ -419,11 +417,11 @@ describe('worker: leaving the cluster', () => {
     const leaving = harness.step({ kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
     const [move] = ofKind(leaving, 'moveFile');
     assert.equal(move?.to.tier, 'HDD');
-    assert.equal(ofKind(leaving, 'exit').length, 0);
+    assert.equal(exitsIn(leaving), 0);
     const done = harness.ioDone(move.op);
     const [record] = ofKind(done, 'persist');
     assert.match(record!.value!, /"tier":"HDD"/);
-    assert.equal(ofKind(done, 'exit').length, 1);
+    assert.equal(exitsIn(done), 1);
   });
 
   it('graceful: exits at the deadline even with partitions left uncommitted', () => {
@@ -433,7 +431,7 @@ describe('worker: leaving the cluster', () => {
     withData(harness, 1);
     harness.step({ kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
     const exit = harness.timer('drain:deadline', 10_000);
-    assert.equal(ofKind(exit, 'exit').length, 1);
+    assert.equal(exitsIn(exit), 1);
   });
 
   it('immediately: reports lost, deletes its data and recovery store, and exits at once', () => {
@@ -447,16 +445,40 @@ describe('worker: leaving the cluster', () => {
       ofKind(effects, 'persist').map((p) => p.value),
       [null],
     );
-    assert.equal(ofKind(effects, 'exit').length, 1);
+    assert.equal(exitsIn(effects), 1);
+  });
+
+  it('tells the master it exited (a heartbeat in state Exit) and exits on its answer, or at the deadline', () => {
+    const answered = registered();
+    const leaving = answered.step({ kind: 'admin', command: { type: 'exit', exitType: 'IMMEDIATELY' } });
+    const [report] = sentOf(leaving, 'WorkerHeartbeat');
+    assert.equal(report?.message.state, 'Exit');
+    assert.equal(ofKind(leaving, 'exit').length, 0, 'not before the master has the report');
+    const answer = answered.receive(
+      MASTER,
+      { type: 'WorkerHeartbeatResponse', registered: false, expiredShuffleKeys: [], workerEvent: 'None' },
+      { inReplyTo: report.requestId! },
+    );
+    assert.equal(ofKind(answer, 'exit').length, 1);
+    assert.equal(sentOf(answer, 'RegisterWorker').length, 0, 'an exiting worker does not register again');
+
+    const unanswered = registered();
+    const sent = unanswered.step({ kind: 'admin', command: { type: 'exit', exitType: 'IMMEDIATELY' } });
+    const [lastReport] = sentOf(sent, 'WorkerHeartbeat');
+    const deadline = unanswered.timer(`req:${lastReport!.requestId!}`, 60_000);
+    assert.equal(ofKind(deadline, 'exit').length, 1, 'a master that does not answer does not hold the exit');
   });
 
   it('answers an exit command before its exit effect, so that a driver stopping there still answers', () => {
     const harness = registered();
-    const effects = harness.step({
-      kind: 'admin',
-      command: { type: 'exit', exitType: 'IMMEDIATELY' },
-      commandId: 7,
-    });
+    const effects = answeringExitReport(
+      harness,
+      harness.step({
+        kind: 'admin',
+        command: { type: 'exit', exitType: 'IMMEDIATELY' },
+        commandId: 7,
+      }),
+    );
     const kinds = effects.map((effect) => effect.kind);
     const reply = kinds.indexOf('adminReply');
     assert.ok(reply >= 0, 'the command is answered');
@@ -479,7 +501,7 @@ describe('worker: leaving the cluster', () => {
     );
     assert.equal(sentOf(event, 'ReportWorkerDecommission').length, 1);
     assert.equal(harness.state.lifecycle.state, 'InDecommission');
-    assert.equal(ofKind(event, 'exit').length, 0);
+    assert.equal(exitsIn(event), 0);
     const next = onlySent(harness.timer('heartbeat', 60_000), 'WorkerHeartbeat');
     assert.equal(next.message.state, 'InDecommission');
     const expired = harness.receive(
@@ -492,7 +514,7 @@ describe('worker: leaving the cluster', () => {
       },
       { inReplyTo: next.requestId! },
     );
-    assert.equal(ofKind(expired, 'exit').length, 1);
+    assert.equal(exitsIn(expired), 1);
   });
 
   it('decommission then idle: becomes Idle once drained, and Normal again on recommission', () => {
