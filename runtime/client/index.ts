@@ -20,6 +20,7 @@ export {
   ClientClosedError,
   ClientReleaseRefusedError,
   MapTaskFailedError,
+  QuotaExceededError,
   ReduceTaskFailedError,
   SvcClientError,
 } from './errors.ts';

@@ -13,6 +13,7 @@ import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from '../transport/node-network.ts';
 import { AUTHENTICATION_FAILED, internalSecret, MasterAuthentication } from './server-auth.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
+import { DynamicConfigRefresher } from './dynamic-config.ts';
 import { metricsRoutes } from './server-config.ts';
 import {
   masterMetrics,
@@ -132,6 +133,14 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
     network.host.add(driver);
     driver.start(recovered);
     lifetime.keep({ close: () => driver.stop() });
+    // Quotas per tenant and user come from the dynamic configuration, reloaded without a restart.
+    const dynamic = DynamicConfigRefresher.of(presented, process.env, logger, (settings) =>
+      driver.admin({ type: 'quotaSettings', settings }),
+    );
+    if (dynamic !== undefined) {
+      lifetime.keep({ close: () => dynamic.close() });
+      await dynamic.start();
+    }
     // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
     announce(logger).info(
       {

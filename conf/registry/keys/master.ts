@@ -331,7 +331,6 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '30s',
     roles: MASTER,
-    effect: notImplementedYet('no quota is enforced yet: the master does not track users’ usage'),
     description: 'Interval at which the master recomputes per-user resource use and quota status.',
   },
   {

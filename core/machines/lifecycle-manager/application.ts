@@ -12,7 +12,7 @@ const HEARTBEAT_TIMER = 'heartbeat';
 const REGISTER_RETRY_TIMER = 'register-retry';
 
 export function registerApplication(d: Draft, attempt: number): void {
-  const { appId, user, master, secret, hostname } = d.config;
+  const { appId, user, tenant, master, secret, hostname } = d.config;
   request(
     d,
     master,
@@ -22,6 +22,7 @@ export function registerApplication(d: Draft, attempt: number): void {
       user,
       ...(d.config.authEnabled === true && secret !== undefined ? { secret } : {}),
       ...(hostname === undefined ? {} : { hostname }),
+      ...(tenant === undefined ? {} : { tenant }),
     },
     { kind: 'registerApp' },
     attempt,

@@ -173,6 +173,11 @@ export function onSlotsAnswer(
     failRegistration(d, shuffleId, message.status, `the master refused RequestSlots: ${message.message}`);
     return undefined;
   }
+  if (message.status === 'QUOTA_EXCEEDED') {
+    // Asking again cannot help before usage falls or the quota is raised: the caller decides (fall back, or fail).
+    failRegistration(d, shuffleId, message.status, message.message);
+    return undefined;
+  }
   if (message.status !== 'SUCCESS' && message.status !== 'PARTIALLY_PLACED') {
     if (shuffle.slotRequests <= d.config.requestSlotsMaxRetries) {
       log(d.out, 'warn', 'the master placed nothing; asking again', { shuffleId, status: message.status });
