@@ -70,6 +70,11 @@ export class DynamicConfigRefresher {
   }
 
   private async reload(): Promise<void> {
+    await this.readAndApply();
+    this.logger.debug({ event: 'dynamicConfig.refreshed', file: this.path }, `read ${this.path}`);
+  }
+
+  private async readAndApply(): Promise<void> {
     let text: string;
     try {
       text = await readFile(this.path, 'utf8');
