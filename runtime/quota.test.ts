@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { QuotaExceededError } from './client/errors.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import type { LogLine } from './cluster/server-process.ts';
+import { pollUntil } from './testing/poll.ts';
 import { clientSide, writeMaps, type ClientSide, type SmallJob } from './testing/small-job.ts';
 
 const JOB: SmallJob = { maps: 2, partitions: 2, recordsPerPartition: 20 };
@@ -24,7 +25,29 @@ function dynamicFile(users: Readonly<Record<string, string>>): string {
 
 function asUser(cluster: LocalCluster, name: string): Promise<ClientSide> {
   return clientSide(cluster.masterUrl, {
-    conf: { 'svc.identity.user-specific.tenant': 't', 'svc.identity.user-specific.userName': name },
+    conf: {
+      'svc.identity.user-specific.tenant': 't',
+      'svc.identity.user-specific.userName': name,
+      'svc.client.application.heartbeatInterval': '200ms',
+    },
+  });
+}
+
+/** A cluster whose master reads `file` as its dynamic configuration, every 200 ms. */
+function quotaCluster(dir: string, file: string, masterConf: readonly string[] = []): Promise<LocalCluster> {
+  return LocalCluster.start({
+    workers: 1,
+    dir,
+    logLevel: 'debug',
+    // Heartbeats every 500 ms, usage and status every 200 ms, the file read every 200 ms.
+    conf: ['svc.master.heartbeat.worker.timeout=2s'],
+    masterConf: [
+      'svc.dynamicConfig.store.backend=FS',
+      `svc.dynamicConfig.store.fs.path=${file}`,
+      'svc.dynamicConfig.refresh.interval=200ms',
+      'svc.master.userResourceConsumption.update.interval=200ms',
+      ...masterConf,
+    ],
   });
 }
 
@@ -49,19 +72,7 @@ describe('quotas on real processes', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-quota-'));
     file = path.join(dir, 'dynamicConfig.yaml');
     writeFileSync(file, dynamicFile({ alice: '1' }));
-    cluster = await LocalCluster.start({
-      workers: 1,
-      dir,
-      logLevel: 'debug',
-      // Heartbeats every 500 ms, usage and status every 200 ms, the file read every 200 ms.
-      conf: ['svc.master.heartbeat.worker.timeout=2s'],
-      masterConf: [
-        'svc.dynamicConfig.store.backend=FS',
-        `svc.dynamicConfig.store.fs.path=${file}`,
-        'svc.dynamicConfig.refresh.interval=200ms',
-        'svc.master.userResourceConsumption.update.interval=200ms',
-      ],
-    });
+    cluster = await quotaCluster(dir, file);
   });
   after(async () => {
     await cluster?.stop();
@@ -135,6 +146,48 @@ describe('quotas on real processes', () => {
       await refused(carol, 1);
     } finally {
       await carol.close();
+    }
+  });
+});
+
+describe('quotas on real processes: svc.quota.interruptShuffle.enabled', () => {
+  let cluster: LocalCluster;
+  before(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-quota-'));
+    const file = path.join(dir, 'dynamicConfig.yaml');
+    writeFileSync(file, dynamicFile({ dave: '1' }));
+    cluster = await quotaCluster(dir, file, ['svc.quota.interruptShuffle.enabled=true']);
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it('stops a running shuffle of a user who went over quota: its map fails with QuotaExceededError', async () => {
+    const dave = await asUser(cluster, 'dave');
+    try {
+      const shuffle = dave.executor.shuffle(0, { maps: 1, partitions: 1 });
+      const writer = shuffle.writer(0, 0);
+      const record = new Uint8Array(1024).fill(7);
+      // More than the 1 MiB the writer stages: pushed before the map ends, so the worker holds and reports them.
+      for (let i = 0; i < 1500; i += 1) writer.write(0, record);
+      const from = cluster.master.lineCount;
+      await cluster.master.waitFor(
+        (line) => line.event === 'master.quota.interrupt' && line.appId === dave.app.appId,
+        'the master interrupting dave’s application',
+        from,
+      );
+      await pollUntil(
+        () => dave.app.state().interruptedShuffles.size > 0,
+        () => 'the lifecycle manager stopping the shuffle at its next heartbeat',
+      );
+      const error = await writer.close().then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof QuotaExceededError, `a QuotaExceededError, not ${String(error)}`);
+      assert.ok(error.message.includes('t/dave'), error.message);
+    } finally {
+      await dave.close();
     }
   });
 });

@@ -1115,7 +1115,7 @@ function onReviveResponse(
           });
           break;
         }
-        fail(d, reaction.message);
+        fail(d, reaction.message, result.status);
         return;
     }
   }

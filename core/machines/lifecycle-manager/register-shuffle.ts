@@ -37,6 +37,11 @@ export function onRegisterShuffle(d: Draft, message: RegisterShuffle, replyTo: R
     );
     return;
   }
+  const interrupted = d.interruptedShuffles.get(message.shuffleId);
+  if (interrupted !== undefined) {
+    answer(d, replyTo, 'QUOTA_EXCEEDED', [], interrupted);
+    return;
+  }
   if (d.unregisteredShuffles.has(message.shuffleId)) {
     // A task of a finished or abandoned stage, late: registering again would book slots nobody will read.
     answer(
