@@ -44,12 +44,13 @@ export function onUnregisterShuffle(d: Draft, message: UnregisterShuffle, replyT
 /**
  * The master's heartbeat reply says the application's user is over its quota and its shuffles are to be stopped
  * (svc.quota.interruptShuffle.enabled; the reference cancels the application's active stages): every shuffle not yet
- * committed is forgotten and released at the master (its files go, and with them the usage), and its tasks are
- * answered QUOTA_EXCEEDED with the master's reason from now on. Committed shuffles stay readable.
+ * committing is forgotten and released at the master (its files go, and with them the usage), and its tasks are
+ * answered QUOTA_EXCEEDED with the master's reason from now on. Committing and committed shuffles stay readable.
  */
 export function interruptForQuota(d: Draft, reason: string): void {
-  const running = [...d.shuffles.values()].filter(
-    (shuffle) => shuffle.phase !== 'committed' && !d.interruptedShuffles.has(shuffle.shuffleId),
+  // Shuffles whose maps still run; one committing or committed is left to finish and be read.
+  const running = [...d.shuffles.values()].filter((shuffle) =>
+    ['awaiting-app', 'requesting-slots', 'reserving', 'ready'].includes(shuffle.phase),
   );
   if (running.length === 0) return;
   const interrupted = new Map(d.interruptedShuffles);
