@@ -9,6 +9,7 @@ import type { MasterState } from '../../core/machines/master/state.ts';
 import { uncommittedCount } from '../../core/machines/worker/files.ts';
 import type { WorkerMachineState } from '../../core/machines/worker/state.ts';
 import { storageView } from '../../core/machines/worker/storage-view.ts';
+import { QUOTA_METRICS } from '../../core/quota/index.ts';
 
 /**
  * The gauges computed at scrape time from a machine's state: pure functions of the state (no prom-client, no
@@ -35,7 +36,10 @@ const LOCAL_DISK = new Set(['HDD', 'SSD']);
 const DISTRIBUTED = new Set(['HDFS', 'OSS', 'S3']);
 
 /** The master's gauges: the worker registry by state, the applications and shuffles, the partition estimate. */
-export function masterGauges(s: MasterState): GaugeSample[] {
+export function masterGauges(
+  s: MasterState,
+  options: { readonly userResources?: boolean } = {},
+): GaugeSample[] {
   const { workers, applications, estimatedPartitionSize } = s.durable;
   const counts = workerCounts(workers);
   let totalBytes = 0;
@@ -57,6 +61,7 @@ export function masterGauges(s: MasterState): GaugeSample[] {
     { name: 'IsActiveMaster', value: 1 },
     { name: 'DeviceSvcTotalBytes', value: totalBytes },
     { name: 'DeviceSvcFreeBytes', value: freeBytes },
+    ...usageGauges(s, options.userResources === true),
   ];
 }
 
@@ -153,4 +158,24 @@ export function deviceGauges(devices: readonly DeviceSpace[]): GaugeSample[] {
       { name: 'DeviceOSFreeBytes', value: device.freeBytes, labels },
     ];
   });
+}
+
+/**
+ * What the workers last reported (the usage quotas are decided from, core/quota): the cluster's live partition
+ * files as ActiveShuffleSize and ActiveShuffleFileCount, and with `svc.master.userResourceConsumption.metrics.enabled`
+ * each user's four measures (labels tenantId and name, as the reference's ResourceConsumption source).
+ */
+function usageGauges(s: MasterState, perUser: boolean): GaugeSample[] {
+  const { cluster, byUser } = s.quota.usage;
+  const gauges: GaugeSample[] = [
+    { name: 'ActiveShuffleSize', value: cluster.diskBytesWritten + cluster.hdfsBytesWritten },
+    { name: 'ActiveShuffleFileCount', value: cluster.diskFileCount + cluster.hdfsFileCount },
+  ];
+  if (!perUser) return gauges;
+  for (const [user, used] of byUser) {
+    const slash = user.indexOf('/');
+    const labels = { tenantId: user.slice(0, slash), name: user.slice(slash + 1) };
+    for (const metric of QUOTA_METRICS) gauges.push({ name: metric, value: used[metric], labels });
+  }
+  return gauges;
 }

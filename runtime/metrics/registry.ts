@@ -51,6 +51,8 @@ export interface MasterMetricsOptions extends MetricsOptions {
   readonly role: 'master';
   /** The master machine's current state (NodeDriver's `state`), read at every collection. */
   readonly state: () => MasterState;
+  /** `svc.master.userResourceConsumption.metrics.enabled`: per-user usage gauges. Default off. */
+  readonly userResourceMetrics?: boolean;
 }
 
 export interface WorkerMetricsOptions extends MetricsOptions {
@@ -199,7 +201,12 @@ export function createMetrics(
 
   const projected = async (): Promise<GaugeSample[]> => {
     const backlog = [{ name: 'DriverBacklog', value: options.backlog?.() ?? 0 }];
-    if (options.role === 'master') return [...masterGauges(options.state()), ...backlog];
+    if (options.role === 'master') {
+      return [
+        ...masterGauges(options.state(), { userResources: options.userResourceMetrics === true }),
+        ...backlog,
+      ];
+    }
     const gauges = workerGauges(options.state());
     gauges.push(...backlog);
     if (options.devices !== undefined) gauges.push(...deviceGauges(await options.devices()));

@@ -338,7 +338,6 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: MASTER,
-    effect: notImplementedYet('no quota is enforced yet: the master does not track users’ usage'),
     description: 'Whether the master exports per-user resource use as metrics.',
   },
   {
