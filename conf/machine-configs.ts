@@ -1,3 +1,4 @@
+import { quotaSettingsFrom } from './quota-settings.ts';
 import { parseStorageTypes, type StorageType, type WorkerId } from '../core/domain/index.ts';
 import { compileHostPolicy } from '../core/lifecycle/index.ts';
 import type { NodeId } from '../core/machines/effects.ts';
@@ -163,6 +164,10 @@ export function masterConfigFrom(conf: ResolvedConfig, facts: MasterFacts): Mast
     exclusion: {
       unhealthyDiskRatioThreshold: conf.getDouble('svc.master.excludeWorker.unhealthyDiskRatioThreshold'),
       dfsConfigured: facts.dfs,
+    },
+    quota: {
+      settings: quotaSettingsFrom(conf),
+      updateIntervalMs: conf.getDurationMs('svc.master.userResourceConsumption.update.interval'),
     },
     ...(facts.plantedBug === undefined ? {} : { plantedBug: facts.plantedBug }),
   };
@@ -330,7 +335,8 @@ export function stageRerunFrom(conf: ResolvedConfig): boolean {
 /** What a lifecycle manager's configuration does not hold. */
 export interface LifecycleManagerFacts {
   readonly appId: string;
-  readonly user: string;
+  /** Who the application runs as; default: `svc.identity.user-specific.userName`. */
+  readonly user?: string;
   /** The application's secret, registered with the master when svc.auth.enabled (the driver chooses it). */
   readonly secret?: string;
   /** The host the lifecycle manager runs on. */
@@ -348,7 +354,8 @@ export function lifecycleManagerConfigFrom(
   return {
     release: conf.release,
     appId: facts.appId,
-    user: facts.user,
+    user: facts.user ?? conf.getString('svc.identity.user-specific.userName'),
+    tenant: conf.getString('svc.identity.user-specific.tenant'),
     authEnabled: conf.getBoolean(AUTH_ENABLED),
     ...(facts.secret === undefined ? {} : { secret: facts.secret }),
     ...(facts.hostname === undefined ? {} : { hostname: facts.hostname }),

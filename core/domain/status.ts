@@ -70,6 +70,12 @@ export const STATUS_CODES = {
    * needs: its application's secret, or the cluster's internal secret for a server's request.
    */
   AUTHENTICATION_FAILED: 102,
+  /**
+   * The application's user (or the cluster) is over its quota (svc.quota.*): no new shuffle is registered, and with
+   * svc.quota.interruptShuffle.enabled running ones are stopped. The message names the user, the quota, the usage and
+   * the limit.
+   */
+  QUOTA_EXCEEDED: 103,
 } as const;
 
 export type StatusCode = keyof typeof STATUS_CODES;

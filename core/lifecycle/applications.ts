@@ -1,5 +1,6 @@
 import { shuffleKey } from '../domain/index.ts';
 import type { AppId, ShuffleId, ShuffleKey } from '../domain/index.ts';
+import type { UserIdentifier } from '../quota/consumption.ts';
 
 /**
  * The master's view of applications: when each last sent a heartbeat, which shuffles it has registered, and
@@ -20,6 +21,8 @@ export interface ApplicationRecord {
   readonly secret?: string;
   /** The host of the application's lifecycle manager, as it registered (absent: not told). */
   readonly hostname?: string;
+  /** Who the application runs as, for quotas (core/quota). Absent: an application that never registered. */
+  readonly user?: UserIdentifier;
 }
 
 /** Observed output: estimated partition size = bytes / files (core/slots owns the estimate and bounds). */
@@ -98,17 +101,19 @@ export function takePartitionSizeSample(registry: ApplicationRegistry): {
 export function recordApplicationIdentity(
   registry: ApplicationRegistry,
   appId: AppId,
-  identity: { readonly secret?: string; readonly hostname?: string },
+  identity: { readonly secret?: string; readonly hostname?: string; readonly user?: UserIdentifier },
   now: number,
 ): ApplicationRegistry {
   const record = registry.apps.get(appId);
   const secret = record?.secret ?? identity.secret;
   const hostname = identity.hostname ?? record?.hostname;
+  const user = identity.user ?? record?.user;
   const next: ApplicationRecord = {
     lastHeartbeat: now,
     shuffles: record?.shuffles ?? [],
     ...(secret === undefined ? {} : { secret }),
     ...(hostname === undefined ? {} : { hostname }),
+    ...(user === undefined ? {} : { user }),
   };
   return { ...registry, apps: new Map(registry.apps).set(appId, next) };
 }
@@ -218,6 +223,7 @@ export interface ApplicationRegistrySnapshot {
     readonly shuffles: readonly ShuffleId[];
     readonly secret?: string;
     readonly hostname?: string;
+    readonly user?: UserIdentifier;
   }[];
   readonly writtenSinceSample: PartitionSizeSample;
 }
@@ -239,13 +245,16 @@ export function restoreApplications(snapshot: ApplicationRegistrySnapshot): Appl
     );
   }
   const apps = new Map<AppId, ApplicationRecord>();
-  for (const { appId, lastHeartbeat, shuffles, secret, hostname } of snapshot.apps) {
+  for (const { appId, lastHeartbeat, shuffles, secret, hostname, user } of snapshot.apps) {
     if (apps.has(appId)) throw new RangeError(`application registry snapshot lists ${appId} twice`);
     apps.set(appId, {
       lastHeartbeat,
       shuffles,
       ...(typeof secret === 'string' ? { secret } : {}),
       ...(typeof hostname === 'string' ? { hostname } : {}),
+      ...(typeof user?.tenant === 'string' && typeof user.name === 'string'
+        ? { user: { tenant: user.tenant, name: user.name } }
+        : {}),
     });
   }
   return { apps, writtenSinceSample: snapshot.writtenSinceSample };

@@ -1,5 +1,6 @@
 import type { Message } from '../protocol/messages.ts';
 import type { StorageType } from '../domain/storage.ts';
+import type { QuotaSettings } from '../quota/limits.ts';
 import type { Release } from '../release/version.ts';
 
 /**
@@ -211,7 +212,12 @@ export interface ObservedDiskSpace {
 export type AdminCommand =
   | { readonly type: 'excludeWorkers'; readonly add: readonly string[]; readonly remove: readonly string[] }
   | { readonly type: 'workerEvent'; readonly eventType: string; readonly workers: readonly string[] }
-  | { readonly type: 'exit'; readonly exitType: string };
+  | { readonly type: 'exit'; readonly exitType: string }
+  /**
+   * The master's quota settings, resolved again by its driver from the dynamic configuration (not an operator's
+   * command: the master process reloads `svc.dynamicConfig.store.fs.path` every `svc.dynamicConfig.refresh.interval`).
+   */
+  | { readonly type: 'quotaSettings'; readonly settings: QuotaSettings };
 
 /** The chunks a write appends, in order: its `bytes`, then each of `more`. */
 export function chunksOfWrite(write: Extract<Effect, { kind: 'write' }>): readonly Uint8Array[] {

@@ -2,6 +2,7 @@ import type { AppId, ShuffleId, ShuffleKey } from '../domain/ids.ts';
 import type { PartitionLocation, PartitionMode } from '../domain/partition.ts';
 import type { StatusCode } from '../domain/status.ts';
 import type { StorageInfo } from '../domain/storage.ts';
+import type { AppConsumption } from '../quota/consumption.ts';
 import type { DiskInfo, WorkerEventType, WorkerId, WorkerState } from '../domain/worker.ts';
 
 /**
@@ -36,6 +37,11 @@ export interface WorkerHeartbeat {
   readonly activeShuffleKeys: readonly ShuffleKey[];
   readonly highWorkload: boolean;
   readonly state: WorkerState;
+  /**
+   * What each application holds in this worker's live partition files (the reference reports it per user; the
+   * master maps applications to their users). Absent: nothing, or a worker that does not report it.
+   */
+  readonly resourceConsumption?: readonly AppConsumption[];
 }
 export interface WorkerHeartbeatResponse {
   readonly type: 'WorkerHeartbeatResponse';
@@ -75,6 +81,8 @@ export interface RegisterApplication {
   readonly secret?: string;
   /** svc addition: the lifecycle manager's host, listed by `/api/v1/applications/hostnames`. Absent: unknown. */
   readonly hostname?: string;
+  /** The tenant the application runs as (`svc.identity.user-specific.tenant`); `user` is its user name. Absent: `default`. */
+  readonly tenant?: string;
 }
 /** Also the reply to any client request the server refuses by release (status CLIENT_RELEASE_REFUSED). */
 export interface StatusResponse {
@@ -100,6 +108,11 @@ export interface ApplicationHeartbeatResponse {
    * candidates beyond the shuffle's own workers. Absent from older masters.
    */
   readonly availableWorkers?: readonly AvailableWorker[];
+  /**
+   * Set when the master interrupts this application's shuffles for a quota (`svc.quota.interruptShuffle.enabled`):
+   * why, naming the user, the quota, the usage and the limit. The reference's per-application quota status.
+   */
+  readonly quotaExceeded?: string;
 }
 /** A worker the master may offer slots on, and its rack. */
 export interface AvailableWorker {

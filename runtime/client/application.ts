@@ -43,6 +43,7 @@ export interface ApplicationOptions extends ClientOptions {
   readonly master: string;
   /** Default: `app-<time>-<random>`. */
   readonly appId?: string;
+  /** Who the application runs as, for quotas; default: `svc.identity.user-specific.userName` (tenant: `.tenant`). */
   readonly user?: string;
   /** Where the lifecycle manager listens for the application's executors; default 127.0.0.1, port 0 (any). */
   readonly host?: string;
@@ -129,7 +130,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
     initialLifecycleManagerState(
       lifecycleManagerConfigFrom(conf, {
         appId,
-        user: options.user ?? 'svc',
+        ...(options.user === undefined ? {} : { user: options.user }),
         master: masterNodeId(),
         hostname: hostname(),
         ...(secret === undefined ? {} : { secret }),

@@ -25,6 +25,7 @@ export {
   ClientClosedError,
   ClientReleaseRefusedError,
   MapTaskFailedError,
+  QuotaExceededError,
   ReduceTaskFailedError,
   ShuffleNotServedError,
   SvcClientError,

@@ -12,6 +12,7 @@ import {
 import { recordsIn } from '../../core/machines/client/records.ts';
 import { lifecycleManagerNodeId, mapTaskNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
+import type { StatusCode } from '../../core/domain/status.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import { clientNetwork } from './client-network.ts';
@@ -21,6 +22,7 @@ import {
   ClientClosedError,
   ClientReleaseRefusedError,
   MapTaskFailedError,
+  QuotaExceededError,
   SvcArgumentError,
   SvcClientError,
 } from './errors.ts';
@@ -467,14 +469,19 @@ class TaskWriter extends EventEmitter implements MapWriter {
 
   private failIfFailed(state: MapTaskState): void {
     if (state.phase !== 'failed') return;
-    throw this.failure(state.error);
+    throw this.failure(state.error, state.errorStatus);
   }
 
-  private failure(error: string | undefined): SvcClientError {
+  private failure(error: string | undefined, status?: StatusCode): SvcClientError {
     const refusal = this.context.refusal();
     if (refusal !== undefined) return new ClientReleaseRefusedError(refusal);
     const authRefusal = this.context.authRefusal();
     if (authRefusal !== undefined) return new AuthenticationFailedError(authRefusal);
+    if (status === 'QUOTA_EXCEEDED') {
+      return new QuotaExceededError(
+        `map ${this.mapId} attempt ${this.attemptId} of shuffle ${this.shuffleId}: ${error ?? 'over quota'}`,
+      );
+    }
     return new MapTaskFailedError(
       `map ${this.mapId} attempt ${this.attemptId} of shuffle ${this.shuffleId} failed: ` +
         `${error ?? 'the client was closed'}. Run the attempt again (its data is not part of the shuffle).`,
@@ -492,7 +499,7 @@ class TaskWriter extends EventEmitter implements MapWriter {
       if (end?.phase === 'won' || end?.phase === 'lost') {
         return { outcome: end.phase, bytes: this.written, records: this.count };
       }
-      throw this.failure(end?.error);
+      throw this.failure(end?.error, end?.errorStatus);
     } finally {
       driver.stop();
       context.network.host.remove(driver.id);

@@ -55,6 +55,7 @@ const worker = (
 const APP = ['applicationId'] as const;
 const MOUNT = ['mountpoint'] as const;
 const SERVICE = ['service'] as const;
+const USER = ['tenantId', 'name'] as const;
 
 /** The process gauges, the same on both roles. */
 const PROCESS_GAUGES: readonly Omit<MetricSpec, 'role'>[] = [
@@ -165,6 +166,34 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'state',
     'Usable space left on the healthy local disks of the available workers (bytes): each filesystem’s available ' +
       'space less the reserve, counted once where several workers of one host share it.',
+  ),
+  master(
+    'ActiveShuffleSize',
+    'gauge',
+    'state',
+    'Bytes of every live partition file in the cluster, as the workers last reported them (the usage quotas are decided from).',
+  ),
+  master(
+    'ActiveShuffleFileCount',
+    'gauge',
+    'state',
+    'Live partition files in the cluster, as the workers last reported them.',
+  ),
+  ...(
+    [
+      ['diskBytesWritten', 'Bytes of the user held in partition files on local disks (and memory).'],
+      ['diskFileCount', 'Partition files of the user on local disks (and memory).'],
+      ['hdfsBytesWritten', 'Bytes of the user held in partition files on a distributed filesystem.'],
+      ['hdfsFileCount', 'Partition files of the user on a distributed filesystem.'],
+    ] as const
+  ).map(([name, help]) =>
+    master(
+      name,
+      'gauge',
+      'state',
+      `${help} Only with svc.master.userResourceConsumption.metrics.enabled.`,
+      USER,
+    ),
   ),
   // Master: the machine's own counters.
   master(

@@ -115,6 +115,9 @@ describe('master gauges', () => {
       DeviceSvcTotalBytes: 5 * 150,
       // Available: w1 (its SSD unhealthy: HDD only, 60) and w6 (HDD 65 + SSD 50).
       DeviceSvcFreeBytes: 60 + 65 + 50,
+      // No worker reported usage (core/quota): nothing live.
+      ActiveShuffleSize: 0,
+      ActiveShuffleFileCount: 0,
     });
   });
 });

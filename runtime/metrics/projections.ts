@@ -12,6 +12,7 @@ import { diskInfos } from '../../core/machines/worker/storage-view.ts';
 import { bufferedBytes } from '../../core/machines/worker/congestion.ts';
 import { isWorkerCongested } from '../../core/storage/index.ts';
 import { filesystemTotals } from '../../core/storage/disk-space.ts';
+import { QUOTA_METRICS } from '../../core/quota/index.ts';
 
 /**
  * The gauges computed at scrape time from a machine's state: pure functions of the state (no prom-client, no
@@ -38,7 +39,10 @@ const LOCAL_DISK = new Set(['HDD', 'SSD']);
 const DISTRIBUTED = new Set(['HDFS', 'OSS', 'S3']);
 
 /** The master's gauges: the worker registry by state, the applications and shuffles, the partition estimate. */
-export function masterGauges(s: MasterState): GaugeSample[] {
+export function masterGauges(
+  s: MasterState,
+  options: { readonly userResources?: boolean } = {},
+): GaugeSample[] {
   const { workers, applications, estimatedPartitionSize } = s.durable;
   const counts = workerCounts(workers);
   // A filesystem several workers of one host share counts once (core/storage/disk-space.ts).
@@ -65,6 +69,7 @@ export function masterGauges(s: MasterState): GaugeSample[] {
     { name: 'IsActiveMaster', value: 1 },
     { name: 'DeviceSvcTotalBytes', value: totalBytes },
     { name: 'DeviceSvcFreeBytes', value: freeBytes },
+    ...usageGauges(s, options.userResources === true),
   ];
 }
 
@@ -172,4 +177,24 @@ export function deviceGauges(devices: readonly DeviceSpace[]): GaugeSample[] {
       { name: 'DeviceOSFreeBytes', value: device.freeBytes, labels },
     ];
   });
+}
+
+/**
+ * What the workers last reported (the usage quotas are decided from, core/quota): the cluster's live partition
+ * files as ActiveShuffleSize and ActiveShuffleFileCount, and with `svc.master.userResourceConsumption.metrics.enabled`
+ * each user's four measures (labels tenantId and name, as the reference's ResourceConsumption source).
+ */
+function usageGauges(s: MasterState, perUser: boolean): GaugeSample[] {
+  const { cluster, byUser } = s.quota.usage;
+  const gauges: GaugeSample[] = [
+    { name: 'ActiveShuffleSize', value: cluster.diskBytesWritten + cluster.hdfsBytesWritten },
+    { name: 'ActiveShuffleFileCount', value: cluster.diskFileCount + cluster.hdfsFileCount },
+  ];
+  if (!perUser) return gauges;
+  for (const [user, used] of byUser) {
+    const slash = user.indexOf('/');
+    const labels = { tenantId: user.slice(0, slash), name: user.slice(slash + 1) };
+    for (const metric of QUOTA_METRICS) gauges.push({ name: metric, value: used[metric], labels });
+  }
+  return gauges;
 }

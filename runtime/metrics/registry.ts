@@ -53,6 +53,8 @@ export interface MasterMetricsOptions extends MetricsOptions {
   readonly role: 'master';
   /** The master machine's current state (NodeDriver's `state`), read at every collection. */
   readonly state: () => MasterState;
+  /** `svc.master.userResourceConsumption.metrics.enabled`: per-user usage gauges. Default off. */
+  readonly userResourceMetrics?: boolean;
 }
 
 export interface WorkerMetricsOptions extends MetricsOptions {
@@ -208,7 +210,12 @@ export function createMetrics(
         labels: { service },
       })),
     ];
-    if (options.role === 'master') return [...masterGauges(options.state()), ...backlog];
+    if (options.role === 'master') {
+      return [
+        ...masterGauges(options.state(), { userResources: options.userResourceMetrics === true }),
+        ...backlog,
+      ];
+    }
     const gauges = workerGauges(options.state());
     gauges.push(...backlog);
     if (options.devices !== undefined) gauges.push(...deviceGauges(await options.devices()));

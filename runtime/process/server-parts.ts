@@ -117,7 +117,13 @@ export function masterMetrics(options: {
 }): MetricsPart<MasterMetrics, MasterState> {
   const { conf, release } = options;
   return metricsPart(conf, (node) =>
-    createMetrics({ role: 'master', ...metricsOptions(conf), release, ...scrapedFrom(node) }),
+    createMetrics({
+      role: 'master',
+      ...metricsOptions(conf),
+      release,
+      userResourceMetrics: conf.getBoolean('svc.master.userResourceConsumption.metrics.enabled'),
+      ...scrapedFrom(node),
+    }),
   );
 }
 

@@ -122,13 +122,27 @@ const committedFile = rec<CommittedFile>({
 const MESSAGES: { readonly [T in MessageType]: fc.Arbitrary<MessageOf<T>> } = {
   RegisterWorker: msg('RegisterWorker', { worker: workerId, disks: small(disk), networkLocation: text }),
   RegisterWorkerResponse: msg('RegisterWorkerResponse', { success: fc.boolean(), message: text }),
-  WorkerHeartbeat: msg('WorkerHeartbeat', {
-    worker: workerId,
-    disks: small(disk),
-    activeShuffleKeys: small(text),
-    highWorkload: fc.boolean(),
-    state: fc.constantFrom(...WORKER_STATES),
-  }),
+  WorkerHeartbeat: msg(
+    'WorkerHeartbeat',
+    {
+      worker: workerId,
+      disks: small(disk),
+      activeShuffleKeys: small(text),
+      highWorkload: fc.boolean(),
+      state: fc.constantFrom(...WORKER_STATES),
+      resourceConsumption: fc.array(
+        rec({
+          appId: text,
+          diskBytesWritten: int64,
+          diskFileCount: int64,
+          hdfsBytesWritten: int64,
+          hdfsFileCount: int64,
+        }),
+        { minLength: 1, maxLength: 3 },
+      ),
+    },
+    ['resourceConsumption'],
+  ),
   WorkerHeartbeatResponse: msg('WorkerHeartbeatResponse', {
     registered: fc.boolean(),
     expiredShuffleKeys: small(text),
@@ -139,17 +153,22 @@ const MESSAGES: { readonly [T in MessageType]: fc.Arbitrary<MessageOf<T>> } = {
   ReportWorkerLost: msg('ReportWorkerLost', { worker: workerId }),
   RegisterApplication: msg(
     'RegisterApplication',
-    { appId: text, user: text, secret: nonEmptyText, hostname: nonEmptyText },
-    ['secret', 'hostname'],
+    { appId: text, user: text, secret: nonEmptyText, hostname: nonEmptyText, tenant: nonEmptyText },
+    ['secret', 'hostname', 'tenant'],
   ),
   StatusResponse: msg('StatusResponse', { status, message: text }),
   ApplicationHeartbeat: msg('ApplicationHeartbeat', { appId: text, bytesWritten: int64, fileCount: int64 }),
-  ApplicationHeartbeatResponse: msg('ApplicationHeartbeatResponse', {
-    excludedWorkers: small(workerId),
-    unknownWorkers: small(workerId),
-    shuttingWorkers: small(workerId),
-    availableWorkers: small(rec({ worker: workerId, networkLocation: text })),
-  }),
+  ApplicationHeartbeatResponse: msg(
+    'ApplicationHeartbeatResponse',
+    {
+      excludedWorkers: small(workerId),
+      unknownWorkers: small(workerId),
+      shuttingWorkers: small(workerId),
+      availableWorkers: small(rec({ worker: workerId, networkLocation: text })),
+      quotaExceeded: nonEmptyText,
+    },
+    ['quotaExceeded'],
+  ),
   RequestSlots: msg('RequestSlots', {
     appId: text,
     shuffleId: int32,

@@ -527,6 +527,14 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       activeShuffleKeys: list(m.activeShuffleKeys),
       highWorkload: m.highWorkload,
       state: WORKER_STATE.encode(m.state),
+      resourceConsumption: (m.resourceConsumption ?? []).map((c) => ({
+        $typeName: 'svc.wire.v1.AppResourceConsumption',
+        appId: c.appId,
+        diskBytesWritten: big(c.diskBytesWritten),
+        diskFileCount: big(c.diskFileCount),
+        hdfsBytesWritten: big(c.hdfsBytesWritten),
+        hdfsFileCount: big(c.hdfsFileCount),
+      })),
     }),
     decode: (p) => ({
       type: 'WorkerHeartbeat',
@@ -535,6 +543,17 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       activeShuffleKeys: p.activeShuffleKeys,
       highWorkload: p.highWorkload,
       state: WORKER_STATE.decode(p.state, 'WorkerHeartbeat.state'),
+      ...(p.resourceConsumption.length === 0
+        ? {}
+        : {
+            resourceConsumption: p.resourceConsumption.map((c) => ({
+              appId: c.appId,
+              diskBytesWritten: num(c.diskBytesWritten),
+              diskFileCount: num(c.diskFileCount),
+              hdfsBytesWritten: num(c.hdfsBytesWritten),
+              hdfsFileCount: num(c.hdfsFileCount),
+            })),
+          }),
     }),
   },
   WorkerHeartbeatResponse: {
@@ -578,6 +597,7 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       user: m.user,
       secret: m.secret ?? '',
       hostname: m.hostname ?? '',
+      tenant: m.tenant ?? '',
     }),
     decode: (p) => ({
       type: 'RegisterApplication',
@@ -585,6 +605,7 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       user: p.user,
       ...(p.secret === '' ? {} : { secret: p.secret }),
       ...(p.hostname === '' ? {} : { hostname: p.hostname }),
+      ...(p.tenant === '' ? {} : { tenant: p.tenant }),
     }),
   },
   StatusResponse: {
@@ -626,6 +647,7 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
         primaries: [],
         replicas: [],
       })),
+      quotaExceeded: m.quotaExceeded ?? '',
     }),
     decode: (p) => ({
       type: 'ApplicationHeartbeatResponse',
@@ -636,6 +658,7 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
         worker: workerFromPb(available.worker, 'ApplicationHeartbeatResponse.availableWorkers'),
         networkLocation: available.networkLocation,
       })),
+      ...(p.quotaExceeded === '' ? {} : { quotaExceeded: p.quotaExceeded }),
     }),
   },
   RequestSlots: {

@@ -25,6 +25,7 @@ import type { FaultTopology } from '../faults/inject.ts';
 import { scheduleStalledFrames } from '../faults/stalled-frames.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
+import { quotaRespected } from '../invariants/quota.ts';
 import { acknowledgedSurvivesCrash } from '../invariants/durability.ts';
 import {
   intrudersRefused,
@@ -219,7 +220,20 @@ function buildCluster(
     ...heartbeat,
     ...auth,
   };
-  const masterOverrides: Record<string, string> = { ...cluster.masterOverrides, ...heartbeat, ...auth };
+  const quota: Record<string, string> =
+    cluster.quota === undefined
+      ? {}
+      : {
+          'svc.quota.user.diskBytesWritten': String(cluster.quota.diskBytes),
+          'svc.quota.interruptShuffle.enabled': String(cluster.quota.interrupt),
+          'svc.master.userResourceConsumption.update.interval': '1s',
+        };
+  const masterOverrides: Record<string, string> = {
+    ...cluster.masterOverrides,
+    ...heartbeat,
+    ...auth,
+    ...quota,
+  };
 
   // Replies and messages to tasks travel on the core's reply routes, under the core's speaker rules.
   world.modelTransport({
@@ -450,6 +464,7 @@ function buildCluster(
       intrudersRefused(),
       acknowledgedSurvivesCrash(isMaster, isWorker),
       unansweredRequestsFailed(),
+      quotaRespected(isMaster),
       admissionDecisions(
         (node) => isMaster(node) || isWorker(node),
         (node) => CLIENT_ROLES.has(world.roleOf(node) ?? ''),
@@ -492,6 +507,9 @@ function buildCluster(
       const counts: Record<string, number> = { apps: apps.length, workers: cluster.workers.length };
       for (const { app, outcome } of engine.outcomes()) {
         counts[`apps.${outcome.kind}`] = (counts[`apps.${outcome.kind}`] ?? 0) + 1;
+        // Refused or stopped by a quota (svc.quota.*): expected, and counted apart so that a run shows it happens.
+        if (outcome.kind === 'failed' && outcome.reason.startsWith('over quota'))
+          counts['apps.overQuota'] = (counts['apps.overQuota'] ?? 0) + 1;
         if (outcome.kind === 'failed') {
           notes.push(`${app.appId} (client ${app.clientRelease}) failed: ${outcome.reason}`);
         }

@@ -607,6 +607,11 @@ export class Engine implements Observer {
     this.endAttempt(world, app, map, node, ref.attemptId);
     map.lastError = error;
     if (this.failOnRefusal(world, app)) return;
+    if ((world.stateOf(node) as MapTaskState | undefined)?.errorStatus === 'QUOTA_EXCEEDED') {
+      // The user is over its quota: an expected end, as an engine would fall back or fail the job.
+      this.end(world, app, { kind: 'failed', reason: `over quota: ${error}` });
+      return;
+    }
     if (mapDone(map) || map.running.size > 0) return;
     map.failures += 1;
     if (world.now >= this.calmAt) map.failuresAfterCalm += 1;

@@ -48,6 +48,11 @@ export interface ClusterShape {
    * `survives-one-worker-loss` invariant.
    */
   readonly oneWorkerLoss?: boolean;
+  /**
+   * Quotas on (svc.quota.*, a 0.6.0 master): each user's disk bytes limited to a few kilobytes, so that some
+   * applications' later shuffles are refused (QUOTA_EXCEEDED), and with `interrupt` running ones stopped.
+   */
+  readonly quota?: { readonly diskBytes: number; readonly interrupt: boolean };
 }
 
 export interface WorkerShape {
@@ -261,7 +266,26 @@ export function drawWorkload(rng: Rng, options: { readonly policies?: boolean } 
   // And after that (27 November 2026, later).
   const oneLoss = withOneWorkerLoss(rng, readAhead);
   // And after that (27 November 2026, issue 26).
-  return withRollingUpgrade(rng, oneLoss);
+  const upgraded = withRollingUpgrade(rng, oneLoss);
+  // And after that (29 November 2026, issue 33).
+  return { ...upgraded, cluster: withQuota(rng, upgraded.cluster) };
+}
+
+/**
+ * Now and then quotas on a 0.6.0 cluster, with a per-user disk quota of 1-64 KiB: the simulated jobs write a few
+ * kilobytes per shuffle, so some seeds refuse later shuffles and some never reach the limit. Not with one worker's
+ * loss or an upgrade, whose invariants expect every application to complete.
+ */
+function withQuota(rng: Rng, cluster: ClusterShape): ClusterShape {
+  if (!chance(rng, 0.25)) return cluster;
+  if (
+    !isAtLeast(cluster.serverRelease, '0.6.0') ||
+    cluster.oneWorkerLoss === true ||
+    cluster.upgrade !== undefined
+  )
+    return cluster;
+  const diskBytes = Math.round(logUniform(rng, 1024, 64 * 1024));
+  return { ...cluster, quota: { diskBytes, interrupt: chance(rng, 0.5) } };
 }
 
 /**

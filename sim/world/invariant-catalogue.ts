@@ -37,6 +37,8 @@ export const INVARIANTS = {
   liveness: 'once faults stop, every job finishes within a bounded time or fails with an expected error',
   'survives-one-worker-loss':
     'with replication on, a run that loses at most one worker on a calm network, keeping enough healthy workers for a primary and a replica, completes every admitted application',
+  quota:
+    'with quotas on, the master registers no new shuffle of a user (or in a cluster) whose quota status is over its limit when it decides',
   'machine-threw': 'a state machine never throws',
   'simulator-threw':
     "the simulator's own models (engine, fault injector, checkers) never throw: a throw there is a simulator bug, reported like a violation so that a long run goes on and the seed replays",

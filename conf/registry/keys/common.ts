@@ -242,7 +242,6 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     default: 'default',
     aliases: [{ key: 'svc.quota.identity.user-specific.tenant', deprecatedIn: '0.6.0' }],
     roles: CLIENT,
-    effect: notImplementedYet('no quota or dynamic configuration consults the identity yet'),
     description: 'Tenant an application runs as, for quotas and dynamic configuration.',
   },
   {
@@ -251,7 +250,6 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     default: 'default',
     aliases: [{ key: 'svc.quota.identity.user-specific.userName', deprecatedIn: '0.6.0' }],
     roles: CLIENT,
-    effect: notImplementedYet('no quota or dynamic configuration consults the identity yet'),
     description: 'User name an application runs as, for quotas and dynamic configuration.',
   },
   {

@@ -329,7 +329,6 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '30s',
     roles: MASTER,
-    effect: notImplementedYet('no quota is enforced yet: the master does not track users’ usage'),
     description: 'Interval at which the master recomputes per-user resource use and quota status.',
   },
   {
@@ -337,7 +336,6 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: MASTER,
-    effect: notImplementedYet('no quota is enforced yet: the master does not track users’ usage'),
     description: 'Whether the master exports per-user resource use as metrics.',
   },
   {

@@ -1,7 +1,5 @@
 /** Quotas, worker tags and the dynamic-configuration store that can override them per tenant and user. */
-import { MASTER, SERVERS, compatibilityOnly, notImplementedYet, type KeySpec, type Role } from '../spec.ts';
-
-const QUOTA_NOT_BUILT = notImplementedYet('no quota is enforced yet: the master does not track users’ usage');
+import { MASTER, SERVERS, compatibilityOnly, type KeySpec, type Role } from '../spec.ts';
 
 const QUOTA_ROLES: readonly Role[] = ['master', 'client'];
 
@@ -24,7 +22,6 @@ function quotaLimits(scope: 'user' | 'cluster', since: '0.5.0' | '0.6.0'): reado
     since,
     roles: QUOTA_ROLES,
     description: `Quota: most ${what} by ${whose}.`,
-    effect: QUOTA_NOT_BUILT,
   }));
 }
 
@@ -34,7 +31,6 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'true',
     roles: QUOTA_ROLES,
-    effect: QUOTA_NOT_BUILT,
     description: 'Whether quotas are enforced.',
   },
   {
@@ -43,7 +39,6 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     default: 'true',
     since: '0.6.0',
     roles: QUOTA_ROLES,
-    effect: QUOTA_NOT_BUILT,
     description: 'Whether per-user quotas are enforced.',
   },
   {
@@ -52,7 +47,6 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     default: 'true',
     since: '0.6.0',
     roles: QUOTA_ROLES,
-    effect: QUOTA_NOT_BUILT,
     description: 'Whether cluster-wide quotas are enforced.',
   },
   {
@@ -60,7 +54,6 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: QUOTA_ROLES,
-    effect: QUOTA_NOT_BUILT,
     description: 'Whether running shuffles of an application over its quota are interrupted.',
   },
   ...quotaLimits('user', '0.5.0'),
@@ -86,7 +79,6 @@ export const QUOTA_KEYS: readonly KeySpec[] = [
     default: '120s',
     since: '0.5.0',
     roles: SERVERS,
-    effect: notImplementedYet('no running process consults dynamic configuration yet'),
     description: 'Interval at which dynamic configuration is reloaded.',
   },
   {

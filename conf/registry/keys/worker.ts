@@ -465,7 +465,7 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     type: 'time',
     default: '30s',
     roles: WORKER,
-    effect: notImplementedYet('no quota is enforced yet: the master does not track users’ usage'),
+    effect: compatibilityOnly('svc’s workers report their current usage in every heartbeat'),
     description: 'Interval at which the worker recomputed per-user resource use.',
   },
   {

@@ -121,6 +121,8 @@ export interface MapTaskState {
   readonly reviving: ReadonlySet<number>;
   /** Why the task failed or lost. */
   readonly error?: string;
+  /** The status that failed it, when one did (QUOTA_EXCEEDED: the client shows a QuotaExceededError). */
+  readonly errorStatus?: StatusCode;
   /** Whether the application said it wrote everything (`recordsEnd`). */
   readonly ended: boolean;
   /**
@@ -324,6 +326,7 @@ interface Draft {
   partitions: PartitionPush[];
   reviving: Set<number>;
   error?: string;
+  errorStatus?: StatusCode;
   ended: boolean;
   unacknowledgedBytes: number;
   heldBytes: number;
@@ -735,7 +738,7 @@ function reviveTimeout(d: Draft): AskTimeout {
 
 function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): void {
   if (message.status !== 'SUCCESS') {
-    fail(d, `shuffle registration failed with ${message.status}: ${message.message}`);
+    fail(d, `shuffle registration failed with ${message.status}: ${message.message}`, message.status);
     return;
   }
   for (const location of message.locations) d.locations.set(location.partitionId, location);
@@ -1208,7 +1211,7 @@ function onReviveResponse(
           });
           break;
         }
-        fail(d, reaction.message);
+        fail(d, reaction.message, result.status);
         return;
     }
   }
@@ -1248,7 +1251,7 @@ function onMapperEndAnswer(d: Draft, message: MessageOf<'StatusResponse'>): void
     d.phase = 'won';
     log(d.out, 'info', 'map attempt won', { mapId: d.config.mapId, attemptId: d.config.attemptId });
   } else if (message.status === 'MAP_ENDED') lose(d, message.message);
-  else fail(d, `MapperEnd refused with ${message.status}: ${message.message}`);
+  else fail(d, `MapperEnd refused with ${message.status}: ${message.message}`, message.status);
 }
 
 /**
@@ -1270,15 +1273,17 @@ function lose(d: Draft, reason: string): void {
   });
 }
 
-function fail(d: Draft, message: string): void {
+function fail(d: Draft, message: string, status?: StatusCode): void {
   d.phase = 'failed';
   d.error = message;
+  if (status !== undefined) d.errorStatus = status;
   log(d.out, 'error', 'map task failed', { mapId: d.config.mapId, attemptId: d.config.attemptId, message });
   count(d.out, 'MapTaskFailCount');
 }
 
 /** A reply of the wrong kind (a refusal arrives as StatusResponse): the request is closed, so the task fails. */
 function unexpected(d: Draft, message: Message, wanted: string): void {
-  if (message.type === 'StatusResponse') fail(d, `refused with ${message.status}: ${message.message}`);
+  if (message.type === 'StatusResponse')
+    fail(d, `refused with ${message.status}: ${message.message}`, message.status);
   else fail(d, `protocol error: expected ${wanted}, got ${message.type}`);
 }

@@ -3,6 +3,7 @@ import { workerKey } from '../../domain/index.ts';
 import type { MessageOf } from '../../protocol/messages.ts';
 import { cancelTimer, count, log, setTimer } from '../outbox.ts';
 import { request, type Draft } from './draft.ts';
+import { interruptForQuota } from './unregister.ts';
 
 /**
  * The application's standing with the master: registration at start (bounded retries), then a heartbeat every
@@ -12,7 +13,7 @@ const HEARTBEAT_TIMER = 'heartbeat';
 const REGISTER_RETRY_TIMER = 'register-retry';
 
 export function registerApplication(d: Draft, attempt: number): void {
-  const { appId, user, master, secret, hostname } = d.config;
+  const { appId, user, tenant, master, secret, hostname } = d.config;
   request(
     d,
     master,
@@ -22,6 +23,7 @@ export function registerApplication(d: Draft, attempt: number): void {
       user,
       ...(d.config.authEnabled === true && secret !== undefined ? { secret } : {}),
       ...(hostname === undefined ? {} : { hostname }),
+      ...(tenant === undefined ? {} : { tenant }),
     },
     { kind: 'registerApp' },
     attempt,
@@ -135,6 +137,7 @@ export function stopHeartbeat(d: Draft): void {
 }
 
 export function onHeartbeatAnswer(d: Draft, message: MessageOf<'ApplicationHeartbeatResponse'>): void {
+  if (message.quotaExceeded !== undefined) interruptForQuota(d, message.quotaExceeded);
   d.workers = applyMasterReport(
     d.workers,
     {

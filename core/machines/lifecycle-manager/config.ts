@@ -12,7 +12,10 @@ export interface LifecycleManagerConfig {
   /** The client's release: revived storage follows it (core/release), and it is what servers admit or refuse. */
   readonly release: Release;
   readonly appId: AppId;
+  /** Who the application runs as (`svc.identity.user-specific.userName` and `.tenant`), for quotas. */
   readonly user: string;
+  /** Absent: the master takes `default`. */
+  readonly tenant?: string;
   /**
    * `svc.auth.enabled`: the application registers `secret` with the master, and only its own tasks (connections
    * that proved the secret) may ask this lifecycle manager anything. Absent: off.

@@ -32,6 +32,7 @@ export interface Draft {
   clusterWorkers: readonly ReviveCandidate[];
   readonly shuffles: Map<ShuffleId, LmShuffle>;
   unregisteredShuffles: ReadonlySet<ShuffleId>;
+  interruptedShuffles: ReadonlyMap<ShuffleId, string>;
   readonly reservations: Map<number, Reservation>;
   nextReservationId: number;
   readonly reviveCalls: Map<number, ReviveCall>;

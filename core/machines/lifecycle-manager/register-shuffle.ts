@@ -37,6 +37,11 @@ export function onRegisterShuffle(d: Draft, message: RegisterShuffle, replyTo: R
     );
     return;
   }
+  const interrupted = d.interruptedShuffles.get(message.shuffleId);
+  if (interrupted !== undefined) {
+    answer(d, replyTo, 'QUOTA_EXCEEDED', [], interrupted);
+    return;
+  }
   if (d.unregisteredShuffles.has(message.shuffleId)) {
     // A task of a finished or abandoned stage, late: registering again would book slots nobody will read.
     answer(
@@ -171,6 +176,11 @@ export function onSlotsAnswer(
   if (shuffle?.phase !== 'requesting-slots') return undefined;
   if (message.type === 'StatusResponse') {
     failRegistration(d, shuffleId, message.status, `the master refused RequestSlots: ${message.message}`);
+    return undefined;
+  }
+  if (message.status === 'QUOTA_EXCEEDED') {
+    // Asking again cannot help before usage falls or the quota is raised: the caller decides (fall back, or fail).
+    failRegistration(d, shuffleId, message.status, message.message);
     return undefined;
   }
   if (message.status !== 'SUCCESS' && message.status !== 'PARTIALLY_PLACED') {

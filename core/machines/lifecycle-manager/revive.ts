@@ -46,6 +46,10 @@ export function onRevive(d: Draft, message: Revive, replyTo: ReplyTo): void {
     results: new Map(),
   });
 
+  if (d.interruptedShuffles.has(message.shuffleId)) {
+    answerAll(d, callId, 'QUOTA_EXCEEDED');
+    return;
+  }
   if (shuffle === undefined || !['ready', 'committing', 'committed', 'data-lost'].includes(shuffle.phase)) {
     answerAll(d, callId, 'SHUFFLE_UNREGISTERED');
     return;

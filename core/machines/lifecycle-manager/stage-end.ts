@@ -29,6 +29,11 @@ export function onMapperEnd(d: Draft, message: MapperEnd, replyTo: ReplyTo): voi
   const shuffle = d.shuffles.get(message.shuffleId);
   const status = (s: MessageOf<'StatusResponse'>['status'], text: string) =>
     reply(d.out, replyTo, { type: 'StatusResponse', status: s, message: text });
+  const interrupted = d.interruptedShuffles.get(message.shuffleId);
+  if (interrupted !== undefined) {
+    status('QUOTA_EXCEEDED', interrupted);
+    return;
+  }
   if (
     shuffle === undefined ||
     shuffle.phase === 'awaiting-app' ||

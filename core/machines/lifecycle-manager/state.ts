@@ -33,6 +33,11 @@ export interface LifecycleManagerState {
    * refused instead of booking slots again for data nobody will read. One number per shuffle of the application.
    */
   readonly unregisteredShuffles: ReadonlySet<ShuffleId>;
+  /**
+   * Shuffles stopped because the application's user is over its quota (the master's heartbeat reply said so,
+   * svc.quota.interruptShuffle.enabled), with the master's reason: their tasks are answered QUOTA_EXCEEDED.
+   */
+  readonly interruptedShuffles: ReadonlyMap<ShuffleId, string>;
   readonly reservations: ReadonlyMap<number, Reservation>;
   readonly nextReservationId: number;
   readonly reviveCalls: ReadonlyMap<number, ReviveCall>;
@@ -187,6 +192,7 @@ export function initialLifecycleManagerState(config: LifecycleManagerConfig): Li
     clusterWorkers: [],
     shuffles: new Map(),
     unregisteredShuffles: new Set(),
+    interruptedShuffles: new Map(),
     reservations: new Map(),
     nextReservationId: 1,
     reviveCalls: new Map(),

@@ -41,6 +41,32 @@ export function onUnregisterShuffle(d: Draft, message: UnregisterShuffle, replyT
   });
 }
 
+/**
+ * The master's heartbeat reply says the application's user is over its quota and its shuffles are to be stopped
+ * (svc.quota.interruptShuffle.enabled; the reference cancels the application's active stages): every shuffle not yet
+ * committing is forgotten and released at the master (its files go, and with them the usage), and its tasks are
+ * answered QUOTA_EXCEEDED with the master's reason from now on. Committing and committed shuffles stay readable.
+ */
+export function interruptForQuota(d: Draft, reason: string): void {
+  // Shuffles whose maps still run; one committing or committed is left to finish and be read.
+  const running = [...d.shuffles.values()].filter((shuffle) =>
+    ['awaiting-app', 'requesting-slots', 'reserving', 'ready'].includes(shuffle.phase),
+  );
+  if (running.length === 0) return;
+  const interrupted = new Map(d.interruptedShuffles);
+  for (const { shuffleId } of running) {
+    forgetShuffle(d, shuffleId, reason, 'QUOTA_EXCEEDED');
+    interrupted.set(shuffleId, reason);
+    if (masterKnowsApp(d)) unregisterShuffleAtMaster(d, shuffleId, 1);
+  }
+  d.interruptedShuffles = interrupted;
+  log(d.out, 'error', 'shuffles interrupted: over quota', {
+    shuffles: running.map((shuffle) => shuffle.shuffleId),
+    reason,
+  });
+  count(d.out, 'QuotaInterruptedShuffleCount', running.length);
+}
+
 export function onUnregisterApplication(d: Draft, message: UnregisterApplication, replyTo: ReplyTo): void {
   if (!isOwnApp(d, message.appId, replyTo)) return;
   if (d.app.status === 'unregistered') {
@@ -143,13 +169,18 @@ export function onUnregisterUnanswered(
  * SHUFFLE_UNREGISTERED; its reservations and its open requests (slots, reserves, commits) are dropped, so their late
  * answers are ignored. Its reserved copies are not destroyed one by one: the master's expiry releases them all.
  */
-function forgetShuffle(d: Draft, shuffleId: ShuffleId, why: string): void {
+function forgetShuffle(
+  d: Draft,
+  shuffleId: ShuffleId,
+  why: string,
+  status: 'SHUFFLE_UNREGISTERED' | 'QUOTA_EXCEEDED' = 'SHUFFLE_UNREGISTERED',
+): void {
   const shuffle = d.shuffles.get(shuffleId);
   if (shuffle === undefined) return;
   for (const waiter of shuffle.registerWaiters) {
     reply(d.out, waiter, {
       type: 'RegisterShuffleResponse',
-      status: 'SHUFFLE_UNREGISTERED',
+      status,
       locations: [],
       message: why,
     });

@@ -2,6 +2,7 @@ import { excludeWorkers, parseWorkerEventType, sendWorkerEvent } from '../../lif
 import type { AdminCommand } from '../effects.ts';
 import { adminReply, log } from '../outbox.ts';
 import { withWorkers, type MasterOutbox } from './outbox.ts';
+import { setQuotaSettings } from './quota.ts';
 import type { MasterState } from './state.ts';
 
 /**
@@ -67,6 +68,8 @@ export function handleMasterAdmin(
       );
       return lists.applied.length > 0 ? withWorkers(s, out, registry) : s;
     }
+    case 'quotaSettings':
+      return setQuotaSettings(s, out, command.settings, commandId);
     case 'exit':
       log(out, 'warn', 'master.admin.unsupported', {
         command: command.type,

@@ -37,7 +37,11 @@ import { applicationOf, authorizationFailure, refuseUnauthenticated } from '../a
 import { replyToOf } from '../outbox.ts';
 import { count, log, reply } from '../outbox.ts';
 import { withApplications, withWorkers, type MasterOutbox } from './outbox.ts';
+import { interruption, quotaRefusal } from './quota.ts';
 import type { MasterState } from './state.ts';
+
+/** The tenant of an application whose client names none (`svc.identity.user-specific.tenant`'s default). */
+const DEFAULT_TENANT = 'default';
 
 /**
  * The master's side of applications: admission by release, heartbeats (which feed the estimated partition size and
@@ -69,12 +73,14 @@ export function handleRegisterApplication(
         ? { secret: message.secret }
         : {}),
       ...(message.hostname === undefined || message.hostname === '' ? {} : { hostname: message.hostname }),
+      user: { tenant: message.tenant ?? DEFAULT_TENANT, name: message.user },
     },
     out.now,
   );
   log(out, 'info', 'master.application.registered', {
     appId: message.appId,
     user: message.user,
+    tenant: message.tenant ?? DEFAULT_TENANT,
     again: record !== undefined,
     ...(message.hostname === undefined ? {} : { hostname: message.hostname }),
   });
@@ -159,6 +165,7 @@ export function handleApplicationHeartbeat(
       worker: worker.id,
       networkLocation: worker.networkLocation,
     })),
+    ...quotaStatusOf(s, message.appId),
   });
   // Only a new application is worth a write; heartbeat times and byte counts are rebuilt after a restart.
   return known
@@ -175,6 +182,21 @@ export function handleRequestSlots(
   if (!admitted(out, 'master', s.config.release, envelope)) return s;
   const key = shuffleKey(message.appId, message.shuffleId);
   const { config, durable } = s;
+  const refusal = isShuffleRegistered(s, message.appId, message.shuffleId)
+    ? undefined
+    : quotaRefusal(s, message.appId);
+  if (refusal !== undefined) {
+    log(out, 'warn', 'master.quota.refused', {
+      shuffle: key,
+      user: refusal.over.subject,
+      quota: refusal.over.key,
+      usage: refusal.over.usage,
+      limit: refusal.over.limit,
+    });
+    count(out, 'RequestSlotsFailed', 1, { statusCode: 'QUOTA_EXCEEDED' });
+    reply(out, replyToOf(envelope), slotsResponse('QUOTA_EXCEEDED', [], [], refusal.message));
+    return s;
+  }
   const options: OfferOptions = {
     policy: config.slots.policy,
     budgetMode: config.slots.budgetMode,
@@ -319,6 +341,16 @@ export function updatePartitionSize(s: MasterState, out: MasterOutbox): MasterSt
   if (estimate !== previous) log(out, 'info', 'master.partitionSize.updated', { previous, estimate, sample });
   const state = withApplications(s, out, registry);
   return { ...state, durable: { ...state.durable, estimatedPartitionSize: estimate } };
+}
+
+/** A retried RequestSlots of a shuffle already registered is not a new shuffle: the quota let it in. */
+function isShuffleRegistered(s: MasterState, appId: string, shuffleId: number): boolean {
+  return s.durable.applications.apps.get(appId)?.shuffles.includes(shuffleId) === true;
+}
+
+function quotaStatusOf(s: MasterState, appId: string): { quotaExceeded?: string } {
+  const message = interruption(s, appId);
+  return message === undefined ? {} : { quotaExceeded: message };
 }
 
 function slotsResponse(

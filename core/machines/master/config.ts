@@ -1,5 +1,6 @@
 import type { AutoExclusionPolicy, HostPolicy } from '../../lifecycle/index.ts';
 import type { PlantedBug } from '../../planted-bugs.ts';
+import type { QuotaSettings } from '../../quota/index.ts';
 import type { Release } from '../../release/version.ts';
 import type { BudgetMode, PartitionSizeBounds, SlotPolicy } from '../../slots/index.ts';
 
@@ -50,6 +51,15 @@ export interface MasterConfig {
    * the identity it acts for (../authorization.ts). Absent: off.
    */
   readonly authEnabled?: boolean;
+  /**
+   * Quotas: the settings at start (`svc.quota.*`, the static values; the driver hands in the dynamic ones with the
+   * `quotaSettings` admin command) and how often usage and status are recomputed
+   * (`svc.master.userResourceConsumption.update.interval`). Absent: quotas off, 30 s.
+   */
+  readonly quota?: {
+    readonly settings: QuotaSettings;
+    readonly updateIntervalMs: number;
+  };
   /** Test-only switch for a deliberate bug (the slot offer's 'replica-on-primary'); production never sets it. */
   readonly plantedBug?: PlantedBug;
 }

@@ -16,6 +16,7 @@ import {
   updatePartitionSize,
 } from './applications.ts';
 import { emitGauges } from './gauges.ts';
+import { updateQuotaStatus } from './quota.ts';
 import { newMasterOutbox, type MasterOutbox } from './outbox.ts';
 import {
   decodeDurableState,
@@ -38,7 +39,11 @@ export const MASTER_TIMERS = {
   applications: 'check:applications',
   unavailableInfo: 'check:unavailableInfo',
   partitionSize: 'update:partitionSize',
+  quota: 'update:userResourceConsumption',
 } as const;
+
+/** `svc.master.userResourceConsumption.update.interval`'s default, for a master configured without quotas. */
+const DEFAULT_QUOTA_UPDATE_MS = 30_000;
 
 /**
  * The master as a pure state machine. A step that changes the durable state ends with one `persist` of the whole
@@ -135,8 +140,13 @@ function onStart(s: MasterState, out: MasterOutbox, recovered: ReadonlyMap<strin
   setTimer(out, MASTER_TIMERS.applications, out.now + config.applicationTimeoutMs / 2);
   setTimer(out, MASTER_TIMERS.unavailableInfo, out.now + config.workerUnavailableInfo.checkIntervalMs);
   setTimer(out, MASTER_TIMERS.partitionSize, out.now + config.partitionSize.updateInitialDelayMs);
+  setTimer(out, MASTER_TIMERS.quota, out.now + quotaIntervalMs(config));
   // Emit the gauges once at start, so that dashboards show the (restored) cluster before anything changes.
   return emitGauges({ ...s, started: true, durable }, out);
+}
+
+function quotaIntervalMs(config: MasterState['config']): number {
+  return config.quota?.updateIntervalMs ?? DEFAULT_QUOTA_UPDATE_MS;
 }
 
 function withFreshHeartbeats(durable: MasterDurableState, now: number): MasterDurableState {
@@ -270,6 +280,9 @@ function onTimer(s: MasterState, out: MasterOutbox, name: string): MasterState {
     case MASTER_TIMERS.partitionSize:
       setTimer(out, name, out.now + config.partitionSize.updateIntervalMs);
       return updatePartitionSize(s, out);
+    case MASTER_TIMERS.quota:
+      setTimer(out, name, out.now + quotaIntervalMs(config));
+      return updateQuotaStatus(s, out);
     default:
       log(out, 'warn', 'master.unknownTimer', { name });
       return s;

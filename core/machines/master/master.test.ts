@@ -119,6 +119,7 @@ describe('master: workers', () => {
       [MASTER_TIMERS.applications, 150_000],
       [MASTER_TIMERS.unavailableInfo, 900_000],
       [MASTER_TIMERS.partitionSize, 300_000],
+      [MASTER_TIMERS.quota, 30_000],
     ]);
   });
 

@@ -12,6 +12,7 @@ import {
 } from '../../lifecycle/index.ts';
 import { initialPartitionSize } from '../../slots/index.ts';
 import type { MasterConfig } from './config.ts';
+import { initialMasterQuota, type MasterQuota } from './quota.ts';
 
 /**
  * What the master must not forget across a restart (and, later, what the masters of a high-availability group
@@ -31,6 +32,8 @@ export interface MasterState {
   readonly durable: MasterDurableState;
   /** The gauge values last emitted, so that a step emits only the gauges that changed. */
   readonly gauges: ReadonlyMap<string, number>;
+  /** Usage and quota status (./quota.ts); rebuilt from the workers' heartbeats after a restart. */
+  readonly quota: MasterQuota;
 }
 
 export const MASTER_STATE_KEY = 'master/state';
@@ -46,6 +49,7 @@ export function initialMasterState(config: MasterConfig): MasterState {
       estimatedPartitionSize: initialPartitionSize(config.partitionSize),
     },
     gauges: new Map(),
+    quota: initialMasterQuota(config.quota?.settings),
   };
 }
 

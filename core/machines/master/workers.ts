@@ -20,6 +20,7 @@ import type { Envelope } from '../effects.ts';
 import { log, reply } from '../outbox.ts';
 import { replyToOf } from '../outbox.ts';
 import { withWorkers, type MasterOutbox } from './outbox.ts';
+import { recordConsumption } from './quota.ts';
 import type { MasterState } from './state.ts';
 
 /**
@@ -107,6 +108,7 @@ export function handleWorkerHeartbeat(
     });
     return s;
   }
+  recordConsumption(s, key, message.resourceConsumption);
   reply(out, replyToOf(envelope), {
     type: 'WorkerHeartbeatResponse',
     registered: true,

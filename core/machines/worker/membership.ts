@@ -1,7 +1,9 @@
 import { workerKey } from '../../domain/index.ts';
 import type { RegisterWorkerResponse, WorkerHeartbeatResponse } from '../../protocol/messages.ts';
+import type { AppConsumption } from '../../quota/index.ts';
 import { purgeUnavailablePeers } from '../../replication/index.ts';
 import { isWorkerCongested } from '../../storage/index.ts';
+import { appConsumption } from './consumption.ts';
 import { dropShuffle } from './commit.ts';
 import { applyWorkerTrigger, checkDrain, completeExit } from './leaving.ts';
 import { cancelTimer, count, log, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
@@ -95,6 +97,7 @@ export function onHeartbeatTimer(s: WorkerMachineState, out: Outbox): WorkerMach
       activeShuffleKeys: heartbeatShuffleKeys(s),
       highWorkload: isWorkerCongested(s.congestion),
       state: s.lifecycle.state,
+      ...heartbeatConsumption(s),
     },
     requestId,
   );
@@ -166,4 +169,9 @@ function settleRequest(
   cancelTimer(out, requestTimer(requestId));
   setEntry(s.requests, requestId, undefined);
   return s;
+}
+
+function heartbeatConsumption(s: WorkerMachineState): { resourceConsumption?: AppConsumption[] } {
+  const consumption = appConsumption(s);
+  return consumption.length === 0 ? {} : { resourceConsumption: consumption };
 }

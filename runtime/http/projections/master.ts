@@ -20,9 +20,17 @@ import type {
   ShufflesResponse,
   WorkerData,
   WorkerEventsResponse,
+  WorkerResourceConsumption,
   WorkersResponse,
 } from './types.ts';
 import { workerData, workerIdData } from './workers.ts';
+import {
+  addConsumption,
+  consumptionOf,
+  NO_CONSUMPTION,
+  userKey,
+  type ResourceConsumption,
+} from '../../../core/quota/index.ts';
 
 /**
  * The master's machine state as the management interface shows it. Pure: each function reads the state (and the
@@ -36,12 +44,39 @@ function memberData(registry: WorkerRegistry, id: WorkerId, now: number): Worker
   return known === undefined ? workerIdData(id) : workerData(known, now);
 }
 
+/**
+ * What a worker's last heartbeat reported, per user (`tenant/name`), each with its applications as
+ * `subResourceConsumptions`: the usage quotas are decided from (core/quota). Applications the master does not know
+ * (no user) are left out.
+ */
+export function resourceConsumptionsOf(
+  state: MasterState,
+  key: WorkerKey,
+): Record<string, WorkerResourceConsumption> {
+  const totals = new Map<string, ResourceConsumption>();
+  const apps = new Map<string, Record<string, WorkerResourceConsumption>>();
+  for (const entry of state.quota.reports.get(key) ?? []) {
+    const user = state.durable.applications.apps.get(entry.appId)?.user;
+    if (user === undefined) continue;
+    const name = userKey(user);
+    const own = consumptionOf(entry);
+    totals.set(name, addConsumption(totals.get(name) ?? NO_CONSUMPTION, own));
+    apps.set(name, { ...apps.get(name), [entry.appId]: own });
+  }
+  return Object.fromEntries(
+    [...totals].map(([name, total]) => [name, { ...total, subResourceConsumptions: apps.get(name) ?? {} }]),
+  );
+}
+
 /** GET /api/v1/workers on the master. */
 export function workersResponse(state: MasterState, now: number): WorkersResponse {
   const registry = state.durable.workers;
   const members = (ids: readonly WorkerId[]): WorkerData[] => ids.map((id) => memberData(registry, id, now));
   return {
-    workers: registeredWorkers(registry).map((worker) => workerData(worker, now)),
+    workers: registeredWorkers(registry).map((worker) => ({
+      ...workerData(worker, now),
+      resourceConsumptions: resourceConsumptionsOf(state, workerKey(worker.id)),
+    })),
     lostWorkers: lostWorkers(registry).map((lost) => ({
       worker: workerData(lost.worker, now),
       timestamp: lost.lostAt,

@@ -30,6 +30,7 @@ export type ThreadStackResponse = Master['ThreadStackResponse'];
 export type ShufflesResponse = Filled<Master['ShufflesResponse'], 'shuffleIds'>;
 export type WorkerIdData = Master['WorkerId'];
 export type WorkerData = Master['WorkerData'];
+export type WorkerResourceConsumption = Master['WorkerResourceConsumption'];
 export type WorkerTimestampData = Master['WorkerTimestampData'];
 export type WorkersResponse = Filled<
   Master['WorkersResponse'],

@@ -1,0 +1,3 @@
+export * from './consumption.ts';
+export * from './limits.ts';
+export * from './status.ts';
