@@ -27,6 +27,7 @@ import {
   ClientClosedError,
   ClientReleaseRefusedError,
   RequestFailedError,
+  QuotaExceededError,
   ShuffleNotServedError,
   SvcClientError,
 } from './errors.ts';
@@ -277,7 +278,7 @@ function registration(
     case 'fallback':
       return { kind: 'fallback', shuffleId, reason: decision.reason };
     case 'fail':
-      // The quota refusal may take the quota's own error class (QuotaExceededError) here.
+      if (decision.cause.kind === 'quotaExceeded') throw new QuotaExceededError(decision.message);
       throw new ShuffleNotServedError(decision.cause.kind, decision.message);
   }
 }

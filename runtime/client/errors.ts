@@ -45,18 +45,6 @@ export class ApplicationRefusedError extends SvcClientError {
   }
 }
 
-/**
- * The master refused a new shuffle, or stopped a running one (svc.quota.interruptShuffle.enabled), because the
- * application's user, or the cluster, is over its quota (svc.quota.*, per tenant and user in the dynamic
- * configuration). The message names the user, the quota, the usage and the limit. Retrying helps only once usage
- * falls below the limit or the quota is raised; an engine may run the shuffle its own way instead
- * (`status` is the protocol's QUOTA_EXCEEDED).
- */
-export class QuotaExceededError extends SvcClientError {
-  override readonly name = 'QuotaExceededError';
-  readonly status = 'QUOTA_EXCEEDED';
-}
-
 /** A map attempt failed: its data is not part of the shuffle; the engine should run the attempt again. */
 export class MapTaskFailedError extends SvcClientError {
   override readonly name = 'MapTaskFailedError';
@@ -116,11 +104,27 @@ export class ReadAbortedError extends SvcClientError {
  * message names the cause, the cluster's words and the policy; `reason` is the cause (core/client/fallback.ts).
  */
 export class ShuffleNotServedError extends SvcClientError {
-  override readonly name = 'ShuffleNotServedError';
+  override readonly name: string = 'ShuffleNotServedError';
   constructor(
     readonly reason: 'noWorkers' | 'releaseRefused' | 'quotaExceeded',
     message: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * The master refused a new shuffle, or stopped a running one (svc.quota.interruptShuffle.enabled), because the
+ * application's user, or the cluster, is over its quota (svc.quota.*, per tenant and user in the dynamic
+ * configuration). The message names the user, the quota, the usage and the limit. Retrying helps only once usage
+ * falls below the limit or the quota is raised; an engine may run the shuffle its own way instead
+ * (`status` is the protocol's QUOTA_EXCEEDED). A ShuffleNotServedError, so that one cause has one class whether the
+ * fallback policy (NEVER) or a running shuffle reports it.
+ */
+export class QuotaExceededError extends ShuffleNotServedError {
+  override readonly name = 'QuotaExceededError';
+  readonly status = 'QUOTA_EXCEEDED';
+  constructor(message: string) {
+    super('quotaExceeded', message);
   }
 }
