@@ -3,6 +3,7 @@
  * name or an older one, possibly with a warning) or is reported and left out (removed, unknown, not yet known to
  * that release). The bound value is parsed here, so that every bad value is reported whether or not it is read.
  */
+import { staysCurrent } from './stays-current.ts';
 import { removalOf } from '../core/release/config-changes.ts';
 import { isAtLeast, type Release } from '../core/release/version.ts';
 import type { Location, Problem } from './problems.ts';
@@ -115,7 +116,9 @@ function classify(setting: Setting, context: BindContext): Classified {
           setting,
           'warning',
           'not-yet-introduced',
-          `${setting.name} arrived in ${entry.introducedIn}; a ${release} node does not read it (ignored)${instead}`,
+          staysCurrent(entry.key)
+            ? `${setting.name} arrived in ${entry.introducedIn} (at ${release} the setting is ${olderName === undefined ? 'unnamed' : instanceName(olderName, match)}); svc servers read it whatever release they present (ports, hosts, paths and security stay current)`
+            : `${setting.name} arrived in ${entry.introducedIn}; a ${release} node does not read it (ignored)${instead}`,
         ),
       ],
     };

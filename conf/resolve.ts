@@ -5,6 +5,7 @@
  * when no source sets it, from the older keys it is assembled from (if any), then its fallback key, then its
  * default as of that release.
  */
+import { staysCurrent } from './stays-current.ts';
 import { assertWithinHistory } from '../core/release/timeline.ts';
 import { CURRENT_RELEASE, isAtLeast, type Release } from '../core/release/version.ts';
 import {
@@ -250,9 +251,11 @@ export class ResolvedConfig {
     if (this.resolving.has(key)) throw new Error(`configuration registry: ${key} falls back to itself`);
     this.resolving.add(key);
     const match = this.registry.entry(key);
+    const later = this.later;
     const resolution =
-      this.later !== undefined && !existsAt(match.entry, this.release) && this.later.has(key)
-        ? this.later.resolution(key)
+      later !== undefined &&
+      ((!existsAt(match.entry, this.release) && later.has(key)) || (staysCurrent(key) && later.isSet(key)))
+        ? later.resolution(key)
         : this.resolve(match);
     this.resolving.delete(key);
     this.cache.set(key, resolution);
