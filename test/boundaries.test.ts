@@ -149,12 +149,7 @@ describe('folder rules, cycles and the package (tools/structure)', () => {
   });
 
   it('ships exactly the code the rules call shipped', () => {
-    const packed = JSON.parse(
-      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
-        cwd: root,
-        encoding: 'utf8',
-      }),
-    ) as { files: { path: string }[] }[];
+    const packed = JSON.parse(packDryRun()) as { files: { path: string }[] }[];
     const packedCode = new Set(
       (packed[0]?.files ?? []).map((file) => file.path).filter((file) => /\.(ts|mjs|js)$/.test(file)),
     );
@@ -177,3 +172,22 @@ describe('folder rules, cycles and the package (tools/structure)', () => {
       assert.ok(architecture.includes(`| \`${folder}/\``), `docs/architecture.md has no row for ${folder}/`);
   });
 });
+
+/**
+ * `npm pack --dry-run`'s listing. test/packaged-client.test.ts may be rebuilding dist/ meanwhile (its pack runs the
+ * prepack build, which empties dist/ first): a listing that finds a folder gone mid-scan is taken again.
+ */
+function packDryRun(): string {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+        cwd: root,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } catch (error) {
+      if (attempt >= 5 || !String((error as { stdout?: string }).stdout ?? '').includes('ENOENT'))
+        throw error;
+    }
+  }
+}

@@ -1,4 +1,5 @@
 import { partitionFileName, shuffleKey } from '../../core/domain/index.ts';
+import { STATE_POLICIES } from '../../core/lifecycle/worker-states.ts';
 import type { NodeId } from '../../core/machines/effects.ts';
 import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import { getFile } from '../../core/machines/worker/files.ts';
@@ -30,7 +31,11 @@ export function readableCopies(world: World, reducer: NodeId, since: number): st
     const copy = epoch.copies.find(({ location, file }) => {
       const node = workerNodeId(location.worker);
       if ((world.upSince(node) ?? Infinity) > since) return false;
-      const record = getFile(world.stateOf(node) as WorkerMachineState, key, partitionFileName(location));
+      const worker = world.stateOf(node) as WorkerMachineState;
+      // A worker on its way out at an operator's word (Exit: it waits only for the master to hear so) serves no
+      // reads by design: its copies are not there to be read.
+      if (!STATE_POLICIES[worker.lifecycle.state].servesCommitsAndFetches) return false;
+      const record = getFile(worker, key, partitionFileName(location));
       if (record?.status !== 'committed' || record.bytes < file.bytes) return false;
       return (world.storageOf(node)?.fileLength(record.file) ?? -1) >= file.bytes;
     });

@@ -28,6 +28,9 @@ import { requestTimer } from './push.ts';
 import { takeId, type PartitionFile, type WorkerMachineState } from './state.ts';
 import { diskInfos } from './storage-view.ts';
 
+/** The longest a worker's exit waits for the master to acknowledge its exit report. */
+export const EXIT_REPORT_WAIT_MS = 5_000;
+
 /** membership.ts's heartbeat timer, named here since membership.ts imports this module. */
 const HEARTBEAT_TIMER_NAME = 'heartbeat';
 
@@ -235,8 +238,9 @@ function finishExit(s: WorkerMachineState, out: Outbox): WorkerMachineState {
 
 /**
  * A registered worker's last heartbeat says Exit, so that the master records a planned stop rather than declare the
- * worker lost when its heartbeats stop; the process exits once the master answered, or at the request's deadline
- * (the master is down or unreachable: it will count the worker lost, there is no one else to tell).
+ * worker lost when its heartbeats stop; the process exits once the master answered, or after the request's deadline
+ * or EXIT_REPORT_WAIT_MS, whichever is sooner (the master is down or unreachable: it will count the worker lost,
+ * there is no one else to tell). Reads are refused meanwhile: the worker is on its way out.
  */
 function reportExit(s: WorkerMachineState, out: Outbox, code: number, reason: string): WorkerMachineState {
   cancelTimer(out, HEARTBEAT_TIMER_NAME);
@@ -258,7 +262,13 @@ function reportExit(s: WorkerMachineState, out: Outbox, code: number, reason: st
     },
     requestId,
   );
-  setTimer(out, requestTimer(requestId), out.now + s.config.masterRequestTimeoutMs);
+  // An exit is held for a master that does not answer no longer than this: the master then counts the worker lost,
+  // and an operator's stop (a service manager's timeout) is not spent waiting on it.
+  setTimer(
+    out,
+    requestTimer(requestId),
+    out.now + Math.min(s.config.masterRequestTimeoutMs, EXIT_REPORT_WAIT_MS),
+  );
   return { ...s, requests: setEntry(s.requests, requestId, { kind: 'exitReport', code, reason }) };
 }
 
