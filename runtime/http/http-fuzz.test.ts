@@ -2,6 +2,7 @@
 // random methods, paths, query strings, media types, bodies and form fields never get a 5xx, every error is JSON
 // {message}, and the servers still answer afterwards. Requests that could stop the worker (a valid exit) are made
 // invalid on purpose, so the worker under test stays up; nothing else a random request can do affects the run.
+import { METHODS as HTTP_METHODS } from 'node:http';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -196,6 +197,10 @@ describe('fuzzing the management interface of running servers', () => {
             // The client refused to send it (a method or header node:http rejects): nothing reached the server.
             if (error instanceof TypeError || (error as { code?: string }).code?.startsWith('ERR_') === true)
               return;
+            // A method node's HTTP parser does not know is refused at the connection (400, then closed): with a
+            // body still being written, the client sees the close, not the answer.
+            const code = (error as { code?: string }).code;
+            if (!HTTP_METHODS.includes(request.method) && (code === 'EPIPE' || code === 'ECONNRESET')) return;
             throw error;
           }
           statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);

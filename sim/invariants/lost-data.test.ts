@@ -64,7 +64,7 @@ function world(
       role: 'worker',
       machine: idle,
       disks: [{ mountPoint: '/d', type: 'HDD', capacityBytes: 1 << 20 }],
-      initialState: () => ({ shuffles: new Map([['a-0', { files }]]) }),
+      initialState: () => ({ lifecycle: { state: 'Normal' }, shuffles: new Map([['a-0', { files }]]) }),
     });
     for (const { name, bytes } of holdings[n] ?? []) {
       const file: FileRef = { id: `a-0/${name}`, tier: 'HDD', mountPoint: '/d' };
