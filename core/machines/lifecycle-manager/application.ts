@@ -3,7 +3,6 @@ import { workerKey } from '../../domain/index.ts';
 import type { MessageOf } from '../../protocol/messages.ts';
 import { cancelTimer, count, log, setTimer } from '../outbox.ts';
 import { request, type Draft } from './draft.ts';
-import { interruptForQuota } from './unregister.ts';
 
 /**
  * The application's standing with the master: registration at start (bounded retries), then a heartbeat every
@@ -137,7 +136,6 @@ export function stopHeartbeat(d: Draft): void {
 }
 
 export function onHeartbeatAnswer(d: Draft, message: MessageOf<'ApplicationHeartbeatResponse'>): void {
-  if (message.quotaExceeded !== undefined) interruptForQuota(d, message.quotaExceeded);
   d.workers = applyMasterReport(
     d.workers,
     {

@@ -48,6 +48,7 @@ import {
   onUnregisterApplication,
   onUnregisterShuffle,
   onUnregisterUnanswered,
+  interruptForQuota,
 } from './unregister.ts';
 
 /**
@@ -171,6 +172,8 @@ function onReply(d: Draft, envelope: Envelope): void {
       return;
     case 'heartbeat':
       if (message.type === 'ApplicationHeartbeatResponse') {
+        // Over quota first: the report that follows must not revive what the interruption stops.
+        if (message.quotaExceeded !== undefined) interruptForQuota(d, message.quotaExceeded);
         onHeartbeatAnswer(d, message);
         for (const done of retryRevivesAfterReport(d)) completed(d, done);
       } else if (message.type === 'StatusResponse') {
