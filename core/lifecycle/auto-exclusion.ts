@@ -13,12 +13,15 @@ export interface AutoExclusionPolicy {
  * should not. Unlike the reference there is no hysteresis: a worker is released as soon as a heartbeat shows
  * none of these reasons (the reference additionally wants free slots before it releases; a worker with full
  * disks gets no slots from the offer anyway, so keeping it excluded only hides it).
+ *
+ * Unlike the reference, high workload (a worker's congestion control past its watermarks) excludes nothing: the
+ * worker already slows the heavy users on it, and excluding every busy worker of a busy cluster at once refused its
+ * new shuffles with SLOT_NOT_AVAILABLE (swarm seed 4468). The heartbeat's flag stays in the registry.
  */
 export function autoExclusionReason(
   heartbeat: { readonly disks: readonly DiskInfo[]; readonly highWorkload: boolean },
   policy: AutoExclusionPolicy,
 ): string | null {
-  if (heartbeat.highWorkload) return 'high workload (congestion, memory pressure or too many connections)';
   if (policy.dfsConfigured) return null;
   const local = heartbeat.disks.filter((disk) => isLocalType(disk.type));
   if (local.length === 0) return 'no local disks and no distributed storage configured';

@@ -199,6 +199,8 @@ describe('legacy endpoints as each release serves them', () => {
                 case 'exit':
                   assert.equal(command.exitType, 'GRACEFUL');
                   break;
+                case 'quotaSettings':
+                  assert.fail(`${expected.path} sends no quota settings: only the dynamic store does`);
               }
             }
           }

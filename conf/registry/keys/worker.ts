@@ -1,7 +1,7 @@
 /** Keys of the worker: ports, disks and tiers, memory limits, splitting, shutdown, congestion control. */
 import { STORAGE_TYPES } from '../../../core/domain/index.ts';
 import { createFilePolicy, evictPolicy, storageDirs } from '../checks.ts';
-import { WORKER, compatibilityOnly, notImplementedYet, type KeySpec, type NoEffect } from '../spec.ts';
+import { WORKER, compatibilityOnly, type KeySpec, type NoEffect } from '../spec.ts';
 import { httpAuthKeys, httpTlsKeys } from './master.ts';
 
 const PORT = { type: 'int', min: 0, max: 65535 } as const;
