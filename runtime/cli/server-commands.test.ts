@@ -46,6 +46,27 @@ describe('svc master and svc worker', () => {
     assert.equal(run.stdout.includes('"event":"listening"'), false, 'nothing was bound');
   });
 
+  it('refuses a silent-peer ping interval not below its timeout, naming both keys', () => {
+    const run = svc(
+      'master',
+      '--conf',
+      'svc.master.port=0',
+      '--conf',
+      'svc.master.http.port=0',
+      '--conf',
+      `svc.master.state.dir=${path.join(scratch, 'master-state')}`,
+      '--conf',
+      'svc.network.silentPeer.pingInterval=10s',
+      '--conf',
+      'svc.network.silentPeer.timeout=5s',
+    );
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(
+      run.stderr,
+      /svc\.network\.silentPeer\.pingInterval \(10000 ms\) must be above 0 and below svc\.network\.silentPeer\.timeout \(5000 ms\)/,
+    );
+  });
+
   it('refuses an rss:// master URL with the svc:// form to write instead', () => {
     const run = svc('worker', 'rss://127.0.0.1:9097');
     assert.equal(run.status, 2);

@@ -76,6 +76,26 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
 /** svc.network.silentPeer.pingInterval and .timeout by default (the registry's; test/silent-peer-defaults checks). */
 export const SILENT_PEER_DEFAULTS: SilentPeerSettings = { pingAfterMs: 1_000, silentAfterMs: 10_000 };
 
+/** The silent-peer bounds a process uses; a ping interval not below the timeout is a configuration error. */
+function silentPeerSettings(
+  conf: NodeNetworkOptions['conf'],
+  toError: ((message: string) => Error) | undefined,
+): SilentPeerSettings {
+  if (!conf.has('svc.network.silentPeer.timeout')) return SILENT_PEER_DEFAULTS;
+  const settings = {
+    pingAfterMs: conf.getDurationMs('svc.network.silentPeer.pingInterval'),
+    silentAfterMs: conf.getDurationMs('svc.network.silentPeer.timeout'),
+  };
+  if (!(settings.pingAfterMs > 0 && settings.pingAfterMs < settings.silentAfterMs)) {
+    throw configError(
+      toError,
+      `svc.network.silentPeer.pingInterval (${settings.pingAfterMs} ms) must be above 0 and below ` +
+        `svc.network.silentPeer.timeout (${settings.silentAfterMs} ms): a silent peer is pinged before it is given up`,
+    );
+  }
+  return settings;
+}
+
 function newTransport(
   options: NodeNetworkOptions,
   host: NodeHost,
@@ -103,12 +123,7 @@ function newTransport(
       ? { maxConnectionsPerPort: conf.getInt('svc.network.port.maxConnections') }
       : {}),
     // Keys of 0.6.0, but the behaviour of every release svc presents: an older client has their defaults.
-    silentPeer: conf.has('svc.network.silentPeer.timeout')
-      ? {
-          pingAfterMs: conf.getDurationMs('svc.network.silentPeer.pingInterval'),
-          silentAfterMs: conf.getDurationMs('svc.network.silentPeer.timeout'),
-        }
-      : SILENT_PEER_DEFAULTS,
+    silentPeer: silentPeerSettings(conf, options.configError),
     connectionsPerPeer: (service) =>
       (options.presented ?? conf).getInt(`svc.${moduleOf(service, options.role)}.io.numConnectionsPerPeer`),
     ...(conf.has('svc.log.summary.interval')
