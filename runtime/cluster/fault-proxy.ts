@@ -18,9 +18,9 @@ export interface FaultProxyOptions {
   /** Where the proxy listens; port 0 takes a free one (read it back from `port`). */
   readonly listenHost: string;
   readonly listenPort: number;
-  /** What it forwards to. */
+  /** What it forwards to; `'same'` forwards to the port the proxy listens on (a target started behind it later). */
   readonly targetHost: string;
-  readonly targetPort: number;
+  readonly targetPort: number | 'same';
 }
 
 /** One direction of a proxied connection: reads `from`, writes `to`, obeying the proxy's current fault. */
@@ -151,6 +151,11 @@ export class FaultProxy {
     return proxy;
   }
 
+  /** The port connections are forwarded to. */
+  get targetPort(): number {
+    return this.options.targetPort === 'same' ? this.port : this.options.targetPort;
+  }
+
   /** The fault in force, if any. */
   get fault(): NetworkFault | undefined {
     return this.current;
@@ -191,7 +196,7 @@ export class FaultProxy {
     }
     // Both sides stay paused (no 'data' listener makes them flow) until the target answers and the fault is applied.
     client.pause();
-    const target = connect({ host: this.options.targetHost, port: this.options.targetPort });
+    const target = connect({ host: this.options.targetHost, port: this.targetPort });
     target.pause();
     const latency = (): number => (this.current?.kind === 'latency' ? this.current.ms : 0);
     const connection: ProxiedConnection = {

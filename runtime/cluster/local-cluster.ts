@@ -284,9 +284,11 @@ export class LocalCluster {
     const own = path.join(this.dir, `worker-${index}`);
     const previous = this.workerIds[index];
     const ports =
-      options.samePorts === true && previous !== undefined
-        ? previous.split(':').slice(1)
-        : ['0', '0', '0', '0'];
+      this.options.faultProxies === true
+        ? (await this.proxyWorker(index, options.samePorts === true)).map(String)
+        : options.samePorts === true && previous !== undefined
+          ? previous.split(':').slice(1)
+          : ['0', '0', '0', '0'];
     const host = this.workerHost(index);
     const address = host?.address ?? '127.0.0.1';
     const settings = [
@@ -318,28 +320,36 @@ export class LocalCluster {
     const line = await worker.waitForEvent('listening', STARTUP_WAIT_MS);
     this.workerIds[index] = String(line.node);
     this.workerHttpPorts[index] = (line.http as { port: number }).port;
-    if (this.options.faultProxies === true) await this.proxyWorker(index);
+    if (this.options.faultProxies === true) {
+      const bound = (this.workerIds[index] ?? '').split(':').slice(1).join(',');
+      if (bound !== ports.join(','))
+        throw new Error(`worker-${index} bound ${bound} behind its proxies on ${ports.join(',')}`);
+    }
     return worker;
   }
 
-  /** Puts a fault proxy on 127.0.0.1 in front of each data port of worker `index` (kept across same-port restarts). */
-  private async proxyWorker(index: number): Promise<void> {
-    const ports = (this.workerIds[index] ?? '').split(':').slice(1).map(Number);
+  /**
+   * Puts a fault proxy on 127.0.0.1 in front of each data port of worker `index` and returns the ports, which the
+   * worker then binds on PROXIED_BIND_HOST. The proxies take free ports first, so no other socket on 127.0.0.1 can hold
+   * a port the worker chose (a CI run lost a soak to that race); `samePorts` keeps the proxies of a restarted worker.
+   */
+  private async proxyWorker(index: number, samePorts: boolean): Promise<number[]> {
     const current = this.proxies[index];
-    if (current !== undefined && current.every((proxy, i) => proxy.options.targetPort === ports[i])) return;
+    if (samePorts && current !== undefined) return current.map((proxy) => proxy.port);
     for (const proxy of current ?? []) await proxy.close();
     const proxies: FaultProxy[] = [];
     this.proxies[index] = proxies;
-    for (const [i] of DATA_SERVICES.entries()) {
+    for (const _service of DATA_SERVICES) {
       proxies.push(
         await FaultProxy.start({
           listenHost: '127.0.0.1',
-          listenPort: ports[i]!,
+          listenPort: 0,
           targetHost: PROXIED_BIND_HOST,
-          targetPort: ports[i]!,
+          targetPort: 'same',
         }),
       );
     }
+    return proxies.map((proxy) => proxy.port);
   }
 
   /** Resolves once every running worker has registered with the master (its `worker.registered` line). */
