@@ -52,6 +52,13 @@ export const PLANTED_BUGS = [
    * reference's pooled connection reused after it timed out; core/interpreter/silent-peers.ts).
    */
   'silent-peer-reused',
+  /**
+   * A peer declared silent stays silent when it is heard from again: a worker back from a partition is refused new
+   * work by every process that gave it up (core/interpreter/silent-peers.ts).
+   */
+  'silent-peer-never-heard',
+  /** The master ignores the user quota when it registers a new shuffle (core/machines/master/quota.ts). */
+  'quota-user-ignored',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];

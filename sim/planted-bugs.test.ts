@@ -43,6 +43,11 @@ const PROOF: Readonly<
   // A peer given up as silent by a process that then asks it again (first caught: seed 31, a partitioned lifecycle
   // manager asked for RegisterShuffle again by its map task).
   'silent-peer-reused': { invariant: 'silent-peer-shunned', withinSeeds: 90 },
+  // A process that gave a peer up and heard from it again, still refusing it (first caught: seed 49, a lifecycle
+  // manager that heard from its master again; then 127 and 131).
+  'silent-peer-never-heard': { invariant: 'silent-peer-heard-again', withinSeeds: 150 },
+  // Only the quota seeds (a quarter of the 0.6.0 ones) can catch it (first caught: seed 31, then 69 and 126).
+  'quota-user-ignored': { invariant: 'quota', withinSeeds: 100 },
 };
 
 async function firstCatch(

@@ -14,7 +14,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   /**
    * The swarm as it drew until 22 November 2026, before it drew policies (rack skew, load-aware slots, partition
    * size updates, rack-aware replicas, HARD splits, small disks), corrupted reads, lost executors, DFS faults and
-   * two-sided partitions (and before workers ran out of file descriptors): seeds found before then replay here with
+   * two-sided partitions (and before workers ran out of file descriptors and partitions cut one way): seeds found before then replay here with
    * their old shapes and schedules (docs/simulation.md, Swarm testing).
    */
   'swarm-before-policies': clusterScenario(
@@ -26,6 +26,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
       dfsFaults: false,
       partitionSides: false,
       descriptorFaults: false,
+      oneWayPartitions: false,
     },
   ),
   /** The swarm without the hostile peer that stalls frames, as it ran until 27 November 2026. */

@@ -64,6 +64,12 @@ export interface DiskInfo {
    * id share their space, and the master counts it once. Absent: not known (the disk counts on its own).
    */
   readonly filesystem?: string;
+  /**
+   * The filesystem's available space less the reserve, whatever this disk's own capacity leaves (`usableBytes` is at
+   * most this): what all disks of the host on `filesystem` share, which slot offers count once
+   * (../slots/shared-filesystems.ts). Reported with `filesystem`; absent with it.
+   */
+  readonly filesystemUsableBytes?: number;
 }
 
 /** Rack of a worker when none is known. */

@@ -173,6 +173,13 @@ describe('SilentPeers', () => {
     assert.equal(peers.mayAsk('w3'), true, 'and yet asked again: the bug');
   });
 
+  it('catches the planted bug: silent-peer-never-heard keeps a peer heard from again shunned', () => {
+    const peers = new SilentPeers<string>(SETTINGS, { plantedBug: 'silent-peer-never-heard' });
+    assert.equal(peers.check(SETTINGS.silentAfterMs, [['w3', 0]])[0]?.kind, 'silent', 'declared silent');
+    assert.equal(peers.heard('w3', SETTINGS.silentAfterMs + 1), false, 'hearing from it ends nothing');
+    assert.equal(peers.mayAsk('w3'), false, 'and it is still refused: the bug');
+  });
+
   it('refuses settings where a ping could not come before the silence', () => {
     assert.throws(() => new SilentPeers({ pingAfterMs: 5_000, silentAfterMs: 5_000 }), /pingAfterMs/);
     assert.throws(() => new SilentPeers({ pingAfterMs: 0, silentAfterMs: 5_000 }), /pingAfterMs/);

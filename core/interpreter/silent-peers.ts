@@ -27,6 +27,8 @@ export interface SilentPeersOptions {
   /**
    * Test-only (core/planted-bugs.ts): `silent-peer-reused` forgets a peer's silence as soon as it is declared, so
    * requests go on being started to it (the reference's pooled connection reused after it timed out).
+   * `silent-peer-never-heard` keeps a peer silent when it is heard from again, so that a worker back from a
+   * partition is never used again by that process.
    */
   readonly plantedBug?: PlantedBug;
 }
@@ -69,6 +71,7 @@ export class SilentPeers<Peer> {
     const watch = this.watch(peer);
     const wasSilent = watch.silent;
     watch.heardAt = now;
+    if (this.options.plantedBug === 'silent-peer-never-heard') return false;
     watch.silent = false;
     return wasSilent;
   }

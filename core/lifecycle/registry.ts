@@ -627,6 +627,7 @@ export function bookOfferedSlots(
 } {
   const workers = new Map(registry.workers);
   const unmatched: { worker: WorkerKey; mountPoint: string }[] = [];
+  const sharedBooked = new Map<string, number>();
   for (const [key, perDisk] of allocations) {
     const worker = workers.get(key);
     if (worker === undefined) {
@@ -640,6 +641,10 @@ export function bookOfferedSlots(
     const disks = worker.disks.map((disk): DiskInfo => {
       const slots = perDisk.get(disk.mountPoint) ?? 0;
       if (slots === 0) return disk;
+      if (disk.filesystem !== undefined) {
+        const filesystem = filesystemKey(worker.id.host, disk.filesystem);
+        sharedBooked.set(filesystem, (sharedBooked.get(filesystem) ?? 0) + slots);
+      }
       return {
         ...disk,
         activeSlots: disk.activeSlots + slots,
@@ -648,7 +653,28 @@ export function bookOfferedSlots(
     });
     workers.set(key, { ...worker, disks });
   }
+  // A filesystem disks of one host share loses the booked space on each of them, whichever worker was offered it.
+  if (sharedBooked.size > 0) {
+    for (const [key, worker] of workers) {
+      if (!worker.disks.some((disk) => sharedBooked.has(filesystemKey(worker.id.host, disk.filesystem))))
+        continue;
+      const disks = worker.disks.map((disk): DiskInfo => {
+        const slots = sharedBooked.get(filesystemKey(worker.id.host, disk.filesystem)) ?? 0;
+        if (slots === 0 || disk.filesystemUsableBytes === undefined) return disk;
+        return {
+          ...disk,
+          filesystemUsableBytes: Math.max(0, disk.filesystemUsableBytes - slots * estimatedPartitionSize),
+        };
+      });
+      workers.set(key, { ...worker, disks });
+    }
+  }
   return { registry: { ...registry, workers }, unmatched };
+}
+
+/** A filesystem of a host; a disk whose filesystem is not known shares none. */
+function filesystemKey(host: string, filesystem: string | undefined): string {
+  return filesystem === undefined ? '' : `${host}\u0000${filesystem}`;
 }
 
 // -----------------------------------------------------------------------------------------------------------

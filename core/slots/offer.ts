@@ -7,6 +7,7 @@ import { eligibleDisks, hasEligibleStorage } from './eligible-disks.ts';
 import { checkLoadAwareSettings, loadAwareQuotas } from './load-aware.ts';
 import { choosePadding, paddingCount } from './padding.ts';
 import { placePartitions } from './placement.ts';
+import { sharedFilesystemCapacities } from './shared-filesystems.ts';
 import type { Phase, Placement, RingWorker, Tier } from './placement.ts';
 import { interleaveRacks } from './racks.ts';
 import type {
@@ -57,16 +58,19 @@ export function offerSlots(
   }
 
   const mask = request.availableStorageTypes;
-  const chosen = ringSlice(
-    available,
-    randomInt(rng, available.length),
-    workerCount(request, options, available.length),
-  ).map((candidate): OfferWorker => ({
-    id: candidate.info.id,
-    key: candidate.key,
-    rack: candidate.info.networkLocation,
-    disks: eligibleDisks(candidate.info, mask, options.estimatedPartitionSize),
-  }));
+  const chosen = withSharedFilesystems(
+    ringSlice(
+      available,
+      randomInt(rng, available.length),
+      workerCount(request, options, available.length),
+    ).map((candidate): OfferWorker => ({
+      id: candidate.info.id,
+      key: candidate.key,
+      rack: candidate.info.networkLocation,
+      disks: eligibleDisks(candidate.info, mask, options.estimatedPartitionSize),
+    })),
+    options.estimatedPartitionSize,
+  );
   const ring = request.replicate && request.rackAware ? interleaveRacks(chosen) : chosen;
   const phases = phasesFor(ring, options);
   const copies = valid.length * (request.replicate ? 2 : 1);
@@ -98,6 +102,20 @@ export function offerSlots(
     unplaced,
     overcommitted: placement.overcommitted,
   };
+}
+
+/** The ring's disks with a filesystem two of them share counted once (shared-filesystems.ts). */
+function withSharedFilesystems(ring: readonly OfferWorker[], estimatedPartitionSize: number): OfferWorker[] {
+  const hosted = ring.flatMap((worker) => worker.disks.map((disk) => ({ host: worker.id.host, disk })));
+  const capacities = sharedFilesystemCapacities(hosted, estimatedPartitionSize);
+  let next = 0;
+  return ring.map((worker) => ({
+    ...worker,
+    disks: worker.disks.map((disk) => {
+      const capacity = capacities[next++]!;
+      return capacity === disk.capacity ? disk : { ...disk, capacity };
+    }),
+  }));
 }
 
 function checkOfferOptions(options: OfferOptions): void {

@@ -45,8 +45,16 @@ export function usableDiskBytes(options: {
   const { capacityBytes, usedBytes, space, reserve } = options;
   const underCapacity = capacityBytes - usedBytes;
   if (space === undefined) return Math.max(0, underCapacity);
+  return Math.max(0, Math.min(underCapacity, filesystemUsableBytes(space, reserve)));
+}
+
+/**
+ * Bytes new partition files may still use on the filesystem, whatever any one disk's capacity leaves: its available
+ * space less the reserve, never below 0. Every disk (of every worker of the host) on that filesystem shares it.
+ */
+export function filesystemUsableBytes(space: FilesystemSpace, reserve: DiskReserve | undefined): number {
   const kept = reserve === undefined ? 0 : reservedBytes(reserve, space.totalBytes);
-  return Math.max(0, Math.min(underCapacity, space.availableBytes - kept));
+  return Math.max(0, space.availableBytes - kept);
 }
 
 /** A disk as the master knows it, with the host of the worker that reported it. */

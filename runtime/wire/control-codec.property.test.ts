@@ -95,8 +95,9 @@ const disk = rec<DiskInfo>(
     avgFetchTimeNs: double,
     activeSlots: int32,
     filesystem: nonEmptyText,
+    filesystemUsableBytes: int64,
   },
-  ['filesystem'],
+  ['filesystem', 'filesystemUsableBytes'],
 );
 const storage = rec<StorageInfo>({ type: storageType, mountPoint: text, availableTypes: uint32 });
 const peerLocation = rec<Omit<PartitionLocation, 'peer'>>({

@@ -380,6 +380,9 @@ function diskToPb(disk: DiskInfo): pb.DiskInfo {
     avgFetchTimeNs: disk.avgFetchTimeNs,
     activeSlots: disk.activeSlots,
     filesystem: disk.filesystem ?? '',
+    ...(disk.filesystemUsableBytes === undefined
+      ? {}
+      : { filesystemUsableBytes: big(disk.filesystemUsableBytes) }),
   };
 }
 
@@ -394,6 +397,9 @@ function diskFromPb(disk: pb.DiskInfo): DiskInfo {
     avgFetchTimeNs: disk.avgFetchTimeNs,
     activeSlots: disk.activeSlots,
     ...(disk.filesystem === '' ? {} : { filesystem: disk.filesystem }),
+    ...(disk.filesystemUsableBytes === undefined
+      ? {}
+      : { filesystemUsableBytes: num(disk.filesystemUsableBytes) }),
   };
 }
 

@@ -141,7 +141,13 @@ function longestComputeMs(apps: readonly AppShape[]): number {
 /** Which faults a scenario's plan may draw (fault kinds added later are off in scenarios that replay old seeds). */
 export type FaultOptions = Pick<
   FaultTargets,
-  'diskFaults' | 'taskKills' | 'dfsFaults' | 'partitionSides' | 'descriptorFaults' | 'calmShare'
+  | 'diskFaults'
+  | 'taskKills'
+  | 'dfsFaults'
+  | 'partitionSides'
+  | 'descriptorFaults'
+  | 'oneWayPartitions'
+  | 'calmShare'
 >;
 
 /**

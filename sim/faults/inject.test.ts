@@ -48,6 +48,51 @@ describe('fault injection: partitions', () => {
   });
 });
 
+describe('fault injection: one-way partitions', () => {
+  it('loses only the messages from one side to the other; the other way still arrives', () => {
+    const { lost, violation } = lostSends('oneway(a0>w0)@0+20000');
+    assert.equal(violation, undefined);
+    assert.ok(lost.length > 0, 'the application tried to reach worker 0 during the cut');
+    for (const line of lost) assert.match(link(line), /^(lm|map|reduce)-demo\S*->host0:/, line);
+  });
+
+  it('a master heard again after a one-way partition is asked again, and the job finishes', () => {
+    const healAtMs = 15_000;
+    const result = runSeed({
+      seed: 1,
+      scenario: demo,
+      trace: true,
+      schedule: {
+        knobs: { ...CALM_KNOBS, stormMs: 0 },
+        faults: parseFaults(`oneway(m0>a0.driver)@0+${healAtMs}`),
+      },
+    });
+    assert.equal(result.violation, undefined, result.violation?.detail);
+    const { counts } = result.report;
+    assert.equal(counts['apps.done'], 1, result.report.notes.join('\n'));
+    const lines = result.trace.split('\n');
+    const at = (line: string) => Number(/^\s*([\d.]+)s/.exec(line)![1]) * 1000;
+    // The fault struck where meant: the master's answers to the lifecycle manager were lost, its requests were not.
+    const lost = lines.filter((line) => / send \S+->\S+ .* LOST$/.test(line));
+    assert.ok(lost.length > 0, 'an answer of the master was lost');
+    for (const line of lost) assert.match(link(line), /^master-0->lm-demo$/, line);
+    // The lifecycle manager gave the master up as silent and refused its own requests to it meanwhile ...
+    assert.ok((counts['transport.silentPeer'] ?? 0) >= 1, 'the master was given up as silent');
+    const refused = lines.filter((line) => / send lm-demo->master-0 .* REFUSED$/.test(line));
+    assert.ok(refused.length > 0, 'requests to the silent master failed at once');
+    assert.ok(
+      refused.every((line) => at(line) < healAtMs),
+      'no request refused after the heal',
+    );
+    // ... until it heard from it again after the heal, and asked it again: the master served the job.
+    assert.ok((counts['transport.silentPeerHeard'] ?? 0) >= 1, 'the master was heard from again');
+    assert.ok(
+      lines.some((line) => at(line) >= healAtMs && / recv lm-demo->master-0 RequestSlots /.test(line)),
+      'the master took a RequestSlots after the heal',
+    );
+  });
+});
+
 describe('fault injection: a worker out of file descriptors', () => {
   it('fails that worker’s disk operations with NO_DESCRIPTORS for the window, charges no disk, and the job finishes', () => {
     const windowMs = 3_000;

@@ -76,6 +76,11 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
     if (!w.isUp(node)) w.start(node);
   };
 
+  const side = (tokens: readonly string[]) => {
+    const groups = tokens.map((token) => topology.group(token)).filter((g) => g !== undefined);
+    return groups.length === 0 ? undefined : (node: NodeId) => groups.some((member) => member(node));
+  };
+
   for (const fault of schedule.faults) {
     const label = describeFault(fault);
     switch (fault.kind) {
@@ -100,15 +105,21 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
         break;
       }
       case 'partition': {
-        const side = (tokens: readonly string[]) => {
-          const groups = tokens.map((token) => topology.group(token)).filter((g) => g !== undefined);
-          return groups.length === 0 ? undefined : (node: NodeId) => groups.some((member) => member(node));
-        };
         const inside = side(fault.targets);
         const other = fault.otherSide === undefined ? 'rest' : side(fault.otherSide);
         if (inside === undefined || other === undefined) break;
         world.schedule(fault.at, label, (w) => {
           const id = w.network.partition(inside, other);
+          w.schedule(w.now + fault.duration, `heal ${label}`, (later) => later.network.heal(id));
+        });
+        break;
+      }
+      case 'oneway': {
+        const from = fault.from.length === 0 ? 'rest' : side(fault.from);
+        const to = fault.to.length === 0 ? 'rest' : side(fault.to);
+        if (from === undefined || to === undefined || (from === 'rest' && to === 'rest')) break;
+        world.schedule(fault.at, label, (w) => {
+          const id = w.network.dropFromTo(from, to);
           w.schedule(w.now + fault.duration, `heal ${label}`, (later) => later.network.heal(id));
         });
         break;
@@ -249,6 +260,10 @@ function describeFault(fault: Fault): string {
       return `FAULT graceful exit of ${fault.target} (restart ${fault.downFor}ms after it exits)`;
     case 'partition':
       return `FAULT partition {${fault.targets.join(',')}} | ${fault.otherSide === undefined ? 'rest' : `{${fault.otherSide.join(',')}}`} for ${fault.duration}ms`;
+    case 'oneway': {
+      const named = (groups: readonly string[]) => (groups.length === 0 ? 'rest' : `{${groups.join(',')}}`);
+      return `FAULT one-way partition: ${named(fault.from)} -> ${named(fault.to)} lost (the other way delivered) for ${fault.duration}ms`;
+    }
     case 'disk':
       return `FAULT disk ${fault.target}${fault.mount} ${fault.fault} for ${fault.duration}ms`;
     case 'exclude':

@@ -73,6 +73,15 @@ export const faultArb: fc.Arbitrary<Fault> = fc.oneof(
     duration: time,
   }),
   fc.record({ kind: fc.constant('descriptors' as const), at: time, target: token, duration: time }),
+  fc
+    .record({
+      kind: fc.constant('oneway' as const),
+      at: time,
+      from: fc.uniqueArray(fc.constantFrom('w0', 'm0', 'a3.driver'), { maxLength: 3 }),
+      to: fc.uniqueArray(fc.constantFrom('w1', 'w12', 'a3.executors'), { maxLength: 3 }),
+      duration: time,
+    })
+    .filter((fault) => fault.from.length + fault.to.length > 0),
 );
 
 const knobsArb: fc.Arbitrary<Knobs> = fc.record({
@@ -178,8 +187,8 @@ describe('fault schedules', () => {
 
   it('draw partitions with two sides, or a driver cut from its executors, after every other fault', () => {
     const shapes = new Set<string>();
-    // (Descriptors faults are drawn after the partitions' sides, so they are left out here.)
-    const noDescriptors = { ...targets, descriptorFaults: false };
+    // (Descriptors faults and one-way partitions are drawn after the partitions' sides, so they are left out here.)
+    const noDescriptors = { ...targets, descriptorFaults: false, oneWayPartitions: false };
     for (let seed = 0; seed < 400; seed += 1) {
       const sided = drawSchedule(streamRng(seed, 'faults'), noDescriptors);
       const oneSided = drawSchedule(streamRng(seed, 'faults'), { ...noDescriptors, partitionSides: false });
@@ -222,8 +231,14 @@ describe('fault schedules', () => {
   it('make the DFS fail only when there is one, and add its faults after every other kind', () => {
     const kinds = new Set<string>();
     for (let seed = 0; seed < 300; seed += 1) {
-      // (Partitions' sides and descriptors faults are drawn after the DFS's faults, so they are left out here.)
-      const oneSided = { ...targets, partitionSides: false, descriptorFaults: false };
+      // (Partitions' sides, descriptors faults and one-way partitions are drawn after the DFS's faults, so they are
+      // left out here.)
+      const oneSided = {
+        ...targets,
+        partitionSides: false,
+        descriptorFaults: false,
+        oneWayPartitions: false,
+      };
       const withDfs = drawSchedule(streamRng(seed, 'faults'), oneSided);
       const without = drawSchedule(streamRng(seed, 'faults'), { ...oneSided, dfs: false });
       const switchedOff = drawSchedule(streamRng(seed, 'faults'), { ...oneSided, dfsFaults: false });
@@ -246,8 +261,10 @@ describe('fault schedules', () => {
   it('run a worker out of file descriptors now and then, drawn after every other fault', () => {
     let drawn = 0;
     for (let seed = 0; seed < 300; seed += 1) {
-      const withDescriptors = drawSchedule(streamRng(seed, 'faults'), targets);
-      const without = drawSchedule(streamRng(seed, 'faults'), { ...targets, descriptorFaults: false });
+      // (One-way partitions are drawn after them, so they are left out here.)
+      const twoWay = { ...targets, oneWayPartitions: false };
+      const withDescriptors = drawSchedule(streamRng(seed, 'faults'), twoWay);
+      const without = drawSchedule(streamRng(seed, 'faults'), { ...twoWay, descriptorFaults: false });
       // Without them a seed draws what it drew before they existed (swarm-before-policies replays old seeds so).
       assert.deepEqual(
         withDescriptors.faults.filter((fault) => fault.kind !== 'descriptors'),
@@ -266,6 +283,35 @@ describe('fault schedules', () => {
       { kind: 'descriptors', at: 300, target: 'w1', duration: 4000 },
     ]);
     assert.throws(() => checkScheduleTargets(parseFaults('descriptors(m0)@1+2'), targets), /no worker m0/);
+  });
+
+  it('cut links one way now and then, drawn after every other fault', () => {
+    const shapes = new Set<string>();
+    for (let seed = 0; seed < 300; seed += 1) {
+      const withOneWay = drawSchedule(streamRng(seed, 'faults'), targets);
+      const without = drawSchedule(streamRng(seed, 'faults'), { ...targets, oneWayPartitions: false });
+      // Without them a seed draws what it drew before they existed (swarm-before-policies replays old seeds so).
+      assert.deepEqual(
+        withOneWay.faults.filter((fault) => fault.kind !== 'oneway'),
+        without.faults,
+        `seed ${seed}`,
+      );
+      for (const fault of withOneWay.faults) {
+        if (fault.kind !== 'oneway') continue;
+        checkScheduleTargets([fault], targets);
+        assert.ok(fault.at < withOneWay.knobs.stormMs && fault.duration > 0, formatFaults([fault]));
+        assert.ok(!fault.from.some((group) => fault.to.includes(group)), formatFaults([fault]));
+        shapes.add(fault.to.length === 0 ? 'mute' : fault.from.length === 0 ? 'deaf' : 'between groups');
+      }
+    }
+    assert.deepEqual([...shapes].sort(), ['between groups', 'deaf', 'mute']);
+    assert.deepEqual(parseFaults('oneway(w1,a0>m0)@300+4000; oneway(>w2)@5+6'), [
+      { kind: 'oneway', at: 300, from: ['w1', 'a0'], to: ['m0'], duration: 4000 },
+      { kind: 'oneway', at: 5, from: [], to: ['w2'], duration: 6 },
+    ]);
+    assert.throws(() => parseFaults('oneway(>)@1+2'), /expected oneway\(groups>groups\)/);
+    assert.throws(() => parseFaults('oneway(w1>a0,w1)@1+2'), /w1 cannot be on both sides/);
+    assert.throws(() => checkScheduleTargets(parseFaults('oneway(w9>)@1+2'), targets), /no group w9/);
   });
 
   it('vary from calm to storm across seeds (swarm testing)', () => {

@@ -93,7 +93,19 @@ export type Fault =
    * every file operation it starts on its local disks and its share of the DFS fails with NO_DESCRIPTORS, while its
    * disks themselves are sound. Memory files need no descriptor and deletes none (sim/world/storage.ts).
    */
-  | { readonly kind: 'descriptors'; readonly at: number; readonly target: string; readonly duration: number };
+  | { readonly kind: 'descriptors'; readonly at: number; readonly target: string; readonly duration: number }
+  /**
+   * A one-way partition for `duration` ms: every message from the groups of `from` to those of `to` is lost without
+   * a word, while messages the other way still arrive (a blackhole route on one side). An empty side is every other
+   * group: `from` empty, the groups of `to` hear nothing; `to` empty, nothing the groups of `from` send arrives.
+   */
+  | {
+      readonly kind: 'oneway';
+      readonly at: number;
+      readonly from: readonly string[];
+      readonly to: readonly string[];
+      readonly duration: number;
+    };
 
 export const TASK_KINDS = ['map', 'reduce'] as const;
 export type TaskKind = (typeof TASK_KINDS)[number];
@@ -129,6 +141,11 @@ export interface FaultTargets {
    * everything else, so that without them a seed draws what it drew before 27 November 2026.
    */
   readonly descriptorFaults?: boolean;
+  /**
+   * Whether partitions may cut links one way only (oneway faults); undefined: yes. Drawn after everything else, so
+   * that without them a seed draws what it drew before 29 November 2026.
+   */
+  readonly oneWayPartitions?: boolean;
   /**
    * The run loses exactly one worker (a crash, restarted later) between `from` and `to` ms, when maps push, and
    * nothing else goes wrong: the schedule replication must survive (workload/shape.ts, `oneWorkerLoss`).
@@ -202,10 +219,10 @@ function drawKnobs(rng: Rng, calm: boolean): Knobs {
 }
 
 /**
- * Mean faults per minute of storm for each kind but the DFS's and the descriptors' (drawn after the rest), 0 when
- * the swarm left the kind out.
+ * Mean faults per minute of storm for each kind but the DFS's, the descriptors' and the one-way partitions' (drawn
+ * after the rest), 0 when the swarm left the kind out.
  */
-type Rates = Readonly<Record<Exclude<FaultKind, 'dfs' | 'descriptors'>, number>>;
+type Rates = Readonly<Record<Exclude<FaultKind, 'dfs' | 'descriptors' | 'oneway'>, number>>;
 
 /** A kind's faults per minute: on with probability `p`, then log-uniform between `low` and `high`. */
 function drawRate(rng: Rng, p: number, low: number, high: number): number {
@@ -246,7 +263,10 @@ function drawFaults(rng: Rng, knobs: Knobs, targets: FaultTargets): Fault[] {
   // A process out of descriptors last of all, for the same reason.
   const descriptors: Fault[] = [];
   if (targets.descriptorFaults !== false) drawKind(descriptors, 'descriptors', drawRate(rng, 0.3, 1, 8));
-  return [...sided, ...descriptors].sort((a, b) => a.at - b.at);
+  // One-way partitions after that, for the same reason.
+  const oneWay: Fault[] = [];
+  if (targets.oneWayPartitions !== false) drawKind(oneWay, 'oneway', drawRate(rng, 0.3, 1, 10));
+  return [...sided, ...descriptors, ...oneWay].sort((a, b) => a.at - b.at);
 }
 
 /**
@@ -326,7 +346,35 @@ function drawFault(rng: Rng, kind: FaultKind, at: number, targets: FaultTargets)
       };
     case 'descriptors':
       return { kind, at, target: worker.token, duration: Math.round(logUniform(rng, 100, 20_000)) };
+    case 'oneway':
+      return {
+        kind,
+        at,
+        ...drawOneWaySides(rng, partitionGroups(targets)),
+        duration: Math.round(logUniform(rng, 100, 20_000)),
+      };
   }
+}
+
+/**
+ * The sides of a one-way partition: a group that is heard but hears nobody, or is heard by nobody but hears
+ * everyone (a blackhole route on the group's own host: to it, or from it), or one or two groups whose messages to
+ * one or two others are lost (a route missing between two hosts, the other way still up).
+ */
+function drawOneWaySides(
+  rng: Rng,
+  groups: readonly string[],
+): { readonly from: readonly string[]; readonly to: readonly string[] } {
+  const roll = rng.next();
+  const first = pick(rng, groups);
+  if (roll < 0.25 || groups.length < 2) return { from: [first], to: [] };
+  if (roll < 0.5) return { from: [], to: [first] };
+  const from = new Set([first]);
+  if (groups.length > 2 && chance(rng, 0.3)) from.add(pick(rng, groups));
+  const others = groups.filter((group) => !from.has(group));
+  const to = new Set([pick(rng, others)]);
+  if (others.length > 1 && chance(rng, 0.3)) to.add(pick(rng, others));
+  return { from: [...from], to: [...to] };
 }
 
 /** When the last fault of the schedule is over: from then on the run must make progress (liveness). */
@@ -347,6 +395,7 @@ export function faultEnd(fault: Fault): number {
     case 'event':
     case 'dfs':
     case 'descriptors':
+    case 'oneway':
       return fault.at + fault.duration;
     case 'kill':
       return fault.at;
@@ -357,7 +406,9 @@ export function faultEnd(fault: Fault): number {
 
 /**
  * `crash(w3)@1200+3000; partition(w1,a0)@500+2000; partition(w1,w2|m0)@700+300; disk(w4,/mnt/d1,full)@100+900;
- * dfs(slow)@0+500; descriptors(w2)@300+4000`: one fault per clause (a partition's `|` separates its two sides).
+ * dfs(slow)@0+500; descriptors(w2)@300+4000; oneway(w1>m0)@900+2000`: one fault per clause (a partition's `|`
+ * separates its two sides; a one-way partition's `>` points from the side whose messages are lost, an empty side
+ * being every other group: `oneway(w1>)`, `oneway(>w1)`).
  */
 export function formatFaults(faults: readonly Fault[]): string {
   return faults.map(formatFault).join('; ');
@@ -383,6 +434,8 @@ function formatFault(fault: Fault): string {
       return `kill(${fault.target},${fault.task})@${fault.at}+0`;
     case 'dfs':
       return `dfs(${fault.fault})@${fault.at}+${fault.duration}`;
+    case 'oneway':
+      return `oneway(${fault.from.join(',')}>${fault.to.join(',')})@${fault.at}+${fault.duration}`;
   }
 }
 
@@ -429,12 +482,8 @@ export function parseFaults(text: string): Fault[] {
               `'${clause}': expected partition(groups) or partition(groups|groups), groups separated by commas`,
             );
           const [targets, otherSide] = sides as [string[], string[] | undefined];
-          // A group is on both sides when it is named on both, or when one side names an application and the other
-          // one of its parts (a0 and a0.driver).
-          const overlaps = (a: string, b: string) =>
-            a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
           const shared = targets.filter(
-            (group) => otherSide?.some((other) => overlaps(group, other)) === true,
+            (group) => otherSide?.some((other) => groupsOverlap(group, other)) === true,
           );
           if (shared.length > 0)
             throw new RangeError(`'${clause}': ${shared.join(', ')} cannot be on both sides of a partition`);
@@ -445,6 +494,23 @@ export function parseFaults(text: string): Fault[] {
             ...(otherSide === undefined ? {} : { otherSide }),
             duration: length,
           };
+        }
+        case 'oneway': {
+          const sides = argText.split('>').map((side) =>
+            side
+              .split(',')
+              .map((arg) => arg.trim())
+              .filter((arg) => arg.length > 0),
+          );
+          if (sides.length !== 2 || (sides[0]!.length === 0 && sides[1]!.length === 0))
+            throw new RangeError(
+              `'${clause}': expected oneway(groups>groups), oneway(groups>) or oneway(>groups), groups separated by commas`,
+            );
+          const [from, to] = sides as [string[], string[]];
+          const shared = from.filter((group) => to.some((other) => groupsOverlap(group, other)));
+          if (shared.length > 0)
+            throw new RangeError(`'${clause}': ${shared.join(', ')} cannot be on both sides of a partition`);
+          return { kind, at, from, to, duration: length };
         }
         case 'dfs': {
           const [fault] = args;
@@ -489,10 +555,18 @@ export function parseFaults(text: string): Fault[] {
         }
         default:
           throw new RangeError(
-            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, disk, dfs, exclude, event, kill or descriptors`,
+            `'${clause}': unknown fault kind '${kind}'; expected crash, graceful, partition, oneway, disk, dfs, exclude, event, kill or descriptors`,
           );
       }
     });
+}
+
+/**
+ * A group is on both sides when it is named on both, or when one side names an application and the other one of its
+ * parts (a0 and a0.driver).
+ */
+function groupsOverlap(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
 }
 
 /**
@@ -537,6 +611,11 @@ export function checkScheduleTargets(faults: readonly Fault[], targets: FaultTar
         break;
       case 'partition':
         for (const group of [...fault.targets, ...(fault.otherSide ?? [])]) {
+          if (!groups.has(group)) refuse(fault, `no group ${group} to partition`);
+        }
+        break;
+      case 'oneway':
+        for (const group of [...fault.from, ...fault.to]) {
           if (!groups.has(group)) refuse(fault, `no group ${group} to partition`);
         }
         break;

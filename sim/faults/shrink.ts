@@ -109,6 +109,17 @@ function* smallerFault(fault: Fault): Generator<Fault> {
       if (fault.duration > 1) yield { ...fault, duration: Math.floor(fault.duration / 2) };
       break;
     }
+    case 'oneway':
+      // Fewer groups on a side cut fewer links, but a side never empties: that would cut every other group.
+      for (const side of ['from', 'to'] as const) {
+        const groups = fault[side];
+        if (groups.length < 2) continue;
+        for (let i = 0; i < groups.length; i += 1) {
+          yield { ...fault, [side]: groups.filter((_, j) => j !== i) };
+        }
+      }
+      if (fault.duration > 1) yield { ...fault, duration: Math.floor(fault.duration / 2) };
+      break;
     case 'disk':
     case 'dfs':
     case 'exclude':

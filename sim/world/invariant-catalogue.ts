@@ -34,6 +34,8 @@ export const INVARIANTS = {
     'a request a process had not answered when it ended (a crash, an exit, a relaunch) is failed at its sender within one network round trip, unless the sender ended first',
   'silent-peer-shunned':
     'after a process gives a peer up as silent (it owed answers and was unheard from for the silence bound), it starts no request to that peer before it hears from it again',
+  'silent-peer-heard-again':
+    'once a process hears again from a peer it gave up as silent (the partition healed, the peer is back), it refuses no request to that peer for that silence: the peer is usable for new work',
   liveness: 'once faults stop, every job finishes within a bounded time or fails with an expected error',
   'survives-one-worker-loss':
     'with replication on, a run that loses at most one worker on a calm network, keeping enough healthy workers for a primary and a replica, completes every admitted application',

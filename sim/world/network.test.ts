@@ -35,6 +35,34 @@ describe('Network partitions', () => {
     );
   });
 
+  it('cut one way only the links from the first side to the second, until healed', () => {
+    const side = fc.oneof(fc.constant('rest' as const), fc.subarray(nodes, { minLength: 1 }));
+    fc.assert(
+      fc.property(
+        fc.tuple(side, side).filter(([from, to]) => from !== 'rest' || to !== 'rest'),
+        ([from, to]) => {
+          const network = new Network(replayRng([0.5]), CALM_NETWORK);
+          const id = network.dropFromTo(from, to);
+          const inFrom = (n: string) => (from === 'rest' ? !(to as string[]).includes(n) : from.includes(n));
+          const inTo = (n: string) => (to === 'rest' ? !(from as string[]).includes(n) : to.includes(n));
+          for (const a of nodes) {
+            for (const b of nodes) {
+              const expected = a !== b && inFrom(a) && inTo(b);
+              assert.equal(network.blocked(a, b), expected, `${a}->${b}`);
+              assert.equal(network.arrivals(a, b, 0).length, expected ? 0 : 1);
+            }
+          }
+          network.heal(id);
+          assert.ok(
+            nodes.every((a) => nodes.every((b) => !network.blocked(a, b))),
+            'every link is open once healed',
+          );
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
   it('heals one partition by id and leaves the others', () => {
     const network = new Network(replayRng([0.5]), CALM_NETWORK);
     const first = network.partition(['w1'], 'rest');

@@ -33,10 +33,12 @@ interface Partition {
   readonly a: (node: NodeId) => boolean;
   /** undefined = every node not in `a`. */
   readonly b: ((node: NodeId) => boolean) | undefined;
+  /** Only messages from `a` to `b` are lost; those from `b` to `a` still arrive. */
+  readonly oneWay: boolean;
 }
 
 /**
- * Links between nodes: latency, loss, duplication, reordering and partitions. It only decides when (and how many
+ * Links between nodes: latency, loss, duplication, reordering and partitions (both ways, or one way). It only decides when (and how many
  * times) a message arrives; whether the destination is alive to receive it is the world's business.
  */
 export class Network {
@@ -58,7 +60,34 @@ export class Network {
   /** Cuts every link between side `a` and side `b`, both ways; returns an id for `heal`. */
   partition(a: PartitionSide, b: PartitionSide | 'rest'): number {
     const id = this.nextPartitionId++;
-    this.partitions.push({ id, a: membership(a), b: b === 'rest' ? undefined : membership(b) });
+    this.partitions.push({
+      id,
+      a: membership(a),
+      b: b === 'rest' ? undefined : membership(b),
+      oneWay: false,
+    });
+    return id;
+  }
+
+  /**
+   * Loses every message from side `from` to side `to` and none the other way (a blackhole route on one side, a
+   * one-way firewall rule); `rest` is every node not on the other side. Returns an id for `heal`.
+   */
+  dropFromTo(from: PartitionSide | 'rest', to: PartitionSide | 'rest'): number {
+    if (from === 'rest' && to === 'rest')
+      throw new RangeError('a one-way partition needs at least one side named');
+    const id = this.nextPartitionId++;
+    if (from === 'rest') {
+      const receivers = membership(to as PartitionSide);
+      this.partitions.push({ id, a: (node) => !receivers(node), b: receivers, oneWay: true });
+    } else {
+      this.partitions.push({
+        id,
+        a: membership(from),
+        b: to === 'rest' ? undefined : membership(to),
+        oneWay: true,
+      });
+    }
     return id;
   }
 
@@ -76,11 +105,11 @@ export class Network {
     return this.partitions.length;
   }
 
-  /** Whether a partition currently cuts the link from `from` to `to`. A node always reaches itself. */
+  /** Whether a partition currently cuts the link from `from` to `to` (one way). A node always reaches itself. */
   blocked(from: NodeId, to: NodeId): boolean {
     if (from === to) return false;
     for (const p of this.partitions) {
-      if (cuts(p, from, to) || cuts(p, to, from)) return true;
+      if (cuts(p, from, to) || (!p.oneWay && cuts(p, to, from))) return true;
     }
     return false;
   }

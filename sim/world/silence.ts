@@ -18,8 +18,16 @@ export interface SilenceHooks {
   ping(from: NodeId, to: NodeId): void;
   /** `asker` gave `peer` up as silent: fail each of these requests at `asker` at once. */
   failOwed(asker: NodeId, peer: NodeId, owed: readonly OwedRequest[]): void;
-  /** A request was started to a peer its asker had given up on and not heard from since. */
-  violation(asker: NodeId, peer: NodeId, detail: string): void;
+  /**
+   * A request was started to a peer its asker had given up on and not heard from since (`silent-peer-shunned`), or
+   * refused to a peer its asker had heard from since it gave it up (`silent-peer-heard-again`).
+   */
+  violation(
+    invariant: 'silent-peer-shunned' | 'silent-peer-heard-again',
+    asker: NodeId,
+    peer: NodeId,
+    detail: string,
+  ): void;
   /** Runs `check` at virtual time `at`. */
   schedule(at: number, label: string, check: () => void): void;
 }
@@ -30,7 +38,8 @@ export interface SilenceHooks {
  * does, and this is how a process learns of it before its requests' own deadlines.
  *
  * The watch also keeps the world's own record of which peers each process gave up on, apart from the core's
- * SilentPeers, so that a bug there (a peer asked again before it was heard from) is caught, not trusted.
+ * SilentPeers, so that a bug there is caught, not trusted: a peer asked again before it was heard from, or one still
+ * refused after it was (a worker back from a partition must be usable for new work).
  */
 export class SilenceWatch {
   private readonly peers = new Map<NodeId, SilentPeers<NodeId>>();
@@ -64,13 +73,23 @@ export class SilenceWatch {
 
   /** Whether `from` may start a request to `to` (false while it is silent to `from`). */
   mayAsk(from: NodeId, to: NodeId): boolean {
-    return this.peers.get(from)?.mayAsk(to) ?? true;
+    const may = this.peers.get(from)?.mayAsk(to) ?? true;
+    if (!may && !this.shunned.has(`${from}>${to}`)) {
+      this.hooks.violation(
+        'silent-peer-heard-again',
+        from,
+        to,
+        `${from} refused a request to ${to} as silent although it heard from ${to} after giving it up`,
+      );
+    }
+    return may;
   }
 
   /** A request left `from` for `to` on the network. */
   asked(from: NodeId, to: NodeId, requestId: number, message: Envelope['message']): void {
     if (this.shunned.has(`${from}>${to}`)) {
       this.hooks.violation(
+        'silent-peer-shunned',
         from,
         to,
         `${from} asked ${to} (${message.type} #${requestId}) after giving it up as silent and before hearing from it`,
@@ -97,10 +116,10 @@ export class SilenceWatch {
 
   /** Something from `peer` reached `node` (a message, a ping's answer, a refused connection's reset). */
   heard(node: NodeId, peer: NodeId): void {
-    if (this.peers.get(node)?.heard(peer, this.hooks.now()) === true) {
-      this.shunned.delete(`${node}>${peer}`);
+    // The world's record ends the silence whatever the core's answer: the check above judges the core by it.
+    this.shunned.delete(`${node}>${peer}`);
+    if (this.peers.get(node)?.heard(peer, this.hooks.now()) === true)
       this.hooks.count('transport.silentPeerHeard');
-    }
   }
 
   private scheduleCheck(): void {

@@ -285,8 +285,7 @@ export class World {
           count: (name) => this.trace.count(name),
           ping: (from, to) => this.ping(from, to),
           failOwed: (asker, peer, owed) => this.failOwed(asker, peer, owed),
-          violation: (asker, peer, detail) =>
-            this.fail({ invariant: 'silent-peer-shunned', node: asker, detail }),
+          violation: (invariant, asker, _peer, detail) => this.fail({ invariant, node: asker, detail }),
           schedule: (at, label, check) => this.schedule(at, label, check),
         },
         model.plantedBug,

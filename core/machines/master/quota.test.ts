@@ -28,10 +28,15 @@ const QUOTA: QuotaSettings = {
   user: { ...UNLIMITED, diskBytesWritten: 1000 },
 };
 
-function cluster(settings: QuotaSettings = QUOTA): Harness<MasterState> {
+function cluster(settings: QuotaSettings = QUOTA, plantedBug?: 'quota-user-ignored'): Harness<MasterState> {
   const harness = new Harness(
     masterMachine,
-    initialMasterState(testMasterConfig({ quota: { settings, updateIntervalMs: 30_000 } })),
+    initialMasterState(
+      testMasterConfig({
+        quota: { settings, updateIntervalMs: 30_000 },
+        ...(plantedBug === undefined ? {} : { plantedBug }),
+      }),
+    ),
   );
   harness.start();
   send(harness, workerKey(W1), {
@@ -139,6 +144,12 @@ describe('master: quotas', () => {
       report(harness, 1500);
       assert.equal(requestSlots(harness, 'app-a', 1).status, 'SUCCESS');
     }
+  });
+
+  it('catches the planted bug: quota-user-ignored registers a shuffle of a user over quota', () => {
+    const harness = cluster(QUOTA, 'quota-user-ignored');
+    report(harness, 1500);
+    assert.equal(requestSlots(harness, 'app-a', 1).status, 'SUCCESS', 'the user quota is ignored: the bug');
   });
 
   it('checks the cluster quota after the user’s', () => {

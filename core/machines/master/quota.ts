@@ -115,7 +115,9 @@ export function quotaRefusal(
   appId: AppId,
 ): { readonly over: QuotaExceeded; readonly message: string } | undefined {
   const user = s.durable.applications.apps.get(appId)?.user;
-  const over = checkQuota(s.quota.settings, s.quota.status, user);
+  // The planted bug checks the cluster's quota only, as if the application had no user.
+  const checked = s.config.plantedBug === 'quota-user-ignored' ? undefined : user;
+  const over = checkQuota(s.quota.settings, s.quota.status, checked);
   return over === undefined ? undefined : { over, message: describeExceeded(over, user) };
 }
 

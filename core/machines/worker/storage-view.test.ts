@@ -88,12 +88,20 @@ describe('worker: disk space as the filesystem has it', () => {
     );
     const register = onlySent(harness.step({ kind: 'start', recovered: new Map() }), 'RegisterWorker');
     assert.deepEqual(
-      register.message.disks.map(({ usableBytes, totalBytes, filesystem }) => ({
+      register.message.disks.map(({ usableBytes, totalBytes, filesystem, filesystemUsableBytes }) => ({
         usableBytes,
         totalBytes,
         filesystem,
+        filesystemUsableBytes,
       })),
-      [{ usableBytes: 72 * GiB, totalBytes: 252 * GiB, filesystem: '64769' }],
+      [
+        {
+          usableBytes: 72 * GiB,
+          totalBytes: 252 * GiB,
+          filesystem: '64769',
+          filesystemUsableBytes: 72 * GiB,
+        },
+      ],
     );
     harness.receive(
       masterNodeId(),
@@ -111,6 +119,35 @@ describe('worker: disk space as the filesystem has it', () => {
     assert.deepEqual(
       beat.message.disks.map((disk) => [disk.mountPoint, disk.usableBytes]),
       [['/disk1', 35 * GiB]],
+    );
+  });
+
+  it('reports the filesystem’s usable space apart from what the disk’s own capacity leaves', () => {
+    const GiB = 2 ** 30;
+    const harness = new Harness(
+      workerMachine,
+      initialWorkerState(
+        testWorkerConfig(SELF, {
+          disks: [
+            {
+              mountPoint: '/disk1',
+              type: 'HDD',
+              // Two workers sharing the filesystem, each given a capacity of its own.
+              capacityBytes: 30 * GiB,
+              filesystem: { availableBytes: 77 * GiB, totalBytes: 252 * GiB, filesystem: '64769' },
+            },
+          ],
+          diskReserve: { bytes: 5 * GiB },
+        }),
+      ),
+    );
+    const register = onlySent(harness.step({ kind: 'start', recovered: new Map() }), 'RegisterWorker');
+    const [reported] = register.message.disks;
+    assert.equal(reported?.usableBytes, 30 * GiB, 'the disk’s own capacity');
+    assert.equal(
+      reported?.filesystemUsableBytes,
+      72 * GiB,
+      'the filesystem’s available space less the reserve',
     );
   });
 });

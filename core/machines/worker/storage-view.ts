@@ -1,5 +1,6 @@
 import type { DiskInfo, DiskStatus } from '../../domain/index.ts';
 import {
+  filesystemUsableBytes,
   usableDiskBytes,
   type FilesystemSpace,
   type LocalDisk,
@@ -40,7 +41,12 @@ export function diskInfos(s: WorkerMachineState): DiskInfo[] {
       status: diskStatus(s, disk.mountPoint),
       ...timingsOf(s, disk.mountPoint),
       activeSlots: openFiles.get(disk.mountPoint) ?? 0,
-      ...(space?.filesystem === undefined ? {} : { filesystem: space.filesystem }),
+      ...(space?.filesystem === undefined
+        ? {}
+        : {
+            filesystem: space.filesystem,
+            filesystemUsableBytes: filesystemUsableBytes(space, s.config.diskReserve),
+          }),
     };
   });
   const distributed = s.config.distributed.map((type): DiskInfo => ({
