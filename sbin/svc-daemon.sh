@@ -26,9 +26,9 @@ if [[ -z "${SVC_COMMAND:-}" ]]; then
     SVC_COMMAND="${SVC_NODE} ${SVC_HOME}/bin/svc.mjs"
   fi
 fi
-# glibc's allocator keeps freed large buffers mapped below this size; svc's pooled buffers make a low threshold
-# (128 KiB) the better trade (docs/operations.md, memory).
-export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-131072}"
+# glibc's mmap threshold fixed at 16 MiB: large frames get mappings of their own, given back when freed
+# (docs/operations.md, "Memory and the allocator"; the server warns at start without it).
+export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-16777216}"
 # How long a start waits for the `listening` line, and a stop for the process to end (a worker's graceful shutdown
 # takes up to svc.worker.graceful.shutdown.timeout, 600 s by default).
 SVC_START_TIMEOUT="${SVC_START_TIMEOUT:-60}"

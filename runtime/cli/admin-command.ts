@@ -612,6 +612,7 @@ export function adminCommand(): Command {
         '  svc admin exclude --add 10.0.0.5:9097:9091:9092:9093 --remove 10.0.0.6:9097:9091:9092:9093\n' +
         '  svc admin event decommission 10.0.0.5:9097:9091:9092:9093\n' +
         '  svc admin exit graceful --worker http://10.0.0.5:9096\n' +
-        '  svc admin shuffles --json',
+        '  svc admin shuffles --json\n' +
+        '  svc admin ready worker --conf-file /etc/svc/svc-defaults.conf   (readiness: docs/deployment.md)',
     );
 }

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { checkConfigText, resolveConfig } from '../../conf/index.ts';
-import { ServerProcess } from '../../runtime/cluster/server-process.ts';
+import { ServerProcess, STARTUP_WAIT_MS } from '../../runtime/cluster/server-process.ts';
 import { runVerifiedJob } from '../../runtime/testing/small-job.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -97,7 +97,7 @@ describe("the container's entrypoint", () => {
       '--conf',
       'svc.master.http.port=0',
     ]);
-    const listening = await master.waitForEvent('listening');
+    const listening = await master.waitForEvent('listening', STARTUP_WAIT_MS);
     const masterUrl = `svc://127.0.0.1:${(listening.rpc as { port: number }).port}`;
     const worker = entrypoint('worker', [
       masterUrl,
@@ -107,7 +107,7 @@ describe("the container's entrypoint", () => {
         `svc.worker.${service}.port=0`,
       ]),
     ]);
-    await worker.waitForEvent('worker.registered');
+    await worker.waitForEvent('worker.registered', STARTUP_WAIT_MS);
     // The node is svc itself, not a shell around it: the signal the container runtime sends reaches it.
     assert.match(
       readFileSync(`/proc/${worker.pid}/cmdline`, 'utf8').replaceAll('\0', ' '),

@@ -64,6 +64,8 @@ describe('the sbin scripts', () => {
     env = { ...process.env, SVC_CONF_DIR: confDir, SVC_PID_DIR: path.join(dir, 'pids') };
     delete env.NODE_OPTIONS; // the scripts run svc as an operator does, not under this test run's loader
     delete env.SVC_HOME;
+    delete env.MALLOC_MMAP_THRESHOLD_; // the scripts set it (the servers warn at start without it)
+    delete env.GLIBC_TUNABLES;
   });
 
   after(async () => {
@@ -111,6 +113,9 @@ describe('the sbin scripts', () => {
     for (const name of ['svc-master-1.log', 'svc-worker-1.log', 'svc-worker-2.log']) {
       assert.ok(existsSync(path.join(dir, 'logs', name)), `${name} in SVC_LOG_DIR`);
     }
+
+    const masterLog = readFileSync(path.join(dir, 'logs', 'svc-master-1.log'), 'utf8');
+    assert.doesNotMatch(masterLog, /process\.allocatorUntuned/, 'the scripts tune the allocator');
 
     await runVerifiedJob(masterUrl, { maps: 3, partitions: 4, recordsPerPartition: 50 });
 

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { resolveConfig } from '../../conf/index.ts';
 import { localPlatform } from '../../runtime/platform.ts';
+import { MALLOC_MMAP_THRESHOLD_BYTES } from '../../runtime/process/allocator.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -98,7 +99,9 @@ describe('the systemd units', { skip: verifierMissing() }, () => {
     it(`${name}: the allocator threshold, file limit, SIGTERM and a readiness check`, () => {
       const service = settings(unitText(name), 'Service');
       assert.ok(
-        (service.get('Environment') ?? []).some((value) => /MALLOC_MMAP_THRESHOLD_=\d+/.test(value)),
+        (service.get('Environment') ?? []).some((value) =>
+          value.split(' ').includes(`MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_BYTES}`),
+        ),
         'MALLOC_MMAP_THRESHOLD_',
       );
       assert.ok(Number(service.get('LimitNOFILE')?.[0]) >= 65536, 'LimitNOFILE');
