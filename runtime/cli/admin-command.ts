@@ -3,7 +3,8 @@
 // what the operator asked and prints the answer (a table, or the raw JSON with --json); an error prints the
 // server's {message} and exits 1, and so does a node that cannot be reached.
 import { existsSync, readFileSync } from 'node:fs';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import {
   errorMessage,
   masterClient,
@@ -144,27 +145,31 @@ function clientOptions(flags: AccessFlags): ClientOptions {
 
 /** The master's management address: --master, else `http://<svc.master.http.host>:<svc.master.http.port>`. */
 function masterAddress(flags: MasterFlags): string {
-  if (flags.master !== undefined) return flags.master;
+  return flags.master ?? configuredAddress('master', flags.confFile);
+}
+
+/** `http://<svc.<role>.http.host>:<svc.<role>.http.port>` as the configuration file and the environment say. */
+function configuredAddress(role: 'master' | 'worker', confFile: string | undefined): string {
   let fileText: string | undefined;
-  if (flags.confFile !== undefined) {
-    if (!existsSync(flags.confFile)) throw new AdminFailure(`--conf-file ${flags.confFile}: no such file`);
-    fileText = readFileSync(flags.confFile, 'utf8');
+  if (confFile !== undefined) {
+    if (!existsSync(confFile)) throw new AdminFailure(`--conf-file ${confFile}: no such file`);
+    fileText = readFileSync(confFile, 'utf8');
   }
   const conf = resolveConfig({
-    role: 'master',
-    ...(fileText === undefined ? {} : { fileText, fileName: flags.confFile }),
+    role,
+    ...(fileText === undefined ? {} : { fileText, fileName: confFile }),
     env: process.env,
     platform: localPlatform(),
   });
   try {
-    const host = conf.getString('svc.master.http.host');
-    const port = conf.getInt('svc.master.http.port');
+    const host = conf.getString(`svc.${role}.http.host`);
+    const port = conf.getInt(`svc.${role}.http.port`);
     return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   } catch (error) {
     const problems = conf.errors.map((problem) => `\n  ${formatProblem(problem)}`).join('');
     throw new AdminFailure(
-      `cannot tell the master's address from the configuration (${(error as Error).message}); ` +
-        `pass --master http://host:port${problems}`,
+      `cannot tell the ${role}'s address from the configuration (${(error as Error).message}); ` +
+        `pass --${role} http://host:port${problems}`,
     );
   }
 }
@@ -524,6 +529,64 @@ function applicationsCommand(): Command {
     );
 }
 
+/** How often `ready` asks again while the node is not ready. */
+const READY_RETRY_MS = 500;
+
+/**
+ * Waits until the node serves: a master answers its workers list, a worker says it is registered with its master.
+ * For service managers (systemd's ExecStartPost, a container's readiness), which need an exit status, not a log line.
+ */
+function readyCommand(): Command {
+  return withMaster(new Command('ready'))
+    .description('wait until the master serves, or the worker is registered with its master')
+    .addArgument(
+      new Argument('[role]', 'the node to wait for').choices(['master', 'worker']).default('master'),
+    )
+    .addOption(
+      new Option(
+        '--worker <url>',
+        "the worker's management address (default: http://<svc.worker.http.host>:<svc.worker.http.port>)",
+      ).argParser(httpUrl),
+    )
+    .addOption(
+      new Option('--wait <seconds>', 'give up after this long (exit 1, saying why)')
+        .argParser(seconds)
+        .default(60),
+    )
+    .action(
+      guarded('ready', async (role: 'master' | 'worker', flags: NodeFlags & { wait: number }) => {
+        const deadline = Date.now() + flags.wait * 1000;
+        for (;;) {
+          let reason: string;
+          try {
+            if (role === 'master') {
+              const { target, client } = master(flags);
+              await answer(target, client.GET('/api/v1/workers'));
+              console.log(`the master at ${target.url} is ready`);
+              return 0;
+            }
+            const { target, client } = worker(
+              flags.worker ?? configuredAddress('worker', flags.confFile),
+              flags,
+            );
+            const info = await answer(target, client.GET('/api/v1/workers'));
+            if (info.isRegistered === true) {
+              console.log(`the worker at ${target.url} is registered with its master`);
+              return 0;
+            }
+            reason = `the worker at ${target.url} is not registered with its master yet`;
+          } catch (error) {
+            if (!(error instanceof AdminFailure)) throw error;
+            reason = error.message;
+          }
+          if (Date.now() + READY_RETRY_MS > deadline)
+            throw new AdminFailure(`not ready after ${flags.wait} s: ${reason}`);
+          await delay(READY_RETRY_MS);
+        }
+      }),
+    );
+}
+
 export function adminCommand(): Command {
   return new Command('admin')
     .description(
@@ -537,6 +600,7 @@ export function adminCommand(): Command {
     .addCommand(confCommand())
     .addCommand(shufflesCommand())
     .addCommand(applicationsCommand())
+    .addCommand(readyCommand())
     .addHelpText(
       'after',
       '\nThe master is at --master http://host:port, by default http://<svc.master.http.host>:<svc.master.http.port>\n' +
@@ -548,6 +612,7 @@ export function adminCommand(): Command {
         '  svc admin exclude --add 10.0.0.5:9097:9091:9092:9093 --remove 10.0.0.6:9097:9091:9092:9093\n' +
         '  svc admin event decommission 10.0.0.5:9097:9091:9092:9093\n' +
         '  svc admin exit graceful --worker http://10.0.0.5:9096\n' +
-        '  svc admin shuffles --json',
+        '  svc admin shuffles --json\n' +
+        '  svc admin ready worker --conf-file /etc/svc/svc-defaults.conf   (readiness: docs/deployment.md)',
     );
 }

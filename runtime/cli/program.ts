@@ -5,6 +5,7 @@ import { CURRENT_RELEASE } from '../../core/release/version.ts';
 import { adminCommand } from './admin-command.ts';
 import { confCommand } from './conf-command.ts';
 import { demoCommand } from './demo-command.ts';
+import { documentationLine } from './docs-location.ts';
 import { masterCommand, workerCommand } from './server-commands.ts';
 
 export function svcProgram(): Command {
@@ -15,5 +16,8 @@ export function svcProgram(): Command {
   program.addCommand(workerCommand());
   program.addCommand(confCommand());
   program.addCommand(adminCommand());
+  const documentation = `\n${documentationLine()}`;
+  program.addHelpText('after', documentation);
+  for (const command of program.commands) command.addHelpText('after', documentation);
   return program;
 }

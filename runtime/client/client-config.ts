@@ -4,7 +4,7 @@ import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/
 import type { Address } from '../transport/addresses.ts';
 import type { Logger } from '../log.ts';
 import { clientLogger, type ClientLogger } from './client-log.ts';
-import { SvcClientError } from './errors.ts';
+import { SvcArgumentError } from './errors.ts';
 
 /** The application's secret (svc.auth.enabled), as a client's configuration carries it. */
 const CLIENT_SECRET_KEY = 'svc.client.auth.secret';
@@ -88,7 +88,7 @@ function clientRelease(options: ClientOptions): Release {
   try {
     return options.release === undefined ? CURRENT_RELEASE : parseRelease(options.release);
   } catch (error) {
-    throw new SvcClientError(`release '${String(options.release)}': ${(error as Error).message}`);
+    throw new SvcArgumentError(`release '${String(options.release)}': ${(error as Error).message}`);
   }
 }
 
@@ -97,7 +97,7 @@ function clientConfig(release: Release, options: ClientOptions): ResolvedConfig 
   const overrides = options.secret === undefined ? given : { ...given, [CLIENT_SECRET_KEY]: options.secret };
   const conf = resolveConfig({ release, role: 'client', overrides });
   if (conf.errors.length > 0) {
-    throw new SvcClientError(
+    throw new SvcArgumentError(
       `the client configuration is invalid for release ${release}: ${conf.errors.map((e) => e.message).join('; ')}`,
     );
   }
@@ -110,7 +110,7 @@ function engineConf(options: ClientOptions): Readonly<Record<string, string>> {
   if (options.enginePrefix === undefined) return conf;
   const handed = unprefixedConf(conf, options.enginePrefix);
   if (handed.conflicts.length > 0) {
-    throw new SvcClientError(
+    throw new SvcArgumentError(
       `set both as svc.* and as ${options.enginePrefix}.svc.*, to different values: ${handed.conflicts.join(', ')}; ` +
         'set each key once',
     );
@@ -128,7 +128,7 @@ function configuredSecret(conf: ResolvedConfig): string | undefined {
 /** `svc://host:port` (the scheme of the client's release) or `host:port`. */
 export function masterAddress(text: string, release: Release): Address {
   const url = text.includes('://') ? parseMasterUrl(text, release) : parseMasterUrl(`svc://${text}`);
-  if (!url.ok) throw new SvcClientError(url.message);
+  if (!url.ok) throw new SvcArgumentError(url.message);
   return { host: url.host, port: url.port };
 }
 
@@ -137,7 +137,7 @@ export function parseHostPort(text: string, what: string): Address {
   const match = /^(.+):(\d+)$/.exec(text.trim());
   const port = Number(match?.[2]);
   if (match === null || !(port > 0 && port < 65536)) {
-    throw new SvcClientError(`'${text}' is not the address of a ${what}; expected host:port`);
+    throw new SvcArgumentError(`'${text}' is not the address of a ${what}; expected host:port`);
   }
   return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
 }

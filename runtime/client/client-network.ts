@@ -3,7 +3,7 @@ import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import type { ExpectedSecret, TransportAuth } from '../transport/authentication.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import type { ClientSettings } from './client-config.ts';
-import { SvcClientError } from './errors.ts';
+import { SvcArgumentError, SvcClientError } from './errors.ts';
 
 export interface ClientNetwork {
   readonly network: NodeNetwork;
@@ -85,7 +85,7 @@ function clientAuth(
   serves: boolean,
 ): TransportAuth {
   if (secret === undefined) {
-    throw new SvcClientError(
+    throw new SvcArgumentError(
       `svc.auth.enabled is on and ${nodeId} has no application secret: pass the application's secret ` +
         '(connectExecutor({ secret: application.secret })) or set svc.client.auth.secret',
     );

@@ -11,7 +11,9 @@ export {
   type ExecutorOptions,
   type MapResult,
   type MapWriter,
+  type PartitionReader,
   type PartitionRecords,
+  type ReadOptions,
   type Shuffle,
   type ShuffleClient,
   type ShuffleOptions,
@@ -26,8 +28,12 @@ export {
   ClientReleaseRefusedError,
   MapTaskFailedError,
   QuotaExceededError,
+  ReadAbortedError,
+  ReadTimeoutError,
   ReduceTaskFailedError,
+  RequestFailedError,
   ShuffleNotServedError,
+  SvcArgumentError,
   SvcClientError,
 } from './errors.ts';
 export {

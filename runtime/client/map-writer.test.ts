@@ -49,10 +49,18 @@ describe('map writer', () => {
       message: /a record is a Uint8Array \(or Buffer\), not a string/,
     });
     assert.throws(() => untyped.write(0, [1, 2]), SvcArgumentError);
-    assert.throws(
-      () => writer.write(PARTITIONS, new Uint8Array(1)),
-      /partition 8 is outside shuffle 1's 0..7/,
-    );
+    assert.throws(() => writer.write(PARTITIONS, new Uint8Array(1)), {
+      name: 'SvcArgumentError',
+      message: /partition 8 is outside shuffle 1's 0..7/,
+    });
+    // One mistake, one class: the same partition out of range is the same error from a read, and so is a map.
+    const shuffle = client!.executor.shuffle(1, { maps: 1, partitions: PARTITIONS });
+    assert.throws(() => shuffle.reader(PARTITIONS), {
+      name: 'SvcArgumentError',
+      message: /partition 8 is outside shuffle 1's 0..7/,
+    });
+    await assert.rejects(shuffle.read(-1), SvcArgumentError);
+    assert.throws(() => shuffle.writer(1), { name: 'SvcArgumentError', message: /map 1 is outside/ });
     assert.throws(() => writer.write(1.5, new Uint8Array(1)), SvcArgumentError);
     assert.throws(
       () => writer.write(0, new Uint8Array(4), 2, 3),

@@ -1,7 +1,7 @@
 // Records for applications: a shuffle moves opaque byte arrays, and nearly every job needs the same two things on
 // top: a key and a value in one record, and a partition chosen from the key. Both are defined here exactly (the
 // byte layout, the hash), so that an application in another language can produce and read the same records.
-import { SvcClientError } from './errors.ts';
+import { SvcArgumentError } from './errors.ts';
 
 /** Turns values into bytes and back. `decode(encode(v))` gives `v` again. */
 export interface Codec<T> {
@@ -28,14 +28,14 @@ export const bytes: Codec<Uint8Array> = {
 export const uint32: Codec<number> = {
   encode(value) {
     if (!(Number.isInteger(value) && value >= 0 && value <= 0xffff_ffff)) {
-      throw new SvcClientError(`uint32 encodes whole numbers from 0 to 4294967295, got ${String(value)}`);
+      throw new SvcArgumentError(`uint32 encodes whole numbers from 0 to 4294967295, got ${String(value)}`);
     }
     const out = new Uint8Array(4);
     new DataView(out.buffer).setUint32(0, value);
     return out;
   },
   decode(value) {
-    if (value.byteLength !== 4) throw new SvcClientError(`a uint32 is 4 bytes, got ${value.byteLength}`);
+    if (value.byteLength !== 4) throw new SvcArgumentError(`a uint32 is 4 bytes, got ${value.byteLength}`);
     return new DataView(value.buffer, value.byteOffset, 4).getUint32(0);
   },
 };
@@ -91,13 +91,13 @@ export function keyValue<K, V>(keyCodec: Codec<K>, valueCodec: Codec<V>): KeyVal
 
 function keyLength(record: Uint8Array): number {
   if (record.byteLength < KEY_LENGTH_BYTES) {
-    throw new SvcClientError(
+    throw new SvcArgumentError(
       `a key/value record starts with a ${KEY_LENGTH_BYTES}-byte key length, got a record of ${record.byteLength} bytes`,
     );
   }
   const length = new DataView(record.buffer, record.byteOffset, KEY_LENGTH_BYTES).getUint32(0);
   if (length > record.byteLength - KEY_LENGTH_BYTES) {
-    throw new SvcClientError(
+    throw new SvcArgumentError(
       `a key/value record's key length says ${length} bytes, but only ${record.byteLength - KEY_LENGTH_BYTES} follow`,
     );
   }
@@ -157,7 +157,7 @@ export interface Partitioner {
  */
 export function hashPartitioner(partitions: number): Partitioner {
   if (!(Number.isInteger(partitions) && partitions > 0)) {
-    throw new SvcClientError(
+    throw new SvcArgumentError(
       `a partitioner needs a positive whole number of partitions, got ${String(partitions)}`,
     );
   }
@@ -166,7 +166,7 @@ export function hashPartitioner(partitions: number): Partitioner {
     partition(key) {
       const data = typeof key === 'string' ? textEncoder.encode(key) : key;
       if (!(data instanceof Uint8Array)) {
-        throw new SvcClientError(`a partition key is a Uint8Array or a string, got ${typeof key}`);
+        throw new SvcArgumentError(`a partition key is a Uint8Array or a string, got ${typeof key}`);
       }
       return murmur3(data) % partitions;
     },

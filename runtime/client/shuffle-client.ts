@@ -181,13 +181,13 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
         Number.isInteger(shape.partitions) &&
         shape.partitions > 0
       )) {
-        throw new SvcClientError(
+        throw new SvcArgumentError(
           `a shuffle needs a positive whole number of maps and partitions, got ${JSON.stringify(shape)}`,
         );
       }
       const declared = shapes.get(shuffleId);
       if (declared !== undefined && !sameShape(declared, shape)) {
-        throw new SvcClientError(
+        throw new SvcArgumentError(
           `shuffle ${shuffleId} was declared with ${declared.maps} maps and ${declared.partitions} partitions; it ` +
             `cannot be declared again with ${shape.maps} and ${shape.partitions}. A shuffle id names one shuffle ` +
             'for the whole application: use a new id for a shuffle of another shape',
@@ -246,7 +246,7 @@ class ShuffleHandle implements Shuffle {
 
   writer(mapId: number, attemptId = 0): MapWriter {
     if (!(Number.isInteger(mapId) && mapId >= 0 && mapId < this.shape.maps)) {
-      throw new SvcClientError(
+      throw new SvcArgumentError(
         `map ${mapId} is outside shuffle ${this.shuffleId}'s 0..${this.shape.maps - 1}`,
       );
     }
@@ -278,7 +278,7 @@ class ShuffleHandle implements Shuffle {
   private checkPartition(partitionId: number): void {
     if (this.context.closed) throw new ClientClosedError('the shuffle client is closed');
     if (!(Number.isInteger(partitionId) && partitionId >= 0 && partitionId < this.shape.partitions)) {
-      throw new SvcClientError(
+      throw new SvcArgumentError(
         `partition ${partitionId} is outside shuffle ${this.shuffleId}'s 0..${this.shape.partitions - 1}`,
       );
     }

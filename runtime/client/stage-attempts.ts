@@ -9,13 +9,13 @@ import {
   SHUFFLE_ID_LIMIT,
   stageOf,
 } from '../../core/client/stage-attempts.ts';
-import { SvcClientError } from './errors.ts';
+import { SvcArgumentError } from './errors.ts';
 
 export { MAX_STAGE_ATTEMPT, SHUFFLE_ID_LIMIT, type ShuffleStage } from '../../core/client/stage-attempts.ts';
 
 export function checkShuffleId(shuffleId: unknown): asserts shuffleId is number {
   if (!isShuffleId(shuffleId)) {
-    throw new SvcClientError(
+    throw new SvcArgumentError(
       `a shuffle id is a whole number from 0 to ${SHUFFLE_ID_LIMIT - 1}, got ${JSON.stringify(shuffleId) ?? String(shuffleId)}`,
     );
   }
@@ -23,7 +23,7 @@ export function checkShuffleId(shuffleId: unknown): asserts shuffleId is number 
 
 export function checkStageAttempt(stageAttempt: unknown): asserts stageAttempt is number {
   if (!isStageAttempt(stageAttempt)) {
-    throw new SvcClientError(
+    throw new SvcArgumentError(
       `a stage attempt is a whole number from 0 to ${MAX_STAGE_ATTEMPT} (application.rerunMapStage gives the next ` +
         `one), got ${JSON.stringify(stageAttempt) ?? String(stageAttempt)}`,
     );

@@ -39,6 +39,11 @@ export interface ServerProcessOptions {
   /** Every line the process writes goes to this file as well (kept for diagnosis). */
   readonly logFile: string;
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Runs this command line, `args` appended, instead of svc itself: a wrapper an operator starts svc with (the
+   * container's entrypoint, an sbin script in the foreground).
+   */
+  readonly command?: readonly string[];
   /** Runs the server inside this network namespace (a test host of runtime/cluster/hosts.ts). */
   readonly namespace?: string;
   /**
@@ -86,7 +91,7 @@ export class ServerProcess {
               ? []
               : ['--durable-write-delay', String(testing.durableWriteDelayMs)]),
           ];
-    const argv = [process.execPath, '--import', 'tsx', ...entry, ...options.args];
+    const argv = [...(options.command ?? [process.execPath, '--import', 'tsx', ...entry]), ...options.args];
     // `ip netns exec` execs the server after entering the namespace: the child's pid and signals are the server's.
     const [command, ...args] =
       options.namespace === undefined ? argv : ['ip', 'netns', 'exec', options.namespace, ...argv];

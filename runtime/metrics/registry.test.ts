@@ -166,10 +166,13 @@ describe('the exposition', () => {
       for (const [name, family] of families) {
         assert.ok(metrics.registry.getSingleMetric(name) !== undefined, name);
         assert.ok(family.help !== undefined && family.help.length > 0, `${name} has help`);
-        assert.ok(
-          family.type === 'counter' || family.type === 'gauge',
-          "family.type === 'counter' || family.type === 'gauge'",
-        );
+        // svc's own families are counters and gauges; Node's process metrics (prom-client's) include histograms.
+        if (!/^(process|nodejs)_/.test(name))
+          assert.ok(family.type === 'counter' || family.type === 'gauge', `${name} is ${family.type}`);
+      }
+      for (const name of ['process_open_fds', 'process_max_fds', 'nodejs_eventloop_lag_seconds']) {
+        assert.equal(families.get(name)?.type, 'gauge', `${name}, the name Node dashboards query`);
+        assert.ok((families.get(name)?.samples[0]?.value ?? -1) >= 0, `${name} has a value`);
       }
       assert.match(metrics.contentType, /^text\/plain; version=0\.0\.4/);
       metrics.close();

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { PartitionMode, StorageType } from '../../core/domain/index.ts';
 import type { Effect } from '../../core/machines/effects.ts';
 import type { MasterState } from '../../core/machines/master/state.ts';
@@ -246,6 +246,9 @@ export function createMetrics(
   };
 
   const registry = new Registry();
+  // Node's own process metrics under prom-client's standard names (process_open_fds, process_max_fds,
+  // nodejs_eventloop_lag_seconds, …): what operators' existing Node dashboards and alerts query (docs/metrics.md).
+  if (processGauges !== undefined) collectDefaultMetrics({ register: registry });
   const bridge = new PromBridge(registry);
   const base: ServerMetrics = {
     role,

@@ -164,7 +164,14 @@ export function parseExposition(text: string): Map<string, ExpositionFamily> {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)(?: (-?\d+))?$/.exec(line);
     if (match === null) fail('not a sample');
     const [, name, labelText, valueText] = match!;
-    const family = families.get(name!) ?? fail('sample before its TYPE');
+    // A histogram's or summary's samples carry a suffix on the family's name.
+    const base = /^(.*)_(bucket|sum|count)$/.exec(name!)?.[1];
+    const histogram = base === undefined ? undefined : families.get(base);
+    const family =
+      families.get(name!) ??
+      (histogram !== undefined && (histogram.type === 'histogram' || histogram.type === 'summary')
+        ? histogram
+        : fail('sample before its TYPE'));
     const labels = parseLabels(labelText ?? '', fail);
     const value = parseValue(valueText!) ?? fail('bad value');
     const key = `${name}${JSON.stringify(Object.entries(labels).sort())}`;
@@ -197,7 +204,8 @@ function parseLabels(text: string, fail: (why: string) => never): Record<string,
 }
 
 function parseValue(text: string): number | undefined {
-  if (text === 'NaN') return NaN;
+  // Go's ParseFloat, which Prometheus parses values with, takes NaN and Inf in any case (prom-client writes `Nan`).
+  if (text.toLowerCase() === 'nan') return NaN;
   if (text === '+Inf' || text === 'Inf') return Infinity;
   if (text === '-Inf') return -Infinity;
   if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)) return undefined;
