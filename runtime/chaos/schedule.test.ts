@@ -205,8 +205,11 @@ describe('the chaos fault schedule', () => {
       ],
       'the loopback schedule of ci-1',
     );
-    assert.throws(() => faultSchedule({ ...base, kinds: ['link-cut'] }), /need namespace hosts/);
-    assert.throws(() => faultSchedule({ ...base, hosts: true, kinds: ['stall'] }), /need fault proxies/);
+    assert.throws(() => faultSchedule({ ...base, kinds: ['link-cut'] }), /link-cut needs namespace hosts/);
+    assert.throws(
+      () => faultSchedule({ ...base, hosts: true, kinds: ['stall'] }),
+      /stall needs fault proxies/,
+    );
     assert.equal(
       FAULT_KINDS.length,
       LOOPBACK_FAULT_KINDS.length + HOST_FAULT_KINDS.length,

@@ -56,9 +56,10 @@ export function defaultFaultKinds(hosts: boolean): readonly FaultKind[] {
 export function unsupportedKinds(kinds: readonly FaultKind[], hosts: boolean): string | undefined {
   const wrong = kinds.filter((kind) => (hosts ? NETWORK_FAULTS : HOST_FAULTS).has(kind));
   if (wrong.length === 0) return undefined;
+  const need = `${wrong.join(', ')} ${wrong.length === 1 ? 'needs' : 'need'}`;
   return hosts
-    ? `${wrong.join(', ')} need fault proxies, which a cluster on namespace hosts does not have (drop --hosts)`
-    : `${wrong.join(', ')} need namespace hosts (--hosts)`;
+    ? `${need} fault proxies, which a cluster on namespace hosts does not have (drop --hosts)`
+    : `${need} namespace hosts (--hosts)`;
 }
 
 export interface ScheduledFault {
