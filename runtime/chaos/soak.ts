@@ -56,6 +56,8 @@ export interface Violation {
 
 export interface SoakResult {
   readonly seed: string;
+  /** The cluster ran on namespace hosts (`--hosts`). */
+  readonly hosts: boolean;
   readonly schedule: readonly ScheduledFault[];
   readonly timeline: readonly TimelineEntry[];
   readonly jobs: readonly JobOutcome[];
@@ -400,6 +402,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   if (keptDir === undefined) rmSync(cluster.dir, { recursive: true, force: true });
   const result = {
     seed: options.seed,
+    hosts,
     schedule,
     timeline: injector.timeline,
     jobs,
@@ -442,7 +445,7 @@ const SHOWN_PER_CHECK = 5;
 function failureReport(result: Omit<SoakResult, 'report'>, lastLines: string): string {
   const out: string[] = [];
   out.push(
-    `[chaos] FAILED, seed ${result.seed} (rerun: npm run chaos -- --seed ${result.seed} …; the same seed`,
+    `[chaos] FAILED, seed ${result.seed} (rerun: npm run chaos -- ${result.hosts ? '--hosts ' : ''}--seed ${result.seed} …; the same seed`,
   );
   out.push('        replays the same fault schedule and job stream, but not the same timing)');
   out.push(`violations (${result.violations.length}; at most ${SHOWN_PER_CHECK} shown per check):`);
