@@ -1,10 +1,11 @@
-// `npm run chaos -- --minutes N [--seed S] [--workers K] [--apps A] [--faults kill,stall,…]`: the full-process
+// `npm run chaos -- --minutes N [--seed S] [--workers K] [--apps A] [--faults kill,stall,…] [--hosts]`: the full-process
 // chaos soak (docs/chaos.md). Exit status 0 when every check passed, 1 with the failure report otherwise.
 import { randomBytes } from 'node:crypto';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { PLANTED_BUGS, type PlantedBug } from '../../core/planted-bugs.ts';
+import { hostsUnavailableReason } from '../cluster/hosts.ts';
 import type { Tier } from '../cluster/local-cluster.ts';
-import { FAULT_KINDS, parseFaultKinds } from './schedule.ts';
+import { defaultFaultKinds, parseFaultKinds, unsupportedKinds } from './schedule.ts';
 import { runSoak } from './soak.ts';
 
 function positive(value: string): number {
@@ -23,7 +24,7 @@ function faultList(value: string): string[] {
 
 const program = new Command('chaos')
   .description(
-    'starts a local cluster (child processes on loopback), runs verified jobs from several applications at once ' +
+    'starts a local cluster (child processes on loopback, or on namespace hosts with --hosts), runs verified jobs from several applications at once ' +
       "and injects the seed's faults; checks data, liveness under tolerated faults, memory, files and processes",
   )
   .option('--minutes <n>', 'how long jobs are started and faults injected', positive, 2)
@@ -32,8 +33,15 @@ const program = new Command('chaos')
   .option('--apps <a>', 'applications running jobs at once', positive, 3)
   .option(
     '--faults <kinds>',
-    `the fault kinds to draw from, comma-separated (default all: ${FAULT_KINDS.join(',')})`,
+    `the fault kinds to draw from, comma-separated (default on loopback: ${defaultFaultKinds(false).join(',')}; ` +
+      `with --hosts: ${defaultFaultKinds(true).join(',')})`,
     faultList,
+  )
+  .option(
+    '--hosts',
+    'run the cluster on namespace hosts (needs root and `ip netns`): network faults are a link cut, one-way and ' +
+      'rack partitions instead of the fault proxies',
+    false,
   )
   .option(
     '--tiers <tiers>',
@@ -64,15 +72,32 @@ const flags = program.opts<{
   tiers?: Tier[];
   replicateShare: number;
   keep: boolean;
+  hosts: boolean;
   plantedBug?: PlantedBug;
 }>();
+
+// Never a silent fallback to loopback: a soak asked for a real network either has one or stops here.
+if (flags.hosts) {
+  const reason = await hostsUnavailableReason();
+  if (reason !== undefined) {
+    console.error(`[chaos] --hosts: cannot run the cluster on namespace hosts: ${reason}`);
+    process.exit(2);
+  }
+}
+const kinds = flags.faults === undefined ? undefined : parseFaultKinds(flags.faults.join(','));
+const unsupported = kinds === undefined ? undefined : unsupportedKinds(kinds, flags.hosts);
+if (unsupported !== undefined) {
+  console.error(`[chaos] --faults: ${unsupported}`);
+  process.exit(2);
+}
 
 const result = await runSoak({
   seed: flags.seed ?? randomBytes(4).toString('hex'),
   durationMs: Math.round(flags.minutes * 60_000),
   workers: Math.round(flags.workers),
   apps: Math.round(flags.apps),
-  ...(flags.faults === undefined ? {} : { kinds: parseFaultKinds(flags.faults.join(',')) }),
+  ...(kinds === undefined ? {} : { kinds }),
+  hosts: flags.hosts,
   replicateShare: flags.replicateShare,
   ...(flags.tiers === undefined ? {} : { tiers: flags.tiers }),
   keep: flags.keep,

@@ -4,7 +4,8 @@ import { parseWorkerKey } from '../../core/domain/worker.ts';
 import type { LocalCluster } from '../cluster/local-cluster.ts';
 import type { ServerProcess } from '../cluster/server-process.ts';
 import type { NetworkFault } from '../cluster/fault-proxy.ts';
-import type { ScheduledFault } from './schedule.ts';
+import type { HostNetwork, Side } from '../cluster/hosts.ts';
+import { struckWorkers, type ScheduledFault } from './schedule.ts';
 
 /** One fault as it happened: when it struck and healed (ms from the soak's start), and what was seen on the way. */
 export interface TimelineEntry {
@@ -79,36 +80,11 @@ export class FaultInjector {
       }
       case 'stop-short':
       case 'stop-past': {
-        const id = cluster.workerIds[index];
-        const lost = (): number =>
-          cluster.master.seen((line) => line.event === 'master.worker.lost' && line.worker === id).length;
-        const lostBefore = lost();
-        const masterAfter = cluster.master.lineCount;
+        const watch = this.watchLost([index]);
         worker().kill('SIGSTOP');
         await hold(fault.holdMs);
         worker().kill('SIGCONT');
-        if (lost() === lostBefore) {
-          entry.notes.push(
-            `never declared lost (stopped ${fault.holdMs} ms, heartbeat timeout ${this.heartbeatTimeoutMs} ms)`,
-          );
-          return;
-        }
-        entry.notes.push('declared lost');
-        // A lost worker comes back through registration; the master logs it (worker.registered on the worker's
-        // side only follows when the master asked it to register again).
-        try {
-          await cluster.master.waitFor(
-            (line) => /^master\.worker\.(re)?registered$/.test(line.event ?? '') && line.worker === id,
-            `${id}'s registration`,
-            masterAfter,
-            REREGISTER_WAIT_MS,
-          );
-          entry.notes.push('registered again');
-        } catch (error) {
-          entry.notes.push(
-            `not registered again: ${error instanceof Error ? error.message.split('\n')[0] : ''}`,
-          );
-        }
+        await watch.settle(fault, entry, 'stopped');
         return;
       }
       case 'decommission': {
@@ -153,7 +129,86 @@ export class FaultInjector {
         for (const proxy of proxies) proxy.heal();
         return;
       }
+      case 'link-cut':
+      case 'one-way-partition':
+      case 'rack-partition': {
+        const network = cluster.options.hosts;
+        if (network === undefined) throw new Error(`${fault.kind} needs a cluster on namespace hosts`);
+        const struck = struckWorkers(fault);
+        const watch = this.watchLost(struck);
+        await this.partition(network, fault, struck);
+        await hold(fault.holdMs);
+        // The schedule never overlaps two faults when any is a network's (toleratedFaults is at most 1), so the
+        // network's heal (every route removed, every link up) heals this fault alone.
+        await network.heal();
+        await watch.settle(fault, entry, 'cut off');
+        return;
+      }
     }
+  }
+
+  /** Strikes a host fault: the struck workers' hosts cut off from everyone else (the master, applications, workers). */
+  private async partition(
+    network: HostNetwork,
+    fault: ScheduledFault,
+    struck: readonly number[],
+  ): Promise<void> {
+    const hosts = struck.map((index) => this.cluster.workerHost(index)!);
+    const rest: Side[] = ['root', ...network.hosts.filter((host) => !hosts.includes(host))];
+    if (fault.kind === 'link-cut') {
+      for (const host of hosts) await network.cut(host);
+    } else if (fault.kind === 'one-way-partition') {
+      for (const host of hosts) {
+        for (const other of rest) {
+          if (fault.drop === 'from-worker') await network.dropFromTo(host, other);
+          else await network.dropFromTo(other, host);
+        }
+      }
+    } else await network.partition(hosts, rest);
+  }
+
+  /**
+   * Watches the master for `workers` being declared lost while a fault holds them; settle() notes on the timeline
+   * whether they were, and waits for each that was to register again (the master logs it).
+   */
+  private watchLost(workers: readonly number[]): {
+    settle(fault: ScheduledFault, entry: TimelineEntry, verb: string): Promise<void>;
+  } {
+    const master = this.cluster.master;
+    const ids = workers.map((index) => this.cluster.workerIds[index]);
+    const lost = (id: string | undefined): number =>
+      master.seen((line) => line.event === 'master.worker.lost' && line.worker === id).length;
+    const lostBefore = ids.map(lost);
+    const masterAfter = master.lineCount;
+    return {
+      settle: async (fault, entry, verb) => {
+        for (const [i, id] of ids.entries()) {
+          const name = workers.length === 1 ? '' : `worker-${workers[i]} `;
+          if (lost(id) === lostBefore[i]) {
+            entry.notes.push(
+              `${name}never declared lost (${verb} ${fault.holdMs} ms, heartbeat timeout ${this.heartbeatTimeoutMs} ms)`,
+            );
+            continue;
+          }
+          entry.notes.push(`${name}declared lost`);
+          // A lost worker comes back through registration; the master logs it (worker.registered on the worker's
+          // side only follows when the master asked it to register again).
+          try {
+            await master.waitFor(
+              (line) => /^master\.worker\.(re)?registered$/.test(line.event ?? '') && line.worker === id,
+              `${id}'s registration`,
+              masterAfter,
+              REREGISTER_WAIT_MS,
+            );
+            entry.notes.push(`${name}registered again`);
+          } catch (error) {
+            entry.notes.push(
+              `${name}not registered again: ${error instanceof Error ? error.message.split('\n')[0] : ''}`,
+            );
+          }
+        }
+      },
+    };
   }
 
   private async restartWorker(index: number, entry: TimelineEntry): Promise<void> {

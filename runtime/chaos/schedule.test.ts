@@ -3,22 +3,39 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
+  defaultFaultKinds,
   FAULT_KINDS,
   faultSchedule,
+  HOST_FAULT_KINDS,
+  LOOPBACK_FAULT_KINDS,
   parseFaultKinds,
+  struckWorkers,
   toleratedFaults,
+  type FaultKind,
   type ScheduleOptions,
   type ScheduledFault,
 } from './schedule.ts';
 
-const options = fc.record({
+const common = {
   seed: fc.string({ maxLength: 12 }),
   durationMs: fc.integer({ min: 10_000, max: 20 * 60_000 }),
   workers: fc.integer({ min: 1, max: 7 }),
   replicas: fc.constantFrom(1 as const, 2 as const),
   heartbeatTimeoutMs: fc.integer({ min: 2_000, max: 60_000 }),
-  kinds: fc.uniqueArray(fc.constantFrom(...FAULT_KINDS), { minLength: 1 }),
-});
+};
+/** Options on loopback (fault proxies) or on namespace hosts, each with kinds its cluster can take. */
+const options = fc.oneof(
+  fc.record({
+    ...common,
+    hosts: fc.constant(false),
+    kinds: fc.uniqueArray(fc.constantFrom(...LOOPBACK_FAULT_KINDS), { minLength: 1 }),
+  }),
+  fc.record({
+    ...common,
+    hosts: fc.constant(true),
+    kinds: fc.uniqueArray(fc.constantFrom(...defaultFaultKinds(true)), { minLength: 1 }),
+  }),
+);
 
 /** The most faults running at one instant, and the faults striking the same target while overlapping. */
 function overlaps(faults: readonly ScheduledFault[]): { most: number; sameTarget: string[] } {
@@ -29,7 +46,8 @@ function overlaps(faults: readonly ScheduledFault[]): { most: number; sameTarget
     most = Math.max(most, running.length);
     for (const other of running) {
       if (other === fault) continue;
-      if (other.worker === fault.worker || other.worker === undefined || fault.worker === undefined)
+      const shared = struckWorkers(other).some((w) => struckWorkers(fault).includes(w));
+      if (shared || other.worker === undefined || fault.worker === undefined)
         sameTarget.push(`${other.index}/${fault.index}`);
     }
   }
@@ -64,7 +82,10 @@ describe('the chaos fault schedule', () => {
         assert.ok(most <= toleratedFaults(o.workers, o.replicas), `${most} faults at once`);
         assert.deepEqual(sameTarget, []);
         for (const fault of faults) {
-          assert.ok(o.kinds.includes(fault.kind), `${fault.kind} was not asked for`);
+          assert.ok(
+            (o.kinds as readonly FaultKind[]).includes(fault.kind),
+            `${fault.kind} was not asked for`,
+          );
           assert.ok(fault.atMs < o.durationMs, 'fault.atMs < o.durationMs');
           if (fault.worker !== undefined)
             assert.ok(
@@ -104,6 +125,96 @@ describe('the chaos fault schedule', () => {
     assert.ok(faultSchedule(base).length > 10, 'faultSchedule(base).length > 10');
     assert.deepEqual(faultSchedule({ ...base, workers: 2 }), []);
     assert.deepEqual(faultSchedule({ ...base, replicas: 1 }), []);
+  });
+
+  it('draws a host network’s faults on namespace hosts, each replayable from the seed', () => {
+    const base: ScheduleOptions = {
+      seed: 'ci-hosts-1',
+      durationMs: 10 * 60_000,
+      workers: 3,
+      replicas: 2,
+      heartbeatTimeoutMs: 10_000,
+      hosts: true,
+    };
+    const faults = faultSchedule(base);
+    assert.deepEqual(faults, faultSchedule({ ...base }), 'the same seed draws the same schedule');
+    const drawn = new Set(faults.map((fault) => fault.kind));
+    for (const kind of [...HOST_FAULT_KINDS, 'kill', 'stop-short'] as const)
+      assert.ok(drawn.has(kind), `${kind} drawn in ten minutes: ${[...drawn].join(', ')}`);
+    for (const kind of ['latency', 'stall', 'one-way-stall', 'cut'] as const)
+      assert.ok(!drawn.has(kind), `${kind} needs the fault proxies a cluster on hosts has not`);
+    const oneWay = faults.filter((fault) => fault.kind === 'one-way-partition');
+    assert.ok(
+      oneWay.every((fault) => fault.drop === 'from-worker' || fault.drop === 'to-worker'),
+      'a one-way partition drops one direction',
+    );
+    for (const rack of faults.filter((fault) => fault.kind === 'rack-partition')) {
+      const group = rack.rack ?? [];
+      assert.ok(group.length >= 1 && group.length < base.workers, `rack ${JSON.stringify(group)}`);
+      assert.ok(group.includes(rack.worker!), 'the fault’s worker is in its rack');
+      assert.deepEqual(struckWorkers(rack), group);
+    }
+    for (const fault of faults.filter((f) => HOST_FAULT_KINDS.includes(f.kind as never)))
+      assert.ok(fault.holdMs >= 1_000 && fault.holdMs <= 25_000, `hold ${fault.holdMs}`);
+  });
+
+  it('draws racks of every size that leaves the master a worker, both one-way directions', () => {
+    const racks = new Set<number>();
+    const drops = new Set<string>();
+    for (let seed = 0; seed < 20; seed += 1) {
+      for (const fault of faultSchedule({
+        seed: String(seed),
+        durationMs: 10 * 60_000,
+        workers: 4,
+        replicas: 2,
+        heartbeatTimeoutMs: 10_000,
+        hosts: true,
+        kinds: ['rack-partition', 'one-way-partition'],
+      })) {
+        if (fault.rack !== undefined) racks.add(fault.rack.length);
+        if (fault.drop !== undefined) drops.add(fault.drop);
+      }
+    }
+    assert.deepEqual([...racks].sort(), [1, 2, 3]);
+    assert.deepEqual([...drops].sort(), ['from-worker', 'to-worker']);
+  });
+
+  it('keeps the loopback schedules as they were, and refuses kinds the cluster cannot take', () => {
+    const base: ScheduleOptions = {
+      seed: 'ci-1',
+      durationMs: 120_000,
+      workers: 3,
+      replicas: 2,
+      heartbeatTimeoutMs: 10_000,
+    };
+    // ci-1's schedule as drawn before the hosts' kinds existed: a seed replays what it replayed then.
+    assert.deepEqual(
+      faultSchedule(base).map((fault) => `${fault.kind}@${fault.worker ?? 'master'}`),
+      [
+        'one-way-stall@2',
+        'kill@2',
+        'disk-removed@1',
+        'stop-past@0',
+        'one-way-stall@2',
+        'decommission@0',
+        'cut@2',
+        'restart-graceful@2',
+        'restart-graceful@1',
+        'disk-removed@2',
+        'latency@2',
+      ],
+      'the loopback schedule of ci-1',
+    );
+    assert.throws(() => faultSchedule({ ...base, kinds: ['link-cut'] }), /link-cut needs namespace hosts/);
+    assert.throws(
+      () => faultSchedule({ ...base, hosts: true, kinds: ['stall'] }),
+      /stall needs fault proxies/,
+    );
+    assert.equal(
+      FAULT_KINDS.length,
+      LOOPBACK_FAULT_KINDS.length + HOST_FAULT_KINDS.length,
+      'every kind listed once',
+    );
   });
 
   it('parses a list of fault kinds and names the unknown ones', () => {

@@ -9,9 +9,13 @@ import seedrandom from 'seedrandom';
  * - `decommission`: a DecommissionThenIdle event through the master's `/api/v1`, Recommission after the hold;
  * - `master-restart`: the master SIGKILLed, down for the hold, started again on its port with its state;
  * - `disk-unwritable` / `disk-removed`: the worker's storage directory made read-only / removed, restored after;
- * - `latency`, `stall`, `one-way-stall`, `cut`: a network fault on every port of the worker (its fault proxies).
+ * - `latency`, `stall`, `one-way-stall`, `cut`: a network fault on every port of the worker (its fault proxies);
+ * - on namespace hosts (`--hosts`, runtime/cluster/hosts.ts) instead: `link-cut` (the worker's link down, nobody
+ *   reaches it and it reaches nobody), `one-way-partition` (a blackhole route: what the worker sends is dropped, or
+ *   what is sent to it) and `rack-partition` (a group of workers cut off from the master, the applications and the
+ *   other workers, both ways), each healed after its hold.
  */
-export const FAULT_KINDS = [
+export const LOOPBACK_FAULT_KINDS = [
   'kill',
   'restart-immediate',
   'restart-graceful',
@@ -27,10 +31,36 @@ export const FAULT_KINDS = [
   'cut',
 ] as const;
 
+/** The faults of a real network, which only a cluster on namespace hosts has. */
+export const HOST_FAULT_KINDS = ['link-cut', 'one-way-partition', 'rack-partition'] as const;
+
+export const FAULT_KINDS = [...LOOPBACK_FAULT_KINDS, ...HOST_FAULT_KINDS] as const;
+
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/** The kinds that need fault proxies in front of the workers' ports. */
+/** The kinds that need fault proxies in front of the workers' ports (a cluster on loopback). */
 export const NETWORK_FAULTS: ReadonlySet<FaultKind> = new Set(['latency', 'stall', 'one-way-stall', 'cut']);
+
+/** The kinds that need namespace hosts. */
+export const HOST_FAULTS: ReadonlySet<FaultKind> = new Set(HOST_FAULT_KINDS);
+
+/**
+ * The kinds a soak draws from by default: on loopback every kind but the hosts' (the same list, and so the same
+ * schedules, as before hosts existed); on namespace hosts every kind but the fault proxies'.
+ */
+export function defaultFaultKinds(hosts: boolean): readonly FaultKind[] {
+  return hosts ? FAULT_KINDS.filter((kind) => !NETWORK_FAULTS.has(kind)) : LOOPBACK_FAULT_KINDS;
+}
+
+/** Why `kinds` cannot be injected into a cluster on loopback (`hosts` false) or on namespace hosts; undefined: they can. */
+export function unsupportedKinds(kinds: readonly FaultKind[], hosts: boolean): string | undefined {
+  const wrong = kinds.filter((kind) => (hosts ? NETWORK_FAULTS : HOST_FAULTS).has(kind));
+  if (wrong.length === 0) return undefined;
+  const need = `${wrong.join(', ')} ${wrong.length === 1 ? 'needs' : 'need'}`;
+  return hosts
+    ? `${need} fault proxies, which a cluster on namespace hosts does not have (drop --hosts)`
+    : `${need} namespace hosts (--hosts)`;
+}
 
 export interface ScheduledFault {
   /** Position in the schedule, from 0. */
@@ -47,6 +77,15 @@ export interface ScheduledFault {
   /** `latency`: the added delay per direction; `one-way-stall`: the stalled direction. */
   readonly latencyMs?: number;
   readonly direction?: 'to-target' | 'to-client';
+  /** `one-way-partition`: what is dropped, what the worker sends or what is sent to it. */
+  readonly drop?: 'from-worker' | 'to-worker';
+  /** `rack-partition`: every worker of the group cut off (`worker` is one of them). */
+  readonly rack?: readonly number[];
+}
+
+/** Every worker a fault strikes. */
+export function struckWorkers(fault: ScheduledFault): readonly number[] {
+  return fault.rack ?? (fault.worker === undefined ? [] : [fault.worker]);
 }
 
 export interface ScheduleOptions {
@@ -57,8 +96,10 @@ export interface ScheduleOptions {
   readonly replicas: 1 | 2;
   /** `svc.master.heartbeat.worker.timeout`: stops short of it and past it are drawn around it. */
   readonly heartbeatTimeoutMs: number;
-  /** The kinds to draw from (default every kind). */
+  /** The kinds to draw from (default: defaultFaultKinds(hosts)). */
   readonly kinds?: readonly FaultKind[];
+  /** The cluster runs on namespace hosts: its faults are the hosts' network faults, not the fault proxies'. */
+  readonly hosts?: boolean;
   /** Quiet time after a fault healed before the next in its lane (default 3-10 s). */
   readonly settleMs?: readonly [number, number];
 }
@@ -77,7 +118,10 @@ export function toleratedFaults(workers: number, replicas: 1 | 2): number {
  * and no two lanes strike the same worker, or the master and a worker, at overlapping times.
  */
 export function faultSchedule(options: ScheduleOptions): ScheduledFault[] {
-  const kinds = options.kinds ?? FAULT_KINDS;
+  const hosts = options.hosts ?? false;
+  const kinds = options.kinds ?? defaultFaultKinds(hosts);
+  const unsupported = unsupportedKinds(kinds, hosts);
+  if (unsupported !== undefined) throw new Error(unsupported);
   const lanes = toleratedFaults(options.workers, options.replicas);
   if (lanes === 0 || kinds.length === 0) return [];
   const random = seedrandom.alea(`${options.seed}:faults`);
@@ -95,7 +139,9 @@ export function faultSchedule(options: ScheduleOptions): ScheduledFault[] {
     const endMs = atMs + holdMs;
     // Another lane's fault overlapping this one: strike a worker it leaves alone, and never beside the master's.
     const overlapping = drawn.filter((fault) => fault.atMs < endMs && atMs < fault.endMs);
-    const busy = new Set(overlapping.map((fault) => fault.worker ?? -1));
+    const busy = new Set(
+      overlapping.flatMap((fault) => (fault.worker === undefined ? [-1] : struckWorkers(fault))),
+    );
     const free = Array.from({ length: options.workers }, (_, w) => w).filter((w) => !busy.has(w));
     const masterBusy = busy.has(-1);
     const workerDraw = Math.floor(random() * Math.max(1, free.length));
@@ -114,11 +160,31 @@ export function faultSchedule(options: ScheduleOptions): ScheduledFault[] {
       ...(kind === 'master-restart' ? {} : { worker: free[workerDraw]! }),
       ...(kind === 'latency' ? { latencyMs: between(20, 400) } : {}),
       ...(kind === 'one-way-stall' ? { direction: random() < 0.5 ? 'to-target' : 'to-client' } : {}),
+      ...(kind === 'one-way-partition' ? { drop: random() < 0.5 ? 'from-worker' : 'to-worker' } : {}),
+      ...(kind === 'rack-partition'
+        ? { rack: drawRack(free, free[workerDraw]!, options.workers, random) }
+        : {}),
     };
     drawn.push(fault);
     laneFree[lane] = endMs + settleMs;
   }
   return drawn.map(({ endMs: _endMs, ...fault }) => fault);
+}
+
+/**
+ * The group a rack partition cuts off: `first` and up to all but one worker more of `free`, so that the master and
+ * the applications keep at least one worker on their side (a group of one is a single worker's loss, which a
+ * replicated job survives; a larger one is not, unless replicas are placed on other racks).
+ */
+function drawRack(free: readonly number[], first: number, workers: number, random: () => number): number[] {
+  const others = free.filter((w) => w !== first);
+  const size = 1 + Math.floor(random() * Math.min(others.length + 1, workers - 1));
+  const rack = [first];
+  while (rack.length < size) {
+    const pick = others.splice(Math.floor(random() * others.length), 1)[0]!;
+    rack.push(pick);
+  }
+  return rack.sort((a, b) => a - b);
 }
 
 function holdFor(kind: FaultKind, timeoutMs: number, between: (low: number, high: number) => number): number {
@@ -139,6 +205,12 @@ function holdFor(kind: FaultKind, timeoutMs: number, between: (low: number, high
     case 'stall':
     case 'one-way-stall':
       return between(1_000, Math.round(timeoutMs * 0.5));
+    case 'link-cut':
+    case 'one-way-partition':
+    case 'rack-partition':
+      // Short of the heartbeat timeout (only the peers' silence watch sees it) and past it (the master declares the
+      // workers lost, and they must register again after the heal).
+      return between(1_000, Math.round(timeoutMs * 2.5));
     case 'kill':
     case 'decommission':
     case 'disk-unwritable':

@@ -2,10 +2,17 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
+import { HostNetwork } from '../cluster/hosts.ts';
 import { LocalCluster, type Tier } from '../cluster/local-cluster.ts';
 import { FaultInjector, type TimelineEntry } from './injector.ts';
 import { jobSpec, runJob, type JobOutcome } from './jobs.ts';
-import { FAULT_KINDS, faultSchedule, type FaultKind, type ScheduledFault } from './schedule.ts';
+import {
+  defaultFaultKinds,
+  faultSchedule,
+  struckWorkers,
+  type FaultKind,
+  type ScheduledFault,
+} from './schedule.ts';
 
 export interface SoakOptions {
   readonly seed: string;
@@ -13,7 +20,13 @@ export interface SoakOptions {
   readonly workers: number;
   /** Applications running jobs at once. */
   readonly apps: number;
+  /** The kinds drawn from (default: defaultFaultKinds(hosts)). */
   readonly kinds?: readonly FaultKind[];
+  /**
+   * Run the cluster on namespace hosts (runtime/cluster/hosts.ts) instead of loopback behind fault proxies: the
+   * master on a host of its own, each worker on its own, the jobs in the root namespace; needs root and `ip netns`.
+   */
+  readonly hosts?: boolean;
   /** The tiers jobs draw from (default every tier). */
   readonly tiers?: readonly Tier[];
   /** The share of jobs that replicate (default 0.7). */
@@ -43,6 +56,8 @@ export interface Violation {
 
 export interface SoakResult {
   readonly seed: string;
+  /** The cluster ran on namespace hosts (`--hosts`). */
+  readonly hosts: boolean;
   readonly schedule: readonly ScheduledFault[];
   readonly timeline: readonly TimelineEntry[];
   readonly jobs: readonly JobOutcome[];
@@ -134,8 +149,12 @@ export function describeFault(fault: ScheduledFault): string {
       ? ` +${fault.latencyMs} ms`
       : fault.direction !== undefined
         ? ` ${fault.direction}`
-        : '';
-  return `#${fault.index} ${fault.kind}${extra} ${target} hold ${fault.holdMs} ms`;
+        : fault.drop !== undefined
+          ? ` ${fault.drop}`
+          : '';
+  const struck =
+    fault.rack === undefined ? target : `rack [${fault.rack.map((w) => `worker-${w}`).join(', ')}]`;
+  return `#${fault.index} ${fault.kind}${extra} ${struck} hold ${fault.holdMs} ms`;
 }
 
 /** The workers a job's run overlapped a fault on (and whether the master was struck meanwhile). */
@@ -156,14 +175,13 @@ export function tolerated(job: JobOutcome, faults: readonly TimelineEntry[]): bo
 /** Why the design does not promise that `job` finishes (the report's excuse for its failure); undefined: it does. */
 export function notPromisedBecause(job: JobOutcome, faults: readonly TimelineEntry[]): string | undefined {
   if (faults.length === 0) return undefined;
-  const struck = faults.map(
-    (entry) =>
-      `${entry.fault.kind}${entry.fault.worker === undefined ? '' : ` of worker ${entry.fault.worker}`}`,
-  );
+  const struck = faults.map((entry) => {
+    const workers = struckWorkers(entry.fault);
+    return `${entry.fault.kind}${workers.length === 0 ? '' : ` of worker ${workers.join(' and ')}`}`;
+  });
   if (!job.spec.replicate) return `it does not replicate, and saw ${struck.join(', ')}`;
-  const workers = new Set(
-    faults.flatMap((entry) => (entry.fault.worker === undefined ? [] : [entry.fault.worker])),
-  );
+  // A fault on a group of workers (a rack cut off) counts as faults on each: both copies may sit in the group.
+  const workers = new Set(faults.flatMap((entry) => struckWorkers(entry.fault)));
   return workers.size <= 1
     ? undefined
     : `faults struck ${workers.size} workers during its run (${struck.join(', ')}): both copies may be gone`;
@@ -176,7 +194,8 @@ export function notPromisedBecause(job: JobOutcome, faults: readonly TimelineEnt
  */
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const print = options.print ?? ((line: string) => console.log(line));
-  const kinds = options.kinds ?? FAULT_KINDS;
+  const hosts = options.hosts ?? false;
+  const kinds = options.kinds ?? defaultFaultKinds(hosts);
   const schedule = faultSchedule({
     seed: options.seed,
     durationMs: options.durationMs,
@@ -184,33 +203,43 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     replicas: (options.replicateShare ?? 0.7) > 0 ? 2 : 1,
     heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
     kinds,
+    hosts,
   });
+  // The master on host 0 and worker i on host i + 1 (LocalCluster); destroyed below, or by the next soak's sweep
+  // when this one is killed.
+  const network = hosts ? await HostNetwork.create({ hosts: options.workers + 1 }) : undefined;
   // Each worker has a local disk and the memory tier ('memory'), and all share a DFS directory: every job's tier.
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-chaos-'));
   const dfsDir = path.join(dir, 'dfs');
-  const cluster = await LocalCluster.start({
-    workers: options.workers,
-    dir,
-    tier: 'memory',
-    faultProxies: true,
-    keepDir: true,
-    ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
-    conf: [
-      `svc.master.heartbeat.worker.timeout=${HEARTBEAT_TIMEOUT_MS}ms`,
-      `svc.storage.hdfs.dir=${dfsDir}`,
-      // An application whose unregister was lost (it closed while the master was down) is released once silent
-      // this long: short, so that the files check sees its files gone (the default is 300 s).
-      `svc.master.heartbeat.application.timeout=${APPLICATION_TIMEOUT_MS}ms`,
-    ],
-    workerConf: [
-      `svc.worker.memory.size=${WORKER_MEMORY_MIB}m`,
-      'svc.worker.graceful.shutdown.enabled=true',
-      'svc.worker.graceful.shutdown.timeout=20s',
-      // A crashed worker's leftovers go once the master forgot their shuffles, and this long after its start:
-      // short, so that the files check at the end sees them gone.
-      'svc.worker.storage.expireDirs.timeout=5s',
-    ],
-  });
+  let cluster: LocalCluster;
+  try {
+    cluster = await LocalCluster.start({
+      workers: options.workers,
+      dir,
+      tier: 'memory',
+      ...(network === undefined ? { faultProxies: true } : { hosts: network }),
+      keepDir: true,
+      ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
+      conf: [
+        `svc.master.heartbeat.worker.timeout=${HEARTBEAT_TIMEOUT_MS}ms`,
+        `svc.storage.hdfs.dir=${dfsDir}`,
+        // An application whose unregister was lost (it closed while the master was down) is released once silent
+        // this long: short, so that the files check sees its files gone (the default is 300 s).
+        `svc.master.heartbeat.application.timeout=${APPLICATION_TIMEOUT_MS}ms`,
+      ],
+      workerConf: [
+        `svc.worker.memory.size=${WORKER_MEMORY_MIB}m`,
+        'svc.worker.graceful.shutdown.enabled=true',
+        'svc.worker.graceful.shutdown.timeout=20s',
+        // A crashed worker's leftovers go once the master forgot their shuffles, and this long after its start:
+        // short, so that the files check at the end sees them gone.
+        'svc.worker.storage.expireDirs.timeout=5s',
+      ],
+    });
+  } catch (error) {
+    await network?.destroy();
+    throw error;
+  }
   const started = Date.now();
   const clock = (): number => Date.now() - started;
   const injector = new FaultInjector(cluster, clock, HEARTBEAT_TIMEOUT_MS);
@@ -224,6 +253,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     `[chaos] seed ${options.seed}: ${formatMs(options.durationMs)}, ${options.workers} workers, ${options.apps} ` +
       `applications, ${schedule.length} faults scheduled (${[...new Set(schedule.map((f) => f.kind))].join(', ') || 'none'})` +
       (options.plantedBug === undefined ? '' : `, planted bug ${options.plantedBug}`) +
+      (network === undefined ? '' : `, on namespace hosts ${network.subnet}.0/24`) +
       `; cluster in ${cluster.dir}`,
   );
 
@@ -359,6 +389,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const lastLines = logTails(cluster);
   const servers = [...cluster.started];
   await cluster.stop({ keepDir: true });
+  await network?.destroy();
   const running = servers.filter((server) => alive(server.pid));
   if (running.length > 0)
     violations.push({
@@ -371,6 +402,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   if (keptDir === undefined) rmSync(cluster.dir, { recursive: true, force: true });
   const result = {
     seed: options.seed,
+    hosts,
     schedule,
     timeline: injector.timeline,
     jobs,
@@ -413,7 +445,7 @@ const SHOWN_PER_CHECK = 5;
 function failureReport(result: Omit<SoakResult, 'report'>, lastLines: string): string {
   const out: string[] = [];
   out.push(
-    `[chaos] FAILED, seed ${result.seed} (rerun: npm run chaos -- --seed ${result.seed} …; the same seed`,
+    `[chaos] FAILED, seed ${result.seed} (rerun: npm run chaos -- ${result.hosts ? '--hosts ' : ''}--seed ${result.seed} …; the same seed`,
   );
   out.push('        replays the same fault schedule and job stream, but not the same timing)');
   out.push(`violations (${result.violations.length}; at most ${SHOWN_PER_CHECK} shown per check):`);

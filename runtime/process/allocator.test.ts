@@ -5,6 +5,7 @@ import {
   allocatorEnvironment,
   allocatorTuned,
   MALLOC_MMAP_THRESHOLD_BYTES,
+  onGlibc,
 } from './allocator.ts';
 
 describe('the allocator setting of server processes', () => {
@@ -28,5 +29,21 @@ describe('the allocator setting of server processes', () => {
     assert.match(allocatorAdvice({}, true) ?? '', /MALLOC_MMAP_THRESHOLD_=16777216/);
     assert.equal(allocatorAdvice({ MALLOC_MMAP_THRESHOLD_: '16777216' }, true), undefined);
     assert.equal(allocatorAdvice({}, false), undefined);
+  });
+
+  it('reads the diagnostic report without naming sockets, and only when the threshold is not fixed', (t) => {
+    // Naming a socket's peer is a synchronous reverse DNS lookup: seconds per address where DNS does not answer.
+    const report = process.report as { excludeNetwork?: boolean };
+    const before = report.excludeNetwork;
+    const seen: (boolean | undefined)[] = [];
+    const getReport = t.mock.method(process.report, 'getReport', () => {
+      seen.push(report.excludeNetwork);
+      return { header: { glibcVersionRuntime: '2.36' } };
+    });
+    assert.equal(allocatorAdvice({ MALLOC_MMAP_THRESHOLD_: '16777216' }), undefined);
+    assert.equal(getReport.mock.callCount(), 0, 'a fixed threshold needs no report');
+    assert.equal(onGlibc(), process.platform === 'linux');
+    if (process.platform === 'linux') assert.deepEqual(seen, [true], 'the report excluded the network');
+    assert.equal(report.excludeNetwork, before, 'the report setting is left as it was');
   });
 });

@@ -34,13 +34,26 @@ export function allocatorTuned(env: NodeJS.ProcessEnv): boolean {
 /** Whether this process runs on glibc (Node's diagnostic report names its runtime version only there). */
 export function onGlibc(): boolean {
   if (process.platform !== 'linux') return false;
-  const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header;
-  return header?.glibcVersionRuntime !== undefined;
+  // Unless told not to, the report names the peer of every socket by a synchronous reverse DNS lookup on the event
+  // loop: 5 s and more per address when no name server answers. A master restarted on namespace hosts (a network
+  // without DNS) stopped answering for 60-100 s while it looked up the workers that reconnected (chaos --hosts).
+  const report = process.report as { excludeNetwork?: boolean };
+  const before = report.excludeNetwork;
+  report.excludeNetwork = true;
+  try {
+    const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header;
+    return header?.glibcVersionRuntime !== undefined;
+  } finally {
+    if (typeof before === 'boolean') report.excludeNetwork = before;
+  }
 }
 
-/** What a server started on glibc without a fixed threshold should tell its operator; undefined when nothing. */
-export function allocatorAdvice(env: NodeJS.ProcessEnv = process.env, glibc = onGlibc()): string | undefined {
-  if (!glibc || allocatorTuned(env)) return undefined;
+/**
+ * What a server started on glibc without a fixed threshold should tell its operator; undefined when nothing. The
+ * report (onGlibc) is asked only when the environment leaves the threshold alone.
+ */
+export function allocatorAdvice(env: NodeJS.ProcessEnv = process.env, glibc?: boolean): string | undefined {
+  if (allocatorTuned(env) || !(glibc ?? onGlibc())) return undefined;
   return (
     `glibc's malloc keeps freed frames of up to 32 MiB resident unless its mmap threshold is fixed: start this ` +
     `server with MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_BYTES} in its environment (docs/operations.md, ` +
