@@ -1,0 +1,178 @@
+/**
+ * The replicated job of the network-fault tests on namespace hosts (issue 34): maps written one at a time, so that a
+ * fault can strike between two of them, and a look at where the application placed the copies, so that a test cuts
+ * off a worker that holds data (and shows that it did).
+ */
+import assert from 'node:assert/strict';
+import { workerKey, type PartitionLocation } from '../../core/domain/index.ts';
+import type { LocalCluster } from '../cluster/local-cluster.ts';
+import type { ClientLogger } from '../client/client-log.ts';
+import type { MapResult } from '../client/shuffle-client.ts';
+import { getJson } from '../http/testing/http-client.ts';
+import { within } from './deadline.ts';
+import { pollUntil } from './poll.ts';
+import {
+  clientSide,
+  readAndVerify,
+  recordsOf,
+  winnersOf,
+  type ClientSide,
+  type SmallJob,
+} from './small-job.ts';
+
+export const CUT_JOB: SmallJob = { maps: 6, partitions: 12, recordsPerPartition: 40, recordBytes: 200 };
+
+/** Writes map `mapId` (attempt 0) of `shuffleId` and returns its outcome under the key writeMaps uses. */
+export async function writeMap(
+  client: ClientSide,
+  shuffleId: number,
+  mapId: number,
+  job: SmallJob = CUT_JOB,
+): Promise<[string, MapResult]> {
+  const writer = client.executor
+    .shuffle(shuffleId, { maps: job.maps, partitions: job.partitions })
+    .writer(mapId, 0);
+  recordsOf(job, mapId, 0).forEach((records, p) => records.forEach((r) => writer.write(p, r)));
+  return [`${mapId}/0`, await writer.close()];
+}
+
+/** Every copy (primaries and replicas, all epochs) the application has reserved for `shuffleId`. */
+export function reservedCopies(client: ClientSide, shuffleId: number): readonly PartitionLocation[] {
+  const shuffle = client.app.state().shuffles.get(shuffleId);
+  assert.ok(shuffle !== undefined, `the application knows shuffle ${shuffleId}`);
+  return shuffle.reserved;
+}
+
+/** How many reserved copies of `shuffleId` each of the cluster's workers holds, by worker index. */
+export function copiesByWorker(cluster: LocalCluster, client: ClientSide, shuffleId: number): number[] {
+  const copies = reservedCopies(client, shuffleId);
+  return cluster.workerIds.map((id) => copies.filter((copy) => workerKey(copy.worker) === id).length);
+}
+
+/** The index of the worker holding the most copies of `shuffleId`; asserts that it holds some (the fault's target). */
+export function workerWithMostCopies(cluster: LocalCluster, client: ClientSide, shuffleId: number): number {
+  const held = copiesByWorker(cluster, client, shuffleId);
+  const index = held.indexOf(Math.max(...held));
+  assert.ok(held[index]! > 0, `the worker to cut holds copies of the shuffle: ${JSON.stringify(held)}`);
+  return index;
+}
+
+/**
+ * Writes the maps after map 0 and reads every partition, checking each holds exactly the records written, once;
+ * resolves with the milliseconds from `since` to the verified end.
+ */
+export async function finishAndVerify(
+  client: ClientSide,
+  shuffleId: number,
+  first: ReadonlyMap<string, MapResult>,
+  since: number,
+  job: SmallJob = CUT_JOB,
+): Promise<number> {
+  const results = new Map(first);
+  for (let mapId = 1; mapId < job.maps; mapId += 1)
+    results.set(...(await writeMap(client, shuffleId, mapId, job)));
+  await readAndVerify(client.executor, shuffleId, job, winnersOf(results));
+  return Date.now() - since;
+}
+
+/** A client logger that keeps the application's and executor's lines for a test to look at, each with its time (`at`). */
+export function keptClientLines(): { logger: ClientLogger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const keep = (fields: Record<string, unknown>, msg: string): void =>
+    void lines.push({ ...fields, msg, at: Date.now() });
+  return { logger: { error: keep, warn: keep, info: keep, debug: keep }, lines };
+}
+
+/** The client's `transport.connectionClosed` lines that gave up on a silent peer at `address` (any port). */
+export function silenceLines(
+  lines: readonly Record<string, unknown>[],
+  address: string,
+): Record<string, unknown>[] {
+  return lines.filter(
+    (line) =>
+      line.event === 'transport.connectionClosed' &&
+      String(line.peer).startsWith(`${address}:`) &&
+      String(line.reason).startsWith('silent for'),
+  );
+}
+
+export interface FaultedJob {
+  readonly client: ClientSide;
+  /** The client library's lines (keptClientLines). */
+  readonly lines: readonly Record<string, unknown>[];
+  /** The worker the fault struck, and the copies each worker held when it struck. */
+  readonly struck: number;
+  readonly held: readonly number[];
+  /** Milliseconds from the fault to the verified end of the job. */
+  readonly cost: number;
+}
+
+/**
+ * One application runs the replicated job as shuffle `shuffleId`: map 0 is written, `fault` strikes the worker
+ * that holds the most copies (`target` picks another), then the other maps are written and every partition is
+ * read and verified, all within `budgetMs` of the fault (a test deadline). The application is pushed on `clients`
+ * for the caller to close.
+ */
+export async function verifyThroughFault(
+  cluster: LocalCluster,
+  options: {
+    readonly conf: Record<string, string>;
+    readonly shuffleId: number;
+    /** Strikes worker `worker` of the cluster; `client` is the job's application (to look at its placement first). */
+    readonly fault: (worker: number, client: ClientSide) => Promise<void>;
+    readonly budgetMs: number;
+    readonly clients: ClientSide[];
+    readonly target?: (held: readonly number[]) => number;
+    /** The client library's log level (default info). */
+    readonly logLevel?: 'debug' | 'info';
+  },
+): Promise<FaultedJob> {
+  const { logger, lines } = keptClientLines();
+  const client = await clientSide(cluster.masterUrl, {
+    conf: { 'svc.client.push.replicate.enabled': 'true', ...options.conf },
+    logger,
+    logLevel: options.logLevel ?? 'info',
+  });
+  options.clients.push(client);
+  const first = new Map([await writeMap(client, options.shuffleId, 0)]);
+  const held = copiesByWorker(cluster, client, options.shuffleId);
+  const struck = options.target?.(held) ?? held.indexOf(Math.max(...held));
+  assert.ok(held[struck]! > 0, `the worker the fault strikes holds copies: ${JSON.stringify(held)}`);
+  await options.fault(struck, client);
+  const since = Date.now();
+  const cost = await within(
+    finishAndVerify(client, options.shuffleId, first, since),
+    `the job to verify within ${options.budgetMs} ms of the fault on worker ${struck}`,
+    options.budgetMs,
+  );
+  return { client, lines, struck, held, cost };
+}
+
+interface WorkersView {
+  readonly workers: readonly { readonly host: string }[];
+  readonly lostWorkers: readonly unknown[];
+  readonly excludedWorkers: readonly unknown[];
+}
+
+/**
+ * Resolves once the master lists every worker of `cluster` as registered, none lost or excluded: after a fault
+ * healed, the next test starts on a whole cluster (the state, not a pause).
+ */
+export async function clusterWhole(cluster: LocalCluster, timeoutMs = 60_000): Promise<void> {
+  let last = '';
+  await pollUntil(
+    async () => {
+      const response = await getJson(cluster.masterHttpUrl, '/api/v1/workers');
+      last = response.text;
+      if (response.status !== 200) return false;
+      const view = response.json as WorkersView;
+      return (
+        view.workers.length === cluster.workerIds.length &&
+        view.lostWorkers.length === 0 &&
+        view.excludedWorkers.length === 0
+      );
+    },
+    () => `every worker registered again, none lost or excluded; the master lists ${last}`,
+    { timeoutMs, intervalMs: 250 },
+  );
+}
