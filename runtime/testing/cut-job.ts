@@ -59,7 +59,7 @@ export function workerWithMostCopies(cluster: LocalCluster, client: ClientSide, 
 
 /**
  * Writes the maps after map 0 and reads every partition, checking each holds exactly the records written, once;
- * resolves with the milliseconds from `since` to the verified end.
+ * resolves with the milliseconds from `since` to the verified end, and the winning attempt of each map.
  */
 export async function finishAndVerify(
   client: ClientSide,
@@ -67,12 +67,13 @@ export async function finishAndVerify(
   first: ReadonlyMap<string, MapResult>,
   since: number,
   job: SmallJob = CUT_JOB,
-): Promise<number> {
+): Promise<{ cost: number; winners: Map<number, number> }> {
   const results = new Map(first);
   for (let mapId = 1; mapId < job.maps; mapId += 1)
     results.set(...(await writeMap(client, shuffleId, mapId, job)));
-  await readAndVerify(client.executor, shuffleId, job, winnersOf(results));
-  return Date.now() - since;
+  const winners = winnersOf(results);
+  await readAndVerify(client.executor, shuffleId, job, winners);
+  return { cost: Date.now() - since, winners };
 }
 
 /** A client logger that keeps the application's and executor's lines for a test to look at, each with its time (`at`). */
@@ -105,6 +106,8 @@ export interface FaultedJob {
   readonly held: readonly number[];
   /** Milliseconds from the fault to the verified end of the job. */
   readonly cost: number;
+  /** The winning attempt of each map (to read the shuffle again). */
+  readonly winners: ReadonlyMap<number, number>;
 }
 
 /**
@@ -140,12 +143,12 @@ export async function verifyThroughFault(
   assert.ok(held[struck]! > 0, `the worker the fault strikes holds copies: ${JSON.stringify(held)}`);
   await options.fault(struck, client);
   const since = Date.now();
-  const cost = await within(
+  const { cost, winners } = await within(
     finishAndVerify(client, options.shuffleId, first, since),
     `the job to verify within ${options.budgetMs} ms of the fault on worker ${struck}`,
     options.budgetMs,
   );
-  return { client, lines, struck, held, cost };
+  return { client, lines, struck, held, cost, winners };
 }
 
 interface WorkersView {
