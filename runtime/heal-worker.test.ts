@@ -3,20 +3,20 @@
 // take part in new shuffles, and drop what it held for the job that went on without it, while that job's reads
 // still verify exactly once (nothing it held is served beside the copies that replaced it).
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
-import { HostNetwork, hostsUnavailableReason, type Side } from './cluster/hosts.ts';
-import { LocalCluster } from './cluster/local-cluster.ts';
+import { describe, it } from 'node:test';
+import { hostsUnavailableReason } from './cluster/hosts.ts';
 import type { LogLine } from './cluster/server-process.ts';
 import {
-  clusterWhole,
   copiesByWorker,
+  hostCluster,
   keptClientLines,
+  restOf,
   silenceLines,
   verifyThroughFault,
   writeMap,
   CUT_JOB,
 } from './testing/cut-job.ts';
-import { clientSide, readAndVerify, winnersOf, type ClientSide } from './testing/small-job.ts';
+import { clientSide, readAndVerify, winnersOf } from './testing/small-job.ts';
 
 const unavailable = await hostsUnavailableReason();
 if (unavailable !== undefined) console.log(`# skipping the heal-worker test: ${unavailable}`);
@@ -25,31 +25,13 @@ const HEARTBEAT_TIMEOUT = '8s';
 const REPLICATED = { 'svc.client.push.replicate.enabled': 'true', 'svc.client.push.timeout': '10s' };
 
 describe('a worker back after a partition (namespace hosts, real processes)', { skip: unavailable }, () => {
-  let network: HostNetwork;
-  let cluster: LocalCluster;
-  const clients: ClientSide[] = [];
-
-  before(async () => {
-    network = await HostNetwork.create({ hosts: 4 });
-    cluster = await LocalCluster.start({
-      workers: 3,
-      hosts: network,
-      conf: [`svc.master.heartbeat.worker.timeout=${HEARTBEAT_TIMEOUT}`],
-    });
-  });
-
-  afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close().catch(() => undefined);
-    await network.heal();
-    await clusterWhole(cluster);
-  });
-
-  after(async () => {
-    await cluster?.stop();
-    await network?.destroy();
+  const shared = hostCluster({
+    workers: 3,
+    conf: [`svc.master.heartbeat.worker.timeout=${HEARTBEAT_TIMEOUT}`],
   });
 
   it('registers again, serves a new shuffle, drops the old job’s copies and serves none of them twice', async (t) => {
+    const { cluster, network, clients } = shared;
     const job = await verifyThroughFault(cluster, {
       conf: REPLICATED,
       shuffleId: 0,
@@ -112,6 +94,7 @@ describe('a worker back after a partition (namespace hosts, real processes)', { 
   });
 
   it('reads every record once when a worker whose answers were dropped comes back before the stage ends', async (t) => {
+    const { cluster, network, clients } = shared;
     // Packets from the worker are dropped: pushes reach it and are written, their answers never come back, so the
     // client revives them elsewhere. Healed before the stage ends, the worker answers the commit with files that
     // hold those batches too: readers must not read them twice.
@@ -123,8 +106,7 @@ describe('a worker back after a partition (namespace hosts, real processes)', { 
     const index = held.indexOf(Math.max(...held));
     assert.ok(held[index]! > 0, `the worker to cut off holds copies: ${JSON.stringify(held)}`);
     const host = cluster.workerHost(index)!;
-    const rest: Side[] = ['root', ...network.hosts.filter((other) => other !== host)];
-    for (const side of rest) await network.dropFromTo(host, side);
+    for (const side of restOf(shared, index)) await network.dropFromTo(host, side);
     const droppedAt = Date.now();
     for (let mapId = 1; mapId < CUT_JOB.maps / 2; mapId += 1)
       results.set(...(await writeMap(client, 0, mapId)));

@@ -4,13 +4,11 @@
 // the master, the other rack and the job: every partition still has a copy on the other side, so no replicated data
 // is lost and the job verifies, within 40 s with push.timeout 10 s.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { workerKey } from '../core/domain/index.ts';
-import { HostNetwork, hostsUnavailableReason, type Host } from './cluster/hosts.ts';
-import { LocalCluster } from './cluster/local-cluster.ts';
+import { hostsUnavailableReason, type Host } from './cluster/hosts.ts';
 import { getJson } from './http/testing/http-client.ts';
-import { reservedCopies, verifyThroughFault } from './testing/cut-job.ts';
-import type { ClientSide } from './testing/small-job.ts';
+import { hostCluster, reservedCopies, verifyThroughFault } from './testing/cut-job.ts';
 
 const unavailable = await hostsUnavailableReason();
 if (unavailable !== undefined) console.log(`# skipping the rack-cut test: ${unavailable}`);
@@ -22,22 +20,10 @@ describe(
   'a whole rack cut off by the network mid-map (namespace hosts, real processes)',
   { skip: unavailable },
   () => {
-    let network: HostNetwork;
-    let cluster: LocalCluster;
-    const clients: ClientSide[] = [];
-
-    before(async () => {
-      network = await HostNetwork.create({ hosts: RACKS.length + 1 });
-      cluster = await LocalCluster.start({ workers: RACKS.length, hosts: network, racks: RACKS });
-    });
-
-    after(async () => {
-      for (const client of clients.splice(0)) await client.close().catch(() => undefined);
-      await cluster?.stop();
-      await network?.destroy();
-    });
+    const shared = hostCluster({ workers: RACKS.length, racks: RACKS });
 
     it('registers each worker with its rack', async () => {
+      const { cluster } = shared;
       const response = await getJson(cluster.masterHttpUrl, '/api/v1/workers');
       assert.equal(response.status, 200, response.text);
       const racks = new Map(
@@ -54,6 +40,7 @@ describe(
     });
 
     it('loses no replicated data when a rack is cut off, and the job verifies within 40 s', async (t) => {
+      const { cluster, network, clients } = shared;
       const rackOf = new Map(cluster.workerIds.map((id, index) => [id, RACKS[index]!]));
       const inRack = (rack: string): Host[] =>
         RACKS.flatMap((r, index) => (r === rack ? [cluster.workerHost(index)!] : []));

@@ -4,8 +4,10 @@
  * off a worker that holds data (and shows that it did).
  */
 import assert from 'node:assert/strict';
+import { after, afterEach, before } from 'node:test';
 import { workerKey, type PartitionLocation } from '../../core/domain/index.ts';
-import type { LocalCluster } from '../cluster/local-cluster.ts';
+import { HostNetwork, type Side } from '../cluster/hosts.ts';
+import { LocalCluster, type LocalClusterOptions } from '../cluster/local-cluster.ts';
 import type { ClientLogger } from '../client/client-log.ts';
 import type { MapResult } from '../client/shuffle-client.ts';
 import { getJson } from '../http/testing/http-client.ts';
@@ -178,4 +180,55 @@ export async function clusterWhole(cluster: LocalCluster, timeoutMs = 60_000): P
     () => `every worker registered again, none lost or excluded; the master lists ${last}`,
     { timeoutMs, intervalMs: 250 },
   );
+}
+
+/** The cluster a file's network-fault tests share, on namespace hosts (hostCluster). */
+export interface HostCluster {
+  readonly network: HostNetwork;
+  readonly cluster: LocalCluster;
+  /** Applications a test started: closed after it. */
+  readonly clients: ClientSide[];
+}
+
+/**
+ * Registers, in the enclosing describe, the hooks of one cluster shared by its tests: a master on host 0 and a
+ * worker on each further host, started before the first test; after each test its applications are closed, every
+ * fault healed, and the next test waits until the master lists every worker again (clusterWhole); after the last,
+ * everything is stopped and the hosts removed. A cluster start costs a minute and more on a loaded machine, and a
+ * file must end within the runner's 300 s: two variants of about 25 s each share a cluster, no more.
+ */
+export function hostCluster(
+  options: Pick<LocalClusterOptions, 'racks' | 'conf'> & { readonly workers: number },
+): HostCluster {
+  const shared: { network?: HostNetwork; cluster?: LocalCluster; clients: ClientSide[] } = { clients: [] };
+  before(async () => {
+    shared.network = await HostNetwork.create({ hosts: options.workers + 1 });
+    shared.cluster = await LocalCluster.start({ ...options, hosts: shared.network });
+  });
+  afterEach(async () => {
+    for (const client of shared.clients.splice(0)) await client.close().catch(() => undefined);
+    await shared.network?.heal();
+    if (shared.cluster !== undefined) await clusterWhole(shared.cluster);
+  });
+  after(async () => {
+    await shared.cluster?.stop();
+    await shared.network?.destroy();
+  });
+  return {
+    get network() {
+      assert.ok(shared.network !== undefined, 'the hosts exist (before ran)');
+      return shared.network;
+    },
+    get cluster() {
+      assert.ok(shared.cluster !== undefined, 'the cluster runs (before ran)');
+      return shared.cluster;
+    },
+    clients: shared.clients,
+  };
+}
+
+/** Every side but worker `index`'s host: the master's host, the other workers' hosts and the root (the job). */
+export function restOf(fixture: HostCluster, index: number): Side[] {
+  const host = fixture.cluster.workerHost(index);
+  return ['root', ...fixture.network.hosts.filter((other) => other !== host)];
 }
