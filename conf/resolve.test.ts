@@ -265,8 +265,10 @@ describe('bad input', () => {
     assert.throws(() => conf.getBytes('svc.worker.flusher.buffer.size'), ConfigError);
   });
 
-  it('checks forms beyond the type: endpoints, directories, policies', () => {
+  it('checks forms beyond the type: endpoints, directories, policies, racks', () => {
     assert.deepEqual(codes({ fileText: 'svc.master.endpoints master-1\n' }), ['invalid-value']);
+    assert.deepEqual(codes({ fileText: 'svc.worker.networkLocation rack-1\n' }), ['invalid-value']);
+    assert.deepEqual(codes({ fileText: 'svc.worker.networkLocation /dc1/rack-2\n' }), []);
     assert.deepEqual(codes({ fileText: 'svc.worker.storage.dirs /d1:disktype=TAPE\n' }), ['invalid-value']);
     assert.deepEqual(codes({ fileText: 'svc.worker.storage.storagePolicy.evictPolicy MEMORY\n' }), [
       'invalid-value',

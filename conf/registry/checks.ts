@@ -32,6 +32,11 @@ export function keyValueList(value: ConfigValue): string | undefined {
   return fits ? undefined : 'a comma-separated list of name=value pairs (for example zone=a,rack=r1)';
 }
 
+/** A rack as network topologies name it: a path from the root (`/dc1/rack2`). */
+export function rackPath(value: ConfigValue): string | undefined {
+  return /^(\/[^/\s]+)+$/.test(String(value)) ? undefined : 'a rack path such as /rack1 or /dc1/rack2';
+}
+
 const DIR_OPTIONS = ['capacity', 'disktype', 'flushthread'] as const;
 const LOCAL_DISK_TYPES = STORAGE_TYPES.filter((type) => type === 'HDD' || type === 'SSD');
 const DIRS_FORM =

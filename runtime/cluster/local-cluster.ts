@@ -60,6 +60,8 @@ export interface LocalClusterOptions {
    * `i` on host `i + 1`, so a test can cut a worker off as a real network does. The caller creates and destroys it.
    */
   readonly hosts?: HostNetwork;
+  /** Worker `i`'s rack (`svc.worker.networkLocation`), by index; a worker beyond the list keeps the default. */
+  readonly racks?: readonly string[];
 }
 
 /** The client settings for a cluster started with `auth`: the application draws its own secret. */
@@ -298,6 +300,9 @@ export class LocalCluster {
       'svc.worker.http.port=0',
       `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
       ...this.tierConf(index),
+      ...(this.options.racks?.[index] === undefined
+        ? []
+        : [`svc.worker.networkLocation=${this.options.racks[index]}`]),
       ...(this.options.workerConf ?? []),
     ];
     const confFile = options.confFile ?? this.options.workerConfFiles?.[index];

@@ -1,6 +1,6 @@
 import type { ResolvedConfig } from '../../conf/index.ts';
 import { PARTIAL_FRAME_LIMIT_KEYS, workerConfigFrom } from '../../conf/machine-configs.ts';
-import { DEFAULT_RACK, workerKey, type WorkerId } from '../../core/domain/worker.ts';
+import { workerKey, type WorkerId } from '../../core/domain/worker.ts';
 import { initialWorkerState, workerMachine } from '../../core/machines/worker/index.ts';
 import type { ObservedDiskSpace } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
@@ -134,7 +134,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
     const machineConfig = workerConfigFrom(presented, conf, {
       id,
       master: masterNodeId(),
-      networkLocation: DEFAULT_RACK,
+      networkLocation: conf.getString('svc.worker.networkLocation'),
       disks: tiers.disks.map((disk) => disk.config),
       distributed: tiers.dfsDir === undefined ? [] : ['HDFS'],
       memoryCapacityBytes: tiers.memoryCapacity,

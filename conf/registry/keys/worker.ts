@@ -1,6 +1,6 @@
 /** Keys of the worker: ports, disks and tiers, memory limits, splitting, shutdown, congestion control. */
 import { STORAGE_TYPES } from '../../../core/domain/index.ts';
-import { createFilePolicy, evictPolicy, storageDirs } from '../checks.ts';
+import { createFilePolicy, evictPolicy, rackPath, storageDirs } from '../checks.ts';
 import { WORKER, compatibilityOnly, type KeySpec, type NoEffect } from '../spec.ts';
 import { httpAuthKeys, httpTlsKeys } from './master.ts';
 
@@ -51,6 +51,17 @@ export const WORKER_KEYS: readonly KeySpec[] = [
     description:
       'svc addition: host the worker binds its rpc, push, fetch and replicate ports to and advertises in its id ' +
       '(SVC_LOCAL_HOSTNAME takes priority over the file).',
+  },
+  {
+    key: 'svc.worker.networkLocation',
+    type: 'string',
+    default: '/default-rack',
+    since: '0.6.0',
+    roles: WORKER,
+    check: rackPath,
+    description:
+      'svc addition: the worker’s rack, sent with its registration; with svc.client.reserveSlots.rackaware.enabled ' +
+      'a partition’s replica is placed on another rack than its primary, so that a rack cut off loses no data.',
   },
   workerPort('rpc', 'control-plane'),
   workerPort('push', 'push'),
