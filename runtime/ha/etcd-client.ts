@@ -75,6 +75,8 @@ export class EtcdClient {
       'grpc.max_reconnect_backoff_ms': 1000,
       'grpc.keepalive_time_ms': 10_000,
       'grpc.keepalive_timeout_ms': 5_000,
+      // A page of keys may exceed grpc's 4 MiB default; etcd sends up to its own limit.
+      'grpc.max_receive_message_length': 256 * 1024 * 1024,
     };
     this.channels = options.endpoints.map(
       (endpoint) => new grpc.Client(endpoint, credentials, channelOptions),

@@ -30,6 +30,8 @@ export class LeaderElection {
   private deadline: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
   private lease: bigint | undefined;
+  /** Leases given up while etcd was unreachable: etcd restores leases when it restarts, so they are revoked. */
+  private readonly staleLeases = new Set<bigint>();
   private stopped = false;
 
   constructor(
@@ -77,6 +79,7 @@ export class LeaderElection {
   private async round(): Promise<void> {
     if (this.stopped) return;
     try {
+      await this.revokeStaleLeases();
       if (this.keeper === undefined) await this.newLease();
       if (this.stopped || this.lease === undefined) return;
       const outcome = await this.store.campaign(this.options.leaderKey, this.options.nodeId, this.lease);
@@ -85,6 +88,18 @@ export class LeaderElection {
       else this.follow(textOf(outcome.holder), outcome.revision);
     } catch (error) {
       this.failed(error);
+    }
+  }
+
+  private async revokeStaleLeases(): Promise<void> {
+    for (const lease of [...this.staleLeases]) {
+      try {
+        await this.store.revokeLease(lease);
+      } catch (error) {
+        if (error instanceof EtcdCallError && error.unreachable) throw error;
+        // Already expired (NOT_FOUND): nothing left to revoke.
+      }
+      this.staleLeases.delete(lease);
     }
   }
 
@@ -133,7 +148,10 @@ export class LeaderElection {
     this.reset();
     this.lease = undefined;
     this.actUntil = 0;
-    if (lease !== undefined) void this.store.revokeLease(lease).catch(() => undefined);
+    if (lease !== undefined) {
+      this.staleLeases.add(lease);
+      void this.revokeStaleLeases().catch(() => undefined);
+    }
     if (leadership !== undefined) this.report({ kind: 'deposed', leadership, reason });
     else this.report({ kind: 'unreachable', reason });
     this.later();
