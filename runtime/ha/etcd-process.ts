@@ -76,6 +76,10 @@ export class EtcdProcess {
     ];
     const child = spawn(this.options.command ?? 'etcd', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.child = child;
+    // etcd cannot notice its parent's death; a parent that exits without stopping it (a test that threw) ends it.
+    const orphaned = (): void => void child.kill('SIGKILL');
+    process.once('exit', orphaned);
+    child.once('exit', () => process.removeListener('exit', orphaned));
     const timeoutMs = this.options.startTimeoutMs ?? 30_000;
     const lines = createInterface({ input: child.stderr });
     let address: string | undefined;
