@@ -120,6 +120,15 @@ export function actingAsLeader(state: HaState, now: number): boolean {
   return state.config.plantedBug === 'ha-acts-past-lease' || now < state.lease.actingUntil;
 }
 
+/**
+ * Whom a master that does not act names as leader in its "not leader" answers: the election's last report, unless
+ * that names itself (a report from before it stopped acting); null: it does not know, the caller tries another.
+ */
+export function leaderHint(state: HaState): string | null {
+  const value = state.leader.value;
+  return value === state.config.announce ? null : value;
+}
+
 interface Out {
   readonly now: number;
   readonly effects: HaEffect[];
