@@ -26,8 +26,7 @@ describe('planted bugs of master high availability', () => {
       let caught: number | undefined;
       for (let seed = 0; seed < withinSeeds && caught === undefined; seed += 1) {
         await nextTurn();
-        if (runHaSeed({ seed, plantedBug: bug }).violation?.invariant === invariant)
-          caught = seed;
+        if (runHaSeed({ seed, plantedBug: bug }).violation?.invariant === invariant) caught = seed;
       }
       assert.notEqual(caught, undefined, `no seed below ${withinSeeds} caught ${bug}`);
     });
