@@ -52,6 +52,11 @@ export interface HaRunOptions {
   readonly seed: number;
   readonly plantedBug?: PlantedBug;
   readonly trace?: boolean;
+  /**
+   * Test-only, to prove the checker of `ha-no-shuffle-lost` bites: the serving master answers before its write
+   * is confirmed (what the interpreter's held effects prevent).
+   */
+  readonly answerBeforeDurable?: boolean;
 }
 
 export interface HaRunResult {
@@ -150,6 +155,7 @@ class HaWorld {
     private readonly net: Rng,
     private readonly plantedBug: PlantedBug | undefined,
     private readonly tracing: boolean,
+    private readonly answerBeforeDurable: boolean,
   ) {
     const drift = () => 1 + uniform(rng, -TIMING.clockDrift, TIMING.clockDrift);
     this.store = new CoordinationModel(drift(), ELECTION);
@@ -457,16 +463,20 @@ class HaWorld {
     if (isChange) {
       serving.durable = { ...serving.durable, applications: changed.registry };
       serving.nextPersist += 1;
-      serving.held.push({ waitFor: serving.nextPersist, reply: () => reply('ok') });
+    }
+    // The answer waits for this step's persist and every one before it, as the interpreter holds effects behind an
+    // unconfirmed persist (or, with the checker's probe, for nothing).
+    serving.held.push({
+      waitFor: this.answerBeforeDurable ? 0 : serving.nextPersist,
+      reply: () => reply('ok'),
+    });
+    this.release(m);
+    if (isChange) {
       this.haInput(m, {
         kind: 'persist',
         id: serving.nextPersist,
         layout: durableLayout(PREFIX, serving.durable),
       });
-    } else {
-      // Behind every persist under way, as the interpreter holds later effects behind an unconfirmed persist.
-      serving.held.push({ waitFor: serving.nextPersist, reply: () => reply('ok') });
-      this.release(m);
     }
   }
 
@@ -499,6 +509,7 @@ class HaWorld {
     const key = `${client.appId}/${op.shuffleId}`;
     if (op.kind === 'register') this.acked.add(key);
     this.acknowledged += 1;
+    this.trace(`${client.name} acknowledged ${op.kind} ${key}`);
     client.done += 1;
     if (this.now > this.calm) client.doneAfterCalm += 1;
     delete client.current;
@@ -623,6 +634,7 @@ export function runHaSeed(options: HaRunOptions): HaRunResult {
     streamRng(options.seed, 'ha:network'),
     options.plantedBug,
     options.trace ?? false,
+    options.answerBeforeDurable ?? false,
   );
   const faults = drawFaults(streamRng(options.seed, 'ha:faults'));
   for (const m of world.masters)

@@ -31,4 +31,11 @@ describe('planted bugs of master high availability', () => {
       assert.notEqual(caught, undefined, `no seed below ${withinSeeds} caught ${bug}`);
     });
   }
+
+  it('finds answers given before the write is durable as a lost shuffle (the checker of ha-no-shuffle-lost bites)', () => {
+    const caught = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].find(
+      (seed) => runHaSeed({ seed, answerBeforeDurable: true }).violation?.invariant === 'ha-no-shuffle-lost',
+    );
+    assert.notEqual(caught, undefined, 'no seed below 10 lost an acknowledged shuffle');
+  });
 });
