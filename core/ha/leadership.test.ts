@@ -7,6 +7,7 @@ import {
   actingAsLeader,
   haStep,
   initialHaState,
+  leaderHint,
   type HaConfig,
   type HaEffect,
   type HaInput,
@@ -155,6 +156,16 @@ describe('the leadership machine', () => {
       'stops acting',
     );
     h.only(effects, 'getPrefix');
+  });
+
+  it('never names itself as leader once it stopped acting', () => {
+    const h = new Harness();
+    h.lead();
+    const observe = h.requests(h.effects).find((r) => r.kind === 'observe')!;
+    h.answer({ kind: 'leaderIs', op: observe.op, value: CONFIG.announce, revision: 5 });
+    assert.equal(leaderHint(h.state), null, 'not itself');
+    h.answer({ kind: 'leaderIs', op: observe.op, value: 'm2@h2:9097', revision: 9 });
+    assert.equal(leaderHint(h.state), 'm2@h2:9097', 'the reported leader');
   });
 
   it('resigning revokes the lease at once', () => {
