@@ -59,6 +59,19 @@ export const PLANTED_BUGS = [
   'silent-peer-never-heard',
   /** The master ignores the user quota when it registers a new shuffle (core/machines/master/quota.ts). */
   'quota-user-ignored',
+  /**
+   * A master of a high-availability group goes on acting as leader past its acting deadline, until the store tells
+   * it otherwise (core/ha/leadership.ts): a frozen or partitioned leader acts alongside its successor.
+   */
+  'ha-acts-past-lease',
+  /** The leader's durable writes carry no fence, only compare-and-swap (core/ha/key-layout.ts, planWrites). */
+  'ha-unfenced-writes',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];
+
+/**
+ * The planted bugs of master high availability: the cluster swarm runs one master, so these are proved caught by
+ * the simulator's focused run of a group of masters on the coordination store's model (sim/ha/).
+ */
+export const HA_PLANTED_BUGS: readonly PlantedBug[] = ['ha-acts-past-lease', 'ha-unfenced-writes'];

@@ -22,6 +22,7 @@ import {
   type SeedFindings,
 } from './summary.ts';
 import { SCENARIOS, scenarioNamed } from './scenarios.ts';
+import { runHaSeed } from './ha/group-run.ts';
 
 interface Options {
   readonly seed?: number;
@@ -39,6 +40,7 @@ interface Options {
   readonly minutes: number;
   readonly maxFailures: number;
   readonly jobs: number;
+  readonly ha: boolean;
 }
 
 const integer = (name: string) => (text: string) => {
@@ -76,6 +78,11 @@ const program = new Command()
       PLANTED_BUGS,
     ),
   )
+  .option(
+    '--ha',
+    'run the group of masters on the coordination store model instead (docs/high-availability.md; --seed, --seeds, --from, --bug, --trace)',
+    false,
+  )
   .option('--no-shrink', 'do not shrink failing seeds')
   .option('--shrink-runs <n>', 'runs a shrink may spend per failing seed', integer('--shrink-runs'), 300)
   .option('--soak', 'run seeds until --minutes have passed (nightly)', false)
@@ -106,6 +113,7 @@ const program = new Command()
 await program.parseAsync(process.argv);
 
 async function main(options: Options): Promise<number> {
+  if (options.ha) return ha(options);
   const scenario = scenarioNamed(options.scenario);
   if (options.seed !== undefined) return single(options, scenario, options.seed);
   if (options.faults !== undefined || options.knobs !== undefined) {
@@ -115,6 +123,38 @@ async function main(options: Options): Promise<number> {
   const deadline = options.soak ? performance.now() + options.minutes * 60_000 : Infinity;
   const count = options.soak ? Infinity : (options.seeds ?? 100);
   return many(options, scenario, first, count, deadline);
+}
+
+/** Seeds of the high-availability group's simulation (sim/ha/): one with its trace, or many with a count. */
+function ha(options: Options): number {
+  const bug = options.bug === undefined ? {} : { plantedBug: options.bug };
+  if (options.seed !== undefined) {
+    const result = runHaSeed({ seed: options.seed, trace: options.trace, ...bug });
+    if (options.trace) console.log(result.trace);
+    console.log(`faults: ${result.faults.join(' ')}`);
+    console.log(`terms served ${result.terms}, client operations acknowledged ${result.acknowledged}`);
+    console.log(
+      result.violation === undefined
+        ? `seed ${options.seed}: ok`
+        : `seed ${options.seed}: ${result.violation.invariant} at ${result.violation.time.toFixed(1)} ms: ${result.violation.detail}`,
+    );
+    return result.violation === undefined ? 0 : 1;
+  }
+  const first = options.from ?? 0;
+  const count = options.seeds ?? 100;
+  const failed: string[] = [];
+  let terms = 0;
+  for (let seed = first; seed < first + count; seed += 1) {
+    const result = runHaSeed({ seed, ...bug });
+    terms += result.terms;
+    if (result.violation !== undefined)
+      failed.push(
+        `seed ${seed}: ${result.violation.invariant}: ${result.violation.detail} (replay: npm run sim -- --ha --seed ${seed}${options.bug === undefined ? '' : ` --bug ${options.bug}`} --trace)`,
+      );
+  }
+  console.log(`ha: ${count} seeds from ${first}, ${terms} terms served, ${failed.length} failed`);
+  for (const line of failed.slice(0, options.maxFailures)) console.log(`  ${line}`);
+  return failed.length === 0 ? 0 : 1;
 }
 
 function single(options: Options, scenario: Scenario, seed: number): number {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { PLANTED_BUGS, type PlantedBug } from '../core/planted-bugs.ts';
+import { HA_PLANTED_BUGS, PLANTED_BUGS, type PlantedBug } from '../core/planted-bugs.ts';
 import type { InvariantName } from './world/invariant-catalogue.ts';
 import { replayCommand, runSeed, shrinkFailure, type RunResult, type Scenario } from './run.ts';
 import { SCENARIOS } from './scenarios.ts';
@@ -12,9 +12,14 @@ import { SCENARIOS } from './scenarios.ts';
  * The budgets are about three times the first seed that finds each bug today, so that unrelated changes to the
  * machines (which move every run) do not make the proof flaky.
  */
+type ClusterBug = Exclude<PlantedBug, 'ha-acts-past-lease' | 'ha-unfenced-writes'>;
+
+/** The cluster swarm's planted bugs: those of master high availability are proved in sim/ha/planted-bugs.test.ts. */
+const CLUSTER_BUGS = PLANTED_BUGS.filter((bug): bug is ClusterBug => !HA_PLANTED_BUGS.includes(bug));
+
 const PROOF: Readonly<
   Record<
-    PlantedBug,
+    ClusterBug,
     { readonly invariant: InvariantName; readonly withinSeeds: number; readonly scenario?: string }
   >
 > = {
@@ -66,10 +71,10 @@ async function firstCatch(
 
 describe('planted bugs', () => {
   it('has a proof for every planted bug', () => {
-    assert.deepEqual(Object.keys(PROOF).sort(), [...PLANTED_BUGS].sort());
+    assert.deepEqual(Object.keys(PROOF).sort(), [...CLUSTER_BUGS].sort());
   });
 
-  for (const bug of PLANTED_BUGS) {
+  for (const bug of CLUSTER_BUGS) {
     const { invariant, withinSeeds, scenario: name = 'swarm' } = PROOF[bug];
     const scenario = SCENARIOS[name]!;
     it(`finds '${bug}' as a violation of ${invariant} within ${withinSeeds} ${name} seeds, and shrinks it`, async () => {
