@@ -4,7 +4,16 @@ import { boundaryConfigs } from './tools/eslint/boundaries.js';
 import { assertMessageRule } from './tools/eslint/assert-message-rule.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '**/fixtures/**', 'coverage/**', 'runtime/wire/proto/gen/**', 'dist/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '**/fixtures/**',
+      'coverage/**',
+      'runtime/wire/proto/gen/**',
+      'runtime/ha/proto/gen/**',
+      'dist/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -40,7 +40,7 @@ export {
   type MasterFacts,
   type WorkerFacts,
 } from './machine-configs.ts';
-export { parseMasterUrl, type MasterUrl } from './master-url.ts';
+export { parseMasterUrl, parseMasterUrls, type MasterUrl, type MasterUrls } from './master-url.ts';
 export { unprefixedConf, type EngineConf } from './engine-prefix.ts';
 export { formatNoEffectNotice, noEffectWarning } from './no-effect.ts';
 export {

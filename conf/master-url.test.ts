@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { parseMasterUrl } from './master-url.ts';
+import { parseMasterUrl, parseMasterUrls } from './master-url.ts';
 
 describe('master URL', () => {
   it('reads svc://host:port', () => {
@@ -33,5 +33,29 @@ describe('master URL', () => {
     }
     const parsed = parseMasterUrl('master-1:9097');
     assert.match(parsed.ok ? '' : parsed.message, /expected svc:\/\/<master-host>:<master-port>/);
+  });
+});
+
+describe('the master URL of a high-availability group', () => {
+  it('reads svc://h1:p1,h2:p2,h3:p3 in order, and a single master as a group of one', () => {
+    assert.deepEqual(parseMasterUrls('svc://m1:9097,m2:9098,10.0.0.3:9097'), {
+      ok: true,
+      masters: [
+        { host: 'm1', port: 9097 },
+        { host: 'm2', port: 9098 },
+        { host: '10.0.0.3', port: 9097 },
+      ],
+    });
+    assert.deepEqual(parseMasterUrls('svc://m1:9097'), { ok: true, masters: [{ host: 'm1', port: 9097 }] });
+  });
+
+  it('refuses an address without a port, a duplicate, or the scheme of another release, naming the address', () => {
+    const noPort = parseMasterUrls('svc://m1:9097,m2');
+    assert.match(noPort.ok ? '' : noPort.message, /'svc:\/\/m2' is not a master URL/);
+    const twice = parseMasterUrls('svc://m1:9097,m1:9097');
+    assert.match(twice.ok ? '' : twice.message, /names m1:9097 twice/);
+    const old = parseMasterUrls('rss://m1:9097,m2:9097');
+    assert.match(old.ok ? '' : old.message, /scheme is svc:\/\/ since 0\.3\.0/);
+    assert.equal(parseMasterUrls('m1:9097,m2:9097').ok, false, 'no scheme');
   });
 });

@@ -29,3 +29,41 @@ export function parseMasterUrl(text: string, release: Release = CURRENT_RELEASE)
   }
   return { ok: true, host, port };
 }
+
+export type MasterUrls =
+  | { readonly ok: true; readonly masters: readonly { readonly host: string; readonly port: number }[] }
+  | { readonly ok: false; readonly message: string };
+
+/**
+ * The master URL of a high-availability group, `svc://h1:p1,h2:p2,h3:p3`: one scheme, then every master's
+ * host:port; a single master is the one-element case of the same form. Each address is checked as parseMasterUrl
+ * checks one, and the message names the address at fault.
+ */
+export function parseMasterUrls(text: string, release: Release = CURRENT_RELEASE): MasterUrls {
+  const trimmed = text.trim();
+  const separator = trimmed.indexOf('://');
+  if (separator < 0) {
+    // Not a URL at all: the single form's message says what to write.
+    const parsed = parseMasterUrl(trimmed, release);
+    return parsed.ok ? { ok: true, masters: [{ host: parsed.host, port: parsed.port }] } : parsed;
+  }
+  const scheme = trimmed.slice(0, separator);
+  const addresses = trimmed
+    .slice(separator + 3)
+    .replace(/\/$/, '')
+    .split(',')
+    .map((address) => address.trim());
+  const masters: { host: string; port: number }[] = [];
+  for (const address of addresses) {
+    const parsed = parseMasterUrl(`${scheme}://${address}`, release);
+    if (!parsed.ok) {
+      const form = `${masterUrlScheme(release)}://<host>:<port>[,<host>:<port>…]`;
+      return { ok: false, message: `'${text}': ${parsed.message}; a group of masters is written ${form}` };
+    }
+    if (masters.some((master) => master.host === parsed.host && master.port === parsed.port)) {
+      return { ok: false, message: `'${text}' names ${address} twice` };
+    }
+    masters.push({ host: parsed.host, port: parsed.port });
+  }
+  return { ok: true, masters };
+}

@@ -41,8 +41,8 @@ function escapeRegExp(text: string): string {
 
 /** One name segment, as a substitution or a registry placeholder (`<id>`) may stand for. */
 const SEGMENT = '[A-Za-z0-9_<>-]+';
-/** A key's whole name: `svc.` and dotted segments, nothing else (no spaces, no `=`). */
-const KEY_LIKE = /^svc\.[A-Za-z0-9_.<>-]+$/;
+/** A key's whole name: `svc.` (or the contract's `raft.`) and dotted segments, nothing else (no spaces, no `=`). */
+const KEY_LIKE = /^(?:svc|raft)\.[A-Za-z0-9_.<>-]+$/;
 
 /**
  * What a substitution can stand for: the alternatives of its type when that is a union of string literals (`role`

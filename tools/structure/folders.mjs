@@ -54,6 +54,7 @@ export const mayImport = {
   ],
   'runtime/client': ['core', 'conf', 'runtime:files', 'runtime/wire', 'runtime/driver', 'runtime/transport'],
   'runtime/cluster': ['core', 'conf', 'runtime:files', 'runtime/process'],
+  'runtime/ha': ['core', 'conf', 'runtime:files'],
   'runtime/demo': ['core', 'conf', 'runtime:files', 'runtime/driver', 'runtime/client', 'runtime/cluster'],
   'runtime/cli': [
     'core',
@@ -82,6 +83,7 @@ export const mayImport = {
     'runtime/cluster',
     'runtime/demo',
     'runtime/cli',
+    'runtime/ha',
   ],
   'runtime/chaos': ['core', 'conf', 'runtime:files', 'runtime/client', 'runtime/cluster', 'runtime/testing'],
   sim: ['core', 'conf', 'sim'],

@@ -1,15 +1,7 @@
 /** Keys every role reads: where the master is, timeouts, storage tiers, metrics, pass-through prefixes. */
 import { STORAGE_TYPES } from '../../../core/domain/index.ts';
 import { hostPortList, keyValueList } from '../checks.ts';
-import {
-  ALL_ROLES,
-  CLIENT,
-  compatibilityOnly,
-  type KeySpec,
-  MASTER,
-  notImplementedYet,
-  SERVERS,
-} from '../spec.ts';
+import { ALL_ROLES, CLIENT, compatibilityOnly, type KeySpec, MASTER, SERVERS } from '../spec.ts';
 
 export const COMMON_KEYS: readonly KeySpec[] = [
   {
@@ -314,14 +306,16 @@ export const COMMON_KEYS: readonly KeySpec[] = [
     key: 'raft.client.rpc.request.timeout',
     type: 'time',
     roles: MASTER,
-    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
-    description: 'Time a master of a high-availability group waits for a request to the coordination store.',
+    description:
+      'Time a master of a high-availability group waits for a request to the coordination store (etcd): the ' +
+      'deadline of each call (docs/high-availability.md, Configuration).',
   },
   {
     key: 'raft.client.rpc.watch.request.timeout',
     type: 'time',
     roles: MASTER,
-    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
-    description: 'Time a master of a high-availability group waits for a watch on the coordination store.',
+    description:
+      'Time a master of a high-availability group waits for a watch on the coordination store (etcd) to be ' +
+      'confirmed before it reads the key again (docs/high-availability.md, Configuration).',
   },
 ];

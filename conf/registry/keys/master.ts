@@ -1,5 +1,5 @@
 /** Keys of the master: addresses, slot offers, worker tracking, high availability. */
-import { regularExpression } from '../checks.ts';
+import { hostPortList, regularExpression } from '../checks.ts';
 import { ALL_ROLES, MASTER, compatibilityOnly, notImplementedYet, type KeySpec, type Role } from '../spec.ts';
 
 const PORT = { type: 'int', min: 0, max: 65535 } as const;
@@ -360,21 +360,22 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: ALL_ROLES,
-    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
+    effect: notImplementedYet(
+      'the master does not run as a group yet: its coordination store on etcd exists (runtime/ha/), the master does not use it',
+      'master high availability, docs/architecture.md',
+    ),
     description: 'Whether the masters run as a high-availability group.',
   },
   {
     key: 'svc.master.ha.node.id',
     type: 'string',
     roles: MASTER,
-    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Id of this master within its high-availability group.',
   },
   {
     key: 'svc.master.ha.node.<id>.host',
     type: 'string',
     roles: ALL_ROLES,
-    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Host of master <id> of the high-availability group.',
   },
   {
@@ -383,7 +384,6 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     min: 1,
     default: '9097',
     roles: ALL_ROLES,
-    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Control-plane port of master <id> of the high-availability group.',
   },
   {
@@ -392,7 +392,68 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     min: 1,
     default: '8097',
     roles: ALL_ROLES,
-    effect: notImplementedYet('svc runs one master', 'master high availability, docs/architecture.md'),
     description: 'Internal port of master <id> of the high-availability group.',
+  },
+  {
+    key: 'svc.master.ha.etcd.endpoints',
+    type: 'list',
+    since: '0.6.0',
+    roles: MASTER,
+    check: hostPortList,
+    description:
+      'svc addition: addresses (host:port) of the etcd members that hold the high-availability group’s leader key ' +
+      'and state (docs/high-availability.md); required with svc.master.ha.enabled.',
+  },
+  {
+    key: 'svc.master.ha.etcd.keyPrefix',
+    type: 'string',
+    default: '/svc/',
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: the prefix of every etcd key of the group (its leader key and state), so that several svc ' +
+      'clusters can share one etcd.',
+  },
+  {
+    key: 'svc.master.ha.etcd.ssl.caFile',
+    type: 'string',
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: PEM file of the authority that signed the etcd members’ certificates; set, the masters speak ' +
+      'TLS to etcd (etcd --cert-file/--key-file).',
+  },
+  {
+    key: 'svc.master.ha.etcd.ssl.certFile',
+    type: 'string',
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: PEM file of the certificate a master presents to etcd when etcd asks clients for one ' +
+      '(etcd --client-cert-auth); with svc.master.ha.etcd.ssl.keyFile.',
+  },
+  {
+    key: 'svc.master.ha.etcd.ssl.keyFile',
+    type: 'string',
+    since: '0.6.0',
+    roles: MASTER,
+    description: 'svc addition: PEM file of the key of svc.master.ha.etcd.ssl.certFile.',
+  },
+  {
+    key: 'svc.master.ha.etcd.user',
+    type: 'string',
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: the etcd user the masters authenticate as when etcd’s authentication is on (etcdctl auth ' +
+      'enable); with svc.master.ha.etcd.password.',
+  },
+  {
+    key: 'svc.master.ha.etcd.password',
+    type: 'string',
+    since: '0.6.0',
+    roles: MASTER,
+    secret: true,
+    description: 'svc addition: the password of svc.master.ha.etcd.user.',
   },
 ];
