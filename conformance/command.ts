@@ -1,5 +1,4 @@
 // `svc conformance`: checks a running deployment against the contract, rule by rule (conformance/, docs/conformance.md).
-import path from 'node:path';
 import { svcServerCommand } from '../runtime/cluster/server-process.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { normalRelease } from './expectations/releases.ts';
