@@ -1,12 +1,14 @@
 #!/usr/bin/env node
-// The `svc` command: runs the TypeScript CLI through tsx so that `npx svc ...` works straight after `npm ci`. It is
-// where the runtime's commands and the conformance suite's meet: the suite imports the runtime's client, never the
-// reverse.
-import { register } from 'tsx/esm/api';
+// The `svc` command. An installed package runs its compiled JavaScript (dist/, made by `npm run build`); a source
+// checkout (which has a tsconfig.json) runs the TypeScript through tsx, so that `npx svc ...` works straight after
+// `npm ci` and never runs a stale build.
+import { existsSync } from 'node:fs';
 
-register();
-const { svcProgram } = await import('../runtime/cli/program.ts');
-const { conformanceCommand } = await import('../conformance/command.ts');
-const program = svcProgram();
-program.addCommand(conformanceCommand());
-await program.parseAsync(process.argv);
+const compiled = new URL('../dist/bin/svc-program.js', import.meta.url);
+if (!existsSync(new URL('../tsconfig.json', import.meta.url)) && existsSync(compiled)) {
+  await import(compiled.href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('./svc-program.ts');
+}

@@ -1,5 +1,5 @@
 // `svc conformance`: checks a running deployment against the contract, rule by rule (conformance/, docs/conformance.md).
-import path from 'node:path';
+import { svcServerCommand } from '../runtime/cluster/server-process.ts';
 import { Command, InvalidArgumentError } from 'commander';
 import { normalRelease } from './expectations/releases.ts';
 import { report } from './report/output.ts';
@@ -25,7 +25,7 @@ function release(text: string): string {
 
 /** This package's own `svc`, the default launcher of the servers the suite starts itself. */
 function ownServerCommand(): string[] {
-  return [process.execPath, path.resolve(import.meta.dirname, '../bin/svc.mjs')];
+  return svcServerCommand();
 }
 
 interface Flags {

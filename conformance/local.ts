@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { svcServerCommand } from '../runtime/cluster/server-process.ts';
 import { Command } from 'commander';
 import { LocalCluster } from '../runtime/cluster/local-cluster.ts';
 import {
@@ -24,7 +25,7 @@ import type { RuleRow, Target } from './report/row.ts';
 import { report } from './report/output.ts';
 import { runChecks } from './runner.ts';
 
-const SERVER_COMMAND = [process.execPath, path.resolve(import.meta.dirname, '../bin/svc.mjs')];
+const SERVER_COMMAND = svcServerCommand();
 
 /** HTTP authentication (from 0.6.0, the release it arrived in) on every node, with a fresh administrator. */
 function httpAuth(password: string): string[] {

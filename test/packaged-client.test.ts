@@ -9,12 +9,23 @@
 // map, the compiled JavaScript, the bin) is what a registry install gives.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { LocalCluster } from '../runtime/cluster/local-cluster.ts';
+import { ServerProcess, STARTUP_WAIT_MS } from '../runtime/cluster/server-process.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -60,7 +71,13 @@ describe('the packed client in an application outside the repository', () => {
     const installed = path.join(appDir, 'node_modules', 'svc');
     mkdirSync(installed, { recursive: true });
     await run('tar', ['-xzf', path.join(packDir, filename), '-C', installed, '--strip-components=1']);
-    symlinkSync(realpathSync(path.join(ROOT, 'node_modules')), path.join(installed, 'node_modules'), 'dir');
+    // The repository's packages, each linked, less tsx: an installed package must run without it.
+    const modules = path.join(installed, 'node_modules');
+    mkdirSync(modules);
+    for (const name of readdirSync(path.join(ROOT, 'node_modules'))) {
+      if (name === 'tsx' || name === '.bin' || name.startsWith('.package-lock')) continue;
+      symlinkSync(realpathSync(path.join(ROOT, 'node_modules', name)), path.join(modules, name), 'dir');
+    }
     writeFileSync(
       path.join(appDir, 'package.json'),
       JSON.stringify({
@@ -130,5 +147,38 @@ describe('the packed client in an application outside the repository', () => {
       { cwd: appDir, env: plainEnv() },
     );
     assert.match(conformance.stdout, /--master/);
+  });
+
+  it('runs a master from the installed package, compiled, without tsx', async () => {
+    const bin = path.join(appDir, 'node_modules', 'svc', 'bin', 'svc.mjs');
+    assert.throws(
+      () => createRequire(bin).resolve('tsx'),
+      { code: 'MODULE_NOT_FOUND' },
+      'the installed package cannot reach tsx',
+    );
+    const master = new ServerProcess({
+      name: 'installed-master',
+      command: [process.execPath, bin],
+      args: [
+        'master',
+        '--conf',
+        'svc.master.port=0',
+        '--conf',
+        'svc.master.http.port=0',
+        '--conf',
+        `svc.master.state.dir=${path.join(workDir!, 'master-state')}`,
+      ],
+      logFile: path.join(workDir!, 'installed-master.log'),
+      env: plainEnv() as Record<string, string>,
+    });
+    try {
+      const listening = await master.waitForEvent('listening', STARTUP_WAIT_MS);
+      assert.ok((listening.rpc as { port: number }).port > 0, 'the master listens');
+      // It ran the package's compiled JavaScript: tsx, which could run the TypeScript, is not installed here.
+      const { stdout } = await run(process.execPath, [bin, '--help'], { cwd: appDir, env: plainEnv() });
+      assert.match(stdout, new RegExp(`Documentation: ${path.join(appDir, 'node_modules', 'svc', 'docs')}`));
+    } finally {
+      await master.stop();
+    }
   });
 });

@@ -1,7 +1,7 @@
 // `svc conf`: check, migrate, show and document configuration. The files and the environment are read here; every
 // decision is conf/'s.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import { Command, Option } from 'commander';
 import {
   checkConfigText,
@@ -17,8 +17,9 @@ import {
 } from '../../conf/index.ts';
 import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
 import { localPlatform } from '../platform.ts';
+import { installedDocs } from './docs-location.ts';
 
-const DOCS_PATH = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url));
+const DOCS_PATH = path.join(installedDocs() ?? 'docs', 'configuration.md');
 
 function readText(path: string): string {
   if (!existsSync(path)) throw new CliFailure(`${path}: no such file`);

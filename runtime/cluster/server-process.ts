@@ -3,8 +3,15 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { allocatorEnvironment } from '../process/allocator.ts';
+import { ownModuleCommand } from '../process/own-entry.ts';
 
-const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+/** svc's own command line, compiled or through tsx as this copy runs (runtime/process/own-entry.ts). */
+const CLI = ownModuleCommand('cli/main');
+
+/** The command line of this copy's `svc` servers (`… master`, `… worker`), for launchers outside runtime/. */
+export function svcServerCommand(): string[] {
+  return [...CLI];
+}
 /** The test-only entry that takes ServerTestHooks (absent from an installed package: only tests use it). */
 const TEST_SERVER = fileURLToPath(new URL('../testing/test-server.ts', import.meta.url));
 
@@ -82,8 +89,11 @@ export class ServerProcess {
       testing.plantedBug === undefined &&
       testing.bindHost === undefined &&
       testing.durableWriteDelayMs === undefined
-        ? [CLI]
+        ? CLI
         : [
+            process.execPath,
+            '--import',
+            'tsx',
             TEST_SERVER,
             ...(testing.plantedBug === undefined ? [] : ['--planted-bug', testing.plantedBug]),
             ...(testing.bindHost === undefined ? [] : ['--bind-host', testing.bindHost]),
@@ -91,7 +101,7 @@ export class ServerProcess {
               ? []
               : ['--durable-write-delay', String(testing.durableWriteDelayMs)]),
           ];
-    const argv = [...(options.command ?? [process.execPath, '--import', 'tsx', ...entry]), ...options.args];
+    const argv = [...(options.command ?? entry), ...options.args];
     // `ip netns exec` execs the server after entering the namespace: the child's pid and signals are the server's.
     const [command, ...args] =
       options.namespace === undefined ? argv : ['ip', 'netns', 'exec', options.namespace, ...argv];

@@ -3,11 +3,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { ownModuleCommand } from '../process/own-entry.ts';
 import { decodeLine, encodeLine, type FromExecutor, type ToExecutor } from './protocol.ts';
 
-const EXECUTOR = fileURLToPath(new URL('./executor.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
+const EXECUTOR = ownModuleCommand('demo/executor');
 
 export class ExecutorProcess {
   readonly child: ChildProcess;
@@ -24,7 +23,7 @@ export class ExecutorProcess {
     private readonly onExit: (from: ExecutorProcess, code: number | null) => void,
   ) {
     this.log = createWriteStream(logFile, { flags: 'a' });
-    this.child = spawn(process.execPath, ['--import', TSX, EXECUTOR], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(EXECUTOR[0]!, EXECUTOR.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
     this.child.stdin!.on('error', () => undefined); // an executor that died: its exit says so
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
       const message = decodeLine<FromExecutor>(line);
