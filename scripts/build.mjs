@@ -12,7 +12,10 @@ const ASSETS = ['runtime/http/openapi'];
 
 rmSync(dist, { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], {
+  cwd: root,
+  stdio: 'inherit',
+});
 for (const asset of ASSETS) {
   cpSync(path.join(root, asset), path.join(dist, asset), {
     recursive: true,

@@ -3,7 +3,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { allocatorEnvironment } from '../process/allocator.ts';
-import { ownModuleCommand } from '../process/own-entry.ts';
+import { ownModuleCommand } from '../own-entry.ts';
 
 /** svc's own command line, compiled or through tsx as this copy runs (runtime/process/own-entry.ts). */
 const CLI = ownModuleCommand('cli/main');

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { ownModuleCommand } from '../process/own-entry.ts';
+import { ownModuleCommand } from '../own-entry.ts';
 import { decodeLine, encodeLine, type FromExecutor, type ToExecutor } from './protocol.ts';
 
 const EXECUTOR = ownModuleCommand('demo/executor');

@@ -12,11 +12,11 @@ export const RUNS_COMPILED = import.meta.url.endsWith('.js');
  */
 export function ownModuleCommand(fromRuntime: string): string[] {
   if (RUNS_COMPILED)
-    return [process.execPath, fileURLToPath(new URL(`../${fromRuntime}.js`, import.meta.url))];
+    return [process.execPath, fileURLToPath(new URL(`./${fromRuntime}.js`, import.meta.url))];
   return [
     process.execPath,
     '--import',
     import.meta.resolve('tsx'),
-    fileURLToPath(new URL(`../${fromRuntime}.ts`, import.meta.url)),
+    fileURLToPath(new URL(`./${fromRuntime}.ts`, import.meta.url)),
   ];
 }
