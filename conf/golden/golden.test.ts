@@ -2,21 +2,29 @@
 // inputs; after an intended change, regenerate them with `SVC_UPDATE_GOLDEN=1 npm test -- conf/golden` and review
 // the diff.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 
 const root = new URL('../../', import.meta.url);
 const update = process.env.SVC_UPDATE_GOLDEN === '1';
 
-/** Runs `svc ...` from the repository root with an environment that holds nothing of svc's. */
-function svc(...args: string[]): { stdout: string; stderr: string; status: number | null } {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'runtime/cli/main.ts', ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '' },
-    encoding: 'utf8',
+/**
+ * Runs `svc ...` from the repository root with an environment that holds nothing of svc's. Asynchronously: a
+ * synchronous child of several seconds each, one after another, left the test watchdog no turn of the event loop.
+ */
+function svc(...args: string[]): Promise<{ stdout: string; stderr: string; status: number | null }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'runtime/cli/main.ts', ...args],
+      { cwd: root, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        const code = (error as { code?: unknown } | null)?.code;
+        resolve({ stdout, stderr, status: error === null ? 0 : typeof code === 'number' ? code : null });
+      },
+    );
   });
-  return { stdout: result.stdout, stderr: result.stderr, status: result.status };
 }
 
 function expectGolden(actual: string, name: string): void {
@@ -26,8 +34,8 @@ function expectGolden(actual: string, name: string): void {
 }
 
 describe('svc conf (golden)', () => {
-  it('check: a removed key, a deprecated key, a typo and a bad value, as of 0.6.0 → exit 1', () => {
-    const result = svc('conf', 'check', 'conf/golden/check-mixed.conf');
+  it('check: a removed key, a deprecated key, a typo and a bad value, as of 0.6.0 → exit 1', async () => {
+    const result = await svc('conf', 'check', 'conf/golden/check-mixed.conf');
     expectGolden(result.stdout, 'check-mixed.expected.txt');
     const lines = result.stdout.trimEnd().split('\n');
     assert.match(lines[0] ?? '', /:3: error: .*removed in 0\.6\.0/);
@@ -49,14 +57,14 @@ describe('svc conf (golden)', () => {
     assert.equal(result.status, 1);
   });
 
-  it('check: the same file as of 0.5.0, when the removed key still existed → still exit 1 (the bad value)', () => {
-    const result = svc('conf', 'check', 'conf/golden/check-mixed.conf', '--release', '0.5.0');
+  it('check: the same file as of 0.5.0, when the removed key still existed → still exit 1 (the bad value)', async () => {
+    const result = await svc('conf', 'check', 'conf/golden/check-mixed.conf', '--release', '0.5.0');
     expectGolden(result.stdout, 'check-mixed-0.5.0.expected.txt');
     assert.equal(result.status, 1);
   });
 
-  it('check: a clean file → exit 0, a key with no effect in svc named in a notice that does not change it', () => {
-    const result = svc('conf', 'check', 'conf/golden/check-clean.conf');
+  it('check: a clean file → exit 0, a key with no effect in svc named in a notice that does not change it', async () => {
+    const result = await svc('conf', 'check', 'conf/golden/check-clean.conf');
     assert.equal(
       result.stdout,
       'conf/golden/check-clean.conf:5: notice: svc.worker.flusher.buffer.size is accepted for compatibility, no ' +
@@ -66,8 +74,16 @@ describe('svc conf (golden)', () => {
     assert.equal(result.status, 0);
   });
 
-  it('migrate: a 0.3-era file to 0.6.0 → the upgraded file on stdout, the report on stderr, exit 0', () => {
-    const result = svc('conf', 'migrate', 'conf/golden/migrate-0.3.conf', '--from', '0.3.0', '--to', '0.6.0');
+  it('migrate: a 0.3-era file to 0.6.0 → the upgraded file on stdout, the report on stderr, exit 0', async () => {
+    const result = await svc(
+      'conf',
+      'migrate',
+      'conf/golden/migrate-0.3.conf',
+      '--from',
+      '0.3.0',
+      '--to',
+      '0.6.0',
+    );
     expectGolden(result.stdout, 'migrate-0.3.expected.conf');
     expectGolden(result.stderr, 'migrate-0.3.expected-report.txt');
     assert.match(result.stdout, /^svc\.storage\.availableTypes HDD,SSD$/m);
@@ -77,11 +93,11 @@ describe('svc conf (golden)', () => {
     assert.equal(result.status, 0);
   });
 
-  it('refuses a release that is not one, and a file that does not exist, with exit 2', () => {
-    const badRelease = svc('conf', 'check', 'conf/golden/check-clean.conf', '--release', 'latest');
+  it('refuses a release that is not one, and a file that does not exist, with exit 2', async () => {
+    const badRelease = await svc('conf', 'check', 'conf/golden/check-clean.conf', '--release', 'latest');
     assert.match(badRelease.stderr, /'latest' is not a release/);
     assert.equal(badRelease.status, 2);
-    const missing = svc('conf', 'check', 'conf/golden/no-such-file.conf');
+    const missing = await svc('conf', 'check', 'conf/golden/no-such-file.conf');
     assert.match(missing.stderr, /no such file/);
     assert.equal(missing.status, 2);
   });
