@@ -18,6 +18,7 @@ import {
   partialFrameLimitBytes,
   type BackPressureLimits,
   type CongestionConfig,
+  type CongestionWatermarks,
   DEFAULT_CREATE_FILE_POLICY,
   DEFAULT_EVICT_POLICY,
   parseCreateFilePolicy,
@@ -25,6 +26,7 @@ import {
   type DiskReserve,
   type DistributedType,
 } from '../core/storage/index.ts';
+import { dynamicView, type DynamicConfig } from './dynamic.ts';
 import { nameReadAt } from './registry/history.ts';
 import { REGISTRY } from './registry/registry.ts';
 import type { Role } from './registry/spec.ts';
@@ -290,19 +292,33 @@ export function workerConfigFrom(
 
 const CONGESTION_ENABLED = 'svc.worker.congestionControl.enabled';
 
-/** The watermarks (unset: unlimited), the sample window and the check interval of a worker's congestion control. */
-export function congestionConfigFrom(conf: ResolvedConfig, current: ResolvedConfig): CongestionConfig {
+/**
+ * The watermarks of a worker's congestion control (unset: unlimited), through the dynamic configuration's SYSTEM
+ * level when one is given (the keys are dynamic: a worker resolves them again at each reload of the store).
+ */
+export function congestionWatermarksFrom(
+  conf: ResolvedConfig,
+  dynamic?: DynamicConfig,
+): CongestionWatermarks {
+  const view = dynamic === undefined ? conf : dynamicView(conf, dynamic);
   const marks = (measure: string) => ({
-    low: conf.getBytes(`svc.worker.congestionControl.${measure}.low.watermark`),
-    high: conf.getBytes(`svc.worker.congestionControl.${measure}.high.watermark`),
+    low: view.getBytes(`svc.worker.congestionControl.${measure}.low.watermark`),
+    high: view.getBytes(`svc.worker.congestionControl.${measure}.high.watermark`),
   });
-  // Both keys came after the watermarks (0.3.0 and 0.3.2): an older release uses today's defaults.
-  const window = 'svc.worker.congestionControl.sample.time.window';
-  const check = 'svc.worker.congestionControl.check.interval';
   return {
     diskBuffer: marks('diskBuffer'),
     userProduceSpeed: marks('userProduceSpeed'),
     workerProduceSpeed: marks('workerProduceSpeed'),
+  };
+}
+
+/** The watermarks (unset: unlimited), the sample window and the check interval of a worker's congestion control. */
+export function congestionConfigFrom(conf: ResolvedConfig, current: ResolvedConfig): CongestionConfig {
+  // Both keys came after the watermarks (0.3.0 and 0.3.2): an older release uses today's defaults.
+  const window = 'svc.worker.congestionControl.sample.time.window';
+  const check = 'svc.worker.congestionControl.check.interval';
+  return {
+    ...congestionWatermarksFrom(conf),
     sampleWindowMs: conf.optional(window, 'getDurationMs') ?? current.getDurationMs(window),
     checkIntervalMs: conf.optional(check, 'getDurationMs') ?? current.getDurationMs(check),
   };

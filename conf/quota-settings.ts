@@ -10,6 +10,8 @@ import {
   type QuotaMetric,
   type QuotaSettings,
 } from '../core/quota/index.ts';
+import { replacedNamesOf } from '../core/release/config-changes.ts';
+import { isAtLeast } from '../core/release/version.ts';
 import { dynamicView, EMPTY_DYNAMIC_CONFIG, type DynamicConfig, type DynamicView } from './dynamic.ts';
 import type { ResolvedConfig } from './resolve.ts';
 
@@ -40,6 +42,16 @@ function limitsOf(conf: ResolvedConfig, view: DynamicView, scope: 'user' | 'clus
   return limits as QuotaLimits;
 }
 
+/** The per-user limit keys under the names the configuration's release uses (renamed from `tenant` in 0.6.0). */
+function userKeysAt(conf: ResolvedConfig): Record<QuotaMetric, string> {
+  const keys = { ...LIMIT_KEYS.user };
+  for (const metric of QUOTA_METRICS) {
+    const later = replacedNamesOf(keys[metric]).filter((r) => !isAtLeast(conf.release, r.release));
+    if (later[0] !== undefined) keys[metric] = later[0].oldKey;
+  }
+  return keys;
+}
+
 export function quotaSettingsFrom(
   conf: ResolvedConfig,
   dynamic: DynamicConfig = EMPTY_DYNAMIC_CONFIG,
@@ -63,5 +75,6 @@ export function quotaSettingsFrom(
     tenants,
     users,
     cluster: limitsOf(conf, system, 'cluster'),
+    userKeys: userKeysAt(conf),
   };
 }

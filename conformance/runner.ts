@@ -5,6 +5,7 @@ import { admission } from './checks/admission.ts';
 import { authCheck } from './checks/auth.ts';
 import { configCheck } from './checks/config.ts';
 import { endpointsCheck } from './checks/endpoints.ts';
+import { keyEffectsCheck } from './checks/key-effects.ts';
 import { legacyCheck } from './checks/legacy.ts';
 import { limitsCheck } from './checks/limits.ts';
 import { metricsCheck } from './checks/metrics.ts';
@@ -26,6 +27,7 @@ export const ALL_CHECKS: readonly NamedCheck[] = [
   { name: 'config', check: configCheck },
   { name: 'metrics', check: metricsCheck },
   { name: 'limits', check: limitsCheck },
+  { name: 'key-effects', check: keyEffectsCheck },
   { name: 'other-changes', check: otherChangesCheck },
   { name: 'admission', check: admission },
   { name: 'top50', check: top50 },

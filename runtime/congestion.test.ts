@@ -1,7 +1,11 @@
 // Congestion control on real processes (issue 33): a worker whose watermarks a small job passes answers its pushes
 // CONGESTED, the pushing map tasks slow down (their window shrinks: one line each says so), the episode ends once
-// the job's pushes stop, and the job verifies; with congestion control off the same job is never answered so.
+// the job's pushes stop, and the job verifies; with congestion control off the same job is never answered so; and
+// a watermark lowered in the dynamic configuration file congests the next job without a restart.
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startApplication } from './client/application.ts';
 import type { ClientLogger } from './client/client-log.ts';
@@ -138,6 +142,87 @@ describe('congestion control off (the default)', () => {
       clientLines.filter((line) => String(line.event).startsWith('push slowed')),
       [],
       'no map task slowed down',
+    );
+  });
+});
+
+describe('congestion watermarks from the dynamic configuration, without a restart', () => {
+  let cluster: LocalCluster;
+  let file: string;
+  /** The FS store's YAML: the user produce-speed watermarks at the SYSTEM level. */
+  const watermarks = (high: string, low: string) =>
+    [
+      '- level: SYSTEM',
+      '  config:',
+      `    svc.worker.congestionControl.userProduceSpeed.high.watermark: ${high}`,
+      `    svc.worker.congestionControl.userProduceSpeed.low.watermark: ${low}`,
+      '',
+    ].join('\n');
+
+  before(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-congestion-dynamic-'));
+    file = path.join(dir, 'dynamicConfig.yaml');
+    // Far above what the job pushes: the first job is never congested.
+    writeFileSync(file, watermarks('1g', '512m'));
+    cluster = await LocalCluster.start({
+      workers: 1,
+      dir,
+      workerConf: [
+        'svc.worker.congestionControl.enabled=true',
+        'svc.worker.congestionControl.sample.time.window=1s',
+        'svc.worker.congestionControl.check.interval=10ms',
+        'svc.dynamicConfig.store.backend=FS',
+        `svc.dynamicConfig.store.fs.path=${file}`,
+        'svc.dynamicConfig.refresh.interval=200ms',
+      ],
+    });
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it('congests the next job once the file lowers the high watermark', async () => {
+    const worker = cluster.workers[0]!;
+    await worker.waitFor(
+      (line) =>
+        line.event === 'worker.congestion.watermarks' &&
+        /high 1073741824/.test(String(line.userProduceSpeed)),
+      'the worker taking the first watermarks from the file',
+    );
+    const before = await runJobCapturingClientLines(cluster.masterUrl);
+    assert.equal(
+      await workerCounter(cluster, 'metrics_PushDataCongestedCount_Count'),
+      0,
+      'not congested at 1g',
+    );
+    assert.deepEqual(
+      before.filter((line) => String(line.event).startsWith('push slowed')),
+      [],
+      'no map task slowed down',
+    );
+
+    const from = worker.lineCount;
+    writeFileSync(file, watermarks('32k', '16k'));
+    await worker.waitFor(
+      (line) =>
+        line.event === 'worker.congestion.watermarks' && /high 32768/.test(String(line.userProduceSpeed)),
+      'the worker taking the lowered watermark from the file',
+      from,
+    );
+    const after = await runJobCapturingClientLines(cluster.masterUrl);
+    const started = await worker.waitFor(
+      (line) => line.event === 'worker.congestion.started',
+      'an episode under the lowered watermark',
+      from,
+    );
+    assert.match(String(started.cause), /high watermark 32768 B\/s/);
+    assert.ok(
+      (await workerCounter(cluster, 'metrics_PushDataCongestedCount_Count')) > 0,
+      'congested replies counted',
+    );
+    assert.ok(
+      after.some((line) => line.event === 'push slowed down: the worker answered CONGESTED'),
+      'a map task slowed down',
     );
   });
 });

@@ -84,6 +84,13 @@ describe('quotas on real processes', () => {
       const from = cluster.master.lineCount;
       await writeMaps(alice.executor, 0, JOB);
       await cluster.master.waitFor(overQuota('t/alice'), 'alice over her quota', from);
+      // The worker's own management interface shows her usage too, with her application under her.
+      const own = (await (await fetch(`${cluster.workerHttpUrl(0)}/api/v1/workers`)).json()) as {
+        resourceConsumptions?: Record<string, { diskFileCount?: number; subResourceConsumptions?: object }>;
+      };
+      const usage = own.resourceConsumptions?.['t/alice'];
+      assert.ok((usage?.diskFileCount ?? 0) > 0, JSON.stringify(own.resourceConsumptions));
+      assert.deepEqual(Object.keys(usage?.subResourceConsumptions ?? {}), [alice.app.appId]);
       const error = await refused(alice, 1);
       for (const part of [
         't/alice',

@@ -9,6 +9,7 @@ import {
   REMOVED_SERVER_KEYS,
   sameValue,
   type DefaultChange,
+  type DeprecatedKey,
 } from '../expectations/config.ts';
 import type { Role } from '../expectations/endpoints.ts';
 import { masterUrlSchemeAt } from '../expectations/other.ts';
@@ -17,6 +18,7 @@ import { confOf, type ConfView } from '../conf-view.ts';
 import { excerpt } from '../http.ts';
 import type { RuleRow, Target } from '../report/row.ts';
 import { fail, guarded, notApplicable, pass, verdict, type RuleSpec } from '../rows.ts';
+import { congestionProbe, quotaProbe, refusalNames } from './key-effects.ts';
 import { masterSettings, scratchDir, startServer, workerSettings, type Started } from '../servers.ts';
 
 /** The message of a JSON log line, or the line itself. */
@@ -91,11 +93,14 @@ async function shownDefaults(target: Target): Promise<RuleRow[]> {
   return rows;
 }
 
-function deprecatedSpec(key: (typeof DEPRECATED_SERVER_KEYS)[number]): RuleSpec {
+function deprecatedSpec(key: DeprecatedKey): RuleSpec {
   return {
     ruleId: `9.2/deprecated-${key.before}`,
     section: '9.2',
-    title: `a ${key.role} started with ${key.before} (deprecated in ${key.release}) starts, names ${key.after}, and shows the value under ${key.after}`,
+    title:
+      key.behaviour === undefined
+        ? `a ${key.role} started with ${key.before} (deprecated in ${key.release}) starts, names ${key.after}, and shows the value under ${key.after}`
+        : `a ${key.role} started with ${key.before} (deprecated in ${key.release}) starts, names ${key.after}, and acts on it as on ${key.after} (${key.behaviour.kind === 'quota' ? 'a user over it is refused a new shuffle, the refusal naming the new key' : 'past it, pushes are answered congested and the client slows down'})`,
   };
 }
 
@@ -113,6 +118,7 @@ async function deprecatedRows(target: Target, command: readonly string[], dir: s
     );
   if (due.length === 0) return rows;
   const servers: Started[] = [];
+  const behavioural: PendingBehaviour[] = [];
   try {
     const roles: Role[] = ['master', 'worker'];
     let masterRpc = '';
@@ -151,6 +157,12 @@ async function deprecatedRows(target: Target, command: readonly string[], dir: s
         const named = line === undefined ? undefined : messageOf(line);
         const shown = view.values.get(key.after);
         const evidence = `${role} listening; log ${named === undefined ? `never names ${key.after}` : `"${excerpt(named, 200)}"`}; ${view.evidence}: ${key.after} ${shown === undefined ? 'not listed' : `= ${shown}`}${view.values.has(key.before) ? `, ${key.before} listed` : ''}`;
+        if (key.behaviour !== undefined) {
+          // Judged by what the old name does (below, once these servers are stopped), not by what /conf shows.
+          const log = `log ${named === undefined ? `never names ${key.after}` : `"${excerpt(named, 200)}"`}`;
+          behavioural.push({ key, behaviour: key.behaviour, named: named !== undefined, log });
+          continue;
+        }
         const ok =
           named !== undefined &&
           shown !== undefined &&
@@ -162,7 +174,48 @@ async function deprecatedRows(target: Target, command: readonly string[], dir: s
   } finally {
     await Promise.all(servers.reverse().map((s) => s.server.stop()));
   }
+  for (const pending of behavioural)
+    rows.push(...(await behaviourRow(release, command, `${dir}/behaviour-${pending.key.before}`, pending)));
   return rows;
+}
+
+interface PendingBehaviour {
+  readonly key: DeprecatedKey;
+  readonly behaviour: NonNullable<DeprecatedKey['behaviour']>;
+  /** Whether the server's log named the replacement when started with the old name. */
+  readonly named: boolean;
+  readonly log: string;
+}
+
+/**
+ * A deprecated name judged by its effect: servers of the suite's own started with the old name set (a quota of one
+ * unit, a congestion watermark of one byte) refuse a user over quota naming the new key, or answer pushes congested.
+ */
+async function behaviourRow(
+  release: string,
+  command: readonly string[],
+  dir: string,
+  pending: PendingBehaviour,
+): Promise<RuleRow[]> {
+  const { key, behaviour } = pending;
+  const spec = deprecatedSpec(key);
+  return guarded(release, spec, async () => {
+    const setting = `${key.before}=${behaviour.value}`;
+    if (behaviour.kind === 'quota') {
+      const probe = await quotaProbe(command, release, dir, [setting]);
+      return verdict(
+        release,
+        spec,
+        pending.named && refusalNames(probe, key.after),
+        `${pending.log}; ${probe.evidence}`,
+      );
+    }
+    const probe = await congestionProbe(command, release, dir, [
+      'svc.worker.congestionControl.enabled=true',
+      setting,
+    ]);
+    return verdict(release, spec, pending.named && probe.congested, `${pending.log}; ${probe.evidence}`);
+  });
 }
 
 async function removedRows(target: Target, command: readonly string[], dir: string): Promise<RuleRow[]> {

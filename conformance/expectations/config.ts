@@ -12,6 +12,12 @@ export interface DeprecatedKey {
   readonly after: string;
   /** A value the suite starts the server with (harmless for the test). */
   readonly value: string;
+  /**
+   * Where the old name's effect can be seen from outside, the behaviour the row judges instead of the configuration
+   * shown: a server of the suite's own started with the old name set to `value` must refuse a user over quota
+   * (`quota`) or answer pushes congested (`congestion`), naming or acting on the new key.
+   */
+  readonly behaviour?: { readonly kind: 'quota' | 'congestion'; readonly value: string };
 }
 
 export const DEPRECATED_SERVER_KEYS: readonly DeprecatedKey[] = [
@@ -21,6 +27,7 @@ export const DEPRECATED_SERVER_KEYS: readonly DeprecatedKey[] = [
     before: 'svc.quota.tenant.diskBytesWritten',
     after: 'svc.quota.user.diskBytesWritten',
     value: '1t',
+    behaviour: { kind: 'quota', value: '1' },
   },
   {
     release: '0.6.0',
@@ -28,6 +35,7 @@ export const DEPRECATED_SERVER_KEYS: readonly DeprecatedKey[] = [
     before: 'svc.quota.tenant.diskFileCount',
     after: 'svc.quota.user.diskFileCount',
     value: '100000',
+    behaviour: { kind: 'quota', value: '1' },
   },
   {
     release: '0.6.0',
@@ -63,6 +71,8 @@ export const DEPRECATED_SERVER_KEYS: readonly DeprecatedKey[] = [
     before: 'svc.worker.congestionControl.high.watermark',
     after: 'svc.worker.congestionControl.diskBuffer.high.watermark',
     value: '200m',
+    // One byte: data waiting for the disks (a flush buffer not yet full) passes it at the first check.
+    behaviour: { kind: 'congestion', value: '1' },
   },
   {
     release: '0.4.0',

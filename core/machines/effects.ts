@@ -1,6 +1,7 @@
 import type { Message } from '../protocol/messages.ts';
 import type { StorageType } from '../domain/storage.ts';
 import type { QuotaSettings } from '../quota/limits.ts';
+import type { CongestionWatermarks } from '../storage/congestion.ts';
 import type { Release } from '../release/version.ts';
 
 /**
@@ -217,7 +218,12 @@ export type AdminCommand =
    * The master's quota settings, resolved again by its driver from the dynamic configuration (not an operator's
    * command: the master process reloads `svc.dynamicConfig.store.fs.path` every `svc.dynamicConfig.refresh.interval`).
    */
-  | { readonly type: 'quotaSettings'; readonly settings: QuotaSettings };
+  | { readonly type: 'quotaSettings'; readonly settings: QuotaSettings }
+  /**
+   * A worker's congestion watermarks, resolved again by its driver from the dynamic configuration (not an operator's
+   * command either: the worker process reloads the store as the master does).
+   */
+  | { readonly type: 'congestionWatermarks'; readonly watermarks: CongestionWatermarks };
 
 /** The chunks a write appends, in order: its `bytes`, then each of `more`. */
 export function chunksOfWrite(write: Extract<Effect, { kind: 'write' }>): readonly Uint8Array[] {

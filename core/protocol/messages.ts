@@ -187,6 +187,10 @@ export interface ReserveSlots {
   readonly splitMode: 'SOFT' | 'HARD';
   /** Whether the application itself enabled the MEMORY tier (svc.storage.availableTypes); see the worker's guard. */
   readonly memoryEnabled: boolean;
+  /** svc addition: who the application runs as, for the worker's usage per user (absent: an older client). */
+  readonly user?: string;
+  /** With `user`: its tenant; absent: the default tenant. */
+  readonly tenant?: string;
 }
 /** A committed partition file: what a reader needs to fetch and verify it. */
 export interface CommittedFile {

@@ -29,6 +29,11 @@ export interface QuotaSettings {
   readonly users: ReadonlyMap<string, QuotaLimits>;
   /** `svc.quota.cluster.*`: the whole cluster's usage. */
   readonly cluster: QuotaLimits;
+  /**
+   * The per-user limit keys as the presented release names them, for refusals to name the key an operator of that
+   * release sets (`svc.quota.tenant.*` before 0.6.0). Absent: `svc.quota.user.*`.
+   */
+  readonly userKeys?: Readonly<Record<QuotaMetric, string>>;
 }
 
 /** Quotas off: what a master is given when its driver says nothing. */

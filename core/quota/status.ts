@@ -66,7 +66,12 @@ export function computeQuotaStatus(
       limitsOf.set(key, limits);
       const over = firstExceeded(used, limits);
       if (over !== undefined)
-        users.set(key, { scope: 'user', subject: key, key: `svc.quota.user.${over.metric}`, ...over });
+        users.set(key, {
+          scope: 'user',
+          subject: key,
+          key: settings.userKeys?.[over.metric] ?? `svc.quota.user.${over.metric}`,
+          ...over,
+        });
     }
   }
   const clusterOver = settings.clusterEnabled ? firstExceeded(usage.cluster, settings.cluster) : undefined;

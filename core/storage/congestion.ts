@@ -34,6 +34,15 @@ export interface CongestionConfig {
   readonly checkIntervalMs: number;
 }
 
+/**
+ * The watermarks alone: what the dynamic configuration may change without a restart (the window and the check
+ * interval stay as the worker started).
+ */
+export type CongestionWatermarks = Pick<
+  CongestionConfig,
+  'diskBuffer' | 'userProduceSpeed' | 'workerProduceSpeed'
+>;
+
 /** Bytes counted per bucket of time, oldest first; only buckets inside the sample window are kept. */
 export type Meter = readonly { readonly at: number; readonly bytes: number }[];
 

@@ -200,7 +200,8 @@ describe('legacy endpoints as each release serves them', () => {
                   assert.equal(command.exitType, 'GRACEFUL');
                   break;
                 case 'quotaSettings':
-                  assert.fail(`${expected.path} sends no quota settings: only the dynamic store does`);
+                case 'congestionWatermarks':
+                  assert.fail(`${expected.path} sends no ${command.type}: only the dynamic store does`);
               }
             }
           }

@@ -263,6 +263,26 @@ describe('worker projections', () => {
     assert.equal(leaving.internalPort, WORKER_ID.rpcPort);
   });
 
+  it('GET /api/v1/workers shows the usage of each user its clients named, with their applications', () => {
+    const base = workerWithFiles();
+    const shuffle = base.shuffles.get('app-9-2')!;
+    const state: WorkerMachineState = {
+      ...base,
+      shuffles: new Map([
+        ['app-9-2', { ...shuffle, user: { tenant: 't', name: 'alice' } }],
+        // Its client named no user (a client before svc sent one): left out, as the master leaves it out.
+        ['app-8-0', { ...shuffle, appId: 'app-8', shuffleId: 0 }],
+      ]),
+    };
+    const info = workerInfoResponse(state);
+    valid(workerDoc.check('GET', '/api/v1/workers', 200, info));
+    const app9 = { diskBytesWritten: 300, diskFileCount: 3, hdfsBytesWritten: 0, hdfsFileCount: 0 };
+    assert.deepEqual(info.resourceConsumptions, {
+      't/alice': { ...app9, subResourceConsumptions: { 'app-9': app9 } },
+    });
+    assert.deepEqual(workerInfoResponse(workerStateAt(confAt('worker', '0.6.0'))).resourceConsumptions, {});
+  });
+
   it('shuffles, applications, living partitions and unavailable peers', () => {
     const state = workerWithFiles();
     const shuffles = workerShufflesResponse(state);

@@ -2,19 +2,24 @@ import { readFile } from 'node:fs/promises';
 import { dynamicConfigPath, parseDynamicConfig, type DynamicConfig } from '../../conf/dynamic.ts';
 import type { ResolvedConfig } from '../../conf/index.ts';
 import { formatLocation } from '../../conf/problems.ts';
-import { quotaSettingsFrom } from '../../conf/quota-settings.ts';
 import { hasDynamicTag } from '../../core/release/config-changes.ts';
-import type { QuotaSettings } from '../../core/quota/index.ts';
 import type { Logger } from '../log.ts';
 
+/** What a process takes from the store: `resolve` reads its settings out of it, `apply` hands them to its machine. */
+export interface DynamicUse<Settings> {
+  readonly resolve: (config: DynamicConfig) => Settings;
+  readonly apply: (settings: Settings) => Promise<unknown>;
+}
+
 /**
- * The running master's dynamic configuration (FS store): `svc.dynamicConfig.store.fs.path` is read at start and
- * every `svc.dynamicConfig.refresh.interval`; the quota limits resolved from it (per system, tenant and user) go to
- * the master machine as data (`apply`), so that a changed quota takes effect without a restart. A file that does not
- * read or parse keeps the last good values and is reported in one log line naming the file and the line, once per
- * distinct content (not at every refresh).
+ * A running server's dynamic configuration (FS store): `svc.dynamicConfig.store.fs.path` is read at start and
+ * every `svc.dynamicConfig.refresh.interval`; the settings resolved from it (the master's quota limits per system,
+ * tenant and user; a worker's congestion watermarks) go to the machine as data (`apply`), so that a changed value
+ * takes effect without a restart, and only when it changed. A file that does not read or parse keeps the last good
+ * values and is reported in one log line naming the file and the line, once per distinct content (not at every
+ * refresh).
  */
-export class DynamicConfigRefresher {
+export class DynamicConfigRefresher<Settings> {
   private timer: NodeJS.Timeout | undefined;
   private lastApplied: string | undefined;
   private lastProblem: string | undefined;
@@ -24,16 +29,16 @@ export class DynamicConfigRefresher {
     private readonly conf: ResolvedConfig,
     private readonly path: string,
     private readonly logger: Logger,
-    private readonly apply: (settings: QuotaSettings) => Promise<unknown>,
+    private readonly use: DynamicUse<Settings>,
   ) {}
 
   /** The refresher the configuration asks for, or undefined when dynamic configuration is off (or has no file). */
-  static of(
+  static of<Settings>(
     conf: ResolvedConfig,
     env: Readonly<Record<string, string | undefined>>,
     logger: Logger,
-    apply: (settings: QuotaSettings) => Promise<unknown>,
-  ): DynamicConfigRefresher | undefined {
+    use: DynamicUse<Settings>,
+  ): DynamicConfigRefresher<Settings> | undefined {
     if (!hasDynamicTag(conf.release)) return undefined;
     if (conf.optional('svc.dynamicConfig.store.backend', 'getString') === undefined) return undefined;
     const path = dynamicConfigPath(conf, env);
@@ -45,7 +50,7 @@ export class DynamicConfigRefresher {
       );
       return undefined;
     }
-    return new DynamicConfigRefresher(conf, path, logger, apply);
+    return new DynamicConfigRefresher(conf, path, logger, use);
   }
 
   /** Reads the file now, then every refresh interval. */
@@ -95,11 +100,11 @@ export class DynamicConfigRefresher {
       return;
     }
     this.lastProblem = undefined;
-    this.use(config);
+    this.take(config);
   }
 
-  private use(config: DynamicConfig): void {
-    const settings = quotaSettingsFrom(this.conf, config);
+  private take(config: DynamicConfig): void {
+    const settings = this.use.resolve(config);
     const fingerprint = JSON.stringify(settings, (_key, value: unknown) =>
       value instanceof Map ? [...(value as Map<unknown, unknown>)] : value === Infinity ? 'unlimited' : value,
     );
@@ -114,10 +119,10 @@ export class DynamicConfigRefresher {
       },
       `dynamic configuration loaded from ${this.path}`,
     );
-    void this.apply(settings).catch((error: unknown) => {
+    void this.use.apply(settings).catch((error: unknown) => {
       this.logger.warn(
         { event: 'dynamicConfig.notApplied', file: this.path, reason: String(error) },
-        `dynamic configuration from ${this.path} could not be handed to the master: ${String(error)}`,
+        `dynamic configuration from ${this.path} could not be applied: ${String(error)}`,
       );
     });
   }

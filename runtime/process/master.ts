@@ -14,6 +14,7 @@ import { nodeNetwork } from '../transport/node-network.ts';
 import { AUTHENTICATION_FAILED, internalSecret, MasterAuthentication } from './server-auth.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
 import { sweepExpiredDfsDirs } from './dfs-expiry.ts';
+import { quotaSettingsFrom } from '../../conf/quota-settings.ts';
 import { DynamicConfigRefresher } from './dynamic-config.ts';
 import { metricsRoutes } from './server-config.ts';
 import {
@@ -150,9 +151,10 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
         }),
       );
     // Quotas per tenant and user come from the dynamic configuration, reloaded without a restart.
-    const dynamic = DynamicConfigRefresher.of(presented, process.env, logger, (settings) =>
-      driver.admin({ type: 'quotaSettings', settings }),
-    );
+    const dynamic = DynamicConfigRefresher.of(presented, process.env, logger, {
+      resolve: (config) => quotaSettingsFrom(presented, config),
+      apply: (settings) => driver.admin({ type: 'quotaSettings', settings }),
+    });
     if (dynamic !== undefined) {
       lifetime.keep({ close: () => dynamic.close() });
       await dynamic.start();

@@ -1,5 +1,9 @@
 import type { ResolvedConfig } from '../../conf/index.ts';
-import { PARTIAL_FRAME_LIMIT_KEYS, workerConfigFrom } from '../../conf/machine-configs.ts';
+import {
+  congestionWatermarksFrom,
+  PARTIAL_FRAME_LIMIT_KEYS,
+  workerConfigFrom,
+} from '../../conf/machine-configs.ts';
 import { workerKey, type WorkerId } from '../../core/domain/worker.ts';
 import { initialWorkerState, workerMachine } from '../../core/machines/worker/index.ts';
 import type { ObservedDiskSpace } from '../../core/machines/effects.ts';
@@ -18,6 +22,7 @@ import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import { TransportConfigError } from '../transport/tls.ts';
+import { DynamicConfigRefresher } from './dynamic-config.ts';
 import { AUTHENTICATION_FAILED, internalSecret, WorkerAuthentication } from './server-auth.ts';
 import { metricsRoutes, ServerConfigError } from './server-config.ts';
 import {
@@ -181,6 +186,18 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
         observed: (disks) => driver.input({ kind: 'diskSpace', disks }),
       }),
     );
+    // The congestion watermarks are dynamic: with congestion control on, the store is reloaded as the master does.
+    const dynamic =
+      machineConfig.congestion === undefined
+        ? undefined
+        : DynamicConfigRefresher.of(presented, process.env, logger, {
+            resolve: (config) => congestionWatermarksFrom(presented, config),
+            apply: (watermarks) => driver.admin({ type: 'congestionWatermarks', watermarks }),
+          });
+    if (dynamic !== undefined) {
+      lifetime.keep({ close: () => dynamic.close() });
+      await dynamic.start();
+    }
     // The line scripts and tests wait for: written whatever the log level (docs/operations.md, Readiness).
     announce(logger).info(
       {

@@ -755,6 +755,8 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       splitThreshold: big(m.splitThreshold),
       splitMode: SPLIT_MODE.encode(m.splitMode),
       memoryEnabled: m.memoryEnabled,
+      user: m.user ?? '',
+      tenant: m.tenant ?? '',
     }),
     decode: (p) => ({
       type: 'ReserveSlots',
@@ -765,6 +767,8 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       splitThreshold: num(p.splitThreshold),
       splitMode: SPLIT_MODE.decode(p.splitMode, 'ReserveSlots.splitMode'),
       memoryEnabled: p.memoryEnabled,
+      ...(p.user === '' ? {} : { user: p.user }),
+      ...(p.tenant === '' ? {} : { tenant: p.tenant }),
     }),
   },
   CommitFiles: {

@@ -58,7 +58,7 @@ function sendRound(d: Draft, reservation: Reservation): CompletedReservation | u
     return { reservation };
   }
   const byWorker = copiesByWorker(reservation.pairs);
-  const { appId, split, availableTypes } = d.config;
+  const { appId, split, availableTypes, user, tenant } = d.config;
   for (const [worker, copies] of byWorker) {
     request(
       d,
@@ -72,6 +72,8 @@ function sendRound(d: Draft, reservation: Reservation): CompletedReservation | u
         splitThreshold: split.thresholdBytes,
         splitMode: split.mode,
         memoryEnabled: availableTypes.includes('MEMORY'),
+        user,
+        ...(tenant === undefined ? {} : { tenant }),
       },
       { kind: 'reserve', reservationId: reservation.id, worker },
     );

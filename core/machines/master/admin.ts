@@ -71,11 +71,17 @@ export function handleMasterAdmin(
     case 'quotaSettings':
       return setQuotaSettings(s, out, command.settings, commandId);
     case 'exit':
+    case 'congestionWatermarks':
       log(out, 'warn', 'master.admin.unsupported', {
         command: command.type,
-        hint: 'exit is a worker command; send it to the worker',
+        hint: `${command.type} is a worker command; send it to the worker`,
       });
-      adminReply(out, commandId, false, 'exit is a worker command: send it to the worker, not the master');
+      adminReply(
+        out,
+        commandId,
+        false,
+        `${command.type} is a worker command: send it to the worker, not the master`,
+      );
       return s;
   }
 }

@@ -129,6 +129,51 @@ describe('worker: congestion control', () => {
     assert.equal(heartbeatHighWorkload(harness), false);
   });
 
+  it('takes new watermarks from its driver (the dynamic configuration) and checks against them at once', () => {
+    const harness = reservedWorker(congestion({}));
+    harness.completeIo(push(harness, 0, 2_000));
+    harness.timer(CONGESTION_CHECK_TIMER, 10);
+    assert.equal(statusOf(harness.completeIo(push(harness, 1, 16))), 'SUCCESS', 'unlimited: not congested');
+
+    const lowered = harness.step({
+      kind: 'admin',
+      command: {
+        type: 'congestionWatermarks',
+        watermarks: { ...congestion({}), userProduceSpeed: { low: 100, high: 1_000 } },
+      },
+      commandId: 5,
+    });
+    assert.deepEqual(
+      ofKind(lowered, 'adminReply').map((r) => [r.commandId, r.success]),
+      [[5, true]],
+    );
+    assert.equal(
+      logs(lowered, 'worker.congestion.watermarks')[0]?.fields?.userProduceSpeed,
+      'low 100, high 1000',
+    );
+    assert.deepEqual(harness.state.config.congestion?.userProduceSpeed, { low: 100, high: 1_000 });
+    assert.equal(harness.state.config.congestion?.checkIntervalMs, 10, 'the check interval stays');
+    const check = harness.timer(CONGESTION_CHECK_TIMER, 20);
+    assert.match(
+      String(logs(check, 'worker.congestion.started')[0]?.fields?.cause),
+      /high watermark 1000 B\/s/,
+    );
+    assert.equal(statusOf(harness.completeIo(push(harness, 2, 16))), 'PUSH_DATA_SUCCESS_PRIMARY_CONGESTED');
+  });
+
+  it('with congestion control off refuses new watermarks, saying they change nothing', () => {
+    const harness = reservedWorker(undefined);
+    const reply = harness.step({
+      kind: 'admin',
+      command: { type: 'congestionWatermarks', watermarks: congestion({}) },
+      commandId: 6,
+    });
+    const [answer] = ofKind(reply, 'adminReply');
+    assert.equal(answer?.success, false);
+    assert.match(String(answer?.message), /congestion control is off/);
+    assert.equal(harness.state.config.congestion, undefined);
+  });
+
   it('with congestion control off never measures, never answers CONGESTED', () => {
     const harness = reservedWorker(undefined);
     const first = push(harness, 0, 1_000_000);

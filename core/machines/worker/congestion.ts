@@ -1,5 +1,7 @@
 import {
   assessCongestion,
+  type CongestionWatermarks,
+  type Watermarks,
   isUserCongested,
   needsCongestionCheck,
   noteCongestedReply,
@@ -7,7 +9,7 @@ import {
   recordProduced,
   type CongestionEvent,
 } from '../../storage/index.ts';
-import { count, log, setTimer, type Outbox } from '../outbox.ts';
+import { adminReply, count, log, setTimer, type Outbox } from '../outbox.ts';
 import type { WorkerMachineState } from './state.ts';
 
 /**
@@ -95,4 +97,43 @@ function logEpisode(out: Outbox, event: CongestionEvent): void {
     users: event.users.join(',') || 'none',
     peakBufferedBytes: event.peakBufferedBytes,
   });
+}
+
+function watermarksText(marks: Watermarks): string {
+  const text = (n: number) => (n === Number.POSITIVE_INFINITY ? 'unlimited' : String(n));
+  return `low ${text(marks.low)}, high ${text(marks.high)}`;
+}
+
+/**
+ * The driver hands in watermarks resolved again from the dynamic configuration: they apply from the next check,
+ * which runs at once (a lowered watermark may start an episode, a raised one end it). With congestion control off
+ * they change nothing, and the answer says so.
+ */
+export function setCongestionWatermarks(
+  s: WorkerMachineState,
+  out: Outbox,
+  watermarks: CongestionWatermarks,
+  commandId: number | undefined,
+): WorkerMachineState {
+  const config = s.config.congestion;
+  if (config === undefined) {
+    adminReply(
+      out,
+      commandId,
+      false,
+      'congestion control is off (svc.worker.congestionControl.enabled): the watermarks change nothing',
+    );
+    return s;
+  }
+  log(out, 'info', 'worker.congestion.watermarks', {
+    diskBuffer: watermarksText(watermarks.diskBuffer),
+    userProduceSpeed: watermarksText(watermarks.userProduceSpeed),
+    workerProduceSpeed: watermarksText(watermarks.workerProduceSpeed),
+  });
+  adminReply(out, commandId, true, 'congestion watermarks applied');
+  const { diskBuffer, userProduceSpeed, workerProduceSpeed } = watermarks;
+  const congestion = { ...config, diskBuffer, userProduceSpeed, workerProduceSpeed };
+  const next: WorkerMachineState = { ...s, config: { ...s.config, congestion } };
+  armCheck(next, out);
+  return next;
 }

@@ -10,6 +10,7 @@ import {
 } from '../../lifecycle/worker-states.ts';
 import type { ShuffleKey, WorkerState } from '../../domain/index.ts';
 import type { AdminCommand } from '../effects.ts';
+import { setCongestionWatermarks } from './congestion.ts';
 import { dropShuffle, persistShuffle } from './commit.ts';
 import { enqueueTask, evictionTarget, isEvicting } from './file-queue.ts';
 import { uncommittedCount } from './files.ts';
@@ -85,6 +86,8 @@ export function handleAdmin(
   command: AdminCommand,
   commandId?: number,
 ): WorkerMachineState {
+  if (command.type === 'congestionWatermarks')
+    return setCongestionWatermarks(s, out, command.watermarks, commandId);
   if (command.type !== 'exit') {
     log(out, 'warn', 'worker.admin.unsupported', {
       command: command.type,

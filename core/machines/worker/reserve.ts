@@ -78,6 +78,14 @@ export function handleReserveSlots(
       splitThreshold: message.splitThreshold,
       splitMode: message.splitMode,
       memoryEnabled: message.memoryEnabled,
+      ...(message.user === undefined
+        ? {}
+        : {
+            user: {
+              name: message.user,
+              ...(message.tenant === undefined ? {} : { tenant: message.tenant }),
+            },
+          }),
     },
     creating: new Set(),
     created: [],

@@ -72,6 +72,8 @@ export interface WorkerShuffle {
   readonly splitMode: PartitionSplitMode;
   /** Whether the application enabled the memory tier itself (svc.storage.availableTypes lists MEMORY). */
   readonly memoryEnabled: boolean;
+  /** Who the application runs as, when its client said (ReserveSlots): the management interface's usage per user. */
+  readonly user?: { readonly tenant?: string; readonly name: string };
   /** By file name (`id-epoch-mode`), in the order they were reserved. */
   readonly files: ReadonlyMap<string, PartitionFile>;
   /** The winning attempt of each map (index = mapId; -1: none), known once the shuffle was committed here. */

@@ -3,7 +3,14 @@ import { STATE_POLICIES } from '../../../core/lifecycle/worker-states.ts';
 import type { AdminCommand } from '../../../core/machines/effects.ts';
 import type { WorkerMachineState } from '../../../core/machines/worker/index.ts';
 import type { PartitionFile } from '../../../core/machines/worker/state.ts';
+import { appConsumption } from '../../../core/machines/worker/consumption.ts';
 import { diskInfos } from '../../../core/machines/worker/storage-view.ts';
+import {
+  addConsumption,
+  consumptionOf,
+  NO_CONSUMPTION,
+  type ResourceConsumption,
+} from '../../../core/quota/index.ts';
 import type {
   ApplicationsResponse,
   PartitionLocationData,
@@ -11,6 +18,7 @@ import type {
   ShufflesResponse,
   UnAvailablePeersResponse,
   WorkerInfoResponse,
+  WorkerResourceConsumption,
 } from './types.ts';
 import { diskInfosData, slotsUsed, workerIdData, workerIdFromKey } from './workers.ts';
 
@@ -19,6 +27,36 @@ import { diskInfosData, slotsUsed, workerIdData, workerIdFromKey } from './worke
  * a response. `isShutdown` and `isDecommissioning` are the lifecycle table's own facts about the current state
  * (core/lifecycle/worker-states.ts STATE_POLICIES); disks are what the worker reports to the master.
  */
+
+/** The tenant the master gives an application whose client named none. */
+const DEFAULT_TENANT = 'default';
+
+/**
+ * What this worker's live files hold, per user (`tenant/name`), each with its applications as
+ * `subResourceConsumptions`: the figures its heartbeat reports, grouped by the user the application's client named
+ * when it reserved slots here. Applications whose client named no user (an older client) are left out, as the
+ * master leaves out applications it does not know.
+ */
+export function workerResourceConsumptions(
+  state: WorkerMachineState,
+): Record<string, WorkerResourceConsumption> {
+  const userOf = new Map<string, string>();
+  for (const shuffle of state.shuffles.values())
+    if (shuffle.user !== undefined)
+      userOf.set(shuffle.appId, `${shuffle.user.tenant ?? DEFAULT_TENANT}/${shuffle.user.name}`);
+  const totals = new Map<string, ResourceConsumption>();
+  const apps = new Map<string, Record<string, WorkerResourceConsumption>>();
+  for (const entry of appConsumption(state)) {
+    const name = userOf.get(entry.appId);
+    if (name === undefined) continue;
+    const own = consumptionOf(entry);
+    totals.set(name, addConsumption(totals.get(name) ?? NO_CONSUMPTION, own));
+    apps.set(name, { ...apps.get(name), [entry.appId]: own });
+  }
+  return Object.fromEntries(
+    [...totals].map(([name, total]) => [name, { ...total, subResourceConsumptions: apps.get(name) ?? {} }]),
+  );
+}
 
 /** GET /api/v1/workers on the worker. */
 export function workerInfoResponse(state: WorkerMachineState): WorkerInfoResponse {
@@ -31,6 +69,7 @@ export function workerInfoResponse(state: WorkerMachineState): WorkerInfoRespons
     internalPort: id.rpcPort,
     slotUsed: slotsUsed(disks),
     diskInfos: diskInfosData(disks),
+    resourceConsumptions: workerResourceConsumptions(state),
     workerState: state.lifecycle.state,
     workerStateStartTime: state.lifecycle.since,
     isRegistered: state.registration.status === 'registered',
