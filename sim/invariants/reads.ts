@@ -99,8 +99,13 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
           });
           return;
         }
+        // A worker whose graceful exit is under way refuses reads once it is Exit, by design, until it restarts: the
+        // reader tries again. The window is short, unless the master's acknowledgement of the exit report is lost
+        // (a one-way partition: up to EXIT_REPORT_WAIT_MS; swarm seed 12805). Its files must be served after it.
+        const leaving = entry.gracefulRequested && message.message.includes('serves no more reads');
         if (
           message.status === 'OPEN_STREAM_FAILED' &&
+          !leaving &&
           committedIn !== undefined &&
           committedIn < entry.generation &&
           entry.lastUngracefulEnd < committedIn &&
