@@ -83,7 +83,11 @@ describe('a group of real masters on etcd', { skip: etcdSkipReason, timeout: 120
   }
 
   it('a SIGKILLed leader: another leads within the bound and shows the application and shuffle', async () => {
-    client = await clientSide(cluster.masterUrl);
+    // Its close, after the failover, asks the dead master: the ask timeout bounds that wait.
+    client = await clientSide(cluster.masterUrl, {
+      logLevel: 'silent',
+      conf: { 'svc.rpc.askTimeout': '3s' },
+    });
     const registered = await client.app.registerShuffle(7, { maps: 2, partitions: 2 });
     assert.ok(registered !== undefined, 'the shuffle registered');
     const appId = client.app.appId;
