@@ -15,6 +15,7 @@ import {
   type DurableStore,
 } from '../storage/durable-store.ts';
 import { campaignForMaster } from './master-leadership.ts';
+import { serveNotLeader, type NotLeaderHttp } from './not-leader-http.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from '../transport/node-network.ts';
@@ -70,9 +71,10 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
     });
     const ha = haSettingsFrom(conf);
     let store: DurableStore;
+    let notLeader: NotLeaderHttp | undefined;
     if (ha.enabled) {
-      // In a group the state lives in etcd and only the leader runs the machine: nothing below starts (no port
-      // listens) until this master is elected and has loaded the state.
+      // In a group the state lives in etcd and only the leader runs the machine: nothing below starts until this
+      // master is elected and has loaded the state; until then only its management port listens, answering 503.
       const leadership = campaignForMaster({
         settings: ha,
         emptyState: initialMasterState(masterConfig).durable,
@@ -80,6 +82,15 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
         stop: (code, reason) => void lifetime.shutdown(code, reason),
       });
       store = lifetime.keep(leadership.store);
+      notLeader = lifetime.keep(
+        await serveNotLeader({
+          host: conf.getString('svc.master.http.host'),
+          port: conf.getInt('svc.master.http.port'),
+          leader: () => leadership.driver.leader,
+          memberId: ha.nodeId!,
+          logger,
+        }),
+      );
     } else {
       store = lifetime.keep(
         slowedForTests(
@@ -89,6 +100,8 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       );
     }
     const recovered = await store.load();
+    // Elected (in a group): the management API proper takes the port.
+    await notLeader?.close();
     const metrics = lifetime.keep(masterMetrics({ conf, release }));
     const network = nodeNetwork({
       role: 'master',
