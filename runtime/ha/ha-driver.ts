@@ -106,6 +106,21 @@ export class HaDriver {
     for (const effect of effects) this.execute(effect);
   }
 
+  /**
+   * One timer, replaced by each `wakeAt`. A timer can fire a fraction of a millisecond before the monotonic clock
+   * reaches `at`, and the machine asks for the same time only once: it is set again rather than ticking early.
+   */
+  private wakeAt(at: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(
+      () => {
+        if (this.now() < at) this.wakeAt(at);
+        else this.step({ kind: 'tick' });
+      },
+      Math.max(0, Math.ceil(at - this.now())),
+    );
+  }
+
   private execute(effect: HaEffect): void {
     switch (effect.kind) {
       case 'store': {
@@ -120,11 +135,7 @@ export class HaDriver {
         return;
       }
       case 'wakeAt':
-        clearTimeout(this.timer);
-        this.timer = setTimeout(
-          () => this.step({ kind: 'tick' }),
-          Math.max(0, Math.ceil(effect.at - this.now())),
-        );
+        this.wakeAt(effect.at);
         return;
       case 'startActing':
         this.events.startActing(effect.recovered, effect.fence);
