@@ -89,7 +89,16 @@ async function serve(
   start: () => Promise<RunningServer>,
   level: LogLevelName,
 ): Promise<void> {
-  let server: RunningServer;
+  let server: RunningServer | undefined;
+  if (process.env.SVC_EXIT_WITH_PARENT === '1') {
+    // Started by a local cluster (runtime/cluster): its end closes our stdin, and we stop at once with it. Watched
+    // from the start: a master of a group waits to be elected before its start returns.
+    process.stdin.on('close', () => {
+      if (server === undefined) process.exit(0);
+      void server.shutdown(0, 'the process that started this server is gone');
+    });
+    process.stdin.resume();
+  }
   try {
     server = await start();
   } catch (error) {
@@ -100,26 +109,22 @@ async function serve(
   const logger = createLogger(level, { role, node: server.nodeId });
   const advice = allocatorAdvice();
   if (advice !== undefined) logger.warn({ event: 'process.allocatorUntuned' }, advice);
-  if (process.env.SVC_EXIT_WITH_PARENT === '1') {
-    // Started by a local cluster (runtime/cluster): its end closes our stdin, and we stop at once with it.
-    process.stdin.on('close', () => void server.shutdown(0, 'the process that started this server is gone'));
-    process.stdin.resume();
-  }
+  const running = server;
   onStopSignals(logger, () => {
-    if (server.requestExit === undefined) {
-      void server.shutdown(0, 'signal');
+    if (running.requestExit === undefined) {
+      void running.shutdown(0, 'signal');
       return;
     }
-    server.requestExit().then(
+    running.requestExit().then(
       (answer) => {
         if (!answer.success)
-          void server.shutdown(0, `signal; the machine refused its exit: ${answer.message}`);
+          void running.shutdown(0, `signal; the machine refused its exit: ${answer.message}`);
       },
       // The node stopped before answering (its own exit, a failed store): it is already on its way out.
       () => undefined,
     );
   });
-  process.exit(await server.stopped);
+  process.exit(await running.stopped);
 }
 
 /** `testing`: only the test-only entry runtime/testing/test-server.ts passes it (ServerTestHooks). */

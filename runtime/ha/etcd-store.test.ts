@@ -15,7 +15,7 @@ import {
   type Write,
 } from './etcd-store.ts';
 import { LeaderElection, type ElectionReport } from './leader-election.ts';
-import { provisionalRules } from './leadership-rules.ts';
+import { coreRules } from './leadership-rules.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from '../testing/etcd.ts';
 import { pollFor } from '../testing/poll.ts';
 
@@ -139,7 +139,7 @@ describe('the coordination store on a real etcd', { skip: etcdSkipReason }, () =
     const election = new LeaderElection(
       store,
       { leaderKey: 'outage/leader', nodeId: 'm1', ttlSeconds: 2, watchTimeoutMs: 2000 },
-      provisionalRules,
+      coreRules,
       (report) => reports.push(report),
     );
     election.start();
@@ -149,8 +149,9 @@ describe('the coordination store on a real etcd', { skip: etcdSkipReason }, () =
         () =>
           `an election (reports: ${JSON.stringify(reports, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))})`,
       );
-      await etcd.etcd.stop();
+      // Counted before the stop: the leader may be deposed while etcd is still shutting down.
       const seen = reports.length;
+      await etcd.etcd.stop();
       await pollFor(
         () => reports.slice(seen).find((report) => report.kind === 'deposed'),
         () => 'the leader deposed with etcd down',

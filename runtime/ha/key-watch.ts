@@ -1,4 +1,4 @@
-// A watch of one key from a revision on: its events, or one report that the watch broke (etcd unreachable, the watch
+// A watch of one key (or a range of keys) from a revision on: its events, or one report that the watch broke (etcd unreachable, the watch
 // not confirmed within the watch timeout, the revision compacted), after which the caller reads the key again.
 import { create } from '@bufbuild/protobuf';
 import type { EtcdClient } from './etcd-client.ts';
@@ -22,6 +22,8 @@ export class KeyWatch {
     startRevision: number,
     watchTimeoutMs: number,
     private readonly events: KeyWatchEvents,
+    /** Watch every key from `key` up to this one (a prefix: prefixEnd); absent, `key` alone. */
+    rangeEnd?: Uint8Array,
   ) {
     this.stream = client.watchStream();
     this.timer = setTimeout(
@@ -44,7 +46,12 @@ export class KeyWatch {
       create(WatchRequestSchema, {
         requestUnion: {
           case: 'createRequest',
-          value: { key: bytesOf(key), startRevision: BigInt(startRevision), progressNotify: true },
+          value: {
+            key: bytesOf(key),
+            ...(rangeEnd === undefined ? {} : { rangeEnd }),
+            startRevision: BigInt(startRevision),
+            progressNotify: true,
+          },
         },
       }),
     );

@@ -131,7 +131,12 @@ export class LeaderElection {
   }
 
   private checkDeadline(): void {
-    if (this.leadership === undefined || this.now() < this.actUntil) return;
+    if (this.leadership === undefined) return;
+    // A timer may fire a little before the wall clock reaches the deadline: wait again rather than never.
+    if (this.now() < this.actUntil) {
+      this.armDeadline();
+      return;
+    }
     this.lost(`the lease was not renewed in time (acting until ${new Date(this.actUntil).toISOString()})`);
   }
 

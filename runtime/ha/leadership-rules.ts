@@ -1,6 +1,7 @@
-// The decisions the election runner needs, behind an interface: when to renew the lease, until when a leader may
-// act on its last renewal, how long to wait before trying again. They are decisions, so they belong to the core
-// (core/ha/, which the simulator runs too); `provisionalRules` stands in until the runtime is pointed there.
+// The election runner's timing (./leader-election.ts), taken from the core's (core/ha/timing.ts) so that it is
+// decided once: DEFAULT_HA_TIMING scaled to the runner's lease, and the core's acting deadline. The master process
+// itself runs the core's leadership machine (./ha-driver.ts); this runner remains for the client comparison.
+import { actingDeadline, DEFAULT_HA_TIMING, type HaTiming } from '../../core/ha/timing.ts';
 
 export interface LeadershipRules {
   /** How often the lease holder sends a keep-alive. */
@@ -14,9 +15,20 @@ export interface LeadershipRules {
   retryDelayMs(ttlSeconds: number): number;
 }
 
-/** Renew three times a lease, stop acting a tenth of it (at least 500 ms) before etcd could expire it. */
-export const provisionalRules: LeadershipRules = {
-  renewIntervalMs: (ttlSeconds) => Math.max(100, (ttlSeconds * 1000) / 3),
-  actUntilMs: (sentAtMs, ttlSeconds) => sentAtMs + ttlSeconds * 1000 - Math.max(500, ttlSeconds * 100),
-  retryDelayMs: (ttlSeconds) => Math.min(2000, Math.max(100, (ttlSeconds * 1000) / 5)),
+/** `timing` with every duration scaled so that its lease is `ttlSeconds` (the clock bound unchanged). */
+export function scaledTiming(ttlSeconds: number, timing: HaTiming = DEFAULT_HA_TIMING): HaTiming {
+  const ratio = (ttlSeconds * 1000) / timing.leaseTtlMs;
+  return {
+    leaseTtlMs: ttlSeconds * 1000,
+    keepAliveIntervalMs: timing.keepAliveIntervalMs * ratio,
+    clockDrift: timing.clockDrift,
+    stepDownMarginMs: timing.stepDownMarginMs * ratio,
+    campaignRetryMs: timing.campaignRetryMs * ratio,
+  };
+}
+
+export const coreRules: LeadershipRules = {
+  renewIntervalMs: (ttlSeconds) => scaledTiming(ttlSeconds).keepAliveIntervalMs,
+  actUntilMs: (sentAtMs, ttlSeconds) => actingDeadline(sentAtMs, ttlSeconds * 1000, scaledTiming(ttlSeconds)),
+  retryDelayMs: (ttlSeconds) => scaledTiming(ttlSeconds).campaignRetryMs,
 };

@@ -7,7 +7,15 @@ import { PauseReasons } from '../driver/pause-reasons.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { masterApi } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
-import { openDurableStore, slowedForTests, type DbBackend } from '../storage/durable-store.ts';
+import { haSettingsFrom } from '../ha/ha-settings.ts';
+import {
+  openDurableStore,
+  slowedForTests,
+  type DbBackend,
+  type DurableStore,
+} from '../storage/durable-store.ts';
+import { campaignForMaster } from './master-leadership.ts';
+import { serveNotLeader, type NotLeaderHttp } from './not-leader-http.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from '../transport/node-network.ts';
@@ -58,13 +66,43 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
   const lifetime = new ServerLifetime({ role: 'master', logger });
   try {
     const stateDir = conf.getString('svc.master.state.dir');
-    const store = lifetime.keep(
-      slowedForTests(
-        await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir),
-        testing.durableWriteDelayMs,
-      ),
-    );
+    const masterConfig = masterConfigFrom(presented, {
+      dfs: conf.optional('svc.storage.hdfs.dir', 'getString') !== undefined,
+      ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
+    });
+    const ha = haSettingsFrom(conf);
+    let store: DurableStore;
+    let notLeader: NotLeaderHttp | undefined;
+    if (ha.enabled) {
+      // In a group the state lives in etcd and only the leader runs the machine: nothing below starts until this
+      // master is elected and has loaded the state; until then only its management port listens, answering 503.
+      const leadership = campaignForMaster({
+        settings: ha,
+        emptyState: initialMasterState(masterConfig).durable,
+        logger,
+        stop: (code, reason) => void lifetime.shutdown(code, reason),
+      });
+      store = lifetime.keep(leadership.store);
+      notLeader = lifetime.keep(
+        await serveNotLeader({
+          host: conf.getString('svc.master.http.host'),
+          port: conf.getInt('svc.master.http.port'),
+          leader: () => leadership.driver.leader,
+          memberId: ha.nodeId!,
+          logger,
+        }),
+      );
+    } else {
+      store = lifetime.keep(
+        slowedForTests(
+          await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir),
+          testing.durableWriteDelayMs,
+        ),
+      );
+    }
     const recovered = await store.load();
+    // Elected (in a group): the management API proper takes the port.
+    await notLeader?.close();
     const metrics = lifetime.keep(masterMetrics({ conf, release }));
     const network = nodeNetwork({
       role: 'master',
@@ -90,32 +128,21 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       conf.getInt('svc.master.port'),
     );
 
-    const driver = new NodeDriver(
-      nodeId,
-      masterMachine,
-      initialMasterState(
-        masterConfigFrom(presented, {
-          dfs: conf.optional('svc.storage.hdfs.dir', 'getString') !== undefined,
-          ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
-        }),
-      ),
-      release,
-      {
-        send: (envelope) => network.transport.send(envelope),
+    const driver = new NodeDriver(nodeId, masterMachine, initialMasterState(masterConfig), release, {
+      send: (envelope) => network.transport.send(envelope),
+      logger,
+      durable: store,
+      durableStoreKind: 'coordination',
+      ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
+      onExit: (code, reason) => void lifetime.shutdown(code, reason),
+      onInputsFull: holdWhileBacklogFull(
+        new PauseReasons((service, paused) => network.transport.setPaused(service, paused)),
+        ['rpc'],
         logger,
-        durable: store,
-        durableStoreKind: 'coordination',
-        ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
-        onExit: (code, reason) => void lifetime.shutdown(code, reason),
-        onInputsFull: holdWhileBacklogFull(
-          new PauseReasons((service, paused) => network.transport.setPaused(service, paused)),
-          ['rpc'],
-          logger,
-          nodeId,
-        ),
-        ...(metrics.metrics === undefined ? {} : { onMetric: metrics.metrics.onMetric }),
-      },
-    );
+        nodeId,
+      ),
+      ...(metrics.metrics === undefined ? {} : { onMetric: metrics.metrics.onMetric }),
+    });
     auth.readSecretsOf(driver);
 
     const http = lifetime.keep(
@@ -170,6 +197,7 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
         http: http.address,
         url: `svc://${addressText(rpc)}`,
         stateDir,
+        ...(ha.enabled ? { haMember: ha.nodeId } : {}),
         recoveredKeys: recovered.size,
       },
       `master ${release} listening on ${addressText(rpc)}`,

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { EtcdClient } from '../ha/etcd-client.ts';
 import { EtcdStore, bytesOf, type Leadership } from '../ha/etcd-store.ts';
 import { LeaderElection } from '../ha/leader-election.ts';
-import { provisionalRules } from '../ha/leadership-rules.ts';
+import { coreRules } from '../ha/leadership-rules.ts';
 
 const [candidate, endpoint, nodeId, ttlText, keyPrefix] = process.argv.slice(2);
 const ttlSeconds = Number(ttlText);
@@ -30,7 +30,7 @@ function generated(): Writer {
   const election = new LeaderElection(
     store,
     { leaderKey: `${keyPrefix!}/leader`, nodeId: nodeId!, ttlSeconds, watchTimeoutMs: 2000 },
-    provisionalRules,
+    coreRules,
     (report) => {
       if (report.kind === 'elected') {
         tenure = report.leadership;

@@ -51,6 +51,7 @@ export const mayImport = {
     'runtime/driver',
     'runtime/transport',
     'runtime/http',
+    'runtime/ha',
   ],
   'runtime/client': ['core', 'conf', 'runtime:files', 'runtime/wire', 'runtime/driver', 'runtime/transport'],
   'runtime/cluster': ['core', 'conf', 'runtime:files', 'runtime/process'],

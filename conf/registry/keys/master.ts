@@ -1,6 +1,6 @@
 /** Keys of the master: addresses, slot offers, worker tracking, high availability. */
 import { hostPortList, regularExpression } from '../checks.ts';
-import { ALL_ROLES, MASTER, compatibilityOnly, notImplementedYet, type KeySpec, type Role } from '../spec.ts';
+import { ALL_ROLES, MASTER, compatibilityOnly, type KeySpec, type Role } from '../spec.ts';
 
 const PORT = { type: 'int', min: 0, max: 65535 } as const;
 
@@ -360,10 +360,6 @@ export const MASTER_KEYS: readonly KeySpec[] = [
     type: 'boolean',
     default: 'false',
     roles: ALL_ROLES,
-    effect: notImplementedYet(
-      'the master does not run as a group yet: its coordination store on etcd exists (runtime/ha/), the master does not use it',
-      'master high availability, docs/architecture.md',
-    ),
     description: 'Whether the masters run as a high-availability group.',
   },
   {

@@ -1,0 +1,108 @@
+// A master of a high-availability group (svc.master.ha.enabled): it campaigns on etcd through the core's leadership
+// machine (runtime/ha/ha-driver.ts) and runs the master machine only once elected, from the state the machine loaded
+// (the restart path), its persists written to etcd as fenced keys. Deposed, it exits with NOT_LEADER_EXIT_CODE after
+// one log line: a supervisor restarts it as a follower (docs/high-availability.md, "Running a group").
+import type { MasterDurableState } from '../../core/machines/master/state.ts';
+import { MASTER_STATE_KEY } from '../../core/machines/master/state.ts';
+import { DEFAULT_HA_TIMING } from '../../core/ha/timing.ts';
+import { EtcdClient } from '../ha/etcd-client.ts';
+import { EtcdRequests } from '../ha/etcd-requests.ts';
+import { HaDriver } from '../ha/ha-driver.ts';
+import type { HaSettings } from '../ha/ha-settings.ts';
+import type { Logger } from '../log.ts';
+import type { DurableStore } from '../storage/durable-store.ts';
+
+/** The exit code of a master that stopped acting as leader (EX_TEMPFAIL): restart it, it follows. */
+export const NOT_LEADER_EXIT_CODE = 75;
+
+export interface MasterLeadership {
+  /** Resolves with the recovered state (the master machine's `start` input) once this master leads. */
+  readonly elected: Promise<ReadonlyMap<string, string>>;
+  /** The master's durable store while it leads: each write a fenced persist through the leadership machine. */
+  readonly store: DurableStore;
+  readonly driver: HaDriver;
+  /** A planned stop: resigns (the next master leads at once), then closes the etcd client. */
+  close(): Promise<void>;
+}
+
+export interface MasterLeadershipOptions {
+  readonly settings: HaSettings;
+  readonly emptyState: MasterDurableState;
+  readonly logger: Logger;
+  /** The master must stop now: it no longer leads (`deposed`) or the stored state is unusable. */
+  readonly stop: (code: number, reason: string) => void;
+}
+
+export function campaignForMaster(options: MasterLeadershipOptions): MasterLeadership {
+  const { settings, logger } = options;
+  const nodeId = settings.nodeId!;
+  const member = settings.members.find((m) => m.id === nodeId)!;
+  const client = new EtcdClient(settings.etcd);
+  let elected!: (recovered: ReadonlyMap<string, string>) => void;
+  let refused!: (error: Error) => void;
+  const electedPromise = new Promise<ReadonlyMap<string, string>>((resolve, reject) => {
+    elected = resolve;
+    refused = reject;
+  });
+  let leading = false;
+  const driver = new HaDriver(
+    {
+      memberId: nodeId,
+      announce: `${nodeId}@${member.host}:${member.port}`,
+      election: `${settings.keyPrefix}master/election/`,
+      statePrefix: `${settings.keyPrefix}master/state/`,
+      timing: DEFAULT_HA_TIMING,
+      emptyState: options.emptyState,
+    },
+    new EtcdRequests(client, {
+      requestTimeoutMs: settings.etcd.requestTimeoutMs,
+      watchTimeoutMs: settings.etcd.watchTimeoutMs,
+    }),
+    logger,
+    {
+      startActing: (recovered) => {
+        if (leading) {
+          // A reload under the same term (a write's outcome unknown): the running machine's state may be stale.
+          options.stop(NOT_LEADER_EXIT_CODE, 'leadership reloaded the state: restarting to act on it');
+          return;
+        }
+        leading = true;
+        elected(recovered);
+      },
+      stopActing: (reason) => {
+        if (!leading) return;
+        logger.warn(
+          { event: 'ha.exit', member: nodeId, code: NOT_LEADER_EXIT_CODE, reason },
+          `master ${nodeId} no longer leads (${reason}): exiting with code ${NOT_LEADER_EXIT_CODE} to restart as a follower`,
+        );
+        options.stop(NOT_LEADER_EXIT_CODE, `no longer the leader: ${reason}`);
+      },
+      fatal: (reason) => {
+        refused(new Error(reason));
+        options.stop(1, reason);
+      },
+      leaderIs: (value) => {
+        if (!leading && value !== null)
+          logger.info({ event: 'ha.following', member: nodeId, leader: value }, `following ${value}`);
+      },
+    },
+  );
+  driver.start();
+  const store: DurableStore = {
+    load: () => electedPromise.then((recovered) => new Map(recovered)),
+    write: async (changes) => {
+      for (const change of changes) {
+        if (change.key !== MASTER_STATE_KEY || change.value === null) {
+          throw new Error(`the master persisted ${change.key}, which a group does not store`);
+        }
+        await driver.persist(change.value);
+      }
+    },
+    close: async () => {
+      await driver.resign();
+      driver.close();
+      client.close();
+    },
+  };
+  return { elected: electedPromise, store, driver, close: () => store.close() };
+}
