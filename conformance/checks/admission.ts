@@ -12,6 +12,7 @@ import {
   type ShuffleClient,
 } from '../../runtime/client/index.ts';
 import type { Check, RuleRow, Target, Verdict } from '../report/row.ts';
+import { withDeadline } from './deadline.ts';
 
 /** The contract's words for each rule this module checks (section 1, "Behaviour rules stated"). */
 export const SECTION_1_RULES = {
@@ -256,18 +257,6 @@ async function listedLocations(
     }
   }
   return { locations, read };
-}
-
-async function withDeadline<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 async function writeMap(client: ShuffleClient, appTag: string, map: number, revive: boolean): Promise<void> {

@@ -18,6 +18,7 @@ import { masterDataUrl, startOwnCluster, startOwnMaster, startOwnWorker } from '
 import type { RuleRow, Target } from '../report/row.ts';
 import { guarded, notApplicable, verdict, type RuleSpec } from '../rows.ts';
 import { scratchDir } from '../servers.ts';
+import { withDeadline } from './deadline.ts';
 
 /** The quota keys arrived as `svc.quota.tenant.*` (0.5.0, reference §11.3) and were renamed `user` in 0.6.0 (9.2). */
 export const QUOTA_SINCE = '0.5.0';
@@ -55,19 +56,6 @@ const SPECS = {
       'pushing client slows down, and the job still completes with every record',
   },
 } satisfies Record<string, RuleSpec>;
-
-/** Rejects with `what` after `ms`: every wait of these rules has a deadline. */
-async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 interface Client {
   readonly app: Application;
@@ -184,7 +172,7 @@ export async function quotaProbe(
     const written: number[] = [];
     for (let id = 0; ; id += 1) {
       try {
-        await within(QUOTA_WAIT_MS, `shuffle ${id}`, writeJob(client.executor, id, QUOTA_JOB));
+        await withDeadline(QUOTA_WAIT_MS, `shuffle ${id}`, writeJob(client.executor, id, QUOTA_JOB));
         written.push(id);
       } catch (error) {
         const took = Date.now() - started;
@@ -352,8 +340,12 @@ export async function congestionProbe(
       { 'svc.client.push.buffer.max.size': '8k' },
       { error: keep, warn: keep, info: keep },
     );
-    await within(120_000, 'the job', writeJob(client.executor, 0, CONGESTION_JOB));
-    const difference = await within(60_000, 'reading the job', verifyJob(client.executor, 0, CONGESTION_JOB));
+    await withDeadline(120_000, 'the job', writeJob(client.executor, 0, CONGESTION_JOB));
+    const difference = await withDeadline(
+      60_000,
+      'reading the job',
+      verifyJob(client.executor, 0, CONGESTION_JOB),
+    );
     const metrics = await request(
       { release, masterUrl: '', workerUrls: [] },
       cluster.worker.httpUrl,

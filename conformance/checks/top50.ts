@@ -13,6 +13,7 @@ import {
 } from '../../runtime/client/index.ts';
 import { findPrometheus, PrometheusRun, type ScrapeTarget } from '../prometheus/server.ts';
 import type { Check, RuleRow, Target, Verdict } from '../report/row.ts';
+import { withDeadline } from './deadline.ts';
 
 /** Contract 4.3, as written. */
 export const SECTION_4_3 =
@@ -372,18 +373,6 @@ export function limitRow(
     count === TOP_APPLICATIONS ? 'pass' : 'fail',
     `${holding} applications hold disk bytes; ${best?.request ?? 'neither spelling'} answered ${count}`,
   );
-}
-
-async function withDeadline<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export function top50Check(options: Top50Options = {}): Check {
