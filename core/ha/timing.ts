@@ -9,10 +9,10 @@
  *    time (its clock may run slow);
  *  - choosing window = (1 − ρ) · (ttl / (1 + ρ) − margin) puts the leader's stop at least `margin` before the
  *    earliest real time another master can win. The margin is the time the last effects of its last acting step
- *    may take to leave the process (a step's sends, a held reply released).
+ *    may take to leave the master (a step's sends, a held reply released).
  * Only answered keep-alives extend the window, each from its own send time; the store's answer can only be later.
  * etcd measures leases on its leader's monotonic clock and, when its own leader changes, extends every lease by a
- * full TTL (never shortens one): both only move the earliest end later. What the margin cannot cover (a process
+ * full TTL (never shortens one): both only move the earliest end later. What the margin cannot cover (a master
  * frozen in the middle of sending) the fencing of every durable write covers (./fencing.ts).
  */
 export interface HaTiming {

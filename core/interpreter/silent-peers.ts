@@ -28,7 +28,7 @@ export interface SilentPeersOptions {
    * Test-only (core/planted-bugs.ts): `silent-peer-reused` forgets a peer's silence as soon as it is declared, so
    * requests go on being started to it (the reference's pooled connection reused after it timed out).
    * `silent-peer-never-heard` keeps a peer silent when it is heard from again, so that a worker back from a
-   * partition is never used again by that process.
+   * partition is never used again by that node.
    */
   readonly plantedBug?: PlantedBug;
 }
