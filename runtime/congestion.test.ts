@@ -14,9 +14,12 @@ import { LocalCluster } from './cluster/local-cluster.ts';
 import { parseExposition, samplesOf } from './metrics/testing.ts';
 import { readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/small-job.ts';
 
-// 2 maps × 2 partitions × 40 KB, pushed in batches of 8 KB: far above 32 KB/s for the first check.
+// 2 maps × 2 partitions × 40 KB, pushed in batches of 2 KB: far above 32 KB/s for the first check, and 80 batches,
+// five times what the map tasks keep in flight at once (4 per partition), so that pushes still arrive after the
+// worker's check has seen the watermark passed; in larger batches the whole job can land before any check runs.
+// Not larger: once congested, the job goes at about the watermark's speed.
 const JOB: SmallJob = { maps: 2, partitions: 2, recordsPerPartition: 40, recordBytes: 1000 };
-const CLIENT_CONF = { 'svc.client.push.buffer.max.size': '8k' };
+const CLIENT_CONF = { 'svc.client.push.buffer.max.size': '2k' };
 
 const CONGESTION_ON = [
   'svc.worker.congestionControl.enabled=true',

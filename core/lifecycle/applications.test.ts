@@ -9,6 +9,7 @@ import {
   registeredShuffleKeys,
   restoreApplications,
   runningApplications,
+  shuffleExpiry,
   shuffleLookup,
   snapshotApplications,
   takePartitionSizeSample,
@@ -113,6 +114,61 @@ describe('applications: properties', () => {
           registry,
         );
       }),
+    );
+  });
+});
+
+describe('applications: a master that lost its state', () => {
+  it('takes back exactly the shuffles a heartbeat names that it did not have, and loses none it had', () => {
+    fc.assert(
+      fc.property(
+        fc.array(opArb, { maxLength: 30 }),
+        appArb,
+        fc.array(fc.nat(6), { maxLength: 6 }),
+        (ops, app, named) => {
+          const before = run(ops).registry;
+          const appId = `app-${app}`;
+          const had = before.apps.get(appId)?.shuffles ?? [];
+          const { registry, revised } = recordApplicationHeartbeat(
+            before,
+            { appId, bytesWritten: 0, fileCount: 0, shuffleIds: named },
+            1_000,
+          );
+          assert.deepEqual(new Set(revised), new Set(named.filter((id) => !had.includes(id))));
+          assert.equal(revised.length, new Set(revised).size, 'each revised once');
+          assert.deepEqual(registry.apps.get(appId)?.shuffles, [...had, ...revised]);
+          for (const [other, record] of before.apps)
+            if (other !== appId) assert.deepEqual(registry.apps.get(other), record);
+        },
+      ),
+    );
+  });
+
+  it('expires a held shuffle only when its application dropped it or ended, or after a timeout unheard of', () => {
+    fc.assert(
+      fc.property(
+        fc.array(opArb, { maxLength: 30 }),
+        appArb,
+        fc.nat(4),
+        fc.nat(20_000),
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.boolean(),
+        (ops, app, shuffle, servingFor, timeout, toldEnded) => {
+          const { registry } = run(ops);
+          const key = `app-${app}-${shuffle}`;
+          const expired = shuffleExpiry(registry, {
+            now: 50_000 + servingFor,
+            servingSince: 50_000,
+            applicationTimeoutMs: timeout,
+            ended: new Set(toldEnded ? [`app-${app}`] : []),
+          })(key);
+          const record = registry.apps.get(`app-${app}`);
+          if (record?.shuffles.includes(shuffle) === true) assert.equal(expired, false, 'registered: kept');
+          else if (record !== undefined) assert.equal(expired, true, 'its live application dropped it');
+          else if (toldEnded) assert.equal(expired, true, 'its application told the master it ended');
+          else assert.equal(expired, servingFor >= timeout, 'unknown application: kept for one timeout');
+        },
+      ),
     );
   });
 });

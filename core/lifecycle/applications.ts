@@ -1,4 +1,4 @@
-import { shuffleKey } from '../domain/index.ts';
+import { parseShuffleKey, shuffleKey } from '../domain/index.ts';
 import type { AppId, ShuffleId, ShuffleKey } from '../domain/index.ts';
 import type { UserIdentifier } from '../quota/consumption.ts';
 
@@ -41,6 +41,11 @@ export interface ApplicationHeartbeat {
   readonly bytesWritten: number;
   /** Partition files the application committed since its previous heartbeat. */
   readonly fileCount: number;
+  /**
+   * svc addition: the shuffles the application has registered, as its lifecycle manager knows them. A master that
+   * lost them (it started without its state) takes them back. Absent or empty from older clients.
+   */
+  readonly shuffleIds?: readonly ShuffleId[];
 }
 
 /**
@@ -52,17 +57,27 @@ export function recordApplicationHeartbeat(
   registry: ApplicationRegistry,
   heartbeat: ApplicationHeartbeat,
   now: number,
-): { readonly registry: ApplicationRegistry; readonly warning: string | null } {
+): {
+  readonly registry: ApplicationRegistry;
+  readonly warning: string | null;
+  /** Shuffles the heartbeat named that the master did not have: registered again (the reference's revise). */
+  readonly revised: readonly ShuffleId[];
+} {
   const record = registry.apps.get(heartbeat.appId);
+  const known = record?.shuffles ?? [];
+  const revised = [...new Set(heartbeat.shuffleIds ?? [])].filter(
+    (id) => Number.isInteger(id) && id >= 0 && !known.includes(id),
+  );
   const apps = new Map(registry.apps).set(heartbeat.appId, {
     ...record,
     lastHeartbeat: now,
-    shuffles: record?.shuffles ?? [],
+    shuffles: revised.length === 0 ? known : [...known, ...revised],
   });
   const valid = [heartbeat.bytesWritten, heartbeat.fileCount].every((n) => Number.isFinite(n) && n >= 0);
   if (!valid) {
     return {
       registry: { ...registry, apps },
+      revised,
       warning:
         `application ${heartbeat.appId} reported ${heartbeat.bytesWritten} bytes in ` +
         `${heartbeat.fileCount} files; counts must be non-negative numbers, so they were left out of the ` +
@@ -79,6 +94,7 @@ export function recordApplicationHeartbeat(
       },
     },
     warning: null,
+    revised,
   };
 }
 
@@ -205,6 +221,36 @@ export function registeredShuffleKeys(registry: ApplicationRegistry): ShuffleKey
 export function shuffleLookup(registry: ApplicationRegistry): (key: ShuffleKey) => boolean {
   const keys = new Set(registeredShuffleKeys(registry));
   return (key) => keys.has(key);
+}
+
+/**
+ * Whether a shuffle a worker holds has expired, so that the worker must drop its data: its application has
+ * unregistered it, or ended (`ended`: those that told this master so). An application the master has not heard
+ * from since it began serving (`servingSince`) is not taken for ended until one application timeout has passed: a master that started without its state (a
+ * replaced disk, a new coordination store) learns of the running applications and their shuffles from their
+ * heartbeats, and must not have the workers delete the data of live jobs first. Built once per worker heartbeat.
+ */
+export function shuffleExpiry(
+  registry: ApplicationRegistry,
+  clock: {
+    readonly now: number;
+    readonly servingSince: number;
+    readonly applicationTimeoutMs: number;
+    readonly ended: ReadonlySet<AppId>;
+  },
+): (key: ShuffleKey) => boolean {
+  const registered = shuffleLookup(registry);
+  const unknownAppsExpire = clock.now - clock.servingSince >= clock.applicationTimeoutMs;
+  return (key) => {
+    if (registered(key)) return false;
+    let appId: AppId;
+    try {
+      appId = parseShuffleKey(key).appId;
+    } catch {
+      return true; // not a shuffle key at all: nothing of a live application
+    }
+    return registry.apps.has(appId) || clock.ended.has(appId) || unknownAppsExpire;
+  };
 }
 
 /** Running applications with their last heartbeat (GET /api/v1/applications). */

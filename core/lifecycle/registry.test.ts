@@ -68,7 +68,7 @@ const registeredShuffles = new Set(['app-1-0']);
 const POLICY: HeartbeatPolicy = {
   unhealthyDiskRatioThreshold: 1,
   dfsConfigured: false,
-  isShuffleRegistered: (key) => registeredShuffles.has(key),
+  isShuffleExpired: (key) => !registeredShuffles.has(key),
 };
 
 function register(registry: WorkerRegistry, id: WorkerId, now: number): WorkerRegistry {

@@ -161,8 +161,8 @@ export interface WorkerHeartbeat {
 }
 
 export interface HeartbeatPolicy extends AutoExclusionPolicy {
-  /** Whether the master still has the shuffle registered (see applications.ts `shuffleLookup`). */
-  readonly isShuffleRegistered: (key: ShuffleKey) => boolean;
+  /** Whether the worker must drop a shuffle it holds (see applications.ts `shuffleExpiry`). */
+  readonly isShuffleExpired: (key: ShuffleKey) => boolean;
 }
 
 export type HeartbeatReply =
@@ -287,9 +287,7 @@ export function recordHeartbeat(
     },
     reply: {
       registered: true,
-      expiredShuffleKeys: heartbeat.activeShuffleKeys.filter(
-        (shuffle) => !policy.isShuffleRegistered(shuffle),
-      ),
+      expiredShuffleKeys: heartbeat.activeShuffleKeys.filter((shuffle) => policy.isShuffleExpired(shuffle)),
       event: events.get(key)?.type ?? 'None',
     },
     changes: { autoExclusion, completedEvent, droppedEvent, backInService },

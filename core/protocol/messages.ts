@@ -96,6 +96,12 @@ export interface ApplicationHeartbeat {
   /** Bytes and files written since the previous heartbeat; they feed the master's estimated partition size. */
   readonly bytesWritten: number;
   readonly fileCount: number;
+  /**
+   * svc addition: the shuffles the master gave slots for, as the lifecycle manager holds them; a master that lost
+   * them (started without its state) registers them again instead of having the workers drop their data. Older
+   * clients send none (on the wire: an empty list).
+   */
+  readonly shuffleIds?: readonly ShuffleId[];
 }
 export interface ApplicationHeartbeatResponse {
   readonly type: 'ApplicationHeartbeatResponse';

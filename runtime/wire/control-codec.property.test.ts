@@ -158,7 +158,17 @@ const MESSAGES: { readonly [T in MessageType]: fc.Arbitrary<MessageOf<T>> } = {
     ['secret', 'hostname', 'tenant'],
   ),
   StatusResponse: msg('StatusResponse', { status, message: text }),
-  ApplicationHeartbeat: msg('ApplicationHeartbeat', { appId: text, bytesWritten: int64, fileCount: int64 }),
+  ApplicationHeartbeat: msg(
+    'ApplicationHeartbeat',
+    // An empty list travels as absent: a present one is never empty.
+    {
+      appId: text,
+      bytesWritten: int64,
+      fileCount: int64,
+      shuffleIds: fc.array(int32, { minLength: 1, maxLength: 3 }),
+    },
+    ['shuffleIds'],
+  ),
   ApplicationHeartbeatResponse: msg(
     'ApplicationHeartbeatResponse',
     {

@@ -632,12 +632,14 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       appId: m.appId,
       bytesWritten: big(m.bytesWritten),
       fileCount: big(m.fileCount),
+      shuffleIds: [...(m.shuffleIds ?? [])],
     }),
     decode: (p) => ({
       type: 'ApplicationHeartbeat',
       appId: p.appId,
       bytesWritten: num(p.bytesWritten),
       fileCount: num(p.fileCount),
+      ...(p.shuffleIds.length === 0 ? {} : { shuffleIds: p.shuffleIds }),
     }),
   },
   ApplicationHeartbeatResponse: {

@@ -1,5 +1,5 @@
 import { applyMasterReport } from '../../client/index.ts';
-import { workerKey } from '../../domain/index.ts';
+import { workerKey, type ShuffleId } from '../../domain/index.ts';
 import type { MessageOf } from '../../protocol/messages.ts';
 import { cancelTimer, count, log, setTimer } from '../outbox.ts';
 import { request, type Draft } from './draft.ts';
@@ -124,10 +124,24 @@ export function sendHeartbeat(d: Draft, options: { readonly refresh?: boolean } 
   request(
     d,
     d.config.master,
-    { type: 'ApplicationHeartbeat', appId: d.config.appId, bytesWritten: bytes, fileCount: files },
+    {
+      type: 'ApplicationHeartbeat',
+      appId: d.config.appId,
+      bytesWritten: bytes,
+      fileCount: files,
+      shuffleIds: shufflesTheMasterPlaced(d),
+    },
     options.refresh === true ? { kind: 'heartbeat', refresh: true } : { kind: 'heartbeat' },
   );
   d.unreported = { bytes: 0, files: 0 };
+}
+
+/** Shuffles past their slot request: the master registered them when it placed their partitions. */
+function shufflesTheMasterPlaced(d: Draft): ShuffleId[] {
+  const placed: ShuffleId[] = [];
+  for (const [id, shuffle] of d.shuffles)
+    if (shuffle.phase !== 'awaiting-app' && shuffle.phase !== 'requesting-slots') placed.push(id);
+  return placed;
 }
 
 /** The application ended: no more heartbeats (the master would otherwise register it again). */

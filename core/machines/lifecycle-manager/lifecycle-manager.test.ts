@@ -740,7 +740,7 @@ describe('lifecycle manager: mapper end, commit and file groups', () => {
     assert.equal(h.last(h.task('reduce-1'), 'GetReducerFileGroupResponse').status, 'SHUFFLE_UNREGISTERED');
   });
 
-  it('sends heartbeats with committed bytes and avoids the workers the master reports', () => {
+  it('sends heartbeats with committed bytes and its placed shuffles, and avoids the workers the master reports', () => {
     const h = new Harness();
     h.registered(2, 1);
     h.ask('map-0', { ...mapperEnd(0, 0, []), numMappers: 1 } as Message, 4);
@@ -753,6 +753,8 @@ describe('lifecycle manager: mapper end, commit and file groups', () => {
       appId: 'app',
       bytesWritten: 20,
       fileCount: 2,
+      // Placed shuffles, so that a master that lost its state takes them back.
+      shuffleIds: [0],
     });
     answerHeartbeat(h, { excluded: [worker(2)], shutting: [worker(3)] });
     h.advance(10);

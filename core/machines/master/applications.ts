@@ -150,8 +150,14 @@ export function handleApplicationHeartbeat(
 ): MasterState {
   if (!admitted(out, 'master', s.config.release, envelope)) return s;
   const known = s.durable.applications.apps.has(message.appId);
-  const { registry, warning } = recordApplicationHeartbeat(s.durable.applications, message, out.now);
+  const { registry, warning, revised } = recordApplicationHeartbeat(s.durable.applications, message, out.now);
   if (warning !== null) log(out, 'warn', 'master.application.badCounts', { appId: message.appId, warning });
+  if (revised.length > 0)
+    log(out, 'warn', 'master.application.shufflesRevised', {
+      appId: message.appId,
+      shuffleIds: revised.join(','),
+      hint: 'the application named shuffles this master did not have (it started without its state); registered again',
+    });
   const workers = s.durable.workers;
   reply(out, replyToOf(envelope), {
     type: 'ApplicationHeartbeatResponse',
@@ -167,8 +173,8 @@ export function handleApplicationHeartbeat(
     })),
     ...quotaStatusOf(s, message.appId),
   });
-  // Only a new application is worth a write; heartbeat times and byte counts are rebuilt after a restart.
-  return known
+  // Only a new application or revised shuffles are worth a write; heartbeat times and byte counts are rebuilt after a restart.
+  return known && revised.length === 0
     ? { ...s, durable: { ...s.durable, applications: registry } }
     : withApplications(s, out, registry);
 }
@@ -311,13 +317,20 @@ export function handleUnregisterApplication(
         ? `application ${message.appId} was not registered; nothing to do`
         : `application ${message.appId} unregistered with ${shuffles.length} shuffle(s); workers release them at their next heartbeat`,
   });
-  return shuffles === null ? s : withApplications(s, out, registry);
+  const remembered = isNew(s, out.now) ? { ...s, endedApps: new Set(s.endedApps).add(message.appId) } : s;
+  return shuffles === null ? remembered : withApplications(remembered, out, registry);
+}
+
+/** Less than an application timeout since the master began serving (lifecycle/applications.ts `shuffleExpiry`). */
+function isNew(s: MasterState, now: number): boolean {
+  return now - s.servingSince < s.config.applicationTimeoutMs;
 }
 
 /** Every half application timeout: applications silent for longer than the timeout are lost. */
 export function checkApplications(s: MasterState, out: MasterOutbox): MasterState {
   const timeout = s.config.applicationTimeoutMs;
   const { registry, expired } = expireApplications(s.durable.applications, out.now, timeout);
+  if (s.endedApps.size > 0 && !isNew(s, out.now)) s = { ...s, endedApps: new Set() };
   if (expired.length === 0) return s;
   for (const { appId, shuffles } of expired) {
     log(out, 'warn', 'master.application.lost', {

@@ -142,7 +142,7 @@ function onStart(s: MasterState, out: MasterOutbox, recovered: ReadonlyMap<strin
   setTimer(out, MASTER_TIMERS.partitionSize, out.now + config.partitionSize.updateInitialDelayMs);
   setTimer(out, MASTER_TIMERS.quota, out.now + quotaIntervalMs(config));
   // Emit the gauges once at start, so that dashboards show the (restored) cluster before anything changes.
-  return emitGauges({ ...s, started: true, durable }, out);
+  return emitGauges({ ...s, started: true, servingSince: out.now, durable }, out);
 }
 
 function quotaIntervalMs(config: MasterState['config']): number {

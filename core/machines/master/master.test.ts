@@ -392,6 +392,35 @@ describe('master: applications and slots', () => {
     assert.deepEqual(heartbeat(harness, W1, { keys: ['app-1'] }).reply.expiredShuffleKeys, ['app-1']);
   });
 
+  it('started without its state, keeps the shuffles of applications it has not heard of for one application timeout', () => {
+    const harness = master(); // a master whose state was lost: it knows no application
+    register(harness, W1);
+    assert.deepEqual(heartbeat(harness, W1, { keys: ['app-1', 'gone-3'] }).reply.expiredShuffleKeys, []);
+    // The live application's heartbeat names its placed shuffles: the master takes them back and says so.
+    const revised = harness.receive(
+      LM,
+      { type: 'ApplicationHeartbeat', appId: 'app', bytesWritten: 0, fileCount: 0, shuffleIds: [1] },
+      { requestId: 1 },
+    );
+    assert.ok(
+      ofKind(revised, 'log').some((l) => l.event === 'master.application.shufflesRevised'),
+      'the master says it took the shuffle back',
+    );
+    assert.ok(ofKind(revised, 'persist').length > 0, 'the revised shuffle is written down');
+    // An application that unregisters while the master is new is not kept waiting for.
+    harness.receive(LM, { type: 'UnregisterApplication', appId: 'ended' }, { requestId: 2 });
+    assert.deepEqual(
+      heartbeat(harness, W1, { keys: ['app-1', 'gone-3', 'ended-4'] }).reply.expiredShuffleKeys,
+      ['ended-4'],
+    );
+    harness.now = testMasterConfig().applicationTimeoutMs;
+    assert.deepEqual(
+      heartbeat(harness, W1, { keys: ['app-1', 'gone-3'] }).reply.expiredShuffleKeys,
+      ['gone-3'],
+      'a timeout later, an application still unheard of is taken for ended; the revised shuffle stays',
+    );
+  });
+
   it('forgets an application after its timeout, and its shuffles with it', () => {
     const harness = master();
     register(harness, W1);

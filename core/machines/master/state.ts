@@ -29,6 +29,16 @@ export interface MasterDurableState {
 export interface MasterState {
   readonly config: MasterConfig;
   readonly started: boolean;
+  /**
+   * When this master began serving (its start): applications it has not heard from since are not taken for ended
+   * until an application timeout later (lifecycle/applications.ts `shuffleExpiry`).
+   */
+  readonly servingSince: number;
+  /**
+   * Applications that unregistered while this master was new (less than an application timeout since
+   * `servingSince`): their shuffles expire at once, unlike those of applications it never heard of.
+   */
+  readonly endedApps: ReadonlySet<string>;
   readonly durable: MasterDurableState;
   /** The gauge values last emitted, so that a step emits only the gauges that changed. */
   readonly gauges: ReadonlyMap<string, number>;
@@ -43,6 +53,8 @@ export function initialMasterState(config: MasterConfig): MasterState {
   return {
     config,
     started: false,
+    servingSince: 0,
+    endedApps: new Set(),
     durable: {
       workers: emptyRegistry(),
       applications: emptyApplications(),

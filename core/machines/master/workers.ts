@@ -7,7 +7,7 @@ import {
   registerWorker,
   reportWorkersDecommissioning,
   reportWorkersUnavailable,
-  shuffleLookup,
+  shuffleExpiry,
 } from '../../lifecycle/index.ts';
 import type {
   RegisterWorker,
@@ -96,7 +96,15 @@ export function handleWorkerHeartbeat(
       activeShuffleKeys: message.activeShuffleKeys,
     },
     out.now,
-    { ...s.config.exclusion, isShuffleRegistered: shuffleLookup(s.durable.applications) },
+    {
+      ...s.config.exclusion,
+      isShuffleExpired: shuffleExpiry(s.durable.applications, {
+        now: out.now,
+        servingSince: s.servingSince,
+        applicationTimeoutMs: s.config.applicationTimeoutMs,
+        ended: s.endedApps,
+      }),
+    },
   );
   if (!answer.registered) {
     log(out, 'warn', 'master.worker.unknownHeartbeat', { worker: key, hint: 'told to register again' });
