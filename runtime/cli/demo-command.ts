@@ -30,6 +30,7 @@ interface DemoFlags {
   readonly attempts: number;
   readonly logLevel: string;
   readonly auth?: boolean;
+  readonly ha?: boolean;
 }
 
 function bytes(value: string): number {
@@ -145,6 +146,13 @@ export function demoCommand(): Command {
     )
     .addOption(
       new Option(
+        '--ha',
+        'run the local cluster with a high-availability group of three masters on an etcd it starts (needs etcd: ' +
+          'bash scripts/etcd/install.sh)',
+      ).conflicts('master'),
+    )
+    .addOption(
+      new Option(
         '--master <url>',
         'run the job on an existing cluster (svc://host:port) instead of starting one',
       ).argParser(masterUrl),
@@ -213,6 +221,7 @@ export function demoCommand(): Command {
         '  svc demo --size 256m --tier memory --replication off\n' +
         '  svc demo --release 0.3.2                   the same job through a 0.3.x client\n' +
         '  svc demo --auth --size 256m                every connection proves a secret (svc.auth.enabled)\n' +
+        '  svc demo --ha --size 256m                  three masters on etcd (m1 leads, m2 and m3 follow)\n' +
         '  svc demo --keep                            then, elsewhere: svc demo --master svc://127.0.0.1:<port>\n\n' +
         `Client release by default: ${CURRENT_RELEASE}. The in-process simulated demo: npm run sim -- --scenario demo.`,
     )
@@ -248,6 +257,7 @@ export function demoCommand(): Command {
         maxAttempts: flags.attempts,
         logLevel: flags.logLevel,
         auth: flags.auth === true,
+        ha: flags.ha === true,
         ...(flags.release === undefined ? {} : { release: flags.release }),
         ...(flags.master === undefined ? {} : { master: flags.master }),
         ...(flags.mapSlots === undefined ? {} : { mapSlots: flags.mapSlots }),

@@ -8,6 +8,8 @@ import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { FaultProxy } from './fault-proxy.ts';
 import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
 import type { Host, HostNetwork } from './hosts.ts';
+import { planMasterGroup, type MasterGroup, type MasterGroupOptions } from './master-group.ts';
+import { EtcdProcess, etcdUnavailable } from '../ha/etcd-process.ts';
 
 /** Where a worker's data ports listen when fault proxies stand in front of them (the proxies take 127.0.0.1). */
 const PROXIED_BIND_HOST = '127.0.0.2';
@@ -62,6 +64,11 @@ export interface LocalClusterOptions {
   readonly hosts?: HostNetwork;
   /** Worker `i`'s rack (`svc.worker.networkLocation`), by index; a worker beyond the list keeps the default. */
   readonly racks?: readonly string[];
+  /**
+   * Runs the masters as a high-availability group on this etcd (docs/high-availability.md): `master` is member m1,
+   * which campaigns first and leads; the others (`followers`) start once it serves and follow it.
+   */
+  readonly masterGroup?: MasterGroupOptions;
 }
 
 /** The client settings for a cluster started with `auth`: the application draws its own secret. */
@@ -121,6 +128,8 @@ export class LocalCluster {
   /** Each worker's node id (host:rpc:push:fetch:replicate), by index. */
   readonly workerIds: string[] = [];
   master!: ServerProcess;
+  /** With `masterGroup`: the members other than `master` (m2…), which follow it. */
+  readonly followers: ServerProcess[] = [];
   masterPort = 0;
   /** The bound port of the master's management interface (HTTP), from its `listening` line. */
   masterHttpPort = 0;
@@ -132,6 +141,9 @@ export class LocalCluster {
   readonly started: ServerProcess[] = [];
   private masterStarts = 0;
   private readonly workerStarts: number[] = [];
+  private group: MasterGroup | undefined;
+  /** The etcd this cluster started for its master group (none: no group, or the caller's etcd). */
+  private etcd: EtcdProcess | undefined;
 
   private constructor(
     readonly options: LocalClusterOptions,
@@ -152,8 +164,21 @@ export class LocalCluster {
     }
     const cluster = new LocalCluster(options, dir);
     try {
-      await cluster.startMaster(0);
-      await Promise.all(Array.from({ length: options.workers }, (_, index) => cluster.startWorker(index)));
+      if (options.masterGroup !== undefined) {
+        let etcdEndpoint = options.masterGroup.etcdEndpoint;
+        if (etcdEndpoint === undefined) {
+          const missing = etcdUnavailable();
+          if (missing !== undefined) throw new Error(`a master group needs etcd: ${missing}`);
+          cluster.etcd = await EtcdProcess.start({ dataDir: path.join(dir, 'etcd'), name: 'svc-local-etcd' });
+          etcdEndpoint = cluster.etcd.endpoint;
+        }
+        cluster.group = await planMasterGroup({ etcdEndpoint, members: options.masterGroup.members });
+      }
+      await cluster.startMaster(cluster.group?.ports.get('m1') ?? 0);
+      await Promise.all([
+        ...Array.from({ length: options.workers }, (_, index) => cluster.startWorker(index)),
+        ...(cluster.group?.ids.slice(1) ?? []).map((id) => cluster.startFollower(id)),
+      ]);
       await cluster.waitForRegistrations();
     } catch (error) {
       await cluster.stop();
@@ -259,6 +284,7 @@ export class LocalCluster {
       'svc.master.http.port=0',
       `svc.master.state.dir=${path.join(this.dir, 'master-state')}`,
       ...(this.tier === 'dfs' ? [`svc.storage.hdfs.dir=${path.join(this.dir, 'dfs')}`] : []),
+      ...(this.group?.settings('m1') ?? []),
       ...(this.options.masterConf ?? []),
     ];
     this.master = new ServerProcess({
@@ -272,6 +298,30 @@ export class LocalCluster {
     const line = await this.master.waitForEvent('listening', STARTUP_WAIT_MS);
     this.masterPort = (line.rpc as { port: number }).port;
     this.masterHttpPort = (line.http as { port: number }).port;
+  }
+
+  /** Starts member `id` of the master group, and resolves once it follows the leader. */
+  private async startFollower(id: string): Promise<ServerProcess> {
+    const settings = [
+      `svc.master.host=${this.masterAddress}`,
+      `svc.master.port=${this.group!.ports.get(id)!}`,
+      `svc.master.http.host=${this.masterAddress}`,
+      'svc.master.http.port=0',
+      `svc.master.state.dir=${path.join(this.dir, `master-state-${id}`)}`,
+      ...(this.tier === 'dfs' ? [`svc.storage.hdfs.dir=${path.join(this.dir, 'dfs')}`] : []),
+      ...this.group!.settings(id),
+      ...(this.options.masterConf ?? []),
+    ];
+    const follower = new ServerProcess({
+      name: `master-${id}`,
+      args: ['master', ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
+      logFile: path.join(this.dir, 'logs', `master-${id}.log`),
+      testing: this.testing('master'),
+    });
+    this.followers.push(follower);
+    this.started.push(follower);
+    await follower.waitForEvent('ha.following', STARTUP_WAIT_MS);
+    return follower;
   }
 
   /**
@@ -421,13 +471,22 @@ export class LocalCluster {
     };
   }
 
+  /** The etcd of the master group, `host:port`, when there is a group. */
+  get etcdEndpoint(): string | undefined {
+    return this.group === undefined
+      ? undefined
+      : (this.options.masterGroup?.etcdEndpoint ?? this.etcd?.endpoint);
+  }
+
   /** Stops every process (SIGTERM, then SIGKILL) and removes the directory unless asked to keep it. */
   async stop(options: { keepDir?: boolean } = {}): Promise<void> {
     const all = [
       ...this.workers.filter((w) => w !== undefined),
+      ...this.followers,
       ...(this.master === undefined ? [] : [this.master]),
     ];
     await Promise.all(all.map((server) => server.stop()));
+    await this.etcd?.stop();
     for (const proxy of this.proxies.flat()) await proxy.close();
     if (!(options.keepDir ?? this.options.keepDir ?? false))
       rmSync(this.dir, { recursive: true, force: true });

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, it } from 'node:test';
 import { RUN_WAIT_MS } from '../cluster/server-process.ts';
 import { within } from '../testing/deadline.ts';
+import { etcdSkipReason } from '../testing/etcd.ts';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
 const SMALL = ['--size', '8m', '--maps', '4', '--reduces', '6', '--progress', 'lines'];
@@ -169,4 +170,19 @@ describe('svc demo', () => {
     run.child.kill('SIGINT');
     assert.equal(await run.exit, 0, run.lines.join('\n'));
   });
+
+  it(
+    'with --ha, runs the job on a group of three masters on an etcd it starts, then stops them all',
+    { skip: etcdSkipReason },
+    async () => {
+      const run = svcDemo([...SMALL, '--ha']);
+      const dir = await dataDir(run);
+      const code = await run.exit;
+      const output = run.lines.join('\n');
+      assert.equal(code, 0, output);
+      assert.match(output, /a group of 3 masters on etcd 127\.0\.0\.1:\d+: m1 leads, m2 and m3 follow/);
+      assert.match(output, /verification OK: 6 partitions, 8192 records/);
+      assert.equal(existsSync(dir), false, 'the temporary directory, etcd’s data with it, is removed');
+    },
+  );
 });

@@ -60,12 +60,20 @@ export interface DemoOptions {
    * cluster must have it on too. Default off.
    */
   readonly auth?: boolean;
+  /**
+   * The local cluster's masters as a high-availability group of three on an etcd the cluster starts
+   * (docs/high-availability.md): m1 leads, the job runs on it, m2 and m3 follow. Default off.
+   */
+  readonly ha?: boolean;
 }
 
 export interface DemoIo {
   out(line: string): void;
   err(line: string): void;
 }
+
+/** Masters of the local group with `ha`: three, so that one can fail and two remain. */
+const HA_MASTERS = 3;
 
 const consoleIo: DemoIo = { out: (line) => console.log(line), err: (line) => console.error(line) };
 
@@ -206,12 +214,19 @@ class Demo {
         keepDir: true, // the directory is this driver's: it removes it, or keeps the logs of a failure
         logLevel: options.logLevel,
         auth: options.auth === true,
+        ...(options.ha === true ? { masterGroup: { members: HA_MASTERS } } : {}),
       });
       master = this.cluster.masterUrl;
       out(
         `local cluster: master ${master}, ${options.workers} workers, data under ${this.runDir} ` +
           `(ready in ${seconds(performance.now() - t)})`,
       );
+      if (options.ha === true) {
+        out(
+          `  a group of ${HA_MASTERS} masters on etcd ${this.cluster.etcdEndpoint ?? '?'}: m1 leads, ` +
+            `${this.cluster.followers.map((f) => f.options.name.replace('master-', '')).join(' and ')} follow`,
+        );
+      }
     } else {
       out(`cluster: ${master} (not started here)`);
     }
@@ -615,7 +630,12 @@ class Demo {
   /** A second Ctrl-C: kill every process started here, remove the directory (unless --keep), exit 130. */
   private forceExit(): never {
     for (const executor of this.allExecutors()) executor.kill('SIGKILL');
-    for (const server of [...(this.cluster?.workers ?? []), this.cluster?.master]) server?.kill('SIGKILL');
+    const servers = [
+      ...(this.cluster?.workers ?? []),
+      ...(this.cluster?.followers ?? []),
+      this.cluster?.master,
+    ];
+    for (const server of servers) server?.kill('SIGKILL');
     if (!this.options.keep) rmSync(this.runDir, { recursive: true, force: true });
     process.exit(130);
   }

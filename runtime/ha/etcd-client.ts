@@ -178,12 +178,19 @@ export class EtcdClient {
   ): grpc.ClientDuplexStream<MessageShape<I>, MessageShape<O>> {
     const metadata = new grpc.Metadata();
     if (this.token !== undefined) metadata.set('token', this.token);
-    return this.channels[this.current]!.makeBidiStreamRequest(
+    const call = this.channels[this.current]!.makeBidiStreamRequest(
       path,
       (value: MessageShape<I>) => Buffer.from(toBinary(method.input, value)),
       (bytes: Buffer) => fromBinary(method.output, bytes),
       metadata,
     );
+    // A stream opened on a token etcd forgot (restarted, or the token's TTL passed): the next call fetches a new one.
+    call.on('error', (error: grpc.ServiceError) => {
+      if (error.code === grpc.status.UNAUTHENTICATED && this.token === metadata.get('token')[0]) {
+        this.token = undefined;
+      }
+    });
+    return call;
   }
 
   /** The token of etcd's authentication, fetched once per client and again after etcd forgot it. */

@@ -13,6 +13,11 @@ export interface EtcdProcessOptions {
   readonly clientPort?: number;
   /** How long starting may take before it fails, naming what it waited for. */
   readonly startTimeoutMs?: number;
+  /**
+   * Serve clients over TLS with this certificate and key; with `clientCaFile`, ask every client for a certificate
+   * signed by it (etcd's --client-cert-auth).
+   */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile?: string };
 }
 
 /** Why etcd cannot run here (undefined: it can): the line a test that needs it prints when it skips. */
@@ -60,7 +65,8 @@ export class EtcdProcess {
   async start(): Promise<void> {
     if (this.child !== undefined) throw new Error('etcd is already running');
     const name = this.options.name ?? 'svc-etcd';
-    const client = `http://127.0.0.1:${this.port}`;
+    const tls = this.options.tls;
+    const client = `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${this.port}`;
     // A single member elects itself; the peer port is never dialled, so port 0 is enough there.
     const args = [
       `--name=${name}`,
@@ -71,6 +77,10 @@ export class EtcdProcess {
       '--initial-advertise-peer-urls=http://127.0.0.1:0',
       `--initial-cluster=${name}=http://127.0.0.1:0`,
       '--enable-grpc-gateway=false',
+      ...(tls === undefined ? [] : [`--cert-file=${tls.certFile}`, `--key-file=${tls.keyFile}`]),
+      ...(tls?.clientCaFile === undefined
+        ? []
+        : ['--client-cert-auth', `--trusted-ca-file=${tls.clientCaFile}`]),
       '--logger=zap',
       '--log-outputs=stderr',
     ];
@@ -113,7 +123,7 @@ export class EtcdProcess {
         } catch {
           return;
         }
-        // etcd 3.4 writes this, with the address it bound, once its server is ready (serve.go waits on it).
+        // etcd 3.4 writes this (`… securely` with TLS), with the address it bound, once its server is ready.
         if (line.msg?.startsWith('serving client traffic') === true && typeof line.address === 'string') {
           address = line.address;
           clearTimeout(timer);

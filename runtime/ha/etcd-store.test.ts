@@ -1,188 +1,164 @@
-// The coordination store against a real etcd: writes batched within etcd's limits, compare-and-swap on mod
-// revisions, fencing on the leader key, and an election that reports etcd's loss and recovers when it returns.
+// The store requests of the leadership machine on a real etcd: the core's write plans (core/ha/key-layout.ts) are
+// transactions etcd accepts, however many keys and bytes; a compare-and-swap on a stale revision applies nothing of
+// its transaction; the write of a term that ended is refused by its fence. The terms come from the machine itself,
+// driven by HaDriver, as a master runs it.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { EtcdCallError, EtcdClient } from './etcd-client.ts';
-import {
-  EtcdStore,
-  MAX_REQUEST_BYTES,
-  MAX_TXN_OPS,
-  batchWrites,
-  bytesOf,
-  leadershipCompares,
-  textOf,
-  type Leadership,
-  type Write,
-} from './etcd-store.ts';
-import { LeaderElection, type ElectionReport } from './leader-election.ts';
-import { coreRules } from './leadership-rules.ts';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { fenceCompares, type Fence, type KnownKey } from '../../core/ha/fencing.ts';
+import { knownFromRange, planWrites } from '../../core/ha/key-layout.ts';
+import type { StoreRequest, StoreResult, Txn } from '../../core/ha/store.ts';
+import type { HaTiming } from '../../core/ha/timing.ts';
+import { emptyApplications, emptyRegistry } from '../../core/lifecycle/index.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from '../testing/etcd.ts';
 import { pollFor } from '../testing/poll.ts';
+import { EtcdClient } from './etcd-client.ts';
+import { EtcdRequests } from './etcd-requests.ts';
+import { HaDriver } from './ha-driver.ts';
 
-const FENCE: Leadership = { leaderKey: 'x/leader', nodeId: 'm1', lease: 1n, createRevision: 1 };
-
-describe('batches of writes', () => {
-  it('keeps every transaction within 128 compares and operations', () => {
-    const writes: Write[] = Array.from({ length: 1000 }, (_, index) => ({
-      kind: 'put',
-      key: `s/${index}`,
-      value: bytesOf('v'),
-      expectModRevision: 0,
-    }));
-    const batches = batchWrites(writes, leadershipCompares(FENCE));
-    assert.deepEqual(batches.flat(), writes);
-    for (const batch of batches) assert.ok(batch.length + 2 <= MAX_TXN_OPS, `${batch.length} writes`);
-    assert.equal(batches.length, Math.ceil(1000 / (MAX_TXN_OPS - 2)));
-  });
-
-  it('keeps every transaction within 1.5 MiB, and refuses one write larger than that', () => {
-    const writes: Write[] = Array.from({ length: 10 }, (_, index) => ({
-      kind: 'put',
-      key: `big/${index}`,
-      value: new Uint8Array(400 * 1024),
-    }));
-    const batches = batchWrites(writes, leadershipCompares(FENCE));
-    assert.ok(
-      batches.every((batch) => batch.length * 400 * 1024 < MAX_REQUEST_BYTES),
-      `batches of ${batches.map((batch) => batch.length).join(', ')} writes of 400 KiB`,
-    );
-    assert.deepEqual(batches.flat(), writes);
-    assert.throws(
-      () => batchWrites([{ kind: 'put', key: 'blob', value: new Uint8Array(MAX_REQUEST_BYTES) }], []),
-      /more than one etcd request may carry/,
-    );
-  });
-});
+const TIMING: HaTiming = {
+  leaseTtlMs: 4_000,
+  keepAliveIntervalMs: 800,
+  clockDrift: 0.01,
+  stepDownMarginMs: 400,
+  campaignRetryMs: 600,
+};
 
 if (etcdSkipReason !== undefined) console.log(`# skipping the etcd store tests: ${etcdSkipReason}`);
 
-describe('the coordination store on a real etcd', { skip: etcdSkipReason }, () => {
+describe('the store requests on a real etcd', { skip: etcdSkipReason }, () => {
   let etcd: TestEtcd;
-  let store: EtcdStore;
+  let client: EtcdClient;
+  let requests: EtcdRequests;
+  const drivers: HaDriver[] = [];
+  let op = 0;
 
   before(async () => {
-    etcd = await startTestEtcd();
-    store = new EtcdStore(new EtcdClient({ endpoints: [etcd.etcd.endpoint], requestTimeoutMs: 2000 }));
+    etcd = await startTestEtcd('svc-etcd-store');
+    client = new EtcdClient({ endpoints: [etcd.etcd.endpoint], requestTimeoutMs: 5_000 });
+    requests = new EtcdRequests(client, { requestTimeoutMs: 5_000, watchTimeoutMs: 5_000 });
+  });
+  afterEach(() => {
+    for (const driver of drivers.splice(0)) driver.close();
   });
   after(async () => {
-    store?.client.close();
+    requests?.close();
+    client?.close();
     await etcd?.close();
   });
 
-  async function lead(prefix: string, nodeId: string): Promise<Leadership> {
-    const lease = await store.grantLease(5);
-    const outcome = await store.campaign(`${prefix}/leader`, nodeId, lease.id);
-    assert.equal(outcome.kind, 'elected');
-    return outcome.kind === 'elected' ? outcome.leadership : assert.fail('not elected');
+  function serve(request: StoreRequest): Promise<StoreResult> {
+    return new Promise((resolve) => requests.serve(request, resolve));
   }
 
-  it('writes hundreds of keys and megabytes in transactions etcd accepts, read back in one view', async () => {
-    const leadership = await lead('many', 'm1');
-    const small: Write[] = Array.from({ length: 300 }, (_, index) => ({
-      kind: 'put',
-      key: `many/shuffle/${String(index).padStart(4, '0')}`,
-      value: bytesOf(`shuffle ${index}`),
-      expectModRevision: 0,
-    }));
-    const smallOutcome = await store.write(leadership, small);
-    assert.equal(smallOutcome.kind, 'written');
-    assert.equal(smallOutcome.kind === 'written' && smallOutcome.revisions.length, 3);
-    const large: Write[] = Array.from({ length: 12 }, (_, index) => ({
-      kind: 'put',
-      key: `many/worker/${index}`,
-      value: new Uint8Array(300 * 1024).fill(index),
-    }));
-    const largeOutcome = await store.write(leadership, large);
-    assert.equal(largeOutcome.kind, 'written', 'etcd refused a batch over its request limit');
-    const shuffles = await store.list('many/shuffle/', 128);
-    assert.equal(shuffles.values.length, 300);
-    assert.equal(textOf(shuffles.values[299]!), 'shuffle 299');
-    const workers = await store.list('many/worker/');
-    assert.equal(workers.values.length, 12);
-  });
+  async function apply(txn: Txn): Promise<StoreResult> {
+    op += 1;
+    return serve({ kind: 'txn', op, txn });
+  }
 
-  it('refuses a compare-and-swap on a stale mod revision, and applies nothing of its batch', async () => {
-    const leadership = await lead('cas', 'm1');
-    await store.write(leadership, [
-      { kind: 'put', key: 'cas/app', value: bytesOf('v1'), expectModRevision: 0 },
-    ]);
-    const read = (await store.get('cas/app')).value!;
-    const first = await store.write(leadership, [
-      { kind: 'put', key: 'cas/app', value: bytesOf('v2'), expectModRevision: read.modRevision },
-    ]);
-    assert.equal(first.kind, 'written');
-    const stale = await store.write(leadership, [
-      { kind: 'put', key: 'cas/other', value: bytesOf('x') },
-      { kind: 'delete', key: 'cas/app', expectModRevision: read.modRevision },
-    ]);
-    assert.deepEqual(stale, { kind: 'conflict', appliedBatches: 0 });
-    assert.equal(textOf((await store.get('cas/app')).value!), 'v2');
-    assert.equal((await store.get('cas/other')).value, undefined);
-  });
+  async function read(prefix: string): Promise<Map<string, KnownKey>> {
+    op += 1;
+    const range = await serve({ kind: 'getPrefix', op, prefix });
+    assert.equal(range.kind, 'range');
+    return range.kind === 'range' ? knownFromRange(range.keys) : new Map();
+  }
 
-  it('refuses the write of a tenure that ended, naming the leader key’s holder', async () => {
-    const old = await lead('fence', 'm1');
-    await store.resign(old);
-    const next = await lead('fence', 'm2');
-    const late = await store.write(old, [{ kind: 'put', key: 'fence/state', value: bytesOf('old') }]);
-    assert.equal(late.kind, 'fenced');
-    assert.equal(late.kind === 'fenced' && late.holder !== undefined && textOf(late.holder), 'm2');
-    assert.equal((await store.get('fence/state')).value, undefined);
-    assert.equal(
-      (await store.write(next, [{ kind: 'put', key: 'fence/state', value: bytesOf('new') }])).kind,
-      'written',
+  /** A term won by the leadership machine: its driver, and the fence its writes carry. */
+  async function lead(election: string, id: string): Promise<{ driver: HaDriver; fence: Fence }> {
+    let fence: Fence | undefined;
+    const memberClient = new EtcdClient({ endpoints: [etcd.etcd.endpoint], requestTimeoutMs: 2_000 });
+    const driver = new HaDriver(
+      {
+        memberId: id,
+        announce: id,
+        election: `${election}/election/`,
+        statePrefix: `${election}/state/`,
+        timing: TIMING,
+        emptyState: {
+          workers: emptyRegistry(),
+          applications: emptyApplications(),
+          estimatedPartitionSize: 1,
+        },
+      },
+      new EtcdRequests(memberClient, { requestTimeoutMs: 2_000, watchTimeoutMs: 2_000 }),
+      pino({ level: 'silent' }),
+      {
+        startActing: (_recovered, won) => {
+          fence = won;
+        },
+        stopActing: () => undefined,
+        fatal: (reason) => assert.fail(`fatal: ${reason}`),
+      },
     );
-  });
+    const close = driver.close.bind(driver);
+    driver.close = () => {
+      close();
+      memberClient.close();
+    };
+    drivers.push(driver);
+    driver.start();
+    return {
+      driver,
+      fence: await pollFor(
+        () => fence,
+        () => `${id} to lead ${election}`,
+      ),
+    };
+  }
 
-  it('etcd stopped: the leader reports it unreachable and is deposed; etcd back: it leads again', async () => {
-    const reports: ElectionReport[] = [];
-    const election = new LeaderElection(
-      store,
-      { leaderKey: 'outage/leader', nodeId: 'm1', ttlSeconds: 2, watchTimeoutMs: 2000 },
-      coreRules,
-      (report) => reports.push(report),
-    );
-    election.start();
-    try {
-      const first = await pollFor(
-        () => reports.find((report) => report.kind === 'elected'),
-        () =>
-          `an election (reports: ${JSON.stringify(reports, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))})`,
-      );
-      // Counted before the stop: the leader may be deposed while etcd is still shutting down.
-      const seen = reports.length;
-      await etcd.etcd.stop();
-      await pollFor(
-        () => reports.slice(seen).find((report) => report.kind === 'deposed'),
-        () => 'the leader deposed with etcd down',
-      );
-      await pollFor(
-        () => reports.slice(seen).find((report) => report.kind === 'unreachable'),
-        () => 'etcd reported unreachable',
-      );
-      assert.equal(election.current(), undefined);
-      await assert.rejects(
-        store.get('outage/leader'),
-        (error) => error instanceof EtcdCallError && error.unreachable,
-      );
-      await etcd.etcd.start();
-      const again = await pollFor(
-        () => reports.slice(seen).find((report) => report.kind === 'elected'),
-        () => 'an election once etcd is back',
-        { timeoutMs: 30_000 },
-      );
-      assert.ok(again.kind === 'elected' && first.kind === 'elected', 'elected twice');
-      assert.ok(again.leadership.createRevision > first.leadership.createRevision, 'a new tenure');
-      const written = await store.write(again.leadership, [
-        { kind: 'put', key: 'outage/state', value: bytesOf('after') },
-      ]);
-      assert.equal(written.kind, 'written');
-      const refused = await store.write(first.leadership, [
-        { kind: 'put', key: 'outage/state', value: bytesOf('before') },
-      ]);
-      assert.equal(refused.kind, 'fenced');
-    } finally {
-      await election.stop();
+  it('applies the core’s plan for hundreds of keys and megabytes, each transaction within etcd’s limits', async () => {
+    const { fence } = await lead('/many', 'm1');
+    const layout = new Map<string, string>();
+    for (let index = 0; index < 300; index += 1) {
+      layout.set(`/many/data/shuffles/a/${String(index).padStart(4, '0')}`, `shuffle ${index}`);
     }
+    for (let index = 0; index < 12; index += 1) {
+      layout.set(`/many/data/workers/w${index}`, String.fromCharCode(97 + index).repeat(300 * 1024));
+    }
+    const plan = planWrites('/many/data/', new Map(), layout, fence);
+    assert.equal(plan.kind, 'txns');
+    const txns = plan.kind === 'txns' ? plan.txns : [];
+    assert.ok(txns.length >= 3, `${txns.length} transactions`);
+    for (const txn of txns) assert.equal((await apply(txn)).kind, 'committed', 'etcd refused a transaction');
+    const stored = await read('/many/data/');
+    assert.equal(stored.size, 312);
+    assert.equal(stored.get('/many/data/shuffles/a/0299')?.value, 'shuffle 299');
+  });
+
+  it('refuses a compare-and-swap on a stale revision, and applies nothing of its transaction', async () => {
+    const { fence } = await lead('/cas', 'm1');
+    const first = planWrites('/cas/data/', new Map(), new Map([['/cas/data/app', 'v1']]), fence);
+    assert.ok(first.kind === 'txns', 'a plan');
+    assert.equal((await apply(first.txns[0]!)).kind, 'committed');
+    const known = await read('/cas/data/');
+    const second = planWrites('/cas/data/', known, new Map([['/cas/data/app', 'v2']]), fence);
+    assert.ok(second.kind === 'txns', 'a plan');
+    assert.equal((await apply(second.txns[0]!)).kind, 'committed');
+    // Planned on the first read: the app's revision has moved since.
+    const stale = planWrites('/cas/data/', known, new Map([['/cas/data/other', 'x']]), fence);
+    assert.ok(stale.kind === 'txns', 'a plan');
+    const refused = await apply(stale.txns[0]!);
+    assert.equal(refused.kind, 'refused');
+    assert.equal(refused.kind === 'refused' && refused.fenceHeld, true, 'the fence still held');
+    const after = await read('/cas/data/');
+    assert.equal(after.get('/cas/data/app')?.value, 'v2');
+    assert.equal(after.has('/cas/data/other'), false);
+  });
+
+  it('refuses the write of a term that ended, telling it from a conflict', async () => {
+    const old = await lead('/fence', 'm1');
+    await old.driver.resign();
+    const next = await lead('/fence', 'm2');
+    assert.ok(next.fence.createRevision > old.fence.createRevision, 'a younger term');
+    const write = (fence: Fence, value: string): Txn => ({
+      fence: fenceCompares(fence),
+      compares: [],
+      ops: [{ kind: 'put', key: '/fence/data/state', value }],
+    });
+    const late = await apply(write(old.fence, 'old'));
+    assert.equal(late.kind, 'refused');
+    assert.equal(late.kind === 'refused' && late.fenceHeld, false, 'refused by its fence');
+    assert.equal((await read('/fence/data/')).size, 0);
+    assert.equal((await apply(write(next.fence, 'new'))).kind, 'committed');
   });
 });

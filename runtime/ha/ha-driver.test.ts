@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { pino } from 'pino';
+import { fenceCompares, type Fence } from '../../core/ha/fencing.ts';
 import type { HaConfig } from '../../core/ha/leadership.ts';
 import type { StoreRequest, StoreResult } from '../../core/ha/store.ts';
 import type { HaTiming } from '../../core/ha/timing.ts';
@@ -53,6 +54,8 @@ interface Member {
   readonly driver: HaDriver;
   readonly client: EtcdClient;
   readonly log: string[];
+  /** Every term it won, in order. */
+  readonly fences: Fence[];
   recovered?: ReadonlyMap<string, string>;
   stopped?: string;
 }
@@ -112,12 +115,14 @@ describe('the leadership machine on a real etcd', { skip: etcdSkipReason }, () =
       id,
       client,
       log,
+      fences: [],
       driver: new HaDriver(
         config,
         wrap(new EtcdRequests(client, { requestTimeoutMs: 1_000, watchTimeoutMs: 2_000 })),
         logger,
         {
-          startActing: (recovered) => {
+          startActing: (recovered, fence) => {
+            self.fences.push(fence);
             self.recovered = recovered;
             delete self.stopped;
           },
@@ -242,6 +247,61 @@ describe('the leadership machine on a real etcd', { skip: etcdSkipReason }, () =
     assert.deepEqual(stored.sort(), ['1', '5']);
     assert.equal(lateConfirmed, false);
     assert.equal(a.driver.acting, false);
+  });
+
+  it('etcd stopped: the leader steps down saying why; etcd back: it leads again, and only its new term writes', async () => {
+    prefix += 1;
+    const a = member('m1');
+    const fences = a.fences;
+    a.driver.start();
+    await pollFor(
+      () => (a.driver.acting ? a : undefined),
+      () => 'a leader',
+      { timeoutMs: 10_000 },
+    );
+    await a.driver.persist(encodeDurableState(withShuffle(EMPTY, 'app-1', 1)));
+    await etcd.etcd.stop();
+    await pollFor(
+      () => a.stopped,
+      () => 'the leader to step down with etcd down',
+      { timeoutMs: 10_000 },
+    );
+    assert.match(a.stopped!, /not renewed in time.*coordination store has not answered since/);
+    assert.equal(a.driver.acting, false);
+    const stepDowns = a.log.filter((line) => line.includes('"event":"ha.stepDown"'));
+    assert.equal(stepDowns.length, 1, 'one ha.stepDown line');
+
+    await etcd.etcd.start();
+    await pollFor(
+      () => (fences.length === 2 && a.driver.acting ? a : undefined),
+      () => 'a leader once etcd is back',
+      { timeoutMs: 30_000 },
+    );
+    assert.ok(fences[1]!.createRevision > fences[0]!.createRevision, 'a new term');
+    assert.deepEqual(shufflesOf(a.recovered!), ['app-1/1'], 'the state it wrote before the outage');
+    const requests = new EtcdRequests(a.client, { requestTimeoutMs: 1_000, watchTimeoutMs: 1_000 });
+    const put = (fence: Fence): Promise<StoreResult> =>
+      new Promise((resolve) =>
+        requests.serve(
+          {
+            kind: 'txn',
+            op: 1,
+            txn: {
+              fence: fenceCompares(fence),
+              compares: [],
+              ops: [{ kind: 'put', key: `/t${prefix}/x`, value: 'v' }],
+            },
+          },
+          resolve,
+        ),
+      );
+    assert.equal((await put(fences[1]!)).kind, 'committed');
+    const late = await put(fences[0]!);
+    assert.equal(
+      late.kind === 'refused' && !late.fenceHeld,
+      true,
+      'the old term’s write refused by its fence',
+    );
   });
 });
 

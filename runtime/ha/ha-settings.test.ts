@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { DEFAULT_HA_TIMING, timingProblems } from '../../core/ha/timing.ts';
 import { resolveConfig } from '../../conf/resolve.ts';
 import { haSettingsFrom } from './ha-settings.ts';
 
@@ -69,6 +70,49 @@ describe('the high-availability settings', () => {
           resolveConfig({ role: 'master', overrides: { ...GROUP, 'svc.master.ha.node.id': 'm9' } }),
         ),
       /must name one of the members .*m1, m2/,
+    );
+  });
+
+  it('takes the lease, its renewal and the campaign retry from the keys, and refuses a lease too short to lead on', () => {
+    assert.deepEqual(
+      haSettingsFrom(resolveConfig({ role: 'master', overrides: GROUP })).timing,
+      DEFAULT_HA_TIMING,
+    );
+    const short = haSettingsFrom(
+      resolveConfig({
+        role: 'master',
+        overrides: {
+          ...GROUP,
+          'svc.master.ha.lease.timeout': '4s',
+          'svc.master.ha.lease.renew.interval': '500ms',
+          'svc.master.ha.campaign.retry.interval': '1s',
+        },
+      }),
+    ).timing;
+    assert.deepEqual(
+      { ...short },
+      {
+        leaseTtlMs: 4000,
+        keepAliveIntervalMs: 500,
+        campaignRetryMs: 1000,
+        clockDrift: 0.01,
+        stepDownMarginMs: 500,
+      },
+    );
+    assert.deepEqual(timingProblems(short), []);
+    assert.throws(
+      () =>
+        haSettingsFrom(
+          resolveConfig({
+            role: 'master',
+            overrides: {
+              ...GROUP,
+              'svc.master.ha.lease.timeout': '4s',
+              'svc.master.ha.lease.renew.interval': '3s',
+            },
+          }),
+        ),
+      /cannot keep a leader: the lease \(4000 ms\) leaves a leader .*\(svc.master.ha.lease.timeout/,
     );
   });
 

@@ -1,6 +1,7 @@
 // A master's high-availability settings from its configuration: whether it runs in a group, its id, the members,
-// and how to reach etcd (docs/high-availability.md, "Configuration"). The contract's raft.client.rpc.* timeouts
-// become the etcd client's: every call's deadline, and the time etcd has to confirm a watch.
+// how to reach etcd, and the leadership machine's timing (docs/high-availability.md, "Configuration"). The contract's
+// raft.client.rpc.* timeouts become the etcd client's: every call's deadline, and the time etcd has to confirm a watch.
+import { DEFAULT_HA_TIMING, timingProblems, type HaTiming } from '../../core/ha/timing.ts';
 import { ConfigError } from '../../conf/problems.ts';
 import type { ResolvedConfig } from '../../conf/resolve.ts';
 import type { EtcdClientOptions } from './etcd-client.ts';
@@ -20,6 +21,43 @@ export interface HaSettings {
   /** Where the group's keys live in etcd (svc.master.ha.etcd.keyPrefix), ending in `/`. */
   readonly keyPrefix: string;
   readonly etcd: EtcdClientOptions & { readonly watchTimeoutMs: number };
+  /** The leadership machine's timing: the lease, its renewals and the campaign's retry from the keys. */
+  readonly timing: HaTiming;
+}
+
+/** The keys of each configurable part of the timing, for the error that names them. */
+const TIMING_KEYS = {
+  leaseTtlMs: 'svc.master.ha.lease.timeout',
+  keepAliveIntervalMs: 'svc.master.ha.lease.renew.interval',
+  campaignRetryMs: 'svc.master.ha.campaign.retry.interval',
+} as const;
+
+/**
+ * The timing from the keys; the clock bound and the step-down margin stay the core's (core/ha/timing.ts), the
+ * margin scaled with the lease so that a shorter lease keeps the same proportions. Throws ConfigError with the
+ * core's reason when a leader could not keep its lead.
+ */
+export function haTimingFrom(conf: ResolvedConfig): HaTiming {
+  const leaseTtlMs = conf.getDurationMs(TIMING_KEYS.leaseTtlMs);
+  const timing: HaTiming = {
+    leaseTtlMs,
+    keepAliveIntervalMs: conf.getDurationMs(TIMING_KEYS.keepAliveIntervalMs),
+    campaignRetryMs: conf.getDurationMs(TIMING_KEYS.campaignRetryMs),
+    clockDrift: DEFAULT_HA_TIMING.clockDrift,
+    stepDownMarginMs: Math.min(
+      DEFAULT_HA_TIMING.stepDownMarginMs,
+      (DEFAULT_HA_TIMING.stepDownMarginMs * leaseTtlMs) / DEFAULT_HA_TIMING.leaseTtlMs,
+    ),
+  };
+  const problems = timingProblems(timing);
+  if (problems.length > 0) {
+    throw new ConfigError(
+      `the high-availability timing cannot keep a leader: ${problems.join('; ')} ` +
+        `(${TIMING_KEYS.leaseTtlMs}, ${TIMING_KEYS.keepAliveIntervalMs}, ${TIMING_KEYS.campaignRetryMs})`,
+      TIMING_KEYS.leaseTtlMs,
+    );
+  }
+  return timing;
 }
 
 function optional(conf: ResolvedConfig, key: string): string | undefined {
@@ -89,6 +127,7 @@ export function haSettingsFrom(conf: ResolvedConfig): HaSettings {
         };
   return {
     enabled,
+    timing: enabled ? haTimingFrom(conf) : DEFAULT_HA_TIMING,
     nodeId: enabled ? nodeId : undefined,
     members,
     keyPrefix: prefix.endsWith('/') ? prefix : `${prefix}/`,

@@ -4,7 +4,6 @@
 // one log line: a supervisor restarts it as a follower (docs/high-availability.md, "Running a group").
 import type { MasterDurableState } from '../../core/machines/master/state.ts';
 import { MASTER_STATE_KEY } from '../../core/machines/master/state.ts';
-import { DEFAULT_HA_TIMING } from '../../core/ha/timing.ts';
 import { EtcdClient } from '../ha/etcd-client.ts';
 import { EtcdRequests } from '../ha/etcd-requests.ts';
 import { HaDriver } from '../ha/ha-driver.ts';
@@ -51,7 +50,7 @@ export function campaignForMaster(options: MasterLeadershipOptions): MasterLeade
       announce: `${nodeId}@${member.host}:${member.port}`,
       election: `${settings.keyPrefix}master/election/`,
       statePrefix: `${settings.keyPrefix}master/state/`,
-      timing: DEFAULT_HA_TIMING,
+      timing: settings.timing,
       emptyState: options.emptyState,
     },
     new EtcdRequests(client, {

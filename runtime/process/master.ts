@@ -15,6 +15,7 @@ import {
   type DurableStore,
 } from '../storage/durable-store.ts';
 import { campaignForMaster } from './master-leadership.ts';
+import { exitOnStopSignalsUntil } from './signals.ts';
 import { serveNotLeader, type NotLeaderHttp } from './not-leader-http.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
@@ -83,6 +84,9 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
         stop: (code, reason) => void lifetime.shutdown(code, reason),
       });
       store = lifetime.keep(leadership.store);
+      exitOnStopSignalsUntil(logger, leadership.elected, () =>
+        lifetime.shutdown(0, 'stopped before this master was elected'),
+      );
       notLeader = lifetime.keep(
         await serveNotLeader({
           host: conf.getString('svc.master.http.host'),

@@ -1,15 +1,19 @@
-// A contender for a leader key, as a child process of the election tests (runtime/ha/election.test.ts), on one of
-// the two etcd clients compared there: `generated` (runtime/ha/, etcd's own schema over @grpc/grpc-js) or `etcd3`
-// (the npm client, loaded from SVC_ETCD3_DIR when a test run provides it). It prints one JSON line per event
+// A contender for leadership, as a child process of the election tests (runtime/ha/election.test.ts), on one of
+// the two etcd clients compared there: `generated` (runtime/ha/: the core's leadership machine driven by HaDriver,
+// its requests served on etcd's own schema over @grpc/grpc-js, as a master runs it) or `etcd3` (the npm client's
+// election, loaded from SVC_ETCD3_DIR when a test run provides it). It prints one JSON line per event
 // (`leader`, `lost`, `following`, `written`, `refused`) and takes `write <key> <value>` lines on stdin: a write
 // fenced on the tenure it last won, whatever it believes now, so that the test sees what etcd does with it.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { pino } from 'pino';
+import { fenceCompares, type Fence } from '../../core/ha/fencing.ts';
+import type { HaTiming } from '../../core/ha/timing.ts';
+import { emptyApplications, emptyRegistry } from '../../core/lifecycle/index.ts';
 import { EtcdClient } from '../ha/etcd-client.ts';
-import { EtcdStore, bytesOf, type Leadership } from '../ha/etcd-store.ts';
-import { LeaderElection } from '../ha/leader-election.ts';
-import { coreRules } from '../ha/leadership-rules.ts';
+import { EtcdRequests } from '../ha/etcd-requests.ts';
+import { HaDriver } from '../ha/ha-driver.ts';
 
 const [candidate, endpoint, nodeId, ttlText, keyPrefix] = process.argv.slice(2);
 const ttlSeconds = Number(ttlText);
@@ -23,28 +27,58 @@ commands.on('close', () => process.exit(0));
 
 type Writer = (key: string, value: string) => Promise<boolean>;
 
+/** The default timing's proportions (core/ha/timing.ts) on a shorter lease, so that the tests take seconds. */
+function contenderTiming(leaseTtlMs: number): HaTiming {
+  return {
+    leaseTtlMs,
+    keepAliveIntervalMs: leaseTtlMs / 4,
+    clockDrift: 0.01,
+    stepDownMarginMs: leaseTtlMs / 8,
+    campaignRetryMs: leaseTtlMs / 4,
+  };
+}
+
 function generated(): Writer {
   const client = new EtcdClient({ endpoints: [endpoint!], requestTimeoutMs: 2000 });
-  const store = new EtcdStore(client);
-  let tenure: Leadership | undefined;
-  const election = new LeaderElection(
-    store,
-    { leaderKey: `${keyPrefix!}/leader`, nodeId: nodeId!, ttlSeconds, watchTimeoutMs: 2000 },
-    coreRules,
-    (report) => {
-      if (report.kind === 'elected') {
-        tenure = report.leadership;
-        print({ event: 'leader', createRevision: report.leadership.createRevision });
-      } else if (report.kind === 'deposed') print({ event: 'lost', reason: report.reason });
-      else if (report.kind === 'following') print({ event: 'following', leader: report.leader });
-      else print({ event: 'unreachable', reason: report.reason });
+  const requests = new EtcdRequests(client, { requestTimeoutMs: 2000, watchTimeoutMs: 2000 });
+  const announce = `${nodeId!}@contender`;
+  let fence: Fence | undefined;
+  const driver = new HaDriver(
+    {
+      memberId: nodeId!,
+      announce,
+      election: `${keyPrefix!}/election/`,
+      statePrefix: `${keyPrefix!}/state/`,
+      timing: contenderTiming(ttlSeconds * 1000),
+      emptyState: { workers: emptyRegistry(), applications: emptyApplications(), estimatedPartitionSize: 1 },
+    },
+    requests,
+    pino({ level: 'silent' }),
+    {
+      startActing: (_recovered, won) => {
+        fence = won;
+        print({ event: 'leader', createRevision: won.createRevision });
+      },
+      stopActing: (reason) => print({ event: 'lost', reason }),
+      fatal: (reason) => print({ event: 'lost', reason }),
+      leaderIs: (value) => {
+        if (value !== null && value !== announce) print({ event: 'following', leader: value });
+      },
     },
   );
-  election.start();
-  return async (key, value) => {
-    if (tenure === undefined) return false;
-    const outcome = await store.write(tenure, [{ kind: 'put', key, value: bytesOf(value) }]);
-    return outcome.kind === 'written';
+  driver.start();
+  let op = 0;
+  return (key, value) => {
+    const won = fence;
+    if (won === undefined) return Promise.resolve(false);
+    // The write goes out on the term this contender last won, whatever the machine believes now.
+    const txn = { fence: fenceCompares(won), compares: [], ops: [{ kind: 'put' as const, key, value }] };
+    return new Promise((resolve, reject) =>
+      requests.serve({ kind: 'txn', op: --op, txn }, (result) => {
+        if (result.kind === 'failed') reject(new Error(result.detail));
+        else resolve(result.kind === 'committed');
+      }),
+    );
   };
 }
 

@@ -54,7 +54,7 @@ export const mayImport = {
     'runtime/ha',
   ],
   'runtime/client': ['core', 'conf', 'runtime:files', 'runtime/wire', 'runtime/driver', 'runtime/transport'],
-  'runtime/cluster': ['core', 'conf', 'runtime:files', 'runtime/process'],
+  'runtime/cluster': ['core', 'conf', 'runtime:files', 'runtime/process', 'runtime/ha'],
   'runtime/ha': ['core', 'conf', 'runtime:files'],
   'runtime/demo': ['core', 'conf', 'runtime:files', 'runtime/driver', 'runtime/client', 'runtime/cluster'],
   'runtime/cli': [

@@ -401,6 +401,36 @@ export const MASTER_KEYS: readonly KeySpec[] = [
       'and state (docs/high-availability.md); required with svc.master.ha.enabled.',
   },
   {
+    key: 'svc.master.ha.lease.timeout',
+    type: 'time',
+    default: '8s',
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: the TTL of the etcd lease a master of the group campaigns and leads on: a dead leader’s ' +
+      'successor is elected at most this long after its last renewal (docs/high-availability.md, Configuration).',
+  },
+  {
+    key: 'svc.master.ha.lease.renew.interval',
+    type: 'time',
+    default: '2s',
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: how often a master of the group renews its etcd lease; with the lease it must leave a leader ' +
+      'more than two renewals to act on one (docs/high-availability.md, Configuration).',
+  },
+  {
+    key: 'svc.master.ha.campaign.retry.interval',
+    type: 'time',
+    default: '2s',
+    since: '0.6.0',
+    roles: MASTER,
+    description:
+      'svc addition: how long a master of the group waits before it campaigns again after it lost its lease or ' +
+      'could not get one (etcd unreachable).',
+  },
+  {
     key: 'svc.master.ha.etcd.keyPrefix',
     type: 'string',
     default: '/svc/',

@@ -1,0 +1,55 @@
+// The members of a local high-availability master group (docs/high-availability.md, "Running a group"): ids m1…mN
+// on loopback ports picked before any of them starts (each member's address is in every member's configuration, and
+// the election announces it), and the `svc.master.ha.*` settings of each.
+import { createServer } from 'node:net';
+
+export interface MasterGroupOptions {
+  /** `host:port` of the etcd the group campaigns on; absent, the local cluster starts one of its own. */
+  readonly etcdEndpoint?: string;
+  /** Masters in the group (3 usually). */
+  readonly members: number;
+}
+
+export interface MasterGroup {
+  /** Member ids in campaign order: m1 campaigns first, on an empty etcd it leads. */
+  readonly ids: readonly string[];
+  /** Each member's control-plane port, by id. */
+  readonly ports: ReadonlyMap<string, number>;
+  /** The `key=value` settings that make a master member `id` of the group. */
+  settings(id: string): string[];
+}
+
+/** A loopback port free a moment ago: the member binds it when it starts. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no TCP address');
+  return address.port;
+}
+
+export async function planMasterGroup(options: {
+  readonly etcdEndpoint: string;
+  readonly members: number;
+}): Promise<MasterGroup> {
+  if (!(options.members >= 1)) throw new RangeError(`a group needs a master (${options.members} asked)`);
+  const ids = Array.from({ length: options.members }, (_, index) => `m${index + 1}`);
+  const ports = new Map<string, number>();
+  for (const id of ids) ports.set(id, await freePort());
+  const members = ids.flatMap((id) => [
+    `svc.master.ha.node.${id}.host=127.0.0.1`,
+    `svc.master.ha.node.${id}.port=${ports.get(id)!}`,
+    `svc.master.ha.node.${id}.internal.port=${ports.get(id)!}`,
+  ]);
+  return {
+    ids,
+    ports,
+    settings: (id) => [
+      'svc.master.ha.enabled=true',
+      `svc.master.ha.node.id=${id}`,
+      `svc.master.ha.etcd.endpoints=${options.etcdEndpoint}`,
+      ...members,
+    ],
+  };
+}
