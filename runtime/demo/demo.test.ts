@@ -1,105 +1,12 @@
 // `svc demo` as a user runs it: a child process that starts its own cluster and executors, runs a small job, and
 // exits; interrupted, it stops everything and removes its directory; with --keep, the cluster waits for Ctrl-C.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { afterEach, describe, it } from 'node:test';
-import { RUN_WAIT_MS } from '../cluster/server-process.ts';
-import { within } from '../testing/deadline.ts';
-import { etcdSkipReason } from '../testing/etcd.ts';
+import { describe, it } from 'node:test';
+import { dataDir, SMALL, stopDemosAfterEach, svcDemo } from './demo-run.ts';
 
-const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
-const SMALL = ['--size', '8m', '--maps', '4', '--reduces', '6', '--progress', 'lines'];
-
-interface Run {
-  readonly child: ChildProcess;
-  readonly lines: string[];
-  /**
-   * Resolves with the first output line (stdout or stderr) that matches, or rejects if the process exits first or
-   * no such line comes within RUN_WAIT_MS.
-   */
-  waitFor(pattern: RegExp): Promise<string>;
-  /** The exit code; each read is a wait of its own, which fails after RUN_WAIT_MS (a whole small demo fits). */
-  readonly exit: Promise<number | null>;
-}
-
-const started: Run[] = [];
-const dirs: string[] = [];
-
-function svcDemo(args: readonly string[]): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'demo', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, CI: '' },
-  });
-  const lines: string[] = [];
-  const waiters = new Set<{
-    pattern: RegExp;
-    resolve: (line: string) => void;
-    reject: (error: Error) => void;
-  }>();
-  const onLine = (line: string) => {
-    lines.push(line);
-    for (const waiter of waiters) {
-      if (!waiter.pattern.test(line)) continue;
-      waiters.delete(waiter);
-      waiter.resolve(line);
-    }
-  };
-  createInterface({ input: child.stdout }).on('line', onLine);
-  createInterface({ input: child.stderr }).on('line', onLine);
-  const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
-      for (const waiter of waiters)
-        waiter.reject(new Error(`svc demo exited (${code}) first:\n${lines.join('\n')}`));
-      waiters.clear();
-      resolve(code);
-    }),
-  );
-  const run: Run = {
-    child,
-    lines,
-    get exit() {
-      return within(exited, `svc demo ${args.join(' ')} to exit`, RUN_WAIT_MS);
-    },
-    waitFor: (pattern) => {
-      const seen = lines.find((line) => pattern.test(line));
-      if (seen !== undefined) return Promise.resolve(seen);
-      if (child.exitCode !== null)
-        return Promise.reject(new Error(`svc demo exited first:\n${lines.join('\n')}`));
-      return within(
-        new Promise((resolve, reject) => waiters.add({ pattern, resolve, reject })),
-        `svc demo to print ${String(pattern)}`,
-        RUN_WAIT_MS,
-      );
-    },
-  };
-  started.push(run);
-  return run;
-}
-
-/** The directory the demo's cluster uses, from its "data under" line. */
-async function dataDir(run: Run): Promise<string> {
-  const line = await run.waitFor(/data under /);
-  const dir = /data under (\S+)/.exec(line)![1]!;
-  dirs.push(dir);
-  return dir;
-}
-
-afterEach(async () => {
-  // Whatever happened, nothing started here outlives its test: a second SIGINT makes the demo kill its children.
-  for (const run of started.splice(0)) {
-    if (run.child.exitCode === null && run.child.signalCode === null) {
-      run.child.kill('SIGINT');
-      const timer = setTimeout(() => run.child.kill('SIGINT'), 10_000);
-      await run.exit;
-      clearTimeout(timer);
-    }
-  }
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+stopDemosAfterEach();
 
 describe('svc demo', () => {
   it('runs a small job on a local cluster, verifies it and prints its throughput', async () => {
@@ -170,19 +77,4 @@ describe('svc demo', () => {
     run.child.kill('SIGINT');
     assert.equal(await run.exit, 0, run.lines.join('\n'));
   });
-
-  it(
-    'with --ha, runs the job on a group of three masters on an etcd it starts, then stops them all',
-    { skip: etcdSkipReason },
-    async () => {
-      const run = svcDemo([...SMALL, '--ha']);
-      const dir = await dataDir(run);
-      const code = await run.exit;
-      const output = run.lines.join('\n');
-      assert.equal(code, 0, output);
-      assert.match(output, /a group of 3 masters on etcd 127\.0\.0\.1:\d+: m1 leads, m2 and m3 follow/);
-      assert.match(output, /verification OK: 6 partitions, 8192 records/);
-      assert.equal(existsSync(dir), false, 'the temporary directory, etcd’s data with it, is removed');
-    },
-  );
 });
