@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { etcdSkipReason } from '../testing/etcd.ts';
-import { dataDir, SMALL, stopDemosAfterEach, svcDemo } from './demo-run.ts';
+import { dataDir, SMALL, stopDemosAfterEach, svcDemo } from '../testing/demo-run.ts';
 
 stopDemosAfterEach();
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { dataDir, SMALL, stopDemosAfterEach, svcDemo } from './demo-run.ts';
+import { dataDir, SMALL, stopDemosAfterEach, svcDemo } from '../testing/demo-run.ts';
 
 stopDemosAfterEach();
 

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'node:test';
 import { RUN_WAIT_MS } from '../cluster/server-process.ts';
-import { within } from '../testing/deadline.ts';
+import { within } from './deadline.ts';
 
 const CLI = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
 export const SMALL = ['--size', '8m', '--maps', '4', '--reduces', '6', '--progress', 'lines'];
