@@ -182,6 +182,37 @@ export async function clusterWhole(cluster: LocalCluster, timeoutMs = 60_000): P
   );
 }
 
+/**
+ * Resolves once every worker that gave up on a peer as silent (`transport.connectionClosed`, "silent for …") has
+ * heard from it again (`transport.peerBack`, from the probes it sends a silent peer every ping interval). The
+ * master listing every worker is not enough for the next test: a primary that still shuns a healed worker fails
+ * its replica pushes to it at once, and a revive that passes over both that worker and the next test's cut one
+ * finds no pair.
+ */
+export async function workersHearEachOther(cluster: LocalCluster, timeoutMs = 60_000): Promise<void> {
+  for (const worker of cluster.workers) {
+    if (worker === undefined) continue;
+    const lines = worker.seen(() => true);
+    const lastSilence = new Map<string, number>();
+    const lastBack = new Map<string, number>();
+    lines.forEach((line, index) => {
+      const peer = String(line.peer);
+      if (line.event === 'transport.connectionClosed' && String(line.reason).startsWith('silent for'))
+        lastSilence.set(peer, index);
+      else if (line.event === 'transport.peerBack') lastBack.set(peer, index);
+    });
+    for (const [peer, at] of lastSilence) {
+      if ((lastBack.get(peer) ?? -1) > at) continue;
+      await worker.waitFor(
+        (line) => line.event === 'transport.peerBack' && String(line.peer) === peer,
+        `the worker hearing again from ${peer}, which it gave up on as silent`,
+        at,
+        timeoutMs,
+      );
+    }
+  }
+}
+
 /** The cluster a file's network-fault tests share, on namespace hosts (hostCluster). */
 export interface HostCluster {
   readonly network: HostNetwork;
@@ -193,8 +224,9 @@ export interface HostCluster {
 /**
  * Registers, in the enclosing describe, the hooks of one cluster shared by its tests: a master on host 0 and a
  * worker on each further host, started before the first test; after each test its applications are closed, every
- * fault healed, and the next test waits until the master lists every worker again (clusterWhole); after the last,
- * everything is stopped and the hosts removed. A cluster start costs a minute and more on a loaded machine, and a
+ * fault healed, and the next test waits until the master lists every worker again (clusterWhole) and every worker
+ * hears again from the peers it gave up on (workersHearEachOther); after the last, everything is stopped and the
+ * hosts removed. A cluster start costs a minute and more on a loaded machine, and a
  * file must end within the runner's 300 s: two variants of about 25 s each share a cluster, no more.
  */
 export function hostCluster(
@@ -208,7 +240,10 @@ export function hostCluster(
   afterEach(async () => {
     for (const client of shared.clients.splice(0)) await client.close().catch(() => undefined);
     await shared.network?.heal();
-    if (shared.cluster !== undefined) await clusterWhole(shared.cluster);
+    if (shared.cluster !== undefined) {
+      await clusterWhole(shared.cluster);
+      await workersHearEachOther(shared.cluster);
+    }
   });
   after(async () => {
     await shared.cluster?.stop();
