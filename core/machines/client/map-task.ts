@@ -173,13 +173,12 @@ export interface PartitionPush {
   readonly partitionId: number;
   /**
    * The batch being filled (`openBytes` of encoded records), as buffers filled in order, every one but the last
-   * full: chunks of CHUNK_BYTES, after a first buffer sized for a large input and starting with header space
-   * (`openHasHeader`), which a batch filled in one input is alone in and sent as it is. It is cut into a batch when
-   * full, when the budget is reached (largest first) and at the end. Changed in place by the machine, as are the
+   * full: the first starts with header space (a chunk, or a buffer sized for a large input), so that a batch alone
+   * in it is sent as it is; then chunks. It is cut into a batch when full, when the budget is reached (largest
+   * first) and at the end. Changed in place by the machine, as are the
    * arrays below (one entry per cut batch, appended as batches are cut).
    */
   openBuffers: Uint8Array[];
-  openHasHeader: boolean;
   /** Bytes used in the last of `openBuffers` (header space included). */
   openLastFilled: number;
   openBytes: number;
@@ -250,7 +249,6 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     partitions.push({
       partitionId,
       openBuffers: [],
-      openHasHeader: false,
       openLastFilled: 0,
       openBytes: 0,
       payloads: [],
@@ -425,15 +423,17 @@ const LENGTH_BYTES = 4;
 /**
  * The chunks an open batch is filled in when its records arrive a little at a time (a map spread over many
  * partitions): capacity follows what was written to within a chunk per partition (1,000 partitions: 4 MiB at
- * most), nothing is copied as the batch grows, and a cut batch's chunks are filled again. The batch is copied
- * once, at its cut, into a frame of exactly its size. (Growing a buffer by doubling held up to twice its records,
- * and left the smaller buffers behind as garbage.)
+ * most), nothing is copied as the batch grows, and a cut batch's chunks are filled again. Every chunk has room for a
+ * frame header besides CHUNK_BYTES of records, and a batch starts behind that room: a batch that fits in one chunk
+ * (many partitions, small batches) is sent from it as it is, neither copied nor allocated again; a larger one is
+ * copied once, at its cut, into a frame of exactly its size. (Growing a buffer by doubling held up to twice its
+ * records, and left the smaller buffers behind as garbage.)
  */
 const CHUNK_BYTES = 4096;
 
-/** The chunk size of a task: CHUNK_BYTES, or less when a whole batch is smaller. */
-function chunkBytesOf(config: MapTaskConfig): number {
-  return Math.min(CHUNK_BYTES, config.batchSizeBytes);
+/** The length of a task's chunks: header room and CHUNK_BYTES, or less when a whole batch is smaller. */
+function chunkLengthOf(config: MapTaskConfig): number {
+  return FRAME_HEADER_BYTES + Math.min(CHUNK_BYTES, config.batchSizeBytes);
 }
 
 /**
@@ -462,7 +462,7 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
     }
     coming[partitionId]! += LENGTH_BYTES + records[i]!.length;
   }
-  const chunkBytes = chunkBytesOf(d.config);
+  const chunkLength = chunkLengthOf(d.config);
   for (let i = 0; i < records.length; i += 1) {
     const partitionId = partitionIds[i]!;
     const partition = d.partitions[partitionId]!;
@@ -470,21 +470,14 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
     const encoded = LENGTH_BYTES + record.length;
     if (partition.openBytes > 0 && partition.openBytes + encoded > batchSizeBytes) cutBatch(d, partition);
     if (partition.openBuffers.length === 0) {
-      const due = coming[partitionId]!;
-      if (due >= chunkBytes) {
-        // A batch's worth (or a large record): a buffer of its own, header space first, sized for what comes.
-        const length = FRAME_HEADER_BYTES + Math.max(encoded, Math.min(batchSizeBytes, due));
-        partition.openBuffers.push(allocateHeld(d, length));
-        partition.openHasHeader = true;
-        partition.openLastFilled = FRAME_HEADER_BYTES;
-      } else {
-        partition.openBuffers.push(takeChunk(d, chunkBytes));
-        partition.openHasHeader = false;
-        partition.openLastFilled = 0;
-      }
+      // Header space first; more than a chunk's worth coming at once (or a large record) gets a buffer of its own,
+      // sized for what comes.
+      const length = FRAME_HEADER_BYTES + Math.max(encoded, Math.min(batchSizeBytes, coming[partitionId]!));
+      partition.openBuffers.push(length > chunkLength ? allocateHeld(d, length) : takeChunk(d, chunkLength));
+      partition.openLastFilled = FRAME_HEADER_BYTES;
     }
     coming[partitionId]! -= encoded;
-    appendRecord(d, partition, record, chunkBytes);
+    appendRecord(d, partition, record, chunkLength);
     partition.openBytes += encoded;
     d.unacknowledgedBytes += encoded;
     if (partition.openBytes >= batchSizeBytes) cutBatch(d, partition);
@@ -493,7 +486,7 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
 }
 
 /** Appends a record (length, then bytes) to the partition's open batch, taking chunks as the last one fills. */
-function appendRecord(d: Draft, partition: PartitionPush, record: Uint8Array, chunkBytes: number): void {
+function appendRecord(d: Draft, partition: PartitionPush, record: Uint8Array, chunkLength: number): void {
   const buffers = partition.openBuffers;
   let last = buffers[buffers.length - 1]!;
   if (last.length - partition.openLastFilled >= LENGTH_BYTES + record.length) {
@@ -509,7 +502,7 @@ function appendRecord(d: Draft, partition: PartitionPush, record: Uint8Array, ch
     let offset = 0;
     while (offset < bytes.length) {
       if (partition.openLastFilled === last.length) {
-        last = takeChunk(d, chunkBytes);
+        last = takeChunk(d, chunkLength);
         buffers.push(last);
         partition.openLastFilled = 0;
       }
@@ -530,8 +523,8 @@ function allocateHeld(d: Draft, length: number): Uint8Array {
 }
 
 /** A chunk for an open batch: a spare one (already counted as held), or a new one. */
-function takeChunk(d: Draft, chunkBytes: number): Uint8Array {
-  return d.spareChunks.pop() ?? allocateHeld(d, chunkBytes);
+function takeChunk(d: Draft, chunkLength: number): Uint8Array {
+  return d.spareChunks.pop() ?? allocateHeld(d, chunkLength);
 }
 
 /**
@@ -541,13 +534,13 @@ function takeChunk(d: Draft, chunkBytes: number): Uint8Array {
  * that room always returns once every frame is acknowledged.
  */
 function dropOpenBuffer(d: Draft, buffer: Uint8Array): void {
-  const chunkBytes = chunkBytesOf(d.config);
+  const chunkLength = chunkLengthOf(d.config);
   const budget = d.config.maxUnacknowledgedBytes;
   if (
     !d.ended &&
-    buffer.length === chunkBytes &&
+    buffer.length === chunkLength &&
     d.heldBytes <= budget &&
-    (d.spareChunks.length + 1) * chunkBytes <= budget / 4
+    (d.spareChunks.length + 1) * chunkLength <= budget / 4
   ) {
     d.spareChunks.push(buffer);
   } else d.heldBytes -= buffer.length;
@@ -582,18 +575,16 @@ function cutLargestOpenBatches(d: Draft): void {
 }
 
 /**
- * Cuts the partition's open batch (if it holds records) into a batch to push: a batch alone in a buffer with
- * header space is its own frame; one in chunks is copied into a frame of exactly its size, and its chunks are
- * filled again.
+ * Cuts the partition's open batch (if it holds records) into a batch to push: a batch alone in its first buffer
+ * (which starts with header space) is its own frame; one over several is copied into a frame of exactly its size,
+ * and its chunks are filled again.
  */
 function cutBatch(d: Draft, partition: PartitionPush): void {
   const buffers = partition.openBuffers;
   if (buffers.length === 0) return;
   const payloadLength = partition.openBytes;
   const lastFilled = partition.openLastFilled;
-  const hasHeader = partition.openHasHeader;
   partition.openBuffers = [];
-  partition.openHasHeader = false;
   partition.openLastFilled = 0;
   partition.openBytes = 0;
   if (payloadLength === 0) {
@@ -602,7 +593,7 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
   }
   let frame: Uint8Array;
   let capacity: number;
-  if (buffers.length === 1 && hasHeader) {
+  if (buffers.length === 1) {
     capacity = buffers[0]!.length;
     frame = buffers[0]!.subarray(0, FRAME_HEADER_BYTES + payloadLength);
   } else {
@@ -611,7 +602,7 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
     frame = buffer.subarray(0, FRAME_HEADER_BYTES + payloadLength);
     let at = FRAME_HEADER_BYTES;
     buffers.forEach((piece, k) => {
-      const from = k === 0 && hasHeader ? FRAME_HEADER_BYTES : 0;
+      const from = k === 0 ? FRAME_HEADER_BYTES : 0;
       const to = k === buffers.length - 1 ? lastFilled : piece.length;
       frame.set(piece.subarray(from, to), at);
       at += to - from;
