@@ -1147,7 +1147,8 @@ describe('map task: records written over time', () => {
         fc.integer({ min: 1, max: 600 }),
         fc.integer({ min: 1, max: 3 }),
         fc.array(command, { maxLength: 120 }),
-        (numPartitions, spec, batchSizeBytes, budget, window, commands) => {
+        fc.boolean(),
+        (numPartitions, spec, batchSizeBytes, budget, window, commands, reuseAcknowledgedFrames) => {
           const written = spec.map(([p, length], i) => ({
             partitionId: p % numPartitions,
             record: new Uint8Array(length).fill(i % 251),
@@ -1161,6 +1162,7 @@ describe('map task: records written over time', () => {
               maxInFlightPerPartition: window,
               maxUnacknowledgedBytes: budget,
               maxReviveRetries: 10_000,
+              reuseAcknowledgedFrames,
             },
             [],
           );
@@ -1245,9 +1247,20 @@ describe('map task: records written over time', () => {
             batches.forEach((b, i) => {
               if (answers[i] !== 'SUCCESS' && answers[i] !== 'SOFT_SPLIT') return;
               assert.ok(!acknowledged.has(b.batchId), `batch ${b.batchId} acknowledged twice`);
-              const decoded = decodeRecords(frameOf(b.payload).payload);
+              const frame = frameOf(b.payload);
+              // A frame is never filled again while a push of it is out (reuseAcknowledgedFrames).
+              assert.deepEqual(
+                [frame.partitionId, frame.batchId],
+                [b.partitionId, b.batchId],
+                'the frame is its own',
+              );
+              const decoded = decodeRecords(frame.payload);
               assert.ok(decoded.ok, 'decoded.ok');
-              acknowledged.set(b.batchId, [...decoded.records]);
+              // Copies: an acknowledged frame's memory may be filled again.
+              acknowledged.set(
+                b.batchId,
+                decoded.records.map((r) => r.slice()),
+              );
               partitionOf.set(b.batchId, b.partitionId);
               ackedBytes += decoded.records.reduce((n, r) => n + 4 + r.length, 0);
             });
@@ -1432,7 +1445,7 @@ function referencedBytes(state: MapTaskState): number {
       if (partition.capacities[batch]! > 0) buffers.add(frame.buffer);
     });
   }
-  for (const chunk of state.spareChunks) buffers.add(chunk.buffer);
+  for (const spare of [...state.spareChunks, ...state.spareBatches]) buffers.add(spare.buffer);
   let bytes = 0;
   for (const buffer of buffers) bytes += buffer.byteLength;
   return bytes;

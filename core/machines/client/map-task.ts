@@ -98,6 +98,13 @@ export interface MapTaskConfig {
    * written before it is read. Default: a zeroed Uint8Array. The task counts each at its `length`.
    */
   readonly allocate?: (length: number) => Uint8Array;
+  /**
+   * Whether an acknowledged frame's buffer may be filled again (kept as a spare): true where the transport copies a
+   * frame's bytes out before its answer can come (a socket: the worker answers bytes it received, which the
+   * kernel copied at the write). A transport that hands the buffer itself to the worker (the simulator's network)
+   * must leave it off. A frame sent more than once is never reused: an earlier send may still wait in a queue.
+   */
+  readonly reuseAcknowledgedFrames?: boolean;
 }
 
 /**
@@ -138,10 +145,18 @@ export interface MapTaskState {
    */
   readonly heldBytes: number;
   /**
-   * Chunks of cut open batches, kept to be filled again (never sent, so reusing them is safe): at most a quarter
-   * of the budget. Changed in place by the machine.
+   * Chunks of cut open batches, and buffers of acknowledged frames of a chunk's length (`reuseAcknowledgedFrames`),
+   * kept to be filled again: with `spareBatches`, at most a quarter of the budget. Filling warm memory again costs
+   * less than a fresh buffer (its pages faulted in, then collected). Changed in place by the machine.
    */
   readonly spareChunks: readonly Uint8Array[];
+  /**
+   * Buffers of acknowledged frames of a whole batch's size (header and `batchSizeBytes`, larger than a chunk), kept
+   * to be filled again by a batch that arrives whole. Changed in place by the machine.
+   */
+  readonly spareBatches: readonly Uint8Array[];
+  /** Frames sent more than once, until acknowledged: never reused (an earlier send may still wait in a queue). */
+  readonly resentFrames: ReadonlySet<Uint8Array>;
   /** Push requests awaiting their answer, by worker pair (`workerPairOf`). Changed in place by the machine. */
   readonly pushesOut: ReadonlyMap<string, number>;
   /**
@@ -276,6 +291,8 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     unacknowledgedBytes: 0,
     heldBytes: 0,
     spareChunks: [],
+    spareBatches: [],
+    resentFrames: new Set(),
     pushesOut: new Map(),
     deferred: new Set(),
     nextBatchId: 0,
@@ -329,6 +346,8 @@ interface Draft {
   unacknowledgedBytes: number;
   heldBytes: number;
   spareChunks: Uint8Array[];
+  spareBatches: Uint8Array[];
+  resentFrames: Set<Uint8Array>;
   pushesOut: Map<string, number>;
   deferred: Set<number>;
   nextBatchId: number;
@@ -360,6 +379,8 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       partitions: state.partitions as PartitionPush[],
       reviving: state.reviving as Set<number>,
       spareChunks: state.spareChunks as Uint8Array[],
+      spareBatches: state.spareBatches as Uint8Array[],
+      resentFrames: state.resentFrames as Set<Uint8Array>,
       pushesOut: state.pushesOut as Map<string, number>,
       deferred: state.deferred as Set<number>,
       pushLimits: state.pushLimits as Map<string, PushLimit>,
@@ -473,7 +494,13 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
       // Header space first; more than a chunk's worth coming at once (or a large record) gets a buffer of its own,
       // sized for what comes.
       const length = FRAME_HEADER_BYTES + Math.max(encoded, Math.min(batchSizeBytes, coming[partitionId]!));
-      partition.openBuffers.push(length > chunkLength ? allocateHeld(d, length) : takeChunk(d, chunkLength));
+      partition.openBuffers.push(
+        length <= chunkLength
+          ? takeChunk(d, chunkLength)
+          : length === FRAME_HEADER_BYTES + batchSizeBytes
+            ? (d.spareBatches.pop() ?? allocateHeld(d, length))
+            : allocateHeld(d, length),
+      );
       partition.openLastFilled = FRAME_HEADER_BYTES;
     }
     coming[partitionId]! -= encoded;
@@ -528,22 +555,30 @@ function takeChunk(d: Draft, chunkLength: number): Uint8Array {
 }
 
 /**
- * A buffer of a cut open batch (its bytes copied into the batch's frame): kept as a spare chunk while the task
- * holds no more than its budget and spares hold at most a quarter of it, otherwise let go. The first keeps a cut
- * from taking the task further past its budget than the frame's header; the second leaves room for frames, so
- * that room always returns once every frame is acknowledged.
+ * A buffer the task is done with (a cut open batch's, its bytes copied into the batch's frame, or an acknowledged
+ * frame's): kept as a spare, if it has a chunk's or a whole batch's length, while the task holds no more than its
+ * budget and spares hold at most a quarter of it, otherwise let go. The first keeps a cut from taking the task
+ * further past its budget than the frame's header; the second leaves room for frames, so that room always returns
+ * once every frame is acknowledged.
  */
 function dropOpenBuffer(d: Draft, buffer: Uint8Array): void {
   const chunkLength = chunkLengthOf(d.config);
+  const batchLength = FRAME_HEADER_BYTES + d.config.batchSizeBytes;
   const budget = d.config.maxUnacknowledgedBytes;
-  if (
-    !d.ended &&
-    buffer.length === chunkLength &&
-    d.heldBytes <= budget &&
-    (d.spareChunks.length + 1) * chunkLength <= budget / 4
-  ) {
-    d.spareChunks.push(buffer);
-  } else d.heldBytes -= buffer.length;
+  const spares = d.spareChunks.length * chunkLength + d.spareBatches.length * batchLength;
+  const keep = !d.ended && d.heldBytes <= budget && spares + buffer.length <= budget / 4;
+  if (keep && buffer.length === chunkLength) d.spareChunks.push(buffer);
+  else if (keep && buffer.length === batchLength) d.spareBatches.push(buffer);
+  else d.heldBytes -= buffer.length;
+}
+
+/**
+ * An acknowledged frame's memory: filled again when the transport allows it and the frame went once, else let go
+ * (a socket may still hold a frame sent again until it is written).
+ */
+function releaseFrame(d: Draft, frame: Uint8Array, capacity: number): void {
+  if (d.resentFrames.delete(frame) || d.config.reuseAcknowledgedFrames !== true) d.heldBytes -= capacity;
+  else dropOpenBuffer(d, new Uint8Array(frame.buffer, frame.byteOffset, capacity));
 }
 
 function zeroed(length: number): Uint8Array {
@@ -628,8 +663,9 @@ function endRecords(d: Draft): void {
   if (d.ended) return;
   d.ended = true;
   for (const partition of d.partitions) cutBatch(d, partition);
-  for (const chunk of d.spareChunks) d.heldBytes -= chunk.length;
+  for (const spare of [...d.spareChunks, ...d.spareBatches]) d.heldBytes -= spare.length;
   d.spareChunks.length = 0;
+  d.spareBatches.length = 0;
   maybeEnd(d);
 }
 
@@ -891,7 +927,7 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
         partition.payloads[batch] = frame.subarray(FRAME_HEADER_BYTES);
       }
       partition.sealedEpochs[batch] = location.epoch;
-    }
+    } else if (d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
     return { partitionId, batch, location, batchId, frame };
   });
 }
@@ -1063,11 +1099,11 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
   switch (reaction.kind) {
     case 'done': {
       const bytes = partition.payloadBytes[pushed.batch]!;
-      // Acknowledged: the batch's memory goes (a socket may still hold its frame until it is written).
+      // Acknowledged: the batch's memory goes, or is filled again (releaseFrame).
+      releaseFrame(d, partition.frames[pushed.batch]!, partition.capacities[pushed.batch]!);
       partition.frames[pushed.batch] = RELEASED;
       partition.payloads[pushed.batch] = RELEASED;
       d.unacknowledgedBytes -= bytes;
-      d.heldBytes -= partition.capacities[pushed.batch]!;
       partition.capacities[pushed.batch] = 0;
       updatePartition(d, partitionId, {
         inFlight: partition.inFlight - 1,
