@@ -77,8 +77,9 @@ for (let round = 0; round < rounds; round += 1) {
   }
 }
 
-const fmt = (n: number | undefined, digits = 1) => (n === undefined ? '-' : n.toFixed(digits));
-const pct = (n: number | undefined) => (n === undefined ? '-' : `${(n * 100).toFixed(0)} %`);
+// A failed run's figures are null in its JSON.
+const fmt = (n: number | null | undefined, digits = 1) => (typeof n !== 'number' ? '-' : n.toFixed(digits));
+const pct = (n: number | null | undefined) => (typeof n !== 'number' ? '-' : `${(n * 100).toFixed(0)} %`);
 console.log(
   `\n| figure | before: svc | before: of bare | after: svc | after: of bare | after / before | rounds (after / before) |`,
 );

@@ -417,6 +417,9 @@ class TaskWriter extends EventEmitter implements MapWriter {
       ),
       // Every byte of a batch's buffer is written before it is sent: no need to zero it first.
       allocate: unzeroedBytes,
+      // Pushes go to workers, each a process of its own, over sockets: a frame's bytes are copied into the kernel
+      // before the answer that acknowledges them can come.
+      reuseAcknowledgedFrames: true,
     };
     const driver = new NodeDriver<MapTaskState>(
       id,

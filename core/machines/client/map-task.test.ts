@@ -1147,7 +1147,8 @@ describe('map task: records written over time', () => {
         fc.integer({ min: 1, max: 600 }),
         fc.integer({ min: 1, max: 3 }),
         fc.array(command, { maxLength: 120 }),
-        (numPartitions, spec, batchSizeBytes, budget, window, commands) => {
+        fc.boolean(),
+        (numPartitions, spec, batchSizeBytes, budget, window, commands, reuseAcknowledgedFrames) => {
           const written = spec.map(([p, length], i) => ({
             partitionId: p % numPartitions,
             record: new Uint8Array(length).fill(i % 251),
@@ -1161,6 +1162,7 @@ describe('map task: records written over time', () => {
               maxInFlightPerPartition: window,
               maxUnacknowledgedBytes: budget,
               maxReviveRetries: 10_000,
+              reuseAcknowledgedFrames,
             },
             [],
           );
@@ -1245,9 +1247,20 @@ describe('map task: records written over time', () => {
             batches.forEach((b, i) => {
               if (answers[i] !== 'SUCCESS' && answers[i] !== 'SOFT_SPLIT') return;
               assert.ok(!acknowledged.has(b.batchId), `batch ${b.batchId} acknowledged twice`);
-              const decoded = decodeRecords(frameOf(b.payload).payload);
+              const frame = frameOf(b.payload);
+              // A frame is never filled again while a push of it is out (reuseAcknowledgedFrames).
+              assert.deepEqual(
+                [frame.partitionId, frame.batchId],
+                [b.partitionId, b.batchId],
+                'the frame is its own',
+              );
+              const decoded = decodeRecords(frame.payload);
               assert.ok(decoded.ok, 'decoded.ok');
-              acknowledged.set(b.batchId, [...decoded.records]);
+              // Copies: an acknowledged frame's memory may be filled again.
+              acknowledged.set(
+                b.batchId,
+                decoded.records.map((r) => r.slice()),
+              );
               partitionOf.set(b.batchId, b.partitionId);
               ackedBytes += decoded.records.reduce((n, r) => n + 4 + r.length, 0);
             });
@@ -1331,16 +1344,17 @@ describe('map task: records written over time', () => {
   });
 
   it('pushes a partition’s batch as soon as it is full, and its largest open batches once the budget is reached', () => {
-    // Batches of 20 bytes are filled in chunks of 20; a cut batch's frame is its 40-byte header and its records.
+    // Batches of 20 bytes are filled in chunks of 60: a frame's 40-byte header, then the records; a batch that fits
+    // its first chunk is sent from it.
     const driver = new Driver(
-      { ...baseConfig, numPartitions: 4, batchSizeBytes: 20, maxUnacknowledgedBytes: 100 },
+      { ...baseConfig, numPartitions: 5, batchSizeBytes: 20, maxUnacknowledgedBytes: 250 },
       [],
     );
     const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
     driver.answer(registration, {
       type: 'RegisterShuffleResponse',
       status: 'SUCCESS',
-      locations: [0, 1, 2, 3].map((p) => location(p, 0, p % 2)),
+      locations: [0, 1, 2, 3, 4].map((p) => location(p, 0, p % 2)),
       message: '',
     });
     const one = (partitionId: number, s: string) =>
@@ -1351,22 +1365,32 @@ describe('map task: records written over time', () => {
     assert.deepEqual(one(2, 'x'), []);
     assert.deepEqual(one(3, 'p3-r00'), []);
     assert.deepEqual(one(0, 'p0-r00'), []);
-    assert.equal(driver.state.heldBytes, 4 * 20, 'a chunk per open batch');
+    assert.equal(driver.state.heldBytes, 4 * 60, 'a chunk per open batch');
     assert.ok(mapTaskHasRoom(driver.state), 'mapTaskHasRoom(driver.state)');
-    // Partition 0's batch is full: its frame (60) takes the task past its budget of 100, so the open batches
-    // (60 bytes of chunks) are cut, largest first, until they hold at most half of it: partition 1's (10 bytes of
-    // records; 3's as large, 1 comes first), not 2's (5 bytes) nor 3's.
-    const pushed = one(0, 'p0-r01');
-    assert.deepEqual(pushed.map((p) => partitionsOf(p.message)).flat(), [0, 1]);
-    assert.equal(driver.state.heldBytes, 60 + 50 + 20 + 20, 'two frames and two open chunks');
+    // Partition 4's chunk takes the task past its budget of 250, so the open batches (300 bytes of chunks) are cut,
+    // largest first, until they hold at most half of it: 0's, 1's and 3's (10 bytes of records each), not 4's (as
+    // large, a higher id) nor 2's (5 bytes). Each is sent from its chunk: nothing more is held.
+    const pushed = one(4, 'p4-r00');
+    assert.deepEqual(
+      pushed
+        .map((p) => partitionsOf(p.message))
+        .flat()
+        .sort(),
+      [0, 1, 3],
+    );
+    assert.equal(driver.state.heldBytes, 5 * 60, 'three frames and two open chunks');
     assert.ok(!mapTaskHasRoom(driver.state), 'no room: the driver stops feeding');
-    driver.answer(pushed[0]!, succeeded(pushed[0]!.message));
-    assert.equal(driver.state.heldBytes, 50 + 20 + 20, 'an acknowledged frame is let go');
-    assert.ok(mapTaskHasRoom(driver.state), 'room again once a batch is acknowledged');
+    for (const push of pushed) driver.answer(push, succeeded(push.message));
+    assert.equal(driver.state.heldBytes, 2 * 60, 'acknowledged frames are let go');
+    assert.ok(mapTaskHasRoom(driver.state), 'room again once batches are acknowledged');
+    const full = one(2, 'p2-r01-xxxx');
+    assert.deepEqual(full.map((p) => partitionsOf(p.message)).flat(), [2], 'a full batch is pushed at once');
+    assert.equal(driver.state.heldBytes, 2 * 60, 'from its chunk, nothing copied');
   });
 
-  it('sends a batch filled in one input from its own buffer; one filled over several is copied into a frame of its size, its chunks filled again', () => {
-    const driver = new Driver({ ...baseConfig, batchSizeBytes: 20, maxUnacknowledgedBytes: 1000 }, []);
+  it('sends a batch filled in one input from its own buffer; one filled over several chunks is copied into a frame of its size, its chunks filled again', () => {
+    // Chunks are 4,136 bytes: a frame's header, then 4 KiB of records.
+    const driver = new Driver({ ...baseConfig, batchSizeBytes: 8192, maxUnacknowledgedBytes: 1 << 20 }, []);
     const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
     driver.answer(registration, {
       type: 'RegisterShuffleResponse',
@@ -1374,30 +1398,41 @@ describe('map task: records written over time', () => {
       locations: [location(0, 0, 0), location(1, 0, 1)],
       message: '',
     });
-    const step = (partitionIds: number[], records: string[]) =>
-      sentOf(driver.plainStep({ kind: 'records', partitionIds, records: records.map(text) })).filter(isPush);
-    const [whole] = step([0, 0], ['p0-r00', 'p0-r01']);
+    const step = (partitionIds: number[], records: Uint8Array[]) =>
+      sentOf(driver.plainStep({ kind: 'records', partitionIds, records })).filter(isPush);
+    const record = (length: number, fill: number) => new Uint8Array(length).fill(fill);
+    const [whole] = step([0, 0], [record(4092, 1), record(4092, 2)]);
     assert.ok(whole?.message.type === 'PushData', "whole?.message.type === 'PushData'");
     assert.equal(
       whole.message.payload.buffer.byteLength,
-      60,
+      40 + 8192,
       'the frame is the batch’s own buffer, no larger',
     );
-    assert.equal(driver.state.heldBytes, 60);
-    assert.deepEqual(step([1], ['p1-r00']), []);
-    const [pieced] = step([1], ['p1-r01']);
+    assert.equal(driver.state.heldBytes, 8232);
+    assert.deepEqual(step([1], [record(3000, 3)]), []);
+    assert.deepEqual(step([1], [record(3000, 4)]), []);
+    assert.equal(driver.state.heldBytes, 8232 + 2 * 4136, 'the second record ran into a second chunk');
+    const [pieced] = step([1], [record(2180, 5)]);
     assert.ok(pieced?.message.type === 'PushData', "pieced?.message.type === 'PushData'");
-    assert.equal(pieced.message.payload.buffer.byteLength, 60, 'a frame of exactly the batch');
+    assert.equal(pieced.message.payload.buffer.byteLength, 8232, 'a frame of exactly the batch');
     const decoded = decodeRecords(frameOf(pieced.message.payload).payload);
     assert.ok(decoded.ok, 'decoded.ok');
-    assert.deepEqual(decoded.records, [text('p1-r00'), text('p1-r01')]);
-    assert.equal(driver.state.spareChunks.length, 1, 'the chunk is kept to be filled again');
-    assert.equal(driver.state.heldBytes, 60 + 60 + 20);
-    step([1], ['p1-r02']);
-    assert.equal(driver.state.spareChunks.length, 0);
-    assert.equal(driver.state.heldBytes, 60 + 60 + 20, 'the spare chunk was filled, nothing new allocated');
+    assert.deepEqual(decoded.records, [record(3000, 3), record(3000, 4), record(2180, 5)]);
+    assert.equal(driver.state.spareChunks.length, 2, 'the chunks are kept to be filled again');
+    assert.equal(driver.state.heldBytes, 2 * 8232 + 2 * 4136);
+    step([1], [record(10, 6)]);
+    assert.equal(driver.state.spareChunks.length, 1);
+    assert.equal(
+      driver.state.heldBytes,
+      2 * 8232 + 2 * 4136,
+      'a spare chunk was filled, nothing new allocated',
+    );
     driver.plainStep({ kind: 'recordsEnd' });
-    assert.equal(driver.state.heldBytes, 60 + 60 + 50, 'the end cuts the last batch; no spare is kept');
+    assert.equal(
+      driver.state.heldBytes,
+      2 * 8232 + 4136,
+      'the end cuts the last batch, sent from its chunk; no spare is kept',
+    );
   });
 });
 
@@ -1410,7 +1445,7 @@ function referencedBytes(state: MapTaskState): number {
       if (partition.capacities[batch]! > 0) buffers.add(frame.buffer);
     });
   }
-  for (const chunk of state.spareChunks) buffers.add(chunk.buffer);
+  for (const spare of [...state.spareChunks, ...state.spareBatches]) buffers.add(spare.buffer);
   let bytes = 0;
   for (const buffer of buffers) bytes += buffer.byteLength;
   return bytes;

@@ -98,6 +98,13 @@ export interface MapTaskConfig {
    * written before it is read. Default: a zeroed Uint8Array. The task counts each at its `length`.
    */
   readonly allocate?: (length: number) => Uint8Array;
+  /**
+   * Whether an acknowledged frame's buffer may be filled again (kept as a spare): true where the transport copies a
+   * frame's bytes out before its answer can come (a socket: the worker answers bytes it received, which the
+   * kernel copied at the write). A transport that hands the buffer itself to the worker (the simulator's network)
+   * must leave it off. A frame sent more than once is never reused: an earlier send may still wait in a queue.
+   */
+  readonly reuseAcknowledgedFrames?: boolean;
 }
 
 /**
@@ -138,10 +145,18 @@ export interface MapTaskState {
    */
   readonly heldBytes: number;
   /**
-   * Chunks of cut open batches, kept to be filled again (never sent, so reusing them is safe): at most a quarter
-   * of the budget. Changed in place by the machine.
+   * Chunks of cut open batches, and buffers of acknowledged frames of a chunk's length (`reuseAcknowledgedFrames`),
+   * kept to be filled again: with `spareBatches`, at most a quarter of the budget. Filling warm memory again costs
+   * less than a fresh buffer (its pages faulted in, then collected). Changed in place by the machine.
    */
   readonly spareChunks: readonly Uint8Array[];
+  /**
+   * Buffers of acknowledged frames of a whole batch's size (header and `batchSizeBytes`, larger than a chunk), kept
+   * to be filled again by a batch that arrives whole. Changed in place by the machine.
+   */
+  readonly spareBatches: readonly Uint8Array[];
+  /** Frames sent more than once, until acknowledged: never reused (an earlier send may still wait in a queue). */
+  readonly resentFrames: ReadonlySet<Uint8Array>;
   /** Push requests awaiting their answer, by worker pair (`workerPairOf`). Changed in place by the machine. */
   readonly pushesOut: ReadonlyMap<string, number>;
   /**
@@ -173,13 +188,12 @@ export interface PartitionPush {
   readonly partitionId: number;
   /**
    * The batch being filled (`openBytes` of encoded records), as buffers filled in order, every one but the last
-   * full: chunks of CHUNK_BYTES, after a first buffer sized for a large input and starting with header space
-   * (`openHasHeader`), which a batch filled in one input is alone in and sent as it is. It is cut into a batch when
-   * full, when the budget is reached (largest first) and at the end. Changed in place by the machine, as are the
+   * full: the first starts with header space (a chunk, or a buffer sized for a large input), so that a batch alone
+   * in it is sent as it is; then chunks. It is cut into a batch when full, when the budget is reached (largest
+   * first) and at the end. Changed in place by the machine, as are the
    * arrays below (one entry per cut batch, appended as batches are cut).
    */
   openBuffers: Uint8Array[];
-  openHasHeader: boolean;
   /** Bytes used in the last of `openBuffers` (header space included). */
   openLastFilled: number;
   openBytes: number;
@@ -250,7 +264,6 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     partitions.push({
       partitionId,
       openBuffers: [],
-      openHasHeader: false,
       openLastFilled: 0,
       openBytes: 0,
       payloads: [],
@@ -278,6 +291,8 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     unacknowledgedBytes: 0,
     heldBytes: 0,
     spareChunks: [],
+    spareBatches: [],
+    resentFrames: new Set(),
     pushesOut: new Map(),
     deferred: new Set(),
     nextBatchId: 0,
@@ -331,6 +346,8 @@ interface Draft {
   unacknowledgedBytes: number;
   heldBytes: number;
   spareChunks: Uint8Array[];
+  spareBatches: Uint8Array[];
+  resentFrames: Set<Uint8Array>;
   pushesOut: Map<string, number>;
   deferred: Set<number>;
   nextBatchId: number;
@@ -362,6 +379,8 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       partitions: state.partitions as PartitionPush[],
       reviving: state.reviving as Set<number>,
       spareChunks: state.spareChunks as Uint8Array[],
+      spareBatches: state.spareBatches as Uint8Array[],
+      resentFrames: state.resentFrames as Set<Uint8Array>,
       pushesOut: state.pushesOut as Map<string, number>,
       deferred: state.deferred as Set<number>,
       pushLimits: state.pushLimits as Map<string, PushLimit>,
@@ -425,15 +444,17 @@ const LENGTH_BYTES = 4;
 /**
  * The chunks an open batch is filled in when its records arrive a little at a time (a map spread over many
  * partitions): capacity follows what was written to within a chunk per partition (1,000 partitions: 4 MiB at
- * most), nothing is copied as the batch grows, and a cut batch's chunks are filled again. The batch is copied
- * once, at its cut, into a frame of exactly its size. (Growing a buffer by doubling held up to twice its records,
- * and left the smaller buffers behind as garbage.)
+ * most), nothing is copied as the batch grows, and a cut batch's chunks are filled again. Every chunk has room for a
+ * frame header besides CHUNK_BYTES of records, and a batch starts behind that room: a batch that fits in one chunk
+ * (many partitions, small batches) is sent from it as it is, neither copied nor allocated again; a larger one is
+ * copied once, at its cut, into a frame of exactly its size. (Growing a buffer by doubling held up to twice its
+ * records, and left the smaller buffers behind as garbage.)
  */
 const CHUNK_BYTES = 4096;
 
-/** The chunk size of a task: CHUNK_BYTES, or less when a whole batch is smaller. */
-function chunkBytesOf(config: MapTaskConfig): number {
-  return Math.min(CHUNK_BYTES, config.batchSizeBytes);
+/** The length of a task's chunks: header room and CHUNK_BYTES, or less when a whole batch is smaller. */
+function chunkLengthOf(config: MapTaskConfig): number {
+  return FRAME_HEADER_BYTES + Math.min(CHUNK_BYTES, config.batchSizeBytes);
 }
 
 /**
@@ -462,7 +483,7 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
     }
     coming[partitionId]! += LENGTH_BYTES + records[i]!.length;
   }
-  const chunkBytes = chunkBytesOf(d.config);
+  const chunkLength = chunkLengthOf(d.config);
   for (let i = 0; i < records.length; i += 1) {
     const partitionId = partitionIds[i]!;
     const partition = d.partitions[partitionId]!;
@@ -470,21 +491,20 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
     const encoded = LENGTH_BYTES + record.length;
     if (partition.openBytes > 0 && partition.openBytes + encoded > batchSizeBytes) cutBatch(d, partition);
     if (partition.openBuffers.length === 0) {
-      const due = coming[partitionId]!;
-      if (due >= chunkBytes) {
-        // A batch's worth (or a large record): a buffer of its own, header space first, sized for what comes.
-        const length = FRAME_HEADER_BYTES + Math.max(encoded, Math.min(batchSizeBytes, due));
-        partition.openBuffers.push(allocateHeld(d, length));
-        partition.openHasHeader = true;
-        partition.openLastFilled = FRAME_HEADER_BYTES;
-      } else {
-        partition.openBuffers.push(takeChunk(d, chunkBytes));
-        partition.openHasHeader = false;
-        partition.openLastFilled = 0;
-      }
+      // Header space first; more than a chunk's worth coming at once (or a large record) gets a buffer of its own,
+      // sized for what comes.
+      const length = FRAME_HEADER_BYTES + Math.max(encoded, Math.min(batchSizeBytes, coming[partitionId]!));
+      partition.openBuffers.push(
+        length <= chunkLength
+          ? takeChunk(d, chunkLength)
+          : length === FRAME_HEADER_BYTES + batchSizeBytes
+            ? (d.spareBatches.pop() ?? allocateHeld(d, length))
+            : allocateHeld(d, length),
+      );
+      partition.openLastFilled = FRAME_HEADER_BYTES;
     }
     coming[partitionId]! -= encoded;
-    appendRecord(d, partition, record, chunkBytes);
+    appendRecord(d, partition, record, chunkLength);
     partition.openBytes += encoded;
     d.unacknowledgedBytes += encoded;
     if (partition.openBytes >= batchSizeBytes) cutBatch(d, partition);
@@ -493,7 +513,7 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
 }
 
 /** Appends a record (length, then bytes) to the partition's open batch, taking chunks as the last one fills. */
-function appendRecord(d: Draft, partition: PartitionPush, record: Uint8Array, chunkBytes: number): void {
+function appendRecord(d: Draft, partition: PartitionPush, record: Uint8Array, chunkLength: number): void {
   const buffers = partition.openBuffers;
   let last = buffers[buffers.length - 1]!;
   if (last.length - partition.openLastFilled >= LENGTH_BYTES + record.length) {
@@ -509,7 +529,7 @@ function appendRecord(d: Draft, partition: PartitionPush, record: Uint8Array, ch
     let offset = 0;
     while (offset < bytes.length) {
       if (partition.openLastFilled === last.length) {
-        last = takeChunk(d, chunkBytes);
+        last = takeChunk(d, chunkLength);
         buffers.push(last);
         partition.openLastFilled = 0;
       }
@@ -530,27 +550,35 @@ function allocateHeld(d: Draft, length: number): Uint8Array {
 }
 
 /** A chunk for an open batch: a spare one (already counted as held), or a new one. */
-function takeChunk(d: Draft, chunkBytes: number): Uint8Array {
-  return d.spareChunks.pop() ?? allocateHeld(d, chunkBytes);
+function takeChunk(d: Draft, chunkLength: number): Uint8Array {
+  return d.spareChunks.pop() ?? allocateHeld(d, chunkLength);
 }
 
 /**
- * A buffer of a cut open batch (its bytes copied into the batch's frame): kept as a spare chunk while the task
- * holds no more than its budget and spares hold at most a quarter of it, otherwise let go. The first keeps a cut
- * from taking the task further past its budget than the frame's header; the second leaves room for frames, so
- * that room always returns once every frame is acknowledged.
+ * A buffer the task is done with (a cut open batch's, its bytes copied into the batch's frame, or an acknowledged
+ * frame's): kept as a spare, if it has a chunk's or a whole batch's length, while the task holds no more than its
+ * budget and spares hold at most a quarter of it, otherwise let go. The first keeps a cut from taking the task
+ * further past its budget than the frame's header; the second leaves room for frames, so that room always returns
+ * once every frame is acknowledged.
  */
 function dropOpenBuffer(d: Draft, buffer: Uint8Array): void {
-  const chunkBytes = chunkBytesOf(d.config);
+  const chunkLength = chunkLengthOf(d.config);
+  const batchLength = FRAME_HEADER_BYTES + d.config.batchSizeBytes;
   const budget = d.config.maxUnacknowledgedBytes;
-  if (
-    !d.ended &&
-    buffer.length === chunkBytes &&
-    d.heldBytes <= budget &&
-    (d.spareChunks.length + 1) * chunkBytes <= budget / 4
-  ) {
-    d.spareChunks.push(buffer);
-  } else d.heldBytes -= buffer.length;
+  const spares = d.spareChunks.length * chunkLength + d.spareBatches.length * batchLength;
+  const keep = !d.ended && d.heldBytes <= budget && spares + buffer.length <= budget / 4;
+  if (keep && buffer.length === chunkLength) d.spareChunks.push(buffer);
+  else if (keep && buffer.length === batchLength) d.spareBatches.push(buffer);
+  else d.heldBytes -= buffer.length;
+}
+
+/**
+ * An acknowledged frame's memory: filled again when the transport allows it and the frame went once, else let go
+ * (a socket may still hold a frame sent again until it is written).
+ */
+function releaseFrame(d: Draft, frame: Uint8Array, capacity: number): void {
+  if (d.resentFrames.delete(frame) || d.config.reuseAcknowledgedFrames !== true) d.heldBytes -= capacity;
+  else dropOpenBuffer(d, new Uint8Array(frame.buffer, frame.byteOffset, capacity));
 }
 
 function zeroed(length: number): Uint8Array {
@@ -582,18 +610,16 @@ function cutLargestOpenBatches(d: Draft): void {
 }
 
 /**
- * Cuts the partition's open batch (if it holds records) into a batch to push: a batch alone in a buffer with
- * header space is its own frame; one in chunks is copied into a frame of exactly its size, and its chunks are
- * filled again.
+ * Cuts the partition's open batch (if it holds records) into a batch to push: a batch alone in its first buffer
+ * (which starts with header space) is its own frame; one over several is copied into a frame of exactly its size,
+ * and its chunks are filled again.
  */
 function cutBatch(d: Draft, partition: PartitionPush): void {
   const buffers = partition.openBuffers;
   if (buffers.length === 0) return;
   const payloadLength = partition.openBytes;
   const lastFilled = partition.openLastFilled;
-  const hasHeader = partition.openHasHeader;
   partition.openBuffers = [];
-  partition.openHasHeader = false;
   partition.openLastFilled = 0;
   partition.openBytes = 0;
   if (payloadLength === 0) {
@@ -602,7 +628,7 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
   }
   let frame: Uint8Array;
   let capacity: number;
-  if (buffers.length === 1 && hasHeader) {
+  if (buffers.length === 1) {
     capacity = buffers[0]!.length;
     frame = buffers[0]!.subarray(0, FRAME_HEADER_BYTES + payloadLength);
   } else {
@@ -611,7 +637,7 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
     frame = buffer.subarray(0, FRAME_HEADER_BYTES + payloadLength);
     let at = FRAME_HEADER_BYTES;
     buffers.forEach((piece, k) => {
-      const from = k === 0 && hasHeader ? FRAME_HEADER_BYTES : 0;
+      const from = k === 0 ? FRAME_HEADER_BYTES : 0;
       const to = k === buffers.length - 1 ? lastFilled : piece.length;
       frame.set(piece.subarray(from, to), at);
       at += to - from;
@@ -637,8 +663,9 @@ function endRecords(d: Draft): void {
   if (d.ended) return;
   d.ended = true;
   for (const partition of d.partitions) cutBatch(d, partition);
-  for (const chunk of d.spareChunks) d.heldBytes -= chunk.length;
+  for (const spare of [...d.spareChunks, ...d.spareBatches]) d.heldBytes -= spare.length;
   d.spareChunks.length = 0;
+  d.spareBatches.length = 0;
   maybeEnd(d);
 }
 
@@ -900,7 +927,7 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
         partition.payloads[batch] = frame.subarray(FRAME_HEADER_BYTES);
       }
       partition.sealedEpochs[batch] = location.epoch;
-    }
+    } else if (d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
     return { partitionId, batch, location, batchId, frame };
   });
 }
@@ -1072,11 +1099,11 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
   switch (reaction.kind) {
     case 'done': {
       const bytes = partition.payloadBytes[pushed.batch]!;
-      // Acknowledged: the batch's memory goes (a socket may still hold its frame until it is written).
+      // Acknowledged: the batch's memory goes, or is filled again (releaseFrame).
+      releaseFrame(d, partition.frames[pushed.batch]!, partition.capacities[pushed.batch]!);
       partition.frames[pushed.batch] = RELEASED;
       partition.payloads[pushed.batch] = RELEASED;
       d.unacknowledgedBytes -= bytes;
-      d.heldBytes -= partition.capacities[pushed.batch]!;
       partition.capacities[pushed.batch] = 0;
       updatePartition(d, partitionId, {
         inFlight: partition.inFlight - 1,
