@@ -14,7 +14,7 @@
  *
  *   npm run bench -- master-load [--workers 1000] [--apps 100] [--partitions 1000] [--heartbeat-window 30]
  *                                [--steady 30] [--shuffle-interval 10] [--live-shuffles 2] [--replicate on|off]
- *                                [--tsx] [--no-build] [--json <file> | --no-json]
+ *                                [--tsx] [--no-build] [--cpu-prof <dir>] [--json <file> | --no-json]
  *
  * Exit code (see bench/run.ts): 0 the goal met, 2 missed (or the master refused the load), 1 error.
  */
@@ -57,6 +57,7 @@ const { values: flags } = parseArgs({
     replicate: { type: 'string', default: 'on' },
     tsx: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
     json: { type: 'string' },
     'no-json': { type: 'boolean', default: false },
   },
@@ -83,6 +84,7 @@ const heartbeatWindowS = whole('heartbeat-window');
 const steadyS = whole('steady');
 const shuffleIntervalMs = whole('shuffle-interval') * 1000;
 const compiled = !flags.tsx;
+const profileDir = flags['cpu-prof'] === undefined ? undefined : path.resolve(flags['cpu-prof']);
 
 type Generator = Child<ToGenerator, FromGenerator>;
 
@@ -193,8 +195,17 @@ async function masterSide(dir: string, probeDir: string): Promise<SideFigures> {
       `svc.master.state.dir=${path.join(dir, 'master-state')}`,
     ],
     logFile: path.join(dir, 'master.log'),
-    ...(compiled
-      ? { command: [process.execPath, path.join(ROOT, 'dist', 'runtime', 'cli', 'main.js')] }
+    ...(compiled || profileDir !== undefined
+      ? {
+          command: [
+            process.execPath,
+            // V8's profile of the master alone, written when it stops (node refuses --cpu-prof in NODE_OPTIONS).
+            ...(profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]),
+            ...(compiled
+              ? [path.join(ROOT, 'dist', 'runtime', 'cli', 'main.js')]
+              : ['--import', 'tsx', path.join(ROOT, 'runtime', 'cli', 'main.ts')]),
+          ],
+        }
       : {}),
   });
   try {

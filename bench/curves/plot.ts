@@ -22,8 +22,8 @@ export interface Chart {
 }
 
 const WIDTH = 800;
-const HEIGHT = 480;
-const MARGIN = { left: 80, right: 30, top: 70, bottom: 70 };
+const HEIGHT = 500;
+const MARGIN = { left: 80, right: 30, top: 70, bottom: 95 };
 const SVC_COLOUR = '#1f5fbf';
 const BARE_COLOUR = '#8a8a8a';
 
@@ -73,7 +73,7 @@ export function chartSvg(chart: Chart): string {
   }
   parts.push(
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`,
-    `<text x="${MARGIN.left + plotW / 2}" y="${HEIGHT - 22}" font-size="13" text-anchor="middle">${escape(chart.xLabel)}</text>`,
+    `<text x="${MARGIN.left + plotW / 2}" y="${HEIGHT - 44}" font-size="13" text-anchor="middle">${escape(chart.xLabel)}</text>`,
     `<text transform="translate(22 ${MARGIN.top + plotH / 2}) rotate(-90)" font-size="13" text-anchor="middle">` +
       'throughput, MiB/s</text>',
   );
@@ -101,13 +101,14 @@ export function chartSvg(chart: Chart): string {
       );
     }
   }
-  const legendX = WIDTH - MARGIN.right - 190;
+  // Below the axis title, outside the plot, where no point or label can fall.
+  const legendY = HEIGHT - 14;
+  const legendX = MARGIN.left + plotW / 2 - 230;
   parts.push(
-    `<rect x="${legendX}" y="${MARGIN.top + 8}" width="180" height="46" fill="white" stroke="#ccc"/>`,
-    `<line x1="${legendX + 10}" x2="${legendX + 40}" y1="${MARGIN.top + 24}" y2="${MARGIN.top + 24}" stroke="${SVC_COLOUR}" stroke-width="2.5"/>`,
-    `<text x="${legendX + 48}" y="${MARGIN.top + 28}" font-size="12">svc (% of bare)</text>`,
-    `<line x1="${legendX + 10}" x2="${legendX + 40}" y1="${MARGIN.top + 42}" y2="${MARGIN.top + 42}" stroke="${BARE_COLOUR}" stroke-width="2.5" stroke-dasharray="6 4"/>`,
-    `<text x="${legendX + 48}" y="${MARGIN.top + 46}" font-size="12">bare sink, same stream</text>`,
+    `<line x1="${legendX}" x2="${legendX + 30}" y1="${legendY - 4}" y2="${legendY - 4}" stroke="${SVC_COLOUR}" stroke-width="2.5"/>`,
+    `<text x="${legendX + 38}" y="${legendY}" font-size="12">svc (its % of the bare sink above each point)</text>`,
+    `<line x1="${legendX + 330}" x2="${legendX + 360}" y1="${legendY - 4}" y2="${legendY - 4}" stroke="${BARE_COLOUR}" stroke-width="2.5" stroke-dasharray="6 4"/>`,
+    `<text x="${legendX + 368}" y="${legendY}" font-size="12">bare sink, same stream</text>`,
     '</svg>',
   );
   return `${parts.join('\n')}\n`;
