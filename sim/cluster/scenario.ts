@@ -541,6 +541,7 @@ function buildCluster(
       // a fault drawn for after the workload tests nothing.
       const faults = schedule?.faults ?? [];
       if (haGroupOutcome !== undefined) {
+        counts['ha.groups'] = 1;
         counts['ha.terms'] = haGroupOutcome.result.terms;
         counts['ha.acknowledged'] = haGroupOutcome.result.acknowledged;
       }
