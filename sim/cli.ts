@@ -222,6 +222,7 @@ async function many(
         name.startsWith('handshake.') ||
         name.startsWith('transport.silentPeer') ||
         name.startsWith('congestion.') ||
+        name.startsWith('ha.') ||
         name === 'memoryWithoutEnabling'
       )
         notes.set(name, (notes.get(name) ?? 0) + value);

@@ -8,9 +8,10 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   /**
    * Every seed draws its own cluster, applications, releases and tiers (swarm testing), and a hostile peer stalls
    * large frames on its workers twice a run (sim/faults/stalled-frames.ts, its own random stream: since 27 November
-   * 2026, once a stalled frame could no longer keep a worker paused on its own).
+   * 2026, once a stalled frame could no longer keep a worker paused on its own). A tenth of the seeds also run a
+   * group of masters failing over (sim/cluster/ha-share.ts, since 29 November 2026).
    */
-  swarm: clusterScenario('swarm', drawWorkload, { stalledFrames: true }),
+  swarm: clusterScenario('swarm', drawWorkload, { stalledFrames: true, haGroup: true }),
   /**
    * The swarm as it drew until 22 November 2026, before it drew policies (rack skew, load-aware slots, partition
    * size updates, rack-aware replicas, HARD splits, small disks), corrupted reads, lost executors, DFS faults and

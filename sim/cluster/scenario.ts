@@ -26,6 +26,7 @@ import { scheduleStalledFrames } from '../faults/stalled-frames.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { quotaRespected } from '../invariants/quota.ts';
+import { drawsHaGroup, haGroupCheck, type HaGroupOutcome } from './ha-share.ts';
 import { acknowledgedSurvivesCrash } from '../invariants/durability.ts';
 import {
   intrudersRefused,
@@ -158,6 +159,8 @@ export type FaultOptions = Pick<
  */
 export type ClusterOptions = FaultOptions & {
   readonly stalledFrames?: boolean;
+  /** A share of the seeds also runs a group of masters failing over (sim/cluster/ha-share.ts; default off). */
+  readonly haGroup?: boolean;
 };
 
 /** Visits of a peer that stalls frames on the workers, per run. */
@@ -393,7 +396,9 @@ function buildCluster(
     scheduleRouteThefts(world, [...workerSet], streamRng(seed, 'intruders:routes'), 30);
     routesNotTaken(world);
   }
-  const { stalledFrames, ...planOptions } = faultOptions;
+  const { stalledFrames, haGroup, ...planOptions } = faultOptions;
+  const haGroupRun = haGroup === true && drawsHaGroup(seed);
+  let haGroupOutcome: HaGroupOutcome | undefined;
   if (stalledFrames === true) {
     // Drawn from a stream of its own, so that no other draw of the seed changes.
     const conf = configFor(CURRENT_RELEASE, 'worker', workerOverrides);
@@ -489,6 +494,10 @@ function buildCluster(
           ? undefined
           : survivesOneWorkerLoss(schedule, cluster, engine.outcomes(), taskFailures, replicationOf);
       if (lossFailure !== undefined) return lossFailure;
+      if (haGroupRun) {
+        haGroupOutcome = haGroupCheck(seed, plantedBug);
+        if (haGroupOutcome.violation !== undefined) return haGroupOutcome.violation;
+      }
       for (const { app, outcome } of engine.outcomes()) {
         const refused = outcome.kind === 'failed' && outcome.reason.startsWith('refused by admission');
         const expectation = expectedAdmission(app, cluster);
@@ -531,6 +540,11 @@ function buildCluster(
       // How many discrete faults struck before the run ended (it ends when every job has), i.e. while a job ran:
       // a fault drawn for after the workload tests nothing.
       const faults = schedule?.faults ?? [];
+      if (haGroupOutcome !== undefined) {
+        counts['ha.groups'] = 1;
+        counts['ha.terms'] = haGroupOutcome.result.terms;
+        counts['ha.acknowledged'] = haGroupOutcome.result.acknowledged;
+      }
       counts['faults'] = faults.length;
       counts['faults.struck'] = faults.filter((fault) => fault.at <= world.now).length;
       // What the workers' back-pressure did (sim/world/back-pressure.ts): arrivals held on paused ports, pauses

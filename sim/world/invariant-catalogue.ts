@@ -41,6 +41,15 @@ export const INVARIANTS = {
     'with replication on, a run that loses at most one worker on a calm network, keeping enough healthy workers for a primary and a replica, completes every admitted application',
   quota:
     'with quotas on, the master registers no new shuffle of a user (or in a cluster) whose quota status is over its limit when it decides',
+  // The share of seeds that runs a group of masters failing over (sim/ha/group-run.ts, sim/cluster/ha-share.ts).
+  'ha-one-leader':
+    'in a group of masters, a master serving as leader is the only one whose own state says it may act, and terms only grow: no two act as leader for overlapping revisions',
+  'ha-fenced-writes':
+    "every write the coordination store applies is the current leader's (its lease holds the leader key)",
+  'ha-no-shuffle-lost':
+    'a master that starts leading holds every shuffle whose registration a leader acknowledged and whose unregistration was never asked, and so does the store at the end',
+  'ha-liveness': 'after the last failover fault, a master leads again and every client operation completes',
+  'ha-fatal': 'a master of the group never meets a fatal effect (the core gave up on the coordination store)',
   'machine-threw': 'a state machine never throws',
   'simulator-threw':
     "the simulator's own models (engine, fault injector, checkers) never throw: a throw there is a simulator bug, reported like a violation so that a long run goes on and the seed replays",
