@@ -5,6 +5,8 @@
 // every record, a shuffle registered after the failover is placed by the new leader, and the new leader shows the
 // application and both shuffles.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -30,6 +32,23 @@ const FAILOVER_BOUND_MS = DEFAULT_HA_TIMING.leaseTtlMs + 2_000;
 const MEMBERS = ['m1', 'm2', 'm3'] as const;
 const STARTUP_WAIT_MS = 120_000;
 const JOB: SmallJob = { maps: 4, partitions: 6, recordsPerPartition: 50, recordBytes: 64 };
+
+const CLI = fileURLToPath(new URL('./cli/main.ts', import.meta.url));
+
+/** Runs `svc admin <args>` to its end (at most 60 s). */
+function svcAdmin(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', CLI, 'admin', ...args],
+      { timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
 
 if (etcdSkipReason !== undefined) console.log(`# skipping the master group job test: ${etcdSkipReason}`);
 
@@ -207,6 +226,19 @@ describe(
       );
       const groupNow = (await getJson(listening, '/api/v1/masters')) as { leader?: { id: string } };
       assert.equal(groupNow.leader?.id, newId, `${newId} shows itself leading`);
+
+      // svc admin given every member (the dead one first, then the follower, then the leader) asks the leader.
+      const httpOf = (line: Record<string, unknown>) =>
+        `http://127.0.0.1:${(line.http as { port: number }).port}`;
+      const other = followers.find((follower) => follower !== newLeader)!;
+      const memberUrls = [
+        httpOf(m1.seen((line) => line.event === 'listening')[0]!),
+        httpOf(other.seen((line) => line.event === 'ha.notLeaderHttp')[0]!),
+        httpOf(listening),
+      ].join(',');
+      const admin = await svcAdmin(['shuffles', '--master', memberUrls, '--json']);
+      assert.equal(admin.code, 0, `svc admin shuffles: ${admin.stderr}`);
+      assert.ok(admin.stdout.includes(`${appId}-1`), `svc admin shuffles: ${admin.stdout}`);
     });
   },
 );
