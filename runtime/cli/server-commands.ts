@@ -157,8 +157,8 @@ export function workerCommand(testing: ServerTestHooks = {}): Command {
   return serverCommand('worker', 'run a worker that registers with the master')
     .argument(
       '[master-url]',
-      'the master, svc://host:port, or every master of a group, svc://h1:p1,h2:p2,h3:p3 (default: ' +
-        'svc.master.endpoints, or svc.master.host and svc.master.port)',
+      'the master, svc://host:port, or every master of a group, svc://h1:p1,h2:p2,h3:p3 (default: every ' +
+        'entry of svc.master.endpoints)',
     )
     .addHelpText(
       'after',
