@@ -133,8 +133,7 @@ function configuredSecret(conf: ResolvedConfig): string | undefined {
 
 /**
  * The masters of `text`: `svc://host:port` (the scheme of the client's release), every master of a group,
- * `svc://h1:p1,h2:p2,h3:p3`, or the same without the scheme; absent: the configuration's `svc.master.endpoints`
- *
+ * `svc://h1:p1,h2:p2,h3:p3`, or the same without the scheme; absent: the configuration's `svc.master.endpoints`.
  */
 export function masterAddresses(
   text: string | undefined,
