@@ -40,7 +40,14 @@ export {
   type MasterFacts,
   type WorkerFacts,
 } from './machine-configs.ts';
-export { parseMasterUrl, parseMasterUrls, type MasterUrl, type MasterUrls } from './master-url.ts';
+export {
+  masterEndpoints,
+  parseMasterUrl,
+  parseMasterUrls,
+  type MasterEndpointKeys,
+  type MasterUrl,
+  type MasterUrls,
+} from './master-url.ts';
 export { unprefixedConf, type EngineConf } from './engine-prefix.ts';
 export { formatNoEffectNotice, noEffectWarning } from './no-effect.ts';
 export {

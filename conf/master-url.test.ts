@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { parseMasterUrl, parseMasterUrls } from './master-url.ts';
+import { masterEndpoints, parseMasterUrl, parseMasterUrls } from './master-url.ts';
+import { resolveConfig } from './resolve.ts';
 
 describe('master URL', () => {
   it('reads svc://host:port', () => {
@@ -57,5 +58,27 @@ describe('the master URL of a high-availability group', () => {
     const old = parseMasterUrls('rss://m1:9097,m2:9097');
     assert.match(old.ok ? '' : old.message, /scheme is svc:\/\/ since 0\.3\.0/);
     assert.equal(parseMasterUrls('m1:9097,m2:9097').ok, false, 'no scheme');
+  });
+});
+
+describe('the masters a worker or client talks to', () => {
+  const worker = (fileText = '') => resolveConfig({ role: 'worker', fileText });
+  it('takes a given URL of a group, with or without the scheme', () => {
+    const group = [
+      { host: 'h1', port: 1 },
+      { host: 'h2', port: 2 },
+    ];
+    assert.deepEqual(masterEndpoints(worker(), 'svc://h1:1,h2:2'), { ok: true, masters: group });
+    assert.deepEqual(masterEndpoints(worker(), 'h1:1,h2:2'), { ok: true, masters: group });
+  });
+  it('else every entry of svc.master.endpoints', () => {
+    assert.deepEqual(masterEndpoints(worker('svc.master.endpoints h1:1,h2:2,h3:3\n'), undefined), {
+      ok: true,
+      masters: [
+        { host: 'h1', port: 1 },
+        { host: 'h2', port: 2 },
+        { host: 'h3', port: 3 },
+      ],
+    });
   });
 });

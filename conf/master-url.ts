@@ -67,3 +67,40 @@ export function parseMasterUrls(text: string, release: Release = CURRENT_RELEASE
   }
   return { ok: true, masters };
 }
+
+/** What `masterEndpoints` reads of a resolved configuration. */
+export interface MasterEndpointKeys {
+  isSet(key: string): boolean;
+  getList(key: string): readonly string[];
+  getString(key: string): string;
+  getInt(key: string): number;
+  has(key: string): boolean;
+}
+
+/**
+ * The masters a worker, a lifecycle manager or `svc admin` talks to: `given` (a master URL, `svc://h1:p1,h2:p2`, or
+ * `host:port,…`) when there is one, else every entry of `svc.master.endpoints`, else, when only the contract's
+ * `svc.master.host` and `svc.master.port` are set, that one master.
+ */
+export function masterEndpoints(
+  conf: MasterEndpointKeys,
+  given: string | undefined,
+  release: Release = CURRENT_RELEASE,
+): MasterUrls {
+  if (given !== undefined && given.trim() !== '') {
+    const text = given.includes('://') ? given : `${masterUrlScheme(release)}://${given}`;
+    return parseMasterUrls(text, release);
+  }
+  const scheme = masterUrlScheme(release);
+  if (
+    !conf.isSet('svc.master.endpoints') &&
+    conf.has('svc.master.host') &&
+    (conf.isSet('svc.master.host') || conf.isSet('svc.master.port'))
+  ) {
+    return parseMasterUrls(
+      `${scheme}://${conf.getString('svc.master.host')}:${conf.getInt('svc.master.port')}`,
+      release,
+    );
+  }
+  return parseMasterUrls(`${scheme}://${conf.getList('svc.master.endpoints').join(',')}`, release);
+}

@@ -94,8 +94,11 @@ export interface paths {
     };
     /**
      * @description List master group information of the service.
-     *     svc: svc runs one master (no high-availability group yet); it answers with a group of that one master, its
-     *     leader, instead of the reference's 400 "HA is not enabled".
+     *     svc: every member of a high-availability group (svc.master.ha.enabled) answers, followers included: the group
+     *     is named by its etcd key prefix, `leader` is the member the election last named (absent while none is
+     *     known), and each member's `commitIndex` is the etcd revision this member last saw; `startUpRole` is LEADER,
+     *     FOLLOWER (the answering member, not leading) or UNKNOWN (another member that does not lead). A single master
+     *     answers with a group of that one master, its leader, instead of the reference's 400 "HA is not enabled".
      */
     get: operations['getMasterGroupInfo'];
     put?: never;
@@ -315,16 +318,16 @@ export interface components {
     MasterCommitData: {
       /**
        * Format: int64
-       * @description The raft commit index of the master.
+       * @description The raft commit index of the master (svc: the etcd revision the answering member last saw).
        */
       commitIndex: number;
-      /** @description The id of the raft peer. */
+      /** @description The id of the raft peer (svc: svc.master.ha.node.id). */
       id: string;
-      /** @description The raft RPC address of the peer for server-server communication. */
+      /** @description The raft RPC address of the peer for server-server communication (svc: host:internal.port). */
       address: string;
-      /** @description The raft RPC address of the peer for client operations. */
+      /** @description The raft RPC address of the peer for client operations (svc: host:port, its data port). */
       clientAddress: string;
-      /** @description The raft start up role of the master. */
+      /** @description The raft start up role of the master (svc: LEADER, FOLLOWER or UNKNOWN). */
       startUpRole: string;
       /**
        * Format: int32

@@ -13,6 +13,11 @@ export interface Hello {
   readonly nodeId: string;
   /** The application a client process acts for; absent for servers. With authentication on, it proves its secret. */
   readonly application?: string;
+  /**
+   * svc addition: the process follows the leader of a group of masters, so a follower may answer it `NotLeader`
+   * (core/ha/follow-leader.ts). Absent: a process of a release built before groups.
+   */
+  readonly followsLeader?: true;
 }
 
 /** The accepting side's answer to a Hello; a refusal is followed by the connection's close. */

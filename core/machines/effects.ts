@@ -29,6 +29,11 @@ export interface Envelope<M extends Message = Message> {
    * may ask (./authorization.ts).
    */
   readonly principal?: Principal;
+  /**
+   * Whether the sender's handshake said it follows the leader of a group of masters (svc addition): a follower
+   * master answers it `NotLeader` (core/ha/follow-leader.ts). Drivers fill it in from the handshake.
+   */
+  readonly peerFollowsLeader?: true;
   /** Set on requests that expect a reply; the reply carries it back as `inReplyTo`. */
   readonly requestId?: number;
   readonly inReplyTo?: number;

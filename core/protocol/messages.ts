@@ -90,6 +90,16 @@ export interface StatusResponse {
   readonly status: StatusCode;
   readonly message: string;
 }
+/**
+ * svc addition: the answer of a master that does not lead its group (a follower) to any request, to a peer whose
+ * handshake said it follows a leader (core/ha/follow-leader.ts); other peers get a StatusResponse REQUEST_FAILED.
+ */
+export interface NotLeader {
+  readonly type: 'NotLeader';
+  /** The leader's address, `host:port`; empty when the follower knows no leader yet. */
+  readonly leader: string;
+  readonly message: string;
+}
 export interface ApplicationHeartbeat {
   readonly type: 'ApplicationHeartbeat';
   readonly appId: AppId;
@@ -416,6 +426,7 @@ export type Message =
   | ReportWorkerLost
   | RegisterApplication
   | StatusResponse
+  | NotLeader
   | ApplicationHeartbeat
   | ApplicationHeartbeatResponse
   | RequestSlots

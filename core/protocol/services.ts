@@ -28,6 +28,7 @@ export function workerServiceFor(message: Message): WorkerService {
     case 'ReportWorkerLost':
     case 'RegisterApplication':
     case 'StatusResponse':
+    case 'NotLeader':
     case 'ApplicationHeartbeat':
     case 'ApplicationHeartbeatResponse':
     case 'RequestSlots':

@@ -18,6 +18,7 @@ import {
 } from '../../clients/openapi/index.ts';
 import { formatProblem, resolveConfig } from '../../conf/index.ts';
 import { parseWorkerKey } from '../../core/domain/worker.ts';
+import { currentMaster, followMaster, masterCursor } from '../../core/ha/follow-leader.ts';
 import { localPlatform } from '../platform.ts';
 
 type WorkerId = MasterSchemas['WorkerId'];
@@ -83,6 +84,14 @@ function httpUrl(value: string): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new InvalidArgumentError(`'${value}': expected an http:// or https:// address`);
   return text;
+}
+
+/** One management address, or several separated by commas (the members of a master group). */
+function httpUrls(value: string): string {
+  return value
+    .split(',')
+    .map((url) => httpUrl(url.trim()))
+    .join(',');
 }
 
 function seconds(value: string): number {
@@ -174,9 +183,39 @@ function configuredAddress(role: 'master' | 'worker', confFile: string | undefin
   }
 }
 
-function master(flags: MasterFlags): { target: Target; client: MasterClient } {
-  const url = masterAddress(flags);
-  return { target: { role: 'master', url }, client: masterClient(url, clientOptions(flags)) };
+/**
+ * The master to ask: the one given, or, given every member of a group (`--master http://h1:p1,http://h2:p2`), the
+ * one that leads. Members are tried as the core's cursor says (core/ha/follow-leader.ts): a member that answers 503
+ * "not leader", or does not answer, sends the command on to the next; the first other answer is the leader's.
+ */
+async function master(flags: MasterFlags): Promise<{ target: Target; client: MasterClient }> {
+  const urls = masterAddress(flags)
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '')
+    .map((url) => (url.includes('://') ? url : `http://${url}`));
+  const at = (url: string) => ({
+    target: { role: 'master' as const, url },
+    client: masterClient(url, clientOptions(flags)),
+  });
+  if (urls.length <= 1) return at(urls[0] ?? masterAddress(flags));
+  let cursor = masterCursor(urls);
+  const heard: string[] = [];
+  for (let tried = 0; tried < cursor.members.length; tried++) {
+    const url = currentMaster(cursor);
+    const candidate = at(url);
+    try {
+      const { response, error } = await candidate.client.GET('/api/v1/conf');
+      const refusal = error as { error?: string; message?: string } | undefined;
+      if (response.status !== 503 || refusal?.error !== 'not leader') return candidate;
+      heard.push(`${url}: ${refusal.message ?? 'not leader'}`);
+      cursor = followMaster(cursor, { kind: 'notLeader', from: url, leader: null });
+    } catch (error) {
+      heard.push(`${url}: ${networkReason(error)}`);
+      cursor = followMaster(cursor, { kind: 'unreachable', member: url });
+    }
+  }
+  throw new AdminFailure(`no master of the group leads now; ${heard.join('; ')}`);
 }
 
 function worker(url: string, flags: AccessFlags): { target: Target; client: WorkerClient } {
@@ -329,8 +368,9 @@ function withMaster(command: Command): Command {
     .addOption(
       new Option(
         '--master <url>',
-        "the master's management address (default: http://<svc.master.http.host>:<svc.master.http.port>)",
-      ).argParser(httpUrl),
+        "the master's management address, or every member's of a group, comma-separated, to ask the leader " +
+          '(default: http://<svc.master.http.host>:<svc.master.http.port>)',
+      ).argParser(httpUrls),
     )
     .option('--conf-file <path>', 'properties file the default --master is read from (with the environment)');
 }
@@ -348,7 +388,7 @@ function workersCommand(): Command {
     .description('list the registered workers and the lost, excluded, shutdown and decommissioning ones')
     .action(
       guarded('workers', async (flags: MasterFlags) => {
-        const { target, client } = master(flags);
+        const { target, client } = await master(flags);
         const response = await answer(target, client.GET('/api/v1/workers'));
         if (flags.json === true) printJson(response);
         else for (const line of workersText(response)) console.log(line);
@@ -362,7 +402,7 @@ function eventsCommand(): Command {
     .description('list the worker events the master has sent and their workers have not completed yet')
     .action(
       guarded('events', async (flags: MasterFlags) => {
-        const { target, client } = master(flags);
+        const { target, client } = await master(flags);
         const response = await answer(target, client.GET('/api/v1/workers/events'));
         const events = response.workerEvents ?? [];
         if (flags.json === true) printJson(response);
@@ -388,7 +428,7 @@ function excludeCommand(): Command {
       guarded('exclude', async (flags: MasterFlags & { add?: WorkerId[]; remove?: WorkerId[] }) => {
         if (flags.add === undefined && flags.remove === undefined)
           throw new AdminFailure('give --add or --remove (or both) with worker ids');
-        const { target, client } = master(flags);
+        const { target, client } = await master(flags);
         const body = { add: flags.add ?? [], remove: flags.remove ?? [] };
         return handled(
           'exclude',
@@ -414,7 +454,7 @@ function eventCommand(): Command {
     )
     .action(
       guarded('event', async (eventType: EventType, workers: WorkerId[], flags: MasterFlags) => {
-        const { target, client } = master(flags);
+        const { target, client } = await master(flags);
         const body = { eventType, workers };
         return handled(
           'event',
@@ -458,7 +498,7 @@ function confCommand(): Command {
       guarded('conf', async (flags: NodeFlags) => {
         let response: MasterSchemas['ConfResponse'];
         if (flags.worker === undefined) {
-          const { target, client } = master(flags);
+          const { target, client } = await master(flags);
           response = await answer(target, client.GET('/api/v1/conf'));
         } else {
           const { target, client } = worker(flags.worker, flags);
@@ -484,7 +524,7 @@ function shufflesCommand(): Command {
       guarded('shuffles', async (flags: NodeFlags) => {
         let response: MasterSchemas['ShufflesResponse'];
         if (flags.worker === undefined) {
-          const { target, client } = master(flags);
+          const { target, client } = await master(flags);
           response = await answer(target, client.GET('/api/v1/shuffles'));
         } else {
           const { target, client } = worker(flags.worker, flags);
@@ -514,7 +554,7 @@ function applicationsCommand(): Command {
           else for (const id of response.applications) console.log(id);
           return 0;
         }
-        const { target, client } = master(flags);
+        const { target, client } = await master(flags);
         const response = await answer(target, client.GET('/api/v1/applications'));
         if (flags.json === true) printJson(response);
         else if (response.applications.length === 0) console.log('no applications');
@@ -560,7 +600,7 @@ function readyCommand(): Command {
           let reason: string;
           try {
             if (role === 'master') {
-              const { target, client } = master(flags);
+              const { target, client } = await master(flags);
               await answer(target, client.GET('/api/v1/workers'));
               console.log(`the master at ${target.url} is ready`);
               return 0;

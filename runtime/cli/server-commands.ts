@@ -1,6 +1,6 @@
 // `svc master` and `svc worker`: resolve the configuration, start the server, stop it on SIGTERM/SIGINT.
 import { Command, Option } from 'commander';
-import { formatProblem, noEffectWarning, parseMasterUrl, type ResolvedConfig } from '../../conf/index.ts';
+import { formatProblem, masterEndpoints, noEffectWarning, type ResolvedConfig } from '../../conf/index.ts';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevelName } from '../log.ts';
 import { allocatorAdvice } from '../process/allocator.ts';
 import { runMaster } from '../process/master.ts';
@@ -155,7 +155,11 @@ export function masterCommand(testing: ServerTestHooks = {}): Command {
 /** `testing`: only the test-only entry runtime/testing/test-server.ts passes it (ServerTestHooks). */
 export function workerCommand(testing: ServerTestHooks = {}): Command {
   return serverCommand('worker', 'run a worker that registers with the master')
-    .argument('[master-url]', 'the master, svc://host:port (default: the first of svc.master.endpoints)')
+    .argument(
+      '[master-url]',
+      'the master, svc://host:port, or every master of a group, svc://h1:p1,h2:p2,h3:p3 (default: every ' +
+        'entry of svc.master.endpoints)',
+    )
     .addHelpText(
       'after',
       '\nPorts: svc.worker.rpc.port, .push.port, .fetch.port, .replicate.port (0 takes a free one); the worker\n' +
@@ -171,15 +175,14 @@ export function workerCommand(testing: ServerTestHooks = {}): Command {
         'worker',
         async () => {
           const { conf, presented } = serverConfigs('worker', flags);
-          const text = masterUrl ?? `svc://${conf.getList('svc.master.endpoints')[0] ?? ''}`;
-          const url = parseMasterUrl(text, presented.release);
+          const url = masterEndpoints(conf, masterUrl, presented.release);
           if (!url.ok) throw new ServerConfigError(url.message);
           const logger = createLogger(flags.logLevel, { role: 'worker' });
           logConfigWarnings(logger, conf);
           return runWorker({
             conf,
             presented,
-            master: { host: url.host, port: url.port },
+            masters: url.masters,
             logger,
             testing,
           });

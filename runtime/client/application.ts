@@ -20,7 +20,7 @@ import { NodeDriver } from '../driver/node-driver.ts';
 import { clientNetwork } from './client-network.ts';
 import { DriverNode } from './driver-node.ts';
 import { addressText } from '../transport/addresses.ts';
-import { masterAddress, resolveClientSettings, type ClientOptions } from './client-config.ts';
+import { masterAddresses, resolveClientSettings, type ClientOptions } from './client-config.ts';
 import {
   ApplicationRefusedError,
   AuthenticationFailedError,
@@ -40,8 +40,11 @@ import {
 } from './stage-attempts.ts';
 
 export interface ApplicationOptions extends ClientOptions {
-  /** `svc://host:port` of the master (or `host:port`). */
-  readonly master: string;
+  /**
+   * `svc://host:port` of the master (or `host:port`), or every master of a group, `svc://h1:p1,h2:p2,h3:p3`, whose
+   * leader the lifecycle manager follows. Absent: `svc.master.endpoints` of the configuration.
+   */
+  readonly master?: string;
   /** Default: `app-<time>-<random>`. */
   readonly appId?: string;
   /** Who the application runs as, for quotas; default: `svc.identity.user-specific.userName` (tenant: `.tenant`). */
@@ -115,13 +118,13 @@ export async function startApplication(options: ApplicationOptions): Promise<App
   const client = resolveClientSettings(options, { role: 'lifecycle-manager', node: lmId });
   const { release, conf, logger } = client;
   const secret = client.authEnabled ? (client.secret ?? randomBytes(32).toString('base64url')) : undefined;
+  const masters = masterAddresses(options.master, conf, release);
   const { network, refusal, authRefusal, connectFailure } = clientNetwork({
     nodeId: lmId,
     client,
     identity: { appId, ...(secret === undefined ? {} : { secret }), serves: true },
+    masters,
   });
-  const master = masterAddress(options.master, release);
-  network.addresses.set(masterNodeId(), master);
   const bound = await network.transport.listen('rpc', options.host ?? '127.0.0.1', options.port ?? 0);
   network.addresses.set(lmId, bound);
 
@@ -138,12 +141,12 @@ export async function startApplication(options: ApplicationOptions): Promise<App
       }),
     ),
     release,
-    { send: (envelope) => network.transport.send(envelope), logger },
+    { send: (envelope) => network.send(envelope), logger },
   );
   network.host.add(lm);
   const { askTimeoutMs } = client;
   const driverNode = new DriverNode(driverNodeId(appId), lmId, {
-    send: (envelope) => network.transport.send(envelope),
+    send: (envelope) => network.send(envelope),
     deadlineMs: askTimeoutMs,
     connectFailure,
   });

@@ -1,4 +1,10 @@
-import { parseMasterUrl, resolveConfig, unprefixedConf, type ResolvedConfig } from '../../conf/index.ts';
+import {
+  masterEndpoints,
+  resolveConfig,
+  unprefixedConf,
+  type MasterEndpointKeys,
+  type ResolvedConfig,
+} from '../../conf/index.ts';
 import { parseFallbackPolicy, type FallbackPolicy } from '../../core/client/fallback.ts';
 import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
 import type { Address } from '../transport/addresses.ts';
@@ -125,11 +131,18 @@ function configuredSecret(conf: ResolvedConfig): string | undefined {
   return value === undefined || value === '' ? undefined : String(value);
 }
 
-/** `svc://host:port` (the scheme of the client's release) or `host:port`. */
-export function masterAddress(text: string, release: Release): Address {
-  const url = text.includes('://') ? parseMasterUrl(text, release) : parseMasterUrl(`svc://${text}`);
-  if (!url.ok) throw new SvcArgumentError(url.message);
-  return { host: url.host, port: url.port };
+/**
+ * The masters of `text`: `svc://host:port` (the scheme of the client's release), every master of a group,
+ * `svc://h1:p1,h2:p2,h3:p3`, or the same without the scheme; absent: the configuration's `svc.master.endpoints`.
+ */
+export function masterAddresses(
+  text: string | undefined,
+  conf: MasterEndpointKeys,
+  release: Release,
+): readonly Address[] {
+  const urls = masterEndpoints(conf, text, release);
+  if (!urls.ok) throw new SvcArgumentError(urls.message);
+  return urls.masters;
 }
 
 /** `host:port` of a lifecycle manager, as `Application.lifecycleManager` gives it. */

@@ -1,4 +1,5 @@
 import type { StatusCode } from '../../core/domain/status.ts';
+import type { Address } from '../transport/addresses.ts';
 import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import type { ExpectedSecret, TransportAuth } from '../transport/authentication.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
@@ -41,6 +42,8 @@ export function clientNetwork(options: {
   readonly nodeId: string;
   readonly client: ClientSettings;
   readonly identity: ClientIdentity;
+  /** The masters a lifecycle manager talks to: one, or every member of a group, whose leader it follows. */
+  readonly masters?: readonly Address[];
 }): ClientNetwork {
   const { nodeId, client, identity } = options;
   const { release, conf, logger } = client;
@@ -69,6 +72,7 @@ export function clientNetwork(options: {
     },
     ...(auth === undefined ? {} : { auth }),
     configError: (message) => new SvcClientError(message),
+    ...(options.masters === undefined ? {} : { masters: options.masters }),
   });
   return {
     network,

@@ -148,6 +148,35 @@ describe('master projections', () => {
     valid(
       masterDoc.check('GET', '/api/v1/masters', 200, mastersResponse({ nodeId: 'm', rpcAddress: 'h:1' })),
     );
+    // A member of a group: the leader as the election named it, each member's state, the etcd revision.
+    const members = ['m1', 'm2', 'm3'].map((id, i) => ({
+      id,
+      address: `h${i}:9097`,
+      internalAddress: `h${i}:9872`,
+      role: (['LEADER', 'FOLLOWER', 'UNKNOWN'] as const)[i]!,
+    }));
+    const group = mastersResponse({
+      nodeId: 'master-0',
+      rpcAddress: 'h1:9097',
+      group: () => ({ groupId: '/svc/', leader: { id: 'm1', address: 'h0:9097' }, revision: 42, members }),
+    });
+    valid(masterDoc.check('GET', '/api/v1/masters', 200, group));
+    assert.deepEqual(
+      group.masterCommitInfo.map((m) => [m.id, m.startUpRole, m.commitIndex, m.clientAddress]),
+      [
+        ['m1', 'LEADER', 42, 'h0:9097'],
+        ['m2', 'FOLLOWER', 42, 'h1:9097'],
+        ['m3', 'UNKNOWN', 42, 'h2:9097'],
+      ],
+    );
+    // No leader known yet: the reference's schema leaves it out.
+    const leaderless = mastersResponse({
+      nodeId: 'master-0',
+      rpcAddress: 'h1:9097',
+      group: () => ({ groupId: '/svc/', leader: null, revision: 0, members }),
+    });
+    valid(masterDoc.check('GET', '/api/v1/masters', 200, leaderless));
+    assert.equal(leaderless.leader, undefined, 'no leader named');
   });
 
   it('hostnames are the hosts the running applications registered, each once, and never a secret', () => {

@@ -125,7 +125,9 @@ export function threadDumpText(title: string, dump: ThreadStackResponse): string
 export function masterGroupText(title: string, group: MasterInfoResponse): string {
   return lines(title, [
     `group: ${group.groupId}`,
-    `leader: ${group.leader.id} (${group.leader.address})`,
+    group.leader === undefined
+      ? 'leader: none known'
+      : `leader: ${group.leader.id} (${group.leader.address})`,
     ...group.masterCommitInfo.map(
       (member) => `member: ${member.id} ${member.address} role ${member.startUpRole}`,
     ),

@@ -8,6 +8,7 @@ import { EtcdClient } from '../ha/etcd-client.ts';
 import { EtcdRequests } from '../ha/etcd-requests.ts';
 import { HaDriver } from '../ha/ha-driver.ts';
 import type { HaSettings } from '../ha/ha-settings.ts';
+import type { MasterGroupView } from '../http/projections/master.ts';
 import type { Logger } from '../log.ts';
 import type { DurableStore } from '../storage/durable-store.ts';
 
@@ -20,6 +21,10 @@ export interface MasterLeadership {
   /** The master's durable store while it leads: each write a fenced persist through the leadership machine. */
   readonly store: DurableStore;
   readonly driver: HaDriver;
+  /** The group as this member knows it now (GET /api/v1/masters on every member). */
+  group(): MasterGroupView;
+  /** Whether this member leads now (it was elected and has not stopped acting). */
+  readonly leading: () => boolean;
   /** A planned stop: resigns (the next master leads at once), then closes the etcd client. */
   close(): Promise<void>;
 }
@@ -44,6 +49,8 @@ export function campaignForMaster(options: MasterLeadershipOptions): MasterLeade
     refused = reject;
   });
   let leading = false;
+  let leaderValue: string | null = null;
+  let revision = 0;
   const driver = new HaDriver(
     {
       memberId: nodeId,
@@ -59,7 +66,8 @@ export function campaignForMaster(options: MasterLeadershipOptions): MasterLeade
     }),
     logger,
     {
-      startActing: (recovered) => {
+      startActing: (recovered, fence) => {
+        revision = Math.max(revision, fence.createRevision);
         if (leading) {
           // A reload under the same term (a write's outcome unknown): the running machine's state may be stale.
           options.stop(NOT_LEADER_EXIT_CODE, 'leadership reloaded the state: restarting to act on it');
@@ -80,7 +88,9 @@ export function campaignForMaster(options: MasterLeadershipOptions): MasterLeade
         refused(new Error(reason));
         options.stop(1, reason);
       },
-      leaderIs: (value) => {
+      leaderIs: (value, at) => {
+        leaderValue = value;
+        revision = Math.max(revision, at);
         if (!leading && value !== null)
           logger.info({ event: 'ha.following', member: nodeId, leader: value }, `following ${value}`);
       },
@@ -103,5 +113,37 @@ export function campaignForMaster(options: MasterLeadershipOptions): MasterLeade
       client.close();
     },
   };
-  return { elected: electedPromise, store, driver, close: () => store.close() };
+  const group = (): MasterGroupView => {
+    const leaderId = leading ? nodeId : leaderIdOf(leaderValue);
+    const leaderMember = settings.members.find((m) => m.id === leaderId);
+    return {
+      groupId: settings.keyPrefix,
+      leader:
+        leaderMember === undefined
+          ? null
+          : { id: leaderMember.id, address: `${leaderMember.host}:${leaderMember.port}` },
+      revision,
+      members: settings.members.map((m) => ({
+        id: m.id,
+        address: `${m.host}:${m.port}`,
+        internalAddress: `${m.host}:${m.internalPort}`,
+        role: m.id === leaderId ? 'LEADER' : m.id === nodeId ? 'FOLLOWER' : 'UNKNOWN',
+      })),
+    };
+  };
+  return {
+    elected: electedPromise,
+    store,
+    driver,
+    group,
+    leading: () => leading,
+    close: () => store.close(),
+  };
+}
+
+/** The member id of an election value (`<id>@<host>:<port>`). */
+function leaderIdOf(value: string | null): string | null {
+  if (value === null) return null;
+  const at = value.lastIndexOf('@');
+  return at < 0 ? null : value.slice(0, at);
 }

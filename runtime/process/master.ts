@@ -17,6 +17,8 @@ import {
 import { campaignForMaster } from './master-leadership.ts';
 import { exitOnStopSignalsUntil } from './signals.ts';
 import { serveNotLeader, type NotLeaderHttp } from './not-leader-http.ts';
+import { followerNode } from './follower-node.ts';
+import { groupResponse, type MasterSelf } from '../http/projections/master.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from '../transport/node-network.ts';
@@ -72,41 +74,6 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
     });
     const ha = haSettingsFrom(conf);
-    let store: DurableStore;
-    let notLeader: NotLeaderHttp | undefined;
-    if (ha.enabled) {
-      // In a group the state lives in etcd and only the leader runs the machine: nothing below starts until this
-      // master is elected and has loaded the state; until then only its management port listens, answering 503.
-      const leadership = campaignForMaster({
-        settings: ha,
-        emptyState: initialMasterState(masterConfig).durable,
-        logger,
-        stop: (code, reason) => void lifetime.shutdown(code, reason),
-      });
-      store = lifetime.keep(leadership.store);
-      exitOnStopSignalsUntil(logger, leadership.elected, () =>
-        lifetime.shutdown(0, 'stopped before this master was elected'),
-      );
-      notLeader = lifetime.keep(
-        await serveNotLeader({
-          host: conf.getString('svc.master.http.host'),
-          port: conf.getInt('svc.master.http.port'),
-          leader: () => leadership.driver.leader,
-          memberId: ha.nodeId!,
-          logger,
-        }),
-      );
-    } else {
-      store = lifetime.keep(
-        slowedForTests(
-          await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir),
-          testing.durableWriteDelayMs,
-        ),
-      );
-    }
-    const recovered = await store.load();
-    // Elected (in a group): the management API proper takes the port.
-    await notLeader?.close();
     const metrics = lifetime.keep(masterMetrics({ conf, release }));
     const network = nodeNetwork({
       role: 'master',
@@ -126,11 +93,66 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
     });
     lifetime.keep(network.transport);
-    const rpc: Address = await network.transport.listen(
-      'rpc',
-      conf.getString('svc.master.host'),
-      conf.getInt('svc.master.port'),
-    );
+    let store: DurableStore;
+    let notLeader: NotLeaderHttp | undefined;
+    let rpc: Address;
+    let group: MasterSelf['group'];
+    if (ha.enabled) {
+      // In a group the state lives in etcd and only the leader runs the machine. Until this master is elected and
+      // has loaded the state, its data port (the member's port) answers every request "not leader" with the leader
+      // (./follower-node.ts), and its management port answers 503 but for GET /api/v1/masters.
+      const leadership = campaignForMaster({
+        settings: ha,
+        emptyState: initialMasterState(masterConfig).durable,
+        logger,
+        stop: (code, reason) => void lifetime.shutdown(code, reason),
+      });
+      group = () => leadership.group();
+      store = lifetime.keep(leadership.store);
+      exitOnStopSignalsUntil(logger, leadership.elected, () =>
+        lifetime.shutdown(0, 'stopped before this master was elected'),
+      );
+      const member = ha.members.find((m) => m.id === ha.nodeId)!;
+      rpc = await network.transport.listen('rpc', conf.getString('svc.master.host'), member.port);
+      network.host.add(
+        followerNode({
+          nodeId,
+          member: ha.nodeId!,
+          leader: () => leadership.driver.leader,
+          send: (envelope) => network.transport.send(envelope),
+        }),
+      );
+      notLeader = lifetime.keep(
+        await serveNotLeader({
+          host: conf.getString('svc.master.http.host'),
+          port: conf.getInt('svc.master.http.port'),
+          leader: () => leadership.driver.leader,
+          memberId: ha.nodeId!,
+          masters: () => groupResponse(leadership.group()),
+          logger,
+        }),
+      );
+      logger.info(
+        { event: 'ha.notLeaderRpc', member: ha.nodeId, rpc },
+        `master ${ha.nodeId} follows: its data port ${addressText(rpc)} answers "not leader" until it leads`,
+      );
+    } else {
+      store = lifetime.keep(
+        slowedForTests(
+          await openDurableStore(conf.getString('svc.master.state.dbBackend') as DbBackend, stateDir),
+          testing.durableWriteDelayMs,
+        ),
+      );
+      rpc = await network.transport.listen(
+        'rpc',
+        conf.getString('svc.master.host'),
+        conf.getInt('svc.master.port'),
+      );
+    }
+    const recovered = await store.load();
+    // Elected (in a group): the master machine takes the data port, the management API proper the management port.
+    if (ha.enabled) network.host.remove(nodeId);
+    await notLeader?.close();
 
     const driver = new NodeDriver(nodeId, masterMachine, initialMasterState(masterConfig), release, {
       send: (envelope) => network.transport.send(envelope),
@@ -153,7 +175,11 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       await serveManagement({
         role: 'master',
         api: {
-          ...masterApi({ driver, conf: presented, self: { nodeId, rpcAddress: addressText(rpc) } }),
+          ...masterApi({
+            driver,
+            conf: presented,
+            self: { nodeId, rpcAddress: addressText(rpc), ...(group === undefined ? {} : { group }) },
+          }),
           ...metricsRoutes(conf, metrics.metrics),
         },
         conf,

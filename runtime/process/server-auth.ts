@@ -157,7 +157,7 @@ export class WorkerAuthentication {
     const { network } = worker;
     this.secrets = new ApplicationSecrets({
       id: `${worker.nodeId}#application-secrets`,
-      send: (envelope) => network.transport.send(envelope),
+      send: (envelope) => network.send(envelope),
       askTimeoutMs: this.options.askTimeoutMs,
       expiryMs: this.options.expiryMs,
     });

@@ -17,7 +17,7 @@ import { workerApi } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
 import { envelopeObserver, statfsDevices, type WorkerMetrics } from '../metrics/index.ts';
 import { observeFilesystems, type DiskDirectory } from '../storage/filesystem-space.ts';
-import type { Address } from '../transport/addresses.ts';
+import { addressText, type Address } from '../transport/addresses.ts';
 import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
@@ -52,8 +52,8 @@ export interface WorkerOptions {
   readonly conf: ResolvedConfig;
   /** What the worker shows peers and operators (svc worker --release), as a master's (master.ts). Default: `conf`. */
   readonly presented?: ResolvedConfig;
-  /** The master it registers with. */
-  readonly master: Address;
+  /** The masters it registers with: one, or every member of a group, whose leader it follows. */
+  readonly masters: readonly Address[];
   readonly logger: Logger;
   readonly testing?: ServerTestHooks;
 }
@@ -69,7 +69,7 @@ export interface WorkerOptions {
  * so that the master never offers a worker that could not start.
  */
 export async function runWorker(options: WorkerOptions): Promise<RunningServer> {
-  const { conf, master, logger, testing = {} } = options;
+  const { conf, masters, logger, testing = {} } = options;
   const presented = options.presented ?? conf;
   const release = presented.release;
   const host = conf.getString('svc.worker.host');
@@ -98,6 +98,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       role: 'worker',
       release,
       nodeId: `worker@${host}`,
+      masters,
       conf,
       presented,
       logger,
@@ -119,7 +120,6 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       replicatePort: ports.replicate,
     };
     const nodeId = workerKey(id);
-    network.addresses.set(masterNodeId(), master);
     auth.serveAs({ nodeId, network });
 
     const storage = lifetime.keep(workerStorage({ conf, tiers, nodeId, metrics: metrics.metrics, logger }));
@@ -146,7 +146,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
     });
     const driver = new NodeDriver(nodeId, workerMachine, initialWorkerState(machineConfig), release, {
-      send: (envelope) => network.transport.send(envelope),
+      send: (envelope) => network.send(envelope),
       logger,
       storage,
       durable: store,
@@ -209,7 +209,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
         host,
         ports,
         http: http.address,
-        master: `${master.host}:${master.port}`,
+        master: masters.map(addressText).join(','),
         disks: tiers.disks.map((disk) => disk.dir),
         dfsDir: tiers.dfsDir,
         memoryCapacityBytes: tiers.memoryCapacity,

@@ -6,18 +6,28 @@ import type { PlantedBug } from '../../core/planted-bugs.ts';
 import type { Release } from '../../core/release/version.ts';
 import { NodeHost } from '../driver/node-host.ts';
 import type { Logger } from '../log.ts';
-import { AddressBook } from './addresses.ts';
+import { AddressBook, type Address } from './addresses.ts';
+import { MasterFollower } from './master-follower.ts';
+import { masterNodeId } from '../../core/protocol/node-ids.ts';
+import type { Envelope } from '../../core/machines/effects.ts';
 import type { TransportAuth } from './authentication.ts';
 import type { ReceiveMemory } from './receive-memory.ts';
 import { TransportConfigError, type TransportTls } from './tls.ts';
 import type { HelloAdmission } from '../../core/handshake/index.ts';
 import { Transport } from './transport.ts';
-import type { Hello, PeerRole } from '../wire/index.ts';
+import type { Hello, PeerRole, WireEnvelope } from '../wire/index.ts';
 
 export interface NodeNetwork {
   readonly transport: Transport;
   readonly host: NodeHost;
   readonly addresses: AddressBook;
+  /**
+   * Sends an envelope: through the master follower when the process talks to a group of masters (`masters`),
+   * which resolves the master's node id to the member the core names and follows its NotLeader answers.
+   */
+  readonly send: (envelope: WireEnvelope) => void;
+  /** The master follower of a process given `masters`. */
+  readonly masters?: MasterFollower;
 }
 
 export interface NodeNetworkOptions {
@@ -51,6 +61,8 @@ export interface NodeNetworkOptions {
   readonly configError?: (message: string) => Error;
   /** Test-only (core/planted-bugs.ts): a server's ServerTestHooks.plantedBug, for the transport's share of it. */
   readonly plantedBug?: PlantedBug;
+  /** The members of the master group this process talks to (one for a single master); absent: none. */
+  readonly masters?: readonly Address[];
 }
 
 /** The transport, address book and node registry of one process, with the limits its configuration sets. */
@@ -60,8 +72,16 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
   const conf = options.conf;
   const tls = transportTls(conf, options.role, options.configError);
   let transport: Transport;
+  let masters: MasterFollower | undefined;
+  const hooks: FollowerHooks = {
+    deliver: (envelope) => masters?.received(envelope) === true || host.deliver(envelope),
+    connectFailed: (peer, reason) => {
+      masters?.unreachable(peer);
+      options.connectFailed?.(peer, reason);
+    },
+  };
   try {
-    transport = newTransport(options, host, addresses, tls);
+    transport = newTransport(options, host, addresses, tls, hooks);
   } catch (error) {
     // Building the TLS contexts checks the files' contents: a key that is not the certificate's, a wrong passphrase.
     if (tls === undefined) throw error;
@@ -70,7 +90,30 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
       `svc.ssl.certFile, svc.ssl.keyFile, svc.ssl.keyPassword, svc.ssl.caFile: ${(error as Error).message}`,
     );
   }
-  return { transport, host, addresses };
+  if (options.masters !== undefined) {
+    masters = new MasterFollower({
+      masterId: masterNodeId(),
+      members: options.masters,
+      addresses,
+      logger: options.logger,
+      send: (envelope) => transport.send(envelope),
+      failed: (envelope) => host.sendFailed(envelope),
+    });
+  }
+  const follower = masters;
+  return {
+    transport,
+    host,
+    addresses,
+    send:
+      follower === undefined ? (envelope) => transport.send(envelope) : (envelope) => follower.send(envelope),
+    ...(follower === undefined ? {} : { masters: follower }),
+  };
+}
+
+interface FollowerHooks {
+  readonly deliver: (envelope: Envelope) => boolean;
+  readonly connectFailed: (peer: string, reason: string) => void;
 }
 
 /** svc.network.silentPeer.pingInterval and .timeout by default (the registry's; test/silent-peer-defaults checks). */
@@ -101,6 +144,7 @@ function newTransport(
   host: NodeHost,
   addresses: AddressBook,
   tls: TransportTls | undefined,
+  hooks: FollowerHooks,
 ): Transport {
   const conf = options.conf;
   const self: Hello = {
@@ -108,6 +152,8 @@ function newTransport(
     release: options.release,
     nodeId: options.nodeId,
     ...(options.application === undefined ? {} : { application: options.application }),
+    // Every process of this release follows a moving leader (./master-follower.ts).
+    followsLeader: true,
   };
   return new Transport({
     self,
@@ -134,10 +180,10 @@ function newTransport(
     logger: options.logger,
     ...(options.admit === undefined ? {} : { admit: options.admit }),
     isLocal: (node) => host.has(node),
-    deliver: (envelope) => host.deliver(envelope),
+    deliver: hooks.deliver,
     sendFailed: (envelope) => host.sendFailed(envelope),
     ...(options.refused === undefined ? {} : { refused: options.refused }),
-    ...(options.connectFailed === undefined ? {} : { connectFailed: options.connectFailed }),
+    connectFailed: hooks.connectFailed,
     ...(options.written === undefined ? {} : { written: options.written }),
     ...(options.authenticationFailed === undefined
       ? {}

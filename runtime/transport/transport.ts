@@ -557,7 +557,7 @@ export class Transport {
       connection.destroy(theft, 'speaksAsAnotherApplication');
       return;
     }
-    this.arrived(connection, wire, hello.release);
+    this.arrived(connection, wire, hello.release, hello.followsLeader === true);
   }
 
   // ------------------------------------------------------------------ connecting
@@ -796,7 +796,12 @@ export class Transport {
 
   // ------------------------------------------------------------------ both ways
 
-  private arrived(connection: Connection, wire: WireEnvelope, fromRelease: Release): void {
+  private arrived(
+    connection: Connection,
+    wire: WireEnvelope,
+    fromRelease: Release,
+    followsLeader = false,
+  ): void {
     const principal = connection.principal;
     // A node's replies go where it last spoke: who may take them over is the core's rule.
     const takeover = this.routes.spoke(wire.from, connection, this.now());
@@ -805,8 +810,12 @@ export class Transport {
       connection.destroy(takeover, 'routeTakeover');
       return;
     }
-    const envelope: Envelope =
-      principal === undefined ? { ...wire, fromRelease } : { ...wire, fromRelease, principal };
+    const envelope: Envelope = {
+      ...wire,
+      fromRelease,
+      ...(principal === undefined ? {} : { principal }),
+      ...(followsLeader ? { peerFollowsLeader: true as const } : {}),
+    };
     if (!this.options.deliver(envelope)) {
       this.options.logger.debug(
         { event: 'transport.noSuchNode', to: wire.to, from: wire.from, type: wire.message.type },

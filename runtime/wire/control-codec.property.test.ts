@@ -158,6 +158,7 @@ const MESSAGES: { readonly [T in MessageType]: fc.Arbitrary<MessageOf<T>> } = {
     ['secret', 'hostname', 'tenant'],
   ),
   StatusResponse: msg('StatusResponse', { status, message: text }),
+  NotLeader: msg('NotLeader', { leader: text, message: text }),
   ApplicationHeartbeat: msg(
     'ApplicationHeartbeat',
     // An empty list travels as absent: a present one is never empty.
@@ -343,8 +344,9 @@ const hello = rec<Hello>(
     release,
     nodeId: text,
     application: nonEmptyText,
+    followsLeader: fc.constant(true as const),
   },
-  ['application'],
+  ['application', 'followsLeader'],
 );
 const nonce = fc.uint8Array({ minLength: AUTH_NONCE_BYTES, maxLength: AUTH_NONCE_BYTES });
 const mac = fc.uint8Array({ minLength: AUTH_MAC_BYTES, maxLength: AUTH_MAC_BYTES });

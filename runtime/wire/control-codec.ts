@@ -40,6 +40,7 @@ export function encodeHelloControl(hello: Hello): Uint8Array {
     release: hello.release,
     nodeId: hello.nodeId,
     application: hello.application ?? '',
+    followsLeader: hello.followsLeader === true,
   });
 }
 
@@ -51,6 +52,7 @@ export function decodeHelloControl(bytes: Uint8Array): Hello {
       release: release(hello.release, 'Hello.release'),
       nodeId: hello.nodeId,
       ...(hello.application === '' ? {} : { application: hello.application }),
+      ...(hello.followsLeader ? { followsLeader: true } : {}),
     };
   } catch (error) {
     throw wireError(error, 'handshake');
@@ -613,6 +615,10 @@ const CODECS: { readonly [T in MessageType]: Codec<T> } = {
       ...(p.hostname === '' ? {} : { hostname: p.hostname }),
       ...(p.tenant === '' ? {} : { tenant: p.tenant }),
     }),
+  },
+  NotLeader: {
+    encode: (m) => ({ $typeName: 'svc.wire.v1.NotLeader', leader: m.leader, message: m.message }),
+    decode: (p) => ({ type: 'NotLeader', leader: p.leader, message: p.message }),
   },
   StatusResponse: {
     encode: (m) => ({

@@ -8,7 +8,7 @@ export type { Hello, HelloReply, PeerRole } from '../../core/handshake/types.ts'
  * An envelope as it travels: the sender's release and principal are the connection's (its handshake), not the
  * frame's.
  */
-export type WireEnvelope = Omit<Envelope, 'fromRelease' | 'principal'>;
+export type WireEnvelope = Omit<Envelope, 'fromRelease' | 'principal' | 'peerFollowsLeader'>;
 
 export type DecodedFrame =
   | { readonly kind: 'hello'; readonly hello: Hello }

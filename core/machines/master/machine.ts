@@ -182,6 +182,7 @@ function requirementOf(message: Message): Requirement | undefined {
     case 'WorkerHeartbeatResponse':
     case 'RegisterApplication':
     case 'StatusResponse':
+    case 'NotLeader':
     case 'ApplicationHeartbeatResponse':
     case 'RequestSlotsResponse':
     case 'ApplicationSecretResponse':
@@ -238,6 +239,7 @@ function onReceive(s: MasterState, out: MasterOutbox, envelope: Envelope): Maste
     case 'RegisterWorkerResponse':
     case 'WorkerHeartbeatResponse':
     case 'StatusResponse':
+    case 'NotLeader':
     case 'ApplicationHeartbeatResponse':
     case 'RequestSlotsResponse':
     case 'ReserveSlots':

@@ -131,10 +131,32 @@ export interface MasterSelf {
   readonly nodeId: string;
   /** `host:port` of the control plane (rpc). */
   readonly rpcAddress: string;
+  /** The group of masters this one belongs to (svc.master.ha.enabled), as it knows it now; absent: a single master. */
+  readonly group?: () => MasterGroupView;
 }
 
-/** GET /api/v1/masters: svc runs one master, so the group is that master, leading. */
+/** What a member of a master group knows of its group (runtime/process/master-leadership.ts). */
+export interface MasterGroupView {
+  /** The group's name: its etcd key prefix. */
+  readonly groupId: string;
+  /** The leader as the election last named it; null while none is known. */
+  readonly leader: { readonly id: string; readonly address: string } | null;
+  /** The etcd revision this member last saw (the election's report, or its own term's). */
+  readonly revision: number;
+  readonly members: readonly {
+    readonly id: string;
+    /** `host:port` of the member's data port (svc.master.ha.node.<id>.host/port). */
+    readonly address: string;
+    /** `host:port` of its internal port (svc.master.ha.node.<id>.internal.port). */
+    readonly internalAddress: string;
+    /** LEADER, FOLLOWER (this member, not leading) or UNKNOWN (another member that does not lead). */
+    readonly role: 'LEADER' | 'FOLLOWER' | 'UNKNOWN';
+  }[];
+}
+
+/** GET /api/v1/masters: the group as this member knows it; a single master is a group of one, leading. */
 export function mastersResponse(self: MasterSelf): MasterInfoResponse {
+  if (self.group !== undefined) return groupResponse(self.group());
   return {
     groupId: `standalone-${self.nodeId}`,
     leader: { id: self.nodeId, address: self.rpcAddress },
@@ -147,6 +169,24 @@ export function mastersResponse(self: MasterSelf): MasterInfoResponse {
         startUpRole: 'LEADER',
       },
     ],
+  };
+}
+
+/**
+ * A group in the reference's shape: the etcd revision stands where the reference has its Raft commit index, the
+ * member's data port for its client address, its internal port for its peer address.
+ */
+export function groupResponse(group: MasterGroupView): MasterInfoResponse {
+  return {
+    groupId: group.groupId,
+    ...(group.leader === null ? {} : { leader: group.leader }),
+    masterCommitInfo: group.members.map((member) => ({
+      commitIndex: group.revision,
+      id: member.id,
+      address: member.internalAddress,
+      clientAddress: member.address,
+      startUpRole: member.role,
+    })),
   };
 }
 
