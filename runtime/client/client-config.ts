@@ -1,4 +1,7 @@
-import { parseMasterUrl, resolveConfig, unprefixedConf, type ResolvedConfig } from '../../conf/index.ts';
+// From the modules, not conf/index.ts: the barrel's YAML parser (dynamic configuration) is no client's dependency.
+import { unprefixedConf } from '../../conf/engine-prefix.ts';
+import { parseMasterUrl } from '../../conf/master-url.ts';
+import { resolveConfig, type ResolvedConfig } from '../../conf/resolve.ts';
 import { parseFallbackPolicy, type FallbackPolicy } from '../../core/client/fallback.ts';
 import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
 import type { Address } from '../transport/addresses.ts';
