@@ -85,12 +85,7 @@ export interface ConformanceCommandOptions {
 export function conformanceCommand(options: ConformanceCommandOptions): Command {
   return new Command(options.name)
     .description('check a running deployment against the interface and upgrade contract, rule by rule')
-    .option(
-      '--release <x.y.z>',
-      `the release the deployment presents (default: ${NEWEST_RELEASE})`,
-      release,
-      NEWEST_RELEASE,
-    )
+    .option('--release <x.y.z>', 'the release the deployment presents', release, NEWEST_RELEASE)
     .option(
       '--master <url>',
       'the master: its client address svc://HOST:PORT, its management address http://HOST:PORT, or both ' +
@@ -113,7 +108,7 @@ export function conformanceCommand(options: ConformanceCommandOptions): Command 
     .option(
       '--server-command <command>',
       'how to start servers of the implementation for the rules that need their own (space-separated; ' +
-        '"master"/"worker" and --conf settings are appended). Default: this package\'s svc',
+        '"master"/"worker" and --conf settings are appended). Default: the svc of this installation',
     )
     .option('--no-start-servers', 'start no servers: those rules are reported not applicable')
     .option('--metrics-path <path>', 'where the nodes serve Prometheus text (default /metrics/prometheus)')
