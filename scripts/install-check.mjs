@@ -38,8 +38,13 @@ function env() {
   return clean;
 }
 
-/** Starts `svc <args>` from the installed package; resolves with its first line carrying `event` (JSON logs). */
-function server(app, name, args, event) {
+/**
+ * Starts `svc <args>` from the installed package; resolves once it has printed a line for each of `events` (JSON
+ * logs), with the first line of each by event.
+ */
+function server(app, name, args, events) {
+  const event = events.join(', ');
+  const seen = {};
   const child = spawn(path.join(app, 'node_modules', '.bin', 'svc'), args, { cwd: app, env: env() });
   started.push(child);
   const lines = [];
@@ -57,9 +62,10 @@ function server(app, name, args, event) {
       lines.push(line);
       try {
         const parsed = JSON.parse(line);
-        if (parsed.event === event) {
+        if (events.includes(parsed.event) && !(parsed.event in seen)) seen[parsed.event] = parsed;
+        if (events.every((wanted) => wanted in seen)) {
           clearTimeout(timer);
-          resolve(parsed);
+          resolve(seen);
         }
       } catch {
         // not a log line
@@ -185,9 +191,9 @@ try {
       '--conf',
       `svc.master.state.dir=${dir('master-state')}`,
     ],
-    'listening',
+    ['listening'],
   );
-  const url = `svc://127.0.0.1:${master.rpc.port}`;
+  const url = `svc://127.0.0.1:${master.listening.rpc.port}`;
   const workers = await Promise.all(
     [1, 2].map((i) =>
       server(
@@ -202,7 +208,7 @@ try {
           '--conf',
           `svc.worker.graceful.shutdown.recoverPath=${dir(`recover-${i}`)}`,
         ],
-        'worker.registered',
+        ['listening', 'worker.registered'],
       ),
     ),
   );
@@ -221,7 +227,7 @@ try {
   console.log('[install-check] the word count from the installed client: verified');
 
   // The conformance package as an operator runs it: npx, from the application that installed it (never fetched).
-  const httpOf = (line) => `http://127.0.0.1:${line.http.port}`;
+  const httpOf = (lines) => `http://127.0.0.1:${lines.listening.http.port}`;
   const conformanceArgs = [
     '--no',
     '@svc-shuffle/conformance',
