@@ -2,8 +2,8 @@
  * A server's start, compiled against through tsx: the time from spawning `svc master` / `svc worker` to its
  * `listening` line (the worker's to `worker.registered`), and its resident memory at idle, a few seconds after it
  * started. The two ways alternate round by round, so that the machine's load falls on both alike. The compiled way
- * is what the server package runs (packages/server/dist/, `npm run build server`, which this benchmark runs first); tsx is what the
- * source tree runs. Reported, no goal: docs/operations.md quotes it.
+ * is what the server package runs (packages/server/dist/, `npm run build server`, which this benchmark runs first);
+ * tsx is what the source tree runs. Reported, no goal: docs/operations.md quotes it.
  *
  * Exit code (see bench/run.ts): 0, or 1 on error.
  */
