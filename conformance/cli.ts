@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // The conformance package's program (`npx @svc-shuffle/conformance --master svc://HOST:PORT …`): the suite on its
 // own, against any deployment. Servers of the suite's own are started with the server package's `svc` when it is
 // installed beside this package, else with --server-command; without either those rules are not applicable.

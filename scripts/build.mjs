@@ -173,6 +173,15 @@ function build(name) {
   }
   for (const file of ['LICENSE', 'NOTICE']) cpSync(path.join(root, file), path.join(home, file));
   checkDependencies(name, manifest, importedPackages(dist));
+  // npm links a binary as it is: without its interpreter line a shell would run the JavaScript.
+  for (const [command, file] of Object.entries(manifest.bin ?? {})) {
+    const target = path.join(home, file);
+    if (!existsSync(target) || !readFileSync(target, 'utf8').startsWith('#!/usr/bin/env node\n')) {
+      throw new Error(
+        `packages/${name}: the binary ${command} (${file}) is missing or has no #!/usr/bin/env node`,
+      );
+    }
+  }
   console.log(`built ${manifest.name} in ${path.relative(process.cwd(), home) || '.'}/`);
 }
 
