@@ -226,10 +226,10 @@ try {
   }
   console.log('[install-check] the word count from the installed client: verified');
 
-  // The conformance package as an operator runs it: npx, from the application that installed it (never fetched).
+  // The conformance package as an operator runs it: npx, from the application that installed it, so nothing is
+  // fetched. (npx --no would take the suite's flags for npm's own.)
   const httpOf = (lines) => `http://127.0.0.1:${lines.listening.http.port}`;
   const conformanceArgs = [
-    '--no',
     '@svc-shuffle/conformance',
     '--master',
     url,
