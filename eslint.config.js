@@ -12,6 +12,9 @@ export default tseslint.config(
       'runtime/wire/proto/gen/**',
       'runtime/ha/proto/gen/**',
       'dist/**',
+      // Made by npm run build (scripts/build.mjs): compiled output and the server package's copies.
+      'packages/*/dist/**',
+      'packages/server/{docs,sbin,etc,deploy}/**',
     ],
   },
   js.configs.recommended,

@@ -2,8 +2,8 @@
  * A server's start, compiled against through tsx: the time from spawning `svc master` / `svc worker` to its
  * `listening` line (the worker's to `worker.registered`), and its resident memory at idle, a few seconds after it
  * started. The two ways alternate round by round, so that the machine's load falls on both alike. The compiled way
- * is what an installed package runs (dist/, `npm run build`, which this benchmark runs first); tsx is what the
- * source tree runs. Reported, no goal: docs/operations.md quotes it.
+ * is what the server package runs (packages/server/dist/, `npm run build server`, which this benchmark runs first);
+ * tsx is what the source tree runs. Reported, no goal: docs/operations.md quotes it.
  *
  * Exit code (see bench/run.ts): 0, or 1 on error.
  */
@@ -36,7 +36,7 @@ function rssMiB(pid: number | undefined): number {
 function command(way: Way): readonly string[] | undefined {
   // undefined: ServerProcess's own command, the TypeScript through tsx in this source tree.
   return way === 'compiled'
-    ? [process.execPath, path.join(ROOT, 'dist', 'runtime', 'cli', 'main.js')]
+    ? [process.execPath, path.join(ROOT, 'packages', 'server', 'dist', 'runtime', 'cli', 'main.js')]
     : undefined;
 }
 
@@ -88,7 +88,10 @@ function median(values: readonly number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs'), 'server'], {
+  cwd: ROOT,
+  stdio: 'inherit',
+});
 const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-startup-'));
 try {
   const samples: Record<Way, Sample[]> = { compiled: [], tsx: [] };

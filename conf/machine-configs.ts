@@ -26,7 +26,7 @@ import {
   type DiskReserve,
   type DistributedType,
 } from '../core/storage/index.ts';
-import { dynamicView, type DynamicConfig } from './dynamic.ts';
+import { dynamicView, type DynamicConfig } from './dynamic-view.ts';
 import { nameReadAt } from './registry/history.ts';
 import { REGISTRY } from './registry/registry.ts';
 import type { Role } from './registry/spec.ts';

@@ -12,7 +12,7 @@ import {
 } from '../core/quota/index.ts';
 import { replacedNamesOf } from '../core/release/config-changes.ts';
 import { isAtLeast } from '../core/release/version.ts';
-import { dynamicView, EMPTY_DYNAMIC_CONFIG, type DynamicConfig, type DynamicView } from './dynamic.ts';
+import { dynamicView, EMPTY_DYNAMIC_CONFIG, type DynamicConfig, type DynamicView } from './dynamic-view.ts';
 import type { ResolvedConfig } from './resolve.ts';
 
 /** The limit keys, written out (so that a search for a key finds where it is read). */

@@ -4,7 +4,14 @@
 // process here; in a real engine the executors are other processes, given app.appId and app.lifecycleManager.
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { connectExecutor, hashPartitioner, keyValue, startApplication, uint32, utf8 } from 'svc/client';
+import {
+  connectExecutor,
+  hashPartitioner,
+  keyValue,
+  startApplication,
+  uint32,
+  utf8,
+} from '@svc-shuffle/client';
 
 const [master = 'svc://127.0.0.1:9097', input] = process.argv.slice(2);
 const text =

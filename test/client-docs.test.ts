@@ -22,11 +22,14 @@ describe('docs/client.md', () => {
 
   it('links the library through the one entry point the package exports', () => {
     const doc = readFileSync(path.join(ROOT, 'docs', 'client.md'), 'utf8');
-    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'packages', 'client', 'package.json'), 'utf8')) as {
+      name: string;
       exports: Record<string, unknown>;
     };
-    assert.deepEqual(Object.keys(pkg.exports).sort(), ['./client', './package.json']);
-    assert.match(doc, /from 'svc\/client'/);
-    assert.doesNotMatch(doc, /svc\/runtime\/client\/[a-z-]+\.ts'/, 'no deep import of the sources');
+    assert.equal(pkg.name, '@svc-shuffle/client');
+    assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './package.json']);
+    assert.match(doc, /from '@svc-shuffle\/client'/);
+    assert.doesNotMatch(doc, /from 'svc\/client'/, 'the unscoped name is another package');
+    assert.doesNotMatch(doc, /runtime\/client\/[a-z-]+\.(ts|js)'/, 'no deep import of the sources');
   });
 });

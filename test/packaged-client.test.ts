@@ -1,12 +1,14 @@
-// An application outside the repository links the client the way docs/client.md says: it installs the packed
-// project and imports `svc/client` from plain Node.js (no tsx, no TypeScript). The packed project is made by
-// `npm pack` (its prepack script compiles the client to dist/), then the documented word count
-// (examples/word-count.mjs) runs from a temporary application against a local cluster, and its output is checked.
+// An application outside the repository links the client the way docs/client.md says: it installs the packed client
+// package and imports `@svc-shuffle/client` from plain Node.js (no tsx, no TypeScript). The packages are made by
+// `npm pack -w packages/client -w packages/server` (each one's prepack compiles it, scripts/build.mjs), then the
+// documented word count (examples/word-count.mjs) runs from a temporary application against a local cluster, and its
+// output is checked; the installed server package's `svc` starts a master without tsx.
 //
-// Installing without the network: the tarball is extracted into the application's node_modules/svc, as npm would,
-// but its dependencies are not downloaded: node_modules/svc/node_modules is a symlink to this repository's
-// node_modules (the same versions package-lock.json pins). Everything else (the tarball's contents, the `exports`
-// map, the compiled JavaScript, the bin) is what a registry install gives.
+// Installing without the network: each tarball is extracted into the application's node_modules/@svc-shuffle/, as
+// npm would, but dependencies are not downloaded: the application's node_modules links this repository's packages
+// (the versions package-lock.json pins), less tsx and TypeScript. Everything else (the tarballs' contents, the
+// `exports` maps, the compiled JavaScript, the bin) is what a registry install gives; scripts/install-check.mjs
+// installs from the registry.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import {
@@ -14,6 +16,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   realpathSync,
   rmSync,
   symlinkSync,
@@ -59,23 +62,30 @@ describe('the packed client in an application outside the repository', () => {
     appDir = path.join(workDir, 'app');
     const packDir = path.join(workDir, 'pack');
     mkdirSync(packDir);
-    // The cluster starts while npm packs (and builds) the project.
+    // The cluster starts while npm packs (and builds) the packages.
     const [started, packed] = await Promise.all([
       LocalCluster.start({ workers: 2 }),
-      run(NPM, ['pack', '--json', '--pack-destination', packDir], { cwd: ROOT, env: plainEnv() }),
+      run(
+        NPM,
+        ['pack', '--json', '--pack-destination', packDir, '-w', 'packages/client', '-w', 'packages/server'],
+        { cwd: ROOT, env: plainEnv(), maxBuffer: 64 * 2 ** 20 },
+      ),
     ]);
     cluster = started;
-    const [{ filename }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as [
-      { filename: string },
-    ];
-    const installed = path.join(appDir, 'node_modules', 'svc');
-    mkdirSync(installed, { recursive: true });
-    await run('tar', ['-xzf', path.join(packDir, filename), '-C', installed, '--strip-components=1']);
-    // The repository's packages, each linked, less tsx: an installed package must run without it.
-    const modules = path.join(installed, 'node_modules');
-    mkdirSync(modules);
+    const tarballs = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as {
+      name: string;
+      filename: string;
+    }[];
+    const modules = path.join(appDir, 'node_modules');
+    for (const { name, filename } of tarballs) {
+      const installed = path.join(modules, name);
+      mkdirSync(installed, { recursive: true });
+      await run('tar', ['-xzf', path.join(packDir, filename), '-C', installed, '--strip-components=1']);
+    }
+    // The repository's packages, each linked, less tsx and TypeScript: an installed package runs without them.
     for (const name of readdirSync(path.join(ROOT, 'node_modules'))) {
-      if (name === 'tsx' || name === '.bin' || name.startsWith('.package-lock')) continue;
+      if (['tsx', 'typescript', '.bin', '@svc-shuffle'].includes(name) || name.startsWith('.package-lock'))
+        continue;
       symlinkSync(realpathSync(path.join(ROOT, 'node_modules', name)), path.join(modules, name), 'dir');
     }
     writeFileSync(
@@ -84,7 +94,7 @@ describe('the packed client in an application outside the repository', () => {
         name: 'word-count-app',
         private: true,
         type: 'module',
-        dependencies: { svc: '0.6.0' },
+        dependencies: { '@svc-shuffle/client': '0.6.0', '@svc-shuffle/server': '0.6.0' },
       }),
     );
     cpSync(path.join(ROOT, 'examples', 'word-count.mjs'), path.join(appDir, 'word-count.mjs'));
@@ -107,19 +117,19 @@ describe('the packed client in an application outside the repository', () => {
     assert.deepEqual(stdout.trimEnd().split('\n'), expectedCounts(text), `stderr:\n${stderr}`);
   });
 
-  it('resolves `svc/client` to compiled JavaScript, and nothing outside the exports map', async () => {
+  it('resolves `@svc-shuffle/client` to compiled JavaScript, and nothing outside the exports map', async () => {
     const script = [
-      "const client = await import('svc/client');",
-      "console.log(import.meta.resolve('svc/client'));",
+      "const client = await import('@svc-shuffle/client');",
+      "console.log(import.meta.resolve('@svc-shuffle/client'));",
       'console.log(Object.keys(client).sort().join(","));',
-      "await import('svc/runtime/client/application.ts').then(() => console.log('deep import allowed'), (e) => console.log(e.code));",
+      "await import('@svc-shuffle/client/dist/runtime/client/application.js').then(() => console.log('deep import allowed'), (e) => console.log(e.code));",
     ].join('\n');
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
       cwd: appDir,
       env: plainEnv(),
     });
     const [resolved, names, deep] = stdout.trimEnd().split('\n');
-    assert.match(resolved ?? '', /node_modules\/svc\/dist\/runtime\/client\/index\.js$/);
+    assert.match(resolved ?? '', /node_modules\/@svc-shuffle\/client\/dist\/runtime\/client\/index\.js$/);
     for (const name of [
       'startApplication',
       'connectExecutor',
@@ -127,30 +137,20 @@ describe('the packed client in an application outside the repository', () => {
       'keyValue',
       'ReduceTaskFailedError',
     ]) {
-      assert.ok(names?.split(',').includes(name), `svc/client exports ${name}: ${names}`);
+      assert.ok(names?.split(',').includes(name), `@svc-shuffle/client exports ${name}: ${names}`);
     }
     assert.equal(deep, 'ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 
-  it('keeps the svc command working from the installed package', async () => {
-    const { stdout } = await run(
-      process.execPath,
-      [path.join(appDir, 'node_modules', 'svc', 'bin', 'svc.mjs'), '--help'],
-      { cwd: appDir, env: plainEnv() },
-    );
-    assert.match(stdout, /master/);
-    assert.match(stdout, /worker/);
-    // The conformance suite ships too: an operator checks a deployment with the installed command.
-    const conformance = await run(
-      process.execPath,
-      [path.join(appDir, 'node_modules', 'svc', 'bin', 'svc.mjs'), 'conformance', '--help'],
-      { cwd: appDir, env: plainEnv() },
-    );
-    assert.match(conformance.stdout, /--master/);
+  it('installs the client without the servers', () => {
+    const manifest = JSON.parse(
+      readFileSync(path.join(appDir, 'node_modules', '@svc-shuffle', 'client', 'package.json'), 'utf8'),
+    ) as { dependencies: Record<string, string> };
+    assert.deepEqual(Object.keys(manifest.dependencies).sort(), ['@bufbuild/protobuf', 'pino']);
   });
 
   it('runs a master from the installed package, compiled, without tsx', async () => {
-    const bin = path.join(appDir, 'node_modules', 'svc', 'bin', 'svc.mjs');
+    const bin = path.join(appDir, 'node_modules', '@svc-shuffle', 'server', 'dist', 'bin', 'svc.js');
     assert.throws(
       () => createRequire(bin).resolve('tsx'),
       { code: 'MODULE_NOT_FOUND' },
@@ -176,7 +176,11 @@ describe('the packed client in an application outside the repository', () => {
       assert.ok((listening.rpc as { port: number }).port > 0, 'the master listens');
       // It ran the package's compiled JavaScript: tsx, which could run the TypeScript, is not installed here.
       const { stdout } = await run(process.execPath, [bin, '--help'], { cwd: appDir, env: plainEnv() });
-      assert.match(stdout, new RegExp(`Documentation: ${path.join(appDir, 'node_modules', 'svc', 'docs')}`));
+      assert.match(stdout, /master/);
+      assert.match(
+        stdout,
+        new RegExp(`Documentation: ${path.join(appDir, 'node_modules', '@svc-shuffle', 'server', 'docs')}`),
+      );
     } finally {
       await master.stop();
     }

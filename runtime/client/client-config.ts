@@ -1,10 +1,7 @@
-import {
-  masterEndpoints,
-  resolveConfig,
-  unprefixedConf,
-  type MasterEndpointKeys,
-  type ResolvedConfig,
-} from '../../conf/index.ts';
+// From the modules, not conf/index.ts: the barrel's YAML parser (dynamic configuration) is no client's dependency.
+import { unprefixedConf } from '../../conf/engine-prefix.ts';
+import { masterEndpoints, type MasterEndpointKeys } from '../../conf/master-url.ts';
+import { resolveConfig, type ResolvedConfig } from '../../conf/resolve.ts';
 import { parseFallbackPolicy, type FallbackPolicy } from '../../core/client/fallback.ts';
 import { CURRENT_RELEASE, parseRelease, type Release } from '../../core/release/version.ts';
 import type { Address } from '../transport/addresses.ts';

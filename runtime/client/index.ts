@@ -1,4 +1,4 @@
-// The client library's one entry point, `svc/client` (package.json `exports`): everything an application uses,
+// The client library's one entry point, the package `@svc-shuffle/client`: everything an application uses,
 // and nothing of the library's insides. docs/client.md documents it.
 export {
   startApplication,

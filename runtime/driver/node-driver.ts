@@ -11,7 +11,7 @@ import type { Rng } from '../../core/rng.ts';
 import { Interpreter, type PersistEffect } from '../../core/interpreter/interpreter.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import type { Logger } from '../log.ts';
-import type { DurableStore } from '../storage/durable-store.ts';
+import type { DurableStore } from '../storage/durable-store-interface.ts';
 import type { TierStorage } from '../storage/tier-storage.ts';
 import type { WireEnvelope } from '../wire/index.ts';
 import { useNativeChecksum } from './native-checksum.ts';

@@ -2,20 +2,8 @@ import { mkdir } from 'node:fs/promises';
 import { RocksLevel } from '@nxtedition/rocksdb';
 import { ClassicLevel } from 'classic-level';
 
-export type DbBackend = 'ROCKSDB' | 'LEVELDB';
-
-/**
- * A node's store that survives a crash: a worker's recovery store, the masters' coordination store. The core sees it
- * twice: everything persisted comes back in `start`, and `persist` effects write to it before any effect after them
- * runs (runtime/driver/node-driver.ts).
- */
-export interface DurableStore {
-  /** Everything, as persisted. */
-  load(): Promise<Map<string, string>>;
-  /** One atomic batch, synced to disk before it resolves; a null value deletes the key. */
-  write(changes: readonly { readonly key: string; readonly value: string | null }[]): Promise<void>;
-  close(): Promise<void>;
-}
+export type { DbBackend, DurableStore } from './durable-store-interface.ts';
+import type { DbBackend, DurableStore } from './durable-store-interface.ts';
 
 /** What both backends offer (abstract-level), with utf8 keys and values. */
 interface Level {

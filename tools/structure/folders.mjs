@@ -96,7 +96,7 @@ export const mayImport = {
   'sim/ha': ['core', 'sim/world'],
   conformance: ['runtime/client', 'runtime/cluster', 'runtime/testing'],
   bench: ['core', 'conf', 'runtime', 'sim'],
-  bin: ['runtime/cli', 'conformance'],
+  bin: ['runtime/cli', 'runtime/cluster', 'conformance'],
   examples: [],
   test: ['core', 'conf', 'runtime', 'sim', 'tools'],
   scripts: [],
