@@ -288,8 +288,11 @@ async function deniedHostRow(target: Target, command: readonly string[], dir: st
 const CONGESTED_COUNTER = 'metrics_PushDataCongestedCount_Count';
 /** The client library's line when a map task shrinks its push window after a congested answer. */
 const SLOWED_DOWN = 'push slowed down: the worker answered CONGESTED';
-// 2 maps × 2 partitions × 40 KB in 8 KB batches: far above the user high watermark at the first check.
+// 2 maps × 2 partitions × 40 KB in 2 KB batches: far above the user high watermark at the first check, and 80
+// batches, five times what the map tasks keep in flight (4 per partition), so that pushes still arrive after the
+// worker's check saw the watermark passed (in 8 KB batches a fast server took the whole job before any check).
 const CONGESTION_JOB: Job = { maps: 2, partitions: 2, records: 40, recordBytes: 1000 };
+const CONGESTION_BATCH = '2k';
 
 /** Speeds measured over 1 s and compared every 10 ms, so that the job passes the user watermark at once. */
 function congestionSettings(release: string): string[] {
@@ -316,7 +319,7 @@ export interface CongestionProbe {
 }
 
 /**
- * A worker of `release` with `settings` and a master of its own; one application pushes CONGESTION_JOB in 8 KB
+ * A worker of `release` with `settings` and a master of its own; one application pushes CONGESTION_JOB in 2 KB
  * batches and reads it back. Congested: the client slowed down (its push window shrank below the maximum), the
  * worker counted congested answers where it exports the counter, and every record came back.
  */
@@ -337,7 +340,7 @@ export async function congestionProbe(
     client = await startClient(
       release,
       cluster.dataUrl,
-      { 'svc.client.push.buffer.max.size': '8k' },
+      { 'svc.client.push.buffer.max.size': CONGESTION_BATCH },
       { error: keep, warn: keep, info: keep },
     );
     await withDeadline(120_000, 'the job', writeJob(client.executor, 0, CONGESTION_JOB));
@@ -355,7 +358,7 @@ export async function congestionProbe(
     const shrank = slowed.filter((line) => Number(line.window) < Number(line.maxInFlightPerPartition));
     const evidence =
       `worker with ${settings.join(', ')}; ${CONGESTION_JOB.maps} maps pushed ` +
-      `${CONGESTION_JOB.maps * CONGESTION_JOB.partitions * CONGESTION_JOB.records * CONGESTION_JOB.recordBytes} B in 8 KB batches; ` +
+      `${CONGESTION_JOB.maps * CONGESTION_JOB.partitions * CONGESTION_JOB.records * CONGESTION_JOB.recordBytes} B in ${CONGESTION_BATCH} batches; ` +
       `${metrics.evidence}: ${CONGESTED_COUNTER} ${counted ?? 'not exported'}; the client slowed down ${slowed.length} time(s)` +
       (shrank[0] === undefined
         ? ''
