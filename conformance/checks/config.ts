@@ -18,7 +18,7 @@ import { confOf, type ConfView } from '../conf-view.ts';
 import { excerpt } from '../http.ts';
 import type { RuleRow, Target } from '../report/row.ts';
 import { fail, guarded, notApplicable, pass, verdict, type RuleSpec } from '../rows.ts';
-import { congestionProbe, quotaProbe, refusalNames } from './key-effects.ts';
+import { congestionProbe, DISK_BUFFER_CONGESTION_BATCH, quotaProbe, refusalNames } from './key-effects.ts';
 import { masterSettings, scratchDir, startServer, workerSettings, type Started } from '../servers.ts';
 
 /** The message of a JSON log line, or the line itself. */
@@ -210,10 +210,13 @@ async function behaviourRow(
         `${pending.log}; ${probe.evidence}`,
       );
     }
-    const probe = await congestionProbe(command, release, dir, [
-      'svc.worker.congestionControl.enabled=true',
-      setting,
-    ]);
+    const probe = await congestionProbe(
+      command,
+      release,
+      dir,
+      ['svc.worker.congestionControl.enabled=true', setting],
+      { batch: DISK_BUFFER_CONGESTION_BATCH },
+    );
     return verdict(release, spec, pending.named && probe.congested, `${pending.log}; ${probe.evidence}`);
   });
 }

@@ -293,6 +293,12 @@ const SLOWED_DOWN = 'push slowed down: the worker answered CONGESTED';
 // worker's check saw the watermark passed (in 8 KB batches a fast server took the whole job before any check).
 const CONGESTION_JOB: Job = { maps: 2, partitions: 2, records: 40, recordBytes: 1000 };
 const CONGESTION_BATCH = '2k';
+/**
+ * For a worker-wide disk-buffer watermark of one byte (no low watermark: an episode lasts while anything is
+ * buffered): 4 KB batches, so that a job slowed to one batch in flight and a pause of up to 2 s per push still ends
+ * within the probe's deadline, and still three rounds of the in-flight windows.
+ */
+export const DISK_BUFFER_CONGESTION_BATCH = '4k';
 
 /** Speeds measured over 1 s and compared every 10 ms, so that the job passes the user watermark at once. */
 function congestionSettings(release: string): string[] {
@@ -319,8 +325,8 @@ export interface CongestionProbe {
 }
 
 /**
- * A worker of `release` with `settings` and a master of its own; one application pushes CONGESTION_JOB in 2 KB
- * batches and reads it back. Congested: the client slowed down (its push window shrank below the maximum), the
+ * A worker of `release` with `settings` and a master of its own; one application pushes CONGESTION_JOB in `batch`
+ * batches (2 KB unless told) and reads it back. Congested: the client slowed down (its push window shrank below the maximum), the
  * worker counted congested answers where it exports the counter, and every record came back.
  */
 export async function congestionProbe(
@@ -328,8 +334,9 @@ export async function congestionProbe(
   release: string,
   dir: string,
   settings: readonly string[],
-  metricsPath = DEFAULT_METRICS_PATH,
+  options: { readonly metricsPath?: string; readonly batch?: string } = {},
 ): Promise<CongestionProbe> {
+  const batch = options.batch ?? CONGESTION_BATCH;
   const cluster = await startOwnCluster(command, release, dir, { worker: settings });
   const slowed: Record<string, unknown>[] = [];
   const keep = (fields: Record<string, unknown>) => {
@@ -340,7 +347,7 @@ export async function congestionProbe(
     client = await startClient(
       release,
       cluster.dataUrl,
-      { 'svc.client.push.buffer.max.size': CONGESTION_BATCH },
+      { 'svc.client.push.buffer.max.size': batch },
       { error: keep, warn: keep, info: keep },
     );
     await withDeadline(120_000, 'the job', writeJob(client.executor, 0, CONGESTION_JOB));
@@ -352,13 +359,13 @@ export async function congestionProbe(
     const metrics = await request(
       { release, masterUrl: '', workerUrls: [] },
       cluster.worker.httpUrl,
-      metricsPath,
+      options.metricsPath ?? DEFAULT_METRICS_PATH,
     );
     const counted = counterValue(metrics.text, CONGESTED_COUNTER);
     const shrank = slowed.filter((line) => Number(line.window) < Number(line.maxInFlightPerPartition));
     const evidence =
       `worker with ${settings.join(', ')}; ${CONGESTION_JOB.maps} maps pushed ` +
-      `${CONGESTION_JOB.maps * CONGESTION_JOB.partitions * CONGESTION_JOB.records * CONGESTION_JOB.recordBytes} B in ${CONGESTION_BATCH} batches; ` +
+      `${CONGESTION_JOB.maps * CONGESTION_JOB.partitions * CONGESTION_JOB.records * CONGESTION_JOB.recordBytes} B in ${batch} batches; ` +
       `${metrics.evidence}: ${CONGESTED_COUNTER} ${counted ?? 'not exported'}; the client slowed down ${slowed.length} time(s)` +
       (shrank[0] === undefined
         ? ''
@@ -385,13 +392,9 @@ async function congestionRow(target: Target, command: readonly string[], dir: st
       ),
     ];
   return guarded(release, SPECS.congestion, async () => {
-    const probe = await congestionProbe(
-      command,
-      release,
-      `${dir}/congestion`,
-      congestionSettings(release),
-      target.metricsPath,
-    );
+    const probe = await congestionProbe(command, release, `${dir}/congestion`, congestionSettings(release), {
+      metricsPath: target.metricsPath,
+    });
     return verdict(release, SPECS.congestion, probe.congested, probe.evidence);
   });
 }
