@@ -1,5 +1,5 @@
-// One etcd server as a child process on loopback: for the tests of the coordination store and for a local
-// high-availability group (`npm start -- --ha`). The client port is read back from etcd's own log line (it binds
+// One etcd server as a child process on loopback, or on a namespace test host: for the tests of the coordination
+// store and for a local high-availability group (`npm start -- --ha`). The client port is read back from etcd's own log line (it binds
 // port 0 the first time and the same port on a restart, so that clients holding its endpoint reconnect).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -9,6 +9,10 @@ export interface EtcdProcessOptions {
   readonly command?: string;
   readonly name?: string;
   readonly dataDir: string;
+  /** The address etcd serves clients on: 127.0.0.1 by default, a test host's address on namespace hosts. */
+  readonly host?: string;
+  /** Runs etcd inside this network namespace (a test host of runtime/cluster/hosts.ts). */
+  readonly namespace?: string;
   /** The client port: 0 (the default) takes a free one, read back once etcd serves. */
   readonly clientPort?: number;
   /** How long starting may take before it fails, naming what it waited for. */
@@ -52,9 +56,9 @@ export class EtcdProcess {
     return etcd;
   }
 
-  /** `127.0.0.1:port`: what svc.master.ha.etcd.endpoints names. */
+  /** `host:port`: what svc.master.ha.etcd.endpoints names. */
   get endpoint(): string {
-    return `127.0.0.1:${this.port}`;
+    return `${this.options.host ?? '127.0.0.1'}:${this.port}`;
   }
 
   get pid(): number | undefined {
@@ -66,7 +70,7 @@ export class EtcdProcess {
     if (this.child !== undefined) throw new Error('etcd is already running');
     const name = this.options.name ?? 'svc-etcd';
     const tls = this.options.tls;
-    const client = `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${this.port}`;
+    const client = `${tls === undefined ? 'http' : 'https'}://${this.options.host ?? '127.0.0.1'}:${this.port}`;
     // A single member elects itself; the peer port is never dialled, so port 0 is enough there.
     const args = [
       `--name=${name}`,
@@ -84,7 +88,13 @@ export class EtcdProcess {
       '--logger=zap',
       '--log-outputs=stderr',
     ];
-    const child = spawn(this.options.command ?? 'etcd', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const command = this.options.command ?? 'etcd';
+    // `ip netns exec` execs etcd after entering the namespace: the child's pid and signals are etcd's own.
+    const argv =
+      this.options.namespace === undefined
+        ? [command, ...args]
+        : ['ip', 'netns', 'exec', this.options.namespace, command, ...args];
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     this.child = child;
     // etcd cannot notice its parent's death; a parent that exits without stopping it (a test that threw) ends it.
     const orphaned = (): void => void child.kill('SIGKILL');

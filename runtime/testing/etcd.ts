@@ -17,7 +17,7 @@ export interface TestEtcd {
 
 export async function startTestEtcd(
   name = 'svc-test-etcd',
-  options: Pick<EtcdProcessOptions, 'tls'> = {},
+  options: Pick<EtcdProcessOptions, 'tls' | 'host' | 'namespace'> = {},
 ): Promise<TestEtcd> {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-etcd-'));
   try {
