@@ -12,10 +12,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_HA_TIMING } from '../core/ha/timing.ts';
-import { ServerProcess } from './cluster/server-process.ts';
-import { closedPort } from './testing/closed-port.ts';
 import { within } from './testing/deadline.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from './testing/etcd.ts';
+import { MasterGroupProcesses } from './testing/master-group-processes.ts';
 import { pollFor } from './testing/poll.ts';
 import {
   clientSide,
@@ -29,7 +28,6 @@ import {
 
 /** The documented bound: a SIGKILLed leader's successor serves within a lease TTL plus two seconds. */
 const FAILOVER_BOUND_MS = DEFAULT_HA_TIMING.leaseTtlMs + 2_000;
-const MEMBERS = ['m1', 'm2', 'm3'] as const;
 const STARTUP_WAIT_MS = 120_000;
 const JOB: SmallJob = { maps: 4, partitions: 6, recordsPerPartition: 50, recordBytes: 64 };
 
@@ -58,69 +56,27 @@ describe(
   () => {
     let etcd: TestEtcd;
     let dir: string;
-    const ports = new Map<string, number>();
-    const masters = new Map<string, ServerProcess>();
-    const workers: ServerProcess[] = [];
+    let processes: MasterGroupProcesses;
     let client: ClientSide | undefined;
     let groupUrl = '';
 
     before(async () => {
       etcd = await startTestEtcd('svc-master-ha-job');
       dir = mkdtempSync(path.join(tmpdir(), 'svc-master-ha-job-'));
-      for (const id of MEMBERS) ports.set(id, await closedPort());
-      groupUrl = `svc://${MEMBERS.map((id) => `127.0.0.1:${ports.get(id)}`).join(',')}`;
+      processes = await MasterGroupProcesses.onLoopback({
+        etcdEndpoint: etcd.etcd.endpoint,
+        dir,
+        members: 3,
+      });
+      groupUrl = processes.url;
     });
 
     after(async () => {
       await client?.close().catch(() => undefined);
-      for (const worker of workers) await worker.stop();
-      for (const master of masters.values()) await master.stop();
+      await processes?.stopAll();
       await etcd?.close();
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     });
-
-    function startMaster(id: string): ServerProcess {
-      const conf = [
-        'svc.master.host=127.0.0.1',
-        'svc.master.http.host=127.0.0.1',
-        'svc.master.http.port=0',
-        `svc.master.state.dir=${path.join(dir, `state-${id}`)}`,
-        'svc.master.ha.enabled=true',
-        `svc.master.ha.node.id=${id}`,
-        `svc.master.ha.etcd.endpoints=${etcd.etcd.endpoint}`,
-        ...MEMBERS.flatMap((member) => [
-          `svc.master.ha.node.${member}.host=127.0.0.1`,
-          `svc.master.ha.node.${member}.port=${ports.get(member)}`,
-          `svc.master.ha.node.${member}.internal.port=${ports.get(member)}`,
-        ]),
-      ];
-      const master = new ServerProcess({
-        name: `master-${id}`,
-        logFile: path.join(dir, `master-${id}.log`),
-        args: ['master', '--log-level', 'info', ...conf.flatMap((c) => ['--conf', c])],
-      });
-      masters.set(id, master);
-      return master;
-    }
-
-    function startWorker(index: number): ServerProcess {
-      const own = path.join(dir, `worker-${index}`);
-      const conf = [
-        'svc.worker.host=127.0.0.1',
-        ...['rpc', 'push', 'fetch', 'replicate'].map((service) => `svc.worker.${service}.port=0`),
-        'svc.worker.http.host=127.0.0.1',
-        'svc.worker.http.port=0',
-        `svc.worker.storage.dirs=${path.join(own, 'disk-1')}`,
-        `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
-      ];
-      const worker = new ServerProcess({
-        name: `worker-${index}`,
-        logFile: path.join(dir, `worker-${index}.log`),
-        args: ['worker', groupUrl, '--log-level', 'info', ...conf.flatMap((c) => ['--conf', c])],
-      });
-      workers.push(worker);
-      return worker;
-    }
 
     async function getJson(listening: Record<string, unknown>, apiPath: string): Promise<unknown> {
       const http = listening.http as { port: number };
@@ -131,9 +87,9 @@ describe(
 
     it('another master leads, the workers and the application follow it, and the job verifies', async () => {
       // m1 campaigns first on an empty etcd and leads; m2 and m3 follow it.
-      const m1 = startMaster('m1');
+      const m1 = processes.startMaster('m1');
       await m1.waitForEvent('listening');
-      const followers = ['m2', 'm3'].map((id) => startMaster(id));
+      const followers = ['m2', 'm3'].map((id) => processes.startMaster(id));
       for (const follower of followers) await follower.waitForEvent('ha.following');
       const followerHttp = followers[0]!.seen((line) => line.event === 'ha.notLeaderHttp')[0]!;
       const group = (await getJson(followerHttp, '/api/v1/masters')) as {
@@ -152,7 +108,7 @@ describe(
       );
 
       // A loaded machine may take long to start a process: the startup wait is generous, the failover bound is not.
-      for (const i of [0, 1, 2]) await startWorker(i).waitForEvent('listening', STARTUP_WAIT_MS);
+      for (const i of [0, 1, 2]) await processes.startWorker(i).waitForEvent('listening', STARTUP_WAIT_MS);
       client = await clientSide(groupUrl, {
         logLevel: 'silent',
         conf: { 'svc.client.push.replicate.enabled': 'true', 'svc.rpc.askTimeout': '10s' },
@@ -185,7 +141,7 @@ describe(
       );
       const newLeader = leading.follower;
       const newId = newLeader.options.name.replace('master-', '');
-      const newAddress = `127.0.0.1:${ports.get(newId)}`;
+      const newAddress = processes.addressOf(newId);
 
       // The rest of the job, then a shuffle the new leader must place.
       for (let mapId = 1; mapId < JOB.maps; mapId++) {
@@ -198,7 +154,7 @@ describe(
       await readAndVerify(client.executor, 1, JOB, winnersOf(after));
 
       // Every worker followed the new leader, which knows all three and lost none.
-      for (const worker of workers) {
+      for (const worker of processes.workers) {
         await worker.waitFor(
           (line) => line.event === 'master.follow' && line.to === newAddress,
           `following ${newAddress}`,

@@ -8,13 +8,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LocalCluster } from './cluster/local-cluster.ts';
+import { planMasterGroup } from './cluster/master-group.ts';
 import { ServerProcess, type LogLine } from './cluster/server-process.ts';
 import { EtcdClient } from './ha/etcd-client.ts';
 import { EtcdStore } from './ha/etcd-store.ts';
 import { NOT_LEADER_EXIT_CODE } from './process/master-leadership.ts';
-import { closedPort } from './testing/closed-port.ts';
 import { within } from './testing/deadline.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from './testing/etcd.ts';
+import { confArgs, workerConf } from './testing/master-group-processes.ts';
 import { pollFor } from './testing/poll.ts';
 import { clientSide, type ClientSide } from './testing/small-job.ts';
 
@@ -42,18 +43,8 @@ describe('a group of real masters across an etcd outage', { skip: etcdSkipReason
   before(async () => {
     etcd = await startTestEtcd('svc-master-ha-outage');
     dir = mkdtempSync(path.join(tmpdir(), 'svc-master-ha-outage-'));
-    const ports = { m1: await closedPort(), m2: await closedPort(), m3: await closedPort() };
-    haConf = (id) => [
-      'svc.master.ha.enabled=true',
-      `svc.master.ha.node.id=${id}`,
-      `svc.master.ha.etcd.endpoints=${etcd.etcd.endpoint}`,
-      ...TIMING,
-      ...Object.entries(ports).flatMap(([member, port]) => [
-        `svc.master.ha.node.${member}.host=127.0.0.1`,
-        `svc.master.ha.node.${member}.port=${port}`,
-        `svc.master.ha.node.${member}.internal.port=${port}`,
-      ]),
-    ];
+    const group = await planMasterGroup({ etcdEndpoint: etcd.etcd.endpoint, members: 3 });
+    haConf = (id) => [...group.settings(id), ...TIMING];
     // m1 campaigns first on an empty etcd: it leads, and the cluster's worker registers with it.
     cluster = await LocalCluster.start({ workers: 1, masterConf: haConf('m1') });
   });
@@ -92,20 +83,7 @@ describe('a group of real masters across an etcd outage', { skip: etcdSkipReason
     const server = new ServerProcess({
       name: `worker-of-${masterUrl}`,
       logFile: `${own}.log`,
-      args: [
-        'worker',
-        masterUrl,
-        '--log-level',
-        'info',
-        ...[
-          'svc.worker.host=127.0.0.1',
-          ...['rpc', 'push', 'fetch', 'replicate'].map((service) => `svc.worker.${service}.port=0`),
-          'svc.worker.http.host=127.0.0.1',
-          'svc.worker.http.port=0',
-          `svc.worker.storage.dirs=${path.join(own, 'disk-1')}`,
-          `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
-        ].flatMap((c) => ['--conf', c]),
-      ],
+      args: ['worker', masterUrl, '--log-level', 'info', ...confArgs(workerConf(own))],
     });
     started.push(server);
     return server;

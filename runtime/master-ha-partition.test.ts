@@ -13,9 +13,9 @@ import { after, before, describe, it } from 'node:test';
 import { DEFAULT_HA_TIMING } from '../core/ha/timing.ts';
 import type { MapResult } from './client/shuffle-client.ts';
 import { HostNetwork, hostsUnavailableReason, type Host } from './cluster/hosts.ts';
-import { ServerProcess } from './cluster/server-process.ts';
 import { NOT_LEADER_EXIT_CODE } from './process/master-leadership.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from './testing/etcd.ts';
+import { MasterGroupProcesses } from './testing/master-group-processes.ts';
 import { pollFor } from './testing/poll.ts';
 import {
   clientSide,
@@ -48,9 +48,7 @@ describe(
     let etcd: TestEtcd | undefined;
     let dir: string;
     const hostOf = new Map<string, Host>();
-    const members = new Map<string, ServerProcess>();
-    const started: ServerProcess[] = [];
-    const workers: ServerProcess[] = [];
+    let processes: MasterGroupProcesses;
     let client: ClientSide | undefined;
     let groupUrl = '';
 
@@ -64,67 +62,25 @@ describe(
       });
       dir = mkdtempSync(path.join(tmpdir(), 'svc-master-ha-partition-'));
       MEMBERS.forEach((id, index) => hostOf.set(id, network.hosts[1 + index]!));
-      groupUrl = `svc://${MEMBERS.map((id) => `${hostOf.get(id)!.address}:${MASTER_PORT}`).join(',')}`;
+      processes = new MasterGroupProcesses({
+        etcdEndpoint: etcd.etcd.endpoint,
+        dir,
+        members: MEMBERS.map((id) => {
+          const host = hostOf.get(id)!;
+          return { id, host: host.address, port: MASTER_PORT, namespace: host.namespace };
+        }),
+      });
+      groupUrl = processes.url;
     });
 
     after(async () => {
       await network?.heal();
       await client?.close().catch(() => undefined);
-      for (const worker of workers) await worker.stop();
-      for (const master of started) await master.stop();
+      await processes?.stopAll();
       await etcd?.close();
       await network?.destroy();
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     });
-
-    function startMaster(id: string): ServerProcess {
-      const host = hostOf.get(id)!;
-      const run = started.filter((master) => master.options.name === `master-${id}`).length + 1;
-      const conf = [
-        `svc.master.host=${host.address}`,
-        `svc.master.http.host=${host.address}`,
-        'svc.master.http.port=0',
-        `svc.master.state.dir=${path.join(dir, `state-${id}`)}`,
-        'svc.master.ha.enabled=true',
-        `svc.master.ha.node.id=${id}`,
-        `svc.master.ha.etcd.endpoints=${etcd!.etcd.endpoint}`,
-        ...MEMBERS.flatMap((member) => [
-          `svc.master.ha.node.${member}.host=${hostOf.get(member)!.address}`,
-          `svc.master.ha.node.${member}.port=${MASTER_PORT}`,
-          `svc.master.ha.node.${member}.internal.port=${MASTER_PORT}`,
-        ]),
-      ];
-      const master = new ServerProcess({
-        name: `master-${id}`,
-        logFile: path.join(dir, `master-${id}-${run}.log`),
-        args: ['master', '--log-level', 'info', ...conf.flatMap((c) => ['--conf', c])],
-        namespace: host.namespace,
-      });
-      members.set(id, master);
-      started.push(master);
-      return master;
-    }
-
-    function startWorker(index: number): ServerProcess {
-      const host = network.hosts[1 + MEMBERS.length + index]!;
-      const own = path.join(dir, `worker-${index}`);
-      const conf = [
-        `svc.worker.host=${host.address}`,
-        ...['rpc', 'push', 'fetch', 'replicate'].map((service) => `svc.worker.${service}.port=0`),
-        `svc.worker.http.host=${host.address}`,
-        'svc.worker.http.port=0',
-        `svc.worker.storage.dirs=${path.join(own, 'disk-1')}`,
-        `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
-      ];
-      const worker = new ServerProcess({
-        name: `worker-${index}`,
-        logFile: path.join(dir, `worker-${index}.log`),
-        args: ['worker', groupUrl, '--log-level', 'info', ...conf.flatMap((c) => ['--conf', c])],
-        namespace: host.namespace,
-      });
-      workers.push(worker);
-      return worker;
-    }
 
     async function getJson(
       id: string,
@@ -138,11 +94,16 @@ describe(
     }
 
     it('the cut leader stops within its lease, another leads, and healed, it and its worker follow', async (t) => {
-      const m1 = startMaster('m1');
+      const m1 = processes.startMaster('m1');
       await m1.waitForEvent('listening', STARTUP_WAIT_MS);
-      for (const id of ['m2', 'm3']) await startMaster(id).waitForEvent('ha.following', STARTUP_WAIT_MS);
+      for (const id of ['m2', 'm3'])
+        await processes.startMaster(id).waitForEvent('ha.following', STARTUP_WAIT_MS);
       await Promise.all(
-        Array.from({ length: WORKERS }, (_, i) => startWorker(i).waitForEvent('listening', STARTUP_WAIT_MS)),
+        Array.from({ length: WORKERS }, (_, i) =>
+          processes
+            .startWorker(i, network.hosts[1 + MEMBERS.length + i])
+            .waitForEvent('listening', STARTUP_WAIT_MS),
+        ),
       );
       client = await clientSide(groupUrl, {
         logLevel: 'silent',
@@ -163,7 +124,7 @@ describe(
       await writeMap(0);
 
       // The leader's link and the last worker's go down: both are cut off from everyone (and from each other).
-      const followers = ['m2', 'm3'].map((id) => members.get(id)!);
+      const followers = ['m2', 'm3'].map((id) => processes.members.get(id)!);
       const leading = Promise.race(
         followers.map((follower) =>
           follower.waitForEvent('listening', STARTUP_WAIT_MS).then((line) => ({ follower, line })),
@@ -191,7 +152,7 @@ describe(
       const { follower: newLeader, line: listening } = await leading;
       const ledAfter = Date.now() - cutAt;
       const newId = newLeader.options.name.replace('master-', '');
-      const newAddress = `${hostOf.get(newId)!.address}:${MASTER_PORT}`;
+      const newAddress = processes.addressOf(newId);
       assert.ok(ledAfter < FAILOVER_BOUND_MS + 5_000, `${newId} led ${ledAfter} ms after the cut`);
       assert.equal(
         await m1.waitForExit(STARTUP_WAIT_MS),
@@ -207,10 +168,10 @@ describe(
       // Healed: the deposed leader, restarted as its supervisor would (exit 75: start it again), follows; the worker
       // that was cut off with it finds the new leader.
       await network.heal();
-      const m1Again = startMaster('m1');
+      const m1Again = processes.startMaster('m1');
       await m1Again.waitForEvent('ha.following', STARTUP_WAIT_MS);
       assert.equal(m1Again.seen((line) => line.event === 'listening').length, 0, 'm1 does not lead again');
-      for (const worker of workers) {
+      for (const worker of processes.workers) {
         await worker.waitFor(
           (line) => line.event === 'master.follow' && line.to === newAddress,
           `following ${newAddress}`,
@@ -219,7 +180,7 @@ describe(
         );
       }
 
-      const follows = workers[cutWorker]!.seen((line) => line.event === 'master.follow');
+      const follows = processes.workers[cutWorker]!.seen((line) => line.event === 'master.follow');
       t.diagnostic(
         `worker ${cutWorker}, cut off with m1, followed: ${follows.map((line) => `${String(line.to)} (${String(line.why)})`).join(', ')}`,
       );

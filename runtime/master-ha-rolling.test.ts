@@ -10,9 +10,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_HA_TIMING } from '../core/ha/timing.ts';
 import type { MapResult } from './client/shuffle-client.ts';
-import { ServerProcess } from './cluster/server-process.ts';
-import { closedPort } from './testing/closed-port.ts';
+import type { ServerProcess } from './cluster/server-process.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from './testing/etcd.ts';
+import { MasterGroupProcesses } from './testing/master-group-processes.ts';
 import { pollFor } from './testing/poll.ts';
 import {
   clientSide,
@@ -24,7 +24,6 @@ import {
   type SmallJob,
 } from './testing/small-job.ts';
 
-const MEMBERS = ['m1', 'm2', 'm3'] as const;
 /** A loaded machine may take long to start a process: startups wait generously, the failover does not. */
 const STARTUP_WAIT_MS = 120_000;
 /** A resigning leader hands over at once; a lease TTL plus two seconds is the bound even if its resignation is lost. */
@@ -39,82 +38,36 @@ describe(
   () => {
     let etcd: TestEtcd;
     let dir: string;
-    const ports = new Map<string, number>();
-    /** The running process of each member, by id. */
-    const members = new Map<string, ServerProcess>();
     /** Every process started, restarts included, so that after() stops them all. */
-    const started: ServerProcess[] = [];
-    const workers: ServerProcess[] = [];
+    let processes: MasterGroupProcesses;
     let client: ClientSide | undefined;
     let groupUrl = '';
 
     before(async () => {
       etcd = await startTestEtcd('svc-master-ha-rolling');
       dir = mkdtempSync(path.join(tmpdir(), 'svc-master-ha-rolling-'));
-      for (const id of MEMBERS) ports.set(id, await closedPort());
-      groupUrl = `svc://${MEMBERS.map((id) => `127.0.0.1:${ports.get(id)}`).join(',')}`;
+      processes = await MasterGroupProcesses.onLoopback({
+        etcdEndpoint: etcd.etcd.endpoint,
+        dir,
+        members: 3,
+      });
+      groupUrl = processes.url;
     });
 
     after(async () => {
       await client?.close().catch(() => undefined);
-      for (const worker of workers) await worker.stop();
-      for (const master of started) await master.stop();
+      await processes?.stopAll();
       await etcd?.close();
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     });
 
-    function startMaster(id: string): ServerProcess {
-      const run = started.filter((master) => master.options.name === `master-${id}`).length + 1;
-      const conf = [
-        'svc.master.host=127.0.0.1',
-        'svc.master.http.host=127.0.0.1',
-        'svc.master.http.port=0',
-        `svc.master.state.dir=${path.join(dir, `state-${id}`)}`,
-        'svc.master.ha.enabled=true',
-        `svc.master.ha.node.id=${id}`,
-        `svc.master.ha.etcd.endpoints=${etcd.etcd.endpoint}`,
-        ...MEMBERS.flatMap((member) => [
-          `svc.master.ha.node.${member}.host=127.0.0.1`,
-          `svc.master.ha.node.${member}.port=${ports.get(member)}`,
-          `svc.master.ha.node.${member}.internal.port=${ports.get(member)}`,
-        ]),
-      ];
-      const master = new ServerProcess({
-        name: `master-${id}`,
-        logFile: path.join(dir, `master-${id}-${run}.log`),
-        args: ['master', '--log-level', 'info', ...conf.flatMap((c) => ['--conf', c])],
-      });
-      members.set(id, master);
-      started.push(master);
-      return master;
-    }
-
-    function startWorker(index: number): ServerProcess {
-      const own = path.join(dir, `worker-${index}`);
-      const conf = [
-        'svc.worker.host=127.0.0.1',
-        ...['rpc', 'push', 'fetch', 'replicate'].map((service) => `svc.worker.${service}.port=0`),
-        'svc.worker.http.host=127.0.0.1',
-        'svc.worker.http.port=0',
-        `svc.worker.storage.dirs=${path.join(own, 'disk-1')}`,
-        `svc.worker.graceful.shutdown.recoverPath=${path.join(own, 'recover')}`,
-      ];
-      const worker = new ServerProcess({
-        name: `worker-${index}`,
-        logFile: path.join(dir, `worker-${index}.log`),
-        args: ['worker', groupUrl, '--log-level', 'info', ...conf.flatMap((c) => ['--conf', c])],
-      });
-      workers.push(worker);
-      return worker;
-    }
-
     /** A planned stop of member `id` (SIGTERM, waited out), then the same member started again, back as a follower. */
     async function restart(id: string): Promise<ServerProcess> {
-      const old = members.get(id)!;
+      const old = processes.members.get(id)!;
       old.kill('SIGTERM');
       const code = await old.waitForExit(STARTUP_WAIT_MS);
       assert.equal(code, 0, `${id} exits 0 on SIGTERM`);
-      const again = startMaster(id);
+      const again = processes.startMaster(id);
       await again.waitForEvent('ha.following', STARTUP_WAIT_MS);
       return again;
     }
@@ -128,10 +81,13 @@ describe(
 
     it('restarts each member in turn, the leader last; the job verifies and nothing is lost', async (t) => {
       // m1 campaigns first on an empty etcd and leads; m2 and m3 follow it.
-      const m1 = startMaster('m1');
+      const m1 = processes.startMaster('m1');
       await m1.waitForEvent('listening', STARTUP_WAIT_MS);
-      for (const id of ['m2', 'm3']) await startMaster(id).waitForEvent('ha.following', STARTUP_WAIT_MS);
-      await Promise.all([0, 1, 2].map((i) => startWorker(i).waitForEvent('listening', STARTUP_WAIT_MS)));
+      for (const id of ['m2', 'm3'])
+        await processes.startMaster(id).waitForEvent('ha.following', STARTUP_WAIT_MS);
+      await Promise.all(
+        [0, 1, 2].map((i) => processes.startWorker(i).waitForEvent('listening', STARTUP_WAIT_MS)),
+      );
       client = await clientSide(groupUrl, {
         logLevel: 'silent',
         conf: { 'svc.client.push.replicate.enabled': 'true', 'svc.rpc.askTimeout': '10s' },
@@ -154,7 +110,7 @@ describe(
       assert.equal(m1.seen((line) => line.event === 'ha.stepDown').length, 0, 'm1 led throughout');
 
       // The leader last: one of the restarted followers leads, and m1 comes back following it.
-      const followers = ['m2', 'm3'].map((id) => members.get(id)!);
+      const followers = ['m2', 'm3'].map((id) => processes.members.get(id)!);
       const leading = Promise.race(
         followers.map((follower) =>
           follower.waitForEvent('listening', STARTUP_WAIT_MS).then((line) => ({ follower, line })),
@@ -164,7 +120,7 @@ describe(
       const m1Again = await restart('m1');
       const { follower: newLeader, line: listening } = await leading;
       const newId = newLeader.options.name.replace('master-', '');
-      const newAddress = `127.0.0.1:${ports.get(newId)}`;
+      const newAddress = processes.addressOf(newId);
       const handover = newLeader.seen((line) => line.event === 'ha.leading');
       assert.equal(handover.length, 1, `${newId} says once that it leads`);
       t.diagnostic(
@@ -181,7 +137,7 @@ describe(
       await readAndVerify(client.executor, 1, JOB, winnersOf(later));
 
       // Every worker followed the new leader, which knows all three, the application and both shuffles.
-      for (const worker of workers) {
+      for (const worker of processes.workers) {
         await worker.waitFor(
           (line) => line.event === 'master.follow' && line.to === newAddress,
           `following ${newAddress}`,

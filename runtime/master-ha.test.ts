@@ -8,9 +8,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_HA_TIMING } from '../core/ha/timing.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
+import { planMasterGroup } from './cluster/master-group.ts';
 import { ServerProcess } from './cluster/server-process.ts';
 import { NOT_LEADER_EXIT_CODE } from './process/master-leadership.ts';
-import { closedPort } from './testing/closed-port.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from './testing/etcd.ts';
 import { clientSide, type ClientSide } from './testing/small-job.ts';
 
@@ -31,17 +31,8 @@ describe('a group of real masters on etcd', { skip: etcdSkipReason, timeout: 120
   before(async () => {
     etcd = await startTestEtcd('svc-master-ha');
     dir = mkdtempSync(path.join(tmpdir(), 'svc-master-ha-'));
-    const ports = { m1: await closedPort(), m2: await closedPort(), m3: await closedPort() };
-    haConf = (id) => [
-      'svc.master.ha.enabled=true',
-      `svc.master.ha.node.id=${id}`,
-      `svc.master.ha.etcd.endpoints=${etcd.etcd.endpoint}`,
-      ...Object.entries(ports).flatMap(([member, port]) => [
-        `svc.master.ha.node.${member}.host=127.0.0.1`,
-        `svc.master.ha.node.${member}.port=${port}`,
-        `svc.master.ha.node.${member}.internal.port=${port}`,
-      ]),
-    ];
+    const group = await planMasterGroup({ etcdEndpoint: etcd.etcd.endpoint, members: 3 });
+    haConf = (id) => [...group.settings(id)];
     // The cluster's own master is m1: the first to campaign on an empty etcd, it leads.
     cluster = await LocalCluster.start({ workers: 1, masterConf: haConf('m1') });
   });

@@ -37,19 +37,35 @@ export async function planMasterGroup(options: {
   const ids = Array.from({ length: options.members }, (_, index) => `m${index + 1}`);
   const ports = new Map<string, number>();
   for (const id of ids) ports.set(id, await freePort());
-  const members = ids.flatMap((id) => [
-    `svc.master.ha.node.${id}.host=127.0.0.1`,
-    `svc.master.ha.node.${id}.port=${ports.get(id)!}`,
-    `svc.master.ha.node.${id}.internal.port=${ports.get(id)!}`,
-  ]);
+  const members = ids.map((id) => ({ id, host: '127.0.0.1', port: ports.get(id)! }));
   return {
     ids,
     ports,
-    settings: (id) => [
-      'svc.master.ha.enabled=true',
-      `svc.master.ha.node.id=${id}`,
-      `svc.master.ha.etcd.endpoints=${options.etcdEndpoint}`,
-      ...members,
-    ],
+    settings: (id) => memberSettings({ id, etcdEndpoint: options.etcdEndpoint, members }),
   };
+}
+
+/** A member's address in the group: where the others and the election find it. */
+export interface GroupMemberAddress {
+  readonly id: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+/** The `key=value` settings that make a master member `id` of the group of `members` campaigning on `etcdEndpoint`. */
+export function memberSettings(options: {
+  readonly id: string;
+  readonly etcdEndpoint: string;
+  readonly members: readonly GroupMemberAddress[];
+}): string[] {
+  return [
+    'svc.master.ha.enabled=true',
+    `svc.master.ha.node.id=${options.id}`,
+    `svc.master.ha.etcd.endpoints=${options.etcdEndpoint}`,
+    ...options.members.flatMap((member) => [
+      `svc.master.ha.node.${member.id}.host=${member.host}`,
+      `svc.master.ha.node.${member.id}.port=${member.port}`,
+      `svc.master.ha.node.${member.id}.internal.port=${member.port}`,
+    ]),
+  ];
 }
