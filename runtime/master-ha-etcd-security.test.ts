@@ -18,6 +18,7 @@ import {
   startTestEtcd,
   type TestEtcd,
 } from './testing/etcd.ts';
+import { confArgs, LOOPBACK_MASTER_CONF } from './testing/master-group-processes.ts';
 import { generateTestCertificates, type TestCertificates } from './testing/tls-certs.ts';
 
 const USER = { name: 'svc-master', password: 'etcd-secret', prefix: '/svc/' };
@@ -60,11 +61,8 @@ describe(
           'master',
           '--log-level',
           'info',
-          ...[
-            'svc.master.host=127.0.0.1',
-            'svc.master.port=0',
-            'svc.master.http.host=127.0.0.1',
-            'svc.master.http.port=0',
+          ...confArgs([
+            ...LOOPBACK_MASTER_CONF,
             'svc.master.ha.enabled=true',
             'svc.master.ha.node.id=m1',
             'svc.master.ha.node.m1.host=127.0.0.1',
@@ -72,7 +70,7 @@ describe(
             `svc.master.ha.etcd.endpoints=${etcd.etcd.endpoint}`,
             'raft.client.rpc.request.timeout=3s',
             ...conf,
-          ].flatMap((c) => ['--conf', c]),
+          ]),
         ],
       });
       started.push(server);

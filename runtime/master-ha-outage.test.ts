@@ -15,7 +15,7 @@ import { EtcdStore } from './ha/etcd-store.ts';
 import { NOT_LEADER_EXIT_CODE } from './process/master-leadership.ts';
 import { within } from './testing/deadline.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from './testing/etcd.ts';
-import { confArgs, workerConf } from './testing/master-group-processes.ts';
+import { confArgs, LOOPBACK_MASTER_CONF, workerConf } from './testing/master-group-processes.ts';
 import { pollFor } from './testing/poll.ts';
 import { clientSide, type ClientSide } from './testing/small-job.ts';
 
@@ -61,18 +61,7 @@ describe('a group of real masters across an etcd outage', { skip: etcdSkipReason
     const server = new ServerProcess({
       name: `master-${id}-${start}`,
       logFile: path.join(dir, `master-${id}-${start}.log`),
-      args: [
-        'master',
-        '--log-level',
-        'info',
-        ...[
-          'svc.master.host=127.0.0.1',
-          'svc.master.port=0',
-          'svc.master.http.host=127.0.0.1',
-          'svc.master.http.port=0',
-          ...haConf(id),
-        ].flatMap((c) => ['--conf', c]),
-      ],
+      args: ['master', '--log-level', 'info', ...confArgs([...LOOPBACK_MASTER_CONF, ...haConf(id)])],
     });
     started.push(server);
     return server;

@@ -12,6 +12,7 @@ import { planMasterGroup } from './cluster/master-group.ts';
 import { ServerProcess } from './cluster/server-process.ts';
 import { NOT_LEADER_EXIT_CODE } from './process/master-leadership.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from './testing/etcd.ts';
+import { confArgs, LOOPBACK_MASTER_CONF } from './testing/master-group-processes.ts';
 import { clientSide, type ClientSide } from './testing/small-job.ts';
 
 /** The documented bound: a SIGKILLed leader's successor serves within a lease TTL plus two seconds. */
@@ -53,14 +54,11 @@ describe('a group of real masters on etcd', { skip: etcdSkipReason, timeout: 120
         'master',
         '--log-level',
         'info',
-        ...[
-          'svc.master.host=127.0.0.1',
-          'svc.master.port=0',
-          'svc.master.http.host=127.0.0.1',
-          'svc.master.http.port=0',
+        ...confArgs([
+          ...LOOPBACK_MASTER_CONF,
           `svc.master.state.dir=${path.join(dir, `state-${id}`)}`,
           ...haConf(id),
-        ].flatMap((c) => ['--conf', c]),
+        ]),
       ],
     });
     extra.push(master);

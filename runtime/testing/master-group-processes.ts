@@ -31,6 +31,14 @@ export function workerConf(own: string, host: ProcessHost = LOOPBACK): string[] 
   ];
 }
 
+/** A master on loopback with every port from 0, for the group tests' masters started without MasterGroupProcesses. */
+export const LOOPBACK_MASTER_CONF: readonly string[] = [
+  'svc.master.host=127.0.0.1',
+  'svc.master.port=0',
+  'svc.master.http.host=127.0.0.1',
+  'svc.master.http.port=0',
+];
+
 /** `--conf` arguments for each of `conf`. */
 export const confArgs = (conf: readonly string[]): string[] => conf.flatMap((c) => ['--conf', c]);
 
