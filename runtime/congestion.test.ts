@@ -11,6 +11,7 @@ import { startApplication } from './client/application.ts';
 import type { ClientLogger } from './client/client-log.ts';
 import { connectExecutor } from './client/shuffle-client.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
+import { within } from './testing/deadline.ts';
 import { parseExposition, samplesOf } from './metrics/testing.ts';
 import { readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/small-job.ts';
 
@@ -20,6 +21,8 @@ import { readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/sm
 // Not larger: once congested, the job goes at about the watermark's speed.
 const JOB: SmallJob = { maps: 2, partitions: 2, recordsPerPartition: 40, recordBytes: 1000 };
 const CLIENT_CONF = { 'svc.client.push.buffer.max.size': '2k' };
+/** Far above a congested job's minute at worst: about 80 batches, one in flight, at most 2 s apart per map task. */
+const JOB_DEADLINE_MS = 150_000;
 
 const CONGESTION_ON = [
   'svc.worker.congestionControl.enabled=true',
@@ -48,8 +51,19 @@ async function runJobCapturingClientLines(master: string): Promise<Captured[]> {
     ...(app.secret === undefined ? {} : { secret: app.secret }),
   });
   try {
-    const results = await writeMaps(executor, 0, JOB);
-    await readAndVerify(executor, 0, JOB, winnersOf(results));
+    // A deadline of its own, so that a job that stops making progress fails with the client's last lines, not the
+    // file's timeout.
+    await within(
+      (async () => {
+        const results = await writeMaps(executor, 0, JOB);
+        await readAndVerify(executor, 0, JOB, winnersOf(results));
+      })(),
+      'the job to verify',
+      JOB_DEADLINE_MS,
+    ).catch((error: unknown) => {
+      const tail = lines.slice(-15).map((line) => JSON.stringify(line.fields));
+      throw new Error(`${String(error)}; the client's last lines:\n${tail.join('\n')}`);
+    });
   } finally {
     await executor.close();
     await app.close();

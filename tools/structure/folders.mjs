@@ -92,7 +92,7 @@ export const mayImport = {
   'sim/faults': ['core', 'sim/world'],
   'sim/workload': ['core', 'conf', 'sim/world', 'sim/faults'],
   'sim/invariants': ['core', 'sim/world', 'sim/faults', 'sim/workload'],
-  'sim/cluster': ['core', 'conf', 'sim/world', 'sim/faults', 'sim/workload', 'sim/invariants'],
+  'sim/cluster': ['core', 'conf', 'sim/world', 'sim/faults', 'sim/workload', 'sim/invariants', 'sim/ha'],
   'sim/ha': ['core', 'sim/world'],
   conformance: ['runtime/client', 'runtime/cluster', 'runtime/testing'],
   bench: ['core', 'conf', 'runtime', 'sim'],
