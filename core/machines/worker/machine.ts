@@ -202,6 +202,7 @@ function requirementOf(s: WorkerMachineState, message: Message): Requirement | u
     case 'RegisterWorkerResponse':
     case 'WorkerHeartbeatResponse':
     case 'ApplicationSecretResponse':
+    case 'NotLeader': // a follower master's answer; the worker's network follows the leader before it gets here
       return SERVER;
     case 'RegisterWorker':
     case 'WorkerHeartbeat':
@@ -275,6 +276,7 @@ function onReceive(s: WorkerMachineState, out: Outbox, envelope: Envelope): Work
     case 'WorkerHeartbeatResponse':
       if (inReplyTo !== undefined) return onHeartbeatAnswer(s, out, inReplyTo, message);
       break;
+    case 'NotLeader':
     case 'RegisterWorker':
     case 'WorkerHeartbeat':
     case 'ReportWorkerUnavailable':
