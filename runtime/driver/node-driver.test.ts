@@ -259,3 +259,36 @@ describe('NodeDriver order of held effects', () => {
     assert.deepEqual(sent, ['re persist a', 're plain b', 're plain c']);
   });
 });
+
+describe('NodeDriver timers', () => {
+  it('delivers a timer no earlier than its time, even when the clock runs behind the event loop’s timers', async () => {
+    // A clock at a quarter of real speed: each timeout, measured in real time, ends early by the clock's reading.
+    const start = performance.now();
+    const clock = () => Math.floor((performance.now() - start) / 4);
+    const fired: { at: number; now: number }[] = [];
+    let at = 0;
+    const timed: Machine<null> = {
+      step(state, input: Input, now) {
+        if (input.kind === 'start') {
+          at = now + 20;
+          return { state, effects: [{ kind: 'setTimer', name: 'pause', at }] };
+        }
+        if (input.kind === 'timer') fired.push({ at, now });
+        return { state, effects: [] };
+      },
+    };
+    const node = new NodeDriver('n', timed, null, '0.6.0', {
+      send: () => undefined,
+      logger: createLogger('silent', {}),
+      clock,
+    });
+    node.start(new Map());
+    await within(
+      node.until(() => (fired.length > 0 ? true : undefined)),
+      'the timer to be delivered',
+    );
+    node.stop();
+    assert.equal(fired.length, 1, 'delivered once');
+    assert.ok(fired[0]!.now >= fired[0]!.at, `delivered at ${fired[0]!.now}, not before ${fired[0]!.at}`);
+  });
+});

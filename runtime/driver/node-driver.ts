@@ -258,15 +258,7 @@ export class NodeDriver<S> {
       case 'setTimer': {
         const previous = this.timers.get(effect.name);
         if (previous !== undefined) clearTimeout(previous);
-        const name = effect.name;
-        const timer = setTimeout(
-          () => {
-            this.timers.delete(name);
-            this.input({ kind: 'timer', name });
-          },
-          Math.max(0, effect.at - this.clock()),
-        );
-        this.timers.set(name, timer);
+        this.armTimer(effect.name, effect.at);
         return;
       }
       case 'cancelTimer': {
@@ -326,5 +318,26 @@ export class NodeDriver<S> {
     const storage = this.services.storage;
     if (storage === undefined) throw new Error(`${this.id} issued a ${kind} effect but has no storage`);
     return storage;
+  }
+
+  /**
+   * Delivers timer `name` once the clock reads `at` or later, never before: the core may rely on it (a pause that
+   * ends early looks like one another pause replaced, and nothing would end it). Node measures a timeout from the
+   * event loop's cached time, which lags the clock by as long as the current turn has run, so a timer can fire
+   * early by that much on a busy process; it is then armed again for the rest.
+   */
+  private armTimer(name: string, at: number): void {
+    const timer = setTimeout(
+      () => {
+        if (this.clock() < at) {
+          this.armTimer(name, at);
+          return;
+        }
+        this.timers.delete(name);
+        this.input({ kind: 'timer', name });
+      },
+      Math.max(0, Math.ceil(at - this.clock())),
+    );
+    this.timers.set(name, timer);
   }
 }
