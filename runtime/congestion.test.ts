@@ -104,11 +104,15 @@ describe('congestion control on a real worker', () => {
       Number(ended.congestedReplies) > 0,
       `the end line counts the congested replies: ${String(ended.congestedReplies)}`,
     );
-    assert.equal(
-      worker.seen((line) => line.event === 'worker.congestion.started').length,
-      worker.seen((line) => line.event === 'worker.congestion.ended').length,
-      'one start and one end line per episode',
+    // The job is over: every episode it caused ends (a throttled job may cause more than one: its pushes fall under
+    // the low watermark, speed up again and pass the high one), each with one start and one end line.
+    const starts = worker.seen((line) => line.event === 'worker.congestion.started').length;
+    const ends = await worker.waitForCount(
+      (line) => line.event === 'worker.congestion.ended',
+      starts,
+      `an end line for each of the ${starts} episode(s) the job caused`,
     );
+    assert.equal(ends.length, starts, 'one start and one end line per episode');
     assert.ok(
       (await workerCounter(cluster, 'metrics_PushDataCongestedCount_Count')) > 0,
       'congested replies counted',
