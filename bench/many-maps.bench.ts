@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { parseBytes } from '../conf/values.ts';
 import { Child, CLIENT_FILE, SINK_FILE } from './dataplane/children.ts';
 import { cpuSeconds, machineInfo } from './dataplane/proc.ts';
+import { defaultJsonPath } from './dataplane/options.ts';
 import type { FromClient, FromSink, ToClient, ToSink } from './dataplane/protocol.ts';
 import type { Workload } from './dataplane/workload.ts';
 
@@ -331,16 +332,7 @@ async function main(): Promise<number> {
       ].join('\n'),
     );
     if (!flags['no-json']) {
-      const file =
-        flags.json ??
-        path.join(
-          import.meta.dirname,
-          'results',
-          `many-maps-${new Date()
-            .toISOString()
-            .replace(/:/g, '-')
-            .replace(/\.\d+Z$/, 'Z')}.json`,
-        );
+      const file = flags.json ?? defaultJsonPath(import.meta.dirname, new Date(), 'many-maps');
       mkdirSync(path.dirname(file), { recursive: true });
       const { output: _output, ...svcFigures } = svc;
       writeFileSync(

@@ -26,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { ServerProcess, STARTUP_WAIT_MS } from '../runtime/cluster/server-process.ts';
 import { Child } from './dataplane/children.ts';
 import { cpuSeconds, machineInfo, memoryOf, RssSampler } from './dataplane/proc.ts';
+import { defaultJsonPath } from './dataplane/options.ts';
 import type {
   Counts,
   FromEcho,
@@ -275,16 +276,7 @@ async function main(): Promise<number> {
         (master.counts.refusals === 0 ? '' : ` (${master.counts.refusals} refusals)`),
     );
     if (!flags['no-json']) {
-      const file =
-        flags.json ??
-        path.join(
-          import.meta.dirname,
-          'results',
-          `master-load-${new Date()
-            .toISOString()
-            .replace(/:/g, '-')
-            .replace(/\.\d+Z$/, 'Z')}.json`,
-        );
+      const file = flags.json ?? defaultJsonPath(import.meta.dirname, new Date(), 'master-load');
       mkdirSync(path.dirname(file), { recursive: true });
       const result = { machine, loadBefore: load, loadAfter, shape, heartbeatWindowS, steadyS, master, echo };
       writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);

@@ -281,10 +281,11 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
   };
 }
 
-export function defaultJsonPath(benchDir: string, date: Date): string {
+/** Where a bench writes its figures unless told: `bench/results/<name>-<UTC time>.json`. */
+export function defaultJsonPath(benchDir: string, date: Date, name = 'dataplane'): string {
   const stamp = date
     .toISOString()
     .replace(/:/g, '-')
     .replace(/\.\d+Z$/, 'Z');
-  return path.join(benchDir, 'results', `dataplane-${stamp}.json`);
+  return path.join(benchDir, 'results', `${name}-${stamp}.json`);
 }
