@@ -35,6 +35,12 @@ const FAILOVER_BOUND_MS = DEFAULT_HA_TIMING.leaseTtlMs + 2_000;
  */
 const LOADED_MACHINE_SLACK_MS = 5_000;
 const STARTUP_WAIT_MS = 120_000;
+/**
+ * A worker learns its master died at its next heartbeat (a quarter of svc.master.heartbeat.worker.timeout: 30 s),
+ * finds the member refused and follows the group within that one heartbeat (core/ha/follow-leader.ts,
+ * resendAfterUnreachable). The wait is for that state, with room for a loaded machine.
+ */
+const WORKER_FOLLOWS_WITHIN_MS = 30_000 + 60_000;
 const JOB: SmallJob = { maps: 4, partitions: 6, recordsPerPartition: 50, recordBytes: 64 };
 
 const CLI = fileURLToPath(new URL('./cli/main.ts', import.meta.url));
@@ -164,6 +170,8 @@ describe(
         await worker.waitFor(
           (line) => line.event === 'master.follow' && line.to === newAddress,
           `following ${newAddress}`,
+          0,
+          WORKER_FOLLOWS_WITHIN_MS,
         );
       }
       const listening = leading.line;

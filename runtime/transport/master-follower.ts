@@ -8,6 +8,7 @@ import {
   followMaster,
   masterCursor,
   resendAfterNotLeader,
+  resendAfterUnreachable,
   type MasterAnswer,
   type MasterCursor,
 } from '../../core/ha/follow-leader.ts';
@@ -32,7 +33,7 @@ export interface MasterFollowerOptions {
 export class MasterFollower {
   private cursor: MasterCursor;
   private readonly byText = new Map<string, Address>();
-  private readonly requests = new Map<string, { envelope: WireEnvelope; resent: number }>();
+  private readonly requests = new Map<string, { envelope: WireEnvelope; resent: number; sentTo: string }>();
 
   constructor(private readonly options: MasterFollowerOptions) {
     for (const member of options.members) this.byText.set(addressText(member), member);
@@ -49,7 +50,7 @@ export class MasterFollower {
     if (envelope.to === this.options.masterId && envelope.requestId !== undefined) {
       const key = requestKey(envelope.from, envelope.requestId);
       this.requests.delete(key);
-      this.requests.set(key, { envelope, resent });
+      this.requests.set(key, { envelope, resent, sentTo: this.current });
       if (this.requests.size > MAX_REMEMBERED_REQUESTS) {
         this.requests.delete(this.requests.keys().next().value!);
       }
@@ -73,6 +74,22 @@ export class MasterFollower {
     } else {
       this.options.failed(request.envelope);
     }
+    return true;
+  }
+
+  /**
+   * A send failed (the transport reports the connection's failure first, then each envelope it held): true when it
+   * was a request to the master that went on to the member the cursor moved to, and is not failed at its sender.
+   */
+  sendFailed(envelope: WireEnvelope): boolean {
+    if (envelope.to !== this.options.masterId || envelope.requestId === undefined) return false;
+    const key = requestKey(envelope.from, envelope.requestId);
+    const request = this.requests.get(key);
+    if (request === undefined || !resendAfterUnreachable(this.cursor, request.sentTo, request.resent)) {
+      this.requests.delete(key);
+      return false;
+    }
+    this.send(request.envelope, request.resent + 1);
     return true;
   }
 
