@@ -78,6 +78,19 @@ describe('a group of real masters across an etcd outage', { skip: etcdSkipReason
     return server;
   }
 
+  /** Each member's leadership lines, for a failure's message. */
+  const story = (group: readonly ServerProcess[]): string =>
+    group
+      .map(
+        (server) =>
+          `${server.options.name}: ` +
+          server
+            .seen((line) => String(line.event).startsWith('ha.') || line.event === 'listening')
+            .map((line) => `${String(line.time).slice(11, 23)} ${String(line.event)}`)
+            .join(', '),
+      )
+      .join('; ');
+
   const count = (server: ServerProcess, event: string): number =>
     server.seen((line) => line.event === event).length;
 
@@ -153,7 +166,7 @@ describe('a group of real masters across an etcd outage', { skip: etcdSkipReason
     await etcd.etcd.start();
     const group = [m1, m2, m3again];
     const leader = await pollFor(
-      () => group.find((server) => count(server, 'listening') > 0),
+      () => group.find((server) => server.running && count(server, 'listening') > 0),
       () => 'a master to lead once etcd is back',
       { timeoutMs: 30_000 },
     );
@@ -161,11 +174,14 @@ describe('a group of real masters across an etcd outage', { skip: etcdSkipReason
     for (const other of group.filter((server) => server !== leader)) {
       await other.waitForEvent('ha.following');
     }
-    assert.deepEqual(
-      group.map((server) => count(server, 'ha.leading')),
-      group.map((server) => (server === leader ? 1 : 0)),
-      'exactly one master leads',
-    );
+    // On a loaded machine a master may win the first campaign and lose its lease before or soon after it serves (it
+    // steps down and exits for its supervisor); what must hold is that it stopped acting, so that one master leads.
+    assert.equal(count(leader, 'ha.leading'), 1, `${leader.options.name} leads once: ${story(group)}`);
+    for (const other of group.filter((server) => server !== leader)) {
+      if (count(other, 'ha.leading') === 0) continue;
+      await other.waitForEvent('ha.stepDown', STEP_DOWN_BOUND_MS);
+    }
+    assert.ok(leader.running, `the leader runs: ${story(group)}`);
     const shuffles = JSON.stringify(await getJson(listening, '/api/v1/shuffles'));
     assert.ok(shuffles.includes(`${appId}-1`), `the old leader's shuffle survived: ${shuffles}`);
 
