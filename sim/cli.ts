@@ -223,6 +223,7 @@ async function many(
         name.startsWith('transport.silentPeer') ||
         name.startsWith('congestion.') ||
         name.startsWith('ha.') ||
+        name.startsWith('maps.') ||
         name === 'memoryWithoutEnabling'
       )
         notes.set(name, (notes.get(name) ?? 0) + value);

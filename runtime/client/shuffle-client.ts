@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { Writable, type Readable } from 'node:stream';
 import { mapTaskConfigFrom } from '../../conf/machine-configs.ts';
 import { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
+import { LocationCache } from '../../core/machines/client/location-cache.ts';
 import {
   initialMapTaskState,
   mapTaskHasRoom,
@@ -165,6 +166,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     client,
     network,
     fileGroups: new FileGroupCache(),
+    locations: new LocationCache(),
     closed: false,
     refusal,
     authRefusal,
@@ -230,6 +232,8 @@ function sameShape(a: ShuffleShape, b: ShuffleShape): boolean {
 
 /** What the executor's writers and readers share: the reader's context, with `closed` set by `close()`. */
 interface ExecutorContext extends ReaderContext {
+  /** The shuffles' locations this executor's map tasks were told and revived to: later tasks start from them. */
+  readonly locations: LocationCache;
   /**
    * Set when the executor closes. Every task runs as a node on `network.host` (with `stop`): closing stops them
    * there, so that their waits reject with ClientClosedError, and the host refuses tasks started later.
@@ -408,6 +412,11 @@ class TaskWriter extends EventEmitter implements MapWriter {
     if (context.network.host.has(id)) {
       throw new SvcClientError(`map ${this.mapId} attempt ${this.attemptId} is already running here`);
     }
+    const registeredLocations = context.locations.lookup(
+      context.appId,
+      this.shuffleId,
+      this.shape.partitions,
+    );
     const config = {
       ...mapTaskConfigFrom(
         context.client.conf,
@@ -420,6 +429,7 @@ class TaskWriter extends EventEmitter implements MapWriter {
       // Pushes go to workers, each a process of its own, over sockets: a frame's bytes are copied into the kernel
       // before the answer that acknowledges them can come.
       reuseAcknowledgedFrames: true,
+      ...(registeredLocations === undefined ? {} : { registeredLocations }),
     };
     const driver = new NodeDriver<MapTaskState>(
       id,
@@ -437,7 +447,17 @@ class TaskWriter extends EventEmitter implements MapWriter {
     context.network.host.add(driver);
     // 'drain' once room returns after a write said false: emitted after the step, never inside it, so that a map
     // writing from its listener hands the task its records outside the task's step.
+    // The locations the task was told at registration, then those it revived to once it won, for the executor's
+    // later tasks of the shuffle.
+    let told = registeredLocations !== undefined;
+    let won = false;
     driver.watch(() => {
+      const state = driver.state;
+      if ((!told && state.phase === 'pushing') || (!won && state.phase === 'won')) {
+        told = true;
+        won = state.phase === 'won';
+        context.locations.remember(context.appId, this.shuffleId, state.locations.values());
+      }
       if (this.waitingForRoom && mapTaskHasRoom(driver.state)) {
         this.waitingForRoom = false;
         queueMicrotask(() => this.emit('drain'));

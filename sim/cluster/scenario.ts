@@ -308,7 +308,7 @@ function buildCluster(
   const byAppId = new Map(apps.map((app) => [app.appId, app]));
   const stageRerun = new Map(apps.map((app) => [app.appId, stageRerunOf(app)]));
   const factory: TaskFactory = {
-    mapTask(app, job, mapId, attemptId) {
+    mapTask(app, job, mapId, attemptId, registeredLocations) {
       const ids = { shuffleId: job.shuffleId, mapId, attemptId };
       return {
         id: mapTaskNodeId(app.appId, job.shuffleId, mapId, attemptId),
@@ -317,7 +317,13 @@ function buildCluster(
         release: app.clientRelease,
         principal: applicationPrincipal(app),
         machine: mapTaskMachine,
-        initialState: () => initialMapTaskState(mapTaskConfig(app, ids, job.shape)),
+        initialState: () => {
+          const config = mapTaskConfig(app, ids, job.shape);
+          const known = registeredLocations();
+          return initialMapTaskState(
+            known === undefined ? config : { ...config, registeredLocations: known },
+          );
+        },
       };
     },
     mapRecords(app, job, mapId, attemptId) {
@@ -555,6 +561,8 @@ function buildCluster(
         if (name.startsWith('handshake.') && name !== 'handshake.accepted') counts[name] = value;
         // Peers given up on as silent, their pings and probes, and the requests failed at once meanwhile.
         if (name.startsWith('transport.silentPeer')) counts[name] = value;
+        // Map tasks that started from their executor's locations and sent no RegisterShuffle.
+        if (name === 'maps.locationsFromExecutor') counts[name] = value;
       }
       Object.assign(counts, congestionCounts(world.trace.counters, Object.keys(congestion).length > 0));
       notes.push(...engine.progress(world));

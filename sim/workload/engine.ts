@@ -1,7 +1,8 @@
 import { clusterShuffleId, isStageAttempt, MAX_STAGE_ATTEMPT } from '../../core/client/stage-attempts.ts';
-import { idList } from '../../core/domain/index.ts';
+import { idList, type PartitionLocation } from '../../core/domain/index.ts';
 import type { Input, NodeId } from '../../core/machines/effects.ts';
 import { FileGroupCache, type FileGroupAnswer } from '../../core/machines/client/file-group-cache.ts';
+import { LocationCache } from '../../core/machines/client/location-cache.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { driverNodeId } from '../../core/protocol/node-ids.ts';
 import { mapTaskHasRoom, type MapTaskState } from '../../core/machines/client/map-task.ts';
@@ -48,7 +49,14 @@ export interface JobRun {
 
 /** Builds the nodes of tasks (the scenario resolves their configuration as of the application's release). */
 export interface TaskFactory {
-  mapTask(app: AppShape, job: JobRun, mapId: number, attemptId: number): NodeDefinition<MapTaskState>;
+  /** `registeredLocations` is asked when the task starts: the shuffle's locations its executor holds, if any. */
+  mapTask(
+    app: AppShape,
+    job: JobRun,
+    mapId: number,
+    attemptId: number,
+    registeredLocations: () => readonly PartitionLocation[] | undefined,
+  ): NodeDefinition<MapTaskState>;
   /** What a map attempt writes, by partition: the engine hands it to the task over time (`records` inputs). */
   mapRecords(
     app: AppShape,
@@ -148,12 +156,18 @@ interface AppRun {
   /** Which node holds each slot (only with AppShape.taskSlots). */
   readonly slots: (NodeId | undefined)[];
   /** The shuffle client of each executor (slot index ÷ AppShape.executorCores). */
-  readonly executors: FileGroupCache[];
+  readonly executors: ExecutorCaches[];
   /** Launches waiting for a free slot, oldest first. */
   waiting: Launch[];
 }
 
 const DEFAULT_EXECUTOR_CORES = 4;
+
+/** What an executor's shuffle client holds: its reducers' file groups and its map tasks' locations, by shuffle. */
+interface ExecutorCaches {
+  readonly fileGroups: FileGroupCache;
+  readonly locations: LocationCache;
+}
 
 /** A task launch waiting for a slot: it runs only if its stage attempt is still the application's current one. */
 interface Launch {
@@ -211,6 +225,8 @@ export class Engine implements Observer {
   private readonly apps: AppRun[];
   private readonly tasks = new Map<NodeId, TaskRef>();
   private readonly settled = new Set<NodeId>();
+  /** Map attempts whose executor has the locations they were told (at most one report each, before they end). */
+  private readonly toldExecutor = new Set<NodeId>();
   /** Map attempts whose application is still writing. */
   private readonly feeds = new Map<NodeId, MapWrites>();
   /** When each reducer's current process started (a retry starts a new one). */
@@ -240,7 +256,7 @@ export class Engine implements Observer {
       slots: [...Array(slotLimit(shape) ?? 0).keys()].map(() => undefined),
       executors: [
         ...Array(Math.ceil((slotLimit(shape) ?? 0) / (shape.executorCores ?? DEFAULT_EXECUTOR_CORES))).keys(),
-      ].map(() => new FileGroupCache()),
+      ].map(() => ({ fileGroups: new FileGroupCache(), locations: new LocationCache() })),
       waiting: [],
     }));
     this.running = this.apps.length;
@@ -296,7 +312,7 @@ export class Engine implements Observer {
       app.maps.forEach((map, mapId) => {
         if (mapDone(map)) return;
         const attempts = [...map.running].map((attemptId) => {
-          const node = this.factory.mapTask(app.shape, job, mapId, attemptId).id;
+          const node = this.factory.mapTask(app.shape, job, mapId, attemptId, () => undefined).id;
           const state = world.stateOf(node) as MapTaskState | undefined;
           return `attempt ${attemptId} ${state?.phase ?? 'not started'}`;
         });
@@ -355,7 +371,7 @@ export class Engine implements Observer {
     const ref = this.tasks.get(node);
     if (ref?.kind !== 'reduce') return;
     const app = ref.app;
-    this.executorOf(app, node)?.remember(app.shape.appId, ref.shuffleId, answer);
+    this.executorOf(app, node)?.fileGroups.remember(app.shape.appId, ref.shuffleId, answer);
     if (app.job?.shuffleId !== ref.shuffleId) return;
     const winners = answer.mapAttempts;
     const disagreement = app.maps.findIndex(
@@ -429,7 +445,15 @@ export class Engine implements Observer {
     const job = app.job!;
     const map = app.maps[mapId]!;
     const attemptId = map.nextAttempt++;
-    const def = this.factory.mapTask(app.shape, job, mapId, attemptId);
+    const def = this.factory.mapTask(app.shape, job, mapId, attemptId, () => {
+      const known = this.executorOf(app, def.id)?.locations.lookup(
+        app.shape.appId,
+        job.shuffleId,
+        job.shape.numPartitions,
+      );
+      if (known !== undefined) world.trace.count('maps.locationsFromExecutor');
+      return known;
+    });
     this.tasks.set(def.id, { kind: 'map', app, shuffleId: job.shuffleId, mapId, attemptId });
     map.running.add(attemptId);
     const computeMs = job.shape.mapComputeMs?.[mapId] ?? 0;
@@ -510,6 +534,7 @@ export class Engine implements Observer {
   /** A map attempt is over, whatever its end: the engine stops watching it and its slot is free. */
   private endAttempt(world: World, app: AppRun, map: MapRun, node: NodeId, attemptId: number): void {
     this.settled.add(node);
+    this.toldExecutor.delete(node);
     map.running.delete(attemptId);
     this.releaseSlot(world, app, node);
   }
@@ -550,7 +575,7 @@ export class Engine implements Observer {
   }
 
   /** The shuffle client of the executor whose slot `node` holds; none without task slots. */
-  private executorOf(app: AppRun, node: NodeId): FileGroupCache | undefined {
+  private executorOf(app: AppRun, node: NodeId): ExecutorCaches | undefined {
     const slot = app.slotHolders.get(node);
     if (slot === undefined || slot < 0) return undefined;
     return app.executors[Math.floor(slot / (app.shape.executorCores ?? DEFAULT_EXECUTOR_CORES))];
@@ -566,6 +591,7 @@ export class Engine implements Observer {
     const map = app.maps[ref.mapId]!;
     switch (state.phase) {
       case 'won':
+        this.tellExecutor(app, node, ref, state);
         this.endAttempt(world, app, map, node, ref.attemptId);
         if (map.winner !== undefined && map.winner !== ref.attemptId) {
           world.fail({
@@ -586,13 +612,28 @@ export class Engine implements Observer {
       case 'failed':
         this.mapAttemptFailed(world, node, ref, state.error ?? 'no reason given');
         return;
-      case 'registering':
       case 'pushing':
+        if (!this.toldExecutor.has(node)) this.tellExecutor(app, node, ref, state);
+        this.feed(world, node);
+        return;
+      case 'registering':
         this.feed(world, node);
         return;
       case 'ending':
         return;
     }
+  }
+
+  /** The attempt's executor keeps the locations it was told (and, once it won, those it revived to). */
+  private tellExecutor(
+    app: AppRun,
+    node: NodeId,
+    ref: Extract<TaskRef, { kind: 'map' }>,
+    state: MapTaskState,
+  ): void {
+    if (state.phase === 'won') this.toldExecutor.delete(node);
+    else this.toldExecutor.add(node);
+    this.executorOf(app, node)?.locations.remember(app.shape.appId, ref.shuffleId, state.locations.values());
   }
 
   /** A map attempt failed (or its executor was lost): once no attempt of the map runs, the map is tried again. */
@@ -656,7 +697,7 @@ export class Engine implements Observer {
   private launchReduce(world: World, app: AppRun, partitionId: number): void {
     const job = app.job!;
     const def = this.factory.reduceTask(app.shape, job, partitionId, () =>
-      this.executorOf(app, def.id)?.lookup(app.shape.appId, job.shuffleId),
+      this.executorOf(app, def.id)?.fileGroups.lookup(app.shape.appId, job.shuffleId),
     );
     this.takeSlot(world, app, def.id, (w) => {
       this.tasks.set(def.id, { kind: 'reduce', app, shuffleId: job.shuffleId, partitionId });
@@ -810,7 +851,9 @@ export class Engine implements Observer {
     }
     if (victim === undefined) return;
     // The executor's process is gone, and what its shuffle client had cached with it (its slots get a new one).
-    this.executorOf(app, victim.node)?.forget(app.shape.appId, shuffleId);
+    const executor = this.executorOf(app, victim.node);
+    executor?.fileGroups.forget(app.shape.appId, shuffleId);
+    executor?.locations.forget(app.shape.appId, shuffleId);
     world.crash(victim.node);
     const message = 'the executor running the task was lost';
     if (victim.ref.kind === 'map') this.mapAttemptFailed(world, victim.node, victim.ref, message);
@@ -910,7 +953,10 @@ export class Engine implements Observer {
   }
 
   private unregisterShuffle(world: World, app: AppRun, shuffleId: number): void {
-    for (const executor of app.executors) executor.forget(app.shape.appId, shuffleId);
+    for (const executor of app.executors) {
+      executor.fileGroups.forget(app.shape.appId, shuffleId);
+      executor.locations.forget(app.shape.appId, shuffleId);
+    }
     this.tellLifecycleManager(world, app, { type: 'UnregisterShuffle', appId: app.shape.appId, shuffleId });
   }
 

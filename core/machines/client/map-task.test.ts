@@ -248,6 +248,23 @@ describe('map task', () => {
     assert.equal(h.node.state().phase, 'won');
   });
 
+  it('given the locations its executor holds, pushes at once and never registers', () => {
+    const h = new Harness({ registeredLocations: [location(0, 0, 0), location(1, 0, 1)] });
+    assert.equal(h.received(h.lm, 'RegisterShuffle').length, 0, 'no RegisterShuffle');
+    const pushes = [...h.pushes(0, 'SUCCESS'), ...h.pushes(0, 'SUCCESS'), ...h.pushes(1, 'SUCCESS')];
+    assert.deepEqual(
+      framesOf(pushes).map((f) => [f.partitionId, f.batchId, f.epoch]),
+      [
+        [0, 0, 0],
+        [0, 1, 0],
+        [1, 2, 0],
+      ],
+    );
+    h.answer(h.lm, 'MapperEnd', () => ({ type: 'StatusResponse', status: 'SUCCESS', message: '' }));
+    h.advance(5);
+    assert.equal(h.node.state().phase, 'won');
+  });
+
   it('on HARD_SPLIT revives and resends the same batch, framed with the new epoch, at no cost to the budget', () => {
     const h = new Harness({ maxReviveRetries: 0 });
     h.register();

@@ -105,6 +105,12 @@ export interface MapTaskConfig {
    * must leave it off. A frame sent more than once is never reused: an earlier send may still wait in a queue.
    */
   readonly reuseAcknowledgedFrames?: boolean;
+  /**
+   * The shuffle's locations, one per partition, as the executor's shuffle client already holds them (an earlier
+   * task's registration and revives, core/machines/client/location-cache.ts): the task pushes at once and never
+   * sends RegisterShuffle. Absent: it registers the shuffle first.
+   */
+  readonly registeredLocations?: readonly PartitionLocation[];
 }
 
 /**
@@ -399,7 +405,8 @@ function handle(d: Draft, input: Input): void {
   if (isSettled(d.phase)) return;
   switch (input.kind) {
     case 'start':
-      registerShuffle(d, 1);
+      if (d.config.registeredLocations === undefined) registerShuffle(d, 1);
+      else beginPushing(d, d.config.registeredLocations);
       return;
     case 'receive':
       onReceive(d, input.envelope);
@@ -768,7 +775,12 @@ function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): 
     fail(d, `shuffle registration failed with ${message.status}: ${message.message}`, message.status);
     return;
   }
-  for (const location of message.locations) d.locations.set(location.partitionId, location);
+  beginPushing(d, message.locations);
+}
+
+/** The shuffle's locations are known: batches cut while they were not go now. */
+function beginPushing(d: Draft, locations: readonly PartitionLocation[]): void {
+  for (const location of locations) d.locations.set(location.partitionId, location);
   d.phase = 'pushing';
   for (const partition of d.partitions) {
     if (partition.frames.length > 0) d.refill.add(partition.partitionId);
@@ -1276,7 +1288,12 @@ function sendMapperEnd(d: Draft, attempt: number): void {
 function onMapperEndAnswer(d: Draft, message: MessageOf<'StatusResponse'>): void {
   if (message.status === 'SUCCESS') {
     d.phase = 'won';
-    log(d.out, 'info', 'map attempt won', { mapId: d.config.mapId, attemptId: d.config.attemptId });
+    log(d.out, 'info', 'map attempt won', {
+      mapId: d.config.mapId,
+      attemptId: d.config.attemptId,
+      // Whether it registered the shuffle or started from what its executor held (registeredLocations).
+      locationsFrom: d.config.registeredLocations === undefined ? 'lifecycleManager' : 'executor',
+    });
   } else if (message.status === 'MAP_ENDED') lose(d, message.message);
   else fail(d, `MapperEnd refused with ${message.status}: ${message.message}`, message.status);
 }
