@@ -412,7 +412,8 @@ function withMaster(command: Command): Command {
     .addOption(
       new Option(
         '--master <url>',
-        "the master's management address, or every member's of a group, comma-separated, to ask the leader " +
+        "the master's management address, or every member's of a group, comma-separated: a read goes to the " +
+          'first member that answers it, a command to the leader ' +
           '(default: http://<svc.master.http.host>:<svc.master.http.port>)',
       ).argParser(httpUrls),
     )
