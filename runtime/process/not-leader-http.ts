@@ -110,5 +110,13 @@ export async function serveFollowerHttp(options: FollowerHttpOptions): Promise<M
     `master ${memberId} follows: its management port ${server.address.port} serves reads from the state in etcd ` +
       'and answers writes 503 with the leader until it leads',
   );
-  return server;
+  return {
+    ...server,
+    // Elected: the leader's management API waits for this port, and the master machine for it. A read in flight is
+    // cut rather than given the usual grace (its client asks again, and the leader answers).
+    close: () => {
+      server.app.server.closeAllConnections();
+      return server.close();
+    },
+  };
 }
