@@ -88,7 +88,10 @@ export function machineAccess(
   };
 }
 
-/** The master's management interface (contract 4.1 and its legacy paths) over its running machine. */
+/**
+ * The master's management interface (contract 4.1 and its legacy paths) over its running machine, or over another
+ * access to its state (a follower of a group reads the state stored in etcd): the same handlers either way.
+ */
 export function masterApi(options: MasterApiOptions): ManagementApi & { close(): void } {
   const { conf, self } = options;
   const access = 'access' in options ? options.access : machineAccess(options.driver, options.now);
