@@ -92,8 +92,12 @@ describe('a group of real masters on etcd', { skip: etcdSkipReason, timeout: 120
     await m2.waitForEvent('ha.following');
     const notLeader = await m2.waitForEvent('ha.notLeaderHttp');
     const port = (notLeader.http as { port: number }).port;
-    const refused = await fetch(`http://127.0.0.1:${port}/api/v1/applications`);
-    assert.equal(refused.status, 503, 'a follower answers 503');
+    const refused = await fetch(`http://127.0.0.1:${port}/api/v1/workers/exclude`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ add: [] }),
+    });
+    assert.equal(refused.status, 503, 'a follower answers a command 503');
     const body = (await refused.json()) as { error: string; leader: string | null };
     assert.equal(body.error, 'not leader', 'with "not leader"');
     assert.match(String(body.leader), /^m1@127\.0\.0\.1:\d+$/, 'naming the leader');

@@ -214,6 +214,18 @@ export interface components {
       /** @description What went wrong and what to do instead. */
       message: string;
     };
+    /**
+     * @description svc: the body of a 503 to a command. A follower of a high-availability group adds `error` ("not leader")
+     *     and `leader`.
+     */
+    UnavailableResponse: {
+      /** @description What went wrong and what to do instead. */
+      message: string;
+      /** @description svc: "not leader" when the answering master follows the leader of its group. */
+      error?: string;
+      /** @description svc: the leader as the election last named it, `<id>@<host>:<port>` (its data port); null while none is known. */
+      leader?: string | null;
+    };
     ConfigData: {
       /** @description The config name. */
       name: string;
@@ -540,8 +552,23 @@ export interface components {
         'application/json': components['schemas']['ErrorResponse'];
       };
     };
-    /** @description The master is stopping and no longer takes commands. */
-    Stopping: {
+    /**
+     * @description The master is stopping and no longer takes commands, or (svc) it follows the leader of its group: ask the
+     *     leader (`leader`), after Retry-After.
+     */
+    Unavailable: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['UnavailableResponse'];
+      };
+    };
+    /**
+     * @description svc: a follower of a high-availability group that cannot read the group's state from etcd (unreachable,
+     *     no quorum, or a stored state it cannot read); the message says which. Ask the leader, or again later.
+     */
+    StoredStateUnavailable: {
       headers: {
         [name: string]: unknown;
       };
@@ -552,7 +579,14 @@ export interface components {
   };
   parameters: never;
   requestBodies: never;
-  headers: never;
+  headers: {
+    /**
+     * @description svc: present when a follower of a high-availability group answered: `follower <id>`, and for a state it
+     *     read from etcd `follower <id>; etcd revision <n>`. Such an answer is the group's state as the leader last
+     *     persisted it at that revision, not the leader's live view.
+     */
+    ServedBy: string;
+  };
   pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -646,12 +680,14 @@ export interface operations {
       /** @description The request was successful. */
       200: {
         headers: {
+          'X-Svc-Served-By': components['headers']['ServedBy'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['ShufflesResponse'];
         };
       };
+      503: components['responses']['StoredStateUnavailable'];
     };
   };
   getMasterGroupInfo: {
@@ -686,12 +722,14 @@ export interface operations {
       /** @description The request was successful. */
       200: {
         headers: {
+          'X-Svc-Served-By': components['headers']['ServedBy'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['WorkersResponse'];
         };
       };
+      503: components['responses']['StoredStateUnavailable'];
     };
   };
   excludeWorker: {
@@ -718,7 +756,7 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       415: components['responses']['UnsupportedMediaType'];
-      503: components['responses']['Stopping'];
+      503: components['responses']['Unavailable'];
     };
   };
   getWorkerEvents: {
@@ -733,12 +771,14 @@ export interface operations {
       /** @description The request was successful. */
       200: {
         headers: {
+          'X-Svc-Served-By': components['headers']['ServedBy'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['WorkerEventsResponse'];
         };
       };
+      503: components['responses']['StoredStateUnavailable'];
     };
   };
   sendWorkerEvent: {
@@ -765,7 +805,7 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       415: components['responses']['UnsupportedMediaType'];
-      503: components['responses']['Stopping'];
+      503: components['responses']['Unavailable'];
     };
   };
   getApplications: {
@@ -780,12 +820,14 @@ export interface operations {
       /** @description The request was successful. */
       200: {
         headers: {
+          'X-Svc-Served-By': components['headers']['ServedBy'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['ApplicationsHeartbeatResponse'];
         };
       };
+      503: components['responses']['StoredStateUnavailable'];
     };
   };
   getApplicationHostNames: {
@@ -800,12 +842,14 @@ export interface operations {
       /** @description The request was successful. */
       200: {
         headers: {
+          'X-Svc-Served-By': components['headers']['ServedBy'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['HostnamesResponse'];
         };
       };
+      503: components['responses']['StoredStateUnavailable'];
     };
   };
 }

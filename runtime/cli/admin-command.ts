@@ -183,12 +183,33 @@ function configuredAddress(role: 'master' | 'worker', confFile: string | undefin
   }
 }
 
+/** A request of the master's API, sent with the client of the member asked. */
+type MasterRequest<T> = (client: MasterClient) => Promise<{ data?: T; error?: unknown; response: Response }>;
+
 /**
- * The master to ask: the one given, or, given every member of a group (`--master http://h1:p1,http://h2:p2`), the
- * one that leads. Members are tried as the core's cursor says (core/ha/follow-leader.ts): a member that answers 503
- * "not leader", or does not answer, sends the command on to the next; the first other answer is the leader's.
+ * Whom a request needs: `any` member (a read: followers of a group serve them from the state in etcd) or the
+ * `leader` (a command, which followers refuse; `ready`, which waits for a master that leads).
  */
-async function master(flags: MasterFlags): Promise<{ target: Target; client: MasterClient }> {
+type Needs = 'any' | 'leader';
+
+/** Whether an answer came from a follower of a group (the header every follower's answer carries). */
+function fromFollower(response: Response): boolean {
+  return response.headers.get('x-svc-served-by')?.startsWith('follower') === true;
+}
+
+/**
+ * Sends `request` to the master given, or, given every member of a group (`--master http://h1:p1,http://h2:p2`), to
+ * the members in the core's cursor order (core/ha/follow-leader.ts) until one answers: a member that answers 503
+ * (a follower refusing a command, or unable to read etcd; a stopping master) or does not answer sends the request on
+ * to the next; so does a follower's answer when the request needs the leader. A command is sent to a member only to
+ * be refused before anything is done when that member follows, so sending it on cannot do it twice; one that got no
+ * answer in time is not sent again (it may have been done).
+ */
+async function askMasterAt<T>(
+  flags: MasterFlags,
+  needs: Needs,
+  request: MasterRequest<T>,
+): Promise<{ readonly data: T; readonly target: Target }> {
   const urls = masterAddress(flags)
     .split(',')
     .map((url) => url.trim())
@@ -198,24 +219,47 @@ async function master(flags: MasterFlags): Promise<{ target: Target; client: Mas
     target: { role: 'master' as const, url },
     client: masterClient(url, clientOptions(flags)),
   });
-  if (urls.length <= 1) return at(urls[0] ?? masterAddress(flags));
+  if (urls.length <= 1) {
+    const { target, client } = at(urls[0] ?? masterAddress(flags));
+    return { data: await answer(target, request(client)), target };
+  }
   let cursor = masterCursor(urls);
   const heard: string[] = [];
   for (let tried = 0; tried < cursor.members.length; tried++) {
     const url = currentMaster(cursor);
-    const candidate = at(url);
+    const { target, client } = at(url);
+    let result: Awaited<ReturnType<MasterRequest<T>>>;
     try {
-      const { response, error } = await candidate.client.GET('/api/v1/conf');
-      const refusal = error as { error?: string; message?: string } | undefined;
-      if (response.status !== 503 || refusal?.error !== 'not leader') return candidate;
-      heard.push(`${url}: ${refusal.message ?? 'not leader'}`);
-      cursor = followMaster(cursor, { kind: 'notLeader', from: url, leader: null });
+      result = await request(client);
     } catch (error) {
+      if (needs === 'leader' && error instanceof Error && error.name === 'TimeoutError')
+        return { data: await answer(target, Promise.reject(error)), target };
       heard.push(`${url}: ${networkReason(error)}`);
       cursor = followMaster(cursor, { kind: 'unreachable', member: url });
+      continue;
     }
+    const { response } = result;
+    const refusal = result.error as { error?: string; message?: string } | undefined;
+    if (response.status === 503 || (needs === 'leader' && fromFollower(response))) {
+      heard.push(`${url}: ${refusal?.message ?? (response.status === 503 ? 'HTTP 503' : 'a follower')}`);
+      cursor = followMaster(
+        cursor,
+        refusal?.error === 'not leader' || fromFollower(response)
+          ? { kind: 'notLeader', from: url, leader: null }
+          : { kind: 'unreachable', member: url },
+      );
+      continue;
+    }
+    return { data: await answer(target, Promise.resolve(result)), target };
   }
-  throw new AdminFailure(`no master of the group leads now; ${heard.join('; ')}`);
+  throw new AdminFailure(
+    `${needs === 'leader' ? 'no master of the group leads now' : 'no master of the group answers'}; ${heard.join('; ')}`,
+  );
+}
+
+/** The answer of askMasterAt, without who gave it. */
+async function askMaster<T>(flags: MasterFlags, needs: Needs, request: MasterRequest<T>): Promise<T> {
+  return (await askMasterAt(flags, needs, request)).data;
 }
 
 function worker(url: string, flags: AccessFlags): { target: Target; client: WorkerClient } {
@@ -368,7 +412,8 @@ function withMaster(command: Command): Command {
     .addOption(
       new Option(
         '--master <url>',
-        "the master's management address, or every member's of a group, comma-separated, to ask the leader " +
+        "the master's management address, or every member's of a group, comma-separated: a read goes to the " +
+          'first member that answers it, a command to the leader ' +
           '(default: http://<svc.master.http.host>:<svc.master.http.port>)',
       ).argParser(httpUrls),
     )
@@ -388,8 +433,7 @@ function workersCommand(): Command {
     .description('list the registered workers and the lost, excluded, shutdown and decommissioning ones')
     .action(
       guarded('workers', async (flags: MasterFlags) => {
-        const { target, client } = await master(flags);
-        const response = await answer(target, client.GET('/api/v1/workers'));
+        const response = await askMaster(flags, 'any', (client) => client.GET('/api/v1/workers'));
         if (flags.json === true) printJson(response);
         else for (const line of workersText(response)) console.log(line);
         return 0;
@@ -402,8 +446,7 @@ function eventsCommand(): Command {
     .description('list the worker events the master has sent and their workers have not completed yet')
     .action(
       guarded('events', async (flags: MasterFlags) => {
-        const { target, client } = await master(flags);
-        const response = await answer(target, client.GET('/api/v1/workers/events'));
+        const response = await askMaster(flags, 'any', (client) => client.GET('/api/v1/workers/events'));
         const events = response.workerEvents ?? [];
         if (flags.json === true) printJson(response);
         else if (events.length === 0) console.log('no pending worker events');
@@ -428,11 +471,10 @@ function excludeCommand(): Command {
       guarded('exclude', async (flags: MasterFlags & { add?: WorkerId[]; remove?: WorkerId[] }) => {
         if (flags.add === undefined && flags.remove === undefined)
           throw new AdminFailure('give --add or --remove (or both) with worker ids');
-        const { target, client } = await master(flags);
         const body = { add: flags.add ?? [], remove: flags.remove ?? [] };
         return handled(
           'exclude',
-          await answer(target, client.POST('/api/v1/workers/exclude', { body })),
+          await askMaster(flags, 'leader', (client) => client.POST('/api/v1/workers/exclude', { body })),
           flags.json,
         );
       }),
@@ -454,11 +496,10 @@ function eventCommand(): Command {
     )
     .action(
       guarded('event', async (eventType: EventType, workers: WorkerId[], flags: MasterFlags) => {
-        const { target, client } = await master(flags);
         const body = { eventType, workers };
         return handled(
           'event',
-          await answer(target, client.POST('/api/v1/workers/events', { body })),
+          await askMaster(flags, 'leader', (client) => client.POST('/api/v1/workers/events', { body })),
           flags.json,
         );
       }),
@@ -498,8 +539,7 @@ function confCommand(): Command {
       guarded('conf', async (flags: NodeFlags) => {
         let response: MasterSchemas['ConfResponse'];
         if (flags.worker === undefined) {
-          const { target, client } = await master(flags);
-          response = await answer(target, client.GET('/api/v1/conf'));
+          response = await askMaster(flags, 'any', (client) => client.GET('/api/v1/conf'));
         } else {
           const { target, client } = worker(flags.worker, flags);
           response = await answer(target, client.GET('/api/v1/conf'));
@@ -524,8 +564,7 @@ function shufflesCommand(): Command {
       guarded('shuffles', async (flags: NodeFlags) => {
         let response: MasterSchemas['ShufflesResponse'];
         if (flags.worker === undefined) {
-          const { target, client } = await master(flags);
-          response = await answer(target, client.GET('/api/v1/shuffles'));
+          response = await askMaster(flags, 'any', (client) => client.GET('/api/v1/shuffles'));
         } else {
           const { target, client } = worker(flags.worker, flags);
           response = await answer(target, client.GET('/api/v1/shuffles'));
@@ -554,8 +593,7 @@ function applicationsCommand(): Command {
           else for (const id of response.applications) console.log(id);
           return 0;
         }
-        const { target, client } = await master(flags);
-        const response = await answer(target, client.GET('/api/v1/applications'));
+        const response = await askMaster(flags, 'any', (client) => client.GET('/api/v1/applications'));
         if (flags.json === true) printJson(response);
         else if (response.applications.length === 0) console.log('no applications');
         else
@@ -600,8 +638,10 @@ function readyCommand(): Command {
           let reason: string;
           try {
             if (role === 'master') {
-              const { target, client } = await master(flags);
-              await answer(target, client.GET('/api/v1/workers'));
+              // Ready: a master that leads serves (in a group, followers serve reads before anyone leads).
+              const { target } = await askMasterAt(flags, 'leader', (client) =>
+                client.GET('/api/v1/workers'),
+              );
               console.log(`the master at ${target.url} is ready`);
               return 0;
             }

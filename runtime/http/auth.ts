@@ -8,9 +8,10 @@
 import { createHash, createHmac, randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { ResolvedConfig } from '../../conf/index.ts';
-import { legacyEndpointsAt, type HttpRole } from '../../core/release/legacy-endpoints.ts';
+import type { HttpRole } from '../../core/release/legacy-endpoints.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { Logger } from '../log.ts';
+import { mutatingRequest } from './legacy.ts';
 
 export const AUTH_SCHEMES = ['BASIC', 'BEARER'] as const;
 export type AuthScheme = (typeof AUTH_SCHEMES)[number];
@@ -260,15 +261,13 @@ const SCHEME_NAMES: Readonly<Record<AuthScheme, string>> = {
   BEARER: 'Bearer (a token)',
 };
 
-const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
 /** Successful scrypt checks remembered, so that an administrator's repeated requests do not pay for scrypt again. */
 const VERIFIED_CACHE_SIZE = 1024;
 
 export class HttpAuth {
   private readonly administers: ReadonlySet<string>;
-  /** Legacy paths that change state although called with GET (before 0.5.0 and 0.5.1): by the legacy table. */
-  private readonly mutatingGets: ReadonlySet<string>;
+  /** Whether a request changes the node's state (legacy GETs included: ./legacy.ts). */
+  private readonly mutatesRequest: (method: string, route: string | undefined) => boolean;
   /** What an unknown user's password is checked against, so that it costs what a known user's does. */
   private readonly decoy: Verifier;
   private readonly cacheKey = randomBytes(32);
@@ -278,16 +277,7 @@ export class HttpAuth {
 
   constructor(readonly settings: HttpAuthSettings) {
     this.administers = new Set(settings.administers);
-    this.mutatingGets = new Set(
-      legacyEndpointsAt(settings.role, settings.release)
-        .filter(
-          (endpoint) =>
-            endpoint.method === 'GET' &&
-            endpoint.replacement.kind === 'api-v1' &&
-            endpoint.replacement.method === 'POST',
-        )
-        .map((endpoint) => endpoint.name),
-    );
+    this.mutatesRequest = mutatingRequest(settings.role, settings.release);
     this.passwordChecks = new BoundedQueue(
       settings.maxPendingPasswordChecks ?? DEFAULT_PENDING_PASSWORD_CHECKS,
     );
@@ -299,7 +289,7 @@ export class HttpAuth {
 
   /** Whether the request changes the node's state (and so needs an administrator). */
   mutates(method: string, route: string | undefined): boolean {
-    return !READ_METHODS.has(method) || (route !== undefined && this.mutatingGets.has(route));
+    return this.mutatesRequest(method, route);
   }
 
   async decide(request: AuthRequest): Promise<AuthDecision> {

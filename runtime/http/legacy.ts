@@ -4,6 +4,7 @@ import {
   legacyEndpointNames,
   legacyEndpointRule,
   legacyEndpointsAt,
+  type HttpRole,
   type LegacyEndpointInEffect,
   type LegacyReplacement,
 } from '../../core/release/legacy-endpoints.ts';
@@ -19,7 +20,11 @@ import type { ManagementApi, RouteConfig } from './server.ts';
  */
 
 export type LegacyParams = Readonly<Record<string, string>>;
-export type LegacyHandler = (params: LegacyParams) => string | Promise<string>;
+/** A legacy endpoint's text; `setHeader` sets a header of the answer (a follower's X-Svc-Served-By). */
+export type LegacyHandler = (
+  params: LegacyParams,
+  setHeader: (name: string, value: string) => void,
+) => string | Promise<string>;
 /** Handlers by the endpoint's first name in the history (`/shuffles`, `/blacklistedWorkers`, `/exclude`, ...). */
 export type LegacyHandlers = Readonly<Record<string, LegacyHandler>>;
 
@@ -101,6 +106,30 @@ export function legacyParams(
   return params;
 }
 
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Whether a request changes the node's state: any method but a read's, and the legacy paths that change state
+ * although called with GET (before 0.5.0 and 0.5.1: those whose successor is a POST). The authentication asks an
+ * administrator for them; a follower of a master group sends them to the leader.
+ */
+export function mutatingRequest(
+  role: HttpRole,
+  release: Release,
+): (method: string, route: string | undefined) => boolean {
+  const mutatingGets = new Set(
+    legacyEndpointsAt(role, release)
+      .filter(
+        (endpoint) =>
+          endpoint.method === 'GET' &&
+          endpoint.replacement.kind === 'api-v1' &&
+          endpoint.replacement.method === 'POST',
+      )
+      .map((endpoint) => endpoint.name),
+  );
+  return (method, route) => !READ_METHODS.has(method) || (route !== undefined && mutatingGets.has(route));
+}
+
 /** Registers every legacy endpoint the role serves at its release; throws when the role lacks a handler for one. */
 export function registerLegacyRoutes(app: FastifyInstance, api: ManagementApi): void {
   for (const endpoint of legacyEndpointsAt(api.role, api.release)) {
@@ -121,7 +150,7 @@ export function registerLegacyRoutes(app: FastifyInstance, api: ManagementApi): 
           body: request.body,
           query: request.query as Readonly<Record<string, unknown>>,
         });
-        const text = await handler(params);
+        const text = await handler(params, (name, value) => void reply.header(name, value));
         return reply
           .headers(legacyHeaders(endpoint))
           .type('text/plain; charset=utf-8')

@@ -2,7 +2,7 @@ import type { ResolvedConfig } from '../../conf/index.ts';
 import { WORKER_EVENT_TYPES } from '../../core/domain/index.ts';
 import { parseWorkerEventType } from '../../core/lifecycle/index.ts';
 import type { MasterState } from '../../core/machines/master/index.ts';
-import { monotonicNow } from '../driver/node-driver.ts';
+import { monotonicNow, type AdminAnswer } from '../driver/node-driver.ts';
 import { commonLegacy, commonRoutes } from './common-api.ts';
 import { HttpError } from './errors.ts';
 import {
@@ -16,6 +16,7 @@ import {
   workerTimesText,
 } from './legacy-text.ts';
 import { runAdmin, parsedParam, workerKeysParam, type MachinePort } from './machine-port.ts';
+import type { AdminCommand } from '../../core/machines/effects.ts';
 import {
   applicationsResponse,
   excludeCommand,
@@ -28,43 +29,117 @@ import {
   type MasterSelf,
   type WorkerIdBody,
 } from './projections/master.ts';
-import type { HandleResponse } from './projections/types.ts';
-import type { ManagementApi } from './server.ts';
+import type { HandleResponse, WorkersResponse } from './projections/types.ts';
+import type { FollowerServing, ManagementApi, SetHeader } from './server.ts';
 import { EventLoopMonitor } from './thread-dump.ts';
 
-export interface MasterApiOptions {
-  readonly driver: MachinePort<MasterState>;
+/**
+ * The state a read renders: the running machine's (a leader, a single master) or the group's as stored in etcd (a
+ * follower, runtime/process/not-leader-http.ts).
+ */
+export interface MasterRead {
+  readonly state: MasterState;
+  /**
+   * The driver's clock, for the seconds since each worker's heartbeat; undefined for a state read from the store,
+   * whose heartbeat facts (ages, resource consumption) only the leader knows: they are left out.
+   */
+  readonly now: number | undefined;
+  /** Headers the answer carries (a follower's X-Svc-Served-By with the etcd revision read). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** What the master's routes read and command: one implementation of every route, whoever serves it. */
+export interface MasterAccess {
+  /** The state to render now; may throw an HttpError (a follower that cannot read etcd: 503). */
+  read(): MasterRead | Promise<MasterRead>;
+  admin(command: AdminCommand): Promise<AdminAnswer>;
+  /** A follower of a group: how it says so and refuses writes (server.ts); absent on the leader. */
+  readonly follower?: FollowerServing;
+}
+
+interface CommonMasterApiOptions {
   readonly conf: ResolvedConfig;
   readonly self: MasterSelf;
-  /** The driver's clock (default: the runtime's), for the seconds since each worker's heartbeat. */
-  readonly now?: () => number;
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
-/** The master's management interface (contract 4.1 and its legacy paths) over its running machine. */
+export type MasterApiOptions = CommonMasterApiOptions &
+  (
+    | {
+        /** The running master machine (a leader, a single master). */
+        readonly driver: MachinePort<MasterState>;
+        /** The driver's clock (default: the runtime's), for the seconds since each worker's heartbeat. */
+        readonly now?: () => number;
+      }
+    | {
+        /** Another source of the state and of commands (a follower of a group). */
+        readonly access: MasterAccess;
+      }
+  );
+
+/** The running machine as the routes' access: its live state at the driver's clock, its commands. */
+export function machineAccess(
+  driver: MachinePort<MasterState>,
+  now: () => number = monotonicNow,
+): MasterAccess {
+  return {
+    read: () => ({ state: driver.state, now: now() }),
+    admin: (command) => runAdmin(driver, 'master', command),
+  };
+}
+
+/**
+ * The master's management interface (contract 4.1 and its legacy paths) over its running machine, or over another
+ * access to its state (a follower of a group reads the state stored in etcd): the same handlers either way.
+ */
 export function masterApi(options: MasterApiOptions): ManagementApi & { close(): void } {
-  const { driver, conf, self } = options;
-  const now = options.now ?? monotonicNow;
+  const { conf, self } = options;
+  const access = 'access' in options ? options.access : machineAccess(options.driver, options.now);
   const monitor = new EventLoopMonitor();
   const common = { role: 'master' as const, conf, env: options.env ?? process.env, monitor };
-  const admin = async (command: Parameters<typeof runAdmin>[2]): Promise<HandleResponse> =>
-    runAdmin(driver, 'master', command);
+  const admin = async (command: AdminCommand): Promise<HandleResponse> => access.admin(command);
+  /** The state for one answer, its headers set on that answer. */
+  const read = async (setHeader: SetHeader): Promise<MasterRead> => {
+    const view = await access.read();
+    for (const [name, value] of Object.entries(view.headers ?? {})) setHeader(name, value);
+    return view;
+  };
+  const workers = async (setHeader: SetHeader): Promise<WorkersResponse> => {
+    const { state, now } = await read(setHeader);
+    return workersResponse(state, now);
+  };
 
   return {
     role: 'master',
     release: conf.release,
     close: () => monitor.close(),
+    ...(access.follower === undefined ? {} : { follower: access.follower }),
     routes: [
       ...commonRoutes(common),
-      { method: 'GET', path: '/api/v1/applications', handle: () => applicationsResponse(driver.state) },
+      {
+        method: 'GET',
+        path: '/api/v1/applications',
+        handle: async ({ setHeader }) => applicationsResponse((await read(setHeader)).state),
+      },
       {
         method: 'GET',
         path: '/api/v1/applications/hostnames',
-        handle: () => hostnamesResponse(driver.state),
+        handle: async ({ setHeader }) => hostnamesResponse((await read(setHeader)).state),
       },
-      { method: 'GET', path: '/api/v1/shuffles', handle: () => shufflesResponse(driver.state) },
+      {
+        method: 'GET',
+        path: '/api/v1/shuffles',
+        handle: async ({ setHeader }) => shufflesResponse((await read(setHeader)).state),
+      },
       { method: 'GET', path: '/api/v1/masters', handle: () => mastersResponse(self) },
-      { method: 'GET', path: '/api/v1/workers', handle: () => workersResponse(driver.state, now()) },
+      {
+        method: 'GET',
+        path: '/api/v1/workers',
+        handle: async ({ setHeader }) => {
+          const { state, now } = await read(setHeader);
+          return workersResponse(state, now);
+        },
+      },
       {
         method: 'POST',
         path: '/api/v1/workers/exclude',
@@ -74,7 +149,10 @@ export function masterApi(options: MasterApiOptions): ManagementApi & { close():
       {
         method: 'GET',
         path: '/api/v1/workers/events',
-        handle: () => workerEventsResponse(driver.state, now()),
+        handle: async ({ setHeader }) => {
+          const { state, now } = await read(setHeader);
+          return workerEventsResponse(state, now);
+        },
       },
       {
         method: 'POST',
@@ -85,24 +163,29 @@ export function masterApi(options: MasterApiOptions): ManagementApi & { close():
     ],
     legacy: {
       ...commonLegacy(common),
-      '/applications': () =>
-        applicationTimesText('Applications', applicationsResponse(driver.state).applications),
-      '/hostnames': () => listText('Hostnames', hostnamesResponse(driver.state).hostnames),
-      '/shuffles': () => listText('Shuffles', shufflesResponse(driver.state).shuffleIds),
-      '/masterGroupInfo': () => masterGroupText('Master Group Info', mastersResponse(self)),
-      '/workerInfo': () => workersText('Workers', workersResponse(driver.state, now()).workers),
-      '/lostWorkers': () =>
-        workerTimesText('Lost Workers in Master', workersResponse(driver.state, now()).lostWorkers),
-      '/blacklistedWorkers': () =>
-        workerIdsText('Excluded Workers in Master', workersResponse(driver.state, now()).excludedWorkers),
-      '/shutdownWorkers': () =>
-        workerIdsText('Shutdown Workers in Master', workersResponse(driver.state, now()).shutdownWorkers),
-      '/decommissionWorkers': () =>
-        workerIdsText(
-          'Decommission Workers in Master',
-          workersResponse(driver.state, now()).decommissioningWorkers,
+      '/applications': async (_params, setHeader) =>
+        applicationTimesText(
+          'Applications',
+          applicationsResponse((await read(setHeader)).state).applications,
         ),
-      '/workerEventInfo': () => workerEventsText('Worker Events', workerEventsResponse(driver.state, now())),
+      '/hostnames': async (_params, setHeader) =>
+        listText('Hostnames', hostnamesResponse((await read(setHeader)).state).hostnames),
+      '/shuffles': async (_params, setHeader) =>
+        listText('Shuffles', shufflesResponse((await read(setHeader)).state).shuffleIds),
+      '/masterGroupInfo': () => masterGroupText('Master Group Info', mastersResponse(self)),
+      '/workerInfo': async (_params, setHeader) => workersText('Workers', (await workers(setHeader)).workers),
+      '/lostWorkers': async (_params, setHeader) =>
+        workerTimesText('Lost Workers in Master', (await workers(setHeader)).lostWorkers),
+      '/blacklistedWorkers': async (_params, setHeader) =>
+        workerIdsText('Excluded Workers in Master', (await workers(setHeader)).excludedWorkers),
+      '/shutdownWorkers': async (_params, setHeader) =>
+        workerIdsText('Shutdown Workers in Master', (await workers(setHeader)).shutdownWorkers),
+      '/decommissionWorkers': async (_params, setHeader) =>
+        workerIdsText('Decommission Workers in Master', (await workers(setHeader)).decommissioningWorkers),
+      '/workerEventInfo': async (_params, setHeader) => {
+        const { state, now } = await read(setHeader);
+        return workerEventsText('Worker Events', workerEventsResponse(state, now));
+      },
       '/exclude': async (params) => {
         const add = workerKeysParam('add', params.add);
         const remove = workerKeysParam('remove', params.remove);

@@ -15,7 +15,13 @@ import type { Logger } from '../log.ts';
 import type { ServerMetrics } from '../metrics/index.ts';
 import type { HttpAuth } from './auth.ts';
 import { HttpError, mediaTypeOf, nearestPath, schemaErrorMessage, type SchemaError } from './errors.ts';
-import { legacyIdentity, legacyNotFound, registerLegacyRoutes, type LegacyHandlers } from './legacy.ts';
+import {
+  legacyIdentity,
+  legacyNotFound,
+  mutatingRequest,
+  registerLegacyRoutes,
+  type LegacyHandlers,
+} from './legacy.ts';
 import { componentSchemaSet, openApiYaml, routeSchemas, servedOpenApiDocument } from './openapi.ts';
 
 /**
@@ -24,11 +30,16 @@ import { componentSchemaSet, openApiYaml, routeSchemas, servedOpenApiDocument } 
  * /openapi.json, /openapi.yaml and Swagger UI at /swagger. Every error is JSON `{message}` with a precise status.
  */
 
+/** Sets a header of the answer being built. */
+export type SetHeader = (name: string, value: string) => void;
+
 export interface ApiInput {
   /** The parsed, validated body (JSON routes), or undefined. */
   readonly body: unknown;
   /** The validated query parameters. */
   readonly query: Readonly<Record<string, string | undefined>>;
+  /** Sets a header of the answer (a follower's X-Svc-Served-By with the etcd revision it read). */
+  readonly setHeader: SetHeader;
 }
 
 export interface ApiRoute {
@@ -49,6 +60,24 @@ export interface ManagementApi {
   readonly close?: () => void;
   /** The node's metrics, served in Prometheus text and JSON (docs/metrics.md); absent when metrics are off. */
   readonly metrics?: MetricsRoutes;
+  /** Served by a master that follows its group's leader (docs/high-availability.md); absent: the node itself. */
+  readonly follower?: FollowerServing;
+}
+
+/** The header that says a follower answered, and from which etcd revision a state read came. */
+export const SERVED_BY_HEADER = 'x-svc-served-by';
+
+/**
+ * How a follower of a master group serves the same routes: it says so on every answer, and refuses, before any
+ * handler runs, every request that would change state and every path it cannot serve.
+ */
+export interface FollowerServing {
+  /** SERVED_BY_HEADER of every answer whose route set none (`follower m2`). */
+  readonly servedBy: string;
+  /** Why it refuses, and the leader as the election last named it (`<id>@<host>:<port>`, null when unknown). */
+  readonly notLeader: () => { readonly message: string; readonly leader: string | null };
+  /** GET paths answered as writes are (the master's metrics, which only the leader has). */
+  readonly refusedReads?: readonly string[];
 }
 
 export interface MetricsRoutes {
@@ -108,6 +137,36 @@ export function requestPath(url: string): string | undefined {
 
 function sendError(reply: FastifyReply, status: number, message: string, headers = {}): FastifyReply {
   return reply.code(status).headers(headers).type(JSON_MEDIA_TYPE).send({ message });
+}
+
+/** A follower's refusal: 503 `{error: 'not leader', message, leader}`, to be asked again (of the leader) at once. */
+function sendNotLeader(reply: FastifyReply, follower: FollowerServing): FastifyReply {
+  const { message, leader } = follower.notLeader();
+  return reply
+    .code(503)
+    .header('retry-after', '1')
+    .type(JSON_MEDIA_TYPE)
+    .send({ error: 'not leader', message, leader });
+}
+
+/**
+ * A follower's hooks: every answer says who served it; a request that would change state (as the authentication
+ * counts them: ./legacy.ts `mutatingRequest`) or asks a refused path is answered "not leader" before its body is
+ * read, so that a client is sent on to the leader whatever it sent. Requests for no route keep their 404 or 405.
+ */
+function serveAsFollower(app: FastifyInstance, api: ManagementApi, follower: FollowerServing): void {
+  const mutates = mutatingRequest(api.role, api.release);
+  const refused = new Set(follower.refusedReads ?? []);
+  app.addHook('onRequest', async (request, reply) => {
+    const route = request.routeOptions.url;
+    if (route === undefined || (!mutates(request.method, route) && !refused.has(route))) return undefined;
+    return sendNotLeader(reply, follower);
+  });
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (!reply.hasHeader(SERVED_BY_HEADER)) void reply.header(SERVED_BY_HEADER, follower.servedBy);
+    done(null, payload);
+  });
+  for (const path of refused) app.get(path, (_request, reply) => sendNotLeader(reply, follower));
 }
 
 function acceptsMessage(
@@ -296,6 +355,7 @@ export async function buildManagementServer(options: ManagementServerOptions): P
   app.setErrorHandler(onError(logger));
   // First of all hooks, before any route or plugin is added, so that it guards every path (404s included).
   if (auth !== undefined) app.addHook('onRequest', authHook(auth, logger));
+  if (api.follower !== undefined) serveAsFollower(app, api, api.follower);
   // Once the server is closing, every answer still sent closes its connection, so that close() need not wait for
   // clients' idle keep-alive connections.
   let closing = false;
@@ -332,10 +392,11 @@ export async function buildManagementServer(options: ManagementServerOptions): P
           checkMediaType(request);
           done();
         },
-        handler: (request) =>
+        handler: (request, reply) =>
           route.handle({
             body: request.body,
             query: request.query as Readonly<Record<string, string | undefined>>,
+            setHeader: (name, value) => void reply.header(name, value),
           }),
       });
     }

@@ -6,11 +6,13 @@ import type { MasterDurableState } from '../../core/machines/master/state.ts';
 import { MASTER_STATE_KEY } from '../../core/machines/master/state.ts';
 import { EtcdClient } from '../ha/etcd-client.ts';
 import { EtcdRequests } from '../ha/etcd-requests.ts';
+import { EtcdStore, textOf } from '../ha/etcd-store.ts';
 import { HaDriver } from '../ha/ha-driver.ts';
 import type { HaSettings } from '../ha/ha-settings.ts';
 import type { MasterGroupView } from '../http/projections/master.ts';
 import type { Logger } from '../log.ts';
 import type { DurableStore } from '../storage/durable-store.ts';
+import type { StoredRange } from './stored-state-reader.ts';
 
 /** The exit code of a master that stopped acting as leader (EX_TEMPFAIL): restart it, it follows. */
 export const NOT_LEADER_EXIT_CODE = 75;
@@ -25,6 +27,10 @@ export interface MasterLeadership {
   group(): MasterGroupView;
   /** Whether this member leads now (it was elected and has not stopped acting). */
   readonly leading: () => boolean;
+  /** The key prefix of the group's stored state. */
+  readonly statePrefix: string;
+  /** Every key of the group's stored state, read at one revision (a follower's management API reads). */
+  readStoredState(): Promise<StoredRange>;
   /** A planned stop: resigns (the next master leads at once), then closes the etcd client. */
   close(): Promise<void>;
 }
@@ -51,12 +57,13 @@ export function campaignForMaster(options: MasterLeadershipOptions): MasterLeade
   let leading = false;
   let leaderValue: string | null = null;
   let revision = 0;
+  const statePrefix = `${settings.keyPrefix}master/state/`;
   const driver = new HaDriver(
     {
       memberId: nodeId,
       announce: `${nodeId}@${member.host}:${member.port}`,
       election: `${settings.keyPrefix}master/election/`,
-      statePrefix: `${settings.keyPrefix}master/state/`,
+      statePrefix,
       timing: settings.timing,
       emptyState: options.emptyState,
     },
@@ -137,6 +144,14 @@ export function campaignForMaster(options: MasterLeadershipOptions): MasterLeade
     driver,
     group,
     leading: () => leading,
+    statePrefix,
+    readStoredState: async () => {
+      const page = await new EtcdStore(client).list(statePrefix);
+      return {
+        values: page.values.map((value) => ({ key: value.key, value: textOf(value) })),
+        revision: page.revision,
+      };
+    },
     close: () => store.close(),
   };
 }

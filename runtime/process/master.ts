@@ -4,8 +4,8 @@ import { initialMasterState, masterMachine } from '../../core/machines/master/in
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
 import { holdWhileBacklogFull } from '../driver/backlog.ts';
 import { PauseReasons } from '../driver/pause-reasons.ts';
-import { NodeDriver } from '../driver/node-driver.ts';
-import { masterApi } from '../http/index.ts';
+import { monotonicNow, NodeDriver } from '../driver/node-driver.ts';
+import { masterApi, type ManagementServer } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
 import { haSettingsFrom } from '../ha/ha-settings.ts';
 import {
@@ -16,9 +16,10 @@ import {
 } from '../storage/durable-store.ts';
 import { campaignForMaster } from './master-leadership.ts';
 import { exitOnStopSignalsUntil } from './signals.ts';
-import { serveNotLeader, type NotLeaderHttp } from './not-leader-http.ts';
+import { serveFollowerHttp } from './not-leader-http.ts';
+import { StoredStateReader } from './stored-state-reader.ts';
 import { followerNode } from './follower-node.ts';
-import { groupResponse, type MasterSelf } from '../http/projections/master.ts';
+import type { MasterSelf } from '../http/projections/master.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import { nodeNetwork } from '../transport/node-network.ts';
@@ -35,6 +36,12 @@ import {
   type RunningServer,
   type ServerTestHooks,
 } from './server-parts.ts';
+
+/**
+ * How long a follower's management API answers reads from one range read of the group's state in etcd
+ * (./stored-state-reader.ts): at most one read a second per follower, however many clients poll it.
+ */
+const FOLLOWER_READ_MAX_AGE_MS = 1_000;
 
 /** What a master process runs with. */
 export interface MasterOptions {
@@ -94,13 +101,14 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
     });
     lifetime.keep(network.transport);
     let store: DurableStore;
-    let notLeader: NotLeaderHttp | undefined;
+    let notLeader: ManagementServer | undefined;
     let rpc: Address;
     let group: MasterSelf['group'];
     if (ha.enabled) {
       // In a group the state lives in etcd and only the leader runs the machine. Until this master is elected and
       // has loaded the state, its data port (the member's port) answers every request "not leader" with the leader
-      // (./follower-node.ts), and its management port answers 503 but for GET /api/v1/masters.
+      // (./follower-node.ts), and its management port serves reads from etcd and answers writes 503 with the leader
+      // (./not-leader-http.ts).
       const leadership = campaignForMaster({
         settings: ha,
         emptyState: initialMasterState(masterConfig).durable,
@@ -122,13 +130,25 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
           send: (envelope) => network.transport.send(envelope),
         }),
       );
+      const refusedMetrics = metricsRoutes(conf, metrics.metrics).metrics;
       notLeader = lifetime.keep(
-        await serveNotLeader({
-          host: conf.getString('svc.master.http.host'),
-          port: conf.getInt('svc.master.http.port'),
-          leader: () => leadership.driver.leader,
+        await serveFollowerHttp({
+          conf,
+          presented,
           memberId: ha.nodeId!,
-          masters: () => groupResponse(leadership.group()),
+          leader: () => leadership.driver.leader,
+          self: { nodeId, rpcAddress: addressText(rpc), group },
+          reader: new StoredStateReader({
+            list: () => leadership.readStoredState(),
+            prefix: leadership.statePrefix,
+            initial: initialMasterState(masterConfig),
+            maxAgeMs: FOLLOWER_READ_MAX_AGE_MS,
+            clock: monotonicNow,
+          }),
+          metricsPaths:
+            refusedMetrics === undefined
+              ? []
+              : [...new Set([refusedMetrics.prometheusPath, '/metrics', refusedMetrics.jsonPath])],
           logger,
         }),
       );

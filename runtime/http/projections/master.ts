@@ -39,7 +39,7 @@ import {
  */
 
 /** A worker named by a set (excluded, shutdown, ...): its last known details if the master has them, else its id. */
-function memberData(registry: WorkerRegistry, id: WorkerId, now: number): WorkerData {
+function memberData(registry: WorkerRegistry, id: WorkerId, now: number | undefined): WorkerData {
   const known = lastKnownWorker(registry, workerKey(id));
   return known === undefined ? workerIdData(id) : workerData(known, now);
 }
@@ -68,14 +68,20 @@ export function resourceConsumptionsOf(
   );
 }
 
-/** GET /api/v1/workers on the master. */
-export function workersResponse(state: MasterState, now: number): WorkersResponse {
+/**
+ * GET /api/v1/workers on the master. `now` undefined: `state` is the one stored in etcd (a follower of a group),
+ * without the facts only heartbeats bring (seconds since each one, the resource consumption they report): those
+ * fields are left out rather than shown as zero.
+ */
+export function workersResponse(state: MasterState, now: number | undefined): WorkersResponse {
   const registry = state.durable.workers;
   const members = (ids: readonly WorkerId[]): WorkerData[] => ids.map((id) => memberData(registry, id, now));
   return {
     workers: registeredWorkers(registry).map((worker) => ({
       ...workerData(worker, now),
-      resourceConsumptions: resourceConsumptionsOf(state, workerKey(worker.id)),
+      ...(now === undefined
+        ? {}
+        : { resourceConsumptions: resourceConsumptionsOf(state, workerKey(worker.id)) }),
     })),
     lostWorkers: lostWorkers(registry).map((lost) => ({
       worker: workerData(lost.worker, now),
@@ -89,7 +95,7 @@ export function workersResponse(state: MasterState, now: number): WorkersRespons
 }
 
 /** GET /api/v1/workers/events: the events sent and not yet completed by their worker. */
-export function workerEventsResponse(state: MasterState, now: number): WorkerEventsResponse {
+export function workerEventsResponse(state: MasterState, now: number | undefined): WorkerEventsResponse {
   const registry = state.durable.workers;
   return {
     workerEvents: workerEvents(registry).map((event) => ({

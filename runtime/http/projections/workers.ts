@@ -57,13 +57,21 @@ export function slotsUsed(disks: readonly DiskInfo[]): number {
   return disks.reduce((sum, disk) => sum + disk.activeSlots, 0);
 }
 
-/** A worker as the master knows it, at time `now` (ms, the driver's clock). */
-export function workerData(worker: WorkerInfo & { readonly stateSince?: number }, now: number): WorkerData {
+/**
+ * A worker as the master knows it, at time `now` (ms, the driver's clock); `now` undefined: a state read from the
+ * store (a follower), whose heartbeat times are not live, so no elapsed time is shown.
+ */
+export function workerData(
+  worker: WorkerInfo & { readonly stateSince?: number },
+  now: number | undefined,
+): WorkerData {
   return {
     ...workerIdData(worker.id),
     slotUsed: slotsUsed(worker.disks),
     lastHeartbeatTimestamp: worker.lastHeartbeat,
-    heartbeatElapsedSeconds: Math.max(0, Math.floor((now - worker.lastHeartbeat) / 1000)),
+    ...(now === undefined
+      ? {}
+      : { heartbeatElapsedSeconds: Math.max(0, Math.floor((now - worker.lastHeartbeat) / 1000)) }),
     diskInfos: diskInfosData(worker.disks),
     workerState: worker.state,
     ...(worker.stateSince === undefined ? {} : { workerStateStartTime: worker.stateSince }),
