@@ -47,11 +47,14 @@ function persistedWorkers(body: unknown): unknown {
     string,
     unknown[]
   >;
+  // Sorted: a follower lists entries in the order of their keys in etcd, the leader in the order it took them in.
   const ids = (list: unknown[] | undefined) =>
-    (list ?? []).map((entry) => {
-      const worker = ((entry as { worker?: WorkerFields }).worker ?? entry) as WorkerFields;
-      return `${worker.host}:${worker.rpcPort}:${worker.workerState ?? ''}:${worker.networkLocation ?? ''}`;
-    });
+    (list ?? [])
+      .map((entry) => {
+        const worker = ((entry as { worker?: WorkerFields }).worker ?? entry) as WorkerFields;
+        return `${worker.host}:${worker.rpcPort}:${worker.workerState ?? ''}:${worker.networkLocation ?? ''}`;
+      })
+      .sort();
   return {
     workers: ids(workers),
     lostWorkers: ids(lostWorkers),
