@@ -203,7 +203,7 @@ async function masterSide(dir: string, probeDir: string): Promise<SideFigures> {
             // V8's profile of the master alone, written when it stops (node refuses --cpu-prof in NODE_OPTIONS).
             ...(profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]),
             ...(compiled
-              ? [path.join(ROOT, 'dist', 'runtime', 'cli', 'main.js')]
+              ? [path.join(ROOT, 'packages', 'server', 'dist', 'runtime', 'cli', 'main.js')]
               : ['--import', 'tsx', path.join(ROOT, 'runtime', 'cli', 'main.ts')]),
           ],
         }
