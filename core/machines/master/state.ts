@@ -47,8 +47,8 @@ export interface MasterState {
 }
 
 /**
- * Where releases up to 0.6 kept the whole durable state as one JSON value, rewritten at every change. A master that
- * finds it reads it once and rewrites it in the layout (./machine.ts); nothing writes it any more.
+ * Where svc builds before 29 November 2026 kept the whole durable state as one JSON value, rewritten at every change.
+ * A master that finds it reads it once and rewrites it in the layout (./machine.ts); nothing writes it any more.
  */
 export const MASTER_STATE_KEY = 'master/state';
 export const MASTER_SNAPSHOT_VERSION = 1;
