@@ -2,7 +2,7 @@
  * A master under load (issue 37): a load-generator process (./master-load/generator.ts) simulating 1,000 workers
  * heartbeating at the default interval and 100 applications registering shuffles of 1,000 partitions, each node on
  * its own connection speaking svc's real wire, against a real master process (compiled, as an installed package
- * runs it: dist/, `npm run build`, run first); then the same generator against a bare echo server
+ * runs it: packages/server/dist/, `npm run build`, run first); then the same generator against a bare echo server
  * (./master-load/echo.ts: the same framing, every frame written back undecoded), the same-run baseline.
  *
  * Phases, each measured on both sides: the workers connect and register; the heartbeats alone for `--heartbeat-window`
@@ -203,7 +203,7 @@ async function masterSide(dir: string, probeDir: string): Promise<SideFigures> {
             // V8's profile of the master alone, written when it stops (node refuses --cpu-prof in NODE_OPTIONS).
             ...(profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]),
             ...(compiled
-              ? [path.join(ROOT, 'dist', 'runtime', 'cli', 'main.js')]
+              ? [path.join(ROOT, 'packages', 'server', 'dist', 'runtime', 'cli', 'main.js')]
               : ['--import', 'tsx', path.join(ROOT, 'runtime', 'cli', 'main.ts')]),
           ],
         }

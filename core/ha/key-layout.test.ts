@@ -15,6 +15,7 @@ import { compareHolds, type Fence, type KnownKey } from './fencing.ts';
 import {
   afterCommit,
   assembleDurable,
+  changesBetween,
   DEFAULT_TXN_LIMITS,
   durableLayout,
   opBytes,
@@ -180,7 +181,8 @@ describe('planWrites', () => {
         for (const txn of first.kind === 'txns' ? first.txns : [])
           assert.ok(apply(store, txn, (revision += 1)), 'the first write applies');
         const next = durableLayout(PREFIX, after);
-        const plan = planWrites(PREFIX, store, next, FENCE, bounds);
+        const stored = new Map([...store].map(([k, v]) => [k, v.value]));
+        const plan = planWrites(PREFIX, store, changesBetween(stored, next), FENCE, bounds);
         assert.equal(plan.kind, 'txns');
         if (plan.kind !== 'txns') return;
         const changed = [...next].filter(([k, v]) => store.get(k)?.value !== v).length;

@@ -1,19 +1,10 @@
-import type { AppId, ShuffleId, WorkerId } from '../domain/index.ts';
-import { workerKey } from '../domain/index.ts';
 import {
-  restoreApplications,
-  restoreRegistry,
-  snapshotApplications,
-  snapshotRegistry,
-  type ApplicationRegistrySnapshot,
-  type WorkerRegistrySnapshot,
-} from '../lifecycle/index.ts';
-import {
-  decodeDurableState,
-  encodeDurableState,
-  MASTER_STATE_KEY,
-  type MasterDurableState,
-} from '../machines/master/state.ts';
+  assembleDurable,
+  compareText,
+  MASTER_STATE_PREFIX,
+  type KeyWrite,
+} from '../machines/master/layout.ts';
+import type { MasterDurableState } from '../machines/master/state.ts';
 import { casCompare, fenceCompares, type Fence, type KnownKey } from './fencing.ts';
 import {
   ETCD_MAX_REQUEST_BYTES,
@@ -25,166 +16,51 @@ import {
 } from './store.ts';
 
 /**
- * The master's durable state as many small keys under one prefix, never one blob: a write touches only the keys
- * a step changed, every transaction stays inside etcd's limits, and a cluster of any size fits.
- *
- *   <prefix>meta                          version, estimated partition size, the unsampled bytes written
- *   <prefix>workers/<section>/<worker>    one entry of a worker registry section (registered, lost, stopped, ...)
- *   <prefix>apps/<app>                    an application: heartbeat, secret, hostname, user (not its shuffles)
- *   <prefix>shuffles/<app>/<shuffle>      one registered shuffle of the application
- *
- * Path segments are URI-encoded, so an id holding a `/` stays one segment. Entries come back in key order, not in
- * the order they were registered: round-robin placement restarts from the first worker after a failover.
+ * The master's durable state in etcd: the master machine's own layout (core/machines/master/layout.ts: meta,
+ * workers/<section>/<worker>, apps/<app>, shuffles/<app>/<shuffle>) under the group's state prefix instead of
+ * MASTER_STATE_PREFIX, written as the keys each step changed, in fenced compare-and-swap transactions that stay
+ * inside etcd's limits.
  */
-export const LAYOUT_VERSION = 1;
+export { assembleDurable, durableLayout, LAYOUT_VERSION } from '../machines/master/layout.ts';
 
-const WORKER_SECTIONS = [
-  'workers',
-  'lost',
-  'stopped',
-  'autoExcluded',
-  'manuallyExcluded',
-  'shutdown',
-  'decommissioning',
-  'events',
-] as const;
-type WorkerSection = (typeof WORKER_SECTIONS)[number];
-
-interface Meta {
-  readonly version: number;
-  readonly estimatedPartitionSize: number;
-  readonly writtenSinceSample: ApplicationRegistrySnapshot['writtenSinceSample'];
+/** The etcd key of one of the master's keys (under MASTER_STATE_PREFIX); throws for a key outside its state. */
+export function storeKeyOf(statePrefix: string, masterKey: string): string {
+  if (!masterKey.startsWith(MASTER_STATE_PREFIX))
+    throw new RangeError(`the master persisted ${masterKey}, which a group does not store`);
+  return statePrefix + masterKey.slice(MASTER_STATE_PREFIX.length);
 }
 
-type AppEntry = Omit<ApplicationRegistrySnapshot['apps'][number], 'shuffles'>;
-
-function idOfEntry(section: WorkerSection, entry: unknown): WorkerId {
-  const record = entry as { readonly id?: WorkerId; readonly info?: { readonly id: WorkerId } };
-  const id = section === 'lost' || section === 'stopped' ? record.info?.id : record.id;
-  if (id === undefined) throw new RangeError(`a '${section}' entry has no worker id`);
-  return id;
+/** The master's writes of one persist (or a group of them), as etcd keys; a later write of a key wins. */
+export function storeChanges(statePrefix: string, writes: Iterable<KeyWrite>): Map<string, string | null> {
+  const changes = new Map<string, string | null>();
+  for (const { key, value } of writes) changes.set(storeKeyOf(statePrefix, key), value);
+  return changes;
 }
 
-/** The keys and values that hold `durable` under `prefix`. */
-export function durableLayout(prefix: string, durable: MasterDurableState): Map<string, string> {
-  const layout = new Map<string, string>();
-  const workers = snapshotRegistry(durable.workers);
-  const apps = snapshotApplications(durable.applications);
-  const meta: Meta = {
-    version: LAYOUT_VERSION,
-    estimatedPartitionSize: durable.estimatedPartitionSize,
-    writtenSinceSample: apps.writtenSinceSample,
-  };
-  layout.set(`${prefix}meta`, JSON.stringify(meta));
-  for (const section of WORKER_SECTIONS) {
-    for (const entry of workers[section] ?? []) {
-      const id = workerKey(idOfEntry(section, entry));
-      layout.set(`${prefix}workers/${section}/${encodeURIComponent(id)}`, JSON.stringify(entry));
-    }
-  }
-  for (const { shuffles, ...app } of apps.apps) {
-    const appSegment = encodeURIComponent(app.appId);
-    layout.set(`${prefix}apps/${appSegment}`, JSON.stringify(app));
-    for (const shuffleId of shuffles) layout.set(`${prefix}shuffles/${appSegment}/${shuffleId}`, '{}');
-  }
-  return layout;
-}
-
-/** The layout of a value the master persisted (`persist{coordination}` of MASTER_STATE_KEY). */
-export function layoutOfPersisted(prefix: string, value: string): Map<string, string> {
-  return durableLayout(prefix, decodeDurableState(value));
-}
-
-function parseJson(key: string, value: string): unknown {
-  try {
-    return JSON.parse(value);
-  } catch {
-    throw new RangeError(`${key} is not JSON`);
-  }
+/** What turns `before` into `after` (two whole layouts): for tests and the simulator's minimal master. */
+export function changesBetween(
+  before: ReadonlyMap<string, string>,
+  after: ReadonlyMap<string, string>,
+): Map<string, string | null> {
+  const changes = new Map<string, string | null>();
+  for (const [key, value] of after) if (before.get(key) !== value) changes.set(key, value);
+  for (const key of before.keys()) if (!after.has(key)) changes.set(key, null);
+  return changes;
 }
 
 /**
- * Rebuilds the durable state from the keys under `prefix` (any order). Throws naming the first key that is wrong:
- * the master then refuses to lead rather than lead on a state it misread (an empty master would tell every worker
- * that its shuffles expired). No keys at all is a new cluster: the empty state.
- */
-export function assembleDurable(
-  prefix: string,
-  keys: Iterable<{ readonly key: string; readonly value: string }>,
-  empty: MasterDurableState,
-): MasterDurableState {
-  const sorted = [...keys]
-    .filter(({ key }) => key.startsWith(prefix))
-    .sort((a, b) => compareText(a.key, b.key));
-  if (sorted.length === 0) return empty;
-  let meta: Meta | undefined;
-  const sections = new Map<WorkerSection, unknown[]>(WORKER_SECTIONS.map((s) => [s, []]));
-  const apps = new Map<AppId, AppEntry>();
-  const shuffles = new Map<AppId, ShuffleId[]>();
-  for (const { key, value } of sorted) {
-    const path = key.slice(prefix.length).split('/');
-    const parsed = parseJson(key, value);
-    if (path.length === 1 && path[0] === 'meta') {
-      meta = parsed as Meta;
-    } else if (path.length === 3 && path[0] === 'workers' && sections.has(path[1] as WorkerSection)) {
-      const section = path[1] as WorkerSection;
-      if (workerKey(idOfEntry(section, parsed)) !== decodeURIComponent(path[2]!))
-        throw new RangeError(`${key} holds another worker's entry`);
-      sections.get(section)!.push(parsed);
-    } else if (path.length === 2 && path[0] === 'apps') {
-      const app = parsed as AppEntry;
-      if (app.appId !== decodeURIComponent(path[1]!))
-        throw new RangeError(`${key} holds another application`);
-      apps.set(app.appId, app);
-    } else if (path.length === 3 && path[0] === 'shuffles' && /^\d+$/.test(path[2]!)) {
-      const appId = decodeURIComponent(path[1]!);
-      shuffles.set(appId, [...(shuffles.get(appId) ?? []), Number(path[2])]);
-    } else {
-      throw new RangeError(`${key} is not a key of the master's state (layout version ${LAYOUT_VERSION})`);
-    }
-  }
-  if (meta === undefined)
-    throw new RangeError(`${prefix}meta is missing while other keys of the state exist`);
-  if (meta.version !== LAYOUT_VERSION)
-    throw new RangeError(
-      `${prefix}meta has layout version ${meta.version}, this release reads ${LAYOUT_VERSION}`,
-    );
-  for (const appId of shuffles.keys()) {
-    if (!apps.has(appId))
-      throw new RangeError(`${prefix}shuffles/${encodeURIComponent(appId)}/ has shuffles of no application`);
-  }
-  const workerSnapshot = Object.fromEntries([
-    ['version', 1],
-    ...[...sections].map(([section, entries]) => [section, entries]),
-  ]) as unknown as WorkerRegistrySnapshot;
-  const appSnapshot: ApplicationRegistrySnapshot = {
-    version: 1,
-    apps: [...apps.values()].map((app) => ({
-      ...app,
-      shuffles: (shuffles.get(app.appId) ?? []).sort((a, b) => a - b),
-    })),
-    writtenSinceSample: meta.writtenSinceSample,
-  };
-  return {
-    workers: restoreRegistry(workerSnapshot),
-    applications: restoreApplications(appSnapshot),
-    estimatedPartitionSize: meta.estimatedPartitionSize,
-  };
-}
-
-/**
- * What a master that becomes leader starts from: the durable state read from the store, in the form the master
- * machine's `start` input takes after a restart (one value under MASTER_STATE_KEY). Leadership gained is a
- * restart: the same restore, the same fresh timeouts for every worker and application.
+ * What a master that becomes leader starts from: the keys read from the store, under MASTER_STATE_PREFIX as the
+ * master machine's `start` input takes them (the restart path: the same restore, the same fresh timeouts for every
+ * worker and application). Assembled once here so that a state no master can read is refused before acting.
  */
 export function recoveredForMaster(
   prefix: string,
   keys: Iterable<{ readonly key: string; readonly value: string }>,
   empty: MasterDurableState,
 ): ReadonlyMap<string, string> {
-  const list = [...keys];
-  if (!list.some(({ key }) => key.startsWith(prefix))) return new Map();
-  return new Map([[MASTER_STATE_KEY, encodeDurableState(assembleDurable(prefix, list, empty))]]);
+  const list = [...keys].filter(({ key }) => key.startsWith(prefix));
+  assembleDurable(prefix, list, empty);
+  return new Map(list.map(({ key, value }) => [MASTER_STATE_PREFIX + key.slice(prefix.length), value]));
 }
 
 /** The bounds a transaction is planned within: etcd's defaults less room for the request's own framing. */
@@ -220,9 +96,10 @@ export type WritePlan =
   | { readonly kind: 'oversized'; readonly key: string; readonly bytes: number };
 
 /**
- * The transactions that take the store from what the leader knows (`known`: each key with the revision it last
- * read or wrote) to `next`: a put for each new or changed key, a delete for each gone one, each conditioned on the
- * key's known revision (compare-and-swap) and on the leader's `fence`. Each transaction holds at most
+ * The transactions that apply `changes` (a value for each key written, null for each deleted) to the store from
+ * what the leader knows (`known`: each key with the revision it last read or wrote): a put for each key whose value
+ * differs, a delete for each known key deleted, each conditioned on the key's known revision (compare-and-swap) and
+ * on the leader's `fence`. Each transaction holds at most
  * `limits.maxOps` compares and ops and `limits.maxBytes`. Puts go first, parents before children, then deletes,
  * children before parents, so that after any prefix of the transactions no shuffle is left without its
  * application. `fence` undefined: unfenced (only the planted bug `ha-unfenced-writes` asks for that).
@@ -230,16 +107,17 @@ export type WritePlan =
 export function planWrites(
   prefix: string,
   known: ReadonlyMap<string, KnownKey>,
-  next: ReadonlyMap<string, string>,
+  changes: ReadonlyMap<string, string | null>,
   fence: Fence | undefined,
   limits: TxnLimits = DEFAULT_TXN_LIMITS,
 ): WritePlan {
   const puts: TxnOp[] = [];
-  for (const [key, value] of next) {
-    if (known.get(key)?.value !== value) puts.push({ kind: 'put', key, value });
-  }
   const deletes: TxnOp[] = [];
-  for (const key of known.keys()) if (!next.has(key)) deletes.push({ kind: 'delete', key });
+  for (const [key, value] of changes) {
+    if (value === null) {
+      if (known.has(key)) deletes.push({ kind: 'delete', key });
+    } else if (known.get(key)?.value !== value) puts.push({ kind: 'put', key, value });
+  }
   puts.sort((a, b) => depth(prefix, a.key) - depth(prefix, b.key) || compareText(a.key, b.key));
   deletes.sort((a, b) => depth(prefix, b.key) - depth(prefix, a.key) || compareText(a.key, b.key));
   const fenceList = fence === undefined ? [] : fenceCompares(fence);
@@ -276,8 +154,4 @@ export function afterCommit(known: Map<string, KnownKey>, txn: Txn, revision: nu
 /** What the leader knows after reading its state (a `getPrefix` of the state prefix). */
 export function knownFromRange(keys: readonly StoredKey[]): Map<string, KnownKey> {
   return new Map(keys.map((k) => [k.key, { value: k.value, modRevision: k.modRevision }]));
-}
-
-function compareText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

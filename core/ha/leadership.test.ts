@@ -76,7 +76,7 @@ describe('the leadership machine', () => {
     h.lead();
     assert.equal(actingAsLeader(h.state, h.now), true);
     const layout = new Map([['/svc/state/meta', '{"version":1}']]);
-    const txn = h.only(h.step({ kind: 'persist', id: 1, layout }), 'txn');
+    const txn = h.only(h.step({ kind: 'persist', id: 1, changes: layout }), 'txn');
     assert.equal(txn.kind, 'txn');
     if (txn.kind !== 'txn') return;
     assert.deepEqual(txn.txn.fence, [
@@ -87,7 +87,11 @@ describe('the leadership machine', () => {
     // A second persist while the first is under way waits, then goes with the next.
     assert.deepEqual(
       h.requests(
-        h.step({ kind: 'persist', id: 2, layout: new Map(layout).set('/svc/state/apps/a', '{"appId":"a"}') }),
+        h.step({
+          kind: 'persist',
+          id: 2,
+          changes: new Map(layout).set('/svc/state/apps/a', '{"appId":"a"}'),
+        }),
       ),
       [],
     );
@@ -127,10 +131,10 @@ describe('the leadership machine', () => {
     const h = new Harness();
     h.lead();
     const txn = h.only(
-      h.step({ kind: 'persist', id: 1, layout: new Map([['/svc/state/meta', '{}']]) }),
+      h.step({ kind: 'persist', id: 1, changes: new Map([['/svc/state/meta', '{}']]) }),
       'txn',
     );
-    h.step({ kind: 'persist', id: 2, layout: new Map([['/svc/state/meta', '{"x":1}']]) });
+    h.step({ kind: 'persist', id: 2, changes: new Map([['/svc/state/meta', '{"x":1}']]) });
     const effects = h.answer({ kind: 'refused', op: txn.op, fenceHeld: false, revision: 30 });
     assert.deepEqual(
       effects.find((e) => e.kind === 'stopActing'),
@@ -147,7 +151,7 @@ describe('the leadership machine', () => {
     const h = new Harness();
     h.lead();
     const txn = h.only(
-      h.step({ kind: 'persist', id: 1, layout: new Map([['/svc/state/meta', '{}']]) }),
+      h.step({ kind: 'persist', id: 1, changes: new Map([['/svc/state/meta', '{}']]) }),
       'txn',
     );
     const effects = h.answer({ kind: 'failed', op: txn.op, failure: 'timeout', detail: 'no answer in 3 s' });
@@ -256,7 +260,7 @@ describe('the leadership machine', () => {
                 run({
                   kind: 'persist',
                   id: persistId,
-                  layout: new Map([['/svc/state/meta', `{"n":${persistId}}`]]),
+                  changes: new Map([['/svc/state/meta', `{"n":${persistId}}`]]),
                 });
             }
           }

@@ -50,9 +50,10 @@ export interface HeldLease {
 /** The leader's writes: what it knows of its keys, the persists waiting, the transactions under way. */
 export interface WriterState {
   readonly known: ReadonlyMap<string, KnownKey>;
-  /** Persists not yet under way; only the latest layout is written, confirming them all (group commit). */
+  /** Persists not yet under way, written together, confirming them all (group commit). */
   readonly waiting: readonly number[];
-  readonly latest?: ReadonlyMap<string, string>;
+  /** Their changes, a later one of a key replacing an earlier (null: delete); undefined: none. */
+  readonly pending?: ReadonlyMap<string, string | null>;
   readonly underWay?: {
     readonly ids: readonly number[];
     readonly op: number;
@@ -78,8 +79,11 @@ export type HaInput =
   | { readonly kind: 'start' }
   | { readonly kind: 'tick' }
   | { readonly kind: 'result'; readonly result: StoreResult }
-  /** The master persisted `layout` (its durable state's keys, ./key-layout.ts): write it; `id` is confirmed later. */
-  | { readonly kind: 'persist'; readonly id: number; readonly layout: ReadonlyMap<string, string> }
+  /**
+   * The master persisted `changes` (keys of its durable state under the state prefix, ./key-layout.ts; null
+   * deletes): write them; `id` is confirmed later.
+   */
+  | { readonly kind: 'persist'; readonly id: number; readonly changes: ReadonlyMap<string, string | null> }
   /** A planned stop: give up leadership now, so that another master leads without waiting for the lease. */
   | { readonly kind: 'resign' };
 
@@ -169,7 +173,7 @@ function onInput(s: HaState, input: HaInput, out: Out): HaState {
     case 'result':
       return onResult(s, input.result, out);
     case 'persist':
-      return onPersist(s, input.id, input.layout, out);
+      return onPersist(s, input.id, input.changes, out);
     case 'resign':
       return resign(s, out);
   }
@@ -431,7 +435,7 @@ function scheduleWake(s: HaState, out: Out): HaState {
   return { ...s, wakeAt: at };
 }
 
-function onPersist(s: HaState, id: number, layout: ReadonlyMap<string, string>, out: Out): HaState {
+function onPersist(s: HaState, id: number, changes: ReadonlyMap<string, string | null>, out: Out): HaState {
   if (s.phase.kind !== 'leading' || s.writer === undefined) {
     log(out, 'warn', 'ha.persist.notLeader', {
       member: s.config.memberId,
@@ -440,7 +444,9 @@ function onPersist(s: HaState, id: number, layout: ReadonlyMap<string, string>, 
     });
     return s;
   }
-  const writer: WriterState = { ...s.writer, waiting: [...s.writer.waiting, id], latest: layout };
+  const earlier = s.writer.pending;
+  const pending = earlier === undefined ? changes : new Map([...earlier, ...changes]);
+  const writer: WriterState = { ...s.writer, waiting: [...s.writer.waiting, id], pending };
   return startWrite({ ...s, writer }, out);
 }
 
@@ -448,9 +454,9 @@ function onPersist(s: HaState, id: number, layout: ReadonlyMap<string, string>, 
 function startWrite(s: HaState, out: Out): HaState {
   const writer = s.writer;
   if (s.phase.kind !== 'leading' || writer === undefined || writer.underWay !== undefined) return s;
-  if (writer.waiting.length === 0 || writer.latest === undefined) return s;
+  if (writer.waiting.length === 0 || writer.pending === undefined) return s;
   const fence = s.config.plantedBug === 'ha-unfenced-writes' ? undefined : s.phase.fence;
-  const plan = planWrites(s.config.statePrefix, writer.known, writer.latest, fence);
+  const plan = planWrites(s.config.statePrefix, writer.known, writer.pending, fence);
   if (plan.kind === 'oversized') {
     const reason = `key ${plan.key} would need ${plan.bytes} bytes, more than one etcd request may carry`;
     log(out, 'error', 'ha.persist.oversized', { member: s.config.memberId, reason });
@@ -458,7 +464,7 @@ function startWrite(s: HaState, out: Out): HaState {
     return resign(s, out);
   }
   const ids = writer.waiting;
-  const { latest: _written, ...rest } = writer;
+  const { pending: _written, ...rest } = writer;
   if (plan.txns.length === 0) {
     out.effects.push({ kind: 'persisted', ids });
     return { ...s, writer: { ...rest, waiting: [] } };

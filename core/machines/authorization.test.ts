@@ -13,8 +13,8 @@ import {
 import type { Effect, Envelope, Principal } from './effects.ts';
 import { initialLifecycleManagerState, lifecycleManagerMachine } from './lifecycle-manager/index.ts';
 import { testLifecycleManagerConfig } from './lifecycle-manager/testing.ts';
-import { initialMasterState, MASTER_STATE_KEY, masterMachine, type MasterState } from './master/index.ts';
-import { testMasterConfig } from './master/testing.ts';
+import { initialMasterState, masterMachine, type MasterState } from './master/index.ts';
+import { storedBy, testMasterConfig } from './master/testing.ts';
 import { newOutbox } from './outbox.ts';
 import { replayRng } from '../rng.ts';
 import { CURRENT_RELEASE } from '../release/version.ts';
@@ -148,9 +148,8 @@ describe('authorization: the master', () => {
     const effects = registerApp(harness, 'a', { secret: 's3cret', hostname: 'driver-host' });
     assert.deepEqual(statuses(effects), ['SUCCESS']);
     assert.equal(harness.state.durable.applications.apps.get('a')?.secret, 's3cret');
-    const persisted = ofKind(effects, 'persist').at(-1)!;
     const restarted = new Harness(masterMachine, initialMasterState(testMasterConfig({ authEnabled: true })));
-    restarted.start(new Map([[MASTER_STATE_KEY, persisted.value!]]));
+    restarted.start(storedBy(harness.all));
     assert.equal(restarted.state.durable.applications.apps.get('a')?.secret, 's3cret');
     assert.deepEqual(applicationHostnames(restarted.state.durable.applications), ['driver-host']);
   });

@@ -135,7 +135,15 @@ describe('the store requests on a real etcd', { skip: etcdSkipReason }, () => {
     assert.ok(second.kind === 'txns', 'a plan');
     assert.equal((await apply(second.txns[0]!)).kind, 'committed');
     // Planned on the first read: the app's revision has moved since.
-    const stale = planWrites('/cas/data/', known, new Map([['/cas/data/other', 'x']]), fence);
+    const stale = planWrites(
+      '/cas/data/',
+      known,
+      new Map([
+        ['/cas/data/app', 'v3'],
+        ['/cas/data/other', 'x'],
+      ]),
+      fence,
+    );
     assert.ok(stale.kind === 'txns', 'a plan');
     const refused = await apply(stale.txns[0]!);
     assert.equal(refused.kind, 'refused');

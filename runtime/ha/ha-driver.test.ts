@@ -10,11 +10,12 @@ import type { StoreRequest, StoreResult } from '../../core/ha/store.ts';
 import type { HaTiming } from '../../core/ha/timing.ts';
 import { emptyApplications, emptyRegistry, registerShuffle } from '../../core/lifecycle/index.ts';
 import {
-  decodeDurableState,
-  encodeDurableState,
-  MASTER_STATE_KEY,
-  type MasterDurableState,
-} from '../../core/machines/master/state.ts';
+  assembleDurable,
+  durableLayout,
+  MASTER_STATE_PREFIX,
+  type KeyWrite,
+} from '../../core/machines/master/layout.ts';
+import type { MasterDurableState } from '../../core/machines/master/state.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from '../testing/etcd.ts';
 import { pollFor } from '../testing/poll.ts';
 import { EtcdClient } from './etcd-client.ts';
@@ -40,10 +41,14 @@ function withShuffle(state: MasterDurableState, app: string, shuffle: number): M
   return { ...state, applications: changed.registry };
 }
 
+/** What the master machine persists of `state` written whole (a restart's rewrite). */
+function writesOf(state: MasterDurableState): KeyWrite[] {
+  return [...durableLayout(MASTER_STATE_PREFIX, state)].map(([key, value]) => ({ key, value }));
+}
+
 function shufflesOf(recovered: ReadonlyMap<string, string>): string[] {
-  const value = recovered.get(MASTER_STATE_KEY);
-  if (value === undefined) return [];
-  const state = decodeDurableState(value);
+  const entries = [...recovered].map(([key, value]) => ({ key, value }));
+  const state = assembleDurable(MASTER_STATE_PREFIX, entries, EMPTY);
   return [...state.applications.apps].flatMap(([app, entry]) =>
     entry.shuffles.map((shuffle) => `${String(app)}/${String(shuffle)}`),
   );
@@ -158,9 +163,9 @@ describe('the leadership machine on a real etcd', { skip: etcdSkipReason }, () =
     assert.equal(b.driver.leader, 'm1@127.0.0.1:11');
     assert.equal(b.driver.acting, false);
     let state = withShuffle(EMPTY, 'app-1', 3);
-    await leader.driver.persist(encodeDurableState(state));
+    await leader.driver.persist(writesOf(state));
     state = withShuffle(state, 'app-1', 4);
-    await leader.driver.persist(encodeDurableState(state));
+    await leader.driver.persist(writesOf(state));
 
     // Killed: no resign, the lease is left to expire at etcd.
     a.driver.close();
@@ -215,12 +220,12 @@ describe('the leadership machine on a real etcd', { skip: etcdSkipReason }, () =
     );
     b.driver.start();
     const state = withShuffle(EMPTY, 'app-1', 1);
-    await a.driver.persist(encodeDurableState(state));
+    await a.driver.persist(writesOf(state));
 
     cut!.held = true;
     // The write goes nowhere until the cut heals; it is never confirmed.
     let lateConfirmed = false;
-    void a.driver.persist(encodeDurableState(withShuffle(state, 'app-1', 2))).then(() => {
+    void a.driver.persist(writesOf(withShuffle(state, 'app-1', 2))).then(() => {
       lateConfirmed = true;
     });
     await pollFor(
@@ -242,7 +247,7 @@ describe('the leadership machine on a real etcd', { skip: etcdSkipReason }, () =
 
     // Healed: the held write reaches etcd after another leads, and etcd refuses it by its fence.
     cut!.release();
-    await b.driver.persist(encodeDurableState(withShuffle(state, 'app-1', 5)));
+    await b.driver.persist(writesOf(withShuffle(state, 'app-1', 5)));
     const stored = await new EtcdRequestsReader(b.client).shuffles(`/t${prefix}/state/`);
     assert.deepEqual(stored.sort(), ['1', '5']);
     assert.equal(lateConfirmed, false);
@@ -259,7 +264,7 @@ describe('the leadership machine on a real etcd', { skip: etcdSkipReason }, () =
       () => 'a leader',
       { timeoutMs: 10_000 },
     );
-    await a.driver.persist(encodeDurableState(withShuffle(EMPTY, 'app-1', 1)));
+    await a.driver.persist(writesOf(withShuffle(EMPTY, 'app-1', 1)));
     await etcd.etcd.stop();
     await pollFor(
       () => a.stopped,

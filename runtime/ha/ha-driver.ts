@@ -4,7 +4,8 @@
 // class only carries them out and tells its owner (docs/high-availability.md, "What the driver does").
 import { performance } from 'node:perf_hooks';
 import type { Fence } from '../../core/ha/fencing.ts';
-import { layoutOfPersisted } from '../../core/ha/key-layout.ts';
+import { storeChanges } from '../../core/ha/key-layout.ts';
+import type { KeyWrite } from '../../core/machines/master/layout.ts';
 import {
   actingAsLeader,
   haStep,
@@ -74,15 +75,17 @@ export class HaDriver {
   }
 
   /**
-   * Writes the master's persisted state (the value of its `persist{coordination}`) as fenced keys; resolves once
-   * it is in etcd. A persist abandoned by a step-down never settles: what waits on it is never acknowledged.
+   * Writes the keys the master persisted (its `persist{coordination}` effects of one write, under
+   * MASTER_STATE_PREFIX; null deletes) as fenced keys under the state prefix; resolves once they are in etcd. A
+   * persist abandoned by a step-down never settles: what waits on it is never acknowledged. Throws for a key
+   * outside the master's state.
    */
-  persist(value: string): Promise<void> {
+  persist(writes: readonly KeyWrite[]): Promise<void> {
     const id = this.nextPersist++;
-    const layout = layoutOfPersisted(this.state.config.statePrefix, value);
+    const changes = storeChanges(this.state.config.statePrefix, writes);
     return new Promise((resolve) => {
       this.persists.set(id, resolve);
-      this.step({ kind: 'persist', id, layout });
+      this.step({ kind: 'persist', id, changes });
     });
   }
 

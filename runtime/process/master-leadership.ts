@@ -3,7 +3,6 @@
 // (the restart path), its persists written to etcd as fenced keys. Deposed, it exits with NOT_LEADER_EXIT_CODE after
 // one log line: a supervisor restarts it as a follower (docs/high-availability.md, "Running a group").
 import type { MasterDurableState } from '../../core/machines/master/state.ts';
-import { MASTER_STATE_KEY } from '../../core/machines/master/state.ts';
 import { EtcdClient } from '../ha/etcd-client.ts';
 import { EtcdRequests } from '../ha/etcd-requests.ts';
 import { EtcdStore, textOf } from '../ha/etcd-store.ts';
@@ -106,14 +105,8 @@ export function campaignForMaster(options: MasterLeadershipOptions): MasterLeade
   driver.start();
   const store: DurableStore = {
     load: () => electedPromise.then((recovered) => new Map(recovered)),
-    write: async (changes) => {
-      for (const change of changes) {
-        if (change.key !== MASTER_STATE_KEY || change.value === null) {
-          throw new Error(`the master persisted ${change.key}, which a group does not store`);
-        }
-        await driver.persist(change.value);
-      }
-    },
+    // One write of the node driver (the persists of one step or a group of steps) is one fenced persist.
+    write: (changes) => driver.persist(changes),
     close: async () => {
       await driver.resign();
       driver.close();

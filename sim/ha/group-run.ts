@@ -1,4 +1,4 @@
-import { durableLayout, assembleDurable } from '../../core/ha/key-layout.ts';
+import { assembleDurable, changesBetween, durableLayout } from '../../core/ha/key-layout.ts';
 import {
   actingAsLeader,
   haStep,
@@ -15,11 +15,8 @@ import {
   registerShuffle,
   unregisterShuffle,
 } from '../../core/lifecycle/index.ts';
-import {
-  decodeDurableState,
-  MASTER_STATE_KEY,
-  type MasterDurableState,
-} from '../../core/machines/master/state.ts';
+import { MASTER_STATE_PREFIX } from '../../core/machines/master/layout.ts';
+import type { MasterDurableState } from '../../core/machines/master/state.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import type { Rng } from '../../core/rng.ts';
 import { chance, pick, streamRng, uniform } from '../world/random.ts';
@@ -115,7 +112,14 @@ interface Master {
   outstanding: Set<number>;
   cut?: { kind: Cut; until: number; held: { request: StoreRequest; id: string }[] };
   queued: (() => void)[];
-  serving?: { durable: MasterDurableState; nextPersist: number; confirmed: number; held: Held[] };
+  serving?: {
+    durable: MasterDurableState;
+    /** The layout this master last persisted (empty on a new store: its first write carries `meta` too). */
+    layout: ReadonlyMap<string, string>;
+    nextPersist: number;
+    confirmed: number;
+    held: Held[];
+  };
 }
 
 interface Client {
@@ -316,11 +320,15 @@ class HaWorld {
     this.lastTerm = term;
     this.lastTermHolder = id;
     this.terms += 1;
-    const stored = recovered.get(MASTER_STATE_KEY);
-    const durable = stored === undefined ? EMPTY : decodeDurableState(stored);
+    const durable = assembleDurable(
+      MASTER_STATE_PREFIX,
+      [...recovered].map(([key, value]) => ({ key, value })),
+      EMPTY,
+    );
     this.trace(`${id} leads term ${term} with ${this.shufflesOf(durable).size} shuffles`);
     this.checkNoneLost(durable, `${id} starting term ${term}`);
-    m.serving = { durable, nextPersist: 0, confirmed: 0, held: [] };
+    const layout = recovered.size === 0 ? new Map<string, string>() : durableLayout(PREFIX, durable);
+    m.serving = { durable, layout, nextPersist: 0, confirmed: 0, held: [] };
   }
 
   shufflesOf(durable: MasterDurableState): Set<string> {
@@ -472,11 +480,10 @@ class HaWorld {
     });
     this.release(m);
     if (isChange) {
-      this.haInput(m, {
-        kind: 'persist',
-        id: serving.nextPersist,
-        layout: durableLayout(PREFIX, serving.durable),
-      });
+      const layout = durableLayout(PREFIX, serving.durable);
+      const changes = changesBetween(serving.layout, layout);
+      serving.layout = layout;
+      this.haInput(m, { kind: 'persist', id: serving.nextPersist, changes });
     }
   }
 

@@ -1,10 +1,6 @@
 import { shuffleKey } from '../../core/domain/ids.ts';
 import type { AdminCommand, Effect, Input, NodeId } from '../../core/machines/effects.ts';
-import {
-  decodeDurableState,
-  MASTER_STATE_KEY,
-  type MasterDurableState,
-} from '../../core/machines/master/state.ts';
+import { appKey, MASTER_STATE_PREFIX, workerEntryKey } from '../../core/machines/master/layout.ts';
 import { fileNameFor } from '../../core/machines/worker/files.ts';
 import { decodeShuffleRecord, recoveryKey } from '../../core/machines/worker/recovery.ts';
 import type { Observer, World } from '../world/world.ts';
@@ -110,32 +106,31 @@ function masterFacts(
   requests: RequestLog,
   commands: ReadonlyMap<NodeId, AdminCommand>,
 ): Fact[] {
-  const fact = (what: string, holds: (state: MasterDurableState | undefined) => boolean): Fact => ({
+  const fact = (what: string, key: string, holds: (value: string | undefined) => boolean): Fact => ({
     node,
     at,
     what,
-    key: MASTER_STATE_KEY,
-    holds: (value) => holds(decodeMaster(value)),
+    key,
+    holds,
     superseded: false,
   });
+  const present = (value: string | undefined) => value !== undefined;
+  const absent = (value: string | undefined) => value === undefined;
   if (effect.kind === 'send') {
     const message = effect.message;
     if (message.type !== 'StatusResponse' || message.status !== 'SUCCESS') return [];
     const request = requests.find(effect.to, effect.inReplyTo, 'RegisterApplication');
     if (request === undefined) return [];
     const appId = request.appId;
-    return [fact(`application ${appId} registered`, (state) => state?.applications.apps.has(appId) === true)];
+    return [fact(`application ${appId} registered`, appKey(MASTER_STATE_PREFIX, appId), present)];
   }
   if (effect.kind !== 'adminReply' || !effect.success) return [];
   const command = commands.get(node);
   if (command?.type !== 'excludeWorkers') return [];
-  const excluded = (worker: string) => (state: MasterDurableState | undefined) =>
-    state?.workers.manuallyExcluded.has(worker) === true;
+  const excludedKey = (worker: string) => workerEntryKey(MASTER_STATE_PREFIX, 'manuallyExcluded', worker);
   return [
-    ...command.add.map((worker) => fact(`${worker} excluded`, excluded(worker))),
-    ...command.remove.map((worker) =>
-      fact(`${worker} no longer excluded`, (state) => state !== undefined && !excluded(worker)(state)),
-    ),
+    ...command.add.map((worker) => fact(`${worker} excluded`, excludedKey(worker), present)),
+    ...command.remove.map((worker) => fact(`${worker} no longer excluded`, excludedKey(worker), absent)),
   ];
 }
 
@@ -163,12 +158,4 @@ function workerFacts(node: NodeId, effect: Effect, at: number, requests: Request
         superseded: false,
       };
     });
-}
-
-/** The master's durable state as a stored value says it; the last one decoded is kept (values repeat). */
-let lastDecoded: { readonly value: string; readonly state: MasterDurableState } | undefined;
-function decodeMaster(value: string | undefined): MasterDurableState | undefined {
-  if (value === undefined) return undefined;
-  if (lastDecoded?.value !== value) lastDecoded = { value, state: decodeDurableState(value) };
-  return lastDecoded.state;
 }

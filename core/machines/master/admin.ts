@@ -40,7 +40,8 @@ export function handleMasterAdmin(
           ['both added and removed, so left as they were', lists.conflicting],
         ]),
       );
-      return lists.added.length + lists.removed.length > 0 ? withWorkers(s, out, registry) : s;
+      const changed = [...lists.added, ...lists.removed];
+      return changed.length > 0 ? withWorkers(s, out, registry, changed) : s;
     }
     case 'workerEvent': {
       let type;
@@ -66,7 +67,7 @@ export function handleMasterAdmin(
           ['unknown to this master', lists.unknown],
         ]),
       );
-      return lists.applied.length > 0 ? withWorkers(s, out, registry) : s;
+      return lists.applied.length > 0 ? withWorkers(s, out, registry, lists.applied) : s;
     }
     case 'quotaSettings':
       return setQuotaSettings(s, out, command.settings, commandId);

@@ -1,4 +1,4 @@
-import { DEFAULT_RACK, shuffleKey, workerKey, type WorkerId } from '../../domain/index.ts';
+import { DEFAULT_RACK, shuffleKey, workerKey, type WorkerId, type WorkerKey } from '../../domain/index.ts';
 import {
   availableWorkers,
   bookOfferedSlots,
@@ -15,6 +15,7 @@ import {
   unavailableWorkerKeys,
   unregisterApplication,
   unregisterShuffle,
+  type WorkerRegistry,
 } from '../../lifecycle/index.ts';
 import type {
   ApplicationHeartbeat,
@@ -89,7 +90,7 @@ export function handleRegisterApplication(
     status: 'SUCCESS',
     message: `application ${message.appId} registered with master release ${s.config.release}`,
   });
-  return withApplications(s, out, registry);
+  return withApplications(s, out, registry, [message.appId]);
 }
 
 /**
@@ -176,7 +177,7 @@ export function handleApplicationHeartbeat(
   // Only a new application or revised shuffles are worth a write; heartbeat times and byte counts are rebuilt after a restart.
   return known && revised.length === 0
     ? { ...s, durable: { ...s.durable, applications: registry } }
-    : withApplications(s, out, registry);
+    : withApplications(s, out, registry, [message.appId]);
 }
 
 export function handleRequestSlots(
@@ -272,8 +273,25 @@ export function handleRequestSlots(
   // Booked slots are written before the offer goes out, like the shuffle's registration: a master that restarted
   // without them would offer the same budget again before the workers' next heartbeats (swarm seed 268654: an
   // offer for an already registered shuffle, then two master crashes, then the disk offered twice over).
-  const state = withWorkers(s, out, booked.registry);
-  return registered.alreadyRegistered ? state : withApplications(state, out, registered.registry);
+  const state = withWorkers(s, out, booked.registry, bookedWorkers(durable.workers, booked.registry, offer));
+  return registered.alreadyRegistered
+    ? state
+    : withApplications(state, out, registered.registry, [message.appId]);
+}
+
+/**
+ * The workers whose entries a booking changed: those offered slots, and those sharing a filesystem with them (their
+ * shared space is booked too, lifecycle/registry.ts `bookOfferedSlots`), found by the entries that changed.
+ */
+function bookedWorkers(before: WorkerRegistry, after: WorkerRegistry, offer: SlotOffer): WorkerKey[] {
+  const keys = [...offer.diskAllocations.keys()];
+  const sharesFilesystem = keys.some((key) =>
+    after.workers.get(key)?.disks.some((disk) => disk.filesystem !== undefined),
+  );
+  if (!sharesFilesystem) return keys;
+  const changed: WorkerKey[] = [];
+  for (const [key, worker] of after.workers) if (before.workers.get(key) !== worker) changed.push(key);
+  return changed;
 }
 
 export function handleUnregisterShuffle(
@@ -297,7 +315,7 @@ export function handleUnregisterShuffle(
       ? `${key} unregistered; workers release it at their next heartbeat`
       : `${key} was not registered; nothing to do`,
   });
-  return wasRegistered ? withApplications(s, out, registry) : s;
+  return wasRegistered ? withApplications(s, out, registry, [message.appId]) : s;
 }
 
 export function handleUnregisterApplication(
@@ -318,7 +336,7 @@ export function handleUnregisterApplication(
         : `application ${message.appId} unregistered with ${shuffles.length} shuffle(s); workers release them at their next heartbeat`,
   });
   const remembered = isNew(s, out.now) ? { ...s, endedApps: new Set(s.endedApps).add(message.appId) } : s;
-  return shuffles === null ? remembered : withApplications(remembered, out, registry);
+  return shuffles === null ? remembered : withApplications(remembered, out, registry, [message.appId]);
 }
 
 /** Less than an application timeout since the master began serving (lifecycle/applications.ts `shuffleExpiry`). */
@@ -339,7 +357,12 @@ export function checkApplications(s: MasterState, out: MasterOutbox): MasterStat
       cause: `no heartbeat for more than ${timeout} ms`,
     });
   }
-  return withApplications(s, out, registry);
+  return withApplications(
+    s,
+    out,
+    registry,
+    expired.map(({ appId }) => appId),
+  );
 }
 
 /** Every update interval: the estimate becomes the average file size written since the last update (core/slots). */
@@ -352,8 +375,8 @@ export function updatePartitionSize(s: MasterState, out: MasterOutbox): MasterSt
     s.config.partitionSize,
   );
   if (estimate !== previous) log(out, 'info', 'master.partitionSize.updated', { previous, estimate, sample });
-  const state = withApplications(s, out, registry);
-  return { ...state, durable: { ...state.durable, estimatedPartitionSize: estimate } };
+  out.touched.meta = true;
+  return { ...s, durable: { ...s.durable, applications: registry, estimatedPartitionSize: estimate } };
 }
 
 /** A retried RequestSlots of a shuffle already registered is not a new shuffle: the quota let it in. */

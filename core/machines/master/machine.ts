@@ -19,12 +19,16 @@ import { emitGauges } from './gauges.ts';
 import { updateQuotaStatus } from './quota.ts';
 import { newMasterOutbox, type MasterOutbox } from './outbox.ts';
 import {
-  decodeDurableState,
-  encodeDurableState,
-  MASTER_STATE_KEY,
-  type MasterDurableState,
-  type MasterState,
-} from './state.ts';
+  assembleDurable,
+  durableLayout,
+  durableWrites,
+  isLayoutKey,
+  MASTER_STATE_PREFIX,
+  nothingTouched,
+  touchedAnything,
+  type KeyWrite,
+} from './layout.ts';
+import { decodeDurableState, MASTER_STATE_KEY, type MasterDurableState, type MasterState } from './state.ts';
 import {
   checkLostWorkers,
   expireUnavailableWorkers,
@@ -46,26 +50,29 @@ export const MASTER_TIMERS = {
 const DEFAULT_QUOTA_UPDATE_MS = 30_000;
 
 /**
- * The master as a pure state machine. A step that changes the durable state ends with one `persist` of the whole
- * durable value to the coordination store, placed before the step's replies so that nothing is acknowledged before
- * it is durable; it also emits the gauges that moved. docs/core/machines-master-worker.md lists every message,
- * timer, persisted key and effect.
+ * The master as a pure state machine. A step that changes the durable state ends with a `persist` of each key it
+ * changed in the coordination store (./layout.ts: only the entries of the workers and applications it touched, never
+ * the whole state), placed before the step's replies so that nothing is acknowledged before it is durable; it also
+ * emits the gauges that moved. docs/core/machines-master-worker.md lists every message, timer, persisted key and
+ * effect.
  */
 export const masterMachine: Machine<MasterState> = {
   step(state: MasterState, input: Input, now: number, rng: Rng): Step<MasterState> {
     const out = newMasterOutbox(now, rng);
     let next = dispatch(state, input, out);
-    if (out.durableChanged) {
-      const persist = {
-        kind: 'persist',
-        store: 'coordination',
-        key: MASTER_STATE_KEY,
-        value: encodeDurableState(next.durable),
-      } as const;
-      if (next.config.plantedBug === 'ack-before-persist') out.effects.push(persist);
-      else out.effects.unshift(persist);
-      next = emitGauges(next, out);
+    const touched = touchedAnything(out.touched);
+    const writes = [
+      ...out.rewrites,
+      ...(touched ? durableWrites(MASTER_STATE_PREFIX, state.durable, next.durable, out.touched) : []),
+    ];
+    if (writes.length > 0) {
+      const persists = writes.map(
+        ({ key, value }) => ({ kind: 'persist', store: 'coordination', key, value }) as const,
+      );
+      if (next.config.plantedBug === 'ack-before-persist') out.effects.push(...persists);
+      else out.effects.unshift(...persists);
     }
+    if (touched) next = emitGauges(next, out);
     return { state: next, effects: out.effects };
   },
 };
@@ -116,18 +123,33 @@ function onStart(s: MasterState, out: MasterOutbox, recovered: ReadonlyMap<strin
     return s;
   }
   let durable = s.durable;
-  const persisted = recovered.get(MASTER_STATE_KEY);
-  if (persisted !== undefined) {
-    try {
-      durable = withFreshHeartbeats(decodeDurableState(persisted), out.now);
-    } catch (error) {
-      const reason =
-        `the master cannot restore its state from the coordination store: ${error instanceof Error ? error.message : String(error)}. ` +
-        `Fix or delete the key ${MASTER_STATE_KEY} (deleting it starts an empty master: workers register again, ` +
-        'and the shuffles of running applications are lost)';
-      log(out, 'error', 'master.restore.failed', { reason });
-      out.effects.push({ kind: 'exit', code: 1, reason });
-      return s;
+  let restored: Restored;
+  try {
+    restored = restore(recovered, s.durable);
+  } catch (error) {
+    const reason =
+      `the master cannot restore its state from the coordination store: ${error instanceof Error ? error.message : String(error)}. ` +
+      `Fix or delete the keys under ${MASTER_STATE_PREFIX} and ${MASTER_STATE_KEY} (deleting them starts an empty master: ` +
+      'workers register again, and the shuffles of running applications are lost)';
+    log(out, 'error', 'master.restore.failed', { reason });
+    out.effects.push({ kind: 'exit', code: 1, reason });
+    return s;
+  }
+  if (restored.kind === 'new') {
+    // The layout's version goes down before anything else, so that every store holding keys says which layout.
+    out.rewrites.push(
+      ...durableWrites(MASTER_STATE_PREFIX, s.durable, s.durable, { ...nothingTouched(), meta: true }),
+    );
+  } else {
+    durable = withFreshHeartbeats(restored.durable, out.now);
+    if (restored.kind === 'legacy') {
+      out.rewrites.push(...migrationWrites(recovered, restored.durable));
+      log(out, 'warn', 'master.state.migrated', {
+        from: MASTER_STATE_KEY,
+        to: MASTER_STATE_PREFIX,
+        keys: out.rewrites.length,
+        hint: 'the state of an earlier release, one value, is rewritten as one key per entry; an earlier release cannot read it',
+      });
     }
     log(out, 'info', 'master.restored', {
       workers: durable.workers.workers.size,
@@ -143,6 +165,35 @@ function onStart(s: MasterState, out: MasterOutbox, recovered: ReadonlyMap<strin
   setTimer(out, MASTER_TIMERS.quota, out.now + quotaIntervalMs(config));
   // Emit the gauges once at start, so that dashboards show the (restored) cluster before anything changes.
   return emitGauges({ ...s, started: true, servingSince: out.now, durable }, out);
+}
+
+type Restored =
+  { readonly kind: 'new' } | { readonly kind: 'layout' | 'legacy'; readonly durable: MasterDurableState };
+
+/**
+ * What the store holds: the layout's keys, or the one value an earlier release wrote under MASTER_STATE_KEY. When
+ * both are there the one value is the newer: this release deletes it in the batch that writes the layout, so only
+ * an earlier release started on the store since (a downgrade) can have written it again.
+ */
+function restore(recovered: ReadonlyMap<string, string>, empty: MasterDurableState): Restored {
+  const legacy = recovered.get(MASTER_STATE_KEY);
+  if (legacy !== undefined) return { kind: 'legacy', durable: decodeDurableState(legacy) };
+  const entries: { key: string; value: string }[] = [];
+  for (const [key, value] of recovered)
+    if (isLayoutKey(MASTER_STATE_PREFIX, key)) entries.push({ key, value });
+  if (entries.length === 0) return { kind: 'new' };
+  return { kind: 'layout', durable: assembleDurable(MASTER_STATE_PREFIX, entries, empty) };
+}
+
+/** The one value of an earlier release rewritten as the layout, in one write: its keys, the value gone, and any key left from before. */
+function migrationWrites(recovered: ReadonlyMap<string, string>, durable: MasterDurableState): KeyWrite[] {
+  const layout = durableLayout(MASTER_STATE_PREFIX, durable);
+  const writes: KeyWrite[] = [...layout].map(([key, value]) => ({ key, value }));
+  for (const key of recovered.keys()) {
+    if (isLayoutKey(MASTER_STATE_PREFIX, key) && !layout.has(key)) writes.push({ key, value: null });
+  }
+  writes.push({ key: MASTER_STATE_KEY, value: null });
+  return writes;
 }
 
 function quotaIntervalMs(config: MasterState['config']): number {

@@ -9,12 +9,13 @@ import { Harness, metricNames, ofKind, onlySent, sentOf, workerId } from '../wor
 import {
   initialMasterState,
   MASTER_STATE_KEY,
+  MASTER_STATE_PREFIX,
   MASTER_TIMERS,
   masterMachine,
   type MasterConfig,
   type MasterState,
 } from './index.ts';
-import { testMasterConfig } from './testing.ts';
+import { storedBy, testMasterConfig } from './testing.ts';
 
 const LM = 'lm-app';
 const GiB = 1024 ** 3;
@@ -96,6 +97,14 @@ function requestSlots(harness: Harness<MasterState>, overrides: Partial<RequestS
   return { effects, reply: onlySent(effects, 'RequestSlotsResponse').message };
 }
 
+function persistedKeys(effects: readonly Effect[]): string[] {
+  return ofKind(effects, 'persist').map((persist) => persist.key);
+}
+
+function workerEntry(section: string, id: WorkerId): string {
+  return `${MASTER_STATE_PREFIX}workers/${section}/${encodeURIComponent(workerKey(id))}`;
+}
+
 function offeredKeys(reply: ReturnType<typeof requestSlots>['reply']): { used: string[]; padding: string[] } {
   const used = reply.workerResource
     .filter((r) => r.primaries.length + r.replicas.length > 0)
@@ -127,9 +136,16 @@ describe('master: workers', () => {
     const harness = master();
     const effects = register(harness, W1);
     assert.equal(effects[0]?.kind, 'persist', 'durable before acknowledged');
-    const persist = ofKind(effects, 'persist')[0]!;
-    assert.equal(persist.store, 'coordination');
-    assert.equal(persist.key, MASTER_STATE_KEY);
+    const persists = ofKind(effects, 'persist');
+    assert.ok(
+      persists.every((persist) => persist.store === 'coordination'),
+      'the coordination store',
+    );
+    assert.deepEqual(
+      persists.map((persist) => persist.key),
+      [workerEntry('workers', W1)],
+      'only the worker registered is written',
+    );
     assert.equal(onlySent(effects, 'RegisterWorkerResponse').message.success, true);
     const gauges = new Map(ofKind(effects, 'metric').map((m) => [m.name, m.value]));
     assert.equal(gauges.get('WorkerCount'), 1);
@@ -221,11 +237,9 @@ describe('master: workers', () => {
       { worker: workerKey(W1), event: 'Decommission' },
     ]);
     heartbeat(harness, W2, { state: 'Exit' });
-    const persisted = ofKind(harness.all, 'persist').at(-1)!;
-
     const after = new Harness(masterMachine, initialMasterState(testMasterConfig()));
     after.now = harness.now;
-    after.start(new Map([[MASTER_STATE_KEY, persisted.value!]]));
+    after.start(storedBy(harness.all));
     // W3 falls silent: a real loss. W1 and W2 stopped: never lost, however long the master waits.
     const timeout = testMasterConfig().workerHeartbeatTimeoutMs;
     const checks = [
@@ -264,7 +278,11 @@ describe('master: workers', () => {
     const harness = master();
     register(harness, W1);
     const bad = heartbeat(harness, W1, { status: 'READ_OR_WRITE_FAILURE' });
-    assert.equal(ofKind(bad.effects, 'persist').length, 1, 'an exclusion is a membership change');
+    assert.deepEqual(
+      persistedKeys(bad.effects),
+      [workerEntry('workers', W1), workerEntry('autoExcluded', W1)],
+      'an exclusion is a membership change',
+    );
     assert.equal(requestSlots(harness).reply.status, 'WORKER_EXCLUDED');
     heartbeat(harness, W1);
     assert.equal(requestSlots(harness).reply.status, 'SUCCESS');
@@ -320,7 +338,15 @@ describe('master: applications and slots', () => {
     assert.equal(used.length, 1, 'maxWorkers 1');
     assert.equal(padding.length, 2, 'the other two workers pad the offer');
     assert.equal(reply.workerResource.flatMap((r) => r.primaries).length, 4);
-    assert.equal(ofKind(effects, 'persist').length, 1);
+    assert.deepEqual(
+      persistedKeys(effects),
+      [
+        `${MASTER_STATE_PREFIX}workers/workers/${encodeURIComponent(used[0]!)}`,
+        `${MASTER_STATE_PREFIX}apps/app`,
+        `${MASTER_STATE_PREFIX}shuffles/app/1`,
+      ],
+      'the worker booked and the shuffle registered, nothing else',
+    );
     assert.ok(
       ofKind(effects, 'metric').some((m) => m.name === 'RegisteredShuffleCount' && m.value === 1),
       "ofKind(effects, 'metric').some((m) => m.name === 'RegisteredShuffleCount' && m.value === 1)",
@@ -475,10 +501,8 @@ describe('master: restart', () => {
     const again = requestSlots(before, { partitionIds: [2, 3] });
     assert.equal(again.reply.status, 'SUCCESS');
     assert.equal(again.effects[0]?.kind, 'persist', 'the booking is durable before the offer is sent');
-    const persisted = ofKind(again.effects, 'persist')[0]!;
-
     const after = new Harness(masterMachine, initialMasterState(testMasterConfig()));
-    after.start(new Map([[MASTER_STATE_KEY, persisted.value!]]));
+    after.start(storedBy(before.all));
     const third = requestSlots(after, { shuffleId: 2, partitionIds: [0] });
     assert.equal(third.reply.status, 'SLOT_NOT_AVAILABLE', 'the disk budget was used up before the restart');
   });
@@ -487,10 +511,9 @@ describe('master: restart', () => {
     const before = master();
     register(before, W1);
     requestSlots(before);
-    const persisted = ofKind(before.all, 'persist').at(-1)!;
     const after = new Harness(masterMachine, initialMasterState(testMasterConfig()));
     after.now = 500_000;
-    const started = after.start(new Map([[MASTER_STATE_KEY, persisted.value!]]));
+    const started = after.start(storedBy(before.all));
     assert.ok(
       ofKind(started, 'metric').some((m) => m.name === 'WorkerCount' && m.value === 1),
       "ofKind(started, 'metric').some((m) => m.name === 'WorkerCount' && m.value === 1)",
@@ -508,7 +531,7 @@ describe('master: restart', () => {
     const effects = harness.start(new Map([[MASTER_STATE_KEY, '{"version":7}']]));
     const [exit] = ofKind(effects, 'exit');
     assert.equal(exit?.code, 1);
-    assert.match(exit.reason, /delete the key master\/state/);
+    assert.match(exit.reason, /delete the keys under master\/state\//);
   });
 });
 

@@ -15,9 +15,9 @@ import type { MasterConfig } from './config.ts';
 import { initialMasterQuota, type MasterQuota } from './quota.ts';
 
 /**
- * What the master must not forget across a restart (and, later, what the masters of a high-availability group
- * share): the worker registry, the applications with their shuffles, and the estimated partition size. One plain
- * value, persisted as one JSON document under MASTER_STATE_KEY of the `coordination` store.
+ * What the master must not forget across a restart (and what the masters of a high-availability group share): the
+ * worker registry, the applications with their shuffles, and the estimated partition size. Persisted in the
+ * `coordination` store as one key per entry (./layout.ts), each step writing only the entries it changed.
  */
 export interface MasterDurableState {
   readonly workers: WorkerRegistry;
@@ -46,6 +46,10 @@ export interface MasterState {
   readonly quota: MasterQuota;
 }
 
+/**
+ * Where svc builds before 29 November 2026 kept the whole durable state as one JSON value, rewritten at every change.
+ * A master that finds it reads it once and rewrites it in the layout (./machine.ts); nothing writes it any more.
+ */
 export const MASTER_STATE_KEY = 'master/state';
 export const MASTER_SNAPSHOT_VERSION = 1;
 
@@ -72,6 +76,7 @@ interface MasterSnapshot {
   readonly estimatedPartitionSize: number;
 }
 
+/** The value an earlier release stored under MASTER_STATE_KEY (for tests of the migration). */
 export function encodeDurableState(durable: MasterDurableState): string {
   const snapshot: MasterSnapshot = {
     version: MASTER_SNAPSHOT_VERSION,
@@ -83,7 +88,7 @@ export function encodeDurableState(durable: MasterDurableState): string {
 }
 
 /**
- * Reads the persisted durable state back. Throws with what is wrong; the master then refuses to start rather than
+ * Reads the value an earlier release stored under MASTER_STATE_KEY. Throws with what is wrong; the master then refuses to start rather than
  * start empty, because an empty master would tell every worker that its shuffles expired.
  */
 export function decodeDurableState(text: string): MasterDurableState {

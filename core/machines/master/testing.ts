@@ -1,5 +1,6 @@
 import { ALLOW_ALL_HOSTS } from '../../lifecycle/index.ts';
 import { CURRENT_RELEASE } from '../../release/version.ts';
+import type { Effect } from '../effects.ts';
 import type { MasterConfig } from './config.ts';
 
 const MiB = 1024 * 1024;
@@ -33,4 +34,20 @@ export function testMasterConfig(overrides: Partial<MasterConfig> = {}): MasterC
     exclusion: { unhealthyDiskRatioThreshold: 1, dfsConfigured: false },
     ...overrides,
   };
+}
+
+/**
+ * The coordination store as a master's `persist` effects leave it, applied in order onto `store` (default: empty),
+ * what a restarted master would be handed in `start`.
+ */
+export function storedBy(
+  effects: readonly Effect[],
+  store: Map<string, string> = new Map(),
+): Map<string, string> {
+  for (const effect of effects) {
+    if (effect.kind !== 'persist' || effect.store !== 'coordination') continue;
+    if (effect.value === null) store.delete(effect.key);
+    else store.set(effect.key, effect.value);
+  }
+  return store;
 }

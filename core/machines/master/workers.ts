@@ -8,6 +8,7 @@ import {
   reportWorkersDecommissioning,
   reportWorkersUnavailable,
   shuffleExpiry,
+  type WorkerRegistry,
 } from '../../lifecycle/index.ts';
 import type {
   RegisterWorker,
@@ -19,6 +20,7 @@ import type {
 import type { Envelope } from '../effects.ts';
 import { log, reply } from '../outbox.ts';
 import { replyToOf } from '../outbox.ts';
+import { WORKER_SECTIONS } from './layout.ts';
 import { withWorkers, type MasterOutbox } from './outbox.ts';
 import { recordConsumption } from './quota.ts';
 import type { MasterState } from './state.ts';
@@ -62,7 +64,7 @@ export function handleRegisterWorker(
       ? `${key} registered again; its earlier exclusions and reports are cleared`
       : `${key} registered`,
   });
-  return withWorkers(s, out, registry);
+  return withWorkers(s, out, registry, [key]);
 }
 
 export function handleWorkerHeartbeat(
@@ -135,11 +137,22 @@ export function handleWorkerHeartbeat(
     log(out, 'info', 'master.worker.eventCompleted', { worker: key, event: changes.completedEvent });
   if (changes.backInService) log(out, 'info', 'master.worker.backInService', { worker: key });
   const membershipChanged =
-    changes.autoExclusion !== null || changes.completedEvent !== null || changes.backInService;
+    changes.autoExclusion !== null ||
+    changes.completedEvent !== null ||
+    changes.backInService ||
+    sectionsChanged(s.durable.workers, registry, key);
   // A heartbeat alone (disks, time) is not persisted: after a restart every worker gets a full timeout to report.
+  // Any change of the sections the worker is in is (./layout.ts writes only the entries a step touched).
   return membershipChanged
-    ? withWorkers(s, out, registry)
+    ? withWorkers(s, out, registry, [key])
     : { ...s, durable: { ...s.durable, workers: registry } };
+}
+
+/** Whether the worker joined or left a section of the registry other than the registered workers. */
+function sectionsChanged(before: WorkerRegistry, after: WorkerRegistry, key: WorkerKey): boolean {
+  return WORKER_SECTIONS.some(
+    (section) => section !== 'workers' && before[section].has(key) !== after[section].has(key),
+  );
 }
 
 export function handleWorkerReport(
@@ -153,13 +166,13 @@ export function handleWorkerReport(
       const result = reportWorkersUnavailable(s.durable.workers, [key], out.now);
       if (result.unknown.length > 0) return unknownReporter(s, out, key, message.type);
       log(out, 'info', 'master.worker.shuttingDown', { worker: key });
-      return withWorkers(s, out, result.registry);
+      return withWorkers(s, out, result.registry, [key]);
     }
     case 'ReportWorkerDecommission': {
       const result = reportWorkersDecommissioning(s.durable.workers, [key], out.now);
       if (result.unknown.length > 0) return unknownReporter(s, out, key, message.type);
       log(out, 'info', 'master.worker.decommissioning', { worker: key });
-      return withWorkers(s, out, result.registry);
+      return withWorkers(s, out, result.registry, [key]);
     }
     case 'ReportWorkerLost':
       // The worker's own word that it exits immediately: a planned stop, not a loss.
@@ -191,7 +204,7 @@ function workerStopped(
       log(out, 'info', 'master.worker.stopped', { worker: key, exit: stop.exitKind });
       if (stop.completedEvent !== null)
         log(out, 'info', 'master.worker.eventCompleted', { worker: key, event: stop.completedEvent });
-      return withWorkers(s, out, registry);
+      return withWorkers(s, out, registry, [key]);
   }
 }
 
@@ -205,7 +218,7 @@ export function checkLostWorkers(s: MasterState, out: MasterOutbox): MasterState
       worker: key,
       cause: `no heartbeat for more than ${timeout} ms`,
     });
-  return withWorkers(s, out, registry);
+  return withWorkers(s, out, registry, lost);
 }
 
 /** Forgets lost workers after `svc.master.workerUnavailableInfo.expireTimeout`. */
@@ -217,7 +230,7 @@ export function expireUnavailableWorkers(s: MasterState, out: MasterOutbox): Mas
   );
   if (expired.length === 0) return s;
   log(out, 'info', 'master.worker.unavailableInfoExpired', { workers: expired });
-  return withWorkers(s, out, registry);
+  return withWorkers(s, out, registry, expired);
 }
 
 function unknownReporter(s: MasterState, out: MasterOutbox, key: string, report: string): MasterState {
