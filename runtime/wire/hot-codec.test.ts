@@ -76,7 +76,7 @@ const committedFile = fc.record({
 });
 const few = <T>(arb: fc.Arbitrary<T>) => fc.array(arb, { maxLength: 4 });
 
-/** The two large control messages of a shuffle's slots (./slot-codec.ts). */
+/** The large control messages of a shuffle's slots (./slot-codec.ts). */
 const slotMessage: fc.Arbitrary<Message> = fc.oneof(
   fc.record(
     {
@@ -104,6 +104,12 @@ const slotMessage: fc.Arbitrary<Message> = fc.oneof(
       ],
     },
   ),
+  fc.record({
+    type: fc.constant('RegisterShuffleResponse' as const),
+    status,
+    locations: few(location),
+    message: text,
+  }),
   fc.record({
     type: fc.constant('CommitFilesResponse' as const),
     status,

@@ -8,6 +8,7 @@ import type {
   PushDataResponse,
   PushMergedData,
   PushMergedDataResponse,
+  RegisterShuffleResponse,
   ReserveSlots,
 } from '../../core/protocol/messages.ts';
 import { PayloadRegion } from './control-codec.ts';
@@ -29,14 +30,16 @@ import {
 import {
   commitFilesResponseWriter,
   readCommitFilesResponse,
+  readRegisterShuffleResponse,
   readReserveSlots,
+  registerShuffleResponseWriter,
   reserveSlotsWriter,
 } from './slot-codec.ts';
 import type { WireEnvelope } from './types.ts';
 
 /**
  * The control part of the data plane's four hot messages (PushData, PushMergedData and their answers), and of the
- * two largest control messages (ReserveSlots and CommitFilesResponse, ./slot-codec.ts), written by
+ * largest control messages (ReserveSlots, CommitFilesResponse and RegisterShuffleResponse, ./slot-codec.ts), written by
  * hand and read with @bufbuild/protobuf's binary reader instead of through the schema's reflection: a map task sends
  * about one such message per batch and the worker answers each, so their envelopes were a visible share of both
  * sides' time (docs/performance.md). The bytes are exactly those `toBinary` writes for the same envelope (a
@@ -52,6 +55,7 @@ const ENVELOPE_REQUEST_ID = 3;
 const ENVELOPE_IN_REPLY_TO = 4;
 const RESERVE_SLOTS = 25;
 const COMMIT_FILES_RESPONSE = 27;
+const REGISTER_SHUFFLE_RESPONSE = 30;
 const PUSH_DATA = 36;
 const PUSH_DATA_RESPONSE = 37;
 const PUSH_MERGED_DATA = 38;
@@ -61,7 +65,13 @@ const MODE_NAMES = reverse(PARTITION_MODE_CODE);
 const STATUS_NAMES = reverse(STATUS_CODES);
 
 type HotMessage =
-  PushData | PushDataResponse | PushMergedData | PushMergedDataResponse | ReserveSlots | CommitFilesResponse;
+  | PushData
+  | PushDataResponse
+  | PushMergedData
+  | PushMergedDataResponse
+  | ReserveSlots
+  | CommitFilesResponse
+  | RegisterShuffleResponse;
 
 const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
   PushData: PUSH_DATA,
@@ -70,6 +80,7 @@ const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
   PushMergedDataResponse: PUSH_MERGED_DATA_RESPONSE,
   ReserveSlots: RESERVE_SLOTS,
   CommitFilesResponse: COMMIT_FILES_RESPONSE,
+  RegisterShuffleResponse: REGISTER_SHUFFLE_RESPONSE,
 };
 
 function isHot(message: WireEnvelope['message']): message is HotMessage {
@@ -138,6 +149,8 @@ function messageWriter(message: HotMessage): BodyWriter {
       return reserveSlotsWriter(message);
     case 'CommitFilesResponse':
       return commitFilesResponseWriter(message);
+    case 'RegisterShuffleResponse':
+      return registerShuffleResponseWriter(message);
     case 'PushData': {
       const shuffleKey = utf8(message.shuffleKey);
       const mode = wireNumber(PARTITION_MODE_CODE, message.mode);
@@ -257,7 +270,8 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
       type === WireType.LengthDelimited &&
       ((number >= PUSH_DATA && number <= PUSH_MERGED_DATA_RESPONSE) ||
         number === RESERVE_SLOTS ||
-        number === COMMIT_FILES_RESPONSE)
+        number === COMMIT_FILES_RESPONSE ||
+        number === REGISTER_SHUFFLE_RESPONSE)
     ) {
       if (body !== undefined) throw NOT_HOT; // a message field twice: protobuf merges them; the schema's decoder does
       field = number;
@@ -282,6 +296,8 @@ function decodeMessage(field: number, reader: BinaryReader, payloads: PayloadReg
       return readReserveSlots(reader);
     case COMMIT_FILES_RESPONSE:
       return readCommitFilesResponse(reader);
+    case REGISTER_SHUFFLE_RESPONSE:
+      return readRegisterShuffleResponse(reader);
     case PUSH_DATA:
       return readPushData(reader, payloads);
     case PUSH_DATA_RESPONSE: {

@@ -3,7 +3,12 @@ import { PARTITION_MODE_CODE, type PartitionLocation } from '../../core/domain/p
 import { STATUS_CODES } from '../../core/domain/status.ts';
 import { STORAGE_TYPE_CODE, type StorageInfo } from '../../core/domain/storage.ts';
 import type { WorkerId } from '../../core/domain/worker.ts';
-import type { CommitFilesResponse, CommittedFile, ReserveSlots } from '../../core/protocol/messages.ts';
+import type {
+  CommitFilesResponse,
+  CommittedFile,
+  RegisterShuffleResponse,
+  ReserveSlots,
+} from '../../core/protocol/messages.ts';
 import {
   bytesFieldSize,
   elementSize,
@@ -22,8 +27,8 @@ import {
 } from './hand-codec.ts';
 
 /**
- * ReserveSlots and CommitFilesResponse by hand: a shuffle of 10,000 partitions reserves and commits 10,000 locations
- * in one message each, and the schema codec's reflection over them held the worker's event loop and the lifecycle
+ * ReserveSlots, CommitFilesResponse and RegisterShuffleResponse by hand: a shuffle of 10,000 partitions reserves,
+ * commits and hands each map task its 10,000 locations in one message each, and the schema codec's reflection over them held the worker's event loop and the lifecycle
  * manager's for about 100 ms each (docs/performance.md). The same rules as ./hot-codec.ts: the bytes are exactly
  * `toBinary`'s, and whatever the reader does not expect is left to the schema's decoder (NOT_HOT).
  */
@@ -149,6 +154,22 @@ export function reserveSlotsWriter(message: ReserveSlots): BodyWriter {
       if (message.memoryEnabled) out.varintField(7, 1);
       out.bytesField(8, user);
       out.bytesField(9, tenant);
+    },
+  };
+}
+
+export function registerShuffleResponseWriter(message: RegisterShuffleResponse): BodyWriter {
+  const status = wireNumber(STATUS_CODES, message.status);
+  const text = utf8(message.message);
+  const sizes = new Sizes();
+  let size = int32FieldSize(status) + bytesFieldSize(text);
+  for (const location of message.locations) size += elementSize(locationSize(location, sizes));
+  return {
+    size,
+    write(out) {
+      out.int32Field(1, status);
+      for (const location of message.locations) writeLocation(out, 2, location, sizes);
+      out.bytesField(3, text);
     },
   };
 }
@@ -309,6 +330,21 @@ export function readReserveSlots(reader: BinaryReader): ReserveSlots {
     ...(user === '' ? {} : { user }),
     ...(tenant === '' ? {} : { tenant }),
   };
+}
+
+export function readRegisterShuffleResponse(reader: BinaryReader): RegisterShuffleResponse {
+  let status = 0;
+  const locations: PartitionLocation[] = [];
+  let message = '';
+  while (reader.pos < reader.len) {
+    const [number, type] = reader.tag();
+    if (number === 1 && type === WireType.Varint) status = reader.int32();
+    else if (number === 2 && type === WireType.LengthDelimited)
+      locations.push(readLocation(reader, nestedEnd(reader), false));
+    else if (number === 3 && type === WireType.LengthDelimited) message = reader.string(true);
+    else throw NOT_HOT;
+  }
+  return { type: 'RegisterShuffleResponse', status: named(STATUS_NAMES, status), locations, message };
 }
 
 function readCommitted(reader: BinaryReader, end: number): CommittedFile {

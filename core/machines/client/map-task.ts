@@ -880,10 +880,14 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
     queueRevive(d, partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
     return undefined;
   }
-  const worker = workerKey(d.locations.get(partitionId)!.worker);
-  const paused = d.pausedUntil.get(worker);
-  if (paused !== undefined && paused > d.out.now) return undefined; // the pause's timer refills it
-  const limit = d.pushLimits.get(worker)?.limit ?? d.config.maxInFlightPerPartition;
+  let limit = d.config.maxInFlightPerPartition;
+  // A worker's key is a new string each time: built only when some worker is paused or limited.
+  if (d.pausedUntil.size > 0 || d.pushLimits.size > 0) {
+    const worker = workerKey(d.locations.get(partitionId)!.worker);
+    const paused = d.pausedUntil.get(worker);
+    if (paused !== undefined && paused > d.out.now) return undefined; // the pause's timer refills it
+    limit = d.pushLimits.get(worker)?.limit ?? limit;
+  }
   const room = limit - partition.inFlight;
   if (room <= 0) return undefined;
   const retries = partition.retries.slice(0, room);
