@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import fc from 'fast-check';
-import type { PartitionMode } from '../../core/domain/partition.ts';
+import type { PartitionLocation, PartitionMode } from '../../core/domain/partition.ts';
+import { STORAGE_TYPE_CODE, type StorageType } from '../../core/domain/storage.ts';
 import { STATUS_CODES, type StatusCode } from '../../core/domain/status.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { decodeEnvelopeControl, encodeEnvelopeControl } from './control-codec.ts';
@@ -47,13 +48,86 @@ const hotMessage: fc.Arbitrary<Message> = fc.oneof(
   }),
 );
 
+const uint32 = fc.oneof(fc.integer({ min: 0, max: 0xffff_ffff }), fc.constant(0));
+const nat64 = fc.oneof(fc.maxSafeNat(), fc.constant(0), fc.integer({ min: 0, max: 300 }));
+const storage = fc.record({
+  type: fc.constantFrom(...(Object.keys(STORAGE_TYPE_CODE) as StorageType[])),
+  mountPoint: text,
+  availableTypes: uint32,
+});
+const worker = fc.record({
+  host: text,
+  rpcPort: uint32,
+  pushPort: uint32,
+  fetchPort: uint32,
+  replicatePort: uint32,
+});
+const peerLocation = fc.record({ partitionId: int32, epoch: int32, worker, mode, storage });
+const location: fc.Arbitrary<PartitionLocation> = fc.record(
+  { partitionId: int32, epoch: int32, worker, mode, storage, peer: peerLocation },
+  { requiredKeys: ['partitionId', 'epoch', 'worker', 'mode', 'storage'] },
+);
+const committedFile = fc.record({
+  uniqueId: text,
+  mode,
+  storage,
+  bytes: nat64,
+  chunkOffsets: fc.array(nat64, { maxLength: 5 }),
+});
+const few = <T>(arb: fc.Arbitrary<T>) => fc.array(arb, { maxLength: 4 });
+
+/** The large control messages of a shuffle's slots (./slot-codec.ts). */
+const slotMessage: fc.Arbitrary<Message> = fc.oneof(
+  fc.record(
+    {
+      type: fc.constant('ReserveSlots' as const),
+      appId: text,
+      shuffleId: int32,
+      primaries: few(location),
+      replicas: few(location),
+      splitThreshold: nat64,
+      splitMode: fc.constantFrom('SOFT' as const, 'HARD' as const),
+      memoryEnabled: fc.boolean(),
+      user: fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }),
+      tenant: fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }),
+    },
+    {
+      requiredKeys: [
+        'type',
+        'appId',
+        'shuffleId',
+        'primaries',
+        'replicas',
+        'splitThreshold',
+        'splitMode',
+        'memoryEnabled',
+      ],
+    },
+  ),
+  fc.record({
+    type: fc.constant('RegisterShuffleResponse' as const),
+    status,
+    locations: few(location),
+    message: text,
+  }),
+  fc.record({
+    type: fc.constant('CommitFilesResponse' as const),
+    status,
+    committedPrimaries: few(committedFile),
+    committedReplicas: few(committedFile),
+    failedPrimaryIds: few(text),
+    failedReplicaIds: few(text),
+    message: text,
+  }),
+);
+
 const hotEnvelope: fc.Arbitrary<WireEnvelope> = fc.record(
   {
     from: text,
     to: text,
     requestId: fc.oneof(fc.maxSafeNat(), fc.constant(0)),
     inReplyTo: fc.oneof(fc.maxSafeNat(), fc.constant(0)),
-    message: hotMessage,
+    message: fc.oneof(hotMessage, slotMessage),
   },
   { requiredKeys: ['from', 'to', 'message'] },
 );
@@ -101,6 +175,24 @@ describe('the hot messages codec', () => {
       assert.equal(encodeHotEnvelope(bad), undefined, `map id ${mapId}`);
       assert.throws(() => encodeEnvelopeControl(bad), RangeError);
     }
+    const negative: Message = {
+      type: 'CommitFilesResponse',
+      status: 'SUCCESS',
+      committedPrimaries: [
+        {
+          uniqueId: '0-0',
+          mode: 'PRIMARY',
+          storage: { type: 'MEMORY', mountPoint: '', availableTypes: 0 },
+          bytes: -1,
+          chunkOffsets: [0],
+        },
+      ],
+      committedReplicas: [],
+      failedPrimaryIds: [],
+      failedReplicaIds: [],
+      message: '',
+    };
+    assert.equal(encodeHotEnvelope(envelope(negative)), undefined, 'a negative int64 is the schema codec’s');
     const unknownStatus = envelope({
       type: 'PushDataResponse',
       status: 'NOT_A_STATUS' as StatusCode,

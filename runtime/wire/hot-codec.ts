@@ -2,17 +2,44 @@ import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { PARTITION_MODE_CODE } from '../../core/domain/partition.ts';
 import { STATUS_CODES, type StatusCode } from '../../core/domain/status.ts';
 import type {
+  CommitFilesResponse,
   MergedBatch,
   PushData,
   PushDataResponse,
   PushMergedData,
   PushMergedDataResponse,
+  RegisterShuffleResponse,
+  ReserveSlots,
 } from '../../core/protocol/messages.ts';
 import { PayloadRegion } from './control-codec.ts';
+import {
+  bytesFieldSize,
+  checkUint64,
+  int32FieldSize,
+  int32Size,
+  named,
+  NOT_HOT,
+  Output,
+  reverse,
+  uint32FieldSize,
+  utf8,
+  varintSize,
+  wireNumber,
+  type BodyWriter,
+} from './hand-codec.ts';
+import {
+  commitFilesResponseWriter,
+  readCommitFilesResponse,
+  readRegisterShuffleResponse,
+  readReserveSlots,
+  registerShuffleResponseWriter,
+  reserveSlotsWriter,
+} from './slot-codec.ts';
 import type { WireEnvelope } from './types.ts';
 
 /**
- * The control part of the data plane's four hot messages (PushData, PushMergedData and their answers), written by
+ * The control part of the data plane's four hot messages (PushData, PushMergedData and their answers), and of the
+ * largest control messages (ReserveSlots, CommitFilesResponse and RegisterShuffleResponse, ./slot-codec.ts), written by
  * hand and read with @bufbuild/protobuf's binary reader instead of through the schema's reflection: a map task sends
  * about one such message per batch and the worker answers each, so their envelopes were a visible share of both
  * sides' time (docs/performance.md). The bytes are exactly those `toBinary` writes for the same envelope (a
@@ -26,6 +53,9 @@ const ENVELOPE_FROM = 1;
 const ENVELOPE_TO = 2;
 const ENVELOPE_REQUEST_ID = 3;
 const ENVELOPE_IN_REPLY_TO = 4;
+const RESERVE_SLOTS = 25;
+const COMMIT_FILES_RESPONSE = 27;
+const REGISTER_SHUFFLE_RESPONSE = 30;
 const PUSH_DATA = 36;
 const PUSH_DATA_RESPONSE = 37;
 const PUSH_MERGED_DATA = 38;
@@ -34,20 +64,27 @@ const PUSH_MERGED_DATA_RESPONSE = 39;
 const MODE_NAMES = reverse(PARTITION_MODE_CODE);
 const STATUS_NAMES = reverse(STATUS_CODES);
 
-function reverse<T extends string>(table: Readonly<Record<T, number>>): readonly (T | undefined)[] {
-  const names: (T | undefined)[] = [];
-  for (const [name, number] of Object.entries(table) as [T, number][]) names[number] = name;
-  return names;
-}
+type HotMessage =
+  | PushData
+  | PushDataResponse
+  | PushMergedData
+  | PushMergedDataResponse
+  | ReserveSlots
+  | CommitFilesResponse
+  | RegisterShuffleResponse;
 
-/** Thrown inside this module when it leaves an envelope to the schema's codec; never escapes. */
-class NotHot extends Error {}
-const NOT_HOT = new NotHot();
+const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
+  PushData: PUSH_DATA,
+  PushDataResponse: PUSH_DATA_RESPONSE,
+  PushMergedData: PUSH_MERGED_DATA,
+  PushMergedDataResponse: PUSH_MERGED_DATA_RESPONSE,
+  ReserveSlots: RESERVE_SLOTS,
+  CommitFilesResponse: COMMIT_FILES_RESPONSE,
+  RegisterShuffleResponse: REGISTER_SHUFFLE_RESPONSE,
+};
 
-function wireNumber<T extends string>(table: Readonly<Record<T, number>>, name: T): number {
-  const number = table[name] as number | undefined;
-  if (number === undefined) throw NOT_HOT;
-  return number;
+function isHot(message: WireEnvelope['message']): message is HotMessage {
+  return Object.hasOwn(FIELD_OF, message.type);
 }
 
 // ------------------------------------------------------------------------------------------------ encode
@@ -57,14 +94,7 @@ export function encodeHotEnvelope(
   envelope: WireEnvelope,
 ): { control: Uint8Array; payloads: readonly Uint8Array[] } | undefined {
   const message = envelope.message;
-  if (
-    message.type !== 'PushData' &&
-    message.type !== 'PushDataResponse' &&
-    message.type !== 'PushMergedData' &&
-    message.type !== 'PushMergedDataResponse'
-  ) {
-    return undefined;
-  }
+  if (!isHot(message)) return undefined;
   try {
     return encodeEnvelope(envelope, message);
   } catch (error) {
@@ -80,7 +110,7 @@ export function encodeHotEnvelope(
  */
 function encodeEnvelope(
   envelope: WireEnvelope,
-  message: PushData | PushDataResponse | PushMergedData | PushMergedDataResponse,
+  message: HotMessage,
 ): { control: Uint8Array; payloads: readonly Uint8Array[] } {
   const from = utf8(envelope.from);
   const to = utf8(envelope.to);
@@ -88,20 +118,13 @@ function encodeEnvelope(
   if (requestId !== undefined) checkUint64(requestId);
   if (inReplyTo !== undefined) checkUint64(inReplyTo);
   const body = messageWriter(message);
-  const field =
-    message.type === 'PushData'
-      ? PUSH_DATA
-      : message.type === 'PushDataResponse'
-        ? PUSH_DATA_RESPONSE
-        : message.type === 'PushMergedData'
-          ? PUSH_MERGED_DATA
-          : PUSH_MERGED_DATA_RESPONSE;
+  const field = FIELD_OF[message.type];
   const size =
     bytesFieldSize(from) +
     bytesFieldSize(to) +
     (requestId === undefined ? 0 : 1 + varintSize(requestId)) +
     (inReplyTo === undefined ? 0 : 1 + varintSize(inReplyTo)) +
-    2 + // the message's tag: fields 36-39 take two bytes
+    2 + // the message's tag: fields 25-39 take two bytes
     varintSize(body.size) +
     body.size;
   const out = new Output(size);
@@ -120,15 +143,14 @@ function encodeEnvelope(
   return { control: out.bytes, payloads };
 }
 
-interface BodyWriter {
-  readonly size: number;
-  write(out: Output): void;
-}
-
-function messageWriter(
-  message: PushData | PushDataResponse | PushMergedData | PushMergedDataResponse,
-): BodyWriter {
+function messageWriter(message: HotMessage): BodyWriter {
   switch (message.type) {
+    case 'ReserveSlots':
+      return reserveSlotsWriter(message);
+    case 'CommitFilesResponse':
+      return commitFilesResponseWriter(message);
+    case 'RegisterShuffleResponse':
+      return registerShuffleResponseWriter(message);
     case 'PushData': {
       const shuffleKey = utf8(message.shuffleKey);
       const mode = wireNumber(PARTITION_MODE_CODE, message.mode);
@@ -219,145 +241,6 @@ function messageWriter(
   }
 }
 
-const encoder = new TextEncoder();
-
-/** A string's UTF-8 bytes (lone surrogates become U+FFFD, as TextEncoder and `toBinary` make them). */
-function utf8(text: string): Uint8Array | string {
-  for (let i = 0; i < text.length; i += 1) if (text.charCodeAt(i) > 0x7f) return encoder.encode(text);
-  return text; // ASCII: one byte per character, written as it is
-}
-
-function checkInt32(value: number): void {
-  if (!Number.isInteger(value) || value > 0x7fff_ffff || value < -0x8000_0000) throw NOT_HOT;
-}
-
-function checkUint32(value: number): void {
-  if (!Number.isInteger(value) || value > 0xffff_ffff || value < 0) throw NOT_HOT;
-}
-
-function checkUint64(value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw NOT_HOT;
-}
-
-function varintSize(value: number): number {
-  let size = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    size += 1;
-  }
-  return size;
-}
-
-/** A negative int32 is written as its 64-bit two's complement: ten bytes. */
-function int32Size(value: number): number {
-  checkInt32(value);
-  return value < 0 ? 10 : varintSize(value);
-}
-
-function int32FieldSize(value: number): number {
-  const size = int32Size(value);
-  return value === 0 ? 0 : 1 + size;
-}
-
-function uint32FieldSize(value: number): number {
-  checkUint32(value);
-  return value === 0 ? 0 : 1 + varintSize(value);
-}
-
-function bytesFieldSize(bytes: Uint8Array | string): number {
-  const length = typeof bytes === 'string' ? bytes.length : bytes.byteLength;
-  return length === 0 ? 0 : 1 + varintSize(length) + length;
-}
-
-/**
- * Control parts are cut from a shared slab: a typed array of more than 64 bytes is allocated outside V8's heap at
- * about a microsecond each, as long as encoding the whole message. Every byte of a cut is written before it is used.
- */
-const SLAB_BYTES = 64 * 1024;
-let slab = new Uint8Array(SLAB_BYTES);
-let slabUsed = 0;
-
-function controlBytes(size: number): Uint8Array {
-  if (size > SLAB_BYTES / 16) return new Uint8Array(size);
-  if (slabUsed + size > SLAB_BYTES) {
-    slab = new Uint8Array(SLAB_BYTES);
-    slabUsed = 0;
-  }
-  const bytes = slab.subarray(slabUsed, slabUsed + size);
-  slabUsed += size;
-  return bytes;
-}
-
-class Output {
-  readonly bytes: Uint8Array;
-  pos = 0;
-
-  constructor(size: number) {
-    this.bytes = controlBytes(size);
-  }
-
-  tag(field: number, type: WireType): void {
-    this.varint((field << 3) | type);
-  }
-
-  varint(value: number): void {
-    const bytes = this.bytes;
-    while (value >= 0x80) {
-      bytes[this.pos++] = (value % 0x80) | 0x80;
-      value = Math.floor(value / 0x80);
-    }
-    bytes[this.pos++] = value;
-  }
-
-  int32(value: number): void {
-    if (value >= 0) {
-      this.varint(value);
-      return;
-    }
-    // Sign-extended to 64 bits: the low 32 bits in five groups of seven, then 1s up to the tenth byte.
-    let low = value >>> 0;
-    const bytes = this.bytes;
-    for (let i = 0; i < 4; i += 1) {
-      bytes[this.pos++] = (low & 0x7f) | 0x80;
-      low >>>= 7;
-    }
-    bytes[this.pos++] = low | 0x70 | 0x80; // bits 28-31, then four 1s of the high word
-    for (let i = 0; i < 4; i += 1) bytes[this.pos++] = 0xff;
-    bytes[this.pos++] = 0x01;
-  }
-
-  int32Field(field: number, value: number): void {
-    if (value === 0) return;
-    this.tag(field, WireType.Varint);
-    this.int32(value);
-  }
-
-  uint32Field(field: number, value: number): void {
-    if (value === 0) return;
-    this.tag(field, WireType.Varint);
-    this.varint(value);
-  }
-
-  varintField(field: number, value: number): void {
-    this.tag(field, WireType.Varint);
-    this.varint(value);
-  }
-
-  bytesField(field: number, value: Uint8Array | string): void {
-    const length = typeof value === 'string' ? value.length : value.byteLength;
-    if (length === 0) return;
-    this.tag(field, WireType.LengthDelimited);
-    this.varint(length);
-    if (typeof value === 'string') {
-      const bytes = this.bytes;
-      for (let i = 0; i < length; i += 1) bytes[this.pos++] = value.charCodeAt(i);
-    } else {
-      this.bytes.set(value, this.pos);
-      this.pos += length;
-    }
-  }
-}
-
 // ------------------------------------------------------------------------------------------------ decode
 
 /** A hot message's envelope, or undefined for anything the schema's decoder is to read (or refuse). */
@@ -385,8 +268,10 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
     else if (type === WireType.Varint && number === ENVELOPE_IN_REPLY_TO) inReplyTo = Number(reader.uint64());
     else if (
       type === WireType.LengthDelimited &&
-      number >= PUSH_DATA &&
-      number <= PUSH_MERGED_DATA_RESPONSE
+      ((number >= PUSH_DATA && number <= PUSH_MERGED_DATA_RESPONSE) ||
+        number === RESERVE_SLOTS ||
+        number === COMMIT_FILES_RESPONSE ||
+        number === REGISTER_SHUFFLE_RESPONSE)
     ) {
       if (body !== undefined) throw NOT_HOT; // a message field twice: protobuf merges them; the schema's decoder does
       field = number;
@@ -405,12 +290,14 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
     : { from, to, requestId, inReplyTo, message };
 }
 
-function decodeMessage(
-  field: number,
-  reader: BinaryReader,
-  payloads: PayloadRegion,
-): PushData | PushDataResponse | PushMergedData | PushMergedDataResponse {
+function decodeMessage(field: number, reader: BinaryReader, payloads: PayloadRegion): HotMessage {
   switch (field) {
+    case RESERVE_SLOTS:
+      return readReserveSlots(reader);
+    case COMMIT_FILES_RESPONSE:
+      return readCommitFilesResponse(reader);
+    case REGISTER_SHUFFLE_RESPONSE:
+      return readRegisterShuffleResponse(reader);
     case PUSH_DATA:
       return readPushData(reader, payloads);
     case PUSH_DATA_RESPONSE: {
@@ -514,10 +401,4 @@ function readPushMergedData(reader: BinaryReader, payloads: PayloadRegion): Push
     attemptId,
     batches: merged,
   };
-}
-
-function named<T extends string>(names: readonly (T | undefined)[], number: number): T {
-  const name = names[number];
-  if (name === undefined) throw NOT_HOT; // the schema's decoder names the field and the value it refuses
-  return name;
 }

@@ -166,10 +166,14 @@ export interface MapTaskState {
   /** Push requests awaiting their answer, by worker pair (`workerPairOf`). Changed in place by the machine. */
   readonly pushesOut: ReadonlyMap<string, number>;
   /**
-   * Partitions with batches held back while a push to their worker pair awaits its answer (fillWindows), looked at
-   * again at every step. Changed in place by the machine.
+   * Partitions with batches held back while a push to their worker pair awaits its answer (fillWindows), by pair,
+   * with the bytes their windows held when last planned; planned again when touched or when that pair's push is
+   * answered, not at every step (10,000 partitions held back made each step cost milliseconds). Changed in place by
+   * the machine.
    */
-  readonly deferred: ReadonlySet<number>;
+  readonly deferred: ReadonlyMap<string, HeldBack>;
+  /** The pair each held-back partition waits under (`deferred`). Changed in place by the machine. */
+  readonly deferredPairs: ReadonlyMap<number, string>;
   /** The id the next batch cut gets: batch ids are unique within the attempt, in the order batches are cut. */
   readonly nextBatchId: number;
   /**
@@ -300,7 +304,8 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     spareBatches: [],
     resentFrames: new Set(),
     pushesOut: new Map(),
-    deferred: new Set(),
+    deferred: new Map(),
+    deferredPairs: new Map(),
     nextBatchId: 0,
     pushLimits: new Map(),
     pausedUntil: new Map(),
@@ -355,7 +360,8 @@ interface Draft {
   spareBatches: Uint8Array[];
   resentFrames: Set<Uint8Array>;
   pushesOut: Map<string, number>;
-  deferred: Set<number>;
+  deferred: Map<string, HeldBack>;
+  deferredPairs: Map<number, string>;
   nextBatchId: number;
   pushLimits: Map<string, PushLimit>;
   pausedUntil: Map<string, number>;
@@ -388,7 +394,8 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       spareBatches: state.spareBatches as Uint8Array[],
       resentFrames: state.resentFrames as Set<Uint8Array>,
       pushesOut: state.pushesOut as Map<string, number>,
-      deferred: state.deferred as Set<number>,
+      deferred: state.deferred as Map<string, HeldBack>,
+      deferredPairs: state.deferredPairs as Map<number, string>,
       pushLimits: state.pushLimits as Map<string, PushLimit>,
       pausedUntil: state.pausedUntil as Map<string, number>,
     };
@@ -745,6 +752,8 @@ function pushSettled(d: Draft, pair: string): void {
   const out = (d.pushesOut.get(pair) ?? 1) - 1;
   if (out > 0) d.pushesOut.set(pair, out);
   else d.pushesOut.delete(pair);
+  const held = d.deferred.get(pair);
+  if (held !== undefined) for (const partitionId of held.partitions.keys()) d.refill.add(partitionId);
 }
 
 function registerShuffle(d: Draft, attempt: number): void {
@@ -812,11 +821,9 @@ interface WindowPlan {
  */
 function fillWindows(d: Draft): void {
   if (d.phase !== 'pushing') return; // batches cut before the registration's answer wait for it
-  // Held-back partitions first: their batches became ready first.
-  const touched = d.deferred.size === 0 ? d.refill : new Set([...d.deferred, ...d.refill]);
-  d.deferred.clear();
   const byPair = new Map<string, WindowPlan[]>();
-  for (const partitionId of touched) {
+  for (const partitionId of d.refill) {
+    releaseHeldBack(d, partitionId); // planned again here
     const plan = planWindow(d, partitionId);
     if (plan === undefined) continue;
     const pair = workerPairOf(d.locations.get(partitionId)!);
@@ -826,14 +833,51 @@ function fillWindows(d: Draft): void {
   }
   const fullMessage = d.config.mergeSizeBytes - (FRAME_HEADER_BYTES + d.config.batchSizeBytes);
   for (const [pair, plans] of byPair) {
-    let bytes = 0;
+    const held = d.deferred.get(pair);
+    let bytes = held?.bytes ?? 0;
     for (const plan of plans) bytes += plan.bytes;
     if ((d.pushesOut.get(pair) ?? 0) > 0 && bytes < fullMessage) {
-      for (const plan of plans) d.deferred.add(plan.partitionId);
+      for (const plan of plans) holdBack(d, pair, plan);
       continue;
+    }
+    // Held-back partitions first: their batches became ready first.
+    if (held !== undefined) {
+      d.deferred.delete(pair);
+      for (const partitionId of held.partitions.keys()) {
+        d.deferredPairs.delete(partitionId);
+        const plan = planWindow(d, partitionId);
+        if (plan !== undefined) commitWindow(d, plan);
+      }
     }
     for (const plan of plans) commitWindow(d, plan);
   }
+}
+
+/** Partitions held back under one worker pair (`MapTaskState.deferred`): each one's window bytes, and their sum. */
+export interface HeldBack {
+  bytes: number;
+  readonly partitions: Map<number, number>;
+}
+
+function holdBack(d: Draft, pair: string, plan: WindowPlan): void {
+  let held = d.deferred.get(pair);
+  if (held === undefined) {
+    held = { bytes: 0, partitions: new Map() };
+    d.deferred.set(pair, held);
+  }
+  held.partitions.set(plan.partitionId, plan.bytes);
+  held.bytes += plan.bytes;
+  d.deferredPairs.set(plan.partitionId, pair);
+}
+
+function releaseHeldBack(d: Draft, partitionId: number): void {
+  const pair = d.deferredPairs.get(partitionId);
+  if (pair === undefined) return;
+  d.deferredPairs.delete(partitionId);
+  const held = d.deferred.get(pair)!;
+  held.bytes -= held.partitions.get(partitionId)!;
+  held.partitions.delete(partitionId);
+  if (held.partitions.size === 0) d.deferred.delete(pair);
 }
 
 /**
@@ -848,10 +892,14 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
     queueRevive(d, partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
     return undefined;
   }
-  const worker = workerKey(d.locations.get(partitionId)!.worker);
-  const paused = d.pausedUntil.get(worker);
-  if (paused !== undefined && paused > d.out.now) return undefined; // the pause's timer refills it
-  const limit = d.pushLimits.get(worker)?.limit ?? d.config.maxInFlightPerPartition;
+  let limit = d.config.maxInFlightPerPartition;
+  // A worker's key is a new string each time: built only when some worker is paused or limited.
+  if (d.pausedUntil.size > 0 || d.pushLimits.size > 0) {
+    const worker = workerKey(d.locations.get(partitionId)!.worker);
+    const paused = d.pausedUntil.get(worker);
+    if (paused !== undefined && paused > d.out.now) return undefined; // the pause's timer refills it
+    limit = d.pushLimits.get(worker)?.limit ?? limit;
+  }
   const room = limit - partition.inFlight;
   if (room <= 0) return undefined;
   const retries = partition.retries.slice(0, room);

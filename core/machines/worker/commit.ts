@@ -10,8 +10,8 @@ import type { Envelope } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { enqueueTask } from './file-queue.ts';
-import { committedFileOf, fileDraft, fileNameFor, getFile, putFile } from './files.ts';
-import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
+import { committedFileOf, fileDraft, fileNameFor, filesPerStep, getFile, putFile } from './files.ts';
+import { count, log, reply, setEntry, setTimer, type Outbox } from '../outbox.ts';
 import { failPushesOfFiles } from './push.ts';
 import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
 import { owned, takeId, type CopyOutcome, type PendingCommit, type WorkerMachineState } from './state.ts';
@@ -38,6 +38,8 @@ export function handleCommitFiles(
     flushing: new Set(),
     primaryIds: message.primaryIds,
     replicaIds: message.replicaIds,
+    next: message.primaryIds.length + message.replicaIds.length,
+    started: 0,
   };
   if (!STATE_POLICIES[s.lifecycle.state].servesCommitsAndFetches) {
     return answerCommit(
@@ -54,23 +56,61 @@ export function handleCommitFiles(
   }
   const commitId = takeId(s);
   setEntry(s.shuffles, key, { ...shuffle, mapAttempts: message.mapAttempts });
+  return startFlushes(s, out, commitId, { ...pending, next: 0 });
+}
+
+/** The timer that goes on with a commit's files in the next step (followed by the commit's id). */
+export const COMMIT_STEP_TIMER = 'commit:';
+
+/** Goes on with a commit whose files did not all fit one step (COMMIT_STEP_TIMER). */
+export function continueCommit(s: WorkerMachineState, out: Outbox, commitId: number): WorkerMachineState {
+  const pending = s.commits.get(commitId);
+  if (pending === undefined || pending.next >= listedCount(pending)) return s;
+  return startFlushes(s, out, commitId, pending);
+}
+
+function listedCount(pending: PendingCommit): number {
+  return pending.primaryIds.length + pending.replicaIds.length;
+}
+
+/**
+ * Starts the flushes of the commit's next listed files, at most filesPerStep of them (committing 10,000 files in
+ * one step held the worker's event loop for about 100 ms); the rest go on in the next step.
+ */
+function startFlushes(
+  s: WorkerMachineState,
+  out: Outbox,
+  commitId: number,
+  pending: PendingCommit,
+): WorkerMachineState {
+  const key = pending.shuffleKey;
+  const flushing = owned(pending.flushing);
+  const primaries = pending.primaryIds.length;
+  const end = Math.min(listedCount(pending), pending.next + filesPerStep(s));
+  let started = pending.started;
   let state = s;
-  const flushing = new Set<string>();
-  for (const [ids, mode] of [
-    [message.primaryIds, 'PRIMARY'],
-    [message.replicaIds, 'REPLICA'],
-  ] as const) {
-    for (const id of ids) {
-      const name = fileNameFor(id, mode);
-      const file = getFile(state, key, name);
-      if (file === undefined || file.status === 'committed' || flushing.has(name)) continue;
-      state = putFile(state, key, fileDraft(file, { status: 'committing' }));
-      state = enqueueTask(state, out, key, name, { kind: 'flush', commitId });
-      flushing.add(name);
-    }
+  for (let k = pending.next; k < end; k += 1) {
+    const name =
+      k < primaries
+        ? fileNameFor(pending.primaryIds[k]!, 'PRIMARY')
+        : fileNameFor(pending.replicaIds[k - primaries]!, 'REPLICA');
+    const file = getFile(state, key, name);
+    if (file === undefined || file.status === 'committed' || flushing.has(name)) continue;
+    state = putFile(state, key, fileDraft(file, { status: 'committing' }));
+    state = enqueueTask(state, out, key, name, { kind: 'flush', commitId });
+    flushing.add(name);
+    started += 1;
   }
-  const next: PendingCommit = { ...pending, flushing };
-  if (flushing.size === 0) return answerCommit(state, out, next, undefined, 'nothing to flush');
+  const next: PendingCommit = { ...pending, next: end, started };
+  if (end < listedCount(next)) {
+    setEntry(state.commits, commitId, next);
+    setTimer(out, `${COMMIT_STEP_TIMER}${commitId}`, out.now);
+    return state;
+  }
+  if (flushing.size === 0) {
+    setEntry(state.commits, commitId, undefined);
+    return answerCommit(state, out, next, undefined, started === 0 ? 'nothing to flush' : 'committed');
+  }
   setEntry(state.commits, commitId, next);
   return state;
 }
@@ -205,7 +245,7 @@ function flushSettled(
   const pending = s.commits.get(commitId);
   if (pending === undefined) return s;
   owned(pending.flushing).delete(name);
-  if (pending.flushing.size > 0) return s;
+  if (pending.flushing.size > 0 || pending.next < listedCount(pending)) return s;
   setEntry(s.commits, commitId, undefined);
   return answerCommit(s, out, pending, undefined, 'committed');
 }

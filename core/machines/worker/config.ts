@@ -69,6 +69,12 @@ export interface WorkerConfig {
   readonly evictPolicy: EvictPolicy;
   /** `svc.worker.writer.create.maxAttempts`: tries (on the next tier or disk) before a location's reserve fails. */
   readonly createFileMaxAttempts: number;
+  /**
+   * Files a reserve creates, or a commit starts flushing, in one step; a request naming more goes on in later steps
+   * (a timer at the same instant), so that the worker's other inputs are handled in between. Absent:
+   * FILES_PER_STEP. Not a configuration key: tests set it small.
+   */
+  readonly filesPerStep?: number;
   /** `svc.shuffle.chunk.size`: a chunk boundary is placed at the first batch boundary past each multiple. */
   readonly chunkSizeBytes: number;
   readonly split: {

@@ -5,7 +5,13 @@ import type { Message } from '../../protocol/messages.ts';
 import { applicationOf, authorized, SERVER, type Requirement } from '../authorization.ts';
 import type { Envelope, FileRef, Input, IoError } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
-import { handleCommitFiles, completeFlush, handleDestroySlots } from './commit.ts';
+import {
+  COMMIT_STEP_TIMER,
+  completeFlush,
+  continueCommit,
+  handleCommitFiles,
+  handleDestroySlots,
+} from './commit.ts';
 import { DISK_CHECK_TIMER, armDiskCheck, isProbeOp, onDiskCheckTimer, onProbeIo } from './disk-health.ts';
 import { completeEviction, completeFileTask, type FinishedTask } from './file-queue.ts';
 import {
@@ -34,7 +40,7 @@ import { CONGESTION_CHECK_TIMER, noteConsumed, onCongestionCheck } from './conge
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
 import { findLeftovers } from './leftovers.ts';
-import { completeCreate, handleReserveSlots } from './reserve.ts';
+import { completeCreate, continueReserve, handleReserveSlots, RESERVE_STEP_TIMER } from './reserve.ts';
 import type { WorkerMachineState } from './state.ts';
 import { accountBytes, noteDiskSpace } from './storage-view.ts';
 
@@ -323,6 +329,10 @@ function onTimer(s: WorkerMachineState, out: Outbox, name: string): WorkerMachin
     case CONGESTION_CHECK_TIMER:
       return onCongestionCheck(s, out);
   }
+  if (name.startsWith(RESERVE_STEP_TIMER))
+    return continueReserve(s, out, Number(name.slice(RESERVE_STEP_TIMER.length)));
+  if (name.startsWith(COMMIT_STEP_TIMER))
+    return continueCommit(s, out, Number(name.slice(COMMIT_STEP_TIMER.length)));
   const requestId = name.startsWith('req:') ? Number(name.slice(4)) : Number.NaN;
   const request = s.requests.get(requestId);
   if (request === undefined) return s;

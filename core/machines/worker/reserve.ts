@@ -11,8 +11,8 @@ import { chooseTierForNewFile } from '../../storage/index.ts';
 import type { Envelope, IoError } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
-import { fileDraft, fileId, getFile, putFile, putShuffle } from './files.ts';
-import { count, log, reply, setEntry, type Outbox } from '../outbox.ts';
+import { fileDraft, fileId, filesPerStep, getFile, putFile, putShuffle } from './files.ts';
+import { count, log, reply, setEntry, setTimer, type Outbox } from '../outbox.ts';
 import {
   owned,
   takeId,
@@ -68,8 +68,8 @@ export function handleReserveSlots(
   }
 
   const reserveId = takeId(s);
-  let state = withPeersPlacedAgain(s, out, key, message.primaries);
-  let pending: PendingReserve = {
+  const state = withPeersPlacedAgain(s, out, key, message.primaries);
+  const pending: PendingReserve = {
     replyTo,
     shuffleKey: key,
     shuffle: {
@@ -90,8 +90,38 @@ export function handleReserveSlots(
     creating: new Set(),
     created: [],
     failures: [],
+    locations,
+    next: 0,
   };
-  for (const location of locations) {
+  return startLocations(state, out, reserveId, pending);
+}
+
+/** The timer that goes on with a reserve's locations in the next step (followed by the reserve's id). */
+export const RESERVE_STEP_TIMER = 'reserve:';
+
+/**
+ * Goes on with a reserve whose locations did not all fit one step (RESERVE_STEP_TIMER): creating 10,000 files in
+ * one step held the worker's event loop for hundreds of milliseconds (docs/performance.md).
+ */
+export function continueReserve(s: WorkerMachineState, out: Outbox, reserveId: number): WorkerMachineState {
+  const pending = s.reserves.get(reserveId);
+  if (pending === undefined || pending.next >= pending.locations.length) return s;
+  return startLocations(s, out, reserveId, pending);
+}
+
+/** Starts the creation of the request's next locations, at most filesPerStep of them; the rest go on next step. */
+function startLocations(
+  s: WorkerMachineState,
+  out: Outbox,
+  reserveId: number,
+  from: PendingReserve,
+): WorkerMachineState {
+  const key = from.shuffleKey;
+  let state = s;
+  let pending = from;
+  const end = Math.min(from.locations.length, from.next + filesPerStep(s));
+  for (let k = from.next; k < end; k += 1) {
+    const location = from.locations[k]!;
     const name = partitionFileName(location);
     const existing = getFile(state, key, name);
     if (existing !== undefined) {
@@ -113,6 +143,8 @@ export function handleReserveSlots(
     state = started.state;
     pending = started.pending;
   }
+  pending = { ...pending, next: end };
+  if (end < from.locations.length) setTimer(out, `${RESERVE_STEP_TIMER}${reserveId}`, out.now);
   return settle(state, out, reserveId, pending);
 }
 
@@ -252,7 +284,7 @@ function settle(
   reserveId: number,
   pending: PendingReserve,
 ): WorkerMachineState {
-  if (pending.creating.size > 0) {
+  if (pending.creating.size > 0 || pending.next < pending.locations.length) {
     setEntry(s.reserves, reserveId, pending);
     return s;
   }

@@ -141,6 +141,9 @@ export interface PendingReserve {
   readonly created: readonly PartitionFile[];
   /** What failed, one line per location. */
   readonly failures: readonly string[];
+  /** Every location of the request; those from `next` on are not started yet (a bounded number per step). */
+  readonly locations: readonly PartitionLocation[];
+  readonly next: number;
 }
 
 /** A CommitFiles request waiting for its flushes. */
@@ -151,6 +154,10 @@ export interface PendingCommit {
   readonly flushing: ReadonlySet<string>;
   readonly primaryIds: readonly string[];
   readonly replicaIds: readonly string[];
+  /** How many of the listed ids (primaries, then replicas) were looked at; the rest wait for a later step. */
+  readonly next: number;
+  /** Flushes this commit started so far (none at all: the answer says there was nothing to flush). */
+  readonly started: number;
 }
 
 /** What an op number stands for, so that its completion reaches the right handler. */

@@ -1,0 +1,401 @@
+import { type BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { PARTITION_MODE_CODE, type PartitionLocation } from '../../core/domain/partition.ts';
+import { STATUS_CODES } from '../../core/domain/status.ts';
+import { STORAGE_TYPE_CODE, type StorageInfo } from '../../core/domain/storage.ts';
+import type { WorkerId } from '../../core/domain/worker.ts';
+import type {
+  CommitFilesResponse,
+  CommittedFile,
+  RegisterShuffleResponse,
+  ReserveSlots,
+} from '../../core/protocol/messages.ts';
+import {
+  bytesFieldSize,
+  elementSize,
+  int32FieldSize,
+  named,
+  NOT_HOT,
+  reverse,
+  textLength,
+  uint32FieldSize,
+  uint64FieldSize,
+  utf8,
+  varintSize,
+  wireNumber,
+  type BodyWriter,
+  type Output,
+} from './hand-codec.ts';
+
+/**
+ * ReserveSlots, CommitFilesResponse and RegisterShuffleResponse by hand: a shuffle of 10,000 partitions reserves,
+ * commits and hands each map task its 10,000 locations in one message each, and the schema codec's reflection over them held the worker's event loop and the lifecycle
+ * manager's for about 100 ms each (docs/performance.md). The same rules as ./hot-codec.ts: the bytes are exactly
+ * `toBinary`'s, and whatever the reader does not expect is left to the schema's decoder (NOT_HOT).
+ */
+
+const MODE_NAMES = reverse(PARTITION_MODE_CODE);
+const STATUS_NAMES = reverse(STATUS_CODES);
+const STORAGE_NAMES = reverse(STORAGE_TYPE_CODE);
+const SPLIT_MODE_CODE = { SOFT: 0, HARD: 1 } as const;
+const SPLIT_MODE_NAMES = reverse(SPLIT_MODE_CODE);
+
+// ------------------------------------------------------------------------------------------------ encode
+
+/**
+ * Nested sizes in the order the writer meets the messages (a message's size before its fields'), computed once:
+ * the writer takes them back in that order.
+ */
+class Sizes {
+  private readonly values: number[] = [];
+  private at = 0;
+
+  reserve(): number {
+    this.values.push(0);
+    return this.values.length - 1;
+  }
+
+  set(index: number, size: number): number {
+    this.values[index] = size;
+    return size;
+  }
+
+  next(): number {
+    return this.values[this.at++]!;
+  }
+}
+
+function workerSize(worker: WorkerId): number {
+  return (
+    bytesFieldSize(utf8(worker.host)) +
+    uint32FieldSize(worker.rpcPort) +
+    uint32FieldSize(worker.pushPort) +
+    uint32FieldSize(worker.fetchPort) +
+    uint32FieldSize(worker.replicatePort)
+  );
+}
+
+function writeWorker(out: Output, worker: WorkerId): void {
+  out.bytesField(1, utf8(worker.host));
+  out.uint32Field(2, worker.rpcPort);
+  out.uint32Field(3, worker.pushPort);
+  out.uint32Field(4, worker.fetchPort);
+  out.uint32Field(5, worker.replicatePort);
+}
+
+function storageSize(storage: StorageInfo): number {
+  return (
+    int32FieldSize(wireNumber(STORAGE_TYPE_CODE, storage.type)) +
+    bytesFieldSize(utf8(storage.mountPoint)) +
+    uint32FieldSize(storage.availableTypes)
+  );
+}
+
+function writeStorage(out: Output, storage: StorageInfo): void {
+  out.int32Field(1, STORAGE_TYPE_CODE[storage.type]);
+  out.bytesField(2, utf8(storage.mountPoint));
+  out.uint32Field(3, storage.availableTypes);
+}
+
+/** The location's size (its own, without tag and length); its nested sizes go to `sizes`. */
+function locationSize(location: PartitionLocation, sizes: Sizes): number {
+  const index = sizes.reserve();
+  const worker = sizes.set(sizes.reserve(), workerSize(location.worker));
+  const storage = sizes.set(sizes.reserve(), storageSize(location.storage));
+  let size =
+    int32FieldSize(location.partitionId) +
+    int32FieldSize(location.epoch) +
+    elementSize(worker) +
+    int32FieldSize(wireNumber(PARTITION_MODE_CODE, location.mode)) +
+    elementSize(storage);
+  if (location.peer !== undefined) size += elementSize(locationSize(location.peer, sizes));
+  return sizes.set(index, size);
+}
+
+function writeLocation(out: Output, field: number, location: PartitionLocation, sizes: Sizes): void {
+  out.nested(field, sizes.next());
+  out.int32Field(1, location.partitionId);
+  out.int32Field(2, location.epoch);
+  out.nested(3, sizes.next());
+  // The storage's size was computed right after the worker's; the worker's fields come first on the wire.
+  const storage = sizes.next();
+  writeWorker(out, location.worker);
+  out.int32Field(4, PARTITION_MODE_CODE[location.mode]);
+  out.nested(5, storage);
+  writeStorage(out, location.storage);
+  if (location.peer !== undefined) writeLocation(out, 6, location.peer, sizes);
+}
+
+export function reserveSlotsWriter(message: ReserveSlots): BodyWriter {
+  const appId = utf8(message.appId);
+  const user = utf8(message.user ?? '');
+  const tenant = utf8(message.tenant ?? '');
+  const splitMode = wireNumber(SPLIT_MODE_CODE, message.splitMode);
+  const sizes = new Sizes();
+  let size =
+    bytesFieldSize(appId) +
+    int32FieldSize(message.shuffleId) +
+    uint64FieldSize(message.splitThreshold) +
+    int32FieldSize(splitMode) +
+    (message.memoryEnabled ? 2 : 0) +
+    bytesFieldSize(user) +
+    bytesFieldSize(tenant);
+  for (const location of message.primaries) size += elementSize(locationSize(location, sizes));
+  for (const location of message.replicas) size += elementSize(locationSize(location, sizes));
+  if (typeof message.memoryEnabled !== 'boolean') throw NOT_HOT;
+  return {
+    size,
+    write(out) {
+      out.bytesField(1, appId);
+      out.int32Field(2, message.shuffleId);
+      for (const location of message.primaries) writeLocation(out, 3, location, sizes);
+      for (const location of message.replicas) writeLocation(out, 4, location, sizes);
+      out.uint64Field(5, message.splitThreshold);
+      out.int32Field(6, splitMode);
+      if (message.memoryEnabled) out.varintField(7, 1);
+      out.bytesField(8, user);
+      out.bytesField(9, tenant);
+    },
+  };
+}
+
+export function registerShuffleResponseWriter(message: RegisterShuffleResponse): BodyWriter {
+  const status = wireNumber(STATUS_CODES, message.status);
+  const text = utf8(message.message);
+  const sizes = new Sizes();
+  let size = int32FieldSize(status) + bytesFieldSize(text);
+  for (const location of message.locations) size += elementSize(locationSize(location, sizes));
+  return {
+    size,
+    write(out) {
+      out.int32Field(1, status);
+      for (const location of message.locations) writeLocation(out, 2, location, sizes);
+      out.bytesField(3, text);
+    },
+  };
+}
+
+function committedSize(file: CommittedFile, sizes: Sizes): number {
+  const index = sizes.reserve();
+  const storage = sizes.set(sizes.reserve(), storageSize(file.storage));
+  const offsets = sizes.reserve();
+  let packed = 0;
+  for (const offset of file.chunkOffsets) packed += uint64FieldSize(offset) === 0 ? 1 : varintSize(offset);
+  sizes.set(offsets, packed);
+  const size =
+    bytesFieldSize(utf8(file.uniqueId)) +
+    int32FieldSize(wireNumber(PARTITION_MODE_CODE, file.mode)) +
+    elementSize(storage) +
+    uint64FieldSize(file.bytes) +
+    (file.chunkOffsets.length === 0 ? 0 : elementSize(packed));
+  return sizes.set(index, size);
+}
+
+function writeCommitted(out: Output, field: number, file: CommittedFile, sizes: Sizes): void {
+  out.nested(field, sizes.next());
+  const storage = sizes.next();
+  const packed = sizes.next();
+  out.bytesField(1, utf8(file.uniqueId));
+  out.int32Field(2, PARTITION_MODE_CODE[file.mode]);
+  out.nested(3, storage);
+  writeStorage(out, file.storage);
+  out.uint64Field(4, file.bytes);
+  if (file.chunkOffsets.length > 0) {
+    out.nested(5, packed);
+    for (const offset of file.chunkOffsets) out.varint(offset);
+  }
+}
+
+export function commitFilesResponseWriter(message: CommitFilesResponse): BodyWriter {
+  const status = wireNumber(STATUS_CODES, message.status);
+  const text = utf8(message.message);
+  const failedPrimaries = message.failedPrimaryIds.map(utf8);
+  const failedReplicas = message.failedReplicaIds.map(utf8);
+  const sizes = new Sizes();
+  let size = int32FieldSize(status) + bytesFieldSize(text);
+  for (const file of message.committedPrimaries) size += elementSize(committedSize(file, sizes));
+  for (const file of message.committedReplicas) size += elementSize(committedSize(file, sizes));
+  for (const id of failedPrimaries) size += elementSize(textLength(id));
+  for (const id of failedReplicas) size += elementSize(textLength(id));
+  return {
+    size,
+    write(out) {
+      out.int32Field(1, status);
+      for (const file of message.committedPrimaries) writeCommitted(out, 2, file, sizes);
+      for (const file of message.committedReplicas) writeCommitted(out, 3, file, sizes);
+      for (const id of failedPrimaries) out.element(4, id);
+      for (const id of failedReplicas) out.element(5, id);
+      out.bytesField(6, text);
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ decode
+
+/** A nested message's reader: the bytes up to its end. */
+function nestedEnd(reader: BinaryReader): number {
+  const end = reader.uint32() + reader.pos;
+  if (end > reader.len) throw NOT_HOT;
+  return end;
+}
+
+function readWorker(reader: BinaryReader, end: number): WorkerId {
+  let host = '';
+  const ports = [0, 0, 0, 0, 0, 0];
+  while (reader.pos < end) {
+    const [number, type] = reader.tag();
+    if (number === 1 && type === WireType.LengthDelimited) host = reader.string(true);
+    else if (number >= 2 && number <= 5 && type === WireType.Varint) ports[number] = reader.uint32();
+    else throw NOT_HOT;
+  }
+  if (reader.pos !== end) throw NOT_HOT;
+  return { host, rpcPort: ports[2]!, pushPort: ports[3]!, fetchPort: ports[4]!, replicatePort: ports[5]! };
+}
+
+function readStorage(reader: BinaryReader, end: number): StorageInfo {
+  let type = 0;
+  let mountPoint = '';
+  let availableTypes = 0;
+  while (reader.pos < end) {
+    const [number, wireType] = reader.tag();
+    if (number === 1 && wireType === WireType.Varint) type = reader.int32();
+    else if (number === 2 && wireType === WireType.LengthDelimited) mountPoint = reader.string(true);
+    else if (number === 3 && wireType === WireType.Varint) availableTypes = reader.uint32();
+    else throw NOT_HOT;
+  }
+  if (reader.pos !== end) throw NOT_HOT;
+  return { type: named(STORAGE_NAMES, type), mountPoint, availableTypes };
+}
+
+function readLocation(reader: BinaryReader, end: number, isPeer: boolean): PartitionLocation {
+  let partitionId = 0;
+  let epoch = 0;
+  let worker: WorkerId | undefined;
+  let mode = 0;
+  let storage: StorageInfo | undefined;
+  let peer: PartitionLocation | undefined;
+  while (reader.pos < end) {
+    const [number, type] = reader.tag();
+    if (number === 1 && type === WireType.Varint) partitionId = reader.int32();
+    else if (number === 2 && type === WireType.Varint) epoch = reader.int32();
+    else if (number === 4 && type === WireType.Varint) mode = reader.int32();
+    else if (type !== WireType.LengthDelimited) throw NOT_HOT;
+    // A nested message twice is merged by protobuf: left to the schema's decoder, as is a peer's peer.
+    else if (number === 3 && worker === undefined) worker = readWorker(reader, nestedEnd(reader));
+    else if (number === 5 && storage === undefined) storage = readStorage(reader, nestedEnd(reader));
+    else if (number === 6 && peer === undefined && !isPeer)
+      peer = readLocation(reader, nestedEnd(reader), true);
+    else throw NOT_HOT;
+  }
+  if (reader.pos !== end || worker === undefined || storage === undefined) throw NOT_HOT;
+  const location = { partitionId, epoch, worker, mode: named(MODE_NAMES, mode), storage };
+  return peer === undefined ? location : { ...location, peer };
+}
+
+export function readReserveSlots(reader: BinaryReader): ReserveSlots {
+  let appId = '';
+  let shuffleId = 0;
+  const primaries: PartitionLocation[] = [];
+  const replicas: PartitionLocation[] = [];
+  let splitThreshold = 0;
+  let splitMode = 0;
+  let memoryEnabled = false;
+  let user = '';
+  let tenant = '';
+  while (reader.pos < reader.len) {
+    const [number, type] = reader.tag();
+    if (type === WireType.LengthDelimited) {
+      if (number === 1) appId = reader.string(true);
+      else if (number === 3) primaries.push(readLocation(reader, nestedEnd(reader), false));
+      else if (number === 4) replicas.push(readLocation(reader, nestedEnd(reader), false));
+      else if (number === 8) user = reader.string(true);
+      else if (number === 9) tenant = reader.string(true);
+      else throw NOT_HOT;
+    } else if (type === WireType.Varint) {
+      if (number === 2) shuffleId = reader.int32();
+      else if (number === 5) splitThreshold = Number(reader.int64());
+      else if (number === 6) splitMode = reader.int32();
+      else if (number === 7) memoryEnabled = reader.bool();
+      else throw NOT_HOT;
+    } else throw NOT_HOT;
+  }
+  return {
+    type: 'ReserveSlots',
+    appId,
+    shuffleId,
+    primaries,
+    replicas,
+    splitThreshold,
+    splitMode: named(SPLIT_MODE_NAMES, splitMode),
+    memoryEnabled,
+    ...(user === '' ? {} : { user }),
+    ...(tenant === '' ? {} : { tenant }),
+  };
+}
+
+export function readRegisterShuffleResponse(reader: BinaryReader): RegisterShuffleResponse {
+  let status = 0;
+  const locations: PartitionLocation[] = [];
+  let message = '';
+  while (reader.pos < reader.len) {
+    const [number, type] = reader.tag();
+    if (number === 1 && type === WireType.Varint) status = reader.int32();
+    else if (number === 2 && type === WireType.LengthDelimited)
+      locations.push(readLocation(reader, nestedEnd(reader), false));
+    else if (number === 3 && type === WireType.LengthDelimited) message = reader.string(true);
+    else throw NOT_HOT;
+  }
+  return { type: 'RegisterShuffleResponse', status: named(STATUS_NAMES, status), locations, message };
+}
+
+function readCommitted(reader: BinaryReader, end: number): CommittedFile {
+  let uniqueId = '';
+  let mode = 0;
+  let storage: StorageInfo | undefined;
+  let bytes = 0;
+  const chunkOffsets: number[] = [];
+  while (reader.pos < end) {
+    const [number, type] = reader.tag();
+    if (number === 1 && type === WireType.LengthDelimited) uniqueId = reader.string(true);
+    else if (number === 2 && type === WireType.Varint) mode = reader.int32();
+    else if (number === 3 && type === WireType.LengthDelimited && storage === undefined)
+      storage = readStorage(reader, nestedEnd(reader));
+    else if (number === 4 && type === WireType.Varint) bytes = Number(reader.int64());
+    else if (number === 5 && type === WireType.LengthDelimited) {
+      const packedEnd = nestedEnd(reader);
+      while (reader.pos < packedEnd) chunkOffsets.push(Number(reader.int64()));
+      if (reader.pos !== packedEnd) throw NOT_HOT;
+    } else if (number === 5 && type === WireType.Varint) chunkOffsets.push(Number(reader.int64()));
+    else throw NOT_HOT;
+  }
+  if (reader.pos !== end || storage === undefined) throw NOT_HOT;
+  return { uniqueId, mode: named(MODE_NAMES, mode), storage, bytes, chunkOffsets };
+}
+
+export function readCommitFilesResponse(reader: BinaryReader): CommitFilesResponse {
+  let status = 0;
+  const committedPrimaries: CommittedFile[] = [];
+  const committedReplicas: CommittedFile[] = [];
+  const failedPrimaryIds: string[] = [];
+  const failedReplicaIds: string[] = [];
+  let message = '';
+  while (reader.pos < reader.len) {
+    const [number, type] = reader.tag();
+    if (number === 1 && type === WireType.Varint) status = reader.int32();
+    else if (type !== WireType.LengthDelimited) throw NOT_HOT;
+    else if (number === 2) committedPrimaries.push(readCommitted(reader, nestedEnd(reader)));
+    else if (number === 3) committedReplicas.push(readCommitted(reader, nestedEnd(reader)));
+    else if (number === 4) failedPrimaryIds.push(reader.string(true));
+    else if (number === 5) failedReplicaIds.push(reader.string(true));
+    else if (number === 6) message = reader.string(true);
+    else throw NOT_HOT;
+  }
+  return {
+    type: 'CommitFilesResponse',
+    status: named(STATUS_NAMES, status),
+    committedPrimaries,
+    committedReplicas,
+    failedPrimaryIds,
+    failedReplicaIds,
+    message,
+  };
+}
