@@ -308,7 +308,10 @@ export class FaultInjector {
     if (restart.process === undefined)
       throw new Error(`${leader.id} was not restarted: ${restart.error ?? ''}`);
     const following = await restart.process.waitFor(
-      (line) => line.event === 'ha.following' || line.event === 'ha.leading',
+      // Its own old election key may outlive it by a lease: the first leader it names can be itself, dead.
+      (line) =>
+        (line.event === 'ha.following' && !String(line.leader).startsWith(`${leader.id}@`)) ||
+        line.event === 'ha.leading',
       `${leader.id}'s return to the group`,
       0,
       REJOIN_WAIT_MS,
