@@ -16,14 +16,14 @@ if (unavailable !== undefined) console.log(`# skipping the chaos soak of a maste
 
 describe(
   'the chaos soak of a group of masters on namespace hosts',
-  { skip: unavailable, timeout: 480_000 },
+  { skip: unavailable, timeout: 290_000 },
   () => {
     it('strikes the leader with a partition, a kill and a freeze; every job verifies', async (t) => {
       const lines: string[] = [];
       const result = await runSoak({
         // ha-6 draws leader-partition, leader-kill, leader-freeze first (schedule.ts, a pure function of the seed).
         seed: 'ha-6',
-        durationMs: 90_000,
+        durationMs: 60_000,
         workers: 3,
         apps: 2,
         hosts: true,
