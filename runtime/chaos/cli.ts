@@ -1,9 +1,10 @@
-// `npm run chaos -- --minutes N [--seed S] [--workers K] [--apps A] [--faults kill,stall,…] [--hosts]`: the full-process
+// `npm run chaos -- --minutes N [--seed S] [--workers K] [--apps A] [--faults kill,stall,…] [--hosts] [--ha]`: the full-process
 // chaos soak (docs/chaos.md). Exit status 0 when every check passed, 1 with the failure report otherwise.
 import { randomBytes } from 'node:crypto';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { PLANTED_BUGS, type PlantedBug } from '../../core/planted-bugs.ts';
 import { hostsUnavailableReason } from '../cluster/hosts.ts';
+import { etcdUnavailable } from '../ha/etcd-process.ts';
 import type { Tier } from '../cluster/local-cluster.ts';
 import { defaultFaultKinds, parseFaultKinds, unsupportedKinds } from './schedule.ts';
 import { runSoak } from './soak.ts';
@@ -34,13 +35,20 @@ const program = new Command('chaos')
   .option(
     '--faults <kinds>',
     `the fault kinds to draw from, comma-separated (default on loopback: ${defaultFaultKinds(false).join(',')}; ` +
-      `with --hosts: ${defaultFaultKinds(true).join(',')})`,
+      `with --hosts: ${defaultFaultKinds(true).join(',')}; --ha replaces master-restart with ` +
+      `leader-kill,leader-freeze and with --hosts leader-partition)`,
     faultList,
   )
   .option(
     '--hosts',
     'run the cluster on namespace hosts (needs root and `ip netns`): network faults are a link cut, one-way and ' +
       'rack partitions instead of the fault proxies',
+    false,
+  )
+  .option(
+    '--ha',
+    'run the masters as a group of three on an etcd the soak starts (needs etcd: bash scripts/etcd/install.sh), ' +
+      'restarted by a supervisor when they exit; draws leader kills, freezes and (with --hosts) partitions',
     false,
   )
   .option(
@@ -73,6 +81,7 @@ const flags = program.opts<{
   replicateShare: number;
   keep: boolean;
   hosts: boolean;
+  ha: boolean;
   plantedBug?: PlantedBug;
 }>();
 
@@ -84,8 +93,15 @@ if (flags.hosts) {
     process.exit(2);
   }
 }
+if (flags.ha) {
+  const reason = etcdUnavailable();
+  if (reason !== undefined) {
+    console.error(`[chaos] --ha: cannot run a group of masters: ${reason}`);
+    process.exit(2);
+  }
+}
 const kinds = flags.faults === undefined ? undefined : parseFaultKinds(flags.faults.join(','));
-const unsupported = kinds === undefined ? undefined : unsupportedKinds(kinds, flags.hosts);
+const unsupported = kinds === undefined ? undefined : unsupportedKinds(kinds, flags.hosts, flags.ha);
 if (unsupported !== undefined) {
   console.error(`[chaos] --faults: ${unsupported}`);
   process.exit(2);
@@ -98,6 +114,7 @@ const result = await runSoak({
   apps: Math.round(flags.apps),
   ...(kinds === undefined ? {} : { kinds }),
   hosts: flags.hosts,
+  ha: flags.ha,
   replicateShare: flags.replicateShare,
   ...(flags.tiers === undefined ? {} : { tiers: flags.tiers }),
   keep: flags.keep,

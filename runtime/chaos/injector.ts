@@ -5,7 +5,9 @@ import type { LocalCluster } from '../cluster/local-cluster.ts';
 import type { ServerProcess } from '../cluster/server-process.ts';
 import type { NetworkFault } from '../cluster/fault-proxy.ts';
 import type { HostNetwork, Side } from '../cluster/hosts.ts';
+import { successorOf, theLeader, type Leader } from './leaders.ts';
 import { struckWorkers, type ScheduledFault } from './schedule.ts';
+import type { MasterSupervisor } from './supervisor.ts';
 
 /** One fault as it happened: when it struck and healed (ms from the soak's start), and what was seen on the way. */
 export interface TimelineEntry {
@@ -17,6 +19,14 @@ export interface TimelineEntry {
 
 /** How long a restarted or continued worker may take to register again before the timeline says it did not. */
 const REREGISTER_WAIT_MS = 90_000;
+/**
+ * How long a group may take to elect the next leader after a fault on its leader before the fault counts as not
+ * proven: the documented bound is the lease TTL plus 2 s (10 s with the defaults; docs/high-availability.md), and a
+ * loaded machine's start of the successor takes longer. The time measured is on the timeline.
+ */
+const FAILOVER_WAIT_MS = 60_000;
+/** How long a deposed or killed member may take to be restarted by its supervisor and follow the new leader. */
+const REJOIN_WAIT_MS = 120_000;
 
 const hold = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -37,6 +47,8 @@ export class FaultInjector {
     private readonly cluster: LocalCluster,
     private readonly clock: () => number,
     private readonly heartbeatTimeoutMs: number,
+    /** With a group of masters: the supervisor that restarts its members (the leader's faults wait for it). */
+    private readonly supervisor?: MasterSupervisor,
   ) {}
 
   /** The entry of the fault in force, if one is. */
@@ -87,6 +99,11 @@ export class FaultInjector {
         await watch.settle(fault, entry, 'stopped');
         return;
       }
+      case 'leader-kill':
+      case 'leader-freeze':
+      case 'leader-partition':
+        await this.leaderFault(fault, entry);
+        return;
       case 'decommission': {
         entry.notes.push(await this.workerEvent('DECOMMISSIONTHENIDLE', index));
         await hold(fault.holdMs);
@@ -174,12 +191,19 @@ export class FaultInjector {
   private watchLost(workers: readonly number[]): {
     settle(fault: ScheduledFault, entry: TimelineEntry, verb: string): Promise<void>;
   } {
-    const master = this.cluster.master;
+    // Every master the cluster ran: with a group, the one that declares the worker lost and the one it registers
+    // with again may differ (a failover between them).
+    const masters = (): ServerProcess[] =>
+      this.cluster.started.filter((server) => server.options.name.startsWith('master'));
     const ids = workers.map((index) => this.cluster.workerIds[index]);
     const lost = (id: string | undefined): number =>
-      master.seen((line) => line.event === 'master.worker.lost' && line.worker === id).length;
+      masters().reduce(
+        (n, master) =>
+          n + master.seen((line) => line.event === 'master.worker.lost' && line.worker === id).length,
+        0,
+      );
     const lostBefore = ids.map(lost);
-    const masterAfter = master.lineCount;
+    const after = new Map(masters().map((master) => [master, master.lineCount]));
     return {
       settle: async (fault, entry, verb) => {
         for (const [i, id] of ids.entries()) {
@@ -194,11 +218,15 @@ export class FaultInjector {
           // A lost worker comes back through registration; the master logs it (worker.registered on the worker's
           // side only follows when the master asked it to register again).
           try {
-            await master.waitFor(
-              (line) => /^master\.worker\.(re)?registered$/.test(line.event ?? '') && line.worker === id,
-              `${id}'s registration`,
-              masterAfter,
-              REREGISTER_WAIT_MS,
+            await Promise.any(
+              masters().map((master) =>
+                master.waitFor(
+                  (line) => /^master\.worker\.(re)?registered$/.test(line.event ?? '') && line.worker === id,
+                  `${id}'s registration`,
+                  after.get(master) ?? 0,
+                  REREGISTER_WAIT_MS,
+                ),
+              ),
             );
             entry.notes.push(`${name}registered again`);
           } catch (error) {
@@ -209,6 +237,90 @@ export class FaultInjector {
         }
       },
     };
+  }
+
+  /**
+   * A fault on the group's leader, proven by the members' own lines: the leader is the one member whose log says it
+   * leads and whose GET /api/v1/masters agrees; the fault held until another member leads (`ha.leading`), which a
+   * freeze or a cut must have made it give up (a frozen or cut-off leader's lease must end first); the struck member
+   * steps down where it lives on (`ha.stepDown`, exit 75), and its supervisor's restart follows the new leader.
+   */
+  private async leaderFault(fault: ScheduledFault, entry: TimelineEntry): Promise<void> {
+    const supervisor = this.supervisor;
+    if (supervisor === undefined) throw new Error(`${fault.kind} needs a group of masters (--ha)`);
+    const leader = await theLeader(this.cluster, FAILOVER_WAIT_MS);
+    const restarts = supervisor.restartsOf(leader.id).length;
+    const linesBefore = leader.process.lineCount;
+    entry.notes.push(`${leader.id} led (term ${leader.term}; its GET /api/v1/masters agreed)`);
+    const struckAt = Date.now();
+    const next = async (): Promise<Leader> => {
+      const successor = await successorOf(this.cluster, leader.process, FAILOVER_WAIT_MS);
+      entry.notes.push(`${successor.id} leads ${Date.now() - struckAt} ms later (term ${successor.term})`);
+      return successor;
+    };
+    const steppedDown = async (): Promise<void> => {
+      const line = await leader.process.waitFor(
+        (l) => l.event === 'ha.stepDown',
+        `${leader.id}'s ha.stepDown`,
+        linesBefore,
+        FAILOVER_WAIT_MS,
+      );
+      entry.notes.push(`${leader.id} ${String(line.reason)} (${Date.now() - struckAt} ms after the fault)`);
+      const code = await leader.process.waitForExit(FAILOVER_WAIT_MS);
+      entry.notes.push(`${leader.id} exited with code ${String(code)}`);
+    };
+    const kind = fault.kind as 'leader-kill' | 'leader-freeze' | 'leader-partition';
+    switch (kind) {
+      case 'leader-kill':
+        leader.process.kill('SIGKILL');
+        await leader.process.exited();
+        await next();
+        break;
+      case 'leader-freeze':
+        leader.process.kill('SIGSTOP');
+        try {
+          // Another leads only once the frozen leader's lease ended: frozen past it, as meant.
+          await next();
+          await hold(fault.holdMs);
+        } finally {
+          leader.process.kill('SIGCONT');
+        }
+        await steppedDown();
+        break;
+      case 'leader-partition': {
+        const network = this.cluster.options.hosts;
+        const host = this.cluster.memberHost(leader.id);
+        if (network === undefined || host === undefined)
+          throw new Error('leader-partition needs a cluster on namespace hosts');
+        await network.cut(host);
+        try {
+          // Cut off from etcd it stops on its own clock, before its lease can end and another can lead.
+          await steppedDown();
+          await next();
+          await hold(fault.holdMs);
+        } finally {
+          await network.heal();
+        }
+        break;
+      }
+    }
+    const restart = await supervisor.restarted(leader.id, restarts + 1, REJOIN_WAIT_MS);
+    if (restart.process === undefined)
+      throw new Error(`${leader.id} was not restarted: ${restart.error ?? ''}`);
+    const following = await restart.process.waitFor(
+      // Its own old election key may outlive it by a lease: the first leader it names can be itself, dead.
+      (line) =>
+        (line.event === 'ha.following' && !String(line.leader).startsWith(`${leader.id}@`)) ||
+        line.event === 'ha.leading',
+      `${leader.id}'s return to the group`,
+      0,
+      REJOIN_WAIT_MS,
+    );
+    entry.notes.push(
+      following.event === 'ha.following'
+        ? `${leader.id} restarted by its supervisor, follows ${String(following.leader)}`
+        : `${leader.id} restarted by its supervisor, leads again`,
+    );
   }
 
   private async restartWorker(index: number, entry: TimelineEntry): Promise<void> {
@@ -241,7 +353,12 @@ export class FaultInjector {
   }
 
   private async workerEvent(eventType: string, index: number): Promise<string> {
-    const response = await fetch(`${this.cluster.masterHttpUrl}/api/v1/workers/events`, {
+    // A group's management writes go to its leader (a follower answers 503 naming it).
+    const master =
+      this.cluster.memberIds.length === 0
+        ? this.cluster.masterHttpUrl
+        : ((await theLeader(this.cluster, FAILOVER_WAIT_MS)).httpUrl ?? this.cluster.masterHttpUrl);
+    const response = await fetch(`${master}/api/v1/workers/events`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ eventType, workers: [workerIdBody(this.cluster, index)] }),

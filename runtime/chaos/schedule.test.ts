@@ -7,7 +7,10 @@ import {
   FAULT_KINDS,
   faultSchedule,
   HOST_FAULT_KINDS,
+  LEADER_FAULT_KINDS,
   LOOPBACK_FAULT_KINDS,
+  MASTER_FAULTS,
+  unsupportedKinds,
   parseFaultKinds,
   struckWorkers,
   toleratedFaults,
@@ -34,6 +37,12 @@ const options = fc.oneof(
     ...common,
     hosts: fc.constant(true),
     kinds: fc.uniqueArray(fc.constantFrom(...defaultFaultKinds(true)), { minLength: 1 }),
+  }),
+  fc.record({
+    ...common,
+    hosts: fc.constant(true),
+    ha: fc.constant(true),
+    kinds: fc.uniqueArray(fc.constantFrom(...defaultFaultKinds(true, true)), { minLength: 1 }),
   }),
 );
 
@@ -92,7 +101,7 @@ describe('the chaos fault schedule', () => {
               fault.worker >= 0 && fault.worker < o.workers,
               'fault.worker >= 0 && fault.worker < o.workers',
             );
-          assert.equal(fault.worker === undefined, fault.kind === 'master-restart');
+          assert.equal(fault.worker === undefined, MASTER_FAULTS.has(fault.kind));
         }
       }),
     );
@@ -212,9 +221,38 @@ describe('the chaos fault schedule', () => {
     );
     assert.equal(
       FAULT_KINDS.length,
-      LOOPBACK_FAULT_KINDS.length + HOST_FAULT_KINDS.length,
+      LOOPBACK_FAULT_KINDS.length + HOST_FAULT_KINDS.length + LEADER_FAULT_KINDS.length,
       'every kind listed once',
     );
+  });
+
+  it('draws the leader’s faults for a group of masters, in place of master-restart', () => {
+    const base: ScheduleOptions = {
+      seed: 'ci-hosts-ha-1',
+      durationMs: 10 * 60_000,
+      workers: 3,
+      replicas: 2,
+      heartbeatTimeoutMs: 10_000,
+      hosts: true,
+      ha: true,
+    };
+    const drawn = new Set(faultSchedule(base).map((fault) => fault.kind));
+    for (const kind of LEADER_FAULT_KINDS) assert.ok(drawn.has(kind), `${kind} drawn in ten minutes`);
+    assert.ok(!drawn.has('master-restart'), 'a group has no single master to restart');
+    assert.deepEqual(
+      defaultFaultKinds(false, true).filter((kind) => LEADER_FAULT_KINDS.includes(kind as never)),
+      ['leader-kill', 'leader-freeze'],
+      'on loopback no partition of the leader',
+    );
+    // The kinds of a single master keep their places: its seeds replay the schedules they had.
+    assert.deepEqual(defaultFaultKinds(true), [
+      ...LOOPBACK_FAULT_KINDS.filter((kind) => !['latency', 'stall', 'one-way-stall', 'cut'].includes(kind)),
+      ...HOST_FAULT_KINDS,
+    ]);
+    assert.match(unsupportedKinds(['leader-kill'], true) ?? '', /needs a group of masters \(--ha\)/);
+    assert.match(unsupportedKinds(['leader-partition'], false, true) ?? '', /needs namespace hosts/);
+    assert.match(unsupportedKinds(['master-restart'], true, true) ?? '', /leader-kill instead/);
+    assert.equal(unsupportedKinds(defaultFaultKinds(true, true), true, true), undefined);
   });
 
   it('parses a list of fault kinds and names the unknown ones', () => {

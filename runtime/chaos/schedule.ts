@@ -13,7 +13,12 @@ import seedrandom from 'seedrandom';
  * - on namespace hosts (`--hosts`, runtime/cluster/hosts.ts) instead: `link-cut` (the worker's link down, nobody
  *   reaches it and it reaches nobody), `one-way-partition` (a blackhole route: what the worker sends is dropped, or
  *   what is sent to it) and `rack-partition` (a group of workers cut off from the master, the applications and the
- *   other workers, both ways), each healed after its hold.
+ *   other workers, both ways), each healed after its hold;
+ * - with a group of masters (`--ha`) instead of `master-restart`: `leader-kill` (the leader SIGKILLed, its supervisor
+ *   restarts it), `leader-freeze` (SIGSTOP until another master leads, then held a little longer, then SIGCONT: it
+ *   must step down and exit) and, on namespace hosts, `leader-partition` (the leader's host link down until it
+ *   stepped down and another leads, held a little longer, then healed). Their hold is what they last past the
+ *   successor's election: the election itself is waited for, never timed.
  */
 export const LOOPBACK_FAULT_KINDS = [
   'kill',
@@ -34,7 +39,10 @@ export const LOOPBACK_FAULT_KINDS = [
 /** The faults of a real network, which only a cluster on namespace hosts has. */
 export const HOST_FAULT_KINDS = ['link-cut', 'one-way-partition', 'rack-partition'] as const;
 
-export const FAULT_KINDS = [...LOOPBACK_FAULT_KINDS, ...HOST_FAULT_KINDS] as const;
+/** The faults of a group of masters (`--ha`), each struck at the master leading when it is due. */
+export const LEADER_FAULT_KINDS = ['leader-kill', 'leader-freeze', 'leader-partition'] as const;
+
+export const FAULT_KINDS = [...LOOPBACK_FAULT_KINDS, ...HOST_FAULT_KINDS, ...LEADER_FAULT_KINDS] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -42,24 +50,52 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export const NETWORK_FAULTS: ReadonlySet<FaultKind> = new Set(['latency', 'stall', 'one-way-stall', 'cut']);
 
 /** The kinds that need namespace hosts. */
-export const HOST_FAULTS: ReadonlySet<FaultKind> = new Set(HOST_FAULT_KINDS);
+export const HOST_FAULTS: ReadonlySet<FaultKind> = new Set([...HOST_FAULT_KINDS, 'leader-partition']);
+
+/** The kinds that need a group of masters. */
+export const LEADER_FAULTS: ReadonlySet<FaultKind> = new Set(LEADER_FAULT_KINDS);
+
+/** The kinds that strike a master rather than a worker (a scheduled fault without `worker`). */
+export const MASTER_FAULTS: ReadonlySet<FaultKind> = new Set(['master-restart', ...LEADER_FAULT_KINDS]);
 
 /**
  * The kinds a soak draws from by default: on loopback every kind but the hosts' (the same list, and so the same
- * schedules, as before hosts existed); on namespace hosts every kind but the fault proxies'.
+ * schedules, as before hosts existed); on namespace hosts every kind but the fault proxies'. With a group of masters
+ * (`ha`) the leader's faults take the place of `master-restart` (a group has no single master to restart), appended
+ * so that the worker kinds keep their places.
  */
-export function defaultFaultKinds(hosts: boolean): readonly FaultKind[] {
-  return hosts ? FAULT_KINDS.filter((kind) => !NETWORK_FAULTS.has(kind)) : LOOPBACK_FAULT_KINDS;
+export function defaultFaultKinds(hosts: boolean, ha = false): readonly FaultKind[] {
+  const single = hosts
+    ? FAULT_KINDS.filter((kind) => !NETWORK_FAULTS.has(kind) && !LEADER_FAULTS.has(kind))
+    : LOOPBACK_FAULT_KINDS;
+  if (!ha) return single;
+  return [
+    ...single.filter((kind) => kind !== 'master-restart'),
+    ...LEADER_FAULT_KINDS.filter((kind) => hosts || !HOST_FAULTS.has(kind)),
+  ];
 }
 
-/** Why `kinds` cannot be injected into a cluster on loopback (`hosts` false) or on namespace hosts; undefined: they can. */
-export function unsupportedKinds(kinds: readonly FaultKind[], hosts: boolean): string | undefined {
-  const wrong = kinds.filter((kind) => (hosts ? NETWORK_FAULTS : HOST_FAULTS).has(kind));
-  if (wrong.length === 0) return undefined;
-  const need = `${wrong.join(', ')} ${wrong.length === 1 ? 'needs' : 'need'}`;
-  return hosts
-    ? `${need} fault proxies, which a cluster on namespace hosts does not have (drop --hosts)`
-    : `${need} namespace hosts (--hosts)`;
+/**
+ * Why `kinds` cannot be injected into a cluster on loopback (`hosts` false) or on namespace hosts, with one master or
+ * a group (`ha`); undefined: they can.
+ */
+export function unsupportedKinds(
+  kinds: readonly FaultKind[],
+  hosts: boolean,
+  ha = false,
+): string | undefined {
+  const needs = (wrong: readonly FaultKind[]): string =>
+    `${wrong.join(', ')} ${wrong.length === 1 ? 'needs' : 'need'}`;
+  const network = kinds.filter((kind) => (hosts ? NETWORK_FAULTS : HOST_FAULTS).has(kind));
+  if (network.length > 0)
+    return hosts
+      ? `${needs(network)} fault proxies, which a cluster on namespace hosts does not have (drop --hosts)`
+      : `${needs(network)} namespace hosts (--hosts)`;
+  const leader = kinds.filter((kind) => LEADER_FAULTS.has(kind));
+  if (!ha && leader.length > 0) return `${needs(leader)} a group of masters (--ha)`;
+  if (ha && kinds.includes('master-restart'))
+    return 'master-restart needs a single master; a group of masters (--ha) has leader-kill instead';
+  return undefined;
 }
 
 export interface ScheduledFault {
@@ -72,7 +108,7 @@ export interface ScheduledFault {
   readonly holdMs: number;
   /** Quiet time after the fault healed (however long that took) before the next fault of its lane may strike. */
   readonly settleMs: number;
-  /** The worker struck (by index); absent for `master-restart`. */
+  /** The worker struck (by index); absent for the master's faults (MASTER_FAULTS). */
   readonly worker?: number;
   /** `latency`: the added delay per direction; `one-way-stall`: the stalled direction. */
   readonly latencyMs?: number;
@@ -100,6 +136,8 @@ export interface ScheduleOptions {
   readonly kinds?: readonly FaultKind[];
   /** The cluster runs on namespace hosts: its faults are the hosts' network faults, not the fault proxies'. */
   readonly hosts?: boolean;
+  /** The cluster's masters are a group (`--ha`): the leader's faults replace `master-restart`. */
+  readonly ha?: boolean;
   /** Quiet time after a fault healed before the next in its lane (default 3-10 s). */
   readonly settleMs?: readonly [number, number];
 }
@@ -119,8 +157,9 @@ export function toleratedFaults(workers: number, replicas: 1 | 2): number {
  */
 export function faultSchedule(options: ScheduleOptions): ScheduledFault[] {
   const hosts = options.hosts ?? false;
-  const kinds = options.kinds ?? defaultFaultKinds(hosts);
-  const unsupported = unsupportedKinds(kinds, hosts);
+  const ha = options.ha ?? false;
+  const kinds = options.kinds ?? defaultFaultKinds(hosts, ha);
+  const unsupported = unsupportedKinds(kinds, hosts, ha);
   if (unsupported !== undefined) throw new Error(unsupported);
   const lanes = toleratedFaults(options.workers, options.replicas);
   if (lanes === 0 || kinds.length === 0) return [];
@@ -145,7 +184,8 @@ export function faultSchedule(options: ScheduleOptions): ScheduledFault[] {
     const free = Array.from({ length: options.workers }, (_, w) => w).filter((w) => !busy.has(w));
     const masterBusy = busy.has(-1);
     const workerDraw = Math.floor(random() * Math.max(1, free.length));
-    if ((kind === 'master-restart' && overlapping.length > 0) || masterBusy || free.length === 0) {
+    const onMaster = MASTER_FAULTS.has(kind);
+    if ((onMaster && overlapping.length > 0) || masterBusy || free.length === 0) {
       laneFree[lane] = atMs + between(settleLow, settleHigh);
       continue;
     }
@@ -157,7 +197,7 @@ export function faultSchedule(options: ScheduleOptions): ScheduledFault[] {
       holdMs,
       settleMs,
       endMs,
-      ...(kind === 'master-restart' ? {} : { worker: free[workerDraw]! }),
+      ...(onMaster ? {} : { worker: free[workerDraw]! }),
       ...(kind === 'latency' ? { latencyMs: between(20, 400) } : {}),
       ...(kind === 'one-way-stall' ? { direction: random() < 0.5 ? 'to-target' : 'to-client' } : {}),
       ...(kind === 'one-way-partition' ? { drop: random() < 0.5 ? 'from-worker' : 'to-worker' } : {}),
@@ -200,6 +240,17 @@ function holdFor(kind: FaultKind, timeoutMs: number, between: (low: number, high
       return between(Math.round(timeoutMs * 1.5), Math.round(timeoutMs * 2.5));
     case 'master-restart':
       return between(200, 3_000);
+    case 'leader-kill':
+      // Restarted by its supervisor at once: the hold is nothing of the soak's.
+      return 0;
+    case 'leader-freeze':
+      // Held this long past the moment another master leads (the election is waited for): resumed, it must find its
+      // deadline long gone and step down at its first step.
+      return between(0, 5_000);
+    case 'leader-partition':
+      // Held this long past the moment the cut leader stepped down and another leads: the workers and applications
+      // cut off from it in between must have followed the new leader.
+      return between(1_000, 15_000);
     case 'cut':
       return between(500, 5_000);
     case 'stall':

@@ -6,6 +6,8 @@ import { HostNetwork } from '../cluster/hosts.ts';
 import { LocalCluster, type Tier } from '../cluster/local-cluster.ts';
 import { FaultInjector, type TimelineEntry } from './injector.ts';
 import { jobSpec, runJob, type JobOutcome } from './jobs.ts';
+import { overlappingTenures, ShuffleWatch, tenures, type Failover } from './leaders.ts';
+import { MasterSupervisor } from './supervisor.ts';
 import {
   defaultFaultKinds,
   faultSchedule,
@@ -27,6 +29,12 @@ export interface SoakOptions {
    * master on a host of its own, each worker on its own, the jobs in the root namespace; needs root and `ip netns`.
    */
   readonly hosts?: boolean;
+  /**
+   * Run the masters as a group of three on an etcd the cluster starts (LocalCluster `masterGroup`; with `hosts`,
+   * each member and etcd on a host of their own), restarted by a supervisor when they exit, and draw the leader's
+   * faults (`leader-kill`, `leader-freeze`, with `hosts` `leader-partition`) instead of `master-restart`. Needs etcd.
+   */
+  readonly ha?: boolean;
   /** The tiers jobs draw from (default every tier). */
   readonly tiers?: readonly Tier[];
   /** The share of jobs that replicate (default 0.7). */
@@ -37,6 +45,8 @@ export interface SoakOptions {
   readonly keep?: boolean;
   /** Where progress lines go (default: stdout). */
   readonly print?: (line: string) => void;
+  /** Quiet time after a fault healed before the next (default 3-10 s; a short test soak takes less). */
+  readonly settleMs?: readonly [number, number];
   /** Between progress lines (default 10 s). */
   readonly progressEveryMs?: number;
 }
@@ -49,7 +59,10 @@ export interface Violation {
     | 'memory-over-bound'
     | 'files-left'
     | 'process-left'
-    | 'job-hung';
+    | 'job-hung'
+    | 'fault-not-proven'
+    | 'two-leaders'
+    | 'shuffle-lost';
   readonly detail: string;
   readonly job?: JobOutcome;
 }
@@ -58,6 +71,12 @@ export interface SoakResult {
   readonly seed: string;
   /** The cluster ran on namespace hosts (`--hosts`). */
   readonly hosts: boolean;
+  /** The masters were a group (`--ha`). */
+  readonly ha: boolean;
+  /** With `ha`: each change of leader the soak saw, and the shuffles it carried over. */
+  readonly failovers: readonly Failover[];
+  /** With `ha`: the members the supervisor restarted, in order. */
+  readonly memberRestarts: readonly string[];
   readonly schedule: readonly ScheduledFault[];
   readonly timeline: readonly TimelineEntry[];
   readonly jobs: readonly JobOutcome[];
@@ -82,6 +101,8 @@ const APPLICATION_TIMEOUT_MS = 30_000;
  * room for garbage not yet collected.
  */
 export const RSS_MARGIN_MIB = 384;
+/** The masters of a group (`ha`): three, as an operator runs them. */
+const GROUP_MEMBERS = 3;
 /** Faults healed this long before a job started still count against it (revives, exclusions, re-registration). */
 const FAULT_SHADOW_MS = 15_000;
 /** How long the jobs running at the end may take to finish, and the workers to delete the ended jobs' files. */
@@ -143,7 +164,12 @@ function formatMs(ms: number): string {
 }
 
 export function describeFault(fault: ScheduledFault): string {
-  const target = fault.worker === undefined ? 'master' : `worker-${fault.worker}`;
+  const target =
+    fault.worker !== undefined
+      ? `worker-${fault.worker}`
+      : fault.kind === 'master-restart'
+        ? 'master'
+        : 'the leader';
   const extra =
     fault.latencyMs !== undefined
       ? ` +${fault.latencyMs} ms`
@@ -195,7 +221,8 @@ export function notPromisedBecause(job: JobOutcome, faults: readonly TimelineEnt
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const print = options.print ?? ((line: string) => console.log(line));
   const hosts = options.hosts ?? false;
-  const kinds = options.kinds ?? defaultFaultKinds(hosts);
+  const ha = options.ha ?? false;
+  const kinds = options.kinds ?? defaultFaultKinds(hosts, ha);
   const schedule = faultSchedule({
     seed: options.seed,
     durationMs: options.durationMs,
@@ -204,10 +231,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
     kinds,
     hosts,
+    ha,
+    ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
   });
-  // The master on host 0 and worker i on host i + 1 (LocalCluster); destroyed below, or by the next soak's sweep
-  // when this one is killed.
-  const network = hosts ? await HostNetwork.create({ hosts: options.workers + 1 }) : undefined;
+  // The master on host 0 and worker i on host i + 1 (LocalCluster), with a group its other members and etcd after
+  // them; destroyed below, or by the next soak's sweep when this one is killed.
+  const network = hosts
+    ? await HostNetwork.create({ hosts: options.workers + 1 + (ha ? GROUP_MEMBERS : 0) })
+    : undefined;
   // Each worker has a local disk and the memory tier ('memory'), and all share a DFS directory: every job's tier.
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-chaos-'));
   const dfsDir = path.join(dir, 'dfs');
@@ -219,6 +250,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       tier: 'memory',
       ...(network === undefined ? { faultProxies: true } : { hosts: network }),
       keepDir: true,
+      ...(ha ? { masterGroup: { members: GROUP_MEMBERS } } : {}),
       ...(options.plantedBug === undefined ? {} : { plantedBug: options.plantedBug }),
       conf: [
         `svc.master.heartbeat.worker.timeout=${HEARTBEAT_TIMEOUT_MS}ms`,
@@ -242,7 +274,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   }
   const started = Date.now();
   const clock = (): number => Date.now() - started;
-  const injector = new FaultInjector(cluster, clock, HEARTBEAT_TIMEOUT_MS);
+  const supervisor = ha ? new MasterSupervisor(cluster, clock, print) : undefined;
+  supervisor?.start();
+  const shuffleWatch = ha ? new ShuffleWatch(cluster, clock) : undefined;
+  shuffleWatch?.start();
+  const injector = new FaultInjector(cluster, clock, HEARTBEAT_TIMEOUT_MS, supervisor);
   const jobs: JobOutcome[] = [];
   const violations: Violation[] = [];
   const peak: Record<string, number> = {};
@@ -253,13 +289,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     `[chaos] seed ${options.seed}: ${formatMs(options.durationMs)}, ${options.workers} workers, ${options.apps} ` +
       `applications, ${schedule.length} faults scheduled (${[...new Set(schedule.map((f) => f.kind))].join(', ') || 'none'})` +
       (options.plantedBug === undefined ? '' : `, planted bug ${options.plantedBug}`) +
+      (ha ? `, a group of ${GROUP_MEMBERS} masters on etcd ${cluster.etcdEndpoint ?? ''}` : '') +
       (network === undefined ? '' : `, on namespace hosts ${network.subnet}.0/24`) +
       `; cluster in ${cluster.dir}`,
   );
 
   const sampleMemory = (): void => {
+    const masters: [string, number | undefined, undefined][] = ha
+      ? cluster.memberIds.map((id) => [`master-${id}`, cluster.member(id).pid, undefined])
+      : [['master', cluster.master.pid, undefined]];
     const servers: [string, number | undefined, number | undefined][] = [
-      ['master', cluster.master.pid, undefined],
+      ...masters,
       ...cluster.workers.map(
         (worker, i) => [`worker-${i}`, worker.pid, WORKER_MEMORY_MIB] as [string, number | undefined, number],
       ),
@@ -345,8 +385,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   } finally {
     clearInterval(progress);
     clearInterval(memory);
+    shuffleWatch?.stop();
   }
-  if (injectorError !== undefined) print(`[chaos] the injector stopped: ${injectorError.message}`);
+  if (injectorError !== undefined) {
+    print(`[chaos] the injector stopped: ${injectorError.message}`);
+    // A fault that could not show it struck where meant (no successor, no step-down, no return to the group)
+    // proves nothing, and the faults after it never ran.
+    violations.push({ check: 'fault-not-proven', detail: injectorError.message.split('\n')[0]! });
+  }
 
   const excused: string[] = [];
   for (const job of jobs) {
@@ -387,9 +433,29 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     });
 
   const lastLines = logTails(cluster);
+  await supervisor?.stop();
   const servers = [...cluster.started];
   await cluster.stop({ keepDir: true });
   await network?.destroy();
+  if (ha) {
+    // Read back from the files once every member has exited: the whole of each log, every start of each member.
+    for (const overlap of overlappingTenures(tenures(path.join(cluster.dir, 'logs'))))
+      violations.push({ check: 'two-leaders', detail: overlap });
+    for (const failover of shuffleWatch?.failovers ?? []) {
+      for (const shuffle of failover.missing) {
+        // A job still running when the new leader answered, which then did not verify: its shuffle was lost.
+        const job = jobs.find((j) => shuffle.startsWith(`${j.appId}-`));
+        if (job === undefined || job.status === 'verified' || job.endMs < failover.atMs) continue;
+        violations.push({
+          check: 'shuffle-lost',
+          detail:
+            `${shuffle}, listed by ${failover.from}, was not by ${failover.to} at ${failover.atMs} ms, and job ` +
+            `${job.spec.index} (running then) ${job.status}: ${job.verification}`,
+          job,
+        });
+      }
+    }
+  }
   const running = servers.filter((server) => alive(server.pid));
   if (running.length > 0)
     violations.push({
@@ -403,6 +469,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const result = {
     seed: options.seed,
     hosts,
+    ha,
+    failovers: shuffleWatch?.failovers ?? [],
+    memberRestarts: (supervisor?.restarts ?? []).map(
+      (restart) => `${restart.member} (exit ${String(restart.exitCode)})`,
+    ),
     schedule,
     timeline: injector.timeline,
     jobs,
@@ -414,9 +485,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   };
   const report = failed ? failureReport(result, lastLines) : '';
   const verified = jobs.filter((j) => j.status === 'verified').length;
+  const byKind: Record<string, number> = {};
+  for (const entry of injector.timeline) byKind[entry.fault.kind] = (byKind[entry.fault.kind] ?? 0) + 1;
+  const group = ha
+    ? `; ${result.failovers.length} failovers (${result.failovers.reduce((n, f) => n + f.carried, 0)} shuffles ` +
+      `carried over), ${result.memberRestarts.length} member restarts by the supervisor`
+    : '';
   print(
     `[chaos] seed ${options.seed}: ${jobs.length} jobs (${verified} verified, ${jobs.reduce((n, j) => n + j.reruns, 0)} ` +
-      `stage reruns, ${excused.length} failures excused), ${injector.timeline.length} faults injected; peak RSS MiB ${JSON.stringify(peak)}; ` +
+      `stage reruns, ${excused.length} failures excused), ${injector.timeline.length} faults injected ` +
+      `${JSON.stringify(byKind)}${group}; peak RSS MiB ${JSON.stringify(peak)}; ` +
       (failed ? `${violations.length} checks FAILED` : 'every check passed'),
   );
   // Failures the liveness rule does not cover are not violations, but an operator reading the report sees them.
@@ -445,7 +523,7 @@ const SHOWN_PER_CHECK = 5;
 function failureReport(result: Omit<SoakResult, 'report'>, lastLines: string): string {
   const out: string[] = [];
   out.push(
-    `[chaos] FAILED, seed ${result.seed} (rerun: npm run chaos -- ${result.hosts ? '--hosts ' : ''}--seed ${result.seed} …; the same seed`,
+    `[chaos] FAILED, seed ${result.seed} (rerun: npm run chaos -- ${result.hosts ? '--hosts ' : ''}${result.ha ? '--ha ' : ''}--seed ${result.seed} …; the same seed`,
   );
   out.push('        replays the same fault schedule and job stream, but not the same timing)');
   out.push(`violations (${result.violations.length}; at most ${SHOWN_PER_CHECK} shown per check):`);

@@ -66,9 +66,19 @@ export interface LocalClusterOptions {
   readonly racks?: readonly string[];
   /**
    * Runs the masters as a high-availability group on this etcd (docs/high-availability.md): `master` is member m1,
-   * which campaigns first and leads; the others (`followers`) start once it serves and follow it.
+   * which campaigns first and leads; the others (`followers`) start once it serves and follow it. Workers and
+   * `masterUrl` name the whole group (`svc://h1:p1,h2:p2,…`) and follow its leader. With `hosts`, each member has a
+   * host of its own (`memberHost`: m1 on host 0, m2… after the workers' hosts) and so has the etcd the cluster
+   * starts (the host after the members'), so that a partition can cut the leader off from etcd and everyone.
    */
   readonly masterGroup?: MasterGroupOptions;
+}
+
+/** The namespace hosts a cluster needs: the master's, each worker's, the other members' and etcd's. */
+function hostsNeeded(options: LocalClusterOptions): number {
+  const group = options.masterGroup;
+  if (group === undefined) return options.workers + 1;
+  return options.workers + group.members + (group.etcdEndpoint === undefined ? 1 : 0);
 }
 
 /** The client settings for a cluster started with `auth`: the application draws its own secret. */
@@ -153,8 +163,11 @@ export class LocalCluster {
   static async start(options: LocalClusterOptions): Promise<LocalCluster> {
     if (options.hosts !== undefined && options.faultProxies === true)
       throw new Error('a cluster runs on namespace hosts or behind fault proxies, not both');
-    if (options.hosts !== undefined && options.hosts.hosts.length < options.workers + 1)
-      throw new RangeError(`${options.workers} workers and a master need ${options.workers + 1} hosts`);
+    if (options.hosts !== undefined && options.hosts.hosts.length < hostsNeeded(options))
+      throw new RangeError(
+        `${options.workers} workers and ${options.masterGroup === undefined ? 'a master' : 'a master group'} need ` +
+          `${hostsNeeded(options)} hosts`,
+      );
     const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'svc-cluster-'));
     mkdirSync(path.join(dir, 'logs'), { recursive: true });
     if (options.auth === true) {
@@ -169,10 +182,27 @@ export class LocalCluster {
         if (etcdEndpoint === undefined) {
           const missing = etcdUnavailable();
           if (missing !== undefined) throw new Error(`a master group needs etcd: ${missing}`);
-          cluster.etcd = await EtcdProcess.start({ dataDir: path.join(dir, 'etcd'), name: 'svc-local-etcd' });
+          const etcdHost = cluster.etcdHost;
+          cluster.etcd = await EtcdProcess.start({
+            dataDir: path.join(dir, 'etcd'),
+            name: 'svc-local-etcd',
+            ...(etcdHost === undefined ? {} : { host: etcdHost.address, namespace: etcdHost.namespace }),
+          });
           etcdEndpoint = cluster.etcd.endpoint;
         }
-        cluster.group = await planMasterGroup({ etcdEndpoint, members: options.masterGroup.members });
+        const members = options.masterGroup.members;
+        cluster.group = await planMasterGroup({
+          etcdEndpoint,
+          members,
+          ...(options.hosts === undefined
+            ? {}
+            : {
+                addresses: Array.from(
+                  { length: members },
+                  (_, index) => cluster.memberHost(`m${index + 1}`)!.address,
+                ),
+              }),
+        });
       }
       await cluster.startMaster(cluster.group?.ports.get('m1') ?? 0);
       await Promise.all([
@@ -192,6 +222,26 @@ export class LocalCluster {
     return this.options.hosts?.hosts[0];
   }
 
+  /**
+   * The host member `id` (m1, m2, …) of the master group runs on, on namespace hosts: m1 is the master on host 0, the
+   * others follow the workers' hosts, so that a worker's host stays where it is without a group.
+   */
+  memberHost(id: string): Host | undefined {
+    const network = this.options.hosts;
+    if (network === undefined) return undefined;
+    const number = Number(id.slice(1));
+    const host = network.hosts[number === 1 ? 0 : this.options.workers + number - 1];
+    if (host === undefined) throw new RangeError(`member ${id} has no host`);
+    return host;
+  }
+
+  /** The host of the etcd the cluster starts for its group, on namespace hosts: the one after the members'. */
+  get etcdHost(): Host | undefined {
+    const members = this.options.masterGroup?.members;
+    if (members === undefined || this.options.masterGroup?.etcdEndpoint !== undefined) return undefined;
+    return this.options.hosts?.hosts[this.options.workers + members];
+  }
+
   /** The host worker `index` runs on, when the cluster runs on namespace hosts. */
   workerHost(index: number): Host | undefined {
     const host = this.options.hosts?.hosts[index + 1];
@@ -204,14 +254,62 @@ export class LocalCluster {
     return this.masterHost?.address ?? '127.0.0.1';
   }
 
+  /** The master, or with `masterGroup` every member of the group (`svc://h1:p1,h2:p2,…`), whose leader clients follow. */
   get masterUrl(): string {
-    return `svc://${this.masterAddress}:${this.masterPort}`;
+    return `svc://${this.masterAddresses}`;
   }
 
   /** The master URL a server presenting `release` understands: before 0.3.0 only `rss://` (contract 9.3). */
   masterUrlFor(release = this.options.release): string {
     const scheme = release === undefined ? 'svc' : masterUrlScheme(parseRelease(release));
-    return `${scheme}://${this.masterAddress}:${this.masterPort}`;
+    return `${scheme}://${this.masterAddresses}`;
+  }
+
+  private get masterAddresses(): string {
+    return this.group?.addresses.join(',') ?? `${this.masterAddress}:${this.masterPort}`;
+  }
+
+  /** The ids of the group's members (m1, m2, …); none without `masterGroup`. */
+  get memberIds(): readonly string[] {
+    return this.group?.ids ?? [];
+  }
+
+  /** The latest process of member `id` of the group (m1 is `master`). */
+  member(id: string): ServerProcess {
+    const process = id === 'm1' ? this.master : this.followers[this.memberIndex(id) - 1];
+    if (process === undefined) throw new RangeError(`${id} is not a member of the group`);
+    return process;
+  }
+
+  /** `http://<address>:<port>` of member `id`'s management interface (its `listening` or `ha.notLeaderHttp` line). */
+  memberHttpUrl(id: string): string | undefined {
+    const process = this.member(id);
+    const line = process.seen((l) => l.event === 'listening' || l.event === 'ha.notLeaderHttp').at(-1)
+      ?.http as { port?: number } | undefined;
+    if (line?.port === undefined) return undefined;
+    return `http://${this.memberHost(id)?.address ?? '127.0.0.1'}:${line.port}`;
+  }
+
+  /**
+   * Starts member `id` of the group again (after it exited: a supervisor's restart), on its host and port, and
+   * resolves once it is up: it follows the leader, leads, or (cut off from etcd) has opened its ports.
+   */
+  async restartMember(id: string): Promise<ServerProcess> {
+    if (this.member(id).running) throw new Error(`member ${id} is still running`);
+    const process = id === 'm1' ? this.spawnMaster(this.masterPort) : this.spawnFollower(id);
+    await process.waitFor(
+      (line) => ['ha.following', 'listening', 'ha.notLeaderHttp'].includes(line.event ?? ''),
+      'its start as a member of the group',
+      0,
+      STARTUP_WAIT_MS,
+    );
+    return process;
+  }
+
+  private memberIndex(id: string): number {
+    const index = this.group?.ids.indexOf(id) ?? -1;
+    if (index < 0) throw new RangeError(`${id} is not a member of the group`);
+    return index;
   }
 
   /** `http://<address>:<port>` of the master's management interface. */
@@ -276,6 +374,14 @@ export class LocalCluster {
   }
 
   private async startMaster(port: number, release?: string): Promise<void> {
+    const master = this.spawnMaster(port, release);
+    const line = await master.waitForEvent('listening', STARTUP_WAIT_MS);
+    this.masterPort = (line.rpc as { port: number }).port;
+    this.masterHttpPort = (line.http as { port: number }).port;
+  }
+
+  /** A new process of the master (member m1 of a group), which `master` names from now on. */
+  private spawnMaster(port: number, release?: string): ServerProcess {
     this.masterStarts += 1;
     const settings = [
       `svc.master.host=${this.masterAddress}`,
@@ -295,17 +401,25 @@ export class LocalCluster {
       testing: this.testing('master'),
     });
     this.started.push(this.master);
-    const line = await this.master.waitForEvent('listening', STARTUP_WAIT_MS);
-    this.masterPort = (line.rpc as { port: number }).port;
-    this.masterHttpPort = (line.http as { port: number }).port;
+    return this.master;
   }
 
   /** Starts member `id` of the master group, and resolves once it follows the leader. */
   private async startFollower(id: string): Promise<ServerProcess> {
+    const follower = this.spawnFollower(id);
+    await follower.waitForEvent('ha.following', STARTUP_WAIT_MS);
+    return follower;
+  }
+
+  /** A new process of member `id` (not m1) on its host, which `followers` (and `member(id)`) name from now on. */
+  private spawnFollower(id: string): ServerProcess {
+    const host = this.memberHost(id);
+    const address = host?.address ?? this.masterAddress;
+    const starts = this.started.filter((server) => server.options.name === `master-${id}`).length;
     const settings = [
-      `svc.master.host=${this.masterAddress}`,
+      `svc.master.host=${address}`,
       `svc.master.port=${this.group!.ports.get(id)!}`,
-      `svc.master.http.host=${this.masterAddress}`,
+      `svc.master.http.host=${address}`,
       'svc.master.http.port=0',
       `svc.master.state.dir=${path.join(this.dir, `master-state-${id}`)}`,
       ...(this.tier === 'dfs' ? [`svc.storage.hdfs.dir=${path.join(this.dir, 'dfs')}`] : []),
@@ -315,12 +429,13 @@ export class LocalCluster {
     const follower = new ServerProcess({
       name: `master-${id}`,
       args: ['master', ...this.common(), ...settings.flatMap((c) => ['--conf', c])],
-      logFile: path.join(this.dir, 'logs', `master-${id}.log`),
+      // The first start's file keeps the name it always had; a restart's gets its number.
+      logFile: path.join(this.dir, 'logs', `master-${id}${starts === 0 ? '' : `-${starts + 1}`}.log`),
+      ...(host === undefined ? {} : { namespace: host.namespace }),
       testing: this.testing('master'),
     });
-    this.followers.push(follower);
+    this.followers[this.memberIndex(id) - 1] = follower;
     this.started.push(follower);
-    await follower.waitForEvent('ha.following', STARTUP_WAIT_MS);
     return follower;
   }
 
@@ -480,11 +595,13 @@ export class LocalCluster {
 
   /** Stops every process (SIGTERM, then SIGKILL) and removes the directory unless asked to keep it. */
   async stop(options: { keepDir?: boolean } = {}): Promise<void> {
-    const all = [
+    const current = [
       ...this.workers.filter((w) => w !== undefined),
       ...this.followers,
       ...(this.master === undefined ? [] : [this.master]),
     ];
+    // A process replaced while it still ran (a frozen member restarted by a supervisor) is stopped as well.
+    const all = [...new Set([...current, ...this.started.filter((server) => server.running)])];
     await Promise.all(all.map((server) => server.stop()));
     await this.etcd?.stop();
     for (const proxy of this.proxies.flat()) await proxy.close();

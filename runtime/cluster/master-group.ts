@@ -13,6 +13,8 @@ export interface MasterGroupOptions {
 export interface MasterGroup {
   /** Member ids in campaign order: m1 campaigns first, on an empty etcd it leads. */
   readonly ids: readonly string[];
+  /** Each member's control-plane address, `host:port`, in id order: `svc://` + these joined by commas is the group. */
+  readonly addresses: readonly string[];
   /** Each member's control-plane port, by id. */
   readonly ports: ReadonlyMap<string, number>;
   /** The `key=value` settings that make a master member `id` of the group. */
@@ -32,14 +34,24 @@ async function freePort(): Promise<number> {
 export async function planMasterGroup(options: {
   readonly etcdEndpoint: string;
   readonly members: number;
+  /**
+   * Each member's address, in id order, when the members run on hosts of their own (runtime/cluster/hosts.ts);
+   * default loopback. A port free on loopback is free in a host's fresh namespace too.
+   */
+  readonly addresses?: readonly string[];
 }): Promise<MasterGroup> {
   if (!(options.members >= 1)) throw new RangeError(`a group needs a master (${options.members} asked)`);
   const ids = Array.from({ length: options.members }, (_, index) => `m${index + 1}`);
   const ports = new Map<string, number>();
   for (const id of ids) ports.set(id, await freePort());
-  const members = ids.map((id) => ({ id, host: '127.0.0.1', port: ports.get(id)! }));
+  const members = ids.map((id, index) => ({
+    id,
+    host: options.addresses?.[index] ?? '127.0.0.1',
+    port: ports.get(id)!,
+  }));
   return {
     ids,
+    addresses: members.map((member) => `${member.host}:${member.port}`),
     ports,
     settings: (id) => memberSettings({ id, etcdEndpoint: options.etcdEndpoint, members }),
   };

@@ -213,6 +213,9 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       connections: () => network.transport.acceptedConnections(),
     });
 
+    // Deposed while it built the master after its election (on a loaded machine that can outlast the lease; the chaos
+    // soak saw it): the shutdown under way must win, or a master whose term is over would start and serve.
+    if (lifetime.stopping) return { nodeId, shutdown: lifetime.shutdown, stopped: lifetime.stopped };
     // Every port listens: the machine starts, and the driver is the first part to stop.
     network.host.add(driver);
     driver.start(recovered);

@@ -61,10 +61,24 @@ export class ServerLifetime {
     this.finish = finish;
   }
 
-  /** Closes `part` with the rest, before whatever was kept earlier. */
+  /**
+   * Closes `part` with the rest, before whatever was kept earlier; at once when the server is already stopping (a
+   * start still under way when a group's master was deposed must leave nothing open behind the shutdown).
+   */
   keep<T extends Closable>(part: T): T {
+    if (this.closing !== undefined) {
+      void Promise.resolve()
+        .then(() => part.close())
+        .catch(() => undefined);
+      return part;
+    }
     this.closers.push(() => part.close());
     return part;
+  }
+
+  /** Whether the server has begun to stop: a start still under way must not begin to serve. */
+  get stopping(): boolean {
+    return this.closing !== undefined;
   }
 
   /** Stops the server once: closes every part, latest first, then resolves `stopped` with `code`. */
