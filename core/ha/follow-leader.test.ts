@@ -8,6 +8,7 @@ import {
   leaderAddressOf,
   masterCursor,
   resendAfterNotLeader,
+  resendAfterUnreachable,
   type MasterAnswer,
   type MasterCursor,
 } from './follow-leader.ts';
@@ -89,6 +90,32 @@ describe('following the leader of a master group', () => {
       fc.property(members, fc.nat({ max: 10 }), fc.option(member, { nil: null }), (group, sent, leader) => {
         const cursor = masterCursor(group);
         assert.equal(resendAfterNotLeader(cursor, { leader }, sent), leader !== null && sent < group.length);
+      }),
+    );
+  });
+
+  it('sends a request whose member was unreachable on to the next, each member once, never back', () => {
+    fc.assert(
+      fc.property(members, (group) => {
+        let cursor = masterCursor(group);
+        const visited = [currentMaster(cursor)];
+        for (let resent = 0; ; resent++) {
+          const sentTo = currentMaster(cursor);
+          cursor = followMaster(cursor, { kind: 'unreachable', member: sentTo });
+          if (!resendAfterUnreachable(cursor, sentTo, resent)) break;
+          visited.push(currentMaster(cursor));
+        }
+        assert.equal(visited.length, group.length, `visited ${visited.join(' ')}`);
+        assert.equal(new Set(visited).size, group.length, 'no member twice');
+      }),
+    );
+  });
+
+  it('does not resend when the cursor still names the member the request failed at', () => {
+    fc.assert(
+      fc.property(members, fc.nat({ max: 10 }), (group, resent) => {
+        const cursor = masterCursor(group);
+        assert.equal(resendAfterUnreachable(cursor, currentMaster(cursor), resent), false);
       }),
     );
   });

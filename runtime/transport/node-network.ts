@@ -79,6 +79,9 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
       masters?.unreachable(peer);
       options.connectFailed?.(peer, reason);
     },
+    sendFailed: (envelope) => {
+      if (masters?.sendFailed(envelope) !== true) host.sendFailed(envelope);
+    },
   };
   try {
     transport = newTransport(options, host, addresses, tls, hooks);
@@ -114,6 +117,7 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
 interface FollowerHooks {
   readonly deliver: (envelope: Envelope) => boolean;
   readonly connectFailed: (peer: string, reason: string) => void;
+  readonly sendFailed: (envelope: WireEnvelope) => void;
 }
 
 /** svc.network.silentPeer.pingInterval and .timeout by default (the registry's; test/silent-peer-defaults checks). */
@@ -181,7 +185,7 @@ function newTransport(
     ...(options.admit === undefined ? {} : { admit: options.admit }),
     isLocal: (node) => host.has(node),
     deliver: hooks.deliver,
-    sendFailed: (envelope) => host.sendFailed(envelope),
+    sendFailed: hooks.sendFailed,
     ...(options.refused === undefined ? {} : { refused: options.refused }),
     connectFailed: hooks.connectFailed,
     ...(options.written === undefined ? {} : { written: options.written }),
