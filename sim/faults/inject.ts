@@ -12,8 +12,8 @@ export interface FaultTopology {
    * application (`a0.driver`, `a0.executors`).
    */
   group(token: string): ((node: NodeId) => boolean) | undefined;
-  /** The master that takes operator commands. */
-  readonly master: NodeId;
+  /** The master that takes operator commands: one node, or a group's leader now (undefined: none leads). */
+  readonly master: NodeId | (() => NodeId | undefined);
   /** Nodes a supervisor restarts when they exit (workers and masters, never tasks). */
   readonly supervised: ReadonlySet<NodeId>;
   /** How long the supervisor waits before restarting a process that exited on its own. */
@@ -33,11 +33,15 @@ type OperatorCommand = Extract<Input, { kind: 'admin' }>;
  * master is down for is tried again every second until it is taken, as a person or a script retries a refused
  * request. (Dropping it instead left an exclusion in place forever once its lift met a master restart: seed 5846.)
  */
-function operatorConsole(master: NodeId) {
+function operatorConsole(master: NodeId | (() => NodeId | undefined)) {
   const queue: OperatorCommand[] = [];
   let retrying = false;
   const drain = (w: World): void => {
-    while (queue.length > 0 && w.isUp(master)) w.inject(master, queue.shift()!);
+    for (;;) {
+      const target = typeof master === 'string' ? master : master();
+      if (queue.length === 0 || target === undefined || !w.isUp(target)) break;
+      w.inject(target, queue.shift()!);
+    }
     if (queue.length === 0 || retrying) return;
     retrying = true;
     w.schedule(w.now + OPERATOR_RETRY_MS, 'operator retries: the master was down', (later) => {
