@@ -121,6 +121,12 @@ export class GroupFollowing {
     return input;
   }
 
+  /** A process starts: a restarted one follows afresh, from the first member, owing nothing. */
+  started(node: NodeId): void {
+    this.followers.delete(node);
+    this.askedBy.delete(node);
+  }
+
   private resendOf(node: NodeId, envelope: FollowedEnvelope): Resend {
     return { to: this.followerOf(node).current, message: envelope.message, requestId: envelope.requestId! };
   }

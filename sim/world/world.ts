@@ -583,6 +583,7 @@ export class World {
         : new WorkerBackPressure(node.def.backPressure, node.def.partialFrames);
     node.interpreter = this.interpreterFor(node);
     this.silence?.started(id);
+    this.group?.started(id);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
     const leftovers = node.storage?.diskFiles();
