@@ -159,7 +159,7 @@ export type FaultOptions = Pick<
  */
 export type ClusterOptions = FaultOptions & {
   readonly stalledFrames?: boolean;
-  /** A share of the seeds also runs a group of masters failing over (sim/cluster/ha-share.ts; default off). */
+  /** A share of the seeds runs the master as a group of masters failing over (sim/cluster/ha-share.ts; default off). */
   readonly haGroup?: boolean;
 };
 
@@ -360,7 +360,8 @@ function buildCluster(
   let schedule: Schedule | undefined;
   const engine = new Engine(apps, factory, {
     stageRerun: (app) => stageRerun.get(app.appId) ?? false,
-    dataLossPossible: () => (schedule === undefined ? true : dataLossPossible(schedule)),
+    // A group's failovers, as a master's crash, leave workers unable to learn a secret for a while.
+    dataLossPossible: () => group !== undefined || schedule === undefined || dataLossPossible(schedule),
     readableCopies,
     capacityLossPossible: () =>
       cluster.smallDisks === true || schedule === undefined || capacityLossPossible(schedule),
@@ -500,8 +501,9 @@ function buildCluster(
     },
     finished: () => engine.finished(),
     finalCheck() {
+      // A group's failovers are faults beyond the one worker loss that invariant allows.
       const lossFailure =
-        schedule === undefined
+        schedule === undefined || group !== undefined
           ? undefined
           : survivesOneWorkerLoss(schedule, cluster, engine.outcomes(), taskFailures, replicationOf);
       if (lossFailure !== undefined) return lossFailure;

@@ -137,9 +137,14 @@ export class ClusterGroup implements MasterGroupHooks {
     );
   }
 
-  /** When the last of the group's faults ends. */
+  /**
+   * When the group is calm again: the last of its faults ended, and a deposed leader's lease has run out at the store
+   * (a TTL), a campaign retried, and the new leader's first store round trips finished. Until then nobody may lead,
+   * and workers cannot learn an application's secret, as after a single master's crash.
+   */
   get calmAt(): number {
-    return Math.max(0, ...this.faults.map((f) => f.at + f.durationMs));
+    const lastFaultEnds = Math.max(0, ...this.faults.map((f) => f.at + f.durationMs));
+    return lastFaultEnds + GROUP_TIMING.leaseTtlMs + GROUP_TIMING.campaignRetryMs + REQUEST_TIMEOUT_MS;
   }
 
   /** Installs the group in `world`: its members start campaigning, its faults are scheduled. */

@@ -70,6 +70,8 @@ export function noSlotsOnUnavailable(
   /** The excluded workers of each RequestSlots the master has not answered yet, by `client|requestId`. */
   const clientExcluded = new Map<string, ReadonlySet<string>>();
 
+  /** Which master declared each worker lost (a group's next leader may not know). */
+  const declaredBy = new Map<string, NodeId>();
   /** The operator commands each master took and has not answered yet, in order (one reply each). */
   const pendingAdmin = new Map<NodeId, AdminCommand[]>();
   const acknowledged = (command: AdminCommand): void => {
@@ -114,6 +116,14 @@ export function noSlotsOnUnavailable(
     onStart(node: NodeId, world: World) {
       if (isMaster(node)) masterStartedAt = world.now;
       pendingAdmin.delete(node);
+      if (!isMaster(node)) return;
+      // Another master of a group starts leading: what the last one declared lost may never have been stored, and
+      // it judges every worker afresh (their timeouts restart), as a restarted master does only on its own store.
+      for (const [worker, by] of declaredBy) {
+        if (by === node) continue;
+        declaredBy.delete(worker);
+        if (toldMaster.get(worker)?.startsWith(DECLARED_LOST) === true) toldMaster.delete(worker);
+      }
     },
     onInput(node: NodeId, input: Input, world: World) {
       if (isMaster(node)) {
@@ -192,7 +202,10 @@ export function noSlotsOnUnavailable(
         if (isMaster(node) && effect.event === 'master.worker.lost') {
           const worker = effect.fields?.['worker'];
           const cause = effect.fields?.['cause'];
-          if (typeof worker === 'string') toldMaster.set(worker, `${DECLARED_LOST}: ${String(cause)})`);
+          if (typeof worker === 'string') {
+            toldMaster.set(worker, `${DECLARED_LOST}: ${String(cause)})`);
+            declaredBy.set(worker, node);
+          }
         }
         return;
       }
