@@ -35,12 +35,19 @@ type OperatorCommand = Extract<Input, { kind: 'admin' }>;
  */
 function operatorConsole(master: NodeId | (() => NodeId | undefined)) {
   const queue: OperatorCommand[] = [];
+  /**
+   * A group's leader may take a command and be deposed before it answers (its write's outcome unknown): the
+   * operator, who got no answer, asks the next leader again. Commands a member took and has not answered yet.
+   */
+  const unanswered = new Map<NodeId, OperatorCommand[]>();
   let retrying = false;
   const drain = (w: World): void => {
     for (;;) {
       const target = typeof master === 'string' ? master : master();
       if (queue.length === 0 || target === undefined || !w.isUp(target)) break;
-      w.inject(target, queue.shift()!);
+      const command = queue.shift()!;
+      if (typeof master !== 'string') unanswered.set(target, [...(unanswered.get(target) ?? []), command]);
+      w.inject(target, command);
     }
     if (queue.length === 0 || retrying) return;
     retrying = true;
@@ -52,6 +59,16 @@ function operatorConsole(master: NodeId | (() => NodeId | undefined)) {
   return {
     submit(w: World, command: OperatorCommand): void {
       queue.push(command);
+      drain(w);
+    },
+    answered(node: NodeId): void {
+      unanswered.get(node)?.shift();
+    },
+    ended(w: World, node: NodeId): void {
+      const lost = unanswered.get(node) ?? [];
+      unanswered.delete(node);
+      if (lost.length === 0) return;
+      queue.unshift(...lost);
       drain(w);
     },
   };
@@ -188,7 +205,14 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
   }
 
   return {
+    onDeparture(node, effect) {
+      if (effect.kind === 'adminReply') operator.answered(node);
+    },
+    onCrash(node, w) {
+      operator.ended(w, node);
+    },
     onExit(node, _code, _reason, w) {
+      operator.ended(w, node);
       if (!topology.supervised.has(node)) return;
       const delay = restartDelay.get(node) ?? topology.supervisorDelayMs;
       restartDelay.delete(node);

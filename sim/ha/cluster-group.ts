@@ -375,6 +375,9 @@ export class ClusterGroup implements MasterGroupHooks {
       m.id,
     );
     this.world.trace.line(this.world.now, m.id, `leads term ${term}`);
+    // The world's view of the masters' durable store is what this leader loaded: its checkers read it there.
+    this.world.coordination.clear();
+    for (const [key, value] of recovered) this.world.coordination.set(key, value);
     this.world.start(m.id, recovered);
   }
 

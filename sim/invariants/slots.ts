@@ -91,6 +91,26 @@ export function noSlotsOnUnavailable(
     }
   };
 
+  /**
+   * A master ended with commands unanswered: each may or may not have been stored (a write whose answer was lost), so
+   * what they touch is no longer known either way.
+   */
+  const unknownOutcomes = (node: NodeId): void => {
+    for (const command of pendingAdmin.get(node) ?? []) {
+      const workers =
+        command.type === 'excludeWorkers'
+          ? [...command.add, ...command.remove]
+          : command.type === 'workerEvent'
+            ? command.workers
+            : [];
+      for (const key of workers) {
+        const why = toldMaster.get(key);
+        if (why === EXCLUDED || why?.startsWith(IN_EVENT) === true) toldMaster.delete(key);
+      }
+    }
+    pendingAdmin.delete(node);
+  };
+
   return {
     onDeparture(node: NodeId, effect: Effect) {
       if (effect.kind !== 'adminReply' || !isMaster(node)) return;
@@ -99,10 +119,10 @@ export function noSlotsOnUnavailable(
       if (command !== undefined && effect.success) acknowledged(command);
     },
     onCrash(node: NodeId) {
-      pendingAdmin.delete(node);
+      unknownOutcomes(node);
     },
     onExit(node: NodeId) {
-      pendingAdmin.delete(node);
+      unknownOutcomes(node);
     },
     inputs: [
       'admin',

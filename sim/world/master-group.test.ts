@@ -55,7 +55,7 @@ describe("the world's master group: processes follow its leader through the core
       g.arriving('worker-a', from('master-1', notLeader, { inReplyTo: 1 }), (r) => resends.push(r)),
       undefined,
     );
-    assert.deepEqual(resends, [{ to: 'master-3', message: HEARTBEAT, requestId: 1 }]);
+    assert.deepEqual(resends.slice(), [{ to: 'master-3', message: HEARTBEAT, requestId: 1 }]);
     const failed: Input = { kind: 'sendFailed', to: 'master-3', message: HEARTBEAT, requestId: 1 };
     assert.equal(
       g.arriving('worker-a', failed, (r) => resends.push(r)),
