@@ -66,12 +66,21 @@ export const PLANTED_BUGS = [
   'ha-acts-past-lease',
   /** The leader's durable writes carry no fence, only compare-and-swap (core/ha/key-layout.ts, planWrites). */
   'ha-unfenced-writes',
+  /**
+   * The leader confirms a persist when it sends the write, not when the store committed it (core/ha/leadership.ts):
+   * what waited for it is acknowledged, and a failover before the commit loses it.
+   */
+  'ha-confirms-before-commit',
 ] as const;
 
 export type PlantedBug = (typeof PLANTED_BUGS)[number];
 
 /**
- * The planted bugs of master high availability: the cluster swarm runs one master, so these are proved caught by
- * the simulator's focused run of a group of masters on the coordination store's model (sim/ha/).
+ * The planted bugs of master high availability: proved caught by the swarm's share of seeds whose master is a
+ * group (sim/cluster/ha-share.ts) and by the simulator's focused run of a group (sim/ha/).
  */
-export const HA_PLANTED_BUGS: readonly PlantedBug[] = ['ha-acts-past-lease', 'ha-unfenced-writes'];
+export const HA_PLANTED_BUGS: readonly PlantedBug[] = [
+  'ha-acts-past-lease',
+  'ha-unfenced-writes',
+  'ha-confirms-before-commit',
+];

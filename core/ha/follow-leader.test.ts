@@ -97,7 +97,6 @@ describe('following the leader of a master group', () => {
   it('sends a request whose member was unreachable on to the next, each member once, never back', () => {
     fc.assert(
       fc.property(members, (group) => {
-        // A request resent after every failure visits each other member once, then fails at its sender.
         let cursor = masterCursor(group);
         const visited = [currentMaster(cursor)];
         for (let resent = 0; ; resent++) {

@@ -73,8 +73,8 @@ export function resendAfterNotLeader(
 /**
  * Whether a request whose send failed because no connection reached `sentTo` is sent again, at once, to the member
  * the cursor names now: only when the cursor has moved on from `sentTo`, and to each other member of the group at
- * most once (the first send went to one), so that a caller whose member died follows the group within one request rather than one request later (a worker
- * would otherwise wait a whole heartbeat interval more).
+ * most once (the first send went to one), so that a caller whose member died follows the group within one request
+ * rather than one request later (a worker would otherwise wait a whole heartbeat interval more).
  */
 export function resendAfterUnreachable(cursor: MasterCursor, sentTo: string, resentSoFar: number): boolean {
   return currentMaster(cursor) !== sentTo && resentSoFar < cursor.members.length - 1;

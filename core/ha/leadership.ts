@@ -473,6 +473,8 @@ function startWrite(s: HaState, out: Out): HaState {
 }
 
 function sendTxn(s: HaState, ids: readonly number[], txns: readonly Txn[], out: Out): HaState {
+  if (s.config.plantedBug === 'ha-confirms-before-commit' && s.writer?.underWay === undefined)
+    out.effects.push({ kind: 'persisted', ids });
   const op = s.nextOp;
   const next = request(s, out, () => ({ kind: 'txn', op, txn: txns[0]! }));
   return { ...next, writer: { ...s.writer!, underWay: { ids, op, txns } } };

@@ -1,24 +1,12 @@
-// Carries the core's decisions about a group of masters (core/ha/follow-leader.ts) for a process that talks to the
-// master (a worker, a lifecycle manager): the master's node id resolves to the member the core names; a NotLeader
-// answer moves it to the named leader and sends the request on there, once per member at most; a member no
-// connection reaches moves it to the next member. The machine sees one master that answers, or a failed send, as
-// with a single master that restarts.
-import {
-  currentMaster,
-  followMaster,
-  masterCursor,
-  resendAfterNotLeader,
-  resendAfterUnreachable,
-  type MasterAnswer,
-  type MasterCursor,
-} from '../../core/ha/follow-leader.ts';
+// Carries the following of a group of masters (core/ha/leader-following.ts) for a process that talks to the master
+// (a worker, a lifecycle manager): the master's node id resolves to the member the core names, a NotLeader answer
+// or a failed send is handed to the core, and its resends and failures are carried out here. The machine sees one
+// master that answers, or a failed send, as with a single master that restarts.
+import { LeaderFollowing, type FollowOutcome } from '../../core/ha/leader-following.ts';
 import type { Envelope, NodeId } from '../../core/machines/effects.ts';
 import type { Logger } from '../log.ts';
 import type { WireEnvelope } from '../wire/index.ts';
 import { addressText, type Address, type AddressBook } from './addresses.ts';
-
-/** Requests to the master remembered for a resend; the oldest is forgotten past this (its sender times it out). */
-const MAX_REMEMBERED_REQUESTS = 4_096;
 
 export interface MasterFollowerOptions {
   readonly masterId: NodeId;
@@ -31,84 +19,63 @@ export interface MasterFollowerOptions {
 }
 
 export class MasterFollower {
-  private cursor: MasterCursor;
+  private readonly following: LeaderFollowing<WireEnvelope>;
   private readonly byText = new Map<string, Address>();
-  private readonly requests = new Map<string, { envelope: WireEnvelope; resent: number; sentTo: string }>();
 
   constructor(private readonly options: MasterFollowerOptions) {
     for (const member of options.members) this.byText.set(addressText(member), member);
-    this.cursor = masterCursor(options.members.map(addressText));
+    this.following = new LeaderFollowing({
+      masterId: options.masterId,
+      members: options.members.map(addressText),
+      moved: (line) => {
+        this.point();
+        options.logger.info({ event: line.event, from: line.from, to: line.to, why: line.why }, line.message);
+      },
+    });
     this.point();
   }
 
   /** The member the process asks now (`host:port`). */
   get current(): string {
-    return currentMaster(this.cursor);
+    return this.following.current;
   }
 
-  send(envelope: WireEnvelope, resent = 0): void {
-    if (envelope.to === this.options.masterId && envelope.requestId !== undefined) {
-      const key = requestKey(envelope.from, envelope.requestId);
-      this.requests.delete(key);
-      this.requests.set(key, { envelope, resent, sentTo: this.current });
-      if (this.requests.size > MAX_REMEMBERED_REQUESTS) {
-        this.requests.delete(this.requests.keys().next().value!);
-      }
-    }
+  send(envelope: WireEnvelope): void {
+    this.following.send(envelope);
     this.options.send(envelope);
   }
 
   /** An envelope arrived: true when it was the master's NotLeader, carried out here and not delivered. */
   received(envelope: Envelope): boolean {
-    if (envelope.from !== this.options.masterId || envelope.inReplyTo === undefined) return false;
-    const key = requestKey(envelope.to, envelope.inReplyTo);
-    const request = this.requests.get(key);
-    this.requests.delete(key);
-    if (envelope.message.type !== 'NotLeader') return false;
-    const leader = envelope.message.leader === '' ? null : envelope.message.leader;
-    const from = this.current;
-    this.follow({ kind: 'notLeader', from, leader });
-    if (request === undefined) return true;
-    if (resendAfterNotLeader(this.cursor, { leader }, request.resent)) {
-      this.send(request.envelope, request.resent + 1);
-    } else {
-      this.options.failed(request.envelope);
-    }
-    return true;
+    return this.carry(this.following.received(envelope));
   }
 
   /**
-   * A send failed (the transport reports the connection's failure first, then each envelope it held): true when it
-   * was a request to the master that went on to the member the cursor moved to, and is not failed at its sender.
+   * A send failed (the transport reports the connection's failure, then each envelope it held): true when it was a
+   * request to the master sent on to the next member, not failed at its sender.
    */
   sendFailed(envelope: WireEnvelope): boolean {
-    if (envelope.to !== this.options.masterId || envelope.requestId === undefined) return false;
-    const key = requestKey(envelope.from, envelope.requestId);
-    const request = this.requests.get(key);
-    if (request === undefined || !resendAfterUnreachable(this.cursor, request.sentTo, request.resent)) {
-      this.requests.delete(key);
-      return false;
-    }
-    this.send(request.envelope, request.resent + 1);
-    return true;
+    return this.carry(this.following.sendFailed(envelope));
   }
 
   /** No connection could be opened to `peer` (`host:port`). */
   unreachable(peer: string): void {
-    if (this.byText.has(peer) || peer === this.current) this.follow({ kind: 'unreachable', member: peer });
+    this.following.unreachable(peer);
   }
 
-  private follow(answer: MasterAnswer): void {
-    const before = this.current;
-    this.cursor = followMaster(this.cursor, answer);
-    if (this.current === before) return;
-    this.point();
-    this.options.logger.info(
-      { event: 'master.follow', from: before, to: this.current, why: answer.kind },
-      answer.kind === 'notLeader'
-        ? `master ${before} does not lead: asking ${this.current}`
-        : `master ${before} is unreachable: asking ${this.current}`,
-    );
+  private carry(outcome: FollowOutcome<WireEnvelope>): boolean {
+    switch (outcome.kind) {
+      case 'pass':
+        return false;
+      case 'resend':
+        this.options.send(outcome.envelope);
+        return true;
+      case 'fail':
+        this.options.failed(outcome.envelope);
+        return true;
+      case 'consumed':
+        return true;
+    }
   }
 
   private point(): void {
@@ -120,10 +87,6 @@ export class MasterFollower {
     }
     this.options.addresses.set(this.options.masterId, address);
   }
-}
-
-function requestKey(from: NodeId, requestId: number): string {
-  return `${from}#${requestId}`;
 }
 
 function parseHostPort(text: string): Address {

@@ -1,40 +1,41 @@
-import { HA_PLANTED_BUGS, type PlantedBug } from '../../core/planted-bugs.ts';
-import { runHaSeed, type HaRunResult } from '../ha/group-run.ts';
+import type { NodeId } from '../../core/machines/effects.ts';
+import type { MasterDurableState } from '../../core/machines/master/state.ts';
+import type { PlantedBug } from '../../core/planted-bugs.ts';
+import { masterNodeId } from '../../core/protocol/node-ids.ts';
+import { ClusterGroup } from '../ha/cluster-group.ts';
 import { chance, streamRng } from '../world/random.ts';
-import type { InvariantName } from '../world/invariant-catalogue.ts';
 
 /**
- * The share of the cluster swarm's seeds that also run a group of three masters failing over on the coordination
- * store's model (sim/ha/group-run.ts: the leader killed, frozen past its lease, cut from the store), with the
- * group's invariants. Drawn from a stream of its own, so that no other draw of a seed moves.
- *
- * A first step: the group runs beside the seed's cluster, not under it (the cluster's workers and lifecycle
- * managers still address its one master). The seam for the next step is `haGroupCheck`'s caller in
- * sim/cluster/scenario.ts: once the core's follow decision ("not leader" answers naming the leader) is on main,
- * the cluster's master node becomes the group and this check reads the same invariants off the cluster's run.
+ * The share of the cluster swarm's seeds whose master is a group of three masters on the coordination store's
+ * model (sim/ha/cluster-group.ts): the workers and lifecycle managers follow its leader through the core's
+ * following while the group fails over (the leader killed, frozen past its lease, cut from the store and the
+ * cluster, its lease run out at the store), with the group's invariants. Drawn from a stream of its own, so that
+ * no other draw of a seed moves; the other seeds run one master, as before.
  */
 export const HA_GROUP_SHARE = 0.1;
+
+/** The group's failovers strike between these times (ms), while the first jobs run. */
+const GROUP_FAULTS_FROM_MS = 2_000;
+const GROUP_FAULTS_UNTIL_MS = 25_000;
 
 export function drawsHaGroup(seed: number): boolean {
   return chance(streamRng(seed, 'ha-group'), HA_GROUP_SHARE);
 }
 
-export interface HaGroupOutcome {
-  readonly result: HaRunResult;
-  readonly violation?: { readonly invariant: InvariantName; readonly detail: string };
-}
-
-/** Runs the seed's group of masters; a violation names the group run's invariant and how to replay it alone. */
-export function haGroupCheck(seed: number, plantedBug: PlantedBug | undefined): HaGroupOutcome {
-  const haBug = plantedBug !== undefined && HA_PLANTED_BUGS.includes(plantedBug) ? plantedBug : undefined;
-  const result = runHaSeed({ seed, ...(haBug === undefined ? {} : { plantedBug: haBug }) });
-  if (result.violation === undefined) return { result };
-  const replay = `npm run sim -- --ha --seed ${seed}${haBug === undefined ? '' : ` --bug ${haBug}`} --trace`;
-  return {
-    result,
-    violation: {
-      invariant: result.violation.invariant,
-      detail: `the seed's group of masters (faults ${result.faults.join(', ')}), at ${result.violation.time} ms: ${result.violation.detail} (replay the group alone: ${replay})`,
-    },
-  };
+/** The seed's group of masters, addressed by the other processes as `masterId`; members `master-1`..`master-3`. */
+export function clusterGroup(
+  seed: number,
+  masterId: NodeId,
+  emptyState: MasterDurableState,
+  plantedBug: PlantedBug | undefined,
+): ClusterGroup {
+  return new ClusterGroup({
+    seed,
+    masterId,
+    members: [1, 2, 3].map((i) => masterNodeId(i)),
+    emptyState,
+    faultsFrom: GROUP_FAULTS_FROM_MS,
+    faultsUntil: GROUP_FAULTS_UNTIL_MS,
+    ...(plantedBug === undefined ? {} : { plantedBug }),
+  });
 }

@@ -18,7 +18,7 @@ import {
   workerNodeId,
 } from '../../core/protocol/node-ids.ts';
 import { admitClient } from '../../core/release/admission.ts';
-import { CURRENT_RELEASE } from '../../core/release/version.ts';
+import { CURRENT_RELEASE, type Release } from '../../core/release/version.ts';
 import type { Rng } from '../../core/rng.ts';
 import { workerMemoryLimitsFrom } from '../../conf/machine-configs.ts';
 import type { FaultTopology } from '../faults/inject.ts';
@@ -26,7 +26,7 @@ import { scheduleStalledFrames } from '../faults/stalled-frames.ts';
 import { calmFrom, type APP_PARTS, type FaultTargets, type Schedule } from '../faults/plan.ts';
 import { admissionDecisions } from '../invariants/admission.ts';
 import { quotaRespected } from '../invariants/quota.ts';
-import { drawsHaGroup, haGroupCheck, type HaGroupOutcome } from './ha-share.ts';
+import { clusterGroup, drawsHaGroup } from './ha-share.ts';
 import { acknowledgedSurvivesCrash } from '../invariants/durability.ts';
 import {
   intrudersRefused,
@@ -159,7 +159,7 @@ export type FaultOptions = Pick<
  */
 export type ClusterOptions = FaultOptions & {
   readonly stalledFrames?: boolean;
-  /** A share of the seeds also runs a group of masters failing over (sim/cluster/ha-share.ts; default off). */
+  /** A share of the seeds runs the master as a group of masters failing over (sim/cluster/ha-share.ts; default off). */
   readonly haGroup?: boolean;
 };
 
@@ -256,24 +256,34 @@ function buildCluster(
     ...(plantedBug === undefined ? {} : { plantedBug }),
     silentPeers: silentPeerSettings(seed),
   });
-  world.addNode({
-    id: master,
-    role: 'master',
-    release: cluster.serverRelease,
-    principal: SERVER_PRINCIPAL,
-    machine: masterMachine,
-    initialState: (release) =>
-      initialMasterState(
-        masterConfig({
-          release,
-          dfs: cluster.dfs,
-          budgetMode,
-          overrides: masterOverrides,
-          ...(plantedBug === undefined ? {} : { plantedBug }),
-        }),
-      ),
-  });
-  world.schedule(0, 'start master', (w) => w.start(master));
+  const masterState = (release: Release) =>
+    initialMasterState(
+      masterConfig({
+        release,
+        dfs: cluster.dfs,
+        budgetMode,
+        overrides: masterOverrides,
+        ...(plantedBug === undefined ? {} : { plantedBug }),
+      }),
+    );
+  // A share of the swarm's seeds runs the cluster's master as a group of three (./ha-share.ts): the other processes
+  // address `master`, which no node is, and follow its leader. Not with a rolling upgrade, which restarts one master.
+  const haGroupRun = faultOptions.haGroup === true && cluster.upgrade === undefined && drawsHaGroup(seed);
+  const group = haGroupRun
+    ? clusterGroup(seed, master, masterState(cluster.serverRelease).durable, plantedBug)
+    : undefined;
+  for (const id of group?.members ?? [master]) {
+    world.addNode({
+      id,
+      role: 'master',
+      release: cluster.serverRelease,
+      principal: SERVER_PRINCIPAL,
+      machine: masterMachine,
+      initialState: masterState,
+    });
+  }
+  const groupObserver = group?.install(world);
+  if (group === undefined) world.schedule(0, 'start master', (w) => w.start(master));
 
   // As of the release the workers present (a changed default, such as directMemoryRatioToResume, is theirs).
   const workerMemory = workerMemoryLimitsFrom(
@@ -356,7 +366,8 @@ function buildCluster(
   let schedule: Schedule | undefined;
   const engine = new Engine(apps, factory, {
     stageRerun: (app) => stageRerun.get(app.appId) ?? false,
-    dataLossPossible: () => (schedule === undefined ? true : dataLossPossible(schedule)),
+    // A group's failovers, as a master's crash, leave workers unable to learn a secret for a while.
+    dataLossPossible: () => group !== undefined || schedule === undefined || dataLossPossible(schedule),
     readableCopies,
     capacityLossPossible: () =>
       cluster.smallDisks === true || schedule === undefined || capacityLossPossible(schedule),
@@ -402,9 +413,7 @@ function buildCluster(
     scheduleRouteThefts(world, [...workerSet], streamRng(seed, 'intruders:routes'), 30);
     routesNotTaken(world);
   }
-  const { stalledFrames, haGroup, ...planOptions } = faultOptions;
-  const haGroupRun = haGroup === true && drawsHaGroup(seed);
-  let haGroupOutcome: HaGroupOutcome | undefined;
+  const { stalledFrames, haGroup: _drawnAbove, ...planOptions } = faultOptions;
   if (stalledFrames === true) {
     // Drawn from a stream of its own, so that no other draw of the seed changes.
     const conf = configFor(CURRENT_RELEASE, 'worker', workerOverrides);
@@ -414,7 +423,8 @@ function buildCluster(
     });
   }
   const isWorker = (node: NodeId) => workerSet.has(node);
-  const isMaster = (node: NodeId) => node === master;
+  const masters = new Set(group?.members ?? [master]);
+  const isMaster = (node: NodeId) => masters.has(node);
   const memory = memoryUse({
     app: (appId) => {
       const app = byAppId.get(appId);
@@ -425,7 +435,8 @@ function buildCluster(
 
   const targets: FaultTargets = {
     workers: cluster.workers.map((w) => ({ token: w.token, mounts: w.disks.map((d) => d.mountPoint) })),
-    masters: ['m0'],
+    // The group draws its own failovers (sim/ha/cluster-group.ts); the plan's master faults are the single master's.
+    masters: group === undefined ? ['m0'] : [],
     apps: apps.map((a) => a.token),
     dfs: cluster.dfs,
     ...planOptions,
@@ -444,8 +455,8 @@ function buildCluster(
       const node = token === 'm0' ? master : workerNodes.get(token);
       return node === undefined ? appGroups.get(token) : (candidate) => candidate === node;
     },
-    master,
-    supervised: new Set([master, ...workerSet]),
+    master: group === undefined ? master : () => group.leader(),
+    supervised: new Set(group === undefined ? [master, ...workerSet] : workerSet),
     supervisorDelayMs: 1_000,
     killTask: (w, token, task) => engine.killTask(w, token, task),
   };
@@ -480,6 +491,7 @@ function buildCluster(
       taskFailures,
       intrudersRefused(),
       acknowledgedSurvivesCrash(isMaster, isWorker),
+      ...(groupObserver === undefined ? [] : [groupObserver]),
       unansweredRequestsFailed(),
       quotaRespected(isMaster),
       admissionDecisions(
@@ -491,19 +503,18 @@ function buildCluster(
     ],
     useSchedule(chosen) {
       schedule = chosen;
-      engine.setCalmAt(calmFrom(chosen));
+      engine.setCalmAt(Math.max(calmFrom(chosen), group?.calmAt ?? 0));
     },
     finished: () => engine.finished(),
     finalCheck() {
+      // A group's failovers are faults beyond the one worker loss that invariant allows.
       const lossFailure =
-        schedule === undefined
+        schedule === undefined || group !== undefined
           ? undefined
           : survivesOneWorkerLoss(schedule, cluster, engine.outcomes(), taskFailures, replicationOf);
       if (lossFailure !== undefined) return lossFailure;
-      if (haGroupRun) {
-        haGroupOutcome = haGroupCheck(seed, plantedBug);
-        if (haGroupOutcome.violation !== undefined) return haGroupOutcome.violation;
-      }
+      const lost = group?.finalCheck();
+      if (lost !== undefined) return { invariant: 'ha-no-shuffle-lost', detail: lost };
       for (const { app, outcome } of engine.outcomes()) {
         const refused = outcome.kind === 'failed' && outcome.reason.startsWith('refused by admission');
         const expectation = expectedAdmission(app, cluster);
@@ -546,10 +557,12 @@ function buildCluster(
       // How many discrete faults struck before the run ended (it ends when every job has), i.e. while a job ran:
       // a fault drawn for after the workload tests nothing.
       const faults = schedule?.faults ?? [];
-      if (haGroupOutcome !== undefined) {
+      if (group !== undefined) {
         counts['ha.groups'] = 1;
-        counts['ha.terms'] = haGroupOutcome.result.terms;
-        counts['ha.acknowledged'] = haGroupOutcome.result.acknowledged;
+        counts['ha.terms'] = group.terms;
+        counts['ha.faults'] = group.faults.length;
+        for (const [name, value] of world.trace.counters)
+          if (name.startsWith('ha.follow.')) counts[name] = value;
       }
       counts['faults'] = faults.length;
       counts['faults.struck'] = faults.filter((fault) => fault.at <= world.now).length;

@@ -12,8 +12,8 @@ export interface FaultTopology {
    * application (`a0.driver`, `a0.executors`).
    */
   group(token: string): ((node: NodeId) => boolean) | undefined;
-  /** The master that takes operator commands. */
-  readonly master: NodeId;
+  /** The master that takes operator commands: one node, or a group's leader now (undefined: none leads). */
+  readonly master: NodeId | (() => NodeId | undefined);
   /** Nodes a supervisor restarts when they exit (workers and masters, never tasks). */
   readonly supervised: ReadonlySet<NodeId>;
   /** How long the supervisor waits before restarting a process that exited on its own. */
@@ -33,11 +33,22 @@ type OperatorCommand = Extract<Input, { kind: 'admin' }>;
  * master is down for is tried again every second until it is taken, as a person or a script retries a refused
  * request. (Dropping it instead left an exclusion in place forever once its lift met a master restart: seed 5846.)
  */
-function operatorConsole(master: NodeId) {
+function operatorConsole(master: NodeId | (() => NodeId | undefined)) {
   const queue: OperatorCommand[] = [];
+  /**
+   * A group's leader may take a command and be deposed before it answers (its write's outcome unknown): the
+   * operator, who got no answer, asks the next leader again. Commands a member took and has not answered yet.
+   */
+  const unanswered = new Map<NodeId, OperatorCommand[]>();
   let retrying = false;
   const drain = (w: World): void => {
-    while (queue.length > 0 && w.isUp(master)) w.inject(master, queue.shift()!);
+    for (;;) {
+      const target = typeof master === 'string' ? master : master();
+      if (queue.length === 0 || target === undefined || !w.isUp(target)) break;
+      const command = queue.shift()!;
+      if (typeof master !== 'string') unanswered.set(target, [...(unanswered.get(target) ?? []), command]);
+      w.inject(target, command);
+    }
     if (queue.length === 0 || retrying) return;
     retrying = true;
     w.schedule(w.now + OPERATOR_RETRY_MS, 'operator retries: the master was down', (later) => {
@@ -48,6 +59,16 @@ function operatorConsole(master: NodeId) {
   return {
     submit(w: World, command: OperatorCommand): void {
       queue.push(command);
+      drain(w);
+    },
+    answered(node: NodeId): void {
+      unanswered.get(node)?.shift();
+    },
+    ended(w: World, node: NodeId): void {
+      const lost = unanswered.get(node) ?? [];
+      unanswered.delete(node);
+      if (lost.length === 0) return;
+      queue.unshift(...lost);
       drain(w);
     },
   };
@@ -184,7 +205,14 @@ export function injectSchedule(world: World, schedule: Schedule, topology: Fault
   }
 
   return {
+    onDeparture(node, effect) {
+      if (effect.kind === 'adminReply') operator.answered(node);
+    },
+    onCrash(node, w) {
+      operator.ended(w, node);
+    },
     onExit(node, _code, _reason, w) {
+      operator.ended(w, node);
       if (!topology.supervised.has(node)) return;
       const delay = restartDelay.get(node) ?? topology.supervisorDelayMs;
       restartDelay.delete(node);

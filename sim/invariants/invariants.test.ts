@@ -50,6 +50,8 @@ function harness(observer: Observer) {
     world,
     input: (node: string, input: Input) => observers.input(node, input, world),
     effects: (node: string, effects: Effect[]) => observers.effects(node, effects, world),
+    /** The effect leaves the node (a reply the machine held behind a persist is released). */
+    departure: (node: string, effect: Effect) => observers.departure(node, effect, world),
     start: (node: string) => observers.start(node, world),
     /** Moves the world's clock to `ms` and does `then` there. */
     at: (ms: number, then: () => void) => {
@@ -300,13 +302,18 @@ describe('invariant checkers', () => {
         message: '',
       });
     // The master refuses to exclude a worker it never registered: such an exclusion is not counted.
+    const acknowledged: Effect = { kind: 'adminReply', commandId: undefined, success: true, message: 'done' };
     h.input('master-0', { kind: 'admin', command: { type: 'excludeWorkers', add: [key(5)], remove: [] } });
+    h.departure('master-0', acknowledged);
     h.effects('master-0', [offer(5)]);
     assert.equal(h.violation(), undefined, 'an exclusion of an unknown worker was refused, so it never held');
     h.effects('master-0', [
       send(key(1), { type: 'RegisterWorkerResponse', success: true, message: 'registered' }),
     ]);
     h.input('master-0', { kind: 'admin', command: { type: 'excludeWorkers', add: [key(1)], remove: [] } });
+    h.effects('master-0', [offer(1)]);
+    assert.equal(h.violation(), undefined, 'an exclusion counts once the master acknowledged it');
+    h.departure('master-0', acknowledged);
     h.input('master-0', receive(key(2), 'master-0', { type: 'ReportWorkerUnavailable', worker: worker(2) }));
     h.input(
       'master-0',

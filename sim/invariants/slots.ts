@@ -3,6 +3,8 @@ import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
 import type { MessageType } from '../../core/protocol/messages.ts';
 import type { Observer, World } from '../world/world.ts';
 
+type AdminCommand = Extract<Input, { kind: 'admin' }>['command'];
+
 const EXCLUDED = 'excluded by the operator';
 const IN_EVENT = 'in the operator’s worker event';
 /** The master's own verdict (its `master.worker.lost` log); only a new registration brings the worker back. */
@@ -68,7 +70,60 @@ export function noSlotsOnUnavailable(
   /** The excluded workers of each RequestSlots the master has not answered yet, by `client|requestId`. */
   const clientExcluded = new Map<string, ReadonlySet<string>>();
 
+  /** Which master declared each worker lost (a group's next leader may not know). */
+  const declaredBy = new Map<string, NodeId>();
+  /** The operator commands each master took and has not answered yet, in order (one reply each). */
+  const pendingAdmin = new Map<NodeId, AdminCommand[]>();
+  const acknowledged = (command: AdminCommand): void => {
+    if (command.type === 'excludeWorkers') {
+      for (const key of command.add) if (registered.has(key)) toldMaster.set(key, EXCLUDED);
+      for (const key of command.remove) {
+        if (toldMaster.get(key) === EXCLUDED) toldMaster.delete(key);
+      }
+    }
+    if (command.type === 'workerEvent') {
+      const ending = command.eventType === 'None' || command.eventType === 'Recommission';
+      for (const key of command.workers) {
+        const why = toldMaster.get(key);
+        if (ending && why?.startsWith(IN_EVENT)) toldMaster.delete(key);
+        else if (!ending && why !== EXCLUDED) toldMaster.set(key, `${IN_EVENT} ${command.eventType}`);
+      }
+    }
+  };
+
+  /**
+   * A master ended with commands unanswered: each may or may not have been stored (a write whose answer was lost), so
+   * what they touch is no longer known either way.
+   */
+  const unknownOutcomes = (node: NodeId): void => {
+    for (const command of pendingAdmin.get(node) ?? []) {
+      const workers =
+        command.type === 'excludeWorkers'
+          ? [...command.add, ...command.remove]
+          : command.type === 'workerEvent'
+            ? command.workers
+            : [];
+      for (const key of workers) {
+        const why = toldMaster.get(key);
+        if (why === EXCLUDED || why?.startsWith(IN_EVENT) === true) toldMaster.delete(key);
+      }
+    }
+    pendingAdmin.delete(node);
+  };
+
   return {
+    onDeparture(node: NodeId, effect: Effect) {
+      if (effect.kind !== 'adminReply' || !isMaster(node)) return;
+      const queue = pendingAdmin.get(node);
+      const command = queue?.shift();
+      if (command !== undefined && effect.success) acknowledged(command);
+    },
+    onCrash(node: NodeId) {
+      unknownOutcomes(node);
+    },
+    onExit(node: NodeId) {
+      unknownOutcomes(node);
+    },
     inputs: [
       'admin',
       ...REPORTS.keys(),
@@ -80,24 +135,22 @@ export function noSlotsOnUnavailable(
     ],
     onStart(node: NodeId, world: World) {
       if (isMaster(node)) masterStartedAt = world.now;
+      pendingAdmin.delete(node);
+      if (!isMaster(node)) return;
+      // Another master of a group starts leading: what the last one declared lost may never have been stored, and
+      // it judges every worker afresh (their timeouts restart), as a restarted master does only on its own store.
+      for (const [worker, by] of declaredBy) {
+        if (by === node) continue;
+        declaredBy.delete(worker);
+        if (toldMaster.get(worker)?.startsWith(DECLARED_LOST) === true) toldMaster.delete(worker);
+      }
     },
     onInput(node: NodeId, input: Input, world: World) {
       if (isMaster(node)) {
-        if (input.kind === 'admin' && input.command.type === 'excludeWorkers') {
-          for (const key of input.command.add) if (registered.has(key)) toldMaster.set(key, EXCLUDED);
-          for (const key of input.command.remove) {
-            if (toldMaster.get(key) === EXCLUDED) toldMaster.delete(key);
-          }
-        }
-        if (input.kind === 'admin' && input.command.type === 'workerEvent') {
-          const ending = input.command.eventType === 'None' || input.command.eventType === 'Recommission';
-          for (const key of input.command.workers) {
-            const why = toldMaster.get(key);
-            if (ending && why?.startsWith(IN_EVENT)) toldMaster.delete(key);
-            else if (!ending && why !== EXCLUDED)
-              toldMaster.set(key, `${IN_EVENT} ${input.command.eventType}`);
-          }
-        }
+        // An operator's command counts once the master acknowledged it (its reply left): one a deposed leader of
+        // a group took and never confirmed was never the group's, and the operator asks again.
+        if (input.kind === 'admin')
+          pendingAdmin.set(node, [...(pendingAdmin.get(node) ?? []), input.command]);
         if (input.kind !== 'receive') return;
         const message = input.envelope.message;
         const reported = REPORTS.get(message.type);
@@ -169,7 +222,10 @@ export function noSlotsOnUnavailable(
         if (isMaster(node) && effect.event === 'master.worker.lost') {
           const worker = effect.fields?.['worker'];
           const cause = effect.fields?.['cause'];
-          if (typeof worker === 'string') toldMaster.set(worker, `${DECLARED_LOST}: ${String(cause)})`);
+          if (typeof worker === 'string') {
+            toldMaster.set(worker, `${DECLARED_LOST}: ${String(cause)})`);
+            declaredBy.set(worker, node);
+          }
         }
         return;
       }

@@ -47,7 +47,7 @@ export const INVARIANTS = {
   'ha-fenced-writes':
     "every write the coordination store applies is the current leader's (its lease holds the leader key)",
   'ha-no-shuffle-lost':
-    'a master that starts leading holds every shuffle whose registration a leader acknowledged and whose unregistration was never asked, and so does the store at the end',
+    'a master that starts leading holds every shuffle (and, in the swarm, application) whose registration a leader acknowledged and that was not unregistered or dropped by the rules, and so does the store at the end',
   'ha-liveness': 'after the last failover fault, a master leads again and every client operation completes',
   'ha-fatal': 'a master of the group never meets a fatal effect (the core gave up on the coordination store)',
   'machine-threw': 'a state machine never throws',

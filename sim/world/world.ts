@@ -47,8 +47,10 @@ import { refusalAnswer, type Hello, type HelloReply } from '../../core/handshake
 import { describe, Trace } from './trace.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
 import { SilenceWatch, type OwedRequest } from './silence.ts';
+import { GroupFollowing, type MasterGroupHooks } from './master-group.ts';
 
 export type { EffectKey, InputKey, Observer } from './observers.ts';
+export type { MasterGroupHooks, StandbyAnswer } from './master-group.ts';
 
 /** A node of the simulated cluster: a core state machine and what the simulator needs to run it. */
 export interface NodeDefinition<S = unknown> {
@@ -204,6 +206,8 @@ interface SimNode {
   routes: Routes | undefined;
   /** What its connections establish at a peer's handshake (this incarnation's, renewed at each start). */
   speaker: Speaker;
+  /** Until when the process reads nothing and runs no timer (SIGSTOP); its events wait until then. */
+  frozenUntil: number;
 }
 
 /** Whom to tell, and what, when a partly received frame is given up: the sender's process that sent it. */
@@ -248,6 +252,8 @@ export class World {
   /** Each process's watch on the peers it waits for (with a transport model that sets one). */
   private silence: SilenceWatch | undefined;
   private nextFrameId = 1;
+  /** The cluster's master as a group of masters, which the other processes follow (./master-group.ts). */
+  private group: GroupFollowing | undefined;
 
   constructor(options: WorldOptions) {
     this.seed = options.seed;
@@ -486,7 +492,23 @@ export class World {
       diskResumed: false,
       backlogArrivals: [],
       heldArrivals: new Map(),
+      frozenUntil: 0,
     });
+  }
+
+  /**
+   * Makes the cluster's master a group: its members' leadership is `hooks`' (sim/ha/cluster-group.ts), and every
+   * other process follows its leader through the core's following (./master-group.ts).
+   */
+  useMasterGroup(hooks: MasterGroupHooks): void {
+    this.group = new GroupFollowing(hooks);
+  }
+
+  /** Freezes a process until `until` (SIGSTOP, then SIGCONT): what reaches it waits, and its timers too. */
+  freeze(id: NodeId, until: number): void {
+    const node = this.node(id);
+    node.frozenUntil = Math.max(node.frozenUntil, until);
+    this.trace.line(this.clock, id, `FREEZE until ${until.toFixed(1)}`);
   }
 
   hasNode(id: NodeId): boolean {
@@ -543,8 +565,11 @@ export class World {
     this.queue.push(Math.max(at, this.clock), { kind: 'action', label, run });
   }
 
-  /** Starts (or restarts) a process with a fresh state; it first sees `start` with its recovery store. */
-  start(id: NodeId): void {
+  /**
+   * Starts (or restarts) a process with a fresh state; it first sees `start` with its recovery store, or with
+   * `recovered` (a member of a master group, from the state its leadership loaded).
+   */
+  start(id: NodeId, recovered?: ReadonlyMap<string, string>): void {
     const node = this.node(id);
     if (node.up) throw new Error(`node ${id} is already running; crash or exit it before starting it again`);
     node.up = true;
@@ -558,12 +583,13 @@ export class World {
         : new WorkerBackPressure(node.def.backPressure, node.def.partialFrames);
     node.interpreter = this.interpreterFor(node);
     this.silence?.started(id);
+    this.group?.started(id);
     this.trace.line(this.clock, id, `START incarnation=${node.incarnation} release=${node.release}`);
     this.observers.start(id, this);
     const leftovers = node.storage?.diskFiles();
     this.enqueue(node, this.clock, {
       kind: 'start',
-      recovered: new Map(this.durableStoreOf(id)),
+      recovered: new Map(recovered ?? this.durableStoreOf(id)),
       ...(leftovers === undefined ? {} : { leftovers }),
     });
   }
@@ -593,6 +619,16 @@ export class World {
     }
     this.trace.line(this.clock, id, 'RELAUNCH');
     this.start(id);
+  }
+
+  /** The process exits on its own (as its `exit` effect does): a deposed leader of a master group. */
+  exit(id: NodeId, code: number, reason: string): void {
+    const node = this.node(id);
+    if (!node.up) return;
+    this.trace.line(this.clock, id, `EXIT code=${code} ${reason}`);
+    this.stop_(node);
+    node.storage?.processExit();
+    this.observers.exit(id, code, reason, this);
   }
 
   /** Hands an input to a node from outside the cluster (an operator command, a task launch) at time `at`. */
@@ -650,6 +686,13 @@ export class World {
     }
     const node = this.nodes.get(event.node)!;
     if (!node.up || node.incarnation !== event.incarnation) return;
+    if (node.frozenUntil > this.clock) {
+      this.queue.push(node.frozenUntil, event);
+      return;
+    }
+    if (this.group?.isMember(node.def.id) === true && event.kind !== 'stored') {
+      if (!this.group.hooks.mayAct(node.def.id)) return;
+    }
     if (event.kind === 'stored') {
       this.stored(node, event.changes);
       return;
@@ -743,7 +786,14 @@ export class World {
         return;
       }
     }
-    this.step(node, event.input);
+    if (this.group === undefined) {
+      this.step(node, event.input);
+      return;
+    }
+    const input = this.group.arriving(node.def.id, event.input, (resend) =>
+      this.send(node, { kind: 'send', ...resend }, false),
+    );
+    if (input !== undefined) this.step(node, input);
   }
 
   /**
@@ -862,6 +912,13 @@ export class World {
   /** One write of a node's durable store, confirmed after the store's latency (lost if the node ends first). */
   private write(node: SimNode, persists: readonly PersistEffect[]): void {
     const changes = persists.map((effect) => ({ store: effect.store, key: effect.key, value: effect.value }));
+    if (this.group?.isMember(node.def.id) === true) {
+      const incarnation = node.incarnation;
+      this.group.hooks.persist(node.def.id, changes, () => {
+        if (node.up && node.incarnation === incarnation) this.stored(node, changes);
+      });
+      return;
+    }
     const { minMs, maxMs } = this.storeLatency;
     const latency = minMs === maxMs ? minMs : logUniform(node.storeRng, minMs, maxMs);
     this.queue.push(this.clock + latency, {
@@ -970,9 +1027,11 @@ export class World {
     }
   }
 
-  private send(node: SimNode, effect: Extract<Effect, { kind: 'send' }>): void {
+  private send(node: SimNode, sent: Extract<Effect, { kind: 'send' }>, observed = true): void {
     const from = node.def.id;
-    this.observers.departure(from, effect, this);
+    if (observed) this.observers.departure(from, sent, this);
+    const member = this.group?.addressee(from, sent);
+    const effect = member === undefined ? sent : { ...sent, to: member };
     // Built field by field rather than with conditional spreads: one envelope per message is the hottest
     // allocation of the world.
     const envelope: { -readonly [K in keyof Envelope]: Envelope[K] } = {
@@ -1020,6 +1079,10 @@ export class World {
       this.refused(node, effect, envelope);
       return;
     }
+    if (target !== undefined && !target.up && this.group?.isMember(target.def.id) === true) {
+      this.standbyAnswers(node, target, effect, envelope);
+      return;
+    }
     if (target === undefined || !target.up) {
       // Nobody listens at that address: the connection is refused, and the sender hears so after a round trip.
       this.refused(node, effect, envelope);
@@ -1044,6 +1107,41 @@ export class World {
       return;
     }
     this.transmit(node, target, effect, envelope, undefined);
+  }
+
+  /**
+   * A member of the master group whose machine does not run: a follower answers a request as the core decides
+   * (over the network, lost as any message), a frozen one answers nothing, and where no process runs the
+   * connection is refused.
+   */
+  private standbyAnswers(
+    node: SimNode,
+    target: SimNode,
+    effect: Extract<Effect, { kind: 'send' }>,
+    envelope: Envelope,
+  ): void {
+    const standby = this.group!.hooks.standby(target.def.id);
+    if (standby.kind === 'refused') {
+      this.refused(node, effect, envelope);
+      return;
+    }
+    const there = this.network.arrivals(node.def.id, target.def.id, this.clock);
+    if (this.trace.enabled) {
+      const fate = standby.kind === 'silent' || there.length === 0 ? ' LOST' : ' (a follower)';
+      this.trace.line(this.clock, node.def.id, `send ${traceEnvelope(envelope)}${fate}`);
+    }
+    if (standby.kind === 'silent' || there.length === 0 || effect.requestId === undefined) return;
+    const back = this.network.arrivals(target.def.id, node.def.id, there[0]!);
+    if (back.length === 0) return;
+    const answer: { -readonly [K in keyof Envelope]: Envelope[K] } = {
+      from: target.def.id,
+      to: node.def.id,
+      fromRelease: target.release,
+      inReplyTo: effect.requestId,
+      message: standby.message,
+    };
+    if (this.transport?.authenticated === true) answer.principal = SERVER;
+    this.enqueue(node, back[0]!, { kind: 'receive', envelope: answer });
   }
 
   /** A send on a connection whose handshake is settled: sent, answered with the peer's refusal, or failed. */
