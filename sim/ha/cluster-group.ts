@@ -1,6 +1,7 @@
 import { followerAnswer } from '../../core/ha/follow-leader.ts';
 import type { FollowLine } from '../../core/ha/leader-following.ts';
-import { assembleDurable, layoutOfPersisted } from '../../core/ha/key-layout.ts';
+import { assembleDurable, storeChanges } from '../../core/ha/key-layout.ts';
+import { MASTER_STATE_PREFIX } from '../../core/machines/master/layout.ts';
 import {
   actingAsLeader,
   haStep,
@@ -13,11 +14,7 @@ import {
 import type { StoreRequest, StoreResult } from '../../core/ha/store.ts';
 import { DEFAULT_HA_TIMING } from '../../core/ha/timing.ts';
 import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
-import {
-  decodeDurableState,
-  MASTER_STATE_KEY,
-  type MasterDurableState,
-} from '../../core/machines/master/state.ts';
+import { type MasterDurableState } from '../../core/machines/master/state.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import type { Rng } from '../../core/rng.ts';
 import { chance, pick, streamRng, uniform } from '../world/random.ts';
@@ -71,7 +68,7 @@ interface Member {
   cut?: { kind: Cut; held: StoreRequest[] };
   queued: (() => void)[];
   /** Persists of the running machine by id, with their confirmations. */
-  persists: Map<number, { value: string; confirm: () => void }>;
+  persists: Map<number, { confirm: () => void }>;
   nextPersist: number;
 }
 
@@ -237,18 +234,10 @@ export class ClusterGroup implements MasterGroupHooks {
     confirm: () => void,
   ): void {
     const m = this.byId.get(member)!;
-    const values = changes.map((c) => (c.key === MASTER_STATE_KEY ? c.value : null));
-    const value = values.at(-1);
-    if (value === null || value === undefined || values.includes(null)) {
-      throw new Error(
-        `master ${member} persisted ${changes.map((c) => c.key).join(', ')}, which a group does not store`,
-      );
-    }
-    // One write of the interpreter may carry several persists of the state: the last one is the state now.
-    const change = { value };
+    // One write of the interpreter may carry several persists: a later write of a key wins (storeChanges).
     const id = m.nextPersist++;
-    m.persists.set(id, { value: change.value, confirm });
-    this.haInput(m, { kind: 'persist', id, layout: layoutOfPersisted(PREFIX, change.value) });
+    m.persists.set(id, { confirm });
+    this.haInput(m, { kind: 'persist', id, changes: storeChanges(PREFIX, changes) });
   }
 
   moved(node: NodeId, line: FollowLine): void {
@@ -324,7 +313,7 @@ export class ClusterGroup implements MasterGroupHooks {
             const persist = m.persists.get(id);
             m.persists.delete(id);
             if (persist === undefined) continue;
-            this.confirmed(persist.value);
+            this.confirmed();
             // In an event of its own: the interpreter may be amid the write that asked for it.
             this.world.schedule(this.world.now, `${m.id} persist confirmed`, () => persist.confirm());
           }
@@ -368,9 +357,12 @@ export class ClusterGroup implements MasterGroupHooks {
     this.lastTerm = term;
     this.lastTermHolder = tag;
     this.terms += 1;
-    const stored = recovered.get(MASTER_STATE_KEY);
     this.checkNoneLost(
-      stored === undefined ? this.options.emptyState : decodeDurableState(stored),
+      assembleDurable(
+        MASTER_STATE_PREFIX,
+        [...recovered].map(([key, value]) => ({ key, value })),
+        this.options.emptyState,
+      ),
       `${tag} starting term ${term}`,
       m.id,
     );
@@ -381,9 +373,9 @@ export class ClusterGroup implements MasterGroupHooks {
     this.world.start(m.id, recovered);
   }
 
-  /** A leader's persist is in the store: a shuffle its state no longer holds was released by the rules. */
-  private confirmed(value: string): void {
-    const held = shufflesOf(decodeDurableState(value));
+  /** A leader's persist is in the store: a shuffle the store no longer holds was released by the rules. */
+  private confirmed(): void {
+    const held = shufflesOf(assembleDurable(PREFIX, this.store.range(PREFIX), this.options.emptyState));
     for (const key of [...this.acked]) if (!held.has(key)) this.acked.delete(key);
   }
 
