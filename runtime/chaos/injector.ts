@@ -17,6 +17,8 @@ export interface TimelineEntry {
   readonly notes: string[];
 }
 
+/** How long a worker may take to use a restored disk again: two disk checks (30 s each by default) and room. */
+const DISK_RECOVERY_WAIT_MS = 90_000;
 /** How long a restarted or continued worker may take to register again before the timeline says it did not. */
 const REREGISTER_WAIT_MS = 90_000;
 /**
@@ -120,6 +122,7 @@ export class FaultInjector {
       case 'disk-unwritable':
       case 'disk-removed': {
         const dir = path.join(cluster.dir, `worker-${index}`, 'disk-1');
+        const before = worker().lineCount;
         if (fault.kind === 'disk-unwritable') {
           chmodSync(dir, 0o555);
           if (this.isRoot) entry.notes.push('running as root: the read-only mode does not stop its writes');
@@ -127,6 +130,7 @@ export class FaultInjector {
         await hold(fault.holdMs);
         if (fault.kind === 'disk-unwritable') chmodSync(dir, 0o755);
         else mkdirSync(dir, { recursive: true });
+        await this.diskBackInUse(worker(), before, entry);
         return;
       }
       case 'latency':
@@ -321,6 +325,29 @@ export class FaultInjector {
         ? `${leader.id} restarted by its supervisor, follows ${String(following.leader)}`
         : `${leader.id} restarted by its supervisor, leads again`,
     );
+  }
+
+  /**
+   * A disk the worker took out of use during the fault comes back only when its probe finds it writable again
+   * (every svc.worker.monitor.disk.check.interval): the fault lasts until the worker says so, so that jobs short of
+   * slots meanwhile are judged under it.
+   */
+  private async diskBackInUse(worker: ServerProcess, before: number, entry: TimelineEntry): Promise<void> {
+    if (worker.seen((line) => line.event === 'worker.disk.failed', before).length === 0) {
+      entry.notes.push('the worker kept the disk in use');
+      return;
+    }
+    try {
+      await worker.waitFor(
+        (line) => line.event === 'worker.disk.recovered',
+        'its disk back in use',
+        before,
+        DISK_RECOVERY_WAIT_MS,
+      );
+      entry.notes.push('disk back in use');
+    } catch (error) {
+      entry.notes.push(`disk not back in use: ${error instanceof Error ? error.message.split('\n')[0] : ''}`);
+    }
   }
 
   private async restartWorker(index: number, entry: TimelineEntry): Promise<void> {

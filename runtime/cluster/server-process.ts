@@ -133,9 +133,9 @@ export class ServerProcess {
     return this.exitCode === undefined;
   }
 
-  /** Lines seen so far. */
-  seen(match: (line: LogLine) => boolean): LogLine[] {
-    return this.lines.filter(match);
+  /** Lines seen so far; from line `after` on when given (a `lineCount` read earlier). */
+  seen(match: (line: LogLine) => boolean, after = 0): LogLine[] {
+    return this.lines.slice(after).filter(match);
   }
 
   /**
