@@ -4,35 +4,18 @@
 // sent to a follower is answered 503 with the leader; `svc admin` reads from followers and sends a command on to the
 // leader; with etcd stopped, a follower's reads answer 503 saying that etcd cannot be read.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { ServerProcess } from './cluster/server-process.ts';
 import { etcdSkipReason, startTestEtcd, type TestEtcd } from './testing/etcd.ts';
 import { MasterGroupProcesses } from './testing/master-group-processes.ts';
 import { pollFor } from './testing/poll.ts';
 import { clientSide, type ClientSide } from './testing/small-job.ts';
+import { svcAdmin } from './testing/svc-admin.ts';
 
 const STARTUP_WAIT_MS = 120_000;
-const CLI = fileURLToPath(new URL('./cli/main.ts', import.meta.url));
-
-/** Runs `svc admin <args>` to its end (at most 60 s). */
-function svcAdmin(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', CLI, 'admin', ...args],
-      { timeout: 60_000 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 interface WorkerFields {
   host: string;

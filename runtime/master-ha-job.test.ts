@@ -5,8 +5,6 @@
 // every record, a shuffle registered after the failover is placed by the new leader, and the new leader shows the
 // application and both shuffles.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -25,6 +23,7 @@ import {
   type ClientSide,
   type SmallJob,
 } from './testing/small-job.ts';
+import { svcAdmin } from './testing/svc-admin.ts';
 
 /** The documented bound: a SIGKILLed leader's successor serves within a lease TTL plus two seconds. */
 const FAILOVER_BOUND_MS = DEFAULT_HA_TIMING.leaseTtlMs + 2_000;
@@ -42,23 +41,6 @@ const STARTUP_WAIT_MS = 120_000;
  */
 const WORKER_FOLLOWS_WITHIN_MS = 30_000 + 60_000;
 const JOB: SmallJob = { maps: 4, partitions: 6, recordsPerPartition: 50, recordBytes: 64 };
-
-const CLI = fileURLToPath(new URL('./cli/main.ts', import.meta.url));
-
-/** Runs `svc admin <args>` to its end (at most 60 s). */
-function svcAdmin(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', CLI, 'admin', ...args],
-      { timeout: 60_000 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 if (etcdSkipReason !== undefined) console.log(`# skipping the master group job test: ${etcdSkipReason}`);
 

@@ -3,20 +3,17 @@
 // the master list the worker as decommissioning, exit stops a worker, errors print the server's message and exit 1,
 // an unreachable master is a clear message and exit 1; credentials go out as the Authorization header.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { masterClient, type MasterSchemas } from '../../clients/openapi/index.ts';
 import { LocalCluster } from '../cluster/local-cluster.ts';
 import { pollUntil } from '../http/testing/http-client.ts';
 import { clientSide, recordsOf, type ClientSide, type SmallJob } from '../testing/small-job.ts';
-
-const CLI = fileURLToPath(new URL('./main.ts', import.meta.url));
+import { svcAdmin } from '../testing/svc-admin.ts';
 
 interface Run {
   readonly code: number;
@@ -25,23 +22,6 @@ interface Run {
 }
 
 /** Runs `svc admin <args>` to its end (at most 60 s); SVC_ADMIN_* of this process's environment are left out. */
-function svcAdmin(args: readonly string[], env: Record<string, string> = {}): Promise<Run> {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith('SVC_ADMIN_')),
-  );
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', CLI, 'admin', ...args],
-      { env: { ...base, ...env }, timeout: 60_000 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
-
 function ok(run: Run): string {
   assert.equal(run.code, 0, `exit ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
   return run.stdout;
