@@ -104,6 +104,35 @@ describe('SilentPeers', () => {
     );
   });
 
+  it('does not judge a peer on time this node did not run: after resumed, a full silentAfterMs from then', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 4_000 }),
+        fc.integer({ min: 0, max: 60_000 }),
+        (start, pausedMs) => {
+          const peers = new SilentPeers<number>(SETTINGS);
+          const owing = new Map([[0, start]]);
+          assert.deepEqual(peers.check(start, owing), []);
+          // The node was stopped for pausedMs: its next check comes that late.
+          const resumedAt = start + CHECK_EVERY_MS + pausedMs;
+          peers.resumed(resumedAt);
+          let silentAt: number | undefined;
+          for (let now = resumedAt; silentAt === undefined; now += CHECK_EVERY_MS) {
+            if (peers.check(now, owing).some((action) => action.kind === 'silent')) silentAt = now;
+          }
+          assert.ok(
+            silentAt - resumedAt >= SETTINGS.silentAfterMs,
+            `silent ${silentAt - resumedAt} ms after resuming`,
+          );
+          assert.ok(
+            silentAt - resumedAt < SETTINGS.silentAfterMs + CHECK_EVERY_MS,
+            'and no later than a check after',
+          );
+        },
+      ),
+    );
+  });
+
   it('never judges a peer that owes nothing', () => {
     const peers = new SilentPeers<number>(SETTINGS);
     for (let now = 0; now < 60_000; now += CHECK_EVERY_MS)

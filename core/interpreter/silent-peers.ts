@@ -52,6 +52,8 @@ interface Watch {
 
 export class SilentPeers<Peer> {
   private readonly watches = new Map<Peer, Watch>();
+  /** When this node last came back from not running (resumed): nothing could be heard before it. */
+  private resumedAt = -Infinity;
 
   constructor(
     readonly settings: SilentPeerSettings,
@@ -74,6 +76,17 @@ export class SilentPeers<Peer> {
     if (this.options.plantedBug === 'silent-peer-never-heard') return false;
     watch.silent = false;
     return wasSilent;
+  }
+
+  /**
+   * This node did not run until `now` (its process was stopped, or starved of the processor): whatever it did not
+   * hear meanwhile it could not have heard, so no peer is judged on that time. Each peer's silence is measured from
+   * now; peers already silent stay so until heard from. Without this a worker resumed after a SIGSTOP of 20 s found
+   * every peer it was waiting on "silent for 20 s" at its first check and failed their requests at once: its
+   * replicas' workers were blamed and excluded for its own pause.
+   */
+  resumed(now: number): void {
+    this.resumedAt = Math.max(this.resumedAt, now);
   }
 
   /** Whether a request to `peer` may be started: false from its silence until it is heard from again. */
@@ -103,7 +116,7 @@ export class SilentPeers<Peer> {
       if (watch.silent) continue;
       // A peer is unheard from since the later of its last sign of life and the oldest answer it owes: an answer
       // owed for an hour to a peer heard from a second ago is a slow answer, not a silent peer.
-      const quietSince = Math.max(owedSince, watch.heardAt ?? owedSince);
+      const quietSince = Math.max(owedSince, watch.heardAt ?? owedSince, this.resumedAt);
       const unheardMs = now - quietSince;
       if (unheardMs >= this.settings.silentAfterMs) {
         actions.push({ kind: 'silent', peer, unheardMs });

@@ -14,7 +14,12 @@ export interface SilenceHooks {
   /** Opens a connection to `peer` (unless one is opening): its handshake's reply is the sign of life. */
   probe(peer: string): void;
   now(): number;
+  /** The process did not run for `pausedMs` (a check came that late): its peers' silence restarts from now. */
+  resumed?(pausedMs: number): void;
 }
+
+/** Checks missed in a row before the process counts as not having run (a busy event loop delays one or two). */
+const PAUSED_AFTER_CHECKS = 4;
 
 /**
  * The transport's watch on the peer addresses it waits for: the core's SilentPeers, run on a timer. A silent peer
@@ -24,6 +29,8 @@ export interface SilenceHooks {
 export class SilenceWatch {
   private readonly peers: SilentPeers<string>;
   private readonly timer: NodeJS.Timeout;
+  private readonly checkEveryMs: number;
+  private lastCheckAt: number;
 
   constructor(
     readonly settings: SilentPeerSettings,
@@ -32,7 +39,9 @@ export class SilenceWatch {
   ) {
     this.peers = new SilentPeers(settings, plantedBug === undefined ? {} : { plantedBug });
     // Twice per ping interval, so that a ping and a silence come within half an interval of their bounds.
-    this.timer = setInterval(() => this.check(), Math.max(1, Math.floor(settings.pingAfterMs / 2)));
+    this.checkEveryMs = Math.max(1, Math.floor(settings.pingAfterMs / 2));
+    this.lastCheckAt = hooks.now();
+    this.timer = setInterval(() => this.check(), this.checkEveryMs);
     this.timer.unref();
   }
 
@@ -51,7 +60,15 @@ export class SilenceWatch {
   }
 
   private check(): void {
-    for (const action of this.peers.check(this.hooks.now(), this.hooks.owing())) {
+    const now = this.hooks.now();
+    // A check this late means the process did not run meanwhile (SIGSTOP, a starved machine): the time is its own
+    // silence, not its peers' (SilentPeers.resumed).
+    if (now - this.lastCheckAt > PAUSED_AFTER_CHECKS * this.checkEveryMs) {
+      this.peers.resumed(now);
+      this.hooks.resumed?.(now - this.lastCheckAt);
+    }
+    this.lastCheckAt = now;
+    for (const action of this.peers.check(now, this.hooks.owing())) {
       switch (action.kind) {
         case 'ping':
           this.hooks.ping(action.peer);

@@ -857,6 +857,11 @@ export class Transport {
         const pool = this.poolFor(known.address, known.service);
         if (pool.links.length === 0) pool.links.push(this.openLink(known.address, pool));
       },
+      resumed: (pausedMs) =>
+        this.options.logger.warn(
+          { event: 'transport.resumed', pausedMs },
+          `this process did not run for ${pausedMs} ms: its peers' silence is measured from now`,
+        ),
       now: () => this.now(),
     };
   }
