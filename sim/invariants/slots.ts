@@ -74,20 +74,28 @@ export function noSlotsOnUnavailable(
   const declaredBy = new Map<string, NodeId>();
   /** The operator commands each master took and has not answered yet, in order (one reply each). */
   const pendingAdmin = new Map<NodeId, AdminCommand[]>();
+  /** What an operator's command forbids binds once the master acknowledged it (one a deposed leader never did). */
   const acknowledged = (command: AdminCommand): void => {
     if (command.type === 'excludeWorkers') {
       for (const key of command.add) if (registered.has(key)) toldMaster.set(key, EXCLUDED);
-      for (const key of command.remove) {
-        if (toldMaster.get(key) === EXCLUDED) toldMaster.delete(key);
+    }
+    if (command.type === 'workerEvent' && !endsEvent(command.eventType)) {
+      for (const key of command.workers) {
+        if (toldMaster.get(key) !== EXCLUDED) toldMaster.set(key, `${IN_EVENT} ${command.eventType}`);
       }
     }
-    if (command.type === 'workerEvent') {
-      const ending = command.eventType === 'None' || command.eventType === 'Recommission';
-      for (const key of command.workers) {
-        const why = toldMaster.get(key);
-        if (ending && why?.startsWith(IN_EVENT)) toldMaster.delete(key);
-        else if (!ending && why !== EXCLUDED) toldMaster.set(key, `${IN_EVENT} ${command.eventType}`);
-      }
+  };
+  /**
+   * What it lifts frees the worker as soon as the master takes it: the master may offer the worker in the same
+   * step, before its acknowledgement (held behind the persist) leaves.
+   */
+  const taken = (command: AdminCommand): void => {
+    if (command.type === 'excludeWorkers') {
+      for (const key of command.remove) if (toldMaster.get(key) === EXCLUDED) toldMaster.delete(key);
+    }
+    if (command.type === 'workerEvent' && endsEvent(command.eventType)) {
+      for (const key of command.workers)
+        if (toldMaster.get(key)?.startsWith(IN_EVENT)) toldMaster.delete(key);
     }
   };
 
@@ -116,7 +124,11 @@ export function noSlotsOnUnavailable(
       if (effect.kind !== 'adminReply' || !isMaster(node)) return;
       const queue = pendingAdmin.get(node);
       const command = queue?.shift();
-      if (command !== undefined && effect.success) acknowledged(command);
+      if (command !== undefined && effect.success) {
+        acknowledged(command);
+        // Again at its acknowledgement: a lift taken while an exclusion before it was still unacknowledged.
+        taken(command);
+      }
     },
     onCrash(node: NodeId) {
       unknownOutcomes(node);
@@ -149,8 +161,10 @@ export function noSlotsOnUnavailable(
       if (isMaster(node)) {
         // An operator's command counts once the master acknowledged it (its reply left): one a deposed leader of
         // a group took and never confirmed was never the group's, and the operator asks again.
-        if (input.kind === 'admin')
+        if (input.kind === 'admin') {
           pendingAdmin.set(node, [...(pendingAdmin.get(node) ?? []), input.command]);
+          taken(input.command);
+        }
         if (input.kind !== 'receive') return;
         const message = input.envelope.message;
         const reported = REPORTS.get(message.type);
@@ -295,4 +309,8 @@ export function noSlotsOnUnavailable(
       }
     },
   };
+}
+
+function endsEvent(eventType: string): boolean {
+  return eventType === 'None' || eventType === 'Recommission';
 }
