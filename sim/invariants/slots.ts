@@ -1,5 +1,6 @@
 import { shuffleKey, workerKey, type WorkerKey } from '../../core/domain/index.ts';
 import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
+import { MASTER_STATE_PREFIX, workerEntryKey } from '../../core/machines/master/layout.ts';
 import type { MessageType } from '../../core/protocol/messages.ts';
 import type { Observer, World } from '../world/world.ts';
 
@@ -17,6 +18,9 @@ const STOPPED = 'stopped (its last heartbeat reported its exit)';
  * What a worker's own report tells the master, until it registers again or a heartbeat it sent after the report
  * says it is back in Normal state (a decommission or shutdown the operator called off).
  */
+/** The sections of a master's stored state that say a worker is out of use (core/machines/master/layout.ts). */
+const STORED_SECTIONS = ['lost', 'stopped', 'shutdown', 'decommissioning'] as const;
+
 const REPORTS: ReadonlyMap<MessageType, string> = new Map<MessageType, string>([
   ['ReportWorkerUnavailable', 'shutting down (it reported so)'],
   ['ReportWorkerDecommission', 'decommissioning (it reported so)'],
@@ -72,6 +76,8 @@ export function noSlotsOnUnavailable(
 
   /** Which master declared each worker lost (a group's next leader may not know). */
   const declaredBy = new Map<string, NodeId>();
+  /** Which master each worker's Exit heartbeat reached (a group's next leader knows it only if it was stored). */
+  const stoppedAt = new Map<string, NodeId>();
   /** The operator commands each master took and has not answered yet, in order (one reply each). */
   const pendingAdmin = new Map<NodeId, AdminCommand[]>();
   /** What an operator's command forbids binds once the master acknowledged it (one a deposed leader never did). */
@@ -156,6 +162,18 @@ export function noSlotsOnUnavailable(
         declaredBy.delete(worker);
         if (toldMaster.get(worker)?.startsWith(DECLARED_LOST) === true) toldMaster.delete(worker);
       }
+      // A worker's own report or Exit that another master heard binds this one only if that master stored it (in
+      // any section but the registered workers') before it was deposed.
+      for (const [worker, at] of stoppedAt) {
+        if (at === node) continue;
+        stoppedAt.delete(worker);
+        const why = toldMaster.get(worker);
+        if (why !== STOPPED && ![...REPORTS.values()].includes(why ?? '')) continue;
+        const stored = STORED_SECTIONS.some((section) =>
+          world.coordination.has(workerEntryKey(MASTER_STATE_PREFIX, section, worker)),
+        );
+        if (!stored) toldMaster.delete(worker);
+      }
     },
     onInput(node: NodeId, input: Input, world: World) {
       if (isMaster(node)) {
@@ -170,6 +188,7 @@ export function noSlotsOnUnavailable(
         const reported = REPORTS.get(message.type);
         if (reported !== undefined && 'worker' in message) {
           toldMaster.set(workerKey(message.worker), reported);
+          stoppedAt.set(workerKey(message.worker), node);
         } else if (message.type === 'RegisterWorker') {
           const key = workerKey(message.worker);
           heardAt.set(key, world.now);
@@ -181,6 +200,7 @@ export function noSlotsOnUnavailable(
           // Its last heartbeat says Exit: stopped, until it registers again (an operator's exclusion stays).
           if (message.state === 'Exit' && why !== EXCLUDED) {
             toldMaster.set(key, STOPPED);
+            stoppedAt.set(key, node);
             return;
           }
           const sentAfterReport =
