@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { SilentPeers, type SilenceAction, type SilentPeerSettings } from './silent-peers.ts';
+import { pausedSince, SilentPeers, type SilenceAction, type SilentPeerSettings } from './silent-peers.ts';
 
 const SETTINGS: SilentPeerSettings = { pingAfterMs: 1_000, silentAfterMs: 5_000 };
 /** Checks come at least this often, as a driver's timer brings them. */
@@ -130,6 +130,14 @@ describe('SilentPeers', () => {
           );
         },
       ),
+    );
+  });
+
+  it('counts a node as paused only when its check comes more than four checks late', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1_000 }), fc.nat({ max: 10_000 }), (every, gap) => {
+        assert.equal(pausedSince(1_000, 1_000 + gap, every), gap > 4 * every);
+      }),
     );
   });
 

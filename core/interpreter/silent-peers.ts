@@ -50,6 +50,18 @@ interface Watch {
   silent: boolean;
 }
 
+/** Checks missed in a row before a node counts as not having run (a busy event loop delays one or two). */
+const PAUSED_AFTER_CHECKS = 4;
+
+/**
+ * For a driver that checks every `checkEveryMs`: whether a check at `now`, the one before at `lastCheckAt`, shows
+ * that the node did not run meanwhile (then call `resumed(now)`). The simulator's checks run only while something
+ * is owed and its nodes are never paused, so it has no use for this.
+ */
+export function pausedSince(lastCheckAt: number, now: number, checkEveryMs: number): boolean {
+  return now - lastCheckAt > PAUSED_AFTER_CHECKS * checkEveryMs;
+}
+
 export class SilentPeers<Peer> {
   private readonly watches = new Map<Peer, Watch>();
   /** When this node last came back from not running (resumed): nothing could be heard before it. */

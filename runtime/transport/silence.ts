@@ -1,4 +1,4 @@
-import { SilentPeers, type SilentPeerSettings } from '../../core/interpreter/silent-peers.ts';
+import { pausedSince, SilentPeers, type SilentPeerSettings } from '../../core/interpreter/silent-peers.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 
 /** What the transport does for the watch: the connections are the transport's. */
@@ -17,9 +17,6 @@ export interface SilenceHooks {
   /** The process did not run for `pausedMs` (a check came that late): its peers' silence restarts from now. */
   resumed?(pausedMs: number): void;
 }
-
-/** Checks missed in a row before the process counts as not having run (a busy event loop delays one or two). */
-const PAUSED_AFTER_CHECKS = 4;
 
 /**
  * The transport's watch on the peer addresses it waits for: the core's SilentPeers, run on a timer. A silent peer
@@ -63,7 +60,7 @@ export class SilenceWatch {
     const now = this.hooks.now();
     // A check this late means the process did not run meanwhile (SIGSTOP, a starved machine): the time is its own
     // silence, not its peers' (SilentPeers.resumed).
-    if (now - this.lastCheckAt > PAUSED_AFTER_CHECKS * this.checkEveryMs) {
+    if (pausedSince(this.lastCheckAt, now, this.checkEveryMs)) {
       this.peers.resumed(now);
       this.hooks.resumed?.(now - this.lastCheckAt);
     }
