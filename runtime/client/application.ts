@@ -156,7 +156,7 @@ export async function startApplication(options: ApplicationOptions): Promise<App
   if (app?.status !== 'registered') {
     lm.stop();
     await network.transport.close();
-    throw app?.status === 'refused'
+    throw app?.status === 'refused' || app?.status === 'unreachable'
       ? refusedError(app.code, app.message, refusal(), authRefusal(), connectFailure(), client.fallbackPolicy)
       : new SvcClientError(`application ${appId} stopped before the master answered its registration`);
   }

@@ -5,8 +5,8 @@ import { cancelTimer, count, log, setTimer } from '../outbox.ts';
 import { request, type Draft } from './draft.ts';
 
 /**
- * The application's standing with the master: registration at start (bounded retries), then a heartbeat every
- * interval carrying what was committed since the last one, whose answer updates the workers to avoid.
+ * The application's standing with the master: registration at start (retried until answered), then a heartbeat
+ * every interval carrying what was committed since the last one, whose answer updates the workers to avoid.
  */
 const HEARTBEAT_TIMER = 'heartbeat';
 const REGISTER_RETRY_TIMER = 'register-retry';
@@ -31,9 +31,16 @@ export function registerApplication(d: Draft, attempt: number): void {
 
 /** The master's answer to RegisterApplication; returns true when the application is now registered. */
 export function onApplicationAnswer(d: Draft, message: MessageOf<'StatusResponse'>): boolean {
+  // The driver unregistered meanwhile: a late answer registers nothing again.
+  if (d.app.status !== 'registering' && d.app.status !== 'unreachable') return false;
   if (message.status === 'SUCCESS') {
+    const unreachableTries = d.app.status === 'unreachable' ? d.app.tries : undefined;
     d.app = { status: 'registered' };
-    log(d.out, 'info', 'application registered', { appId: d.config.appId, release: d.config.release });
+    log(d.out, 'info', 'application registered', {
+      appId: d.config.appId,
+      release: d.config.release,
+      ...(unreachableTries === undefined ? {} : { failedTriesSinceGivingUp: unreachableTries }),
+    });
     setTimer(d.out, HEARTBEAT_TIMER, d.out.now + d.config.heartbeatIntervalMs);
     return true;
   }
@@ -47,18 +54,21 @@ export function onApplicationAnswer(d: Draft, message: MessageOf<'StatusResponse
  * … and give up once one request timeout (`requestTimeoutMs`, svc.rpc.askTimeout) has passed since the first
  * failure, with a warning at every try. A wrong address is so reported after one timeout (60 s by default) instead
  * of after every try's timeout (3 min), and the warnings say what is wrong at once; a master restart shorter than
- * the timeout is waited out as before.
+ * the timeout is waited out as before. Giving up is for now, not for good (`giveUpForNow`).
  */
 export function onRegistrationUnreachable(d: Draft, why: string): void {
+  if (d.app.status === 'unreachable') {
+    tryAgainAtNextInterval(d, why);
+    return;
+  }
   const registering = d.app.status === 'registering' ? d.app : undefined;
   const since = registering?.unreachableSince ?? d.out.now;
   const tries = (registering?.unreachableTries ?? 0) + 1;
   const elapsedMs = d.out.now - since;
   const budgetMs = d.config.requestTimeoutMs;
   if (elapsedMs >= budgetMs) {
-    refuse(
+    giveUpForNow(
       d,
-      'REQUEST_FAILED',
       `could not reach the master ${d.config.master} for ${Math.round(elapsedMs / 1_000)} s (${tries} tries; ` +
         `${why}); check the master's address (svc.master.endpoints) and that it is running`,
     );
@@ -82,28 +92,60 @@ export function isRegisterRetryTimer(name: string): boolean {
 
 export function onRegisterRetryTimer(d: Draft): void {
   // A fresh request: the tries against timeouts (a master that is up but does not answer) count anew.
-  if (d.app.status !== 'registering' || d.app.unreachableTries === undefined) return;
-  registerApplication(d, 1);
+  const retrying =
+    d.app.status === 'unreachable' ||
+    (d.app.status === 'registering' && d.app.unreachableTries !== undefined);
+  if (retrying) registerApplication(d, 1);
 }
 
 export function onApplicationUnanswered(d: Draft, attempt: number): void {
+  if (d.app.status === 'unreachable') {
+    tryAgainAtNextInterval(d, 'the master did not answer');
+    return;
+  }
   if (attempt < d.config.maxRequestAttempts) {
     registerApplication(d, attempt + 1);
     return;
   }
-  refuse(
+  giveUpForNow(
     d,
-    'REQUEST_FAILED',
     `the master ${d.config.master} did not answer RegisterApplication after ${attempt} tries; check that it is ` +
       'running and reachable from the application',
   );
 }
 
-function refuse(
-  d: Draft,
-  code: 'REQUEST_FAILED' | MessageOf<'StatusResponse'>['status'],
-  message: string,
-): void {
+/**
+ * The master was out of reach for a whole request timeout: tasks learn it at once (every shuffle fails with the
+ * reason) instead of waiting, yet the cause may pass — a master restarting for longer than the timeout, a group of
+ * masters between leaders whose members were down or named no leader when asked. So registration is tried again at
+ * every heartbeat interval while the application runs, as its heartbeats would be; the first answer registers it.
+ */
+function giveUpForNow(d: Draft, message: string): void {
+  d.app = { status: 'unreachable', code: 'REQUEST_FAILED', message, tries: 0 };
+  log(d.out, 'error', 'application not registered', {
+    appId: d.config.appId,
+    status: 'REQUEST_FAILED',
+    message,
+    retriesEveryMs: d.config.heartbeatIntervalMs,
+  });
+  count(d.out, 'RegisterApplicationFailCount', 1, { status: 'REQUEST_FAILED' });
+  setTimer(d.out, REGISTER_RETRY_TIMER, d.out.now + d.config.heartbeatIntervalMs);
+}
+
+function tryAgainAtNextInterval(d: Draft, why: string): void {
+  if (d.app.status !== 'unreachable') return;
+  const tries = d.app.tries + 1;
+  d.app = { ...d.app, tries };
+  log(d.out, 'warn', 'master still unreachable; registering again later', {
+    master: d.config.master,
+    tries,
+    delayMs: d.config.heartbeatIntervalMs,
+    why,
+  });
+  setTimer(d.out, REGISTER_RETRY_TIMER, d.out.now + d.config.heartbeatIntervalMs);
+}
+
+function refuse(d: Draft, code: MessageOf<'StatusResponse'>['status'], message: string): void {
   d.app = { status: 'refused', code, message };
   log(d.out, 'error', 'application not registered', { appId: d.config.appId, status: code, message });
   count(d.out, 'RegisterApplicationFailCount', 1, { status: code });

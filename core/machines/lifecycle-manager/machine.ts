@@ -92,7 +92,7 @@ function handle(d: Draft, input: Input): void {
       if (
         open.to === d.config.master &&
         open.purpose.kind === 'registerApp' &&
-        d.app.status === 'registering'
+        (d.app.status === 'registering' || d.app.status === 'unreachable')
       ) {
         const closed = settle(d.requests, d.out, input.requestId);
         d.requests = closed.table;

@@ -22,7 +22,7 @@ import { describeUnplaced } from './unplaced-message.ts';
  * before giving up on them.
  */
 export function onRegisterShuffle(d: Draft, message: RegisterShuffle, replyTo: ReplyTo): void {
-  if (d.app.status === 'refused') {
+  if (d.app.status === 'refused' || d.app.status === 'unreachable') {
     answer(d, replyTo, d.app.code, [], d.app.message);
     return;
   }
@@ -119,9 +119,9 @@ export function requestAwaitingSlots(d: Draft): void {
   }
 }
 
-/** The application was refused: shuffles registered before it fail with the same reason. */
+/** The application was refused or is out of reach: shuffles registered before it fail with the same reason. */
 export function failAwaitingShuffles(d: Draft): void {
-  if (d.app.status !== 'refused') return;
+  if (d.app.status !== 'refused' && d.app.status !== 'unreachable') return;
   for (const shuffle of [...d.shuffles.values()]) {
     if (shuffle.phase === 'awaiting-app') failRegistration(d, shuffle.shuffleId, d.app.code, d.app.message);
   }

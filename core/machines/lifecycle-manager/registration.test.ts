@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { masterNodeId } from '../../protocol/node-ids.ts';
 import type { Effect } from '../effects.ts';
 import { Harness, ofKind, onlySent, sentOf } from '../worker/test-kit.ts';
@@ -44,15 +45,17 @@ describe('lifecycle manager: registering with a master it cannot reach', () => {
     let effects = unreachable(harness, first);
     assert.deepEqual(sentOf(effects, 'RegisterApplication'), [], 'no burst of immediate retries');
     const tries = [0];
-    for (let timer = retryTimer(effects); timer !== undefined; timer = retryTimer(effects)) {
-      assert.equal(harness.state.app.status, 'registering');
+    while (registrationOf(harness).status === 'registering') {
+      const timer = retryTimer(effects);
+      if (timer === undefined) throw new Error('registering without a retry planned');
       tries.push(timer.at);
       effects = unreachable(harness, harness.timer('register-retry', timer.at));
     }
     // testLifecycleManagerConfig's request timeout is 60 s: the last try is at the end of it.
     assert.deepEqual(tries, [0, 1_000, 3_000, 7_000, 15_000, 31_000, 60_000]);
     const app = registrationOf(harness);
-    if (app.status !== 'refused') throw new Error(`expected a refusal, the application is ${app.status}`);
+    if (app.status !== 'unreachable')
+      throw new Error(`expected to give up, the application is ${app.status}`);
     assert.equal(app.code, 'REQUEST_FAILED');
     assert.match(app.message, /could not reach the master .* for 60 s \(7 tries.*svc\.master\.endpoints/);
     assert.equal(
@@ -74,7 +77,7 @@ describe('lifecycle manager: registering with a master it cannot reach', () => {
       sent = onlySent(effects, 'RegisterApplication');
     }
     harness.timer(`req:${sent.requestId!}`, harness.now + 60_000);
-    assert.equal(registrationOf(harness).status, 'refused');
+    assert.equal(registrationOf(harness).status, 'unreachable');
   });
 
   it('registers when the master answers a retry', () => {
@@ -108,5 +111,115 @@ describe('lifecycle manager: registering with a master it cannot reach', () => {
     });
     assert.equal(retryTimer(effects), undefined);
     assert.equal(harness.state.app.status, 'registered');
+  });
+
+  it('after giving up, tries again every heartbeat interval and registers when the master answers (swarm seed 12339)', () => {
+    const { harness, first } = lifecycleManager();
+    // A group of masters between leaders: the first send fails (a member down), the retry is lost and times out,
+    // and its second attempt reaches a member that names no leader, one request timeout after the first failure.
+    unreachable(harness, first);
+    const lost = onlySent(harness.timer('register-retry', 1_000), 'RegisterApplication');
+    unreachable(harness, harness.timer(`req:${lost.requestId!}`, 61_000));
+    const app = registrationOf(harness);
+    if (app.status !== 'unreachable')
+      throw new Error(`expected to give up, the application is ${app.status}`);
+    assert.match(app.message, /could not reach the master .* for 61 s \(2 tries/);
+
+    // Tasks learn it at once, with the reason, instead of waiting.
+    const refused = harness.receive(
+      'map-0',
+      { type: 'RegisterShuffle', appId: 'app', shuffleId: 0, numMappers: 1, numPartitions: 2 },
+      { requestId: 7 },
+    );
+    const answer = onlySent(refused, 'RegisterShuffleResponse').message;
+    assert.equal(answer.type === 'RegisterShuffleResponse' && answer.status, 'REQUEST_FAILED');
+
+    // A try every heartbeat interval (10 s here), whatever the failure: unreachable, or unanswered.
+    const unanswered = onlySent(harness.timer('register-retry', 71_000), 'RegisterApplication');
+    const afterTimeout = harness.timer(`req:${unanswered.requestId!}`, 131_000);
+    assert.deepEqual(
+      sentOf(afterTimeout, 'RegisterApplication'),
+      [],
+      'no second attempt right after a timeout',
+    );
+    assert.equal(retryTimer(afterTimeout)?.at, 141_000);
+    const answered = onlySent(harness.timer('register-retry', 141_000), 'RegisterApplication');
+    harness.receive(
+      masterNodeId(),
+      { type: 'StatusResponse', status: 'SUCCESS', message: 'ok' },
+      { inReplyTo: answered.requestId! },
+    );
+    assert.equal(registrationOf(harness).status, 'registered');
+    const registered = ofKind(harness.all, 'log').find((log) => log.event === 'application registered');
+    assert.equal(registered?.fields?.['failedTriesSinceGivingUp'], 1);
+
+    // The next task's shuffle goes to the master.
+    const asked = harness.receive(
+      'map-0',
+      { type: 'RegisterShuffle', appId: 'app', shuffleId: 1, numMappers: 1, numPartitions: 2 },
+      { requestId: 8 },
+    );
+    assert.equal(sentOf(asked, 'RequestSlots').length, 1);
+  });
+
+  it('a refusal after giving up is for good: no more tries', () => {
+    const { harness, first } = lifecycleManager();
+    let effects = unreachable(harness, first);
+    while (registrationOf(harness).status === 'registering') {
+      effects = unreachable(harness, harness.timer('register-retry', retryTimer(effects)!.at));
+    }
+    const retry = onlySent(harness.timer('register-retry', harness.now + 10_000), 'RegisterApplication');
+    const last = harness.receive(
+      masterNodeId(),
+      { type: 'StatusResponse', status: 'CLIENT_RELEASE_REFUSED', message: 'too old' },
+      { inReplyTo: retry.requestId! },
+    );
+    assert.equal(registrationOf(harness).status, 'refused');
+    assert.equal(retryTimer(last), undefined);
+    assert.deepEqual(
+      sentOf(harness.timer('register-retry', harness.now + 10_000), 'RegisterApplication'),
+      [],
+    );
+  });
+
+  it('property: whatever failures come first, registration is always in hand and the first answer registers', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom('unreachable', 'timeout'), { maxLength: 25 }), (failures) => {
+        const { harness, first } = lifecycleManager();
+        let pending = sentOf(first, 'RegisterApplication')[0];
+        let retryAt: number | undefined;
+        const next = (effects: readonly Effect[]): void => {
+          pending = sentOf(effects, 'RegisterApplication')[0];
+          retryAt = retryTimer(effects)?.at;
+          // Always exactly one of: a request in flight, a retry planned.
+          assert.equal((pending === undefined ? 0 : 1) + (retryAt === undefined ? 0 : 1), 1);
+        };
+        for (const failure of failures) {
+          if (pending === undefined) next(harness.timer('register-retry', retryAt));
+          const request = pending!;
+          next(
+            failure === 'unreachable'
+              ? harness.step({
+                  kind: 'sendFailed',
+                  to: masterNodeId(),
+                  requestId: request.requestId!,
+                  message: request.message,
+                })
+              : harness.timer(`req:${request.requestId!}`, harness.now + 60_000),
+          );
+          assert.ok(
+            ['registering', 'unreachable'].includes(registrationOf(harness).status),
+            'neither registered nor refused by failures alone',
+          );
+        }
+        if (pending === undefined) next(harness.timer('register-retry', retryAt));
+        harness.receive(
+          masterNodeId(),
+          { type: 'StatusResponse', status: 'SUCCESS', message: 'ok' },
+          { inReplyTo: pending!.requestId! },
+        );
+        assert.equal(registrationOf(harness).status, 'registered');
+      }),
+    );
   });
 });

@@ -63,8 +63,19 @@ export type AppRegistration =
    */
   | { readonly status: 'registering'; readonly unreachableTries?: number; readonly unreachableSince?: number }
   | { readonly status: 'registered' }
-  /** The master refused the application (e.g. CLIENT_RELEASE_REFUSED) or never answered: every shuffle fails so. */
+  /** The master refused the application (e.g. CLIENT_RELEASE_REFUSED): for good, every shuffle fails so. */
   | { readonly status: 'refused'; readonly code: StatusCode; readonly message: string }
+  /**
+   * The master could not be reached for one request timeout, or never answered: every shuffle fails with `message`
+   * (REQUEST_FAILED) for now, and registration is tried again every heartbeat interval while the application runs
+   * (`tries` since giving up), since a master restarting or a group of masters between leaders comes back.
+   */
+  | {
+      readonly status: 'unreachable';
+      readonly code: 'REQUEST_FAILED';
+      readonly message: string;
+      readonly tries: number;
+    }
   /** The driver unregistered the application: no heartbeat, no new shuffle; kept until the process ends. */
   | { readonly status: 'unregistered' };
 

@@ -225,7 +225,7 @@ function unregisterShuffleAtMaster(d: Draft, shuffleId: ShuffleId, attempt: numb
  * must not be asked again by a client it refuses.
  */
 function masterKnowsApp(d: Draft): boolean {
-  if (d.app.status === 'refused') return d.app.code === 'REQUEST_FAILED';
+  if (d.app.status === 'refused') return false;
   return d.app.status !== 'unregistered';
 }
 
