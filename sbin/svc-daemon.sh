@@ -26,9 +26,11 @@ if [[ -z "${SVC_COMMAND:-}" ]]; then
     SVC_COMMAND="${SVC_NODE} ${SVC_HOME}/bin/svc.mjs"
   fi
 fi
-# glibc's mmap threshold fixed at 16 MiB: large frames get mappings of their own, given back when freed
-# (docs/operations.md, "Memory and the allocator"; the server warns at start without it).
+# glibc's mmap threshold fixed at 16 MiB: large frames get mappings of their own, given back when freed; its trim
+# threshold at 64 MiB: freed heap up to that stays resident for the next frames instead of being faulted in again
+# (docs/operations.md, "Memory and the allocator"; the server warns at start without the first).
 export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-16777216}"
+export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-67108864}"
 # How long a start waits for the `listening` line, and a stop for the process to end (a worker's graceful shutdown
 # takes up to svc.worker.graceful.shutdown.timeout, 600 s by default).
 SVC_START_TIMEOUT="${SVC_START_TIMEOUT:-60}"

@@ -5,16 +5,22 @@ import {
   allocatorEnvironment,
   allocatorTuned,
   MALLOC_MMAP_THRESHOLD_BYTES,
+  MALLOC_TRIM_THRESHOLD_BYTES,
   onGlibc,
 } from './allocator.ts';
 
 describe('the allocator setting of server processes', () => {
-  it('fixes the mmap threshold unless the environment already sets it', () => {
-    assert.deepEqual(allocatorEnvironment({}), {
-      MALLOC_MMAP_THRESHOLD_: String(MALLOC_MMAP_THRESHOLD_BYTES),
-    });
-    assert.deepEqual(allocatorEnvironment({ MALLOC_MMAP_THRESHOLD_: '131072' }), {});
-    assert.deepEqual(allocatorEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=4194304' }), {});
+  it('fixes the mmap and trim thresholds unless the environment already sets them', () => {
+    const trim = { MALLOC_TRIM_THRESHOLD_: String(MALLOC_TRIM_THRESHOLD_BYTES) };
+    const mmap = { MALLOC_MMAP_THRESHOLD_: String(MALLOC_MMAP_THRESHOLD_BYTES) };
+    assert.deepEqual(allocatorEnvironment({}), { ...mmap, ...trim });
+    assert.deepEqual(allocatorEnvironment({ MALLOC_MMAP_THRESHOLD_: '131072' }), trim);
+    assert.deepEqual(allocatorEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=4194304' }), trim);
+    assert.deepEqual(allocatorEnvironment({ MALLOC_TRIM_THRESHOLD_: '131072' }), mmap);
+    assert.deepEqual(
+      allocatorEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=1' }),
+      {},
+    );
   });
 
   it('reads glibc tunables among others', () => {

@@ -65,6 +65,7 @@ describe('the sbin scripts', () => {
     delete env.NODE_OPTIONS; // the scripts run svc as an operator does, not under this test run's loader
     delete env.SVC_HOME;
     delete env.MALLOC_MMAP_THRESHOLD_; // the scripts set it (the servers warn at start without it)
+    delete env.MALLOC_TRIM_THRESHOLD_;
     delete env.GLIBC_TUNABLES;
   });
 

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { resolveConfig } from '../../conf/index.ts';
 import { localPlatform } from '../../runtime/platform.ts';
-import { MALLOC_MMAP_THRESHOLD_BYTES } from '../../runtime/process/allocator.ts';
+import { MALLOC_MMAP_THRESHOLD_BYTES, MALLOC_TRIM_THRESHOLD_BYTES } from '../../runtime/process/allocator.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -103,6 +103,12 @@ describe('the systemd units', { skip: verifierMissing() }, () => {
           value.split(' ').includes(`MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_BYTES}`),
         ),
         'MALLOC_MMAP_THRESHOLD_',
+      );
+      assert.ok(
+        (service.get('Environment') ?? []).some((value) =>
+          value.split(' ').includes(`MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_BYTES}`),
+        ),
+        'MALLOC_TRIM_THRESHOLD_',
       );
       assert.ok(Number(service.get('LimitNOFILE')?.[0]) >= 65536, 'LimitNOFILE');
       assert.deepEqual(service.get('KillSignal'), ['SIGTERM']);
