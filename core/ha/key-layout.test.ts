@@ -29,6 +29,7 @@ const EMPTY: MasterDurableState = {
   workers: emptyRegistry(),
   applications: emptyApplications(),
   estimatedPartitionSize: 64 * 1024 * 1024,
+  bookings: new Map(),
 };
 
 const workerId: fc.Arbitrary<WorkerId> = fc.record({
@@ -83,6 +84,7 @@ const durableState: fc.Arbitrary<MasterDurableState> = fc
         writtenSinceSample: { bytes: 0, files: 0 },
       }),
       estimatedPartitionSize: size,
+      bookings: new Map(),
     };
   });
 
