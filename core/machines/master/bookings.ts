@@ -5,7 +5,7 @@ import type { RegisteredWorker, WorkerRegistry } from '../../lifecycle/index.ts'
  * The slots an offer booked, persisted as the offer's own keys rather than as rewrites of every booked worker's
  * entry: a replicated shuffle of 1,000 partitions books nearly every worker of a 1,000-worker cluster, and
  * rewriting each entry (disks included) cost a RegisterShuffle about 1,000 keys and 420 KB. A booking holds, for
- * each worker whose disks it changed, those disks' numbers after it (slots, usable bytes, the shared filesystem's
+ * each worker whose disks it changed, its disks' numbers after it (slots, usable bytes, the shared filesystem's
  * usable bytes), and when it was made. A restarted master folds the bookings into the workers it restores, so that
  * it does not offer the same disk budget again before their next heartbeats replace the disks; a booking is
  * deleted once every worker it names has heartbeated since (or left the registered workers).
@@ -39,8 +39,9 @@ function bookedDisk(disk: DiskInfo): BookedDisk {
 }
 
 /**
- * The booking that took `before` to `after` at `at`: the disks of `changed` that are not the same objects any more
- * (lifecycle/registry.ts `bookOfferedSlots` keeps the disks it did not book). Null when it changed no disk.
+ * The booking that took `before` to `after` at `at`: the disks of each worker of `changed` that has a disk that is
+ * not the same object any more (lifecycle/registry.ts `bookOfferedSlots` keeps the disks it did not book). Null
+ * when it changed no disk.
  */
 export function newBooking(
   before: WorkerRegistry,
@@ -53,8 +54,9 @@ export function newBooking(
     const was = before.workers.get(key);
     const is = after.workers.get(key);
     if (is === undefined || was === is) continue;
-    const disks = is.disks.filter((disk, i) => was?.disks[i] !== disk).map(bookedDisk);
-    if (disks.length > 0) entries.push([key, disks]);
+    // Every disk of a worker booked, not only those booked: its entry may hold older numbers for the others, and a
+    // restart would offer from those.
+    if (is.disks.some((disk, i) => was?.disks[i] !== disk)) entries.push([key, is.disks.map(bookedDisk)]);
   }
   if (entries.length === 0) return null;
   const parts = new Map<number, string>();
