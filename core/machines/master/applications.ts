@@ -247,7 +247,12 @@ export function handleRequestSlots(
   const rackOf = (worker: WorkerId): string =>
     s.durable.workers.workers.get(workerKey(worker))?.networkLocation ?? DEFAULT_RACK;
   const workerResource = [
-    ...offer.slots.map((slots) => ({ ...slots, networkLocation: rackOf(slots.worker) })),
+    ...offer.slots.map(({ worker, primaries, replicas }) => ({
+      worker,
+      networkLocation: rackOf(worker),
+      primaries,
+      replicas,
+    })),
     ...offer.padding.map((worker) => ({
       worker,
       networkLocation: rackOf(worker),
