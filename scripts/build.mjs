@@ -27,7 +27,8 @@ const notTests = (source) => !/\.test\.ts$|\/testing(\/|$)|\/fixtures(\/|$)/.tes
 const PACKAGES = {
   client: { entries: ['runtime/client/index.js'] },
   server: {
-    entries: ['runtime/cli/main.js', 'runtime/demo/executor.js'],
+    // The RocksDB store's thread is loaded by its path (runtime/storage/rocksdb-threaded.ts), not imported.
+    entries: ['runtime/cli/main.js', 'runtime/demo/executor.js', 'runtime/storage/rocksdb-thread.js'],
     assets: ['runtime/http/openapi'],
     // Operators' files and the documentation `svc --help` points at, at the package's top level as in the repository.
     shipped: ['docs', 'sbin', 'etc', 'deploy'],

@@ -10,6 +10,7 @@ import {
   snapshotApplications,
   snapshotRegistry,
 } from '../lifecycle/index.ts';
+import { newBooking } from '../machines/master/bookings.ts';
 import type { MasterDurableState } from '../machines/master/state.ts';
 import { compareHolds, type Fence, type KnownKey } from './fencing.ts';
 import {
@@ -29,6 +30,7 @@ const EMPTY: MasterDurableState = {
   workers: emptyRegistry(),
   applications: emptyApplications(),
   estimatedPartitionSize: 64 * 1024 * 1024,
+  bookings: new Map(),
 };
 
 const workerId: fc.Arbitrary<WorkerId> = fc.record({
@@ -39,9 +41,20 @@ const workerId: fc.Arbitrary<WorkerId> = fc.record({
   replicatePort: fc.integer({ min: 1, max: 65_535 }),
 });
 
+const disk = fc.record({
+  mountPoint: fc.constantFrom('/d1', '/d2'),
+  type: fc.constant('HDD' as const),
+  usableBytes: fc.nat(),
+  totalBytes: fc.nat(),
+  status: fc.constant('HEALTHY' as const),
+  avgFlushTimeNs: fc.constant(0),
+  avgFetchTimeNs: fc.constant(0),
+  activeSlots: fc.nat(50),
+});
+
 const worker = fc.record({
   id: workerId,
-  disks: fc.constant([]),
+  disks: fc.uniqueArray(disk, { selector: (d) => d.mountPoint, maxLength: 2 }),
   networkLocation: fc.constantFrom('/default-rack', '/r1'),
   state: fc.constant('Normal'),
   lastHeartbeat: fc.nat(),
@@ -49,7 +62,10 @@ const worker = fc.record({
   stateSince: fc.nat(),
 });
 
-/** A durable state with distinct workers in each section and applications with shuffles (ids of any text). */
+/**
+ * A durable state with distinct workers in each section, applications with shuffles (ids of any text), and a slot
+ * booking of every other registered worker with disks, made after their heartbeats (so restoring it changes nothing).
+ */
 const durableState: fc.Arbitrary<MasterDurableState> = fc
   .record({
     workers: fc.uniqueArray(worker, { selector: (w) => JSON.stringify(w.id), maxLength: 6 }),
@@ -68,21 +84,33 @@ const durableState: fc.Arbitrary<MasterDurableState> = fc
   })
   .map(({ workers, lost, excluded, apps, size }) => {
     const registered = new Set(workers.map((w) => JSON.stringify(w.id)));
+    const registry = restoreRegistry({
+      ...snapshotRegistry(emptyRegistry()),
+      workers,
+      lost: lost
+        .filter((w) => !registered.has(JSON.stringify(w.id)))
+        .map((info) => ({ info, lostAt: info.lastHeartbeat })),
+      manuallyExcluded: excluded.map((id) => ({ id, since: 1 })),
+    });
+    const booked = [...registry.workers.keys()].filter((_, i) => i % 2 === 0);
+    // The booking compares disks by identity: copies stand for the disks before it.
+    const before = {
+      ...registry,
+      workers: new Map(
+        [...registry.workers].map(([key, w]) => [key, { ...w, disks: w.disks.map((d) => ({ ...d })) }]),
+      ),
+    };
+    const at = Math.max(0, ...workers.map((w) => w.lastHeartbeat));
+    const booking = newBooking(before, registry, booked, at);
     return {
-      workers: restoreRegistry({
-        ...snapshotRegistry(emptyRegistry()),
-        workers,
-        lost: lost
-          .filter((w) => !registered.has(JSON.stringify(w.id)))
-          .map((info) => ({ info, lostAt: info.lastHeartbeat })),
-        manuallyExcluded: excluded.map((id) => ({ id, since: 1 })),
-      }),
+      workers: registry,
       applications: restoreApplications({
         version: 1,
         apps: apps.map(({ secret, ...app }) => ({ ...app, ...(secret === undefined ? {} : { secret }) })),
         writtenSinceSample: { bytes: 0, files: 0 },
       }),
       estimatedPartitionSize: size,
+      bookings: new Map(booking === null ? [] : [[3, booking]]),
     };
   });
 
@@ -103,6 +131,7 @@ function canonical(durable: MasterDurableState): unknown {
       .sort(),
     sample: apps.writtenSinceSample,
     size: durable.estimatedPartitionSize,
+    bookings: [...durable.bookings].map(([id, booking]) => [id, booking.at, [...booking.parts]]),
   };
 }
 
@@ -141,14 +170,15 @@ describe('the durable state key layout', () => {
     );
   });
 
-  it('puts one key per worker entry, application and shuffle, all under the prefix', () => {
+  it('puts one key per worker entry, application, shuffle and booking part, all under the prefix', () => {
     fc.assert(
       fc.property(durableState, (durable) => {
         const layout = durableLayout(PREFIX, durable);
         const shuffles = [...durable.applications.apps.values()].reduce((n, a) => n + a.shuffles.length, 0);
         const workers =
           durable.workers.workers.size + durable.workers.lost.size + durable.workers.manuallyExcluded.size;
-        assert.equal(layout.size, 1 + workers + durable.applications.apps.size + shuffles);
+        const parts = [...durable.bookings.values()].reduce((n, b) => n + b.parts.size, 0);
+        assert.equal(layout.size, 1 + workers + durable.applications.apps.size + shuffles + parts);
         for (const key of layout.keys()) assert.ok(key.startsWith(PREFIX), `${key} is under the prefix`);
       }),
     );

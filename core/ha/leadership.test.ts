@@ -20,6 +20,7 @@ const EMPTY: MasterDurableState = {
   workers: emptyRegistry(),
   applications: emptyApplications(),
   estimatedPartitionSize: 1,
+  bookings: new Map(),
 };
 const CONFIG: HaConfig = {
   memberId: 'm1',

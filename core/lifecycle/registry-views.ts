@@ -30,8 +30,18 @@ export function unavailabilityReasons(registry: WorkerRegistry, key: WorkerKey):
   return reasons;
 }
 
+/** Whether `unavailabilityReasons` is empty, without building it: asked for every worker at every offer. */
 export function isAvailable(registry: WorkerRegistry, key: WorkerKey): boolean {
-  return unavailabilityReasons(registry, key).length === 0;
+  const worker = registry.workers.get(key);
+  return (
+    worker !== undefined &&
+    worker.state === 'Normal' &&
+    !registry.events.has(key) &&
+    !registry.autoExcluded.has(key) &&
+    !registry.manuallyExcluded.has(key) &&
+    !registry.shutdown.has(key) &&
+    !registry.decommissioning.has(key)
+  );
 }
 
 /** The workers the master may offer slots on, in registration order. */

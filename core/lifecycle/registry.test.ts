@@ -247,6 +247,18 @@ function checkInvariants(registry: WorkerRegistry): void {
 }
 
 describe('worker registry: properties', () => {
+  it('calls a worker available exactly when it has no reason to be unavailable', () => {
+    fc.assert(
+      fc.property(stepsArb, (steps) => {
+        run(steps, (registry) => {
+          for (const key of [...registry.workers.keys(), ...registry.lost.keys(), ...registry.stopped.keys()])
+            assert.equal(isAvailable(registry, key), unavailabilityReasons(registry, key).length === 0, key);
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('never counts excluded, lost, shutting-down, decommissioning or event-pending workers available', () => {
     fc.assert(
       fc.property(stepsArb, (steps) => {

@@ -78,6 +78,7 @@ describe('the store requests on a real etcd', { skip: etcdSkipReason }, () => {
           workers: emptyRegistry(),
           applications: emptyApplications(),
           estimatedPartitionSize: 1,
+          bookings: new Map(),
         },
       },
       new EtcdRequests(memberClient, { requestTimeoutMs: 2_000, watchTimeoutMs: 2_000 }),

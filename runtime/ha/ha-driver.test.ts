@@ -34,6 +34,7 @@ const EMPTY: MasterDurableState = {
   workers: emptyRegistry(),
   applications: emptyApplications(),
   estimatedPartitionSize: 1,
+  bookings: new Map(),
 };
 
 function withShuffle(state: MasterDurableState, app: string, shuffle: number): MasterDurableState {

@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
-import { RocksLevel } from '@nxtedition/rocksdb';
 import { ClassicLevel } from 'classic-level';
+import { openThreadedRocksDb } from './rocksdb-threaded.ts';
 
 export type { DbBackend, DurableStore } from './durable-store-interface.ts';
 import type { DbBackend, DurableStore } from './durable-store-interface.ts';
@@ -19,9 +19,22 @@ interface Level {
   close(): Promise<void>;
 }
 
-/** Opens (creating if needed) the store in `dir`; fails naming the directory and backend, e.g. when it is locked. */
+/**
+ * Opens (creating if needed) the store in `dir`; fails naming the directory and backend, e.g. when it is locked.
+ * RocksDB runs on a thread of its own (./rocksdb-threaded.ts: its binding writes a batch synchronously); LevelDB's
+ * binding already writes on libuv's pool.
+ */
 export async function openDurableStore(backend: DbBackend, dir: string): Promise<DurableStore> {
-  const db = await openLevel(backend, dir);
+  if (backend === 'ROCKSDB') {
+    try {
+      // Owner only: a master's state holds the applications' secrets (svc.auth.enabled).
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      return await openThreadedRocksDb(dir);
+    } catch (error) {
+      throw new Error(`cannot open the ${backend} store in ${dir}: ${describe(error)}`, { cause: error });
+    }
+  }
+  const db = await openLevel(dir);
   return {
     async load() {
       const entries = new Map<string, string>();
@@ -61,21 +74,20 @@ export function volatileDurableStore(): DurableStore {
   };
 }
 
-async function openLevel(backend: DbBackend, dir: string): Promise<Level> {
+async function openLevel(dir: string): Promise<Level> {
   const options = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
   let db: Level | undefined;
   try {
     // Owner only: a master's state holds the applications' secrets (svc.auth.enabled); a directory that exists
     // keeps the mode the operator gave it.
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    db =
-      backend === 'ROCKSDB' ? new RocksLevel(dir, options) : new ClassicLevel<string, string>(dir, options);
+    db = new ClassicLevel<string, string>(dir, options);
     await db.open();
     return db;
   } catch (error) {
     // Releases what the failed open may hold (the native handle); the open's error is the one worth reporting.
     await db?.close().catch(() => undefined);
-    throw new Error(`cannot open the ${backend} store in ${dir}: ${describe(error)}`, { cause: error });
+    throw new Error(`cannot open the LEVELDB store in ${dir}: ${describe(error)}`, { cause: error });
   }
 }
 

@@ -50,7 +50,12 @@ function generated(): Writer {
       election: `${keyPrefix!}/election/`,
       statePrefix: `${keyPrefix!}/state/`,
       timing: contenderTiming(ttlSeconds * 1000),
-      emptyState: { workers: emptyRegistry(), applications: emptyApplications(), estimatedPartitionSize: 1 },
+      emptyState: {
+        workers: emptyRegistry(),
+        applications: emptyApplications(),
+        estimatedPartitionSize: 1,
+        bookings: new Map(),
+      },
     },
     requests,
     pino({ level: 'silent' }),

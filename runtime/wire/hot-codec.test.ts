@@ -76,7 +76,7 @@ const committedFile = fc.record({
 });
 const few = <T>(arb: fc.Arbitrary<T>) => fc.array(arb, { maxLength: 4 });
 
-/** The large control messages of a shuffle's slots (./slot-codec.ts). */
+/** The large control messages of a shuffle's slots (./slot-codec.ts, ./request-slots-codec.ts). */
 const slotMessage: fc.Arbitrary<Message> = fc.oneof(
   fc.record(
     {
@@ -117,6 +117,15 @@ const slotMessage: fc.Arbitrary<Message> = fc.oneof(
     committedReplicas: few(committedFile),
     failedPrimaryIds: few(text),
     failedReplicaIds: few(text),
+    message: text,
+  }),
+  fc.record({
+    type: fc.constant('RequestSlotsResponse' as const),
+    status,
+    workerResource: few(
+      fc.record({ worker, networkLocation: text, primaries: few(location), replicas: few(location) }),
+    ),
+    unplaced: few(fc.record({ partitionId: int32, reason: text })),
     message: text,
   }),
 );

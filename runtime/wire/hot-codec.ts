@@ -9,6 +9,7 @@ import type {
   PushMergedData,
   PushMergedDataResponse,
   RegisterShuffleResponse,
+  RequestSlotsResponse,
   ReserveSlots,
 } from '../../core/protocol/messages.ts';
 import { PayloadRegion } from './control-codec.ts';
@@ -35,11 +36,13 @@ import {
   registerShuffleResponseWriter,
   reserveSlotsWriter,
 } from './slot-codec.ts';
+import { readRequestSlotsResponse, requestSlotsResponseWriter } from './request-slots-codec.ts';
 import type { WireEnvelope } from './types.ts';
 
 /**
  * The control part of the data plane's four hot messages (PushData, PushMergedData and their answers), and of the
- * largest control messages (ReserveSlots, CommitFilesResponse and RegisterShuffleResponse, ./slot-codec.ts), written by
+ * largest control messages (ReserveSlots, CommitFilesResponse and RegisterShuffleResponse, ./slot-codec.ts;
+ * RequestSlotsResponse, ./request-slots-codec.ts), written by
  * hand and read with @bufbuild/protobuf's binary reader instead of through the schema's reflection: a map task sends
  * about one such message per batch and the worker answers each, so their envelopes were a visible share of both
  * sides' time (docs/performance.md). The bytes are exactly those `toBinary` writes for the same envelope (a
@@ -53,6 +56,7 @@ const ENVELOPE_FROM = 1;
 const ENVELOPE_TO = 2;
 const ENVELOPE_REQUEST_ID = 3;
 const ENVELOPE_IN_REPLY_TO = 4;
+const REQUEST_SLOTS_RESPONSE = 22;
 const RESERVE_SLOTS = 25;
 const COMMIT_FILES_RESPONSE = 27;
 const REGISTER_SHUFFLE_RESPONSE = 30;
@@ -71,7 +75,8 @@ type HotMessage =
   | PushMergedDataResponse
   | ReserveSlots
   | CommitFilesResponse
-  | RegisterShuffleResponse;
+  | RegisterShuffleResponse
+  | RequestSlotsResponse;
 
 const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
   PushData: PUSH_DATA,
@@ -81,6 +86,7 @@ const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
   ReserveSlots: RESERVE_SLOTS,
   CommitFilesResponse: COMMIT_FILES_RESPONSE,
   RegisterShuffleResponse: REGISTER_SHUFFLE_RESPONSE,
+  RequestSlotsResponse: REQUEST_SLOTS_RESPONSE,
 };
 
 function isHot(message: WireEnvelope['message']): message is HotMessage {
@@ -124,7 +130,7 @@ function encodeEnvelope(
     bytesFieldSize(to) +
     (requestId === undefined ? 0 : 1 + varintSize(requestId)) +
     (inReplyTo === undefined ? 0 : 1 + varintSize(inReplyTo)) +
-    2 + // the message's tag: fields 25-39 take two bytes
+    2 + // the message's tag: fields 16-39 take two bytes
     varintSize(body.size) +
     body.size;
   const out = new Output(size);
@@ -151,6 +157,8 @@ function messageWriter(message: HotMessage): BodyWriter {
       return commitFilesResponseWriter(message);
     case 'RegisterShuffleResponse':
       return registerShuffleResponseWriter(message);
+    case 'RequestSlotsResponse':
+      return requestSlotsResponseWriter(message);
     case 'PushData': {
       const shuffleKey = utf8(message.shuffleKey);
       const mode = wireNumber(PARTITION_MODE_CODE, message.mode);
@@ -271,7 +279,8 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
       ((number >= PUSH_DATA && number <= PUSH_MERGED_DATA_RESPONSE) ||
         number === RESERVE_SLOTS ||
         number === COMMIT_FILES_RESPONSE ||
-        number === REGISTER_SHUFFLE_RESPONSE)
+        number === REGISTER_SHUFFLE_RESPONSE ||
+        number === REQUEST_SLOTS_RESPONSE)
     ) {
       if (body !== undefined) throw NOT_HOT; // a message field twice: protobuf merges them; the schema's decoder does
       field = number;
@@ -298,6 +307,8 @@ function decodeMessage(field: number, reader: BinaryReader, payloads: PayloadReg
       return readCommitFilesResponse(reader);
     case REGISTER_SHUFFLE_RESPONSE:
       return readRegisterShuffleResponse(reader);
+    case REQUEST_SLOTS_RESPONSE:
+      return readRequestSlotsResponse(reader);
     case PUSH_DATA:
       return readPushData(reader, payloads);
     case PUSH_DATA_RESPONSE: {

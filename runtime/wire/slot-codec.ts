@@ -45,7 +45,7 @@ const SPLIT_MODE_NAMES = reverse(SPLIT_MODE_CODE);
  * Nested sizes in the order the writer meets the messages (a message's size before its fields'), computed once:
  * the writer takes them back in that order.
  */
-class Sizes {
+export class Sizes {
   private readonly values: number[] = [];
   private at = 0;
 
@@ -64,7 +64,7 @@ class Sizes {
   }
 }
 
-function workerSize(worker: WorkerId): number {
+export function workerSize(worker: WorkerId): number {
   return (
     bytesFieldSize(utf8(worker.host)) +
     uint32FieldSize(worker.rpcPort) +
@@ -74,7 +74,7 @@ function workerSize(worker: WorkerId): number {
   );
 }
 
-function writeWorker(out: Output, worker: WorkerId): void {
+export function writeWorker(out: Output, worker: WorkerId): void {
   out.bytesField(1, utf8(worker.host));
   out.uint32Field(2, worker.rpcPort);
   out.uint32Field(3, worker.pushPort);
@@ -97,7 +97,7 @@ function writeStorage(out: Output, storage: StorageInfo): void {
 }
 
 /** The location's size (its own, without tag and length); its nested sizes go to `sizes`. */
-function locationSize(location: PartitionLocation, sizes: Sizes): number {
+export function locationSize(location: PartitionLocation, sizes: Sizes): number {
   const index = sizes.reserve();
   const worker = sizes.set(sizes.reserve(), workerSize(location.worker));
   const storage = sizes.set(sizes.reserve(), storageSize(location.storage));
@@ -111,7 +111,7 @@ function locationSize(location: PartitionLocation, sizes: Sizes): number {
   return sizes.set(index, size);
 }
 
-function writeLocation(out: Output, field: number, location: PartitionLocation, sizes: Sizes): void {
+export function writeLocation(out: Output, field: number, location: PartitionLocation, sizes: Sizes): void {
   out.nested(field, sizes.next());
   out.int32Field(1, location.partitionId);
   out.int32Field(2, location.epoch);
@@ -232,13 +232,13 @@ export function commitFilesResponseWriter(message: CommitFilesResponse): BodyWri
 // ------------------------------------------------------------------------------------------------ decode
 
 /** A nested message's reader: the bytes up to its end. */
-function nestedEnd(reader: BinaryReader): number {
+export function nestedEnd(reader: BinaryReader): number {
   const end = reader.uint32() + reader.pos;
   if (end > reader.len) throw NOT_HOT;
   return end;
 }
 
-function readWorker(reader: BinaryReader, end: number): WorkerId {
+export function readWorker(reader: BinaryReader, end: number): WorkerId {
   let host = '';
   const ports = [0, 0, 0, 0, 0, 0];
   while (reader.pos < end) {
@@ -266,7 +266,7 @@ function readStorage(reader: BinaryReader, end: number): StorageInfo {
   return { type: named(STORAGE_NAMES, type), mountPoint, availableTypes };
 }
 
-function readLocation(reader: BinaryReader, end: number, isPeer: boolean): PartitionLocation {
+export function readLocation(reader: BinaryReader, end: number, isPeer: boolean): PartitionLocation {
   let partitionId = 0;
   let epoch = 0;
   let worker: WorkerId | undefined;

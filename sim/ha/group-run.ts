@@ -83,6 +83,7 @@ const EMPTY: MasterDurableState = {
   workers: emptyRegistry(),
   applications: emptyApplications(),
   estimatedPartitionSize: 1,
+  bookings: new Map(),
 };
 
 type Cut = 'drop' | 'hold' | 'answers';

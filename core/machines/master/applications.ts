@@ -37,7 +37,8 @@ import { admitted } from '../admission.ts';
 import { applicationOf, authorizationFailure, refuseUnauthenticated } from '../authorization.ts';
 import { replyToOf } from '../outbox.ts';
 import { count, log, reply } from '../outbox.ts';
-import { withApplications, withWorkers, type MasterOutbox } from './outbox.ts';
+import { newBooking } from './bookings.ts';
+import { withApplications, withBooking, type MasterOutbox } from './outbox.ts';
 import { interruption, quotaRefusal } from './quota.ts';
 import type { MasterState } from './state.ts';
 
@@ -246,7 +247,12 @@ export function handleRequestSlots(
   const rackOf = (worker: WorkerId): string =>
     s.durable.workers.workers.get(workerKey(worker))?.networkLocation ?? DEFAULT_RACK;
   const workerResource = [
-    ...offer.slots.map((slots) => ({ ...slots, networkLocation: rackOf(slots.worker) })),
+    ...offer.slots.map(({ worker, primaries, replicas }) => ({
+      worker,
+      networkLocation: rackOf(worker),
+      primaries,
+      replicas,
+    })),
     ...offer.padding.map((worker) => ({
       worker,
       networkLocation: rackOf(worker),
@@ -272,8 +278,15 @@ export function handleRequestSlots(
   const registered = registerShuffle(durable.applications, message.appId, message.shuffleId, out.now);
   // Booked slots are written before the offer goes out, like the shuffle's registration: a master that restarted
   // without them would offer the same budget again before the workers' next heartbeats (swarm seed 268654: an
-  // offer for an already registered shuffle, then two master crashes, then the disk offered twice over).
-  const state = withWorkers(s, out, booked.registry, bookedWorkers(durable.workers, booked.registry, offer));
+  // offer for an already registered shuffle, then two master crashes, then the disk offered twice over). They are
+  // written as the offer's own keys (./bookings.ts), not as rewrites of the booked workers' entries.
+  const booking = newBooking(
+    durable.workers,
+    booked.registry,
+    bookedWorkers(durable.workers, booked.registry, offer),
+    out.now,
+  );
+  const state = withBooking(s, out, booked.registry, booking);
   return registered.alreadyRegistered
     ? state
     : withApplications(state, out, registered.registry, [message.appId]);

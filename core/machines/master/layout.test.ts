@@ -4,9 +4,11 @@ import fc from 'fast-check';
 import { workerKey, type DiskInfo, type WorkerState } from '../../domain/index.ts';
 import type { Effect } from '../effects.ts';
 import { Harness, ofKind, workerId } from '../worker/test-kit.ts';
+import { BOOKING_WORKERS_PER_PART, newBooking, restoreBookings } from './bookings.ts';
 import {
   appKey,
   assembleDurable,
+  bookingKey,
   durableLayout,
   durableWrites,
   MASTER_STATE_PREFIX,
@@ -328,9 +330,170 @@ describe('the master persists what a step touched', () => {
     }
     const effects = apply(harness, { kind: 'request', app: 0, shuffle: 7 });
     const keys = ofKind(effects, 'persist').map((p) => p.key);
-    assert.ok(keys.includes(appKey(MASTER_STATE_PREFIX, 'a')), 'the application is written');
-    assert.ok(keys.includes(shuffleEntryKey(MASTER_STATE_PREFIX, 'a', 7)), 'the shuffle is written');
-    assert.ok(keys.length <= 2 + 3, `3 partitions book at most 3 workers (wrote ${keys.length} keys)`);
+    assert.deepEqual(
+      keys,
+      [
+        appKey(MASTER_STATE_PREFIX, 'a'),
+        shuffleEntryKey(MASTER_STATE_PREFIX, 'a', 7),
+        bookingKey(MASTER_STATE_PREFIX, 0, 0),
+      ],
+      'the application, the shuffle and one key for the booking: no worker entry',
+    );
+  });
+});
+
+describe('slot bookings', () => {
+  const request = (harness: Harness<MasterState>, shuffleId: number, partitions: number): Effect[] =>
+    harness.receive(
+      LM,
+      {
+        type: 'RequestSlots',
+        appId: 'a',
+        shuffleId,
+        partitionIds: Array.from({ length: partitions }, (_, i) => i),
+        replicate: true,
+        rackAware: false,
+        availableTypes: 2,
+        excludedWorkers: [],
+        maxWorkers: 100_000,
+      },
+      { requestId: (requestId += 1) },
+    );
+  const heartbeat = (harness: Harness<MasterState>, i: number, usable = 50): Effect[] => {
+    const id = WORKERS[i]!;
+    return harness.receive(
+      workerKey(id),
+      {
+        type: 'WorkerHeartbeat',
+        worker: id,
+        disks: disks('HEALTHY', usable),
+        activeShuffleKeys: [],
+        highWorkload: false,
+        state: 'Normal',
+      },
+      { requestId: (requestId += 1) },
+    );
+  };
+  const slotsOf = (durable: MasterDurableState): number[] =>
+    WORKERS.map((id) => durable.workers.workers.get(workerKey(id))?.disks[0]?.activeSlots ?? -1);
+
+  function cluster(): { harness: Harness<MasterState>; store: Map<string, string> } {
+    const harness = new Harness(masterMachine, initialMasterState(testMasterConfig()));
+    const store = storedBy(harness.start());
+    for (let i = 0; i < WORKERS.length; i += 1) {
+      const id = WORKERS[i]!;
+      storedBy(
+        harness.receive(workerKey(id), {
+          type: 'RegisterWorker',
+          worker: id,
+          disks: disks('HEALTHY', 50),
+          networkLocation: '/r1',
+        }),
+        store,
+      );
+    }
+    storedBy(
+      harness.receive(LM, { type: 'RegisterApplication', appId: 'a', user: 'u', hostname: 'h1' }),
+      store,
+    );
+    return { harness, store };
+  }
+
+  function restarted(store: Map<string, string>, now: number): Harness<MasterState> {
+    const harness = new Harness(masterMachine, initialMasterState(testMasterConfig()));
+    harness.now = now;
+    storedBy(harness.start(new Map(store)), store);
+    return harness;
+  }
+
+  it('a restarted master holds the booked slots until each worker heartbeats, across restarts', () => {
+    const { harness, store } = cluster();
+    // A heartbeat with less space than at registration: the booking's numbers, not the entry's, come back.
+    storedBy(heartbeat(harness, 0, 20), store);
+    harness.now = 1_000;
+    storedBy(request(harness, 1, 20), store);
+    storedBy(request(harness, 2, 10), store);
+    const booked = slotsOf(harness.state.durable);
+    assert.ok(
+      booked.every((slots) => slots > 0),
+      `every worker booked (${booked.join(', ')})`,
+    );
+    const usable0 = harness.state.durable.workers.workers.get(workerKey(WORKERS[0]!))!.disks[0]!.usableBytes;
+
+    let again = restarted(store, 5_000);
+    assert.deepEqual(slotsOf(again.state.durable), booked, 'the bookings folded into the restored workers');
+    assert.equal(
+      again.state.durable.workers.workers.get(workerKey(WORKERS[0]!))!.disks[0]!.usableBytes,
+      usable0,
+    );
+    // Heartbeats of some workers after the restart: their disks are fresh, the bookings stay for the others.
+    storedBy(heartbeat(again, 0), store);
+    again.now = 6_000;
+    storedBy(heartbeat(again, 1), store);
+    assert.equal(slotsOf(again.state.durable)[1], 0, 'a heartbeat replaces the booked disks');
+    assert.ok(
+      [...store.keys()].some((key) => key.includes('/bookings/')),
+      'the bookings are kept',
+    );
+
+    again = restarted(store, 10_000);
+    assert.deepEqual(slotsOf(again.state.durable).slice(2), booked.slice(2), 'kept across a second restart');
+    for (let i = 0; i < WORKERS.length; i += 1) {
+      again.now += 1;
+      storedBy(heartbeat(again, i), store);
+    }
+    assert.deepEqual(
+      [...store.keys()].filter((key) => key.includes('/bookings/')),
+      [],
+      'deleted once every worker heartbeated',
+    );
+    assert.equal(again.state.durable.bookings.size, 0);
+  });
+
+  it('a worker lost since the booking does not hold it', () => {
+    const { harness, store } = cluster();
+    harness.now = 1_000;
+    storedBy(request(harness, 1, 10), store);
+    for (let i = 1; i < WORKERS.length; i += 1) storedBy(heartbeat(harness, i), store);
+    assert.equal(harness.state.durable.bookings.size, 1, 'worker 0 has not heartbeated');
+    storedBy(harness.timer(MASTER_TIMERS.lostWorkers, 1_000 + 120_001), store);
+    assert.equal(harness.state.durable.workers.lost.size, WORKERS.length, 'every worker silent is lost');
+    assert.equal(harness.state.durable.bookings.size, 0);
+    assert.deepEqual(
+      [...store.keys()].filter((key) => key.includes('/bookings/')),
+      [],
+    );
+  });
+
+  it('a booking of more workers than a part holds is split into parts, each whole on its own', () => {
+    const registry = initialMasterState(testMasterConfig()).durable.workers;
+    const many = Array.from({ length: BOOKING_WORKERS_PER_PART + 10 }, (_, i) => {
+      const id = workerId(`m${i}`, 9000);
+      return [
+        workerKey(id),
+        {
+          id,
+          disks: disks('HEALTHY', 50),
+          networkLocation: '/r1',
+          state: 'Normal',
+          lastHeartbeat: 0,
+          highWorkload: false,
+          stateSince: 0,
+        },
+      ] as const;
+    });
+    const before = { ...registry, workers: new Map(many) };
+    const after = {
+      ...registry,
+      workers: new Map(many.map(([key, w]) => [key, { ...w, disks: [{ ...w.disks[0]!, activeSlots: 2 }] }])),
+    };
+    const booking = newBooking(before, after, after.workers.keys(), 7)!;
+    assert.equal(booking.parts.size, 2);
+    const stored = new Map([[3, new Map([[1, { key: 'k', value: booking.parts.get(1)! }]])]]);
+    const restored = restoreBookings(stored, before.workers);
+    assert.equal(restored.bookings.get(3)!.workers.length, 10, 'a part alone restores its workers');
+    const folded = [...restored.workers.values()].filter((w) => w.disks[0]!.activeSlots === 2);
+    assert.equal(folded.length, 10);
   });
 });
 
@@ -371,7 +534,8 @@ describe('the master on a store of an earlier release', () => {
     );
     assert.deepEqual(
       durablePart(durableLayout('', restored)),
-      durablePart(durableLayout('', durable)),
+      // The one value held the booked disks in the workers' entries, never bookings of their own.
+      durablePart(durableLayout('', { ...durable, bookings: new Map() })),
       'the state read back is the one value',
     );
     assert.ok(store.has(shuffleEntryKey(MASTER_STATE_PREFIX, 'b/c', 3)), 'an id with a slash is one segment');
@@ -396,6 +560,42 @@ describe('the master on a store of an earlier release', () => {
     assert.equal(store.has(`${MASTER_STATE_PREFIX}apps/gone`), false, 'a key of the older layout is deleted');
     assert.equal(harness.state.durable.applications.apps.has('gone'), false);
     assert.equal(harness.state.durable.applications.apps.has('b/c'), true);
+  });
+
+  it('reads a store of layout version 1 (booked disks in the workers’ entries) and says version 2 first', () => {
+    const { durable } = legacyStore();
+    const store = durableLayout(MASTER_STATE_PREFIX, { ...durable, bookings: new Map() });
+    const meta = JSON.parse(store.get(`${MASTER_STATE_PREFIX}meta`)!) as Record<string, unknown>;
+    store.set(`${MASTER_STATE_PREFIX}meta`, JSON.stringify({ ...meta, version: 1 }));
+    const harness = new Harness(masterMachine, initialMasterState(testMasterConfig()));
+    const effects = harness.start(new Map(store));
+    assert.equal(ofKind(effects, 'exit').length, 0);
+    assert.deepEqual(
+      ofKind(effects, 'persist').map((p) => [p.key, (JSON.parse(p.value!) as { version: number }).version]),
+      [[`${MASTER_STATE_PREFIX}meta`, 2]],
+      'only the layout version is rewritten',
+    );
+    assert.deepEqual(
+      durablePart(durableLayout('', harness.state.durable)),
+      durablePart(durableLayout('', { ...durable, bookings: new Map() })),
+    );
+    const booked = [...durable.workers.workers.values()].map((w) => w.disks[0]!.activeSlots);
+    assert.deepEqual(
+      [...harness.state.durable.workers.workers.values()].map((w) => w.disks[0]!.activeSlots),
+      booked,
+      'the booked slots of the entries are kept',
+    );
+    storedBy(effects, store);
+    const again = new Harness(masterMachine, initialMasterState(testMasterConfig()));
+    assert.equal(ofKind(again.start(new Map(store)), 'persist').length, 0, 'the next start writes nothing');
+  });
+
+  it('refuses a store of a layout version it does not read, naming it', () => {
+    const store = durableLayout(MASTER_STATE_PREFIX, initialMasterState(testMasterConfig()).durable);
+    store.set(`${MASTER_STATE_PREFIX}meta`, JSON.stringify({ version: 3, estimatedPartitionSize: 1 }));
+    const harness = new Harness(masterMachine, initialMasterState(testMasterConfig()));
+    const exit = ofKind(harness.start(store), 'exit');
+    assert.match(exit[0]!.reason, /layout version 3, this release reads 1 and 2/);
   });
 
   it('a new store gets the layout version first, so that any later key is read under it', () => {

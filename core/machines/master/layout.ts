@@ -8,6 +8,7 @@ import {
   type WorkerRegistry,
   type WorkerRegistrySnapshot,
 } from '../../lifecycle/index.ts';
+import { restoreBookings } from './bookings.ts';
 import type { MasterDurableState } from './state.ts';
 
 /**
@@ -19,11 +20,18 @@ import type { MasterDurableState } from './state.ts';
  *   <prefix>workers/<section>/<worker>    one entry of a worker registry section (registered, lost, stopped, ...)
  *   <prefix>apps/<app>                    an application: heartbeat, secret, hostname, user (not its shuffles)
  *   <prefix>shuffles/<app>/<shuffle>      one registered shuffle of the application
+ *   <prefix>bookings/<id>/<part>          the slots one offer booked, up to 1,000 workers a part (./bookings.ts)
  *
  * Path segments are URI-encoded, so an id holding a `/` stays one segment. Entries come back in key order, not in
  * the order they were registered: round-robin placement restarts from the first worker after a restart.
+ *
+ * Version 2 added the bookings (version 1 rewrote each booked worker's entry instead); a store of version 1 reads
+ * as version 2 without bookings, and its `meta` is rewritten at the start (./machine.ts), so that a release that
+ * reads only version 1 refuses the store by its version rather than by a key it does not know.
  */
-export const LAYOUT_VERSION = 1;
+export const LAYOUT_VERSION = 2;
+/** The layout versions this release restores. */
+const READABLE_VERSIONS: readonly number[] = [1, LAYOUT_VERSION];
 
 /** Where the master machine's keys live: the embedded store as is, a group's etcd under its own prefix instead. */
 export const MASTER_STATE_PREFIX = 'master/state/';
@@ -54,19 +62,20 @@ export interface KeyWrite {
   readonly value: string | null;
 }
 
-/** What a step changed, by entity: the workers and applications whose keys it rewrites, and whether `meta`. */
+/** What a step changed, by entity: the workers, applications and bookings whose keys it rewrites, and whether `meta`. */
 export interface Touched {
   readonly workers: Set<WorkerKey>;
   readonly apps: Set<AppId>;
+  readonly bookings: Set<number>;
   meta: boolean;
 }
 
 export function nothingTouched(): Touched {
-  return { workers: new Set(), apps: new Set(), meta: false };
+  return { workers: new Set(), apps: new Set(), bookings: new Set(), meta: false };
 }
 
 export function touchedAnything(touched: Touched): boolean {
-  return touched.meta || touched.workers.size > 0 || touched.apps.size > 0;
+  return touched.meta || touched.workers.size > 0 || touched.apps.size > 0 || touched.bookings.size > 0;
 }
 
 function idOfEntry(section: WorkerSection, entry: unknown): WorkerId {
@@ -82,8 +91,11 @@ export const workerEntryKey = (prefix: string, section: WorkerSection, key: Work
 export const appKey = (prefix: string, appId: AppId): string => `${prefix}apps/${encodeURIComponent(appId)}`;
 export const shuffleEntryKey = (prefix: string, appId: AppId, shuffleId: ShuffleId): string =>
   `${prefix}shuffles/${encodeURIComponent(appId)}/${shuffleId}`;
+export const bookingKey = (prefix: string, id: number, part: number): string =>
+  `${prefix}bookings/${id}/${part}`;
 
-function metaValue(durable: MasterDurableState): string {
+/** The value of `meta` this release writes for `durable`. */
+export function metaValue(durable: MasterDurableState): string {
   const meta: Meta = {
     version: LAYOUT_VERSION,
     estimatedPartitionSize: durable.estimatedPartitionSize,
@@ -114,6 +126,8 @@ export function durableLayout(prefix: string, durable: MasterDurableState): Map<
     for (const shuffleId of record.shuffles)
       layout.set(shuffleEntryKey(prefix, appId, shuffleId), SHUFFLE_VALUE);
   }
+  for (const [id, booking] of durable.bookings)
+    for (const [part, value] of booking.parts) layout.set(bookingKey(prefix, id, part), value);
   return layout;
 }
 
@@ -163,6 +177,13 @@ export function durableWrites(
       if (!kept.has(shuffleId)) writes.push({ key: shuffleEntryKey(prefix, appId, shuffleId), value: null });
     }
   }
+  for (const id of touched.bookings) {
+    const parts = after.bookings.get(id)?.parts ?? new Map<number, string>();
+    for (const [part, value] of parts) writes.push({ key: bookingKey(prefix, id, part), value });
+    for (const part of before.bookings.get(id)?.parts.keys() ?? []) {
+      if (!parts.has(part)) writes.push({ key: bookingKey(prefix, id, part), value: null });
+    }
+  }
   return writes;
 }
 
@@ -197,8 +218,16 @@ export function assembleDurable(
   const sections = new Map<WorkerSection, unknown[]>(WORKER_SECTIONS.map((s) => [s, []]));
   const apps = new Map<AppId, AppEntry>();
   const shuffles = new Map<AppId, ShuffleId[]>();
+  const bookings = new Map<number, Map<number, { key: string; value: string }>>();
   for (const { key, value } of sorted) {
     const path = key.slice(prefix.length).split('/');
+    if (path.length === 3 && path[0] === 'bookings' && /^\d+$/.test(path[1]!) && /^\d+$/.test(path[2]!)) {
+      // Parsed by ./bookings.ts once the workers are known, to fold into them.
+      const id = Number(path[1]);
+      const parts = bookings.get(id) ?? new Map<number, { key: string; value: string }>();
+      bookings.set(id, parts.set(Number(path[2]), { key, value }));
+      continue;
+    }
     const parsed = parseJson(key, value);
     if (path.length === 1 && path[0] === 'meta') {
       meta = parsed as Meta;
@@ -223,10 +252,12 @@ export function assembleDurable(
   }
   if (meta === undefined)
     throw new RangeError(`${metaKey(prefix)} is missing while other keys of the state exist`);
-  if (meta.version !== LAYOUT_VERSION)
+  if (!READABLE_VERSIONS.includes(meta.version))
     throw new RangeError(
-      `${metaKey(prefix)} has layout version ${meta.version}, this release reads ${LAYOUT_VERSION}`,
+      `${metaKey(prefix)} has layout version ${meta.version}, this release reads ${READABLE_VERSIONS.join(' and ')}`,
     );
+  if (meta.version === 1 && bookings.size > 0)
+    throw new RangeError(`${prefix}bookings/ holds keys in a store of layout version 1`);
   for (const appId of shuffles.keys()) {
     if (!apps.has(appId))
       throw new RangeError(`${prefix}shuffles/${encodeURIComponent(appId)}/ has shuffles of no application`);
@@ -243,10 +274,13 @@ export function assembleDurable(
     })),
     writtenSinceSample: meta.writtenSinceSample,
   };
+  const registry = restoreRegistry(workerSnapshot);
+  const restored = restoreBookings(bookings, registry.workers);
   return {
-    workers: restoreRegistry(workerSnapshot),
+    workers: { ...registry, workers: restored.workers },
     applications: restoreApplications(appSnapshot),
     estimatedPartitionSize: meta.estimatedPartitionSize,
+    bookings: restored.bookings,
   };
 }
 

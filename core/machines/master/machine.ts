@@ -19,11 +19,14 @@ import { emitGauges } from './gauges.ts';
 import { updateQuotaStatus } from './quota.ts';
 import { newMasterOutbox, type MasterOutbox } from './outbox.ts';
 import {
+  LAYOUT_VERSION,
   assembleDurable,
   durableLayout,
   durableWrites,
   isLayoutKey,
   MASTER_STATE_PREFIX,
+  metaKey,
+  metaValue,
   nothingTouched,
   touchedAnything,
   type KeyWrite,
@@ -142,6 +145,12 @@ function onStart(s: MasterState, out: MasterOutbox, recovered: ReadonlyMap<strin
     );
   } else {
     durable = withFreshHeartbeats(restored.durable, out.now);
+    const meta = metaValue(restored.durable);
+    if (restored.kind === 'layout' && recovered.get(metaKey(MASTER_STATE_PREFIX)) !== meta) {
+      // A store of an earlier layout version: it now holds this one's keys, so it says this version first.
+      out.rewrites.push({ key: metaKey(MASTER_STATE_PREFIX), value: meta });
+      log(out, 'info', 'master.state.layoutUpgraded', { to: LAYOUT_VERSION });
+    }
     if (restored.kind === 'legacy') {
       out.rewrites.push(...migrationWrites(recovered, restored.durable));
       log(out, 'warn', 'master.state.migrated', {
@@ -163,8 +172,13 @@ function onStart(s: MasterState, out: MasterOutbox, recovered: ReadonlyMap<strin
   setTimer(out, MASTER_TIMERS.unavailableInfo, out.now + config.workerUnavailableInfo.checkIntervalMs);
   setTimer(out, MASTER_TIMERS.partitionSize, out.now + config.partitionSize.updateInitialDelayMs);
   setTimer(out, MASTER_TIMERS.quota, out.now + quotaIntervalMs(config));
+  let nextBookingId = 0;
+  for (const id of durable.bookings.keys()) nextBookingId = Math.max(nextBookingId, id + 1);
   // Emit the gauges once at start, so that dashboards show the (restored) cluster before anything changes.
-  return emitGauges({ ...s, started: true, servingSince: out.now, durable }, out);
+  return emitGauges(
+    { ...s, started: true, servingSince: out.now, durable, nextBookingId, bookingsHeard: 0 },
+    out,
+  );
 }
 
 type Restored =
@@ -207,10 +221,15 @@ function withFreshHeartbeats(durable: MasterDurableState, now: number): MasterDu
   const apps = new Map(
     [...durable.applications.apps].map(([appId, app]) => [appId, { ...app, lastHeartbeat: now }]),
   );
+  // The fresh times are no heartbeats: a restored booking waits for each worker's first real one.
+  const bookings = new Map(
+    [...durable.bookings].map(([id, booking]) => [id, { ...booking, heardAfter: now }]),
+  );
   return {
     ...durable,
     workers: { ...durable.workers, workers },
     applications: { ...durable.applications, apps },
+    bookings,
   };
 }
 

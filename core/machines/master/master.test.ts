@@ -341,11 +341,11 @@ describe('master: applications and slots', () => {
     assert.deepEqual(
       persistedKeys(effects),
       [
-        `${MASTER_STATE_PREFIX}workers/workers/${encodeURIComponent(used[0]!)}`,
         `${MASTER_STATE_PREFIX}apps/app`,
         `${MASTER_STATE_PREFIX}shuffles/app/1`,
+        `${MASTER_STATE_PREFIX}bookings/0/0`,
       ],
-      'the worker booked and the shuffle registered, nothing else',
+      'the shuffle registered and the booking, nothing else (the booked worker’s entry is not rewritten)',
     );
     assert.ok(
       ofKind(effects, 'metric').some((m) => m.name === 'RegisteredShuffleCount' && m.value === 1),

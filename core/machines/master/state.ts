@@ -12,17 +12,21 @@ import {
 } from '../../lifecycle/index.ts';
 import { initialPartitionSize } from '../../slots/index.ts';
 import type { MasterConfig } from './config.ts';
+import type { SlotBooking } from './bookings.ts';
 import { initialMasterQuota, type MasterQuota } from './quota.ts';
 
 /**
  * What the master must not forget across a restart (and what the masters of a high-availability group share): the
- * worker registry, the applications with their shuffles, and the estimated partition size. Persisted in the
- * `coordination` store as one key per entry (./layout.ts), each step writing only the entries it changed.
+ * worker registry, the applications with their shuffles, the estimated partition size, and the slots booked since
+ * the workers' last heartbeats. Persisted in the `coordination` store as one key per entry (./layout.ts), each step
+ * writing only the entries it changed.
  */
 export interface MasterDurableState {
   readonly workers: WorkerRegistry;
   readonly applications: ApplicationRegistry;
   readonly estimatedPartitionSize: number;
+  /** By id, oldest first (./bookings.ts): the offers whose booked disks some worker has not replaced yet. */
+  readonly bookings: ReadonlyMap<number, SlotBooking>;
 }
 
 /** The master machine's whole state: the durable part plus what is rebuilt after a restart. */
@@ -44,6 +48,10 @@ export interface MasterState {
   readonly gauges: ReadonlyMap<string, number>;
   /** Usage and quota status (./quota.ts); rebuilt from the workers' heartbeats after a restart. */
   readonly quota: MasterQuota;
+  /** The id the next slot booking takes: one past the highest restored or made. */
+  readonly nextBookingId: number;
+  /** How many workers of the oldest booking are known to have heartbeated since it (./bookings.ts `sweptBookings`). */
+  readonly bookingsHeard: number;
 }
 
 /**
@@ -63,9 +71,12 @@ export function initialMasterState(config: MasterConfig): MasterState {
       workers: emptyRegistry(),
       applications: emptyApplications(),
       estimatedPartitionSize: initialPartitionSize(config.partitionSize),
+      bookings: new Map(),
     },
     gauges: new Map(),
     quota: initialMasterQuota(config.quota?.settings),
+    nextBookingId: 0,
+    bookingsHeard: 0,
   };
 }
 
@@ -115,5 +126,6 @@ export function decodeDurableState(text: string): MasterDurableState {
     workers: restoreRegistry(snapshot.workers),
     applications: restoreApplications(snapshot.applications),
     estimatedPartitionSize: snapshot.estimatedPartitionSize,
+    bookings: new Map(),
   };
 }

@@ -21,7 +21,7 @@ import type { Envelope } from '../effects.ts';
 import { log, reply } from '../outbox.ts';
 import { replyToOf } from '../outbox.ts';
 import { WORKER_SECTIONS } from './layout.ts';
-import { withWorkers, type MasterOutbox } from './outbox.ts';
+import { withoutObsoleteBookings, withWorkers, type MasterOutbox } from './outbox.ts';
 import { recordConsumption } from './quota.ts';
 import type { MasterState } from './state.ts';
 
@@ -143,9 +143,12 @@ export function handleWorkerHeartbeat(
     sectionsChanged(s.durable.workers, registry, key);
   // A heartbeat alone (disks, time) is not persisted: after a restart every worker gets a full timeout to report.
   // Any change of the sections the worker is in is (./layout.ts writes only the entries a step touched).
-  return membershipChanged
-    ? withWorkers(s, out, registry, [key])
-    : { ...s, durable: { ...s.durable, workers: registry } };
+  return withoutObsoleteBookings(
+    membershipChanged
+      ? withWorkers(s, out, registry, [key])
+      : { ...s, durable: { ...s.durable, workers: registry } },
+    out,
+  );
 }
 
 /** Whether the worker joined or left a section of the registry other than the registered workers. */
@@ -218,7 +221,7 @@ export function checkLostWorkers(s: MasterState, out: MasterOutbox): MasterState
       worker: key,
       cause: `no heartbeat for more than ${timeout} ms`,
     });
-  return withWorkers(s, out, registry, lost);
+  return withoutObsoleteBookings(withWorkers(s, out, registry, lost), out);
 }
 
 /** Forgets lost workers after `svc.master.workerUnavailableInfo.expireTimeout`. */
