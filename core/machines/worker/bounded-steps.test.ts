@@ -4,7 +4,6 @@ import fc from 'fast-check';
 import type { Effect } from '../effects.ts';
 import type { WorkerMachineState } from './index.ts';
 import { COMMIT_STEP_TIMER } from './commit.ts';
-import { PUSH_STEP_TIMER } from './push.ts';
 import { RESERVE_STEP_TIMER } from './reserve.ts';
 import type { Harness } from './test-kit.ts';
 import {
@@ -13,10 +12,8 @@ import {
   ioOps,
   KEY,
   location,
-  MAPPER,
   ofKind,
   onlySent,
-  pushMergedData,
   registeredWorker,
   SELF,
   sentOf,
@@ -38,9 +35,7 @@ function reserveSlots(partitions: number) {
 function stepTimers(effects: readonly Effect[]): string[] {
   return ofKind(effects, 'setTimer')
     .map((timer) => timer.name)
-    .filter((name) =>
-      [RESERVE_STEP_TIMER, COMMIT_STEP_TIMER, PUSH_STEP_TIMER].some((p) => name.startsWith(p)),
-    );
+    .filter((name) => name.startsWith(RESERVE_STEP_TIMER) || name.startsWith(COMMIT_STEP_TIMER));
 }
 
 /** Completes every I/O and fires every step timer the effects ask for, until none is left; returns all effects. */
@@ -60,7 +55,7 @@ function runToQuiet(harness: Harness<WorkerMachineState>, first: readonly Effect
 
 const IDS = (n: number) => Array.from({ length: n }, (_, id) => `${id}-0`);
 
-describe('worker: a reserve, commit or merged push of many files in bounded steps', () => {
+describe('worker: a reserve or commit of many files in bounded steps', () => {
   it('creates at most filesPerStep files a step and answers once every file exists', () => {
     const harness = registeredWorker(SELF, { filesPerStep: 3 });
     const first = harness.receive(CLIENT, reserveSlots(7), { requestId: 9 });
@@ -118,64 +113,6 @@ describe('worker: a reserve, commit or merged push of many files in bounded step
         });
         assert.deepEqual(answers[0], answers[1]);
       }),
-      { numRuns: 60 },
-    );
-  });
-
-  it('judges at most batchesPerStep batches of a merged push a step and answers once every batch is known', () => {
-    const harness = registeredWorker(SELF, { batchesPerStep: 3 });
-    runToQuiet(harness, harness.receive(CLIENT, reserveSlots(4), { requestId: 1 }));
-    const batches = Array.from({ length: 8 }, (_, i) => ({ partitionId: i % 5, batchId: i }));
-    const first = harness.receive(MAPPER, pushMergedData(KEY, 'PRIMARY', batches), { requestId: 50 });
-    assert.equal(ofKind(ioOps(first), 'write').length, 3);
-    assert.equal(stepTimers(first).length, 1, 'the rest are judged in a later step');
-    assert.equal(ofKind(first, 'setTimer')[0]!.at, harness.now);
-    assert.equal(
-      sentOf(harness.completeIo(first), 'PushMergedDataResponse').length,
-      0,
-      'no answer before all',
-    );
-    const rest = runToQuiet(harness, harness.timer(stepTimers(first)[0]!));
-    const answer = onlySent(rest, 'PushMergedDataResponse');
-    assert.equal(answer.inReplyTo, 50);
-    assert.deepEqual(
-      answer.message.statuses,
-      batches.map((b) => (b.partitionId === 4 ? 'HARD_SPLIT' : 'SUCCESS')),
-    );
-    assert.equal(harness.state.pushes.size, 0);
-  });
-
-  it('answers a merged push as one step would, whatever the step size', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 6 }),
-        fc.array(
-          fc.record({ partitionId: fc.integer({ min: 0, max: 5 }), size: fc.integer({ min: 0, max: 40 }) }),
-          {
-            maxLength: 16,
-          },
-        ),
-        (perStep, shape) => {
-          const batches = shape.map((batch, batchId) => ({ ...batch, batchId }));
-          const outcomes = [perStep, 1_000].map((batchesPerStep) => {
-            const harness = registeredWorker(SELF, { batchesPerStep });
-            runToQuiet(harness, harness.receive(CLIENT, reserveSlots(4), { requestId: 1 }));
-            const all = runToQuiet(
-              harness,
-              harness.receive(MAPPER, pushMergedData(KEY, 'PRIMARY', batches), { requestId: 50 }),
-            );
-            return {
-              answer: onlySent(all, 'PushMergedDataResponse').message,
-              files: [...(harness.state.shuffles.get(KEY)?.files.values() ?? [])].map((f) => [
-                f.name,
-                f.bytes,
-              ]),
-              pushes: harness.state.pushes.size,
-            };
-          });
-          assert.deepEqual(outcomes[0], outcomes[1]);
-        },
-      ),
       { numRuns: 60 },
     );
   });

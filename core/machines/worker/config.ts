@@ -75,11 +75,6 @@ export interface WorkerConfig {
    * FILES_PER_STEP. Not a configuration key: tests set it small.
    */
   readonly filesPerStep?: number;
-  /**
-   * Batches of a merged push judged, checked and queued in one step; a push carrying more goes on in later steps
-   * (a timer at the same instant). Absent: BATCHES_PER_STEP (push.ts). Not a configuration key: tests set it small.
-   */
-  readonly batchesPerStep?: number;
   /** `svc.shuffle.chunk.size`: a chunk boundary is placed at the first batch boundary past each multiple. */
   readonly chunkSizeBytes: number;
   readonly split: {

@@ -35,7 +35,7 @@ import {
 } from './membership.ts';
 import { inputBeforeStart, log, newOutbox, refuseRecords, setEntry, type Outbox } from '../outbox.ts';
 import { groupIo } from './io-batch.ts';
-import { completeForward, completeLocalWrite, continuePush, handlePush, PUSH_STEP_TIMER } from './push.ts';
+import { completeForward, completeLocalWrite, handlePush } from './push.ts';
 import { CONGESTION_CHECK_TIMER, noteConsumed, onCongestionCheck } from './congestion.ts';
 import { completeRead, handleCloseStream, handleFetchChunk, handleOpenStream } from './read.ts';
 import { decodeShuffleRecord, RECOVERY_KEY_PREFIX } from './recovery.ts';
@@ -333,8 +333,6 @@ function onTimer(s: WorkerMachineState, out: Outbox, name: string): WorkerMachin
     return continueReserve(s, out, Number(name.slice(RESERVE_STEP_TIMER.length)));
   if (name.startsWith(COMMIT_STEP_TIMER))
     return continueCommit(s, out, Number(name.slice(COMMIT_STEP_TIMER.length)));
-  if (name.startsWith(PUSH_STEP_TIMER))
-    return continuePush(s, out, Number(name.slice(PUSH_STEP_TIMER.length)));
   const requestId = name.startsWith('req:') ? Number(name.slice(4)) : Number.NaN;
   const request = s.requests.get(requestId);
   if (request === undefined) return s;

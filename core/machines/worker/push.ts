@@ -23,6 +23,7 @@ import {
   type CopyOutcome,
   type PartitionFile,
   type PendingPush,
+  type PushBatch,
   type SettledBatch,
   type WaitingBatch,
   type WorkerMachineState,
@@ -36,20 +37,6 @@ export function requestTimer(requestId: number): string {
   return `req:${requestId}`;
 }
 
-/** The timer that goes on judging a merged push's batches in the next step (followed by the push's id). */
-export const PUSH_STEP_TIMER = 'push:';
-
-/**
- * Batches of a merged push judged, checked and queued in one step (WorkerConfig.batchesPerStep): a merged push of
- * 2 MiB over many partitions carries about 700 batches of 3 KiB, and handling them in one step held the worker's
- * event loop for 50-190 ms (docs/performance.md).
- */
-export const BATCHES_PER_STEP = 128;
-
-function batchesPerStep(s: WorkerMachineState): number {
-  return Math.max(1, s.config.batchesPerStep ?? BATCHES_PER_STEP);
-}
-
 /**
  * PushData and PushMergedData, one code path: a PushData is a merged push of its one batch, answered with a
  * PushDataResponse. Each batch is judged on its own, exactly as a PushData of it would be: the frame must be whole
@@ -57,9 +44,7 @@ function batchesPerStep(s: WorkerMachineState): number {
  * writer, split, peer fast-fail). The accepted batches are written (one task each on their file's queue, so appends
  * never interleave) and, on a primary, forwarded to the file's peer: one message per distinct peer (mode REPLICA,
  * the original's type), with one request id and one timeout each. The message is answered once, when every batch's
- * status is known (`pushReply` for the accepted ones). A message of more than batchesPerStep batches is judged that
- * many a step, going on through a timer at the same instant (PUSH_STEP_TIMER), so that the worker's other inputs
- * (answers of its writes, other connections' pushes) come in between; each step forwards what it accepted.
+ * status is known (`pushReply` for the accepted ones).
  */
 export function handlePush(
   s: WorkerMachineState,
@@ -69,57 +54,21 @@ export function handlePush(
 ): WorkerMachineState {
   // A replica push comes from the primary worker: server traffic, not admitted by client release.
   if (message.mode === 'PRIMARY' && !admitted(out, 'worker', s.config.release, envelope)) return s;
-  const batchCount = message.type === 'PushData' ? 1 : message.batches.length;
-  const push: PendingPush = {
-    replyTo: replyToOf(envelope),
-    shuffleKey: message.shuffleKey,
-    mode: message.mode,
-    mapId: message.mapId,
-    attemptId: message.attemptId,
-    answer: message.type === 'PushData' ? 'PushDataResponse' : 'PushMergedDataResponse',
-    batches: [],
-    waiting: batchCount,
-  };
-  const perStep = batchesPerStep(s);
-  // A push judged in one step takes an id only if some batch waits for a copy.
-  return judgeBatches(s, out, batchCount > perStep ? takeId(s) : undefined, push, message, perStep);
-}
-
-/** Goes on judging a merged push whose batches did not all fit one step (PUSH_STEP_TIMER). */
-export function continuePush(s: WorkerMachineState, out: Outbox, pushId: number): WorkerMachineState {
-  const push = s.pushes.get(pushId);
-  if (push?.unjudged === undefined) return s;
-  return judgeBatches(s, out, pushId, push, push.unjudged, batchesPerStep(s));
-}
-
-/**
- * Judges the push's next batches (from the first not judged yet), at most `perStep` of them: queues the accepted
- * ones' writes, forwards them to their peers, and answers the push once every batch is known.
- */
-function judgeBatches(
-  s: WorkerMachineState,
-  out: Outbox,
-  knownPushId: number | undefined,
-  push: PendingPush,
-  message: PushData | PushMergedData,
-  perStep: number,
-): WorkerMachineState {
   const { shuffleKey, mode } = message;
   const batches: readonly MergedBatch[] = message.type === 'PushData' ? [message] : message.batches;
   const shuffle = s.shuffles.get(shuffleKey);
   const shuttingDown = STATE_POLICIES[s.lifecycle.state].pushRedirect !== null;
   const checkPeers = mode === 'PRIMARY' && s.unavailablePeers.size > 0;
-  // Enqueueing a write changes no tier's usage: one view of the storage serves every batch of the step.
+  // Enqueueing a write changes no tier's usage: one view of the storage serves every batch of the message.
   let view: WorkerStorage | undefined;
   let state = s;
-  let pushId = knownPushId;
-  let settledNow = 0;
+  let pushId: number | undefined;
+  let waiting = 0;
   let forwards: Map<NodeId, number[]> | undefined;
   let queuedFiles: Set<string> | undefined;
   let acceptedBytes = 0;
-  const judged = owned(push.batches);
-  const end = Math.min(batches.length, judged.length + perStep);
-  for (let index = judged.length; index < end; index += 1) {
+  const judged: PushBatch[] = [];
+  for (let index = 0; index < batches.length; index += 1) {
     const batch = batches[index]!;
     const fileName = partitionFileName({ partitionId: batch.partitionId, epoch: batch.epoch, mode });
     const file = shuffle?.files.get(fileName);
@@ -152,7 +101,6 @@ function judgeBatches(
     });
     if (decision.kind === 'reply') {
       judged.push(settled(fileName, batch.batchId, decision.status, decision.reason));
-      settledNow += 1;
       continue;
     }
     const frameProblem = checkFrame(batch, message);
@@ -162,7 +110,6 @@ function judgeBatches(
           ? 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY'
           : 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_REPLICA';
       judged.push(settled(fileName, batch.batchId, status, frameProblem));
-      settledNow += 1;
       continue;
     }
     judged.push({
@@ -173,6 +120,7 @@ function judgeBatches(
       replica: decision.replicate ? 'pending' : 'none',
       softSplit: decision.softSplit,
     });
+    waiting += 1;
     if (decision.replicate && peer !== undefined) {
       forwards ??= new Map();
       const to = workerNodeId(peer);
@@ -193,31 +141,26 @@ function judgeBatches(
     acceptedBytes += batch.payload.length;
   }
   if (shuffle !== undefined) noteProduced(state, out, shuffle.appId, acceptedBytes);
-  // Started once every batch of the step is queued: a file's batches of this push then go to its disk as one write.
+  // Started once every batch is queued: a file's batches of this push then go to its disk as one write.
   if (queuedFiles !== undefined)
     for (const fileName of queuedFiles) state = startNextTask(state, out, shuffleKey, fileName);
 
-  const next: PendingPush = {
-    replyTo: push.replyTo,
-    shuffleKey: push.shuffleKey,
-    mode: push.mode,
-    mapId: push.mapId,
-    attemptId: push.attemptId,
-    answer: push.answer,
-    batches: push.batches,
-    waiting: push.waiting - settledNow,
-    ...(end < batches.length ? { unjudged: message } : {}),
+  const push: PendingPush = {
+    replyTo: replyToOf(envelope),
+    shuffleKey,
+    mode,
+    mapId: message.mapId,
+    attemptId: message.attemptId,
+    answer: message.type === 'PushData' ? 'PushDataResponse' : 'PushMergedDataResponse',
+    batches: judged,
+    waiting,
   };
-  if (next.waiting === 0) {
-    if (pushId !== undefined) setEntry(state.pushes, pushId, undefined);
-    answerPush(out, next);
+  if (pushId === undefined) {
+    answerPush(out, push);
     return state;
   }
-  // Some batch waits (so the push has an id), or some are not judged yet (an id taken at the start).
-  const id = pushId!;
-  if (forwards !== undefined) forward(state, out, message, batches, id, forwards);
-  setEntry(state.pushes, id, next);
-  if (next.unjudged !== undefined) setTimer(out, `${PUSH_STEP_TIMER}${id}`, out.now);
+  if (forwards !== undefined) forward(state, out, message, batches, pushId, forwards);
+  setEntry(state.pushes, pushId, push);
   return state;
 }
 

@@ -7,7 +7,6 @@ import type {
   StatusCode,
 } from '../../domain/index.ts';
 import { initialLifecycle, type WorkerLifecycle } from '../../lifecycle/worker-states.ts';
-import type { PushData, PushMergedData } from '../../protocol/messages.ts';
 import type { ReplicaOutcome, UnavailablePeers } from '../../replication/index.ts';
 import {
   emptyCongestion,
@@ -102,10 +101,8 @@ export interface PendingPush {
    * copy of it ends (like the maps of the state, see setEntry in outbox.ts).
    */
   readonly batches: readonly PushBatch[];
-  /** Batches whose status is not known yet (those not judged yet among them); answered when this reaches 0. */
+  /** Batches whose status is not known yet; the push is answered when this reaches 0. */
   readonly waiting: number;
-  /** The message, while some of its batches are not judged yet (a step judges batchesPerStep of them). */
-  readonly unjudged?: PushData | PushMergedData;
 }
 
 /** One batch of a push: waiting for its copies, or settled with the status its answer carries. */
