@@ -16,6 +16,7 @@ import type { Release } from '../../core/release/version.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
+import { slabAllocator } from './slab-allocator.ts';
 import { clientNetwork } from './client-network.ts';
 import { parseHostPort, resolveClientSettings, type ClientOptions } from './client-config.ts';
 import {
@@ -425,7 +426,7 @@ class TaskWriter extends EventEmitter implements MapWriter {
         context.appId,
       ),
       // Every byte of a batch's buffer is written before it is sent: no need to zero it first.
-      allocate: unzeroedBytes,
+      allocate: slabAllocator(),
       // Pushes go to workers, each a process of its own, over sockets: a frame's bytes are copied into the kernel
       // before the answer that acknowledges them can come.
       reuseAcknowledgedFrames: true,

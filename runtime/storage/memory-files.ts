@@ -118,7 +118,8 @@ export class MemoryFiles implements TierFiles {
     this.files.set(id, { pieces: [], ends: [], blocks: [], length: 0 });
   }
 
-  private appendNow(id: string, chunks: readonly Uint8Array[]): void {
+  /** `append` done at once: throws what `append` would reject with. */
+  appendNow(id: string, chunks: readonly Uint8Array[]): void {
     const file = this.require(id);
     if (this.pool === undefined) this.keepChunks(file, chunks);
     else this.copyChunks(file, chunks, this.pool);

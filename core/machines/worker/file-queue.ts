@@ -106,9 +106,11 @@ function advance(
       file.queue = rest(file.queue);
       continue;
     }
+    // The storage view is built only for a write that would take the file past its size (one write per batch).
     const evictFirst =
       head.kind === 'write' &&
       file.file.tier === 'MEMORY' &&
+      file.bytes + head.bytes.length > s.config.memory.maxFileBytes &&
       needsEvictionOnWrite(file.bytes, head.bytes.length, s.config.memory.maxFileBytes, storageView(s));
     if (!(evictFirst && startEviction(s, out, shuffleKey, file, 'file-size', false)))
       issue(s, out, shuffleKey, file, head);

@@ -331,9 +331,9 @@ function settle(
   owned(push.batches)[index] = batch;
   const waiting = push.waiting - 1;
   if (waiting > 0) {
-    const next = { ...push, waiting };
-    setEntry(s.pushes, pushId, next);
-    return next;
+    // In place, as its batches are: a copy of the push for each of its hundreds of batches was garbage.
+    (push as { waiting: number }).waiting = waiting;
+    return push;
   }
   setEntry(s.pushes, pushId, undefined);
   answerPush(out, push);
