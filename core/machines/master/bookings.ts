@@ -1,5 +1,6 @@
 import type { DiskInfo, WorkerKey } from '../../domain/index.ts';
 import type { RegisteredWorker, WorkerRegistry } from '../../lifecycle/index.ts';
+import { parseStoredJson } from './stored-json.ts';
 
 /**
  * The slots an offer booked, persisted as the offer's own keys rather than as rewrites of every booked worker's
@@ -68,13 +69,7 @@ export function newBooking(
 }
 
 function parsePart(key: string, value: string): BookingPart {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    throw new RangeError(`${key} is not JSON`);
-  }
-  const part = parsed as Partial<BookingPart> | null;
+  const part = parseStoredJson(key, value) as Partial<BookingPart> | null;
   const wellFormed =
     typeof part === 'object' &&
     part !== null &&

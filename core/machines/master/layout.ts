@@ -9,6 +9,7 @@ import {
   type WorkerRegistrySnapshot,
 } from '../../lifecycle/index.ts';
 import { restoreBookings } from './bookings.ts';
+import { parseStoredJson } from './stored-json.ts';
 import type { MasterDurableState } from './state.ts';
 
 /**
@@ -187,14 +188,6 @@ export function durableWrites(
   return writes;
 }
 
-function parseJson(key: string, value: string): unknown {
-  try {
-    return JSON.parse(value);
-  } catch {
-    throw new RangeError(`${key} is not JSON`);
-  }
-}
-
 /** Whether `key` is one of the layout's under `prefix` (the embedded store holds other keys too). */
 export function isLayoutKey(prefix: string, key: string): boolean {
   return key.startsWith(prefix);
@@ -228,7 +221,7 @@ export function assembleDurable(
       bookings.set(id, parts.set(Number(path[2]), { key, value }));
       continue;
     }
-    const parsed = parseJson(key, value);
+    const parsed = parseStoredJson(key, value);
     if (path.length === 1 && path[0] === 'meta') {
       meta = parsed as Meta;
     } else if (path.length === 3 && path[0] === 'workers' && sections.has(path[1] as WorkerSection)) {

@@ -14,6 +14,7 @@ import { initialPartitionSize } from '../../slots/index.ts';
 import type { MasterConfig } from './config.ts';
 import type { SlotBooking } from './bookings.ts';
 import { initialMasterQuota, type MasterQuota } from './quota.ts';
+import { parseStoredJson } from './stored-json.ts';
 
 /**
  * What the master must not forget across a restart (and what the masters of a high-availability group share): the
@@ -103,13 +104,7 @@ export function encodeDurableState(durable: MasterDurableState): string {
  * start empty, because an empty master would tell every worker that its shuffles expired.
  */
 export function decodeDurableState(text: string): MasterDurableState {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new RangeError(`${MASTER_STATE_KEY} is not JSON`);
-  }
-  const snapshot = parsed as Partial<MasterSnapshot> | null;
+  const snapshot = parseStoredJson(MASTER_STATE_KEY, text) as Partial<MasterSnapshot> | null;
   if (typeof snapshot !== 'object' || snapshot === null || snapshot.version !== MASTER_SNAPSHOT_VERSION) {
     throw new RangeError(
       `${MASTER_STATE_KEY} has version ${String(snapshot?.version)}, this release reads version ${MASTER_SNAPSHOT_VERSION}`,
