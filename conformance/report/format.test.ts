@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatJson, formatJunit, formatTable, summarize, summaryLine } from './format.ts';
+import { formatFailures, formatJson, formatJunit, formatTable, summarize, summaryLine } from './format.ts';
 import type { RuleRow } from './row.ts';
 
 const ROWS: RuleRow[] = [
@@ -52,6 +52,14 @@ describe('the conformance report', () => {
     assert.match(lines[2]!, /^0\.6\.0 +FAIL +9\.4 +9\.4\/m +exports metrics_Old_\* <here>$/);
     assert.match(lines[1]!, /pass +4\.3 .* GET …$/);
     assert.match(lines[3]!, /n\/a +5 /);
+  });
+
+  it('repeats the failing rows whole after the summaries, and nothing when none fails', () => {
+    assert.deepEqual(formatFailures(ROWS), [
+      'failing rows (1):',
+      '  0.6.0 9.4/m (renamed <a> & "b"): exports metrics_Old_* <here>',
+    ]);
+    assert.deepEqual(formatFailures(ROWS.filter((row) => row.verdict !== 'fail')), []);
   });
 
   it('writes JSON with the rows and summaries, and JUnit XML with failures and skips escaped', () => {

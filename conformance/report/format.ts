@@ -26,6 +26,19 @@ export function summaryLine(summary: Summary): string {
   return `release ${summary.release}: ${verdict}: ${summary.pass} pass, ${summary.fail} fail, ${summary.notApplicable} not applicable`;
 }
 
+/**
+ * The failing rows again, after the summaries: a long run's table scrolls past, and a CI log often keeps only its
+ * tail, so the rows that decide the exit status are repeated where they are still seen. Empty when none fails.
+ */
+export function formatFailures(rows: readonly RuleRow[]): string[] {
+  const failing = rows.filter((row) => row.verdict === 'fail');
+  if (failing.length === 0) return [];
+  return [
+    `failing rows (${failing.length}):`,
+    ...failing.map((row) => `  ${row.release} ${row.ruleId} (${row.title}): ${row.evidence}`),
+  ];
+}
+
 const MARK: Record<Verdict, string> = { pass: 'pass', fail: 'FAIL', 'not-applicable': 'n/a' };
 
 function clip(text: string, width: number): string {

@@ -2,7 +2,7 @@
 // non-zero on any failing row.
 import { writeFileSync } from 'node:fs';
 import type { RuleRow } from './row.ts';
-import { formatJson, formatJunit, formatTable, summarize, summaryLine } from './format.ts';
+import { formatFailures, formatJson, formatJunit, formatTable, summarize, summaryLine } from './format.ts';
 
 export interface OutputOptions {
   readonly json?: string;
@@ -19,6 +19,7 @@ export function report(rows: readonly RuleRow[], options: OutputOptions = {}): n
   write('');
   if (options.matrix !== undefined) write(options.matrix);
   for (const summary of summarize(rows)) write(summaryLine(summary));
+  for (const line of formatFailures(rows)) write(line);
   if (options.json !== undefined) writeFileSync(options.json, formatJson(rows, options.matrix));
   if (options.junit !== undefined) writeFileSync(options.junit, formatJunit(rows));
   return rows.some((row) => row.verdict === 'fail') ? 1 : 0;
