@@ -160,6 +160,17 @@ export function encodeEnvelopeControl(envelope: WireEnvelope): {
 }
 
 /**
+ * The bytes `toBinary` writes for a GetReducerFileGroupResponse alone: the value of its envelope's field (used by
+ * ./shared-answer.ts, which writes the envelope around them). Throws as `toBinary` does on a value out of range.
+ */
+export function encodeFileGroupAnswer(message: MessageOf<'GetReducerFileGroupResponse'>): Uint8Array {
+  return toBinary(
+    pb.GetReducerFileGroupResponseSchema,
+    CODECS.GetReducerFileGroupResponse.encode(message, []),
+  );
+}
+
+/**
  * Decodes an envelope's control message; its payloads are views of `payloads` (the rest of the frame), which they
  * must fill exactly.
  */

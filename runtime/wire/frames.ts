@@ -13,7 +13,7 @@ import {
 } from './control-codec.ts';
 import { LENGTH_PREFIX_BYTES } from './frame-reader.ts';
 import { decodeHotEnvelope, encodeHotEnvelope } from './hot-codec.ts';
-import type { DecodedFrame, Hello, HelloReply, WireEnvelope } from './types.ts';
+import type { DecodedFrame, EncodedControl, Hello, HelloReply, WireEnvelope } from './types.ts';
 
 /**
  * A frame is `length (u32 BE) | kind (u8) | …`. Handshakes (hello, reply, and the authentication challenge and proof) carry their control message after a protocol version
@@ -84,16 +84,19 @@ export const PONG_FRAME: Uint8Array = bareFrame(FRAME_KIND.pong);
  * socket writes them together without copying batch bytes (runtime/transport/connection.ts).
  */
 export function encodeEnvelope(envelope: WireEnvelope): Uint8Array[] {
-  const { control, payloads } = encodeHotEnvelope(envelope) ?? encodeEnvelopeControl(envelope);
+  const encoded: EncodedControl = encodeHotEnvelope(envelope) ?? encodeEnvelopeControl(envelope);
+  const { control, controlTail, payloads } = encoded;
+  const controlBytes = control.byteLength + (controlTail?.byteLength ?? 0);
   let payloadBytes = 0;
   for (const payload of payloads) payloadBytes += payload.byteLength;
   const head = new Uint8Array(HEAD_BYTES + 4 + control.byteLength);
   const view = new DataView(head.buffer);
-  view.setUint32(0, 1 + 4 + control.byteLength + payloadBytes);
+  view.setUint32(0, 1 + 4 + controlBytes + payloadBytes);
   head[LENGTH_PREFIX_BYTES] = FRAME_KIND.envelope;
-  view.setUint32(HEAD_BYTES, control.byteLength);
+  view.setUint32(HEAD_BYTES, controlBytes);
   head.set(control, HEAD_BYTES + 4);
-  return [head, ...payloads.filter((payload) => payload.byteLength > 0)];
+  const rest = payloads.filter((payload) => payload.byteLength > 0);
+  return controlTail === undefined ? [head, ...rest] : [head, controlTail, ...rest];
 }
 
 /** Decodes one frame body (without its length prefix). Throws WireError on anything it cannot read. */

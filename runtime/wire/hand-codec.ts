@@ -190,6 +190,11 @@ export function named<T extends string>(names: readonly (T | undefined)[], numbe
 export interface BodyWriter {
   readonly size: number;
   write(out: Output): void;
+  /**
+   * The body's last bytes, already encoded and shared (./file-group-codec.ts): counted in `size` but not written by
+   * `write`; the frame carries them as a piece of their own instead of a copy.
+   */
+  readonly tail?: Uint8Array;
 }
 
 /** An int64 or uint64 field (not negative: a negative int64 is left to the schema's codec), absent when 0. */

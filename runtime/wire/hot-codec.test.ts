@@ -8,7 +8,7 @@ import { STATUS_CODES, type StatusCode } from '../../core/domain/status.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { decodeEnvelopeControl, encodeEnvelopeControl } from './control-codec.ts';
 import { decodeHotEnvelope, encodeHotEnvelope } from './hot-codec.ts';
-import type { WireEnvelope } from './types.ts';
+import type { EncodedControl, WireEnvelope } from './types.ts';
 import { concatBytes } from './testing.ts';
 
 const int32 = fc.oneof(fc.integer(), fc.constantFrom(0, -1, 2 ** 31 - 1, -(2 ** 31)));
@@ -128,7 +128,27 @@ const slotMessage: fc.Arbitrary<Message> = fc.oneof(
     unplaced: few(fc.record({ partitionId: int32, reason: text })),
     message: text,
   }),
+  fileGroupAnswer(),
 );
+
+/** A reducer's file group: encoded once per object however many reducers it is sent to (./shared-answer.ts). */
+function fileGroupAnswer(): fc.Arbitrary<Message> {
+  const written = fc.record({ mapId: int32, partitionId: int32, batches: int32, bytes: nat64 });
+  return fc.record({
+    type: fc.constant('GetReducerFileGroupResponse' as const),
+    status,
+    fileGroups: few(
+      fc.record({
+        partitionId: int32,
+        locations: few(location),
+        files: few(committedFile),
+        expected: few(written),
+      }),
+    ),
+    mapAttempts: few(int32),
+    message: text,
+  });
+}
 
 const hotEnvelope: fc.Arbitrary<WireEnvelope> = fc.record(
   {
@@ -141,6 +161,13 @@ const hotEnvelope: fc.Arbitrary<WireEnvelope> = fc.record(
   { requiredKeys: ['from', 'to', 'message'] },
 );
 
+/** The control part as the frame carries it: `control`, then the shared tail if any. */
+function wholeControl(encoded: EncodedControl): Uint8Array {
+  return encoded.controlTail === undefined
+    ? encoded.control
+    : concatBytes([encoded.control, encoded.controlTail]);
+}
+
 describe('the hot messages codec', () => {
   it('writes exactly the bytes toBinary writes, and reads what the schema decoder reads', () => {
     fc.assert(
@@ -148,7 +175,7 @@ describe('the hot messages codec', () => {
         const hot = encodeHotEnvelope(envelope);
         const schema = encodeEnvelopeControl(envelope);
         assert.ok(hot !== undefined, 'hot !== undefined');
-        assert.deepStrictEqual(hot.control, schema.control);
+        assert.deepStrictEqual(wholeControl(hot), schema.control);
         assert.deepStrictEqual(hot.payloads, schema.payloads);
         const payloads = concatBytes(schema.payloads);
         assert.deepStrictEqual(
@@ -157,6 +184,30 @@ describe('the hot messages codec', () => {
         );
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('writes a file group sent to many reducers as the schema codec would for each of them', () => {
+    const envelopes = fc.array(
+      fc.record({ to: text, requestId: fc.maxSafeNat(), inReplyTo: fc.maxSafeNat() }),
+      { minLength: 2, maxLength: 4 },
+    );
+    fc.assert(
+      fc.property(fileGroupAnswer(), envelopes, (message, heads) => {
+        for (const head of heads) {
+          const envelope: WireEnvelope = { from: 'lm', ...head, message };
+          const hot = encodeHotEnvelope(envelope);
+          assert.ok(
+            hot?.controlTail !== undefined,
+            'a file group is written by hand, its encoded value shared',
+          );
+          const control = wholeControl(hot);
+          assert.deepStrictEqual(control, encodeEnvelopeControl(envelope).control);
+          const none = new Uint8Array(0);
+          assert.deepStrictEqual(decodeHotEnvelope(control, none), decodeEnvelopeControl(control, none));
+        }
+      }),
+      { numRuns: 200 },
     );
   });
 

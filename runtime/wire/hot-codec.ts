@@ -3,6 +3,7 @@ import { PARTITION_MODE_CODE } from '../../core/domain/partition.ts';
 import { STATUS_CODES, type StatusCode } from '../../core/domain/status.ts';
 import type {
   CommitFilesResponse,
+  MessageOf,
   MergedBatch,
   PushData,
   PushDataResponse,
@@ -37,12 +38,13 @@ import {
   reserveSlotsWriter,
 } from './slot-codec.ts';
 import { readRequestSlotsResponse, requestSlotsResponseWriter } from './request-slots-codec.ts';
-import type { WireEnvelope } from './types.ts';
+import { fileGroupAnswerWriter, readFileGroupAnswer } from './file-group-codec.ts';
+import type { EncodedControl, WireEnvelope } from './types.ts';
 
 /**
  * The control part of the data plane's four hot messages (PushData, PushMergedData and their answers), and of the
  * largest control messages (ReserveSlots, CommitFilesResponse and RegisterShuffleResponse, ./slot-codec.ts;
- * RequestSlotsResponse, ./request-slots-codec.ts), written by
+ * RequestSlotsResponse, ./request-slots-codec.ts; a reducer's file group, ./file-group-codec.ts), written by
  * hand and read with @bufbuild/protobuf's binary reader instead of through the schema's reflection: a map task sends
  * about one such message per batch and the worker answers each, so their envelopes were a visible share of both
  * sides' time (docs/performance.md). The bytes are exactly those `toBinary` writes for the same envelope (a
@@ -60,6 +62,7 @@ const REQUEST_SLOTS_RESPONSE = 22;
 const RESERVE_SLOTS = 25;
 const COMMIT_FILES_RESPONSE = 27;
 const REGISTER_SHUFFLE_RESPONSE = 30;
+const GET_REDUCER_FILE_GROUP_RESPONSE = 35;
 const PUSH_DATA = 36;
 const PUSH_DATA_RESPONSE = 37;
 const PUSH_MERGED_DATA = 38;
@@ -76,7 +79,8 @@ type HotMessage =
   | ReserveSlots
   | CommitFilesResponse
   | RegisterShuffleResponse
-  | RequestSlotsResponse;
+  | RequestSlotsResponse
+  | MessageOf<'GetReducerFileGroupResponse'>;
 
 const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
   PushData: PUSH_DATA,
@@ -87,6 +91,7 @@ const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
   CommitFilesResponse: COMMIT_FILES_RESPONSE,
   RegisterShuffleResponse: REGISTER_SHUFFLE_RESPONSE,
   RequestSlotsResponse: REQUEST_SLOTS_RESPONSE,
+  GetReducerFileGroupResponse: GET_REDUCER_FILE_GROUP_RESPONSE,
 };
 
 function isHot(message: WireEnvelope['message']): message is HotMessage {
@@ -96,9 +101,7 @@ function isHot(message: WireEnvelope['message']): message is HotMessage {
 // ------------------------------------------------------------------------------------------------ encode
 
 /** The control part and payloads of a hot message's envelope, or undefined for any other message. */
-export function encodeHotEnvelope(
-  envelope: WireEnvelope,
-): { control: Uint8Array; payloads: readonly Uint8Array[] } | undefined {
+export function encodeHotEnvelope(envelope: WireEnvelope): EncodedControl | undefined {
   const message = envelope.message;
   if (!isHot(message)) return undefined;
   try {
@@ -114,10 +117,7 @@ export function encodeHotEnvelope(
  * Written by hand into one buffer of the exact size: sizes first (a nested message's length comes before it), then
  * the bytes. Field order and implicit presence are `toBinary`'s: a field at its proto3 default is not written.
  */
-function encodeEnvelope(
-  envelope: WireEnvelope,
-  message: HotMessage,
-): { control: Uint8Array; payloads: readonly Uint8Array[] } {
+function encodeEnvelope(envelope: WireEnvelope, message: HotMessage): EncodedControl {
   const from = utf8(envelope.from);
   const to = utf8(envelope.to);
   const { requestId, inReplyTo } = envelope;
@@ -133,7 +133,8 @@ function encodeEnvelope(
     2 + // the message's tag: fields 16-39 take two bytes
     varintSize(body.size) +
     body.size;
-  const out = new Output(size);
+  const tail = body.tail;
+  const out = new Output(size - (tail?.byteLength ?? 0));
   out.bytesField(ENVELOPE_FROM, from);
   out.bytesField(ENVELOPE_TO, to);
   if (requestId !== undefined) out.varintField(ENVELOPE_REQUEST_ID, requestId);
@@ -141,12 +142,16 @@ function encodeEnvelope(
   out.tag(field, WireType.LengthDelimited);
   out.varint(body.size);
   body.write(out);
-  if (out.pos !== size) throw new Error(`hot codec: wrote ${out.pos} of ${size} bytes`); // a bug here, not input
+  if (out.pos + (tail?.byteLength ?? 0) !== size) {
+    throw new Error(`hot codec: wrote ${out.pos} of ${size} bytes`); // a bug here, not input
+  }
   const payloads: Uint8Array[] = [];
   if (message.type === 'PushData') payloads.push(message.payload);
   else if (message.type === 'PushMergedData')
     for (const batch of message.batches) payloads.push(batch.payload);
-  return { control: out.bytes, payloads };
+  return tail === undefined
+    ? { control: out.bytes, payloads }
+    : { control: out.bytes, controlTail: tail, payloads };
 }
 
 function messageWriter(message: HotMessage): BodyWriter {
@@ -159,6 +164,8 @@ function messageWriter(message: HotMessage): BodyWriter {
       return registerShuffleResponseWriter(message);
     case 'RequestSlotsResponse':
       return requestSlotsResponseWriter(message);
+    case 'GetReducerFileGroupResponse':
+      return fileGroupAnswerWriter(message);
     case 'PushData': {
       const shuffleKey = utf8(message.shuffleKey);
       const mode = wireNumber(PARTITION_MODE_CODE, message.mode);
@@ -280,7 +287,8 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
         number === RESERVE_SLOTS ||
         number === COMMIT_FILES_RESPONSE ||
         number === REGISTER_SHUFFLE_RESPONSE ||
-        number === REQUEST_SLOTS_RESPONSE)
+        number === REQUEST_SLOTS_RESPONSE ||
+        number === GET_REDUCER_FILE_GROUP_RESPONSE)
     ) {
       if (body !== undefined) throw NOT_HOT; // a message field twice: protobuf merges them; the schema's decoder does
       field = number;
@@ -289,7 +297,7 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
   }
   if (body === undefined) throw NOT_HOT;
   const payloads = new PayloadRegion(payloadBytes);
-  const message = decodeMessage(field, new BinaryReader(body), payloads);
+  const message = decodeMessage(field, body, payloads);
   payloads.finish();
   if (requestId === undefined) {
     return inReplyTo === undefined ? { from, to, message } : { from, to, inReplyTo, message };
@@ -299,7 +307,8 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
     : { from, to, requestId, inReplyTo, message };
 }
 
-function decodeMessage(field: number, reader: BinaryReader, payloads: PayloadRegion): HotMessage {
+function decodeMessage(field: number, body: Uint8Array, payloads: PayloadRegion): HotMessage {
+  const reader = new BinaryReader(body);
   switch (field) {
     case RESERVE_SLOTS:
       return readReserveSlots(reader);
@@ -309,6 +318,8 @@ function decodeMessage(field: number, reader: BinaryReader, payloads: PayloadReg
       return readRegisterShuffleResponse(reader);
     case REQUEST_SLOTS_RESPONSE:
       return readRequestSlotsResponse(reader);
+    case GET_REDUCER_FILE_GROUP_RESPONSE:
+      return readFileGroupAnswer(reader, body);
     case PUSH_DATA:
       return readPushData(reader, payloads);
     case PUSH_DATA_RESPONSE: {

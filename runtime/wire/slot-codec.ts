@@ -347,7 +347,7 @@ export function readRegisterShuffleResponse(reader: BinaryReader): RegisterShuff
   return { type: 'RegisterShuffleResponse', status: named(STATUS_NAMES, status), locations, message };
 }
 
-function readCommitted(reader: BinaryReader, end: number): CommittedFile {
+export function readCommitted(reader: BinaryReader, end: number): CommittedFile {
   let uniqueId = '';
   let mode = 0;
   let storage: StorageInfo | undefined;

@@ -10,6 +10,16 @@ export type { Hello, HelloReply, PeerRole } from '../../core/handshake/types.ts'
  */
 export type WireEnvelope = Omit<Envelope, 'fromRelease' | 'principal' | 'peerFollowsLeader'>;
 
+/**
+ * An envelope's control part and payloads, as the codecs write them. `controlTail`, when present, is the control
+ * part's end, shared with other frames (./file-group-codec.ts): the frame sends it after `control`, not copied in.
+ */
+export interface EncodedControl {
+  readonly control: Uint8Array;
+  readonly controlTail?: Uint8Array;
+  readonly payloads: readonly Uint8Array[];
+}
+
 export type DecodedFrame =
   | { readonly kind: 'hello'; readonly hello: Hello }
   | { readonly kind: 'helloReply'; readonly reply: HelloReply }
