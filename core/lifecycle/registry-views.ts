@@ -54,12 +54,27 @@ export function availableWorkers(registry: WorkerRegistry): RegisteredWorker[] {
  * excluded.
  */
 export function unavailableWorkerKeys(registry: WorkerRegistry): Set<WorkerKey> {
-  return new Set([
-    ...[...registry.workers.keys()].filter((key) => !isAvailable(registry, key)),
-    ...registry.lost.keys(),
-    ...registry.stopped.keys(),
-    ...registry.manuallyExcluded.keys(),
-  ]);
+  return workerAvailability(registry).unavailable;
+}
+
+/**
+ * `availableWorkers` and `unavailableWorkerKeys` in one pass over the workers: an offer asks both, over every
+ * worker of the cluster.
+ */
+export function workerAvailability(registry: WorkerRegistry): {
+  readonly available: RegisteredWorker[];
+  readonly unavailable: Set<WorkerKey>;
+} {
+  const available: RegisteredWorker[] = [];
+  const unavailable = new Set<WorkerKey>();
+  for (const [key, worker] of registry.workers) {
+    if (isAvailable(registry, key)) available.push(worker);
+    else unavailable.add(key);
+  }
+  for (const key of registry.lost.keys()) unavailable.add(key);
+  for (const key of registry.stopped.keys()) unavailable.add(key);
+  for (const key of registry.manuallyExcluded.keys()) unavailable.add(key);
+  return { available, unavailable };
 }
 
 export function registeredWorkers(registry: WorkerRegistry): RegisteredWorker[] {
