@@ -152,6 +152,13 @@ export function workerEvents(
   }));
 }
 
+/** How many workers are available, without listing them: the gauges ask after every step that changed the state. */
+function availableCount(registry: WorkerRegistry): number {
+  let count = 0;
+  for (const key of registry.workers.keys()) if (isAvailable(registry, key)) count += 1;
+  return count;
+}
+
 /** The master's worker gauges, under their contract metric names. */
 export interface WorkerCounts {
   readonly WorkerCount: number;
@@ -168,7 +175,7 @@ export function workerCounts(registry: WorkerRegistry): WorkerCounts {
     WorkerCount: registry.workers.size,
     LostWorkerCount: registry.lost.size,
     ExcludedWorkerCount: excludedWorkers(registry).length,
-    AvailableWorkerCount: availableWorkers(registry).length,
+    AvailableWorkerCount: availableCount(registry),
     ShutdownWorkerCount: registry.shutdown.size + registry.stopped.size,
     DecommissionWorkerCount: registry.decommissioning.size,
   };

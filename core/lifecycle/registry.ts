@@ -633,9 +633,9 @@ export function bookOfferedSlots(
       for (const mountPoint of perDisk.keys()) unmatched.push({ worker: key, mountPoint });
       continue;
     }
-    const known = new Set(worker.disks.map((disk) => disk.mountPoint));
     for (const mountPoint of perDisk.keys()) {
-      if (!known.has(mountPoint)) unmatched.push({ worker: key, mountPoint });
+      if (!worker.disks.some((disk) => disk.mountPoint === mountPoint))
+        unmatched.push({ worker: key, mountPoint });
     }
     const disks = worker.disks.map((disk): DiskInfo => {
       const slots = perDisk.get(disk.mountPoint) ?? 0;
