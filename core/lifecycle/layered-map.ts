@@ -32,12 +32,14 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
   }
 
   has(key: K): boolean {
+    if (this.flattened !== undefined) return this.flattened.has(key);
     if (this.appended.size > 0 && this.appended.has(key)) return true;
     if (this.removed.size > 0 && this.removed.has(key)) return false;
     return this.base.has(key);
   }
 
   get(key: K): V | undefined {
+    if (this.flattened !== undefined) return this.flattened.get(key);
     if (this.appended.size > 0 && this.appended.has(key)) return this.appended.get(key);
     if (this.removed.size > 0 && this.removed.has(key)) return undefined;
     if (this.replaced.size > 0 && this.replaced.has(key)) return this.replaced.get(key);

@@ -36,12 +36,17 @@ export function isAvailable(registry: WorkerRegistry, key: WorkerKey): boolean {
   return (
     worker !== undefined &&
     worker.state === 'Normal' &&
-    !registry.events.has(key) &&
-    !registry.autoExcluded.has(key) &&
-    !registry.manuallyExcluded.has(key) &&
-    !registry.shutdown.has(key) &&
-    !registry.decommissioning.has(key)
+    !hasKey(registry.events, key) &&
+    !hasKey(registry.autoExcluded, key) &&
+    !hasKey(registry.manuallyExcluded, key) &&
+    !hasKey(registry.shutdown, key) &&
+    !hasKey(registry.decommissioning, key)
   );
+}
+
+/** `map.has(key)`, answered without hashing when the map is empty: these sets usually are. */
+function hasKey(map: ReadonlyMap<WorkerKey, unknown>, key: WorkerKey): boolean {
+  return map.size > 0 && map.has(key);
 }
 
 /** The workers the master may offer slots on, in registration order. */

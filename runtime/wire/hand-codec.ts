@@ -165,15 +165,6 @@ export class Output {
     this.element(field, value);
   }
 
-  /** Bytes already encoded (a field or fields, tags included). */
-  raw(bytes: Uint8Array): void {
-    const target = this.bytes;
-    let pos = this.pos;
-    // A loop rather than `set`: these are tens of bytes, below what `set`'s call costs.
-    for (let i = 0; i < bytes.length; i += 1) target[pos++] = bytes[i]!;
-    this.pos = pos;
-  }
-
   /** A repeated string's element: written even when empty. */
   element(field: number, value: Uint8Array | string): void {
     const length = typeof value === 'string' ? value.length : value.byteLength;

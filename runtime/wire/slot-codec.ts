@@ -23,7 +23,7 @@ import {
   varintSize,
   wireNumber,
   type BodyWriter,
-  Output,
+  type Output,
 } from './hand-codec.ts';
 
 /**
@@ -64,41 +64,22 @@ export class Sizes {
   }
 }
 
-/**
- * A worker's encoded fields, kept while its WorkerId lives: an answer to RegisterShuffle carries a worker in every
- * one of its 4,000 locations (2,000 and their peers), from the few objects the master's registry holds, which keep
- * their identity from one offer to the next (docs/performance.md, "A busy master"). A WorkerId is never changed.
- */
-const encodedWorkers = new WeakMap<WorkerId, Uint8Array>();
-
-function encodedWorker(worker: WorkerId): Uint8Array {
-  let bytes = encodedWorkers.get(worker);
-  if (bytes === undefined) {
-    const out = new Output(
-      bytesFieldSize(utf8(worker.host)) +
-        uint32FieldSize(worker.rpcPort) +
-        uint32FieldSize(worker.pushPort) +
-        uint32FieldSize(worker.fetchPort) +
-        uint32FieldSize(worker.replicatePort),
-    );
-    out.bytesField(1, utf8(worker.host));
-    out.uint32Field(2, worker.rpcPort);
-    out.uint32Field(3, worker.pushPort);
-    out.uint32Field(4, worker.fetchPort);
-    out.uint32Field(5, worker.replicatePort);
-    // Its own copy: Output's bytes are a cut of a shared slab that is dropped, not kept.
-    bytes = out.bytes.slice();
-    encodedWorkers.set(worker, bytes);
-  }
-  return bytes;
-}
-
 export function workerSize(worker: WorkerId): number {
-  return encodedWorker(worker).byteLength;
+  return (
+    bytesFieldSize(utf8(worker.host)) +
+    uint32FieldSize(worker.rpcPort) +
+    uint32FieldSize(worker.pushPort) +
+    uint32FieldSize(worker.fetchPort) +
+    uint32FieldSize(worker.replicatePort)
+  );
 }
 
 export function writeWorker(out: Output, worker: WorkerId): void {
-  out.raw(encodedWorker(worker));
+  out.bytesField(1, utf8(worker.host));
+  out.uint32Field(2, worker.rpcPort);
+  out.uint32Field(3, worker.pushPort);
+  out.uint32Field(4, worker.fetchPort);
+  out.uint32Field(5, worker.replicatePort);
 }
 
 function storageSize(storage: StorageInfo): number {
