@@ -214,6 +214,13 @@ export function registeredShuffleKeys(registry: ApplicationRegistry): ShuffleKey
   return [...registry.apps].flatMap(([appId, record]) => record.shuffles.map((id) => shuffleKey(appId, id)));
 }
 
+/** How many shuffles are registered: `registeredShuffleKeys(registry).length`, without building the keys. */
+export function registeredShuffleCount(registry: ApplicationRegistry): number {
+  let count = 0;
+  for (const record of registry.apps.values()) count += record.shuffles.length;
+  return count;
+}
+
 /**
  * A membership test over the registered shuffle keys, built once (for a worker heartbeat's expired-keys
  * check, which asks about every key the worker holds).

@@ -36,12 +36,17 @@ export function isAvailable(registry: WorkerRegistry, key: WorkerKey): boolean {
   return (
     worker !== undefined &&
     worker.state === 'Normal' &&
-    !registry.events.has(key) &&
-    !registry.autoExcluded.has(key) &&
-    !registry.manuallyExcluded.has(key) &&
-    !registry.shutdown.has(key) &&
-    !registry.decommissioning.has(key)
+    !hasKey(registry.events, key) &&
+    !hasKey(registry.autoExcluded, key) &&
+    !hasKey(registry.manuallyExcluded, key) &&
+    !hasKey(registry.shutdown, key) &&
+    !hasKey(registry.decommissioning, key)
   );
+}
+
+/** `map.has(key)`, answered without hashing when the map is empty: these sets usually are. */
+function hasKey(map: ReadonlyMap<WorkerKey, unknown>, key: WorkerKey): boolean {
+  return map.size > 0 && map.has(key);
 }
 
 /** The workers the master may offer slots on, in registration order. */
@@ -54,12 +59,27 @@ export function availableWorkers(registry: WorkerRegistry): RegisteredWorker[] {
  * excluded.
  */
 export function unavailableWorkerKeys(registry: WorkerRegistry): Set<WorkerKey> {
-  return new Set([
-    ...[...registry.workers.keys()].filter((key) => !isAvailable(registry, key)),
-    ...registry.lost.keys(),
-    ...registry.stopped.keys(),
-    ...registry.manuallyExcluded.keys(),
-  ]);
+  return workerAvailability(registry).unavailable;
+}
+
+/**
+ * `availableWorkers` and `unavailableWorkerKeys` in one pass over the workers: an offer asks both, over every
+ * worker of the cluster.
+ */
+export function workerAvailability(registry: WorkerRegistry): {
+  readonly available: RegisteredWorker[];
+  readonly unavailable: Set<WorkerKey>;
+} {
+  const available: RegisteredWorker[] = [];
+  const unavailable = new Set<WorkerKey>();
+  for (const [key, worker] of registry.workers) {
+    if (isAvailable(registry, key)) available.push(worker);
+    else unavailable.add(key);
+  }
+  for (const key of registry.lost.keys()) unavailable.add(key);
+  for (const key of registry.stopped.keys()) unavailable.add(key);
+  for (const key of registry.manuallyExcluded.keys()) unavailable.add(key);
+  return { available, unavailable };
 }
 
 export function registeredWorkers(registry: WorkerRegistry): RegisteredWorker[] {
@@ -137,6 +157,13 @@ export function workerEvents(
   }));
 }
 
+/** How many workers are available, without listing them: the gauges ask after every step that changed the state. */
+function availableCount(registry: WorkerRegistry): number {
+  let count = 0;
+  for (const key of registry.workers.keys()) if (isAvailable(registry, key)) count += 1;
+  return count;
+}
+
 /** The master's worker gauges, under their contract metric names. */
 export interface WorkerCounts {
   readonly WorkerCount: number;
@@ -153,7 +180,7 @@ export function workerCounts(registry: WorkerRegistry): WorkerCounts {
     WorkerCount: registry.workers.size,
     LostWorkerCount: registry.lost.size,
     ExcludedWorkerCount: excludedWorkers(registry).length,
-    AvailableWorkerCount: availableWorkers(registry).length,
+    AvailableWorkerCount: availableCount(registry),
     ShutdownWorkerCount: registry.shutdown.size + registry.stopped.size,
     DecommissionWorkerCount: registry.decommissioning.size,
   };

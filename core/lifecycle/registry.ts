@@ -12,6 +12,7 @@ import type { DiskAllocations } from '../slots/types.ts';
 import { autoExclusionReason } from './auto-exclusion.ts';
 import type { AutoExclusionPolicy } from './auto-exclusion.ts';
 import { hostRefusal } from './host-policy.ts';
+import { LayeredMap } from './layered-map.ts';
 import type { HostPolicy } from './host-policy.ts';
 import { eventFinalState, transition } from './worker-states.ts';
 import type { ExitKind } from './worker-states.ts';
@@ -632,9 +633,9 @@ export function bookOfferedSlots(
       for (const mountPoint of perDisk.keys()) unmatched.push({ worker: key, mountPoint });
       continue;
     }
-    const known = new Set(worker.disks.map((disk) => disk.mountPoint));
     for (const mountPoint of perDisk.keys()) {
-      if (!known.has(mountPoint)) unmatched.push({ worker: key, mountPoint });
+      if (!worker.disks.some((disk) => disk.mountPoint === mountPoint))
+        unmatched.push({ worker: key, mountPoint });
     }
     const disks = worker.disks.map((disk): DiskInfo => {
       const slots = perDisk.get(disk.mountPoint) ?? 0;
@@ -688,8 +689,10 @@ function knownId(registry: WorkerRegistry, key: WorkerKey): WorkerId | null {
   );
 }
 
+// Layered rather than copied: a registry is a new value at every heartbeat, and a copy of the map of every worker
+// each time cost the heartbeats of one interval O(workers²) (./layered-map.ts).
 function withEntry<V>(map: ReadonlyMap<WorkerKey, V>, key: WorkerKey, value: V): ReadonlyMap<WorkerKey, V> {
-  return new Map(map).set(key, value);
+  return LayeredMap.of(map).with(key, value);
 }
 
 function withoutKeys<V>(
@@ -697,9 +700,7 @@ function withoutKeys<V>(
   keys: readonly WorkerKey[],
 ): ReadonlyMap<WorkerKey, V> {
   if (!keys.some((key) => map.has(key))) return map;
-  const next = new Map(map);
-  for (const key of keys) next.delete(key);
-  return next;
+  return keys.reduce((next, key) => next.without(key), LayeredMap.of(map));
 }
 
 function unique(keys: readonly WorkerKey[]): WorkerKey[] {

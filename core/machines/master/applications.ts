@@ -12,8 +12,8 @@ import {
   type ApplicationRecord,
   shutdownWorkers,
   takePartitionSizeSample,
-  unavailableWorkerKeys,
   unregisterApplication,
+  workerAvailability,
   unregisterShuffle,
   type WorkerRegistry,
 } from '../../lifecycle/index.ts';
@@ -205,6 +205,7 @@ export function handleRequestSlots(
     reply(out, replyToOf(envelope), slotsResponse('QUOTA_EXCEEDED', [], [], refusal.message));
     return s;
   }
+  const { available, unavailable } = workerAvailability(durable.workers);
   const options: OfferOptions = {
     policy: config.slots.policy,
     budgetMode: config.slots.budgetMode,
@@ -212,7 +213,7 @@ export function handleRequestSlots(
     maxWorkers: config.slots.maxWorkers,
     extraSlots: config.slots.extraSlots,
     ...(config.slots.minWorkers === undefined ? {} : { minWorkers: config.slots.minWorkers }),
-    unavailable: unavailableWorkerKeys(durable.workers),
+    unavailable,
     ...(config.plantedBug === undefined ? {} : { plantedBug: config.plantedBug }),
   };
   let offer: SlotOffer;
@@ -226,7 +227,7 @@ export function handleRequestSlots(
         maxWorkers: message.maxWorkers,
         excludedWorkers: new Set(message.excludedWorkers),
       },
-      availableWorkers(durable.workers),
+      available,
       options,
       out.rng,
     );
@@ -267,7 +268,7 @@ export function handleRequestSlots(
       status: offer.status,
       unplaced: offer.unplaced.length,
       firstReason: offer.unplaced[0]?.reason,
-      available: availableWorkers(durable.workers).length,
+      available: available.length,
     });
     count(out, 'RequestSlotsFailed', 1, { statusCode: offer.status });
   }

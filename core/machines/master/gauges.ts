@@ -1,4 +1,4 @@
-import { registeredShuffleKeys, workerCounts } from '../../lifecycle/index.ts';
+import { registeredShuffleCount, workerCounts } from '../../lifecycle/index.ts';
 import { gauge, setEntry } from '../outbox.ts';
 import type { MasterOutbox } from './outbox.ts';
 import type { MasterState } from './state.ts';
@@ -13,7 +13,7 @@ export function emitGauges(s: MasterState, out: MasterOutbox): MasterState {
   const { workers, applications, estimatedPartitionSize } = s.durable;
   const values: Record<string, number> = {
     ...workerCounts(workers),
-    RegisteredShuffleCount: registeredShuffleKeys(applications).length,
+    RegisteredShuffleCount: registeredShuffleCount(applications),
     RunningApplicationCount: applications.apps.size,
     PartitionSize: estimatedPartitionSize,
   };
