@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LocalCluster } from '../runtime/cluster/local-cluster.ts';
-import { configCheck } from './checks/config.ts';
+import { removedRows } from './checks/config.ts';
 import { endpointsCheck } from './checks/endpoints.ts';
 import { legacyCheck } from './checks/legacy.ts';
 import { metricsCheck } from './checks/metrics.ts';
@@ -154,14 +154,15 @@ for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => child.kill(
 child.on('exit', (code) => process.exit(code ?? 1));
 `,
       );
-      const honest = await configCheck({ ...target, serverCommand: [process.execPath, SVC] });
+      // Only the removed keys' rows: the whole check starts a server per deprecated key too, minutes on a loaded host.
+      const honest = await removedRows(target, [process.execPath, SVC], path.join(dir, 'honest'));
       assert.deepEqual(failing(honest), []);
       assert.equal(
         rowOf(honest, '9.2/removed-svc.worker.userResourceConsumption.update.interval').verdict,
         'pass',
       );
 
-      const rows = await configCheck({ ...target, serverCommand: [process.execPath, launcher] });
+      const rows = await removedRows(target, [process.execPath, launcher], path.join(dir, 'lenient'));
       assert.deepEqual(failing(rows), ['9.2/removed-svc.worker.userResourceConsumption.update.interval']);
       assert.match(
         rowOf(rows, '9.2/removed-svc.worker.userResourceConsumption.update.interval').evidence,

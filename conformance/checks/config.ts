@@ -221,7 +221,12 @@ async function behaviourRow(
   });
 }
 
-async function removedRows(target: Target, command: readonly string[], dir: string): Promise<RuleRow[]> {
+/** The rows of the removed server keys alone: each refused at start (exported for the suite's own tests). */
+export async function removedRows(
+  target: Target,
+  command: readonly string[],
+  dir: string,
+): Promise<RuleRow[]> {
   const rows: RuleRow[] = [];
   const release = target.release;
   for (const key of REMOVED_SERVER_KEYS) {

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { masterClient, type MasterSchemas } from '../../clients/openapi/index.ts';
 import { LocalCluster } from '../cluster/local-cluster.ts';
+import { pollFor } from '../testing/poll.ts';
 import { pollUntil } from '../http/testing/http-client.ts';
 import { clientSide, recordsOf, type ClientSide, type SmallJob } from '../testing/small-job.ts';
 import { svcAdmin } from '../testing/svc-admin.ts';
@@ -68,9 +69,18 @@ describe('svc admin against a local cluster', () => {
     const writer = client.executor.shuffle(0, { maps: JOB.maps, partitions: JOB.partitions }).writer(0);
     recordsOf(JOB, 0, 0).forEach((records, p) => records.forEach((r) => writer.write(p, r)));
     await writer.close();
-    const { data } = await masterClient(master).GET('/api/v1/workers');
-    const used = data!.workers.find((w) => (w.slotUsed ?? 0) > 0);
-    assert.ok(used !== undefined, `a worker holds the partition: ${JSON.stringify(data)}`);
+    // The master's count of a worker's slots follows its heartbeats: one composed before the worker reserved the
+    // slot may land after the master booked it, and the next one corrects it.
+    let seen = '';
+    const used = await pollFor(
+      async () => {
+        const { data } = await masterClient(master).GET('/api/v1/workers');
+        seen = JSON.stringify(data);
+        return data!.workers.find((w) => (w.slotUsed ?? 0) > 0);
+      },
+      () => `a worker holds the partition: ${seen}`,
+      { intervalMs: 100 },
+    );
     holder = cluster.workerIds.indexOf(key(used));
     assert.ok(holder >= 0, 'holder >= 0');
     other = 1 - holder;
