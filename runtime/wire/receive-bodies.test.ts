@@ -6,7 +6,9 @@ import { portableCrc32 } from '../../core/protocol/crc32.ts';
 import { BatchChecksumScanner, recallChecksum } from './batch-checksums.ts';
 import { FRAME_KIND } from './frames.ts';
 import { POOLED_BODY_MIN_BYTES, ReceiveBodies, SCRIBBLE_BYTE } from './receive-bodies.ts';
-import { EAGER_BODY_BYTES } from './frame-reader.ts';
+import { EAGER_BODY_BYTES, FrameReader } from './frame-reader.ts';
+import { InPlaceFrameReader } from './in-place-reader.ts';
+import { concatBytes, readAll } from './testing.ts';
 
 const MiB = 1024 * 1024;
 
@@ -157,5 +159,46 @@ describe('ReceiveBodies', () => {
     assert.equal(pool.keptBytes, MiB);
     pool.dropIdle(); // none since: dropped
     assert.equal(pool.keptBytes, 0);
+  });
+});
+
+describe('readers taking bodies from the pool', () => {
+  /** A frame (length prefix included) of `length` body bytes, each byte its position modulo 251. */
+  function frameOf(length: number): Uint8Array {
+    const frame = new Uint8Array(4 + length);
+    new DataView(frame.buffer).setUint32(0, length);
+    for (let i = 0; i < length; i += 1) frame[4 + i] = i % 251;
+    return frame;
+  }
+
+  it('an in-place reader reads a frame larger than its slab into a lent body, intact', () => {
+    const pool = new ReceiveBodies();
+    const reader = new InPlaceFrameReader(64 * MiB);
+    reader.takeBodiesFrom(pool);
+    const frames = [frameOf(1000), frameOf(2 * MiB), frameOf(3000)];
+    const bodies = readAll(reader, concatBytes(frames), [65536, 4096, 1 << 20]);
+    assert.deepEqual(
+      bodies.map((body) => body.byteLength),
+      [1000, 2 * MiB, 3000],
+      'every frame is handed out',
+    );
+    assert.equal(pool.isLent(bodies[1]!), true, 'the large frame is a body of the pool');
+    assert.equal(pool.isLent(bodies[0]!) || pool.isLent(bodies[2]!), false, 'small frames are slab views');
+    assert.deepEqual(bodies[1], frames[1]!.subarray(4), 'the large body holds its frame');
+  });
+
+  it('a frame reader gathers a frame split across chunks into a lent body, intact', () => {
+    const pool = new ReceiveBodies();
+    const reader = new FrameReader(64 * MiB);
+    reader.takeBodiesFrom(pool);
+    const frame = frameOf(300 * 1024);
+    const bodies = [
+      ...reader.push(frame.subarray(0, 65536)),
+      ...reader.push(frame.subarray(65536, 200_000)),
+      ...reader.push(frame.subarray(200_000)),
+    ];
+    assert.equal(bodies.length, 1, 'one frame');
+    assert.equal(pool.isLent(bodies[0]!), true, 'the gathered body is a body of the pool');
+    assert.deepEqual(bodies[0], frame.subarray(4), 'the body holds its frame');
   });
 });
