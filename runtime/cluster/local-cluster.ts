@@ -52,6 +52,12 @@ export interface LocalClusterOptions {
    */
   readonly durableWriteDelayMs?: number;
   /**
+   * Test only: every worker overwrites each receive body given back to its pool and logs its first reuse
+   * (`worker.receiveBodies.reused`), so that a body returned while a write or forward still reads it corrupts the
+   * data visibly (runtime/receive-bodies.test.ts).
+   */
+  readonly scribbleReturnedBodies?: boolean;
+  /**
    * Test only: a fault proxy (runtime/cluster/fault-proxy.ts) in front of each data port of each worker (`proxies`):
    * the worker listens on 127.0.0.2 and its id names 127.0.0.1, where the proxy listens on the same port, so that
    * masters, applications and other workers all reach it through the proxy.
@@ -335,8 +341,12 @@ export class LocalCluster {
     plantedBug?: string;
     bindHost?: string;
     durableWriteDelayMs?: number;
+    scribbleReturnedBodies?: boolean;
   } {
     return {
+      ...(role === 'worker' && this.options.scribbleReturnedBodies === true
+        ? { scribbleReturnedBodies: true }
+        : {}),
       ...(this.options.plantedBug === undefined ? {} : { plantedBug: this.options.plantedBug }),
       ...(this.options.durableWriteDelayMs === undefined
         ? {}

@@ -61,6 +61,7 @@ export interface ServerProcessOptions {
     readonly plantedBug?: string;
     readonly bindHost?: string;
     readonly durableWriteDelayMs?: number;
+    readonly scribbleReturnedBodies?: boolean;
   };
 }
 
@@ -88,7 +89,8 @@ export class ServerProcess {
     const entry =
       testing.plantedBug === undefined &&
       testing.bindHost === undefined &&
-      testing.durableWriteDelayMs === undefined
+      testing.durableWriteDelayMs === undefined &&
+      testing.scribbleReturnedBodies !== true
         ? CLI
         : [
             process.execPath,
@@ -100,6 +102,7 @@ export class ServerProcess {
             ...(testing.durableWriteDelayMs === undefined
               ? []
               : ['--durable-write-delay', String(testing.durableWriteDelayMs)]),
+            ...(testing.scribbleReturnedBodies === true ? ['--scribble-returned-bodies', 'on'] : []),
           ];
     const argv = [...(options.command ?? entry), ...options.args];
     // `ip netns exec` execs the server after entering the namespace: the child's pid and signals are the server's.

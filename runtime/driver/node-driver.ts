@@ -15,6 +15,7 @@ import type { DurableStore } from '../storage/durable-store-interface.ts';
 import type { TierStorage } from '../storage/tier-storage.ts';
 import type { WireEnvelope } from '../wire/index.ts';
 import { useNativeChecksum } from './native-checksum.ts';
+import type { PushBodyHolds } from './push-body-holds.ts';
 
 /** What a node's effects act on. Only workers have storage; only masters and workers have a durable store. */
 export interface DriverServices {
@@ -30,6 +31,11 @@ export interface DriverServices {
   /** Every envelope the node receives and sends (the worker's push metrics). */
   readonly onReceive?: (envelope: Envelope) => void;
   readonly onSend?: (envelope: WireEnvelope) => void;
+  /**
+   * A worker's pooled receive bodies: what each push reaches is held through it, so that its body is lent again
+   * only once nothing reads it (./push-body-holds.ts). Absent: bodies are never reused.
+   */
+  readonly pushBodies?: PushBodyHolds;
   /** Bytes handed to the disks and not yet written (back-pressure, ./back-pressure.ts). */
   readonly onWriteBytes?: (delta: number) => void;
   readonly clock?: () => number;
@@ -142,7 +148,10 @@ export class NodeDriver<S> {
 
   input(input: Input): void {
     if (this.stopped) return;
-    if (input.kind === 'receive') this.services.onReceive?.(input.envelope);
+    if (input.kind === 'receive') {
+      this.services.onReceive?.(input.envelope);
+      this.services.pushBodies?.received(input.envelope);
+    }
     this.interpreter.input(input);
   }
 
@@ -251,6 +260,7 @@ export class NodeDriver<S> {
           ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
           ...(effect.inReplyTo === undefined ? {} : { inReplyTo: effect.inReplyTo }),
         };
+        this.services.pushBodies?.sending(envelope);
         this.services.send(envelope);
         this.services.onSend?.(envelope);
         return;
@@ -268,7 +278,6 @@ export class NodeDriver<S> {
         return;
       }
       case 'createFile':
-      case 'write':
       case 'flush':
       case 'read':
       case 'moveFile': {
@@ -277,10 +286,24 @@ export class NodeDriver<S> {
           .then((completion) => this.input(completion));
         return;
       }
+      case 'write': {
+        const written = this.services.pushBodies?.writing(effect);
+        void this.requireStorage(effect.kind)
+          .run(effect)
+          .then((completion) => {
+            written?.();
+            this.input(completion);
+          });
+        return;
+      }
       case 'ioBatch': {
+        const written = this.services.pushBodies?.writing(effect);
         void this.requireStorage(effect.kind)
           .runBatch(effect.ops)
-          .then((completions) => this.input({ kind: 'ioBatchDone', completions }));
+          .then((completions) => {
+            written?.();
+            this.input({ kind: 'ioBatchDone', completions });
+          });
         return;
       }
       case 'deleteFile':

@@ -25,6 +25,11 @@ export interface ServerTestHooks {
   readonly bindHost?: string;
   /** Every write of the durable store waits this long before it starts: a slow disk (runtime/durable-ack.test.ts). */
   readonly durableWriteDelayMs?: number;
+  /**
+   * A worker overwrites every receive body given back to its pool, and logs the first reuse: a body returned while
+   * a write or forward still reads it then corrupts data visibly (runtime/receive-bodies.test.ts).
+   */
+  readonly scribbleReturnedBodies?: boolean;
 }
 
 export interface RunningServer {

@@ -12,6 +12,7 @@ import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
 import { holdWhileBacklogFull } from '../driver/backlog.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
+import { PushBodyHolds } from '../driver/push-body-holds.ts';
 import { PauseReasons } from '../driver/pause-reasons.ts';
 import { workerApi } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
@@ -22,6 +23,7 @@ import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import { ReceiveMemory } from '../transport/receive-memory.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import { TransportConfigError } from '../transport/tls.ts';
+import { ReceiveBodies } from '../wire/index.ts';
 import { DynamicConfigRefresher } from './dynamic-config.ts';
 import { AUTHENTICATION_FAILED, internalSecret, WorkerAuthentication } from './server-auth.ts';
 import { metricsRoutes, ServerConfigError } from './server-config.ts';
@@ -94,6 +96,8 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       }),
     );
     const receiveMemory = new PartialFrameMemory(tiers);
+    const bodies = receiveBodies(tiers, logger, testing);
+    lifetime.keep(bodies.idleDrop);
     const network = nodeNetwork({
       role: 'worker',
       release,
@@ -105,8 +109,12 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       admit: serverAdmission(release, testing.plantedBug),
       ...(auth.transportAuth === undefined ? {} : { auth: auth.transportAuth }),
       authenticationFailed: () => metrics.metrics?.onMetric(AUTHENTICATION_FAILED),
-      written: (pieces) => tiers.readBuffers.giveBack(pieces),
+      written: (pieces) => {
+        tiers.readBuffers.giveBack(pieces);
+        bodies.holds.written(pieces);
+      },
       receiveMemory: receiveMemory.receiveMemory,
+      receiveBodies: bodies.pool,
       ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
     });
     lifetime.keep(network.transport);
@@ -154,6 +162,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
       onExit: (code, reason) => void lifetime.shutdown(code, reason),
       onWriteBytes: (delta) => backPressure.change(delta),
+      pushBodies: bodies.holds,
       onInputsFull: holdWhileBacklogFull(pauses, DATA_SERVICES, logger, nodeId),
       ...(metrics.metrics === undefined ? {} : { onMetric: metrics.metrics.onMetric }),
       ...(envelopes === undefined ? {} : { onReceive: envelopes.received, onSend: envelopes.sent }),
@@ -236,6 +245,39 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
 }
 
 const DATA_SERVICES = ['rpc', 'push', 'fetch', 'replicate'] as const;
+
+/** How often free receive bodies are let go when none was taken meanwhile (an idle worker keeps none). */
+const RECEIVE_BODIES_IDLE_MS = 30_000;
+
+/**
+ * The pool merged pushes are read into, lent again once the memory tier copied their batches and no write or
+ * forward still reads them (docs/performance.md, "Fresh memory"), and the holds that say when. Test hooks
+ * (ServerTestHooks.scribbleReturnedBodies) overwrite every body given back, so that a body returned too early
+ * corrupts data visibly, and log `worker.receiveBodies.reused` once, when a body is first lent again.
+ */
+function receiveBodies(
+  tiers: WorkerTiers,
+  logger: Logger,
+  testing: ServerTestHooks,
+): { readonly pool: ReceiveBodies; readonly holds: PushBodyHolds; readonly idleDrop: { close(): void } } {
+  const scribble = testing.scribbleReturnedBodies === true;
+  const pool = new ReceiveBodies({
+    scribble,
+    ...(scribble
+      ? {
+          onFirstReuse: () =>
+            logger.info({ event: 'worker.receiveBodies.reused' }, 'a receive body is lent again'),
+        }
+      : {}),
+  });
+  const timer = setInterval(() => pool.dropIdle(), RECEIVE_BODIES_IDLE_MS);
+  timer.unref();
+  return {
+    pool,
+    holds: new PushBodyHolds(pool, tiers.memoryPool !== undefined),
+    idleDrop: { close: () => clearInterval(timer) },
+  };
+}
 
 /**
  * Reads the local disks' filesystems every heartbeat interval and hands what they say to the machine, so that each

@@ -1,6 +1,6 @@
 // A test-only `svc master` / `svc worker`: the same commands, with what no deployment may set (ServerTestHooks):
 //   node --import tsx runtime/testing/test-server.ts [--planted-bug NAME] [--bind-host HOST]
-//     [--durable-write-delay MS] master|worker …
+//     [--durable-write-delay MS] [--scribble-returned-bodies on] master|worker …
 // Started by LocalCluster when a test or the chaos soak asks for a planted bug or fault proxies. This folder is
 // excluded from the package (package.json "files"), so the hooks never reach an installation.
 import { Command } from 'commander';
@@ -20,6 +20,8 @@ for (;;) {
     testing = { ...testing, bindHost: value };
   } else if (flag === '--durable-write-delay' && value !== undefined) {
     testing = { ...testing, durableWriteDelayMs: Number(value) };
+  } else if (flag === '--scribble-returned-bodies' && value === 'on') {
+    testing = { ...testing, scribbleReturnedBodies: true };
   } else break;
   args.splice(0, 2);
 }

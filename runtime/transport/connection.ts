@@ -11,6 +11,7 @@ import {
   InPlaceFrameReader,
   WireError,
   type DecodedFrame,
+  type ReceiveBodies,
 } from '../wire/index.ts';
 import type { ReceiveMemory } from './receive-memory.ts';
 import { looksLikeTls, socketErrorReason } from './tls.ts';
@@ -28,6 +29,11 @@ export interface ConnectionLimits {
   readonly maxQueuedBytes?: number;
   /** Where the bytes of partly received frames are counted (and bounded) for the whole process. */
   readonly receiveMemory?: ReceiveMemory;
+  /**
+   * Where large frame bodies are read into (a worker's pool, runtime/wire/receive-bodies.ts): each is lent with
+   * the connection's hold, which it releases once the frame was delivered; absent, fresh memory each.
+   */
+  readonly receiveBodies?: ReceiveBodies;
 }
 
 /** Why reading from a connection stops: the worker's back-pressure, or replies the peer does not read. */
@@ -87,6 +93,7 @@ export class Connection {
     inPlace?: InPlaceReading,
   ) {
     this.reader = inPlace?.reader ?? new FrameReader(HANDSHAKE_LIMIT);
+    if (limits.receiveBodies !== undefined) this.reader.takeBodiesFrom(limits.receiveBodies);
     inPlace?.attach(this);
     socket.setNoDelay(true);
     socket.on('drain', () => this.resumeFor('sending'));
@@ -253,6 +260,8 @@ export class Connection {
         return;
       }
       this.events.onFrame(frame);
+      // Whoever took the frame and must keep its bytes holds them by now (or they are never lent again).
+      this.limits.receiveBodies?.release(body);
       if (this.closedFlag || this.socket.destroyed) return;
     }
     this.applyPause();

@@ -15,7 +15,7 @@ import type { ReceiveMemory } from './receive-memory.ts';
 import { TransportConfigError, type TransportTls } from './tls.ts';
 import type { HelloAdmission } from '../../core/handshake/index.ts';
 import { Transport } from './transport.ts';
-import type { Hello, PeerRole, WireEnvelope } from '../wire/index.ts';
+import type { Hello, PeerRole, ReceiveBodies, WireEnvelope } from '../wire/index.ts';
 
 export interface NodeNetwork {
   readonly transport: Transport;
@@ -54,6 +54,8 @@ export interface NodeNetworkOptions {
   readonly auth?: TransportAuth;
   /** Where partly received frames are counted and bounded (servers); absent: not counted. */
   readonly receiveMemory?: ReceiveMemory;
+  /** Where large frame bodies are read into and lent again (a worker's pool); absent: fresh memory each. */
+  readonly receiveBodies?: ReceiveBodies;
   /**
    * The error a configuration mistake (svc.ssl.*) is thrown as: the client library's own error type for a client,
    * so that an application catches one type. Absent: TransportConfigError (servers exit 2 on it).
@@ -180,6 +182,7 @@ function newTransport(
       ? { logSummaryIntervalMs: conf.getDurationMs('svc.log.summary.interval') }
       : {}),
     ...(options.receiveMemory === undefined ? {} : { receiveMemory: options.receiveMemory }),
+    ...(options.receiveBodies === undefined ? {} : { receiveBodies: options.receiveBodies }),
     addresses,
     logger: options.logger,
     ...(options.admit === undefined ? {} : { admit: options.admit }),

@@ -17,8 +17,9 @@ import { FRAME_KIND } from './frames.ts';
  *
  * A remembered value is exactly the CRC-32 of the bytes it is keyed by (their buffer, offset and length) continued
  * from `previous`, computed from those very bytes: a receive buffer is never written again once its bytes arrived
- * (runtime/wire/in-place-reader.ts), so a recalled value is the value a fresh computation would give. Each is
- * recalled at most once; those never asked for go with their buffer (a WeakMap).
+ * (runtime/wire/in-place-reader.ts), so a recalled value is the value a fresh computation would give; a body lent
+ * again by the pool (./receive-bodies.ts) has its values forgotten first. Each is recalled at most once; those
+ * never asked for go with their buffer (a WeakMap).
  */
 interface Remembered {
   readonly length: number;
@@ -36,6 +37,11 @@ function rememberChecksum(bytes: Uint8Array, previous: number, crc: number): voi
     remembered.set(bytes.buffer, byOffset);
   }
   byOffset.set(bytes.byteOffset, { length: bytes.byteLength, previous, crc });
+}
+
+/** Forgets every value remembered for `buffer`: its bytes are about to be replaced. */
+export function forgetChecksums(buffer: ArrayBufferLike): void {
+  remembered.delete(buffer);
 }
 
 /** The remembered CRC-32 of exactly `bytes` continued from `previous`, forgotten as it is told; else undefined. */

@@ -1,5 +1,6 @@
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import { WireError } from './errors.ts';
+import type { BodySource } from './receive-bodies.ts';
 
 /** Bytes of the length prefix in front of every frame body (unsigned, big-endian). */
 export const LENGTH_PREFIX_BYTES = 4;
@@ -64,6 +65,8 @@ export class FrameReader {
   /** A length prefix split across chunks. */
   private readonly prefix = new Uint8Array(LENGTH_PREFIX_BYTES);
   private prefixFilled = 0;
+  /** Where a gathered body comes from: a worker's pool (./receive-bodies.ts), else fresh memory. */
+  private bodies: BodySource | undefined;
 
   private limit: FrameLimit;
 
@@ -75,6 +78,11 @@ export class FrameReader {
   /** Changes the largest frame accepted from the next frame on (once a handshake completed). */
   setLimit(limit: FrameLimit): void {
     this.limit = limit;
+  }
+
+  /** Gathered bodies are taken from `bodies` from the next frame on. */
+  takeBodiesFrom(bodies: BodySource): void {
+    this.bodies = bodies;
   }
 
   /** Bytes of an unfinished frame held back (0 when the stream is at a frame boundary). */
@@ -130,7 +138,8 @@ export class FrameReader {
 
   private startBody(length: number): void {
     // Every byte is written before the body is handed out; a plain Uint8Array like the views.
-    this.body = unzeroedBytes(bodyCapacity(length, 0));
+    const capacity = bodyCapacity(length, 0);
+    this.body = this.bodies === undefined ? unzeroedBytes(capacity) : this.bodies.take(capacity);
     this.length = length;
     this.filled = 0;
   }

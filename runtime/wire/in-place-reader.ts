@@ -11,6 +11,7 @@ import {
   readFrameLength,
   type FrameLimit,
 } from './frame-reader.ts';
+import type { BodySource } from './receive-bodies.ts';
 
 /** Bytes of a fresh slab: the most one read takes when no large frame is under way. */
 export const SLAB_BYTES = 256 * 1024;
@@ -45,6 +46,8 @@ export class InPlaceFrameReader {
   private body: Uint8Array | undefined;
   private filled = 0;
   private scanner: BatchChecksumScanner | undefined;
+  /** Where a body of its own comes from: a worker's pool (./receive-bodies.ts), else fresh memory. */
+  private bodies: BodySource | undefined;
 
   private limit: FrameLimit;
 
@@ -59,6 +62,11 @@ export class InPlaceFrameReader {
   /** Changes the largest frame accepted from the next frame on (once a handshake completed). */
   setLimit(limit: FrameLimit): void {
     this.limit = limit;
+  }
+
+  /** Bodies of their own are taken from `bodies` from the next frame on (before any bytes arrive). */
+  takeBodiesFrom(bodies: BodySource): void {
+    this.bodies = bodies;
   }
 
   /** Bytes of an unfinished frame held back (0 when the stream is at a frame boundary). */
@@ -136,7 +144,8 @@ export class InPlaceFrameReader {
     const length = this.length!;
     const bodyStart = this.start + LENGTH_PREFIX_BYTES;
     // Every byte is written before the body is handed out.
-    this.body = unzeroedBytes(bodyCapacity(length, 0));
+    const capacity = bodyCapacity(length, 0);
+    this.body = this.bodies === undefined ? unzeroedBytes(capacity) : this.bodies.take(capacity);
     this.body.set(this.slab.subarray(bodyStart, this.end));
     this.filled = this.end - bodyStart;
     this.end = this.start;

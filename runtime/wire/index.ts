@@ -11,6 +11,15 @@ export {
 export { InPlaceFrameReader } from './in-place-reader.ts';
 export { recallingChecksum } from './batch-checksums.ts';
 export {
+  lentBodiesOf,
+  POOLED_BODY_MIN_BYTES,
+  ReceiveBodies,
+  RECEIVE_BODIES_KEPT_BYTES,
+  SCRIBBLE_BYTE,
+  type BodySource,
+  type ReceiveBodiesOptions,
+} from './receive-bodies.ts';
+export {
   decodeFrame,
   encodeAuthChallenge,
   encodeAuthProof,
