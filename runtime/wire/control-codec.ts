@@ -29,7 +29,7 @@ import type {
 import type { Release } from '../../core/release/version.ts';
 import { WireError } from './errors.ts';
 import * as pb from './proto/gen/svc/wire/v1/wire_pb.ts';
-import type { Hello, HelloReply, PeerRole, WireEnvelope } from './types.ts';
+import type { EncodedControl, Hello, HelloReply, PeerRole, WireEnvelope } from './types.ts';
 
 // ------------------------------------------------------------------------------------------------ handshakes
 
@@ -135,10 +135,7 @@ export function decodeAuthProofControl(bytes: Uint8Array): Uint8Array {
  * The envelope's control message, and its byte payloads in the order the control message lists their lengths
  * (given as they are, never copied).
  */
-export function encodeEnvelopeControl(envelope: WireEnvelope): {
-  control: Uint8Array;
-  payloads: readonly Uint8Array[];
-} {
+export function encodeEnvelopeControl(envelope: WireEnvelope): EncodedControl {
   const payloads: Uint8Array[] = [];
   const message = envelope.message;
   try {

@@ -13,7 +13,7 @@ import {
 } from './control-codec.ts';
 import { LENGTH_PREFIX_BYTES } from './frame-reader.ts';
 import { decodeHotEnvelope, encodeHotEnvelope } from './hot-codec.ts';
-import type { DecodedFrame, EncodedControl, Hello, HelloReply, WireEnvelope } from './types.ts';
+import type { DecodedFrame, Hello, HelloReply, WireEnvelope } from './types.ts';
 
 /**
  * A frame is `length (u32 BE) | kind (u8) | …`. Handshakes (hello, reply, and the authentication challenge and proof) carry their control message after a protocol version
@@ -84,8 +84,7 @@ export const PONG_FRAME: Uint8Array = bareFrame(FRAME_KIND.pong);
  * socket writes them together without copying batch bytes (runtime/transport/connection.ts).
  */
 export function encodeEnvelope(envelope: WireEnvelope): Uint8Array[] {
-  const encoded: EncodedControl = encodeHotEnvelope(envelope) ?? encodeEnvelopeControl(envelope);
-  const { control, controlTail, payloads } = encoded;
+  const { control, controlTail, payloads } = encodeHotEnvelope(envelope) ?? encodeEnvelopeControl(envelope);
   const controlBytes = control.byteLength + (controlTail?.byteLength ?? 0);
   let payloadBytes = 0;
   for (const payload of payloads) payloadBytes += payload.byteLength;
