@@ -12,6 +12,7 @@ import type { ClientLogger } from './client/client-log.ts';
 import { connectExecutor } from './client/shuffle-client.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { within } from './testing/deadline.ts';
+import { replaceFile } from './testing/replace-file.ts';
 import { parseExposition, samplesOf } from './metrics/testing.ts';
 import { readAndVerify, winnersOf, writeMaps, type SmallJob } from './testing/small-job.ts';
 
@@ -223,7 +224,7 @@ describe('congestion watermarks from the dynamic configuration, without a restar
     );
 
     const from = worker.lineCount;
-    writeFileSync(file, watermarks('32k', '16k'));
+    replaceFile(file, watermarks('32k', '16k'));
     await worker.waitFor(
       (line) =>
         line.event === 'worker.congestion.watermarks' && /high 32768/.test(String(line.userProduceSpeed)),

@@ -10,6 +10,7 @@ import { QuotaExceededError } from './client/errors.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import type { LogLine } from './cluster/server-process.ts';
 import { pollUntil } from './testing/poll.ts';
+import { replaceFile } from './testing/replace-file.ts';
 import { clientSide, writeMaps, type ClientSide, type SmallJob } from './testing/small-job.ts';
 
 const JOB: SmallJob = { maps: 2, partitions: 2, recordsPerPartition: 20 };
@@ -111,7 +112,7 @@ describe('quotas on real processes', () => {
       await writeMaps(bob.executor, 0, JOB);
       await writeMaps(bob.executor, 1, JOB);
       const from = cluster.master.lineCount;
-      writeFileSync(file, dynamicFile({ alice: '1', bob: '1' }));
+      replaceFile(file, dynamicFile({ alice: '1', bob: '1' }));
       await cluster.master.waitFor(overQuota('t/bob'), 'bob over his lowered quota', from);
       const error = await refused(bob, 2);
       assert.ok(error.message.includes('t/bob'), error.message);
@@ -124,11 +125,11 @@ describe('quotas on real processes', () => {
     const carol = await asUser(cluster, 'carol');
     try {
       let from = cluster.master.lineCount;
-      writeFileSync(file, dynamicFile({ alice: '1', bob: '1', carol: '1' }));
+      replaceFile(file, dynamicFile({ alice: '1', bob: '1', carol: '1' }));
       await cluster.master.waitFor((line) => line.event === 'dynamicConfig.loaded', 'the good file', from);
       from = cluster.master.lineCount;
       // Line 12 names a size that is not one.
-      writeFileSync(file, dynamicFile({ alice: '1', bob: '1', carol: 'lots' }));
+      replaceFile(file, dynamicFile({ alice: '1', bob: '1', carol: 'lots' }));
       const rejected = await cluster.master.waitFor(
         (line) => line.event === 'dynamicConfig.rejected',
         'the bad file reported',

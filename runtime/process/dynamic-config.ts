@@ -99,16 +99,29 @@ export class DynamicConfigRefresher<Settings> {
       this.reject(`${formatLocation(error.where)}: ${error.message}`, `parse:${text}`);
       return;
     }
-    this.lastProblem = undefined;
-    this.take(config);
+    this.take(config, text.trim() === '');
   }
 
-  private take(config: DynamicConfig): void {
+  private take(config: DynamicConfig, empty: boolean): void {
     const settings = this.use.resolve(config);
     const fingerprint = JSON.stringify(settings, (_key, value: unknown) =>
       value instanceof Map ? [...(value as Map<unknown, unknown>)] : value === Infinity ? 'unlimited' : value,
     );
-    if (fingerprint === this.lastApplied) return;
+    if (fingerprint === this.lastApplied) {
+      this.lastProblem = undefined;
+      return;
+    }
+    if (empty && this.lastApplied !== undefined) {
+      // An editor or `cat >` truncates before it writes: a read in between sees nothing. Taking that for "no values"
+      // would lift every quota until the next read, so an empty file keeps the last good values; `[]` clears them.
+      this.reject(
+        `${this.path} is empty (a rewrite in place caught midway?); write \`[]\` to clear every value, ` +
+          'and replace the file atomically (write a temporary file, then rename it over this one)',
+        'empty',
+      );
+      return;
+    }
+    this.lastProblem = undefined;
     this.lastApplied = fingerprint;
     this.logger.info(
       {
