@@ -220,7 +220,8 @@ function workerSlots(
     const primaries = placement.primaries[w];
     const replicas = placement.replicas[w];
     if (!primaries && !replicas) continue;
-    slots.push({ worker: ring[w]!.id, primaries: primaries ?? [], replicas: replicas ?? [] });
+    const { id, rack } = ring[w]!;
+    slots.push({ worker: id, networkLocation: rack, primaries: primaries ?? [], replicas: replicas ?? [] });
     usedKeys.add(ring[w]!.key);
   }
   return { slots, usedKeys };
