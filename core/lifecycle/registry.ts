@@ -633,23 +633,27 @@ export function bookOfferedSlots(
       for (const mountPoint of perDisk.keys()) unmatched.push({ worker: key, mountPoint });
       continue;
     }
-    for (const mountPoint of perDisk.keys()) {
-      if (!worker.disks.some((disk) => disk.mountPoint === mountPoint))
-        unmatched.push({ worker: key, mountPoint });
-    }
-    const disks = worker.disks.map((disk): DiskInfo => {
+    // Plain loops, no closures: a replicated shuffle books nearly every worker of the cluster, at every offer.
+    const disks: DiskInfo[] = [];
+    for (const disk of worker.disks) {
       const slots = perDisk.get(disk.mountPoint) ?? 0;
-      if (slots === 0) return disk;
+      if (slots === 0) {
+        disks.push(disk);
+        continue;
+      }
       if (disk.filesystem !== undefined) {
         const filesystem = filesystemKey(worker.id.host, disk.filesystem);
         sharedBooked.set(filesystem, (sharedBooked.get(filesystem) ?? 0) + slots);
       }
-      return {
+      disks.push({
         ...disk,
         activeSlots: disk.activeSlots + slots,
         usableBytes: Math.max(0, disk.usableBytes - slots * estimatedPartitionSize),
-      };
-    });
+      });
+    }
+    for (const mountPoint of perDisk.keys()) {
+      if (!hasMountPoint(worker.disks, mountPoint)) unmatched.push({ worker: key, mountPoint });
+    }
     workers.set(key, { ...worker, disks });
   }
   // A filesystem disks of one host share loses the booked space on each of them, whichever worker was offered it.
@@ -669,6 +673,11 @@ export function bookOfferedSlots(
     }
   }
   return { registry: { ...registry, workers }, unmatched };
+}
+
+function hasMountPoint(disks: readonly DiskInfo[], mountPoint: string): boolean {
+  for (const disk of disks) if (disk.mountPoint === mountPoint) return true;
+  return false;
 }
 
 /** A filesystem of a host; a disk whose filesystem is not known shares none. */

@@ -108,14 +108,26 @@ export function offerSlots(
 function withSharedFilesystems(ring: readonly OfferWorker[], estimatedPartitionSize: number): OfferWorker[] {
   const hosted = ring.flatMap((worker) => worker.disks.map((disk) => ({ host: worker.id.host, disk })));
   const capacities = sharedFilesystemCapacities(hosted, estimatedPartitionSize);
+  // Most rings share no filesystem: their workers are kept as they are rather than copied, at every offer.
+  const shared: OfferWorker[] = [];
   let next = 0;
-  return ring.map((worker) => ({
-    ...worker,
-    disks: worker.disks.map((disk) => {
-      const capacity = capacities[next++]!;
+  for (const worker of ring) {
+    const first = next;
+    next += worker.disks.length;
+    let same = true;
+    for (let i = 0; i < worker.disks.length && same; i += 1)
+      same = capacities[first + i] === worker.disks[i]!.capacity;
+    if (same) {
+      shared.push(worker);
+      continue;
+    }
+    const disks = worker.disks.map((disk, i) => {
+      const capacity = capacities[first + i]!;
       return capacity === disk.capacity ? disk : { ...disk, capacity };
-    }),
-  }));
+    });
+    shared.push({ ...worker, disks });
+  }
+  return shared;
 }
 
 function checkOfferOptions(options: OfferOptions): void {
@@ -208,7 +220,8 @@ function workerSlots(
     const primaries = placement.primaries[w];
     const replicas = placement.replicas[w];
     if (!primaries && !replicas) continue;
-    slots.push({ worker: ring[w]!.id, primaries: primaries ?? [], replicas: replicas ?? [] });
+    const { id, rack } = ring[w]!;
+    slots.push({ worker: id, networkLocation: rack, primaries: primaries ?? [], replicas: replicas ?? [] });
     usedKeys.add(ring[w]!.key);
   }
   return { slots, usedKeys };

@@ -78,9 +78,14 @@ export interface UnplacedPartition {
   readonly reason: UnplacedReason;
 }
 
-/** The locations one worker is asked to reserve. */
+/**
+ * The locations one worker is asked to reserve, and its rack: the shape of the answer's WorkerResource, so that the
+ * master sends the offer's objects as they are rather than copying one per worker at every RequestSlots.
+ */
 export interface WorkerSlots {
   readonly worker: WorkerId;
+  /** The worker's `networkLocation`, as the registry holds it. */
+  readonly networkLocation: string;
   readonly primaries: readonly PartitionLocation[];
   readonly replicas: readonly PartitionLocation[];
 }

@@ -247,20 +247,19 @@ export function handleRequestSlots(
     (offer.overcommitted === 0 ? '' : `; ${offer.overcommitted} copies beyond disk budgets`);
   const rackOf = (worker: WorkerId): string =>
     s.durable.workers.workers.get(workerKey(worker))?.networkLocation ?? DEFAULT_RACK;
-  const workerResource = [
-    ...offer.slots.map(({ worker, primaries, replicas }) => ({
-      worker,
-      networkLocation: rackOf(worker),
-      primaries,
-      replicas,
-    })),
-    ...offer.padding.map((worker) => ({
-      worker,
-      networkLocation: rackOf(worker),
-      primaries: [],
-      replicas: [],
-    })),
-  ];
+  // The offer's slots are already the answer's entries (core/slots WorkerSlots): only the few padding workers are new.
+  const workerResource: RequestSlotsResponse['workerResource'] =
+    offer.padding.length === 0
+      ? offer.slots
+      : [
+          ...offer.slots,
+          ...offer.padding.map((worker) => ({
+            worker,
+            networkLocation: rackOf(worker),
+            primaries: [],
+            replicas: [],
+          })),
+        ];
   reply(out, replyToOf(envelope), slotsResponse(offer.status, workerResource, offer.unplaced, text));
   if (offer.status !== 'SUCCESS') {
     log(out, 'warn', 'master.slots.notAllPlaced', {

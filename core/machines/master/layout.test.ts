@@ -465,6 +465,56 @@ describe('slot bookings', () => {
     );
   });
 
+  it("a booking's part is the text JSON.stringify makes of its workers and disks", () => {
+    const registry = initialMasterState(testMasterConfig()).durable.workers;
+    const disk = fc.record({
+      mountPoint: fc.string(),
+      activeSlots: fc.nat(),
+      usableBytes: fc.oneof(fc.nat(), fc.double({ min: 0, noNaN: true })),
+      filesystemUsableBytes: fc.option(fc.nat(), { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.string(), fc.array(disk, { minLength: 1, maxLength: 3 })), { maxLength: 5 }),
+        fc.nat(),
+        (booked, at) => {
+          const entries = booked.map(([host, bookedDisks], i) => {
+            const id = workerId(`${host}${i}`, 9000);
+            const worker = {
+              id,
+              disks: bookedDisks.map(({ filesystemUsableBytes, ...numbers }) => ({
+                ...disks('HEALTHY', 50)[0]!,
+                ...numbers,
+                ...(filesystemUsableBytes === undefined ? {} : { filesystemUsableBytes }),
+              })),
+              networkLocation: '/r1',
+              state: 'Normal' as const,
+              lastHeartbeat: 0,
+              highWorkload: false,
+              stateSince: 0,
+            };
+            return [workerKey(id), worker] as const;
+          });
+          const after = { ...registry, workers: new Map(entries) };
+          const booking = newBooking(registry, after, after.workers.keys(), at);
+          if (entries.length === 0) return booking === null;
+          const expected = JSON.stringify({
+            at,
+            workers: entries.map(([key, worker]) => [
+              key,
+              worker.disks.map((d) =>
+                d.filesystemUsableBytes === undefined
+                  ? [d.mountPoint, d.activeSlots, d.usableBytes]
+                  : [d.mountPoint, d.activeSlots, d.usableBytes, d.filesystemUsableBytes],
+              ),
+            ]),
+          });
+          return booking?.parts.size === 1 && booking.parts.get(0) === expected;
+        },
+      ),
+    );
+  });
+
   it('a booking of more workers than a part holds is split into parts, each whole on its own', () => {
     const registry = initialMasterState(testMasterConfig()).durable.workers;
     const many = Array.from({ length: BOOKING_WORKERS_PER_PART + 10 }, (_, i) => {
