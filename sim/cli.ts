@@ -224,6 +224,7 @@ async function many(
         name.startsWith('congestion.') ||
         name.startsWith('ha.') ||
         name.startsWith('maps.') ||
+        name.startsWith('reduces.') ||
         name === 'memoryWithoutEnabling'
       )
         notes.set(name, (notes.get(name) ?? 0) + value);

@@ -1,12 +1,13 @@
 import { rerunAdvice } from './stage-attempts.ts';
 import { Readable } from 'node:stream';
 import { reduceTaskConfigFrom } from '../../conf/machine-configs.ts';
-import type { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
+import type { FileGroupAnswer, FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
 import {
   chunkRecords,
   closeOnAbandon,
   initialReduceTaskState,
   reduceTaskMachine,
+  wantsFileGroup,
   type ReadyChunk,
   type ReduceTaskState,
 } from '../../core/machines/client/reduce-task.ts';
@@ -73,6 +74,22 @@ export interface ReaderContext {
 
 type Waited = { readonly chunk: ReadyChunk } | { readonly end: true } | { readonly failed: ReduceTaskState };
 
+/**
+ * The reads of each executor whose task waits for another task's file-group ask (FileGroupCache.claim), by task:
+ * what starts the task once the cache releases it.
+ */
+const waitingReads = new WeakMap<FileGroupCache, Map<string, () => void>>();
+
+/** Starts the tasks the executor's cache released (each then reads from the cache, or asks on its own). */
+function startReleased(cache: FileGroupCache, tasks: readonly string[]): void {
+  const waiting = waitingReads.get(cache);
+  for (const task of tasks) {
+    const begin = waiting?.get(task);
+    waiting?.delete(task);
+    begin?.();
+  }
+}
+
 /** A reduce task run for one read, fed by its consumer's pace. */
 export class StreamingPartitionRead implements PartitionReader {
   private driver: NodeDriver<ReduceTaskState> | undefined;
@@ -83,6 +100,9 @@ export class StreamingPartitionRead implements PartitionReader {
   private reported = -1;
   private deadline = Infinity;
   private records = 0;
+  /** While the task waits for another task's file-group ask: what opens (or fails) that wait. */
+  private gate: { open(): void; fail(reason: Error): void; readonly opened: Promise<void> } | undefined;
+  private leftFileGroup = false;
 
   constructor(
     private readonly context: ReaderContext,
@@ -155,7 +175,50 @@ export class StreamingPartitionRead implements PartitionReader {
     }
     this.started = true;
     if (this.options.timeoutMs !== undefined) this.deadline = performance.now() + this.options.timeoutMs;
-    const cached = context.fileGroups.lookup(context.appId, this.shuffleId);
+    const claim = context.fileGroups.claim(context.appId, this.shuffleId, id);
+    // The task is known to the host at once, so that closing the executor stops a waiting read too.
+    context.network.host.add({
+      id,
+      stop: (reason) => {
+        if (this.driver === undefined)
+          this.gate?.fail(reason ?? new ClientClosedError('the shuffle client is closed'));
+        else this.driver.stop(reason);
+      },
+      input: (input: Input) => {
+        if (input.kind === 'receive' && input.envelope.message.type === 'GetReducerFileGroupResponse') {
+          startReleased(
+            context.fileGroups,
+            context.fileGroups.answered(context.appId, this.shuffleId, input.envelope.message),
+          );
+        }
+        this.driver?.input(input);
+      },
+    });
+    if (claim.kind !== 'wait') {
+      this.begin(claim.kind === 'cached' ? claim.answer : undefined);
+      return;
+    }
+    let open!: () => void;
+    let fail!: (reason: Error) => void;
+    const opened = new Promise<void>((resolve, reject) => {
+      open = resolve;
+      fail = reject;
+    });
+    opened.catch(() => undefined); // a read given up before its first chunk never awaits it
+    this.gate = { open, fail, opened };
+    let waiting = waitingReads.get(context.fileGroups);
+    if (waiting === undefined)
+      waitingReads.set(context.fileGroups, (waiting = new Map<string, () => void>()));
+    waiting.set(id, () => {
+      this.begin(context.fileGroups.lookup(context.appId, this.shuffleId));
+      this.gate?.open();
+    });
+  }
+
+  /** Runs the reduce task, with the executor's file group when it holds one (otherwise the task asks). */
+  private begin(cached: FileGroupAnswer | undefined): void {
+    const context = this.context;
+    const id = reduceTaskNodeId(context.appId, this.shuffleId, this.partitionId);
     const config = reduceTaskConfigFrom(
       context.client.conf,
       { shuffleId: this.shuffleId, partitionId: this.partitionId },
@@ -169,19 +232,23 @@ export class StreamingPartitionRead implements PartitionReader {
       { send: (envelope) => context.network.transport.send(envelope), logger: context.client.logger },
     );
     this.driver = driver;
-    const shuffleId = this.shuffleId;
-    context.network.host.add({
-      id,
-      // Closing the executor stops the task through the host: its waits reject with the host's reason.
-      stop: (reason) => driver.stop(reason),
-      input(input: Input) {
-        if (input.kind === 'receive' && input.envelope.message.type === 'GetReducerFileGroupResponse') {
-          context.fileGroups.remember(context.appId, shuffleId, input.envelope.message);
-        }
-        driver.input(input);
-      },
+    // Once the task no longer wants the file group without having it, the next waiting task asks.
+    const unwatch = driver.watch(() => {
+      if (!driver.isStopped && wantsFileGroup(driver.state)) return;
+      unwatch();
+      this.leaveFileGroup();
     });
     driver.start(new Map());
+  }
+
+  /** This read no longer asks for nor waits for the file group: the executor's cache hands its ask on. */
+  private leaveFileGroup(): void {
+    if (this.leftFileGroup) return;
+    this.leftFileGroup = true;
+    const cache = this.context.fileGroups;
+    const id = reduceTaskNodeId(this.context.appId, this.shuffleId, this.partitionId);
+    waitingReads.get(cache)?.delete(id);
+    startReleased(cache, cache.left(this.context.appId, this.shuffleId, id));
   }
 
   private stop(): void {
@@ -199,11 +266,14 @@ export class StreamingPartitionRead implements PartitionReader {
       );
     }
     driver?.stop();
+    this.gate?.fail(new ClientClosedError('the read was given up'));
+    this.leaveFileGroup();
     this.context.network.host.remove(reduceTaskNodeId(this.context.appId, this.shuffleId, this.partitionId));
   }
 
   /** The next chunk once the task hands it out; undefined at the end; throws the read's failure. */
   private async nextChunk(): Promise<ReadyChunk | undefined> {
+    if (this.driver === undefined) await this.untilStarted();
     const driver = this.driver!;
     // Asking for the next chunk is the consumer's word that it is done with the one it had.
     if (this.taken > this.reported) {
@@ -223,6 +293,59 @@ export class StreamingPartitionRead implements PartitionReader {
     }
     if ('end' in waited) return undefined;
     throw this.failure(waited.failed);
+  }
+
+  /** Waits until the executor's cache starts the task (FileGroupCache.claim), bounded as `wait` is. */
+  private untilStarted(): Promise<void> {
+    const gate = this.gate!;
+    const signal = this.options.signal;
+    return new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => {
+        done();
+        reject(
+          new ReadAbortedError(
+            `reading partition ${this.partitionId} of shuffle ${this.shuffleId} was aborted while it waited for ${this.waitingFor()}`,
+            { cause: signal?.reason },
+          ),
+        );
+      };
+      gate.opened.then(
+        () => {
+          done();
+          resolve();
+        },
+        (reason: unknown) => {
+          done();
+          reject(reason instanceof Error ? reason : new ClientClosedError(String(reason)));
+        },
+      );
+      if (signal !== undefined) {
+        if (signal.aborted) {
+          onAbort();
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (this.deadline !== Infinity) {
+        timer = setTimeout(
+          () => {
+            done();
+            reject(
+              new ReadTimeoutError(
+                `reading partition ${this.partitionId} of shuffle ${this.shuffleId} did not finish within ` +
+                  `${this.options.timeoutMs} ms; it was waiting for ${this.waitingFor()}`,
+              ),
+            );
+          },
+          Math.max(0, this.deadline - performance.now()),
+        );
+      }
+    });
   }
 
   /** Waits for `check` after the task's steps, bounded by the deadline and the abort signal. */
@@ -290,7 +413,8 @@ export class StreamingPartitionRead implements PartitionReader {
 
   /** What the read waits for, in words (for the deadline's and the abort's messages). */
   private waitingFor(): string {
-    const state = this.driver!.state;
+    if (this.driver === undefined) return 'the GetReducerFileGroup another read of this executor asked';
+    const state = this.driver.state;
     switch (state.phase) {
       case 'file-group':
         return state.waitingFor === undefined

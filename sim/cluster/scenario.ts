@@ -576,6 +576,8 @@ function buildCluster(
         if (name.startsWith('transport.silentPeer')) counts[name] = value;
         // Map tasks that started from their executor's locations and sent no RegisterShuffle.
         if (name === 'maps.locationsFromExecutor') counts[name] = value;
+        // Reducers that waited for another reducer of their executor to ask for the file group, and did not ask.
+        if (name === 'reduces.fileGroupWaited') counts[name] = value;
       }
       Object.assign(counts, congestionCounts(world.trace.counters, Object.keys(congestion).length > 0));
       notes.push(...engine.progress(world));

@@ -117,10 +117,10 @@ describe('the compute engine model', () => {
 
   it("asks the lifecycle manager for a shuffle's file group once per executor, not once per reducer", () => {
     const reduceComputeMs = [...Array(12).keys()].map(() => 300);
-    // Four slots in two executors of two: the first wave's four reducers ask (their executors hold nothing yet),
-    // the two later waves read with what their executor was told.
+    // Four slots in two executors of two: in the first wave one reducer of each executor asks and the other waits
+    // for its ask (single flight); the two later waves read with what their executor was told.
     const cached = runCalm(timedJob(4, { mapComputeMs: [500, 500], reduceComputeMs }, 2));
-    assert.equal(cached.lmReceived.get('GetReducerFileGroup'), 4);
+    assert.equal(cached.lmReceived.get('GetReducerFileGroup'), 2);
     assert.equal(startsOf(cached.starts, 'reduce-demo-').length, 12);
     // Without task slots every reducer is its own process and asks for itself.
     const uncached = runCalm(timedJob(Number.POSITIVE_INFINITY, { reduceComputeMs }));

@@ -6,7 +6,7 @@ import { LocationCache } from '../../core/machines/client/location-cache.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { driverNodeId } from '../../core/protocol/node-ids.ts';
 import { mapTaskHasRoom, type MapTaskState } from '../../core/machines/client/map-task.ts';
-import type { ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
+import { wantsFileGroup, type ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import type { NodeDefinition, Observer, World } from '../world/world.ts';
 import type { TaskKind } from '../faults/plan.ts';
 import { compareOutput, recordKey } from './records.ts';
@@ -27,8 +27,9 @@ import type { AppShape, JobShape } from './shape.ts';
  *
  * Slots belong to executors (AppShape.executorCores slots each). An executor's shuffle client keeps the file group
  * the first of its reducers of a shuffle was given (core FileGroupCache), and its later reducers of that shuffle,
- * retries included, read with it instead of asking the lifecycle manager. Without task slots every task is its own
- * process and asks for itself.
+ * retries included, read with it instead of asking the lifecycle manager; those that start while one of them asks
+ * wait, down, for that ask (FileGroupCache.claim), and a SUCCESS starts them (an asker that gives up passes the ask
+ * to the oldest). Without task slots every task is its own process and asks for itself.
  *
  * Like a batch engine's driver, it tells the application's lifecycle manager when a shuffle is finished (every
  * reducer of its last read is done, or its stage was abandoned for a rerun) and when the application ends, so that
@@ -356,6 +357,15 @@ export class Engine implements Observer {
 
   onStep(node: NodeId, _effects: unknown, world: World): void {
     const ref = this.tasks.get(node);
+    if (ref?.kind === 'reduce' && !wantsFileGroup(world.stateOf(node) as ReduceTaskState)) {
+      // The reducer read its file group or gave up on it: an ask it made for its executor passes to a waiter.
+      const released = this.executorOf(ref.app, node)?.fileGroups.left(
+        ref.app.shape.appId,
+        ref.shuffleId,
+        node,
+      );
+      this.startReleased(world, released ?? []);
+    }
     if (ref === undefined || this.settled.has(node)) return;
     const app = ref.app;
     if (app.outcome.kind !== 'running' || app.job?.shuffleId !== ref.shuffleId) return;
@@ -371,7 +381,8 @@ export class Engine implements Observer {
     const ref = this.tasks.get(node);
     if (ref?.kind !== 'reduce') return;
     const app = ref.app;
-    this.executorOf(app, node)?.fileGroups.remember(app.shape.appId, ref.shuffleId, answer);
+    const released = this.executorOf(app, node)?.fileGroups.answered(app.shape.appId, ref.shuffleId, answer);
+    this.startReleased(world, released ?? []);
     if (app.job?.shuffleId !== ref.shuffleId) return;
     const winners = answer.mapAttempts;
     const disagreement = app.maps.findIndex(
@@ -704,6 +715,14 @@ export class Engine implements Observer {
       this.settled.delete(def.id);
       this.reducerStarts.set(def.id, w.now);
       this.reading.begin(def.id);
+      // Another reducer of the executor asking for the file group: this one starts once that ask is answered.
+      const claim = this.executorOf(app, def.id)?.fileGroups.claim(app.shape.appId, job.shuffleId, def.id);
+      if (claim?.kind === 'wait') {
+        w.trace.count('reduces.fileGroupWaited');
+        if (!w.hasNode(def.id)) w.addNode(def);
+        else if (w.isUp(def.id)) w.exit(def.id, 0, 'the reducer is retried once its file group is known');
+        return;
+      }
       if (w.hasNode(def.id)) {
         // A retry of the same reducer: a new process in the same slot.
         w.relaunch(def.id);
@@ -712,6 +731,20 @@ export class Engine implements Observer {
         w.start(def.id);
       }
     });
+  }
+
+  /**
+   * Starts the reducers an executor's file-group cache released: each reads from the cache, or asks on its own.
+   * Those of an abandoned stage attempt, or of an application that ended, stay down.
+   */
+  private startReleased(world: World, released: readonly NodeId[]): void {
+    for (const node of released) {
+      const ref = this.tasks.get(node);
+      if (ref?.kind !== 'reduce' || this.settled.has(node) || world.isUp(node)) continue;
+      const app = ref.app;
+      if (app.outcome.kind !== 'running' || app.job?.shuffleId !== ref.shuffleId) continue;
+      world.start(node);
+    }
   }
 
   private onReduceStep(
@@ -852,9 +885,11 @@ export class Engine implements Observer {
     if (victim === undefined) return;
     // The executor's process is gone, and what its shuffle client had cached with it (its slots get a new one).
     const executor = this.executorOf(app, victim.node);
-    executor?.fileGroups.forget(app.shape.appId, shuffleId);
+    const released = executor?.fileGroups.forget(app.shape.appId, shuffleId) ?? [];
     executor?.locations.forget(app.shape.appId, shuffleId);
     world.crash(victim.node);
+    // Its reducers waiting for the lost process's ask start, and ask on their own.
+    this.startReleased(world, released);
     const message = 'the executor running the task was lost';
     if (victim.ref.kind === 'map') this.mapAttemptFailed(world, victim.node, victim.ref, message);
     else this.reducerFailed(world, victim.node, victim.ref, { kind: 'failure', message });

@@ -177,6 +177,15 @@ export function closeOnAbandon(
   return { to: workerKey(copy.location.worker), message: { type: 'CloseStream', streamId: cursor.streamId } };
 }
 
+/**
+ * Whether the task still wants its file group (asking, or waiting for the map stage to end): once it does not, it
+ * has either read it or given up, and its executor's other tasks of the shuffle no longer wait on its ask
+ * (./file-group-cache.ts, `left`).
+ */
+export function wantsFileGroup(state: ReduceTaskState): boolean {
+  return state.phase === 'file-group';
+}
+
 /** Chunks fetched ahead and not yet consumed: asked for, arrived early, or handed out (bounded by maxChunksAhead). */
 export function chunksAhead(state: ReduceTaskState): number {
   const cursor = state.cursor;

@@ -288,6 +288,8 @@ function expectedByPartition(shuffle: LmShuffle): Map<number, (PartitionWritten 
 }
 
 export function onGetReducerFileGroup(d: Draft, shuffleId: ShuffleId, replyTo: ReplyTo): void {
+  // Said at debug: how many asks a shuffle's reducers cost the lifecycle manager (one per executor, not per task).
+  log(d.out, 'debug', 'file group asked', { shuffleId });
   const shuffle = d.shuffles.get(shuffleId);
   if (shuffle === undefined) {
     reply(
