@@ -59,22 +59,34 @@ const SUCCEEDED: CopyOutcome = { ok: true };
 export const MAX_RUN_TASKS = 16;
 export const MAX_RUN_BYTES = 8 * 1024 * 1024;
 
-/**
- * Queues a task for the file and starts it if the file is idle; `start: false` only queues it (a push queues all
- * its batches first, so that the writes of one file go as one operation), and startNextTask starts it later.
- */
+/** Queues a task for the file and starts it if the file is idle. */
 export function enqueueTask(
   s: WorkerMachineState,
   out: Outbox,
   shuffleKey: ShuffleKey,
   name: string,
   task: FileTask,
-  start = true,
 ): WorkerMachineState {
   const file = getFile(s, shuffleKey, name);
   if (file === undefined) return s;
-  const queued = fileDraft(file, { queue: [...file.queue, task] });
-  return start ? advance(s, out, shuffleKey, queued) : putFile(s, shuffleKey, queued);
+  return advance(s, out, shuffleKey, fileDraft(file, { queue: [...file.queue, task] }));
+}
+
+/**
+ * Queues a push's writes for the file, in order, and starts the first if the file is idle: one new record for all of
+ * them, where a task at a time drafted one per batch.
+ */
+export function enqueueWrites(
+  s: WorkerMachineState,
+  out: Outbox,
+  shuffleKey: ShuffleKey,
+  name: string,
+  writes: readonly FileTask[],
+): WorkerMachineState {
+  const file = getFile(s, shuffleKey, name);
+  if (file === undefined) return s;
+  const queue = file.queue.length === 0 ? writes : [...file.queue, ...writes];
+  return advance(s, out, shuffleKey, fileDraft(file, { queue }));
 }
 
 /** Starts the stored file's next task if it is idle. */
