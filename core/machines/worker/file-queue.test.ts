@@ -248,4 +248,24 @@ describe('worker: the per-file task runner', () => {
       }
     }
   });
+
+  it("writes a memory file's batches of one push as one operation, up to the file's size", () => {
+    const worker = newWorker();
+    // Partition 0 lives in memory, up to 120 bytes: the first two frames fit, the third would take it past them.
+    const batches = [1, 1, 40].map((size, batchId) => ({ partitionId: 0, batchId, size }));
+    const effects = worker.receive(MAPPER, pushMergedData(KEY, 'PRIMARY', batches), { requestId: 7 });
+    const writes = ioOps(effects).filter((op) => op.kind === 'write');
+    assert.equal(writes.length, 1);
+    const run = writes[0]!;
+    assert.ok(run.kind === 'write' && run.file.tier === 'MEMORY', 'a write to the memory file');
+    const runBytes = chunksOfWrite(run).reduce((sum, chunk) => sum + chunk.length, 0);
+    assert.equal(chunksOfWrite(run).length, 2, 'the first two batches as one operation');
+    assert.ok(runBytes <= 120, `${runBytes} bytes within the file's 120`);
+    // The third heads an operation of its own, which first moves the file off the memory tier.
+    const next = ioOps(worker.ioDone(run.op));
+    assert.deepEqual(
+      next.map((op) => op.kind),
+      ['moveFile'],
+    );
+  });
 });

@@ -23,9 +23,10 @@ import { accountBytes, noteDiskFailure, recordLatency, storageView } from './sto
 /**
  * The per-file task runner. Each partition file runs one operation at a time, in the order the tasks were accepted,
  * so that appends never interleave, chunk boundaries are batch boundaries and a flush covers every write accepted
- * before it. Consecutive writes queued for a file on a disk or the DFS go as one operation (one `write` effect with
- * several chunks, at most MAX_RUN_TASKS and MAX_RUN_BYTES): a merged push carries several batches of a partition,
- * and one system call and one completion per batch cost the worker more than the bytes (docs/performance.md). Such
+ * before it. Consecutive writes queued for a file go as one operation (one `write` effect with several chunks, at
+ * most MAX_RUN_TASKS and MAX_RUN_BYTES, on the memory tier never past the file's size): a merged push carries several
+ * batches of a partition, and one effect and one completion per batch cost the worker more than the bytes
+ * (docs/performance.md). Such
  * a run succeeds or fails as a whole. A failure seals the file: queued writes fail at once, while flushes still run,
  * so that the acknowledged prefix of the file can be committed (docs/core/machines-master-worker.md, "Write
  * failures").
@@ -58,22 +59,34 @@ const SUCCEEDED: CopyOutcome = { ok: true };
 export const MAX_RUN_TASKS = 16;
 export const MAX_RUN_BYTES = 8 * 1024 * 1024;
 
-/**
- * Queues a task for the file and starts it if the file is idle; `start: false` only queues it (a push queues all
- * its batches first, so that the writes of one file go as one operation), and startNextTask starts it later.
- */
+/** Queues a task for the file and starts it if the file is idle. */
 export function enqueueTask(
   s: WorkerMachineState,
   out: Outbox,
   shuffleKey: ShuffleKey,
   name: string,
   task: FileTask,
-  start = true,
 ): WorkerMachineState {
   const file = getFile(s, shuffleKey, name);
   if (file === undefined) return s;
-  const queued = fileDraft(file, { queue: [...file.queue, task] });
-  return start ? advance(s, out, shuffleKey, queued) : putFile(s, shuffleKey, queued);
+  return advance(s, out, shuffleKey, fileDraft(file, { queue: [...file.queue, task] }));
+}
+
+/**
+ * Queues a push's writes for the file, in order, and starts the first if the file is idle: one new record for all of
+ * them, where a task at a time drafted one per batch.
+ */
+export function enqueueWrites(
+  s: WorkerMachineState,
+  out: Outbox,
+  shuffleKey: ShuffleKey,
+  name: string,
+  writes: readonly FileTask[],
+): WorkerMachineState {
+  const file = getFile(s, shuffleKey, name);
+  if (file === undefined) return s;
+  const queue = file.queue.length === 0 ? writes : [...file.queue, ...writes];
+  return advance(s, out, shuffleKey, fileDraft(file, { queue }));
 }
 
 /** Starts the stored file's next task if it is idle. */
@@ -223,9 +236,8 @@ function sealFile(out: Outbox, shuffleKey: ShuffleKey, file: FileDraft, failure:
 }
 
 /**
- * Issues the file's head task, with the writes queued right after it when the head is a write to a disk or the DFS
- * (memory files take one write at a time: each may first move the file off the memory tier); the completion comes
- * back to completeFileTask.
+ * Issues the file's head task, with the writes queued right after it when the head is a write (on the memory tier,
+ * only those that keep the file within its size); the completion comes back to completeFileTask.
  */
 function issue(
   s: WorkerMachineState,
@@ -238,7 +250,13 @@ function issue(
   let tasks = 1;
   if (task.kind === 'flush') out.effects.push({ kind: 'flush', op, file: file.file });
   else {
-    const more = file.file.tier === 'MEMORY' ? [] : followingWrites(file.queue, task.bytes.length);
+    // A memory file's run stops where a write would take it past its size: that write may first move the file
+    // off the memory tier (advance), so it must head a run of its own.
+    const room =
+      file.file.tier === 'MEMORY'
+        ? Math.min(MAX_RUN_BYTES, s.config.memory.maxFileBytes - file.bytes)
+        : MAX_RUN_BYTES;
+    const more = followingWrites(file.queue, task.bytes.length, room);
     tasks += more.length;
     out.effects.push(
       more.length === 0
@@ -250,13 +268,13 @@ function issue(
   file.busyOp = op;
 }
 
-/** The bytes of the writes right behind the head of the queue that can go with it (MAX_RUN_TASKS, MAX_RUN_BYTES). */
-function followingWrites(queue: readonly FileTask[], headBytes: number): Uint8Array[] {
+/** The bytes of the writes right behind the head of the queue that can go with it (MAX_RUN_TASKS, `maxBytes`). */
+function followingWrites(queue: readonly FileTask[], headBytes: number, maxBytes: number): Uint8Array[] {
   const more: Uint8Array[] = [];
   let bytes = headBytes;
   for (let i = 1; i < queue.length && i < MAX_RUN_TASKS; i += 1) {
     const task = queue[i]!;
-    if (task.kind !== 'write' || bytes + task.bytes.length > MAX_RUN_BYTES) break;
+    if (task.kind !== 'write' || bytes + task.bytes.length > maxBytes) break;
     more.push(task.bytes);
     bytes += task.bytes.length;
   }

@@ -15,12 +15,13 @@ import { decideSplit, type WorkerStorage } from '../../storage/index.ts';
 import type { Envelope, NodeId } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
-import { enqueueTask, startNextTask } from './file-queue.ts';
+import { enqueueWrites } from './file-queue.ts';
 import { cancelTimer, count, log, reply, send, setTimer, setEntry, type Outbox } from '../outbox.ts';
 import {
   owned,
   takeId,
   type CopyOutcome,
+  type FileTask,
   type PartitionFile,
   type PendingPush,
   type PushBatch,
@@ -31,6 +32,12 @@ import {
 } from './state.ts';
 import { storageView } from './storage-view.ts';
 import { noteCongested, noteProduced, userCongested } from './congestion.ts';
+
+/** A file's writes of one push, waiting to be queued, and their bytes. */
+interface QueuedWrites {
+  readonly tasks: FileTask[];
+  bytes: number;
+}
 
 /** The timer that bounds a forward to the replica. */
 export function requestTimer(requestId: number): string {
@@ -65,13 +72,15 @@ export function handlePush(
   let pushId: number | undefined;
   let waiting = 0;
   let forwards: Map<NodeId, number[]> | undefined;
-  let queuedFiles: Set<string> | undefined;
+  // Each file's writes of this push, queued together once every batch is judged.
+  let writesByFile: Map<string, QueuedWrites> | undefined;
   let acceptedBytes = 0;
   const judged: PushBatch[] = [];
   for (let index = 0; index < batches.length; index += 1) {
     const batch = batches[index]!;
     const fileName = partitionFileName({ partitionId: batch.partitionId, epoch: batch.epoch, mode });
     const file = shuffle?.files.get(fileName);
+    const queued = writesByFile?.get(fileName);
     const peer = file?.location.peer?.worker;
     let target: PushTarget;
     if (
@@ -83,7 +92,7 @@ export function handlePush(
       target = missingTarget(shuffle, message.mapId);
     } else {
       view ??= storageView(state);
-      target = foundTarget(state, shuffle, file, mode, view);
+      target = foundTarget(state, shuffle, file, queued?.bytes ?? 0, mode, view);
     }
     const decision = admitPush({
       mode,
@@ -129,21 +138,20 @@ export function handlePush(
       else group.push(index);
     }
     if (pushId === undefined) pushId = takeId(state);
-    state = enqueueTask(
-      state,
-      out,
-      shuffleKey,
-      fileName,
-      { kind: 'write', pushId, batch: index, bytes: batch.payload },
-      false,
-    );
-    (queuedFiles ??= new Set()).add(fileName);
+    const write: FileTask = { kind: 'write', pushId, batch: index, bytes: batch.payload };
+    if (queued === undefined)
+      (writesByFile ??= new Map()).set(fileName, { tasks: [write], bytes: batch.payload.length });
+    else {
+      queued.tasks.push(write);
+      queued.bytes += batch.payload.length;
+    }
     acceptedBytes += batch.payload.length;
   }
   if (shuffle !== undefined) noteProduced(state, out, shuffle.appId, acceptedBytes);
-  // Started once every batch is queued: a file's batches of this push then go to its disk as one write.
-  if (queuedFiles !== undefined)
-    for (const fileName of queuedFiles) state = startNextTask(state, out, shuffleKey, fileName);
+  // Queued once every batch is judged: a file's batches of this push then go to its tier as one write.
+  if (writesByFile !== undefined)
+    for (const [fileName, queued] of writesByFile)
+      state = enqueueWrites(state, out, shuffleKey, fileName, queued.tasks);
 
   const push: PendingPush = {
     replyTo: replyToOf(envelope),
@@ -369,10 +377,12 @@ function foundTarget(
   s: WorkerMachineState,
   shuffle: WorkerShuffle,
   file: PartitionFile,
+  pushedBefore: number,
   mode: PartitionMode,
   view: WorkerStorage,
 ): PushTarget {
-  let queued = 0;
+  // The file's size once its queued writes and this push's earlier batches are written.
+  let queued = pushedBefore;
   for (const task of file.queue) if (task.kind === 'write') queued += task.bytes.length;
   const split = decideSplit(
     {
