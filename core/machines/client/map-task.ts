@@ -506,15 +506,12 @@ function takeRecords(d: Draft, partitionIds: readonly number[], records: readonl
     if (partition.openBytes > 0 && partition.openBytes + encoded > batchSizeBytes) cutBatch(d, partition);
     if (partition.openBuffers.length === 0) {
       // Header space first; more than a chunk's worth coming at once (or a large record) gets a buffer of its own,
-      // sized for what comes, or a spare of a whole batch's size when there is one: already held, it costs no more
-      // than a smaller buffer, and the records the next input brings (a staging buffer ends in the middle of a
-      // batch) then land in it, where chunks would be copied again at the cut.
+      // sized for what comes.
       const length = FRAME_HEADER_BYTES + Math.max(encoded, Math.min(batchSizeBytes, coming[partitionId]!));
-      const batchLength = FRAME_HEADER_BYTES + batchSizeBytes;
       partition.openBuffers.push(
         length <= chunkLength
           ? takeChunk(d, chunkLength)
-          : length <= batchLength
+          : length === FRAME_HEADER_BYTES + batchSizeBytes
             ? (d.spareBatches.pop() ?? allocateHeld(d, length))
             : allocateHeld(d, length),
       );
