@@ -214,8 +214,8 @@ export interface PartitionPush {
   readonly payloads: Uint8Array[];
   /**
    * Each batch's frame: header space, then its payload (the same bytes as `payloads`). Its records were copied in
-   * as they were taken; it is sealed in place at its cut (when the partition's location is known) or when first
-   * pushed, and sent as it is whenever it is pushed again with the same epoch. Emptied once acknowledged.
+   * as they were taken; it is sealed in place when first pushed, and sent as it is whenever it is pushed again with
+   * the same epoch. Emptied once acknowledged.
    */
   readonly frames: Uint8Array[];
   /**
@@ -662,24 +662,11 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
   partition.payloads.push(frame.subarray(FRAME_HEADER_BYTES));
   partition.payloadBytes.push(payloadLength);
   partition.capacities.push(capacity);
-  partition.sealedEpochs.push(sealAtCut(d, partition.partitionId, d.nextBatchId, frame));
+  partition.sealedEpochs.push(UNSEALED);
   partition.batchIds.push(d.nextBatchId);
   partition.revivesLeft.push(d.config.maxReviveRetries);
   d.nextBatchId += 1;
   d.refill.add(partition.partitionId);
-}
-
-/**
- * Seals a batch's frame as it is cut, while its bytes are still in the cache (sealed when pushed, after a window of
- * other batches, its CRC-32 read them from memory again: three times the bare client's CRC time per GiB), when its
- * partition's location is known; otherwise it is sealed when first pushed. Returns the epoch it was sealed with.
- */
-function sealAtCut(d: Draft, partitionId: number, batchId: number, frame: Uint8Array): number {
-  const location = d.phase === 'pushing' ? d.locations.get(partitionId) : undefined;
-  if (location === undefined) return UNSEALED;
-  const { shuffleId, mapId, attemptId } = d.config;
-  sealBatchFrame(frame, { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch });
-  return location.epoch;
 }
 
 /**
@@ -810,11 +797,10 @@ function beginPushing(d: Draft, locations: readonly PartitionLocation[]): void {
   maybeEnd(d);
 }
 
-/** A batch this step pushes: which one of which partition, and whether it was never pushed before. */
+/** A batch this step pushes: which one of which partition. */
 interface QueuedBatch {
   readonly partitionId: number;
   readonly batch: number;
-  readonly first: boolean;
 }
 
 /** The batches a partition may push this step, up to its window: those to push again first, then new ones. */
@@ -929,8 +915,8 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
 function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan): void {
   const partition = d.partitions[partitionId]!;
   let next = partition.next;
-  for (const batch of retries) d.pushQueue.push({ partitionId, batch, first: false });
-  for (let k = 0; k < fresh; k += 1) d.pushQueue.push({ partitionId, batch: next++, first: true });
+  for (const batch of retries) d.pushQueue.push({ partitionId, batch });
+  for (let k = 0; k < fresh; k += 1) d.pushQueue.push({ partitionId, batch: next++ });
   updatePartition(d, partitionId, {
     next,
     inFlight: partition.inFlight + retries.length + fresh,
@@ -984,7 +970,7 @@ function flushPushes(d: Draft): void {
  */
 function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingBatch[] {
   const { shuffleId, mapId, attemptId } = d.config;
-  return queued.map(({ partitionId, batch, first }) => {
+  return queued.map(({ partitionId, batch }) => {
     const partition = d.partitions[partitionId]!;
     const location = d.locations.get(partitionId)!;
     const batchId = partition.batchIds[batch]!;
@@ -992,8 +978,7 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
     let frame = partition.frames[batch]!;
     if (sealed !== location.epoch) {
       const header = { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch };
-      // A frame never pushed is in no socket's queue: sealed again in place.
-      if (sealed === UNSEALED || first) sealBatchFrame(frame, header);
+      if (sealed === UNSEALED) sealBatchFrame(frame, header);
       else {
         frame = encodeBatchFrame(header, partition.payloads[batch]!);
         d.heldBytes += frame.length - partition.capacities[batch]!;
@@ -1002,7 +987,7 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
         partition.payloads[batch] = frame.subarray(FRAME_HEADER_BYTES);
       }
       partition.sealedEpochs[batch] = location.epoch;
-    } else if (!first && d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
+    } else if (d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
     return { partitionId, batch, location, batchId, frame };
   });
 }
