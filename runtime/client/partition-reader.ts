@@ -298,53 +298,11 @@ export class StreamingPartitionRead implements PartitionReader {
   /** Waits until the executor's cache starts the task (FileGroupCache.claim), bounded as `wait` is. */
   private untilStarted(): Promise<void> {
     const gate = this.gate!;
-    const signal = this.options.signal;
-    return new Promise<void>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const done = () => {
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const onAbort = () => {
-        done();
-        reject(
-          new ReadAbortedError(
-            `reading partition ${this.partitionId} of shuffle ${this.shuffleId} was aborted while it waited for ${this.waitingFor()}`,
-            { cause: signal?.reason },
-          ),
-        );
-      };
-      gate.opened.then(
-        () => {
-          done();
-          resolve();
-        },
-        (reason: unknown) => {
-          done();
-          reject(reason instanceof Error ? reason : new ClientClosedError(String(reason)));
-        },
+    return this.bounded<void>((resolve, reject) => {
+      gate.opened.then(resolve, (reason: unknown) =>
+        reject(reason instanceof Error ? reason : new ClientClosedError(String(reason))),
       );
-      if (signal !== undefined) {
-        if (signal.aborted) {
-          onAbort();
-          return;
-        }
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      if (this.deadline !== Infinity) {
-        timer = setTimeout(
-          () => {
-            done();
-            reject(
-              new ReadTimeoutError(
-                `reading partition ${this.partitionId} of shuffle ${this.shuffleId} did not finish within ` +
-                  `${this.options.timeoutMs} ms; it was waiting for ${this.waitingFor()}`,
-              ),
-            );
-          },
-          Math.max(0, this.deadline - performance.now()),
-        );
-      }
+      return () => undefined;
     });
   }
 
@@ -353,26 +311,9 @@ export class StreamingPartitionRead implements PartitionReader {
     const driver = this.driver!;
     const now = check(driver.state);
     if (now !== undefined) return Promise.resolve(now);
-    const signal = this.options.signal;
-    return new Promise<Waited>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const done = () => {
-        unwatch();
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const onAbort = () => {
-        done();
-        reject(
-          new ReadAbortedError(
-            `reading partition ${this.partitionId} of shuffle ${this.shuffleId} was aborted while it waited for ${this.waitingFor()}`,
-            { cause: signal?.reason },
-          ),
-        );
-      };
-      const unwatch = driver.watch(() => {
+    return this.bounded<Waited>((resolve, reject) =>
+      driver.watch(() => {
         if (driver.isStopped) {
-          done();
           reject(
             this.context.closed
               ? new ClientClosedError(
@@ -383,10 +324,49 @@ export class StreamingPartitionRead implements PartitionReader {
           return;
         }
         const result = check(driver.state);
-        if (result === undefined) return;
-        done();
-        resolve(result);
-      });
+        if (result !== undefined) resolve(result);
+      }),
+    );
+  }
+
+  /**
+   * A wait bounded by the read's deadline and abort signal: `arm` starts it and returns what undoes it; whichever
+   * settles first (the wait, the deadline, the abort) undoes the others, once.
+   */
+  private bounded<T>(
+    arm: (resolve: (value: T) => void, reject: (error: Error) => void) => () => void,
+  ): Promise<T> {
+    const signal = this.options.signal;
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      // `arm` may settle before it returns: what undoes it is then run as soon as it is known.
+      const armed: { disarm?: () => void } = {};
+      const settle = (finish: () => void) => {
+        if (settled) return;
+        settled = true;
+        armed.disarm?.();
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        finish();
+      };
+      const onAbort = () =>
+        settle(() =>
+          reject(
+            new ReadAbortedError(
+              `reading partition ${this.partitionId} of shuffle ${this.shuffleId} was aborted while it waited for ${this.waitingFor()}`,
+              { cause: signal?.reason },
+            ),
+          ),
+        );
+      armed.disarm = arm(
+        (value) => settle(() => resolve(value)),
+        (error) => settle(() => reject(error)),
+      );
+      if (settled) {
+        armed.disarm();
+        return;
+      }
       if (signal !== undefined) {
         if (signal.aborted) {
           onAbort();
@@ -396,15 +376,15 @@ export class StreamingPartitionRead implements PartitionReader {
       }
       if (this.deadline !== Infinity) {
         timer = setTimeout(
-          () => {
-            done();
-            reject(
-              new ReadTimeoutError(
-                `reading partition ${this.partitionId} of shuffle ${this.shuffleId} did not finish within ` +
-                  `${this.options.timeoutMs} ms; it was waiting for ${this.waitingFor()}`,
+          () =>
+            settle(() =>
+              reject(
+                new ReadTimeoutError(
+                  `reading partition ${this.partitionId} of shuffle ${this.shuffleId} did not finish within ` +
+                    `${this.options.timeoutMs} ms; it was waiting for ${this.waitingFor()}`,
+                ),
               ),
-            );
-          },
+            ),
           Math.max(0, this.deadline - performance.now()),
         );
       }
