@@ -32,7 +32,7 @@ describe('FileGroupCache', () => {
             return;
           }
           const given = answer(status, `#${i}`);
-          cache.remember(appId, shuffleId, given);
+          cache.answered(appId, shuffleId, given);
           if (status === 'SUCCESS') model.set(key, given);
         });
         for (const appId of ['a', 'b'])

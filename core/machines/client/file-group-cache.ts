@@ -100,11 +100,6 @@ export class FileGroupCache {
     return this.groups.get(key(appId, shuffleId));
   }
 
-  /** Keeps a SUCCESS answer (as `answered`, for a caller with no waiters to start). */
-  remember(appId: AppId, shuffleId: ShuffleId, answer: FileGroupAnswer): void {
-    if (answer.status === 'SUCCESS') this.groups.set(key(appId, shuffleId), answer);
-  }
-
   /** The shuffle is unregistered: its answer and its ask are forgotten; its waiters are returned, to start. */
   forget(appId: AppId, shuffleId: ShuffleId): readonly ReduceTaskId[] {
     const k = key(appId, shuffleId);

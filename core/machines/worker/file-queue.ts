@@ -26,10 +26,9 @@ import { accountBytes, noteDiskFailure, recordLatency, storageView } from './sto
  * before it. Consecutive writes queued for a file go as one operation (one `write` effect with several chunks, at
  * most MAX_RUN_TASKS and MAX_RUN_BYTES, on the memory tier never past the file's size): a merged push carries several
  * batches of a partition, and one effect and one completion per batch cost the worker more than the bytes
- * (docs/performance.md). Such
- * a run succeeds or fails as a whole. A failure seals the file: queued writes fail at once, while flushes still run,
- * so that the acknowledged prefix of the file can be committed (docs/core/machines-master-worker.md, "Write
- * failures").
+ * (docs/performance.md). Such a run succeeds or fails as a whole. A failure seals the file: queued writes fail at
+ * once, while flushes still run, so that the acknowledged prefix of the file can be committed
+ * (docs/core/machines-master-worker.md, "Write failures").
  *
  * This is the worker's hottest path (every batch of every push is one write and one completion here), so each
  * transition copies the file's record once into a draft (files.ts FileDraft), fills it in and stores it once, rather
