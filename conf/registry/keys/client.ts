@@ -61,8 +61,9 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     description:
       'svc addition: memory one map task holds for its batches (every buffer at its capacity: open batches, and ' +
       'frames until acknowledged) before its writer pushes back (`write()` returns false until `drain`). Reaching ' +
-      'it also pushes the task’s largest partial batches. Bounds a map task’s memory whatever it writes; clients ' +
-      'before 0.6.0 use the same 64m.',
+      'it also pushes the task’s largest partial batches. The writer also pushes back while an eighth of it waits ' +
+      'in batches not yet sent (behind full per-partition windows), so that batches go while still in the CPU’s ' +
+      'caches. Bounds a map task’s memory whatever it writes; clients before 0.6.0 use the same 64m.',
   },
   {
     key: 'svc.client.push.revive.maxRetries',

@@ -12,6 +12,7 @@ import { ProbeHarness } from '../testing/probe-harness.ts';
 import {
   initialMapTaskState,
   mapTaskHasRoom,
+  unsentLimit,
   mapTaskMachine,
   mapTaskWritingAll,
   type MapTaskConfig,
@@ -1211,6 +1212,11 @@ describe('map task: records written over time', () => {
               referencedBytes(state),
               'held bytes are the capacity of every buffer the task still references',
             );
+            assert.equal(
+              state.unsentBytes,
+              unsentPayloadBytes(state),
+              'unsent bytes are the payloads of the batches cut and never pushed',
+            );
             // A step that takes records (only given while there is room) may go past the budget by what it brought,
             // a batch's worth of buffer per partition, and a frame header per batch it cut; any other step only
             // lets memory go (a frame copied for a new epoch replaces its original).
@@ -1405,6 +1411,31 @@ describe('map task: records written over time', () => {
     assert.equal(driver.state.heldBytes, 2 * 60, 'from its chunk, nothing copied');
   });
 
+  it('says it has no room once an eighth of its budget waits behind full windows, well before the budget', () => {
+    // Batches of 20 bytes (two records), a window of 1, a budget of 1,600: at most 200 bytes may wait unsent.
+    const driver = new Driver({ ...baseConfig, numPartitions: 2, maxUnacknowledgedBytes: 1600 }, []);
+    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+    driver.answer(registration, {
+      type: 'RegisterShuffleResponse',
+      status: 'SUCCESS',
+      locations: [location(0, 0, 0), location(1, 0, 1)],
+      message: '',
+    });
+    assert.equal(unsentLimit(driver.state.config), 200);
+    // Partition after partition, as a sorting writer writes: partition 0's first batch goes, the rest wait.
+    const records = Array.from({ length: 22 }, (_, i) => text(`p0-r${String(i).padStart(2, '0')}`));
+    const sent = sentOf(
+      driver.plainStep({ kind: 'records', partitionIds: records.map(() => 0), records }),
+    ).filter(isPush);
+    assert.equal(sent.length, 1, 'one batch in flight: the window of 1 is full');
+    assert.equal(driver.state.unsentBytes, 10 * 20, 'ten batches of 20 bytes wait');
+    assert.ok(driver.state.heldBytes < 1600, `${driver.state.heldBytes} bytes held, under the budget`);
+    assert.ok(!mapTaskHasRoom(driver.state), 'no room: an eighth of the budget waits unsent');
+    driver.answer(sent[0]!, succeeded(sent[0]!.message));
+    assert.equal(driver.state.unsentBytes, 9 * 20, 'the answer opened the window for the next batch');
+    assert.ok(mapTaskHasRoom(driver.state), 'room again');
+  });
+
   it('sends a batch filled in one input from its own buffer; one filled over several chunks is copied into a frame of its size, its chunks filled again', () => {
     // Chunks are 4,136 bytes: a frame's header, then 4 KiB of records.
     const driver = new Driver({ ...baseConfig, batchSizeBytes: 8192, maxUnacknowledgedBytes: 1 << 20 }, []);
@@ -1452,6 +1483,17 @@ describe('map task: records written over time', () => {
     );
   });
 });
+
+/** The payload bytes of every batch cut and not yet pushed once. */
+function unsentPayloadBytes(state: MapTaskState): number {
+  let bytes = 0;
+  for (const partition of state.partitions) {
+    for (let batch = partition.next; batch < partition.payloadBytes.length; batch += 1) {
+      bytes += partition.payloadBytes[batch]!;
+    }
+  }
+  return bytes;
+}
 
 /** The capacity of every buffer a map task's state references: open batches, spare chunks, unacknowledged frames. */
 function referencedBytes(state: MapTaskState): number {
