@@ -185,13 +185,15 @@ export type Input =
   | { readonly kind: 'consumed'; readonly chunk: number }
   /**
    * Records an application wrote, handed to its map task by the driver (a local input: never from the network):
-   * record i belongs to partition `partitionIds[i]`. The task copies them during the step, so the driver may reuse
-   * their memory afterwards. It feeds a task only while the task has room (`mapTaskHasRoom`): back-pressure.
+   * `runs[i]` holds one or more records of partition `partitionIds[i]`, encoded as a batch payload lays them out
+   * (core/machines/client/records.ts `encodeRecords`: each a 4-byte big-endian length, then its bytes), in the order
+   * they were written. The task copies them during the step, so the driver may reuse their memory afterwards. It
+   * feeds a task only while the task has room (`mapTaskHasRoom`): back-pressure.
    */
   | {
       readonly kind: 'records';
       readonly partitionIds: readonly number[];
-      readonly records: readonly Uint8Array[];
+      readonly runs: readonly Uint8Array[];
     }
   /** The map task's application wrote everything: the task pushes what it still holds, then ends the attempt. */
   | { readonly kind: 'recordsEnd' }

@@ -6,6 +6,7 @@ import { LocationCache } from '../../core/machines/client/location-cache.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { driverNodeId } from '../../core/protocol/node-ids.ts';
 import { mapTaskHasRoom, type MapTaskState } from '../../core/machines/client/map-task.ts';
+import { recordRuns } from '../../core/machines/client/records.ts';
 import { wantsFileGroup, type ReduceTaskState } from '../../core/machines/client/reduce-task.ts';
 import type { NodeDefinition, Observer, World } from '../world/world.ts';
 import type { TaskKind } from '../faults/plan.ts';
@@ -534,8 +535,7 @@ export class Engine implements Observer {
       const end = Math.min(writes.records.length, writes.next + RECORDS_PER_WRITE);
       w.inject(node, {
         kind: 'records',
-        partitionIds: writes.partitionIds.slice(writes.next, end),
-        records: writes.records.slice(writes.next, end),
+        ...recordRuns(writes.partitionIds.slice(writes.next, end), writes.records.slice(writes.next, end)),
       });
       writes.next = end;
       this.feed(w, node);

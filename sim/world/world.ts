@@ -48,6 +48,7 @@ import { describe, Trace } from './trace.ts';
 import { UnansweredRequests } from '../../core/interpreter/unanswered-requests.ts';
 import { SilenceWatch, type OwedRequest } from './silence.ts';
 import { GroupFollowing, type MasterGroupHooks } from './master-group.ts';
+import { checkRecords } from '../../core/machines/client/records.ts';
 
 export type { EffectKey, InputKey, Observer } from './observers.ts';
 export type { MasterGroupHooks, StandbyAnswer } from './master-group.ts';
@@ -1448,7 +1449,7 @@ function traceInput(input: Input): string {
     case 'consumed':
       return `consumed chunk=${input.chunk}`;
     case 'records':
-      return `records ${input.records.length}`;
+      return `records ${recordCount(input.runs)}`;
     case 'recordsEnd':
       return 'recordsEnd';
     case 'diskSpace':
@@ -1478,4 +1479,14 @@ function traceEffect(effect: FileEffect): string {
     case 'deleteFile':
       return `delete ${effect.file.tier}${effect.file.mountPoint}:${effect.file.id}`;
   }
+}
+
+/** How many records a map task's `records` input carries (its runs are whole records: the task checks). */
+function recordCount(runs: readonly Uint8Array[]): number {
+  let count = 0;
+  for (const run of runs) {
+    const checked = checkRecords(run);
+    count += checked.ok ? checked.count : 0;
+  }
+  return count;
 }

@@ -18,7 +18,7 @@ import {
   type MapTaskConfig,
   type MapTaskState,
 } from './map-task.ts';
-import { decodeRecords } from './records.ts';
+import { decodeRecords, recordRuns } from './records.ts';
 
 const LM = 'lm-app';
 const ME = 'map-app-0-0-0';
@@ -1017,9 +1017,7 @@ describe('map task: merging across steps', () => {
     const write = (partitionId: number) =>
       sentOf(
         driver.plainStep({
-          kind: 'records',
-          partitionIds: [partitionId, partitionId],
-          records: [text('rec-00'), text('rec-01')],
+          ...recordsIn([partitionId, partitionId], [text('rec-00'), text('rec-01')]),
         }),
       ).filter(isPush);
     const [first] = write(0);
@@ -1253,7 +1251,7 @@ describe('map task: records written over time', () => {
               next += 1;
             }
             takenBytes += bytes;
-            collect(driver.plainStep({ kind: 'records', partitionIds, records }), { bytes });
+            collect(driver.plainStep(recordsIn(partitionIds, records)), { bytes });
           };
           const answer = (push: PushSend, status: (b: { batchId: number }) => StatusCode) => {
             const batches =
@@ -1381,9 +1379,7 @@ describe('map task: records written over time', () => {
       message: '',
     });
     const one = (partitionId: number, s: string) =>
-      sentOf(driver.plainStep({ kind: 'records', partitionIds: [partitionId], records: [text(s)] })).filter(
-        isPush,
-      );
+      sentOf(driver.plainStep(recordsIn([partitionId], [text(s)]))).filter(isPush);
     assert.deepEqual(one(1, 'p1-r00'), [], 'half a batch waits');
     assert.deepEqual(one(2, 'x'), []);
     assert.deepEqual(one(3, 'p3-r00'), []);
@@ -1411,6 +1407,58 @@ describe('map task: records written over time', () => {
     assert.equal(driver.state.heldBytes, 2 * 60, 'from its chunk, nothing copied');
   });
 
+  it('opens a whole batch’s buffer for an input bringing more than a chunk, and sends the batch from it when later inputs fill it', () => {
+    // Chunks are 4,136 bytes; a batch is 16 KiB. Each input brings partition 0 about 6 KiB (two records).
+    const driver = new Driver({ ...baseConfig, batchSizeBytes: 16384, maxUnacknowledgedBytes: 1 << 20 }, []);
+    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+    driver.answer(registration, {
+      type: 'RegisterShuffleResponse',
+      status: 'SUCCESS',
+      locations: [location(0, 0, 0), location(1, 0, 1)],
+      message: '',
+    });
+    const record = (fill: number) => new Uint8Array(2044).fill(fill);
+    const write = (a: number, b: number, c: number) =>
+      sentOf(driver.plainStep(recordsIn([0, 0, 0], [record(a), record(b), record(c)]))).filter(isPush);
+    assert.deepEqual(write(1, 2, 3), []);
+    assert.equal(driver.state.heldBytes, 40 + 16384, 'one buffer of a whole batch, no chunks');
+    assert.deepEqual(write(4, 5, 6), []);
+    const [push] = write(7, 8, 9);
+    assert.ok(push?.message.type === 'PushData', "push?.message.type === 'PushData'");
+    assert.equal(
+      push.message.payload.buffer.byteLength,
+      40 + 16384,
+      'sent from the batch’s own buffer, not copied',
+    );
+    const decoded = decodeRecords(frameOf(push.message.payload).payload);
+    assert.ok(decoded.ok, 'decoded.ok');
+    assert.deepEqual(
+      decoded.records,
+      [1, 2, 3, 4, 5, 6, 7, 8].map(record),
+      'eight records of 2,048 fill 16 KiB',
+    );
+  });
+
+  it('fails the attempt, taking nothing, when a run is not whole records', () => {
+    const driver = new Driver(baseConfig, []);
+    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+    driver.answer(registration, {
+      type: 'RegisterShuffleResponse',
+      status: 'SUCCESS',
+      locations: [location(0, 0, 0), location(1, 0, 1)],
+      message: '',
+    });
+    const whole = recordsIn([0], [text('p0-r00')]).runs[0]!;
+    driver.plainStep({
+      kind: 'records',
+      partitionIds: [1, 0],
+      runs: [whole, whole.subarray(0, whole.length - 1)],
+    });
+    assert.equal(driver.state.phase, 'failed');
+    assert.match(driver.state.error ?? '', /run for partition 0 is not whole records: record at byte 0/);
+    assert.equal(driver.state.unacknowledgedBytes, 0, 'nothing of the input was taken');
+  });
+
   it('says it has no room once an eighth of its budget waits behind full windows, well before the budget', () => {
     // Batches of 20 bytes (two records), a window of 1, a budget of 1,600: at most 200 bytes may wait unsent.
     const driver = new Driver({ ...baseConfig, numPartitions: 2, maxUnacknowledgedBytes: 1600 }, []);
@@ -1425,7 +1473,12 @@ describe('map task: records written over time', () => {
     // Partition after partition, as a sorting writer writes: partition 0's first batch goes, the rest wait.
     const records = Array.from({ length: 22 }, (_, i) => text(`p0-r${String(i).padStart(2, '0')}`));
     const sent = sentOf(
-      driver.plainStep({ kind: 'records', partitionIds: records.map(() => 0), records }),
+      driver.plainStep(
+        recordsIn(
+          records.map(() => 0),
+          records,
+        ),
+      ),
     ).filter(isPush);
     assert.equal(sent.length, 1, 'one batch in flight: the window of 1 is full');
     assert.equal(driver.state.unsentBytes, 10 * 20, 'ten batches of 20 bytes wait');
@@ -1447,7 +1500,7 @@ describe('map task: records written over time', () => {
       message: '',
     });
     const step = (partitionIds: number[], records: Uint8Array[]) =>
-      sentOf(driver.plainStep({ kind: 'records', partitionIds, records })).filter(isPush);
+      sentOf(driver.plainStep(recordsIn(partitionIds, records))).filter(isPush);
     const record = (length: number, fill: number) => new Uint8Array(length).fill(fill);
     const [whole] = step([0, 0], [record(4092, 1), record(4092, 2)]);
     assert.ok(whole?.message.type === 'PushData', "whole?.message.type === 'PushData'");
@@ -1483,6 +1536,14 @@ describe('map task: records written over time', () => {
     );
   });
 });
+
+/** A `records` input of these records, in order (consecutive records of one partition in one run). */
+function recordsIn(
+  partitionIds: readonly number[],
+  records: readonly Uint8Array[],
+): Extract<Input, { kind: 'records' }> {
+  return { kind: 'records', ...recordRuns(partitionIds, records) };
+}
 
 /** The payload bytes of every batch cut and not yet pushed once. */
 function unsentPayloadBytes(state: MapTaskState): number {

@@ -20,7 +20,7 @@ import {
   type StatusCode,
 } from '../../domain/index.ts';
 import { FRAME_HEADER_BYTES, encodeBatchFrame, sealBatchFrame } from '../../protocol/batch-frame.ts';
-import { putU32 } from '../../protocol/big-endian.ts';
+import { getU32 } from '../../protocol/big-endian.ts';
 import type {
   MergedBatch,
   Message,
@@ -33,6 +33,7 @@ import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, setTimer, type Outbox } from '../outbox.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
+import { checkRecords, encodeRecords } from './records.ts';
 import { askTimeoutOr, unansweredAsk, type AskTimeout } from './ask-timeout.ts';
 
 /**
@@ -219,7 +220,7 @@ export interface PartitionPush {
   readonly partitionId: number;
   /**
    * The batch being filled (`openBytes` of encoded records), as buffers filled in order, every one but the last
-   * full: the first starts with header space (a chunk, or a buffer sized for a large input), so that a batch alone
+   * full: the first starts with header space (a chunk, or a whole batch's buffer when an input brings more than a chunk), so that a batch alone
    * in it is sent as it is; then chunks. It is cut into a batch when full, when the budget is reached (largest
    * first) and at the end. Changed in place by the machine, as are the
    * arrays below (one entry per cut batch, appended as batches are cut).
@@ -350,19 +351,18 @@ export function mapTaskWritingAll(records: readonly (readonly Uint8Array[])[]): 
   };
 }
 
-/** One `records` input carrying records by partition (index = partitionId), in order. */
+/** One `records` input carrying records by partition (index = partitionId), in order: one run per partition. */
 export function recordsInput(
   records: readonly (readonly Uint8Array[])[],
 ): Extract<Input, { kind: 'records' }> {
   const partitionIds: number[] = [];
-  const all: Uint8Array[] = [];
+  const runs: Uint8Array[] = [];
   records.forEach((partition, partitionId) => {
-    for (const record of partition) {
-      partitionIds.push(partitionId);
-      all.push(record);
-    }
+    if (partition.length === 0) return;
+    partitionIds.push(partitionId);
+    runs.push(encodeRecords(partition));
   });
-  return { kind: 'records', partitionIds, records: all };
+  return { kind: 'records', partitionIds, runs };
 }
 
 /** The state as one step works on it: its own collections, changed in place, plus the step's outbox. */
@@ -460,7 +460,7 @@ function handle(d: Draft, input: Input): void {
       return;
     }
     case 'records':
-      takeRecords(d, input.partitionIds, input.records);
+      takeRecords(d, input.partitionIds, input.runs);
       return;
     case 'recordsEnd':
       endRecords(d);
@@ -495,86 +495,116 @@ function chunkLengthOf(config: MapTaskConfig): number {
 }
 
 /**
- * Copies records into their partitions' open batches (the caller may reuse their memory once the step returns),
- * cutting a batch as soon as it is full; once the task holds its budget, the largest open batches are cut too, so
- * that pushes free room whatever the spread of the records.
+ * Copies runs of encoded records into their partitions' open batches (the caller may reuse their memory once the
+ * step returns), as many whole records at once as the open batch takes, cutting a batch as soon as it is full; once
+ * the task holds its budget, the largest open batches are cut too, so that pushes free room whatever the spread of
+ * the records. A run is one partition's records as a batch payload lays them out (`encodeRecords`), so that the
+ * records of a map writing partition after partition are copied a batch at a time, not one by one.
  */
-function takeRecords(d: Draft, partitionIds: readonly number[], records: readonly Uint8Array[]): void {
+function takeRecords(d: Draft, partitionIds: readonly number[], runs: readonly Uint8Array[]): void {
   if (d.ended) {
     fail(d, 'records written after the end of the attempt');
     return;
   }
-  if (partitionIds.length !== records.length) {
-    fail(d, `a records input with ${partitionIds.length} partition ids for ${records.length} records`);
+  if (partitionIds.length !== runs.length) {
+    fail(d, `a records input with ${partitionIds.length} partition ids for ${runs.length} runs`);
     return;
   }
   const { numPartitions, batchSizeBytes } = d.config;
-  // What this input brings each partition, still to be placed: a batch this input fills at once gets a buffer of
-  // its own, sized for it, and is sent as it is (no chunks, no copy at its cut).
+  // What this input brings each partition, still to be placed: more than a chunk's worth opens a batch in a buffer
+  // of a whole batch's size, filled on by later inputs and sent as it is (no chunks, no copy at its cut).
   const coming = new Float64Array(numPartitions);
-  for (let i = 0; i < records.length; i += 1) {
+  for (let i = 0; i < runs.length; i += 1) {
     const partitionId = partitionIds[i]!;
     if (!(Number.isInteger(partitionId) && partitionId >= 0 && partitionId < numPartitions)) {
       fail(d, `a record for partition ${partitionId}, outside 0..${numPartitions - 1}`);
       return;
     }
-    coming[partitionId]! += LENGTH_BYTES + records[i]!.length;
+    const checked = checkRecords(runs[i]!);
+    if (!checked.ok) {
+      fail(d, `a records input's run for partition ${partitionId} is not whole records: ${checked.message}`);
+      return;
+    }
+    coming[partitionId]! += runs[i]!.length;
   }
   const chunkLength = chunkLengthOf(d.config);
-  for (let i = 0; i < records.length; i += 1) {
+  for (let i = 0; i < runs.length; i += 1) {
     const partitionId = partitionIds[i]!;
     const partition = d.partitions[partitionId]!;
-    const record = records[i]!;
-    const encoded = LENGTH_BYTES + record.length;
-    if (partition.openBytes > 0 && partition.openBytes + encoded > batchSizeBytes) cutBatch(d, partition);
-    if (partition.openBuffers.length === 0) {
-      // Header space first; more than a chunk's worth coming at once (or a large record) gets a buffer of its own,
-      // sized for what comes.
-      const length = FRAME_HEADER_BYTES + Math.max(encoded, Math.min(batchSizeBytes, coming[partitionId]!));
-      partition.openBuffers.push(
-        length <= chunkLength
-          ? takeChunk(d, chunkLength)
-          : length === FRAME_HEADER_BYTES + batchSizeBytes
-            ? (d.spareBatches.pop() ?? allocateHeld(d, length))
-            : allocateHeld(d, length),
+    const run = runs[i]!;
+    let offset = 0;
+    while (offset < run.length) {
+      const end = wholeRecordsEnd(
+        run,
+        offset,
+        batchSizeBytes - partition.openBytes,
+        partition.openBytes === 0,
       );
-      partition.openLastFilled = FRAME_HEADER_BYTES;
+      if (end === offset) {
+        cutBatch(d, partition); // the next record does not fit the open batch
+        continue;
+      }
+      const taken = end - offset;
+      if (partition.openBuffers.length === 0) {
+        // Header space first; more than a chunk's worth coming at once gets a whole batch's buffer, a record
+        // larger than a batch one of its size.
+        const length = FRAME_HEADER_BYTES + Math.max(taken, Math.min(batchSizeBytes, coming[partitionId]!));
+        partition.openBuffers.push(
+          length <= chunkLength
+            ? takeChunk(d, chunkLength)
+            : length <= FRAME_HEADER_BYTES + batchSizeBytes
+              ? (d.spareBatches.pop() ?? allocateHeld(d, FRAME_HEADER_BYTES + batchSizeBytes))
+              : allocateHeld(d, length),
+        );
+        partition.openLastFilled = FRAME_HEADER_BYTES;
+      }
+      coming[partitionId]! -= taken;
+      appendEncoded(d, partition, run.subarray(offset, end), chunkLength);
+      partition.openBytes += taken;
+      d.unacknowledgedBytes += taken;
+      offset = end;
+      if (partition.openBytes >= batchSizeBytes) cutBatch(d, partition);
     }
-    coming[partitionId]! -= encoded;
-    appendRecord(d, partition, record, chunkLength);
-    partition.openBytes += encoded;
-    d.unacknowledgedBytes += encoded;
-    if (partition.openBytes >= batchSizeBytes) cutBatch(d, partition);
   }
   if (d.heldBytes >= d.config.maxUnacknowledgedBytes) cutLargestOpenBatches(d);
 }
 
-/** Appends a record (length, then bytes) to the partition's open batch, taking chunks as the last one fills. */
-function appendRecord(d: Draft, partition: PartitionPush, record: Uint8Array, chunkLength: number): void {
+/**
+ * Where the whole records of `run` from `offset` that fit in `room` bytes end (the run was checked to be whole
+ * records); an empty batch takes at least its first record, however large (a record larger than a batch travels
+ * alone).
+ */
+function wholeRecordsEnd(run: Uint8Array, offset: number, room: number, empty: boolean): number {
+  if (run.length - offset <= room) return run.length;
+  let end = offset;
+  for (;;) {
+    const next = end + LENGTH_BYTES + getU32(run, end);
+    if (next - offset > room) return end === offset && empty ? next : end;
+    end = next;
+  }
+}
+
+/** Appends encoded records to the partition's open batch, taking chunks as the last buffer fills. */
+function appendEncoded(d: Draft, partition: PartitionPush, bytes: Uint8Array, chunkLength: number): void {
   const buffers = partition.openBuffers;
   let last = buffers[buffers.length - 1]!;
-  if (last.length - partition.openLastFilled >= LENGTH_BYTES + record.length) {
-    // The common case: the whole record fits where the batch ends.
-    putU32(last, partition.openLastFilled, record.length);
-    last.set(record, partition.openLastFilled + LENGTH_BYTES);
-    partition.openLastFilled += LENGTH_BYTES + record.length;
+  if (last.length - partition.openLastFilled >= bytes.length) {
+    // The common case: everything fits where the batch ends.
+    last.set(bytes, partition.openLastFilled);
+    partition.openLastFilled += bytes.length;
     return;
   }
-  const length = new Uint8Array(LENGTH_BYTES);
-  putU32(length, 0, record.length);
-  for (const bytes of [length, record]) {
-    let offset = 0;
-    while (offset < bytes.length) {
-      if (partition.openLastFilled === last.length) {
-        last = takeChunk(d, chunkLength);
-        buffers.push(last);
-        partition.openLastFilled = 0;
-      }
-      const n = Math.min(last.length - partition.openLastFilled, bytes.length - offset);
-      last.set(bytes.subarray(offset, offset + n), partition.openLastFilled);
-      partition.openLastFilled += n;
-      offset += n;
+  let offset = 0;
+  while (offset < bytes.length) {
+    if (partition.openLastFilled === last.length) {
+      last = takeChunk(d, chunkLength);
+      buffers.push(last);
+      partition.openLastFilled = 0;
     }
+    const n = Math.min(last.length - partition.openLastFilled, bytes.length - offset);
+    last.set(bytes.subarray(offset, offset + n), partition.openLastFilled);
+    partition.openLastFilled += n;
+    offset += n;
   }
 }
 

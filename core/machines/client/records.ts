@@ -51,6 +51,26 @@ export function fillRecordFrame(frame: Uint8Array, records: readonly Uint8Array[
   }
 }
 
+/**
+ * Records written in this order, as a map task's `records` input carries them: consecutive records of one partition
+ * encoded together into one run (a batch payload's layout), with the partition of each run.
+ */
+export function recordRuns(
+  partitionIds: readonly number[],
+  records: readonly Uint8Array[],
+): { partitionIds: number[]; runs: Uint8Array[] } {
+  const ids: number[] = [];
+  const runs: Uint8Array[] = [];
+  let from = 0;
+  for (let i = 1; i <= records.length; i += 1) {
+    if (i < records.length && partitionIds[i] === partitionIds[from]) continue;
+    ids.push(partitionIds[from]!);
+    runs.push(encodeRecords(records.slice(from, i)));
+    from = i;
+  }
+  return { partitionIds: ids, runs };
+}
+
 /** layoutRecordFrames and fillRecordFrame at once: every frame filled, ready to be sealed. */
 export function encodeRecordFrames(
   batches: readonly (readonly Uint8Array[])[],
