@@ -61,7 +61,7 @@ const HEADER_FIELDS = ['shuffleId', 'mapId', 'attemptId', 'batchId', 'partitionI
 
 /** Encodes one batch. Throws a RangeError when a header field is not an unsigned 32-bit integer (a caller's bug). */
 export function encodeBatchFrame(header: BatchHeader, payload: Uint8Array): Uint8Array {
-  checkFrameInput(header, payload);
+  checkFrameInput(header, payload.length);
   const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
   writeFrame(frame, 0, header, payload);
   return frame;
@@ -77,7 +77,7 @@ export function encodeBatchFrames(
 ): Uint8Array[] {
   let total = 0;
   for (const { header, payload } of batches) {
-    checkFrameInput(header, payload);
+    checkFrameInput(header, payload.length);
     total += FRAME_HEADER_BYTES + payload.length;
   }
   const buffer = new Uint8Array(total);
@@ -103,21 +103,21 @@ export function sealBatchFrame(frame: Uint8Array, header: BatchHeader): Uint8Arr
     throw new RangeError(
       `a frame needs ${FRAME_HEADER_BYTES} header bytes, got ${frame.length} bytes in all`,
     );
-  checkFrameInput(header, frame.subarray(FRAME_HEADER_BYTES));
+  checkFrameInput(header, frame.length - FRAME_HEADER_BYTES);
   writeHeader(frame, 0, header, frame.length - FRAME_HEADER_BYTES);
   putU32(frame, FRAME_CRC_OFFSET, frameChecksum(frame, 0, frame.length));
   return frame;
 }
 
-function checkFrameInput(header: BatchHeader, payload: Uint8Array): void {
+function checkFrameInput(header: BatchHeader, payloadLength: number): void {
   for (const field of HEADER_FIELDS) {
     const value = header[field];
     if (!Number.isInteger(value) || value < 0 || value > MAX_U32) {
       throw new RangeError(`batch frame ${field} must be an integer in [0, ${MAX_U32}], got ${value}`);
     }
   }
-  if (payload.length > MAX_U32) {
-    throw new RangeError(`batch payload of ${payload.length} bytes exceeds the frame limit of ${MAX_U32}`);
+  if (payloadLength > MAX_U32) {
+    throw new RangeError(`batch payload of ${payloadLength} bytes exceeds the frame limit of ${MAX_U32}`);
   }
 }
 

@@ -47,11 +47,18 @@ export function installCrc32(implementation: Crc32Implementation | undefined): v
 }
 
 /**
+ * Below this many bytes the portable loop is faster than a native call, which costs a view of the range and a call
+ * across to native code (about 200 ns here, against 64 for the 28 bytes of a batch header, which every batch's
+ * frame is checked over once per check, besides its payload).
+ */
+export const NATIVE_MIN_BYTES = 64;
+
+/**
  * Continues a CRC over more bytes: `crc32(b, crc32(a))` equals `crc32(a ++ b)`, so a header and a payload can be
  * checked without copying them into one buffer.
  */
 export function crc32(bytes: Uint8Array, previous = 0, start = 0, end = bytes.length): number {
-  if (installed !== undefined) {
+  if (installed !== undefined && end - start >= NATIVE_MIN_BYTES) {
     return installed(start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end), previous);
   }
   return portableCrc32(bytes, previous, start, end);

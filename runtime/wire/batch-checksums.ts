@@ -5,7 +5,7 @@ import {
   FRAME_MAGIC,
   FRAME_VERSION,
 } from '../../core/protocol/batch-frame.ts';
-import type { Crc32Implementation } from '../../core/protocol/crc32.ts';
+import { portableCrc32, type Crc32Implementation } from '../../core/protocol/crc32.ts';
 import { FRAME_KIND } from './frames.ts';
 
 /**
@@ -128,7 +128,8 @@ export class BatchChecksumScanner {
       this.next = -1;
       return false;
     }
-    this.headerCrc = this.crc(this.body.subarray(at, at + FRAME_CRC_OFFSET), 0);
+    // A header is too short for a native call to pay (core/protocol/crc32.ts, NATIVE_MIN_BYTES).
+    this.headerCrc = portableCrc32(this.body, 0, at, at + FRAME_CRC_OFFSET);
     this.running = this.headerCrc;
     this.payloadStart = payloadStart;
     this.scanned = payloadStart;

@@ -175,10 +175,20 @@ export class ReceiveBodies implements BodySource {
 /** The distinct lent bodies among `views`, each once (a forward's payloads are all views of one body). */
 export function lentBodiesOf(bodies: ReceiveBodies, views: readonly Uint8Array[]): Uint8Array[] {
   const found: Uint8Array[] = [];
+  // A merged push's payloads (a hundred 4 KiB batches) are views of one or two bodies: comparing buffers with the
+  // few found costs less than asking the pool about each view.
+  let previous: ArrayBufferLike | undefined;
   for (const view of views) {
-    if (!bodies.isLent(view)) continue;
-    if (found.some((known) => known.buffer === view.buffer)) continue;
+    const buffer = view.buffer;
+    if (buffer === previous) continue;
+    previous = buffer;
+    if (isKnown(found, buffer) || !bodies.isLent(view)) continue;
     found.push(view);
   }
   return found;
+}
+
+function isKnown(found: readonly Uint8Array[], buffer: ArrayBufferLike): boolean {
+  for (const known of found) if (known.buffer === buffer) return true;
+  return false;
 }
