@@ -30,6 +30,7 @@ import {
   type BodyWriter,
 } from './hand-codec.ts';
 import {
+  bodyReader,
   commitFilesResponseWriter,
   readCommitFilesResponse,
   readRegisterShuffleResponse,
@@ -308,7 +309,7 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
 }
 
 function decodeMessage(field: number, body: Uint8Array, payloads: PayloadRegion): HotMessage {
-  const reader = new BinaryReader(body);
+  const reader = bodyReader(body);
   switch (field) {
     case RESERVE_SLOTS:
       return readReserveSlots(reader);
