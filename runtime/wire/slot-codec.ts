@@ -263,14 +263,46 @@ export function nestedEnd(reader: BinaryReader): number {
  * key per object (core/domain's workerKey is kept per WorkerId object). Equal bytes decode to equal values, and the
  * values are immutable: handing out the same object is the same answer.
  */
-/** The bytes each body reader reads (BinaryReader keeps its own private), for LastRead's comparison. */
-const READ_BYTES = new WeakMap<BinaryReader, Uint8Array>();
+/**
+ * The body reader made last and its bytes (BinaryReader keeps its own private), for LastRead's comparison: a body
+ * is read in one go, so the reader of the message being read is always the last one made.
+ */
+let lastReader: BinaryReader | undefined;
+let lastBytes: Uint8Array | undefined;
 
 /** A reader over a message's body whose repeated workers and storages decode once (LastRead). */
 export function bodyReader(body: Uint8Array): BinaryReader {
-  const reader = new BinaryReader(body);
-  READ_BYTES.set(reader, body);
-  return reader;
+  lastReader = new BinaryReader(body);
+  lastBytes = body;
+  return lastReader;
+}
+
+/** The bytes the reader reads, when it is the last body reader; undefined for another (its values decode anew). */
+function bytesOf(reader: BinaryReader): Uint8Array | undefined {
+  return reader === lastReader ? lastBytes : undefined;
+}
+
+/**
+ * A non-negative int64 field's value of at most 49 bits (7 varint bytes: sizes and offsets), read straight from the
+ * bytes; anything longer, or a reader without known bytes, through protobuf's int64 (a bigint, then a number).
+ */
+function readSize(reader: BinaryReader): number {
+  const buf = bytesOf(reader);
+  if (buf !== undefined) {
+    let pos = reader.pos;
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 7 && pos < reader.len; i += 1) {
+      const byte = buf[pos++]!;
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) {
+        reader.pos = pos;
+        return value;
+      }
+      scale *= 0x80;
+    }
+  }
+  return Number(reader.int64());
 }
 
 class LastRead<T> {
@@ -280,7 +312,7 @@ class LastRead<T> {
 
   /** A value read earlier when the next `end - reader.pos` bytes are the ones it was read from; then skips them. */
   recall(reader: BinaryReader, end: number): T | undefined {
-    const buf = READ_BYTES.get(reader);
+    const buf = bytesOf(reader);
     if (buf === undefined) return undefined;
     const start = reader.pos;
     const length = end - start;
@@ -299,7 +331,7 @@ class LastRead<T> {
   }
 
   remember(reader: BinaryReader, start: number, value: T): T {
-    const buf = READ_BYTES.get(reader);
+    const buf = bytesOf(reader);
     if (buf === undefined) return value;
     if (this.bytes.length < LAST_READS) {
       this.bytes.push(this.bytes[0]!);
@@ -459,12 +491,12 @@ export function readCommitted(reader: BinaryReader, end: number): CommittedFile 
     else if (number === 2 && type === WireType.Varint) mode = reader.int32();
     else if (number === 3 && type === WireType.LengthDelimited && storage === undefined)
       storage = readStorage(reader, nestedEnd(reader));
-    else if (number === 4 && type === WireType.Varint) bytes = Number(reader.int64());
+    else if (number === 4 && type === WireType.Varint) bytes = readSize(reader);
     else if (number === 5 && type === WireType.LengthDelimited) {
       const packedEnd = nestedEnd(reader);
-      while (reader.pos < packedEnd) chunkOffsets.push(Number(reader.int64()));
+      while (reader.pos < packedEnd) chunkOffsets.push(readSize(reader));
       if (reader.pos !== packedEnd) throw NOT_HOT;
-    } else if (number === 5 && type === WireType.Varint) chunkOffsets.push(Number(reader.int64()));
+    } else if (number === 5 && type === WireType.Varint) chunkOffsets.push(readSize(reader));
     else throw NOT_HOT;
   }
   if (reader.pos !== end || storage === undefined) throw NOT_HOT;
