@@ -97,31 +97,60 @@ function writeStorage(out: Output, storage: StorageInfo): void {
 }
 
 /**
- * A worker's and a storage's encoded fields, kept per object: a message of 10,000 locations names the same few
- * workers and storages (the same objects, once decoded by LastRead) thousands of times.
+ * The encoded fields of the last workers and storages written, with the values they encode: a message of 10,000
+ * locations names the same few workers and storages thousands of times (a replicated one alternates two workers).
  */
-const ENCODED = new WeakMap<WorkerId | StorageInfo, Uint8Array>();
+class LastWritten<T> {
+  private readonly values: T[] = [];
+  private readonly bytes: Uint8Array[] = [];
+  private at = 0;
+
+  constructor(
+    private readonly same: (a: T, b: T) => boolean,
+    private readonly size: (value: T) => number,
+    private readonly write: (out: Output, value: T) => void,
+  ) {}
+
+  encoded(value: T): Uint8Array {
+    for (let k = 0; k < this.values.length; k += 1) {
+      const known = this.values[k]!;
+      if (known === value || this.same(known, value)) return this.bytes[k]!;
+    }
+    const out = new Output(this.size(value));
+    this.write(out, value);
+    const bytes = out.bytes.slice();
+    this.at = this.values.length < LAST_WRITTEN ? this.values.length : (this.at + 1) % LAST_WRITTEN;
+    this.values[this.at] = value;
+    this.bytes[this.at] = bytes;
+    return bytes;
+  }
+}
+
+const LAST_WRITTEN = 2;
+
+const workersWritten = new LastWritten<WorkerId>(
+  (a, b) =>
+    a.host === b.host &&
+    a.rpcPort === b.rpcPort &&
+    a.pushPort === b.pushPort &&
+    a.fetchPort === b.fetchPort &&
+    a.replicatePort === b.replicatePort,
+  workerSize,
+  writeWorker,
+);
+
+const storagesWritten = new LastWritten<StorageInfo>(
+  (a, b) => a.type === b.type && a.mountPoint === b.mountPoint && a.availableTypes === b.availableTypes,
+  storageSize,
+  writeStorage,
+);
 
 function encodedWorker(worker: WorkerId): Uint8Array {
-  let bytes = ENCODED.get(worker);
-  if (bytes === undefined) {
-    const out = new Output(workerSize(worker));
-    writeWorker(out, worker);
-    bytes = out.bytes.slice();
-    ENCODED.set(worker, bytes);
-  }
-  return bytes;
+  return workersWritten.encoded(worker);
 }
 
 function encodedStorage(storage: StorageInfo): Uint8Array {
-  let bytes = ENCODED.get(storage);
-  if (bytes === undefined) {
-    const out = new Output(storageSize(storage));
-    writeStorage(out, storage);
-    bytes = out.bytes.slice();
-    ENCODED.set(storage, bytes);
-  }
-  return bytes;
+  return storagesWritten.encoded(storage);
 }
 
 /** The location's size (its own, without tag and length); its nested sizes go to `sizes`. */
