@@ -129,6 +129,23 @@ const slotMessage: fc.Arbitrary<Message> = fc.oneof(
     message: text,
   }),
   fileGroupAnswer(),
+  fc.record({
+    type: fc.constant('MapperEnd' as const),
+    appId: text,
+    shuffleId: int32,
+    mapId: int32,
+    attemptId: int32,
+    numMappers: int32,
+    written: few(fc.record({ partitionId: int32, batches: int32, bytes: nat64 })),
+  }),
+  fc.record({
+    type: fc.constant('CommitFiles' as const),
+    appId: text,
+    shuffleId: int32,
+    primaryIds: few(text),
+    replicaIds: few(text),
+    mapAttempts: few(int32),
+  }),
 );
 
 /** A reducer's file group: encoded once per object however many reducers it is sent to (./shared-answer.ts). */

@@ -315,7 +315,7 @@ function bytesOf(reader: BinaryReader): Uint8Array | undefined {
  * A non-negative int64 field's value of at most 49 bits (7 varint bytes: sizes and offsets), read straight from the
  * bytes; anything longer, or a reader without known bytes, through protobuf's int64 (a bigint, then a number).
  */
-function readSize(reader: BinaryReader): number {
+export function readSize(reader: BinaryReader): number {
   const buf = bytesOf(reader);
   if (buf !== undefined) {
     let pos = reader.pos;
