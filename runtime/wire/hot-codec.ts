@@ -31,6 +31,7 @@ import {
 } from './hand-codec.ts';
 import {
   bodyReader,
+  forgetBodyReader,
   commitFilesResponseWriter,
   readCommitFilesResponse,
   readRegisterShuffleResponse,
@@ -323,7 +324,19 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
 }
 
 function decodeMessage(field: number, body: Uint8Array, payloads: PayloadRegion): HotMessage {
-  const reader = bodyReader(body);
+  try {
+    return readMessage(field, bodyReader(body), body, payloads);
+  } finally {
+    forgetBodyReader(); // a body may be megabytes (a file group), or a pooled buffer lent again
+  }
+}
+
+function readMessage(
+  field: number,
+  reader: BinaryReader,
+  body: Uint8Array,
+  payloads: PayloadRegion,
+): HotMessage {
   switch (field) {
     case RESERVE_SLOTS:
       return readReserveSlots(reader);

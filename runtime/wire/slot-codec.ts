@@ -306,6 +306,12 @@ export function bodyReader(body: Uint8Array): BinaryReader {
   return lastReader;
 }
 
+/** Lets go of the last body reader and its bytes once its message is read. */
+export function forgetBodyReader(): void {
+  lastReader = undefined;
+  lastBytes = undefined;
+}
+
 /** The bytes the reader reads, when it is the last body reader; undefined for another (its values decode anew). */
 function bytesOf(reader: BinaryReader): Uint8Array | undefined {
   return reader === lastReader ? lastBytes : undefined;
