@@ -292,3 +292,53 @@ describe('NodeDriver timers', () => {
     assert.ok(fired[0]!.now >= fired[0]!.at, `delivered at ${fired[0]!.now}, not before ${fired[0]!.at}`);
   });
 });
+
+describe('NodeDriver timers due when set', () => {
+  /** Sets timers `due` and `gone` at time 0 (due at once) on an admin command, cancels `gone`, records what fired. */
+  const timing: Machine<readonly string[]> = {
+    step(fired, input: Input) {
+      if (input.kind === 'timer') return { state: [...fired, input.name], effects: [] };
+      if (input.kind !== 'admin') return { state: fired, effects: [] };
+      const effects: Effect[] = [
+        { kind: 'setTimer', name: 'due', at: 0 },
+        { kind: 'setTimer', name: 'gone', at: 0 },
+        { kind: 'cancelTimer', name: 'gone' },
+        { kind: 'adminReply', commandId: input.commandId, success: true, message: 'set' },
+      ];
+      return { state: fired, effects };
+    },
+  };
+
+  function timingDriver(): NodeDriver<readonly string[]> {
+    return new NodeDriver('t', timing, [], '0.6.0', {
+      send: () => undefined,
+      logger: createLogger('silent', {}),
+    });
+  }
+
+  it('fires a timer due at once in a later turn of the loop, and not one cancelled in the meantime', async () => {
+    const node = timingDriver();
+    try {
+      await node.admin({ type: 'excludeWorkers', add: [], remove: [] });
+      const fired = await within(
+        node.until((state) => (state.length > 0 ? state : undefined)),
+        'the due timer to fire',
+      );
+      assert.deepEqual(fired, ['due']);
+      // Timers due at once fire in the order they were set: had `gone` not been cancelled, it would have by now.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(node.state, ['due']);
+    } finally {
+      node.stop();
+    }
+  });
+
+  it('cancels timers due at once when the node stops', async () => {
+    const node = timingDriver();
+    const set = node.admin({ type: 'excludeWorkers', add: [], remove: [] });
+    await set;
+    node.stop();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(node.state, []);
+  });
+});

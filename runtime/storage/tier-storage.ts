@@ -63,6 +63,7 @@ interface Place {
  */
 export class TierStorage {
   private readonly lanes = new FileLanes();
+  private readonly places = new WeakMap<FileRef, Place>();
   private readonly memory: MemoryFiles;
   private readonly disks = new Map<string, DirectoryFiles>();
   private readonly dfs: DirectoryFiles | undefined;
@@ -258,8 +259,22 @@ export class TierStorage {
     return place.files === this.memory && !this.lanes.busy(place.key);
   }
 
-  /** Resolves a FileRef; an unknown disk, or a DFS file without a DFS directory, is NOT_FOUND (as in the simulator). */
+  /**
+   * Resolves a FileRef; an unknown disk, or a DFS file without a DFS directory, is NOT_FOUND (as in the simulator).
+   * Kept per FileRef (immutable, and one object for all of a file's operations; the tiers are fixed at
+   * construction): each write, flush and create checked and split its id and built its key again, 40,000 times
+   * for a shuffle of 10,000 partitions.
+   */
   private placeOf(file: FileRef): Place {
+    let place = this.places.get(file);
+    if (place === undefined) {
+      place = this.resolve(file);
+      this.places.set(file, place);
+    }
+    return place;
+  }
+
+  private resolve(file: FileRef): Place {
     const segments = fileIdSegments(file.id);
     let files: TierFiles | undefined;
     let tier: string;

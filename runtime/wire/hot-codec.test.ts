@@ -129,6 +129,23 @@ const slotMessage: fc.Arbitrary<Message> = fc.oneof(
     message: text,
   }),
   fileGroupAnswer(),
+  fc.record({
+    type: fc.constant('MapperEnd' as const),
+    appId: text,
+    shuffleId: int32,
+    mapId: int32,
+    attemptId: int32,
+    numMappers: int32,
+    written: few(fc.record({ partitionId: int32, batches: int32, bytes: nat64 })),
+  }),
+  fc.record({
+    type: fc.constant('CommitFiles' as const),
+    appId: text,
+    shuffleId: int32,
+    primaryIds: few(text),
+    replicaIds: few(text),
+    mapAttempts: few(int32),
+  }),
 );
 
 /** A reducer's file group: encoded once per object however many reducers it is sent to (./shared-answer.ts). */
@@ -184,6 +201,57 @@ describe('the hot messages codec', () => {
         );
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('reads locations naming the same few workers and storages as the schema decoder, one object for each', () => {
+    // The decoder recalls the four workers and storages it read last (slot-codec.ts's LastRead), across messages.
+    const pool = <T>(arb: fc.Arbitrary<T>) => fc.array(arb, { minLength: 1, maxLength: 4 });
+    const locations = fc.tuple(pool(worker), pool(storage)).chain(([workers, storages]) => {
+      const fromPools = {
+        worker: fc.constantFrom(...workers),
+        storage: fc.constantFrom(...storages),
+      };
+      const peer = fc.record({ partitionId: int32, epoch: int32, mode, ...fromPools });
+      return fc.array(
+        fc.record(
+          { partitionId: int32, epoch: int32, mode, ...fromPools, peer },
+          { requiredKeys: ['partitionId', 'epoch', 'worker', 'mode', 'storage'] },
+        ),
+        { maxLength: 40 },
+      );
+    });
+    fc.assert(
+      fc.property(fc.array(locations, { minLength: 1, maxLength: 3 }), (messages) => {
+        for (const locations of messages) {
+          const envelope: WireEnvelope = {
+            from: 'lm',
+            to: 'w',
+            message: { type: 'RegisterShuffleResponse', status: 'SUCCESS', locations, message: '' },
+          };
+          const hot = encodeHotEnvelope(envelope);
+          assert.ok(hot !== undefined, 'a RegisterShuffleResponse is written by hand');
+          const control = wholeControl(hot);
+          assert.deepStrictEqual(control, encodeEnvelopeControl(envelope).control);
+          const none = new Uint8Array(0);
+          const decoded = decodeHotEnvelope(control, none);
+          assert.deepStrictEqual(decoded, decodeEnvelopeControl(control, none));
+          const read = decoded?.message.type === 'RegisterShuffleResponse' ? decoded.message.locations : [];
+          const objects = new Map<string, object>();
+          for (const { worker, storage } of read.flatMap((location) => [
+            location,
+            location.peer ?? location,
+          ])) {
+            for (const value of [worker, storage]) {
+              const key = JSON.stringify(value);
+              const seen = objects.get(key) ?? value;
+              objects.set(key, seen);
+              assert.equal(value, seen, 'equal workers (and storages) decode to one object');
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 

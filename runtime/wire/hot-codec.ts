@@ -30,6 +30,8 @@ import {
   type BodyWriter,
 } from './hand-codec.ts';
 import {
+  bodyReader,
+  forgetBodyReader,
   commitFilesResponseWriter,
   readCommitFilesResponse,
   readRegisterShuffleResponse,
@@ -39,12 +41,14 @@ import {
 } from './slot-codec.ts';
 import { readRequestSlotsResponse, requestSlotsResponseWriter } from './request-slots-codec.ts';
 import { fileGroupAnswerWriter, readFileGroupAnswer } from './file-group-codec.ts';
+import { commitFilesWriter, mapperEndWriter, readCommitFiles, readMapperEnd } from './end-codec.ts';
 import type { EncodedControl, WireEnvelope } from './types.ts';
 
 /**
  * The control part of the data plane's four hot messages (PushData, PushMergedData and their answers), and of the
  * largest control messages (ReserveSlots, CommitFilesResponse and RegisterShuffleResponse, ./slot-codec.ts;
- * RequestSlotsResponse, ./request-slots-codec.ts; a reducer's file group, ./file-group-codec.ts), written by
+ * RequestSlotsResponse, ./request-slots-codec.ts; a reducer's file group, ./file-group-codec.ts; MapperEnd and
+ * CommitFiles, ./end-codec.ts), written by
  * hand and read with @bufbuild/protobuf's binary reader instead of through the schema's reflection: a map task sends
  * about one such message per batch and the worker answers each, so their envelopes were a visible share of both
  * sides' time (docs/performance.md). The bytes are exactly those `toBinary` writes for the same envelope (a
@@ -60,8 +64,10 @@ const ENVELOPE_REQUEST_ID = 3;
 const ENVELOPE_IN_REPLY_TO = 4;
 const REQUEST_SLOTS_RESPONSE = 22;
 const RESERVE_SLOTS = 25;
+const COMMIT_FILES = 26;
 const COMMIT_FILES_RESPONSE = 27;
 const REGISTER_SHUFFLE_RESPONSE = 30;
+const MAPPER_END = 33;
 const GET_REDUCER_FILE_GROUP_RESPONSE = 35;
 const PUSH_DATA = 36;
 const PUSH_DATA_RESPONSE = 37;
@@ -80,7 +86,9 @@ type HotMessage =
   | CommitFilesResponse
   | RegisterShuffleResponse
   | RequestSlotsResponse
-  | MessageOf<'GetReducerFileGroupResponse'>;
+  | MessageOf<'GetReducerFileGroupResponse'>
+  | MessageOf<'MapperEnd'>
+  | MessageOf<'CommitFiles'>;
 
 const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
   PushData: PUSH_DATA,
@@ -92,6 +100,8 @@ const FIELD_OF: Readonly<Record<HotMessage['type'], number>> = {
   RegisterShuffleResponse: REGISTER_SHUFFLE_RESPONSE,
   RequestSlotsResponse: REQUEST_SLOTS_RESPONSE,
   GetReducerFileGroupResponse: GET_REDUCER_FILE_GROUP_RESPONSE,
+  MapperEnd: MAPPER_END,
+  CommitFiles: COMMIT_FILES,
 };
 
 function isHot(message: WireEnvelope['message']): message is HotMessage {
@@ -166,6 +176,10 @@ function messageWriter(message: HotMessage): BodyWriter {
       return requestSlotsResponseWriter(message);
     case 'GetReducerFileGroupResponse':
       return fileGroupAnswerWriter(message);
+    case 'MapperEnd':
+      return mapperEndWriter(message);
+    case 'CommitFiles':
+      return commitFilesWriter(message);
     case 'PushData': {
       const shuffleKey = utf8(message.shuffleKey);
       const mode = wireNumber(PARTITION_MODE_CODE, message.mode);
@@ -285,6 +299,8 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
       type === WireType.LengthDelimited &&
       ((number >= PUSH_DATA && number <= PUSH_MERGED_DATA_RESPONSE) ||
         number === RESERVE_SLOTS ||
+        number === COMMIT_FILES ||
+        number === MAPPER_END ||
         number === COMMIT_FILES_RESPONSE ||
         number === REGISTER_SHUFFLE_RESPONSE ||
         number === REQUEST_SLOTS_RESPONSE ||
@@ -308,7 +324,19 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
 }
 
 function decodeMessage(field: number, body: Uint8Array, payloads: PayloadRegion): HotMessage {
-  const reader = new BinaryReader(body);
+  try {
+    return readMessage(field, bodyReader(body), body, payloads);
+  } finally {
+    forgetBodyReader(); // a body may be megabytes (a file group), or a pooled buffer lent again
+  }
+}
+
+function readMessage(
+  field: number,
+  reader: BinaryReader,
+  body: Uint8Array,
+  payloads: PayloadRegion,
+): HotMessage {
   switch (field) {
     case RESERVE_SLOTS:
       return readReserveSlots(reader);
@@ -320,6 +348,10 @@ function decodeMessage(field: number, body: Uint8Array, payloads: PayloadRegion)
       return readRequestSlotsResponse(reader);
     case GET_REDUCER_FILE_GROUP_RESPONSE:
       return readFileGroupAnswer(reader, body);
+    case MAPPER_END:
+      return readMapperEnd(reader);
+    case COMMIT_FILES:
+      return readCommitFiles(reader);
     case PUSH_DATA:
       return readPushData(reader, payloads);
     case PUSH_DATA_RESPONSE: {

@@ -1,4 +1,4 @@
-import { type BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { PARTITION_MODE_CODE, type PartitionLocation } from '../../core/domain/partition.ts';
 import { STATUS_CODES } from '../../core/domain/status.ts';
 import { STORAGE_TYPE_CODE, type StorageInfo } from '../../core/domain/storage.ts';
@@ -22,8 +22,8 @@ import {
   utf8,
   varintSize,
   wireNumber,
+  Output,
   type BodyWriter,
-  type Output,
 } from './hand-codec.ts';
 
 /**
@@ -96,17 +96,72 @@ function writeStorage(out: Output, storage: StorageInfo): void {
   out.uint32Field(3, storage.availableTypes);
 }
 
+/**
+ * The encoded fields of the last workers and storages written, with the values they encode: a message of 10,000
+ * locations names the same few workers and storages thousands of times (a replicated one alternates two workers).
+ */
+class LastWritten<T> {
+  private readonly values: T[] = [];
+  private readonly bytes: Uint8Array[] = [];
+  private at = 0;
+
+  constructor(
+    private readonly same: (a: T, b: T) => boolean,
+    private readonly size: (value: T) => number,
+    private readonly write: (out: Output, value: T) => void,
+  ) {}
+
+  encoded(value: T): Uint8Array {
+    for (let k = 0; k < this.values.length; k += 1) {
+      const known = this.values[k]!;
+      if (known === value || this.same(known, value)) return this.bytes[k]!;
+    }
+    const out = new Output(this.size(value));
+    this.write(out, value);
+    const bytes = out.bytes.slice();
+    this.at = this.values.length < LAST_WRITTEN ? this.values.length : (this.at + 1) % LAST_WRITTEN;
+    this.values[this.at] = value;
+    this.bytes[this.at] = bytes;
+    return bytes;
+  }
+}
+
+const LAST_WRITTEN = 2;
+
+const workersWritten = new LastWritten<WorkerId>(
+  (a, b) =>
+    a.host === b.host &&
+    a.rpcPort === b.rpcPort &&
+    a.pushPort === b.pushPort &&
+    a.fetchPort === b.fetchPort &&
+    a.replicatePort === b.replicatePort,
+  workerSize,
+  writeWorker,
+);
+
+const storagesWritten = new LastWritten<StorageInfo>(
+  (a, b) => a.type === b.type && a.mountPoint === b.mountPoint && a.availableTypes === b.availableTypes,
+  storageSize,
+  writeStorage,
+);
+
+function encodedWorker(worker: WorkerId): Uint8Array {
+  return workersWritten.encoded(worker);
+}
+
+function encodedStorage(storage: StorageInfo): Uint8Array {
+  return storagesWritten.encoded(storage);
+}
+
 /** The location's size (its own, without tag and length); its nested sizes go to `sizes`. */
 export function locationSize(location: PartitionLocation, sizes: Sizes): number {
   const index = sizes.reserve();
-  const worker = sizes.set(sizes.reserve(), workerSize(location.worker));
-  const storage = sizes.set(sizes.reserve(), storageSize(location.storage));
   let size =
     int32FieldSize(location.partitionId) +
     int32FieldSize(location.epoch) +
-    elementSize(worker) +
+    elementSize(encodedWorker(location.worker).length) +
     int32FieldSize(wireNumber(PARTITION_MODE_CODE, location.mode)) +
-    elementSize(storage);
+    elementSize(encodedStorage(location.storage).length);
   if (location.peer !== undefined) size += elementSize(locationSize(location.peer, sizes));
   return sizes.set(index, size);
 }
@@ -115,13 +170,9 @@ export function writeLocation(out: Output, field: number, location: PartitionLoc
   out.nested(field, sizes.next());
   out.int32Field(1, location.partitionId);
   out.int32Field(2, location.epoch);
-  out.nested(3, sizes.next());
-  // The storage's size was computed right after the worker's; the worker's fields come first on the wire.
-  const storage = sizes.next();
-  writeWorker(out, location.worker);
+  out.element(3, encodedWorker(location.worker));
   out.int32Field(4, PARTITION_MODE_CODE[location.mode]);
-  out.nested(5, storage);
-  writeStorage(out, location.storage);
+  out.element(5, encodedStorage(location.storage));
   if (location.peer !== undefined) writeLocation(out, 6, location.peer, sizes);
 }
 
@@ -176,7 +227,6 @@ export function registerShuffleResponseWriter(message: RegisterShuffleResponse):
 
 function committedSize(file: CommittedFile, sizes: Sizes): number {
   const index = sizes.reserve();
-  const storage = sizes.set(sizes.reserve(), storageSize(file.storage));
   const offsets = sizes.reserve();
   let packed = 0;
   for (const offset of file.chunkOffsets) packed += uint64FieldSize(offset) === 0 ? 1 : varintSize(offset);
@@ -184,7 +234,7 @@ function committedSize(file: CommittedFile, sizes: Sizes): number {
   const size =
     bytesFieldSize(utf8(file.uniqueId)) +
     int32FieldSize(wireNumber(PARTITION_MODE_CODE, file.mode)) +
-    elementSize(storage) +
+    elementSize(encodedStorage(file.storage).length) +
     uint64FieldSize(file.bytes) +
     (file.chunkOffsets.length === 0 ? 0 : elementSize(packed));
   return sizes.set(index, size);
@@ -192,12 +242,10 @@ function committedSize(file: CommittedFile, sizes: Sizes): number {
 
 function writeCommitted(out: Output, field: number, file: CommittedFile, sizes: Sizes): void {
   out.nested(field, sizes.next());
-  const storage = sizes.next();
   const packed = sizes.next();
   out.bytesField(1, utf8(file.uniqueId));
   out.int32Field(2, PARTITION_MODE_CODE[file.mode]);
-  out.nested(3, storage);
-  writeStorage(out, file.storage);
+  out.element(3, encodedStorage(file.storage));
   out.uint64Field(4, file.bytes);
   if (file.chunkOffsets.length > 0) {
     out.nested(5, packed);
@@ -238,7 +286,119 @@ export function nestedEnd(reader: BinaryReader): number {
   return end;
 }
 
+/**
+ * The last worker and storage read, with their bytes: a message of 10,000 locations names one worker (and one
+ * storage) thousands of times, and decoding each again cost the string decodes, the objects and, downstream, a
+ * key per object (core/domain's workerKey is kept per WorkerId object). Equal bytes decode to equal values, and the
+ * values are immutable: handing out the same object is the same answer.
+ */
+/**
+ * The body reader made last and its bytes (BinaryReader keeps its own private), for LastRead's comparison: a body
+ * is read in one go, so the reader of the message being read is always the last one made.
+ */
+let lastReader: BinaryReader | undefined;
+let lastBytes: Uint8Array | undefined;
+
+/** A reader over a message's body whose repeated workers and storages decode once (LastRead). */
+export function bodyReader(body: Uint8Array): BinaryReader {
+  lastReader = new BinaryReader(body);
+  lastBytes = body;
+  return lastReader;
+}
+
+/** Lets go of the last body reader and its bytes once its message is read. */
+export function forgetBodyReader(): void {
+  lastReader = undefined;
+  lastBytes = undefined;
+}
+
+/** The bytes the reader reads, when it is the last body reader; undefined for another (its values decode anew). */
+function bytesOf(reader: BinaryReader): Uint8Array | undefined {
+  return reader === lastReader ? lastBytes : undefined;
+}
+
+/**
+ * A non-negative int64 field's value of at most 49 bits (7 varint bytes: sizes and offsets), read straight from the
+ * bytes; anything longer, or a reader without known bytes, through protobuf's int64 (a bigint, then a number).
+ */
+export function readSize(reader: BinaryReader): number {
+  const buf = bytesOf(reader);
+  if (buf !== undefined) {
+    let pos = reader.pos;
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 7 && pos < reader.len; i += 1) {
+      const byte = buf[pos++]!;
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) {
+        reader.pos = pos;
+        return value;
+      }
+      scale *= 0x80;
+    }
+  }
+  return Number(reader.int64());
+}
+
+class LastRead<T> {
+  /** A few (a replicated location names its peer's worker beside its own), the one used last first. */
+  private readonly bytes: Uint8Array[] = [];
+  private readonly values: T[] = [];
+
+  /** A value read earlier when the next `end - reader.pos` bytes are the ones it was read from; then skips them. */
+  recall(reader: BinaryReader, end: number): T | undefined {
+    const buf = bytesOf(reader);
+    if (buf === undefined) return undefined;
+    const start = reader.pos;
+    const length = end - start;
+    for (let k = 0; k < this.bytes.length; k += 1) {
+      const bytes = this.bytes[k]!;
+      if (bytes.length !== length) continue;
+      let i = 0;
+      while (i < length && buf[start + i] === bytes[i]) i += 1;
+      if (i < length) continue;
+      const value = this.values[k]!;
+      if (k > 0) this.moveFirst(k, bytes, value);
+      reader.pos = end;
+      return value;
+    }
+    return undefined;
+  }
+
+  remember(reader: BinaryReader, start: number, value: T): T {
+    const buf = bytesOf(reader);
+    if (buf === undefined) return value;
+    if (this.bytes.length < LAST_READS) {
+      this.bytes.push(this.bytes[0]!);
+      this.values.push(this.values[0]!);
+    }
+    this.moveFirst(this.bytes.length - 1, buf.slice(start, reader.pos), value);
+    return value;
+  }
+
+  /** Puts the entry at `k` first (the ones before it move down one), with these bytes and value. */
+  private moveFirst(k: number, bytes: Uint8Array, value: T): void {
+    for (let i = k; i > 0; i -= 1) {
+      this.bytes[i] = this.bytes[i - 1]!;
+      this.values[i] = this.values[i - 1]!;
+    }
+    this.bytes[0] = bytes;
+    this.values[0] = value;
+  }
+}
+
+const LAST_READS = 4;
+const lastWorker = new LastRead<WorkerId>();
+const lastStorage = new LastRead<StorageInfo>();
+
 export function readWorker(reader: BinaryReader, end: number): WorkerId {
+  const recalled = lastWorker.recall(reader, end);
+  if (recalled !== undefined) return recalled;
+  const start = reader.pos;
+  return lastWorker.remember(reader, start, readWorkerFields(reader, end));
+}
+
+function readWorkerFields(reader: BinaryReader, end: number): WorkerId {
   let host = '';
   const ports = [0, 0, 0, 0, 0, 0];
   while (reader.pos < end) {
@@ -252,6 +412,13 @@ export function readWorker(reader: BinaryReader, end: number): WorkerId {
 }
 
 function readStorage(reader: BinaryReader, end: number): StorageInfo {
+  const recalled = lastStorage.recall(reader, end);
+  if (recalled !== undefined) return recalled;
+  const start = reader.pos;
+  return lastStorage.remember(reader, start, readStorageFields(reader, end));
+}
+
+function readStorageFields(reader: BinaryReader, end: number): StorageInfo {
   let type = 0;
   let mountPoint = '';
   let availableTypes = 0;
@@ -359,12 +526,12 @@ export function readCommitted(reader: BinaryReader, end: number): CommittedFile 
     else if (number === 2 && type === WireType.Varint) mode = reader.int32();
     else if (number === 3 && type === WireType.LengthDelimited && storage === undefined)
       storage = readStorage(reader, nestedEnd(reader));
-    else if (number === 4 && type === WireType.Varint) bytes = Number(reader.int64());
+    else if (number === 4 && type === WireType.Varint) bytes = readSize(reader);
     else if (number === 5 && type === WireType.LengthDelimited) {
       const packedEnd = nestedEnd(reader);
-      while (reader.pos < packedEnd) chunkOffsets.push(Number(reader.int64()));
+      while (reader.pos < packedEnd) chunkOffsets.push(readSize(reader));
       if (reader.pos !== packedEnd) throw NOT_HOT;
-    } else if (number === 5 && type === WireType.Varint) chunkOffsets.push(Number(reader.int64()));
+    } else if (number === 5 && type === WireType.Varint) chunkOffsets.push(readSize(reader));
     else throw NOT_HOT;
   }
   if (reader.pos !== end || storage === undefined) throw NOT_HOT;

@@ -1,6 +1,12 @@
 import type { WorkerStatusView } from '../../client/index.ts';
 import { emptyWorkerStatus } from '../../client/index.ts';
-import type { PartitionLocation, ShuffleId, StatusCode, WorkerKey } from '../../domain/index.ts';
+import {
+  uniqueId,
+  type PartitionLocation,
+  type ShuffleId,
+  type StatusCode,
+  type WorkerKey,
+} from '../../domain/index.ts';
 import type {
   CommittedFile,
   GetReducerFileGroupResponse,
@@ -220,4 +226,19 @@ export function initialLifecycleManagerState(config: LifecycleManagerConfig): Li
 /** Keys a copy by what identifies it within a shuffle: its uniqueId and mode. */
 export function copyKey(copy: { readonly uniqueId: string; readonly mode: string }): string {
   return `${copy.uniqueId}/${copy.mode}`;
+}
+
+const LOCATION_KEYS = new WeakMap<PartitionLocation, string>();
+
+/**
+ * copyKey of a reserved location, kept per location object (immutable): a commit looks each of its 10,000 copies up
+ * twice, and each lookup built the uniqueId, the key and an object to build it from.
+ */
+export function locationCopyKey(location: PartitionLocation): string {
+  let key = LOCATION_KEYS.get(location);
+  if (key === undefined) {
+    key = copyKey({ uniqueId: uniqueId(location), mode: location.mode });
+    LOCATION_KEYS.set(location, key);
+  }
+  return key;
 }

@@ -100,14 +100,16 @@ export function chunkOffsets(file: Pick<PartitionFile, 'bytes' | 'chunkStarts'>)
 }
 
 export function committedFileOf(file: PartitionFile): CommittedFile {
+  const offered = file.location.storage;
   return {
     uniqueId: `${file.location.partitionId}-${file.location.epoch}`,
     mode: file.location.mode,
-    storage: {
-      type: file.file.tier,
-      mountPoint: file.file.mountPoint,
-      availableTypes: file.location.storage.availableTypes,
-    },
+    // The offered storage itself when the file is where it was offered: one object the files of a shuffle share,
+    // where a commit of 10,000 files made 10,000.
+    storage:
+      offered.type === file.file.tier && offered.mountPoint === file.file.mountPoint
+        ? offered
+        : { type: file.file.tier, mountPoint: file.file.mountPoint, availableTypes: offered.availableTypes },
     bytes: file.bytes,
     chunkOffsets: chunkOffsets(file),
   };
