@@ -1439,6 +1439,23 @@ describe('map task: records written over time', () => {
     );
   });
 
+  it('holds at most an eighth of its budget until its registration is answered', () => {
+    const driver = new Driver(
+      { ...baseConfig, numPartitions: 4, batchSizeBytes: 1000, maxUnacknowledgedBytes: 16_000 },
+      [],
+    );
+    sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }));
+    // One record in each of four partitions: four open chunks, no batch cut, nothing unsent yet.
+    driver.plainStep(recordsIn([0, 1, 2, 3], ['p0', 'p1', 'p2', 'p3'].map(text)));
+    assert.equal(driver.state.phase, 'registering');
+    assert.equal(driver.state.unsentBytes, 0);
+    assert.ok(
+      driver.state.heldBytes >= 200,
+      `${driver.state.heldBytes} bytes held, an eighth of the budget or more`,
+    );
+    assert.ok(!mapTaskHasRoom(driver.state), 'no room while the registration is unanswered');
+  });
+
   it('fails the attempt, taking nothing, when a run is not whole records', () => {
     const driver = new Driver(baseConfig, []);
     const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;

@@ -197,10 +197,11 @@ export interface MapTaskState {
  * room: what it is given is dropped.
  */
 export function mapTaskHasRoom(state: MapTaskState): boolean {
-  return (
-    isSettled(state.phase) ||
-    (state.heldBytes < state.config.maxUnacknowledgedBytes && state.unsentBytes < unsentLimit(state.config))
-  );
+  if (isSettled(state.phase)) return true;
+  const limit = unsentLimit(state.config);
+  // Before the registration is answered nothing can be sent: everything held waits to be.
+  if (state.phase === 'registering' && state.heldBytes >= limit) return false;
+  return state.heldBytes < state.config.maxUnacknowledgedBytes && state.unsentBytes < limit;
 }
 
 /**
@@ -210,7 +211,9 @@ export function mapTaskHasRoom(state: MapTaskState): boolean {
  * CPU's caches between being filled and being checksummed and written to its socket, and its buffer was touched
  * cold three times. With an eighth, a batch is sent while warm: the client's CPU per GiB of the memory push fell by
  * a quarter on 2 cores (docs/performance.md). Batches in flight still use the rest of the budget; only the queue is
- * shorter.
+ * shorter. Until the registration is answered nothing can be sent, so the task then holds at most this much in all:
+ * a map writing into 10,000 partitions filled its whole budget in open batches first, and in a client whose
+ * application and lifecycle manager share one event loop, its registration waited for the writes to stop.
  */
 export function unsentLimit(config: MapTaskConfig): number {
   return config.maxUnacknowledgedBytes / 8;
