@@ -11,6 +11,7 @@ import type { Probe } from '../testing/in-memory-cluster.ts';
 import { ProbeHarness } from '../testing/probe-harness.ts';
 import {
   initialMapTaskState,
+  MAX_BATCHES_PER_PUSH,
   mapTaskHasRoom,
   unsentLimit,
   mapTaskMachine,
@@ -1118,6 +1119,7 @@ function checkPush(push: PushSend, locations: readonly PartitionLocation[], cap:
   if (message.type === 'PushMergedData') {
     assert.ok(batches.length >= 2, 'a merged push holds two batches or more');
     assert.ok(batches.reduce((n, b) => n + b.payload.length, 0) <= cap, 'a merged push stays within the cap');
+    assert.ok(batches.length <= MAX_BATCHES_PER_PUSH, `${batches.length} batches in one merged push`);
   }
   const peerOf = (l: PartitionLocation) => (l.peer === undefined ? 'none' : workerKey(l.peer.worker));
   const first = locations[batches[0]!.partitionId]!;
@@ -1454,6 +1456,32 @@ describe('map task: records written over time', () => {
       `${driver.state.heldBytes} bytes held, an eighth of the budget or more`,
     );
     assert.ok(!mapTaskHasRoom(driver.state), 'no room while the registration is unanswered');
+  });
+
+  it('cuts a merged push at MAX_BATCHES_PER_PUSH batches, however small they are', () => {
+    const partitions = MAX_BATCHES_PER_PUSH + 72;
+    const driver = new Driver({ ...baseConfig, numPartitions: partitions, mergeSizeBytes: 1 << 20 }, []);
+    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+    driver.answer(registration, {
+      type: 'RegisterShuffleResponse',
+      status: 'SUCCESS',
+      locations: Array.from({ length: partitions }, (_, p) => location(p, 0, 0)),
+      message: '',
+    });
+    // A full batch (two records of 6 bytes) for every partition, all bound for worker 0, in one input.
+    const ids = Array.from({ length: partitions }, (_, p) => [p, p]).flat();
+    const pushes = sentOf(
+      driver.plainStep(
+        recordsIn(
+          ids,
+          ids.map((p) => text(`r-${String(p).padStart(4, '0')}`)),
+        ),
+      ),
+    );
+    const sizes = pushes
+      .filter(isPush)
+      .map((p) => (p.message.type === 'PushMergedData' ? p.message.batches.length : 1));
+    assert.deepEqual(sizes, [MAX_BATCHES_PER_PUSH, 72], 'two messages, the first at the limit');
   });
 
   it('fails the attempt, taking nothing, when a run is not whole records', () => {
