@@ -134,6 +134,10 @@ export function noSlotsOnUnavailable(
         acknowledged(command);
         // Again at its acknowledgement: a lift taken while an exclusion before it was still unacknowledged.
         taken(command);
+        // And the lifts the master took after this command, still unanswered: it applied them in order, so an
+        // exclusion acknowledged now does not bind a worker whose lift it already took (both arrive together
+        // when an operator's commands waited for a new leader).
+        for (const later of queue ?? []) taken(later);
       }
     },
     onCrash(node: NodeId) {
