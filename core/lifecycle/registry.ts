@@ -13,6 +13,7 @@ import { autoExclusionReason } from './auto-exclusion.ts';
 import type { AutoExclusionPolicy } from './auto-exclusion.ts';
 import { hostRefusal } from './host-policy.ts';
 import { LayeredMap } from './layered-map.ts';
+import { carryAvailableCount } from './registry-views.ts';
 import type { HostPolicy } from './host-policy.ts';
 import { eventFinalState, transition } from './worker-states.ts';
 import type { ExitKind } from './worker-states.ts';
@@ -277,15 +278,17 @@ export function recordHeartbeat(
       ? withEntry(registry.decommissioning, key, membership)
       : registry.decommissioning;
 
+  const next: WorkerRegistry = {
+    ...registry,
+    workers: withEntry(registry.workers, key, worker),
+    autoExcluded,
+    events,
+    shutdown,
+    decommissioning: decommissioningSet,
+  };
+  carryAvailableCount(registry, next, key);
   return {
-    registry: {
-      ...registry,
-      workers: withEntry(registry.workers, key, worker),
-      autoExcluded,
-      events,
-      shutdown,
-      decommissioning: decommissioningSet,
-    },
+    registry: next,
     reply: {
       registered: true,
       expiredShuffleKeys: heartbeat.activeShuffleKeys.filter((shuffle) => policy.isShuffleExpired(shuffle)),
@@ -659,7 +662,9 @@ export function bookOfferedSlots(
       workers.set(key, { ...worker, disks });
     }
   }
-  return { registry: { ...registry, workers: LayeredMap.adopt(workers) }, unmatched };
+  const booked: WorkerRegistry = { ...registry, workers: LayeredMap.adopt(workers) };
+  carryAvailableCount(registry, booked, null);
+  return { registry: booked, unmatched };
 }
 
 /**
