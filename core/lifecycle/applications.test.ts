@@ -118,6 +118,34 @@ describe('applications: properties', () => {
   });
 });
 
+describe('applications: shuffleLookup', () => {
+  it('answers exactly whether a key is among the registered keys, dashes and negative ids included', () => {
+    const appId = fc.constantFrom('a', 'a-1', 'a-', 'a--1', '-', 'b-2-3');
+    const shuffleId = fc.integer({ min: -3, max: 3 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(appId, shuffleId), { maxLength: 12 }),
+        fc.array(
+          fc.oneof(
+            fc.tuple(appId, shuffleId).map(([a, s]) => `${a}-${s}`),
+            fc.string(),
+          ),
+          {
+            maxLength: 20,
+          },
+        ),
+        (registered, asked) => {
+          let registry = emptyApplications();
+          for (const [a, s] of registered) registry = registerShuffle(registry, a, s, 0).registry;
+          const keys = new Set(registeredShuffleKeys(registry));
+          const lookup = shuffleLookup(registry);
+          for (const key of [...asked, ...keys]) assert.equal(lookup(key), keys.has(key), key);
+        },
+      ),
+    );
+  });
+});
+
 describe('applications: a master that lost its state', () => {
   it('takes back exactly the shuffles a heartbeat names that it did not have, and loses none it had', () => {
     fc.assert(

@@ -222,12 +222,21 @@ export function registeredShuffleCount(registry: ApplicationRegistry): number {
 }
 
 /**
- * A membership test over the registered shuffle keys, built once (for a worker heartbeat's expired-keys
- * check, which asks about every key the worker holds).
+ * A membership test over the registered shuffle keys (for a worker heartbeat's expired-keys check, which asks about
+ * the few keys the worker holds), answered from the applications rather than from every key built as text, which
+ * cost each heartbeat as many strings as the cluster has shuffles. A key `<appId>-<shuffleId>` is split at each of
+ * its dashes in turn: an application id may hold dashes, and a negative shuffle id begins with one.
  */
 export function shuffleLookup(registry: ApplicationRegistry): (key: ShuffleKey) => boolean {
-  const keys = new Set(registeredShuffleKeys(registry));
-  return (key) => keys.has(key);
+  return (key) => {
+    for (let cut = key.indexOf('-'); cut >= 0; cut = key.indexOf('-', cut + 1)) {
+      const shuffles = registry.apps.get(key.slice(0, cut))?.shuffles;
+      if (shuffles === undefined) continue;
+      const id = key.slice(cut + 1);
+      for (const shuffleId of shuffles) if (String(shuffleId) === id) return true;
+    }
+    return false;
+  };
 }
 
 /**

@@ -27,6 +27,11 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
     return LayeredMap.flatOver(new Map(map));
   }
 
+  /** A map its caller built and hands over, changing it no more: taken as the base, without the copy `of` makes. */
+  static adopt<K, V>(map: Map<K, V>): LayeredMap<K, V> {
+    return LayeredMap.flatOver(map);
+  }
+
   get size(): number {
     return this.base.size - this.removed.size + this.appended.size;
   }

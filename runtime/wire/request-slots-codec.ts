@@ -20,9 +20,8 @@ import {
   readLocation,
   readWorker,
   Sizes,
-  workerSize,
+  encodedWorker,
   writeLocation,
-  writeWorker,
 } from './slot-codec.ts';
 
 /**
@@ -39,8 +38,8 @@ type Unplaced = RequestSlotsResponse['unplaced'][number];
 
 function resourceSize(resource: WorkerResource, sizes: Sizes): number {
   const index = sizes.reserve();
-  const worker = sizes.set(sizes.reserve(), workerSize(resource.worker));
-  let size = elementSize(worker) + bytesFieldSize(utf8(resource.networkLocation));
+  let size =
+    elementSize(encodedWorker(resource.worker).byteLength) + bytesFieldSize(utf8(resource.networkLocation));
   for (const location of resource.primaries) size += elementSize(locationSize(location, sizes));
   for (const location of resource.replicas) size += elementSize(locationSize(location, sizes));
   return sizes.set(index, size);
@@ -63,8 +62,7 @@ export function requestSlotsResponseWriter(message: RequestSlotsResponse): BodyW
       out.int32Field(1, status);
       for (const resource of message.workerResource) {
         out.nested(2, sizes.next());
-        out.nested(1, sizes.next());
-        writeWorker(out, resource.worker);
+        out.element(1, encodedWorker(resource.worker));
         out.bytesField(2, utf8(resource.networkLocation));
         for (const location of resource.primaries) writeLocation(out, 3, location, sizes);
         for (const location of resource.replicas) writeLocation(out, 4, location, sizes);

@@ -104,6 +104,8 @@ class LastWritten<T> {
   private readonly values: T[] = [];
   private readonly bytes: Uint8Array[] = [];
   private at = 0;
+  /** How many values were encoded afresh. */
+  misses = 0;
 
   constructor(
     private readonly same: (a: T, b: T) => boolean,
@@ -116,6 +118,7 @@ class LastWritten<T> {
       const known = this.values[k]!;
       if (known === value || this.same(known, value)) return this.bytes[k]!;
     }
+    this.misses += 1;
     const out = new Output(this.size(value));
     this.write(out, value);
     const bytes = out.bytes.slice();
@@ -145,8 +148,22 @@ const storagesWritten = new LastWritten<StorageInfo>(
   writeStorage,
 );
 
-function encodedWorker(worker: WorkerId): Uint8Array {
-  return workersWritten.encoded(worker);
+/**
+ * Each worker's encoded fields, kept for as long as its id object lives: a replicated RequestSlotsResponse of 1,000
+ * partitions names each of its ~1,000 workers four times (as a primary, a replica and each one's peer), too many for
+ * the last written, and the ids are the master's registry objects, the same at every offer (core's values are never
+ * changed in place). Only the workers the last written missed are kept.
+ */
+const workerBodies = new WeakMap<WorkerId, Uint8Array>();
+
+export function encodedWorker(worker: WorkerId): Uint8Array {
+  const kept = workerBodies.get(worker);
+  if (kept !== undefined) return kept;
+  const misses = workersWritten.misses;
+  const bytes = workersWritten.encoded(worker);
+  // A decoded message's locations each bring a new id object, mostly of the last written workers: not kept.
+  if (workersWritten.misses !== misses) workerBodies.set(worker, bytes);
+  return bytes;
 }
 
 function encodedStorage(storage: StorageInfo): Uint8Array {
@@ -454,8 +471,11 @@ export function readLocation(reader: BinaryReader, end: number, isPeer: boolean)
     else throw NOT_HOT;
   }
   if (reader.pos !== end || worker === undefined || storage === undefined) throw NOT_HOT;
-  const location = { partitionId, epoch, worker, mode: named(MODE_NAMES, mode), storage };
-  return peer === undefined ? location : { ...location, peer };
+  const name = named(MODE_NAMES, mode);
+  // Literals, not a spread adding the peer: V8 copies a spread object several times slower than it builds one.
+  return peer === undefined
+    ? { partitionId, epoch, worker, mode: name, storage }
+    : { partitionId, epoch, worker, mode: name, storage, peer };
 }
 
 export function readReserveSlots(reader: BinaryReader): ReserveSlots {
