@@ -326,6 +326,20 @@ describe('invariant checkers', () => {
     );
     h.effects('master-0', [offer(2), offer(3)]);
     assert.equal(h.violation(), undefined, 'a worker that registered again is available again');
+    // An exclusion and its lift taken together (they waited for a new leader): the master applied both in order, so
+    // the exclusion's acknowledgement does not bind the worker while the lift's is still to come.
+    h.effects('master-0', [
+      send(key(4), { type: 'RegisterWorkerResponse', success: true, message: 'registered' }),
+    ]);
+    h.input('master-0', { kind: 'admin', command: { type: 'excludeWorkers', add: [key(4)], remove: [] } });
+    h.input('master-0', { kind: 'admin', command: { type: 'excludeWorkers', add: [], remove: [key(4)] } });
+    h.departure('master-0', acknowledged);
+    h.effects('master-0', [offer(4)]);
+    assert.equal(
+      h.violation(),
+      undefined,
+      'a lift taken after an exclusion stands when the exclusion is answered',
+    );
     h.effects('master-0', [offer(1)]);
     assert.equal(h.violation()?.invariant, 'no-slots-on-unavailable');
     assert.match(h.violation()?.detail ?? '', /a padding slot on h1:1:2:3:4 .* excluded by the operator/);
