@@ -1008,13 +1008,10 @@ describe('map task: merging across steps', () => {
       },
       [],
     );
-    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
-    driver.answer(registration, {
-      type: 'RegisterShuffleResponse',
-      status: 'SUCCESS',
-      locations: [0, 1, 2].map((p) => location(p, 0, 0)),
-      message: '',
-    });
+    registerWith(
+      driver,
+      [0, 1, 2].map((p) => location(p, 0, 0)),
+    );
     const write = (partitionId: number) =>
       sentOf(
         driver.plainStep({
@@ -1373,13 +1370,10 @@ describe('map task: records written over time', () => {
       { ...baseConfig, numPartitions: 5, batchSizeBytes: 20, maxUnacknowledgedBytes: 250 },
       [],
     );
-    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
-    driver.answer(registration, {
-      type: 'RegisterShuffleResponse',
-      status: 'SUCCESS',
-      locations: [0, 1, 2, 3, 4].map((p) => location(p, 0, p % 2)),
-      message: '',
-    });
+    registerWith(
+      driver,
+      [0, 1, 2, 3, 4].map((p) => location(p, 0, p % 2)),
+    );
     const one = (partitionId: number, s: string) =>
       sentOf(driver.plainStep(recordsIn([partitionId], [text(s)]))).filter(isPush);
     assert.deepEqual(one(1, 'p1-r00'), [], 'half a batch waits');
@@ -1412,13 +1406,7 @@ describe('map task: records written over time', () => {
   it('opens a whole batch’s buffer for an input bringing more than a chunk, and sends the batch from it when later inputs fill it', () => {
     // Chunks are 4,136 bytes; a batch is 16 KiB. Each input brings partition 0 about 6 KiB (two records).
     const driver = new Driver({ ...baseConfig, batchSizeBytes: 16384, maxUnacknowledgedBytes: 1 << 20 }, []);
-    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
-    driver.answer(registration, {
-      type: 'RegisterShuffleResponse',
-      status: 'SUCCESS',
-      locations: [location(0, 0, 0), location(1, 0, 1)],
-      message: '',
-    });
+    registerWith(driver, [location(0, 0, 0), location(1, 0, 1)]);
     const record = (fill: number) => new Uint8Array(2044).fill(fill);
     const write = (a: number, b: number, c: number) =>
       sentOf(driver.plainStep(recordsIn([0, 0, 0], [record(a), record(b), record(c)]))).filter(isPush);
@@ -1461,13 +1449,10 @@ describe('map task: records written over time', () => {
   it('cuts a merged push at MAX_BATCHES_PER_PUSH batches, however small they are', () => {
     const partitions = MAX_BATCHES_PER_PUSH + 72;
     const driver = new Driver({ ...baseConfig, numPartitions: partitions, mergeSizeBytes: 1 << 20 }, []);
-    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
-    driver.answer(registration, {
-      type: 'RegisterShuffleResponse',
-      status: 'SUCCESS',
-      locations: Array.from({ length: partitions }, (_, p) => location(p, 0, 0)),
-      message: '',
-    });
+    registerWith(
+      driver,
+      Array.from({ length: partitions }, (_, p) => location(p, 0, 0)),
+    );
     // A full batch (two records of 6 bytes) for every partition, all bound for worker 0, in one input.
     const ids = Array.from({ length: partitions }, (_, p) => [p, p]).flat();
     const pushes = sentOf(
@@ -1486,13 +1471,7 @@ describe('map task: records written over time', () => {
 
   it('fails the attempt, taking nothing, when a run is not whole records', () => {
     const driver = new Driver(baseConfig, []);
-    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
-    driver.answer(registration, {
-      type: 'RegisterShuffleResponse',
-      status: 'SUCCESS',
-      locations: [location(0, 0, 0), location(1, 0, 1)],
-      message: '',
-    });
+    registerWith(driver, [location(0, 0, 0), location(1, 0, 1)]);
     const whole = recordsIn([0], [text('p0-r00')]).runs[0]!;
     driver.plainStep({
       kind: 'records',
@@ -1507,13 +1486,7 @@ describe('map task: records written over time', () => {
   it('says it has no room once an eighth of its budget waits behind full windows, well before the budget', () => {
     // Batches of 20 bytes (two records), a window of 1, a budget of 1,600: at most 200 bytes may wait unsent.
     const driver = new Driver({ ...baseConfig, numPartitions: 2, maxUnacknowledgedBytes: 1600 }, []);
-    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
-    driver.answer(registration, {
-      type: 'RegisterShuffleResponse',
-      status: 'SUCCESS',
-      locations: [location(0, 0, 0), location(1, 0, 1)],
-      message: '',
-    });
+    registerWith(driver, [location(0, 0, 0), location(1, 0, 1)]);
     assert.equal(unsentLimit(driver.state.config), 200);
     // Partition after partition, as a sorting writer writes: partition 0's first batch goes, the rest wait.
     const records = Array.from({ length: 22 }, (_, i) => text(`p0-r${String(i).padStart(2, '0')}`));
@@ -1537,13 +1510,7 @@ describe('map task: records written over time', () => {
   it('sends a batch filled in one input from its own buffer; one filled over several chunks is copied into a frame of its size, its chunks filled again', () => {
     // Chunks are 4,136 bytes: a frame's header, then 4 KiB of records.
     const driver = new Driver({ ...baseConfig, batchSizeBytes: 8192, maxUnacknowledgedBytes: 1 << 20 }, []);
-    const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
-    driver.answer(registration, {
-      type: 'RegisterShuffleResponse',
-      status: 'SUCCESS',
-      locations: [location(0, 0, 0), location(1, 0, 1)],
-      message: '',
-    });
+    registerWith(driver, [location(0, 0, 0), location(1, 0, 1)]);
     const step = (partitionIds: number[], records: Uint8Array[]) =>
       sentOf(driver.plainStep(recordsIn(partitionIds, records))).filter(isPush);
     const record = (length: number, fill: number) => new Uint8Array(length).fill(fill);
@@ -1581,6 +1548,17 @@ describe('map task: records written over time', () => {
     );
   });
 });
+
+/** Starts the driver's task and answers its registration with these locations. */
+function registerWith(driver: Driver, locations: readonly PartitionLocation[]): void {
+  const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
+  driver.answer(registration, {
+    type: 'RegisterShuffleResponse',
+    status: 'SUCCESS',
+    locations: [...locations],
+    message: '',
+  });
+}
 
 /** A `records` input of these records, in order (consecutive records of one partition in one run). */
 function recordsIn(
