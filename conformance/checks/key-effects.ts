@@ -288,11 +288,12 @@ async function deniedHostRow(target: Target, command: readonly string[], dir: st
 const CONGESTED_COUNTER = 'metrics_PushDataCongestedCount_Count';
 /** The client library's line when a map task shrinks its push window after a congested answer. */
 const SLOWED_DOWN = 'push slowed down: the worker answered CONGESTED';
-// 2 maps × 2 partitions × 40 KB in 2 KB batches: far above the user high watermark at the first check, and 80
-// batches, five times what the map tasks keep in flight (4 per partition), so that pushes still arrive after the
-// worker's check saw the watermark passed (in 8 KB batches a fast server took the whole job before any check).
+// 2 maps × 2 partitions × 40 KB in 1 KB batches (one record each): far above the user high watermark at the first
+// check, and 160 batches, ten times what the map tasks keep in flight (4 per partition), so that pushes still arrive
+// after the worker's check saw the watermark passed (in 8 KB batches a fast server took the whole job before any
+// check; in 2 KB batches, five rounds, a 2-core Intel Xeon sometimes did too).
 const CONGESTION_JOB: Job = { maps: 2, partitions: 2, records: 40, recordBytes: 1000 };
-const CONGESTION_BATCH = '2k';
+const CONGESTION_BATCH = '1k';
 /**
  * For a worker-wide disk-buffer watermark of one byte (no low watermark: an episode lasts while anything is
  * buffered): 4 KB batches, so that a job slowed to one batch in flight and a pause of up to 2 s per push still ends
