@@ -94,6 +94,11 @@ const LIVENESS_BOUND_MS = (() => {
   );
 })();
 
+/** How long a worker shutting down gracefully may drain before it exits anyway. */
+const GRACEFUL_DRAIN_MS = configFor(CURRENT_RELEASE, 'worker').getDurationMs(
+  'svc.worker.graceful.shutdown.checkSlotsFinished.timeout',
+);
+
 /** How long a route to a node is kept after it last spoke, when no one sets it (core/interpreter). */
 const ROUTE_IDLE_MS = defaultRouteIdleMs(
   configFor(CURRENT_RELEASE, 'worker').getDurationMs('svc.network.timeout'),
@@ -367,7 +372,13 @@ function buildCluster(
   const engine = new Engine(apps, factory, {
     stageRerun: (app) => stageRerun.get(app.appId) ?? false,
     // A group's failovers, as a master's crash, leave workers unable to learn a secret for a while.
-    dataLossPossible: () => group !== undefined || schedule === undefined || dataLossPossible(schedule),
+    // A rolling upgrade loses data too: a worker whose graceful drain reaches its deadline restarts without what it
+    // had not committed (swarm seed 39288: two workers, replication, a job that could take no slots meanwhile).
+    dataLossPossible: () =>
+      group !== undefined ||
+      schedule === undefined ||
+      cluster.upgrade !== undefined ||
+      dataLossPossible(schedule),
     readableCopies,
     capacityLossPossible: () =>
       cluster.smallDisks === true || schedule === undefined || capacityLossPossible(schedule),
@@ -474,8 +485,14 @@ function buildCluster(
   return {
     targets,
     topology,
-    // Plus the tasks' own compute time, once for every stage attempt the engine allows after the faults.
-    livenessBoundMs: LIVENESS_BOUND_MS + (1 + MAX_STAGE_ATTEMPTS_AFTER_CALM) * longestComputeMs(apps),
+    // Plus the tasks' own compute time, once for every stage attempt the engine allows after the faults; and, in a
+    // rolling upgrade, one drain deadline for each worker after the first (LIVENESS_BOUND_MS holds one): the workers
+    // restart one at a time, and each may drain until its deadline while a job needs it to take slots (swarm seed
+    // 39288: two workers and replication, so no revive while one drains).
+    livenessBoundMs:
+      LIVENESS_BOUND_MS +
+      (upgrade === undefined ? 0 : Math.max(0, workerSet.size - 1) * GRACEFUL_DRAIN_MS) +
+      (1 + MAX_STAGE_ATTEMPTS_AFTER_CALM) * longestComputeMs(apps),
     observers: [
       engine,
       replicaPlacement(),
