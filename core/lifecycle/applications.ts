@@ -232,8 +232,9 @@ export function shuffleLookup(registry: ApplicationRegistry): (key: ShuffleKey) 
     for (let cut = key.indexOf('-'); cut >= 0; cut = key.indexOf('-', cut + 1)) {
       const shuffles = registry.apps.get(key.slice(0, cut))?.shuffles;
       if (shuffles === undefined) continue;
-      const id = key.slice(cut + 1);
-      for (const shuffleId of shuffles) if (String(shuffleId) === id) return true;
+      const text = key.slice(cut + 1);
+      const shuffleId = Number(text);
+      if (String(shuffleId) === text && shuffles.includes(shuffleId)) return true;
     }
     return false;
   };

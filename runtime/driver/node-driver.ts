@@ -341,12 +341,7 @@ export class NodeDriver<S> {
     return storage;
   }
 
-  /**
-   * Delivers timer `name` once the clock reads `at` or later, never before: the core may rely on it (a pause that
-   * ends early looks like one another pause replaced, and nothing would end it). Node measures a timeout from the
-   * event loop's cached time, which lags the clock by as long as the current turn has run, so a timer can fire
-   * early by that much on a busy process; it is then armed again for the rest.
-   */
+  /** Cancels timer `name`, whether armed as a timeout or due at once. */
   private clearTimer(name: string): void {
     const timer = this.timers.get(name);
     if (timer !== undefined) clearTimeout(timer);
@@ -356,6 +351,12 @@ export class NodeDriver<S> {
     this.dueTimers.delete(name);
   }
 
+  /**
+   * Delivers timer `name` once the clock reads `at` or later, never before: the core may rely on it (a pause that
+   * ends early looks like one another pause replaced, and nothing would end it). Node measures a timeout from the
+   * event loop's cached time, which lags the clock by as long as the current turn has run, so a timer can fire
+   * early by that much on a busy process; it is then armed again for the rest.
+   */
   private armTimer(name: string, at: number): void {
     if (at <= this.clock()) {
       // Due now: a machine going on with bounded work in its next step (a reserve or commit of 10,000 files, 256

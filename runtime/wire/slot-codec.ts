@@ -304,12 +304,6 @@ export function nestedEnd(reader: BinaryReader): number {
 }
 
 /**
- * The last worker and storage read, with their bytes: a message of 10,000 locations names one worker (and one
- * storage) thousands of times, and decoding each again cost the string decodes, the objects and, downstream, a
- * key per object (core/domain's workerKey is kept per WorkerId object). Equal bytes decode to equal values, and the
- * values are immutable: handing out the same object is the same answer.
- */
-/**
  * The body reader made last and its bytes (BinaryReader keeps its own private), for LastRead's comparison: a body
  * is read in one go, so the reader of the message being read is always the last one made.
  */
@@ -357,6 +351,12 @@ export function readSize(reader: BinaryReader): number {
   return Number(reader.int64());
 }
 
+/**
+ * The last worker and storage read, with their bytes: a message of 10,000 locations names one worker (and one
+ * storage) thousands of times, and decoding each again cost the string decodes, the objects and, downstream, a
+ * key per object (core/domain's workerKey is kept per WorkerId object). Equal bytes decode to equal values, and the
+ * values are immutable: handing out the same object is the same answer.
+ */
 class LastRead<T> {
   /** A few (a replicated location names its peer's worker beside its own), the one used last first. */
   private readonly bytes: Uint8Array[] = [];

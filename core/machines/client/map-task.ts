@@ -223,10 +223,10 @@ export interface PartitionPush {
   readonly partitionId: number;
   /**
    * The batch being filled (`openBytes` of encoded records), as buffers filled in order, every one but the last
-   * full: the first starts with header space (a chunk, or a whole batch's buffer when an input brings more than a chunk), so that a batch alone
-   * in it is sent as it is; then chunks. It is cut into a batch when full, when the budget is reached (largest
-   * first) and at the end. Changed in place by the machine, as are the
-   * arrays below (one entry per cut batch, appended as batches are cut).
+   * full: the first starts with header space (a chunk, or a whole batch's buffer when an input brings more than a
+   * chunk), so that a batch alone in it is sent as it is; then chunks. It is cut into a batch when full, when the
+   * budget is reached (largest first) and at the end. Changed in place by the machine, as are the arrays below (one
+   * entry per cut batch, appended as batches are cut).
    */
   openBuffers: Uint8Array[];
   /** Bytes used in the last of `openBuffers` (header space included). */
