@@ -225,6 +225,8 @@ export function groupAndDigest(
  * groupAndDigest fed piece by piece (a streaming reader's chunks): only the groups' counts are kept, never a record,
  * so that a reducer's memory does not grow with its partition's bytes.
  */
+const EMPTY: Buffer<ArrayBufferLike> = Buffer.alloc(0);
+
 export class Grouping {
   private readonly groups = new Map<string, number>();
   private readonly digest = emptyDigest();
@@ -233,13 +235,18 @@ export class Grouping {
 
   add(records: Iterable<Uint8Array>): void {
     const { groups, digest, keyBytes } = this;
+    // One Buffer per underlying memory, not one per record: a chunk's records are views of the same buffer, and a
+    // Buffer made for each key cost as much as the grouping itself.
+    let memory: ArrayBufferLike | undefined;
+    let view = EMPTY;
     for (const record of records) {
       addRecord(digest, record);
-      const key = Buffer.from(
-        record.buffer,
-        record.byteOffset,
-        Math.min(keyBytes, record.byteLength),
-      ).toString('latin1');
+      if (record.buffer !== memory) {
+        memory = record.buffer;
+        view = Buffer.from(memory);
+      }
+      const start = record.byteOffset;
+      const key = view.toString('latin1', start, start + Math.min(keyBytes, record.byteLength));
       groups.set(key, (groups.get(key) ?? 0) + 1);
     }
   }
