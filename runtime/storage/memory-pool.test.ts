@@ -174,3 +174,93 @@ describe('the memory pool', () => {
     assert.deepEqual(arenaSizes, [64 * MiB, 64 * MiB, 2 * MiB]);
   });
 });
+
+describe('memory pool spans', () => {
+  type SpanStep =
+    | { readonly kind: 'lend'; readonly bytes: number }
+    | { readonly kind: 'block'; readonly bytes: number }
+    | { readonly kind: 'keep'; readonly which: number; readonly from: number; readonly length: number }
+    | { readonly kind: 'end'; readonly which: number }
+    | { readonly kind: 'drop'; readonly which: number };
+  const SPAN_STEP: fc.Arbitrary<SpanStep> = fc.oneof(
+    {
+      weight: 3,
+      arbitrary: fc
+        .oneof(fc.integer({ min: 1, max: 256 * 1024 }), fc.integer({ min: 1, max: 3 * MAX_BLOCK }))
+        .map((bytes): SpanStep => ({ kind: 'lend', bytes })),
+    },
+    { weight: 1, arbitrary: REQUEST.map((bytes): SpanStep => ({ kind: 'block', bytes })) },
+    {
+      weight: 3,
+      arbitrary: fc
+        .tuple(fc.nat(), fc.double({ min: 0, max: 1, noNaN: true }), fc.integer({ min: 1, max: 200_000 }))
+        .map(([which, from, length]): SpanStep => ({ kind: 'keep', which, from, length })),
+    },
+    { weight: 2, arbitrary: fc.nat().map((which): SpanStep => ({ kind: 'end', which })) },
+    { weight: 2, arbitrary: fc.nat().map((which): SpanStep => ({ kind: 'drop', which })) },
+  );
+
+  it('property: kept pieces of spans keep their bytes past their body, and everything given back merges again', () => {
+    fc.assert(
+      fc.property(fc.array(SPAN_STEP, { maxLength: 80 }), (steps) => {
+        const pool = new MemoryPool({ capacityBytes: 8 * MiB, preTouch: false });
+        const bodies: Uint8Array[] = [];
+        const blocks: PoolBlock[] = [];
+        const kept: { view: Uint8Array; copy: Buffer }[] = [];
+        let stamp = 0;
+        for (const step of steps) {
+          if (step.kind === 'lend') {
+            const body = pool.lendSpan(step.bytes);
+            if (body === undefined) continue;
+            assert.equal(body.length, step.bytes);
+            assert.equal(pool.spanOf(body.subarray(body.length - 1)), pool.spanOf(body));
+            body.fill((stamp += 1) & 0xff);
+            bodies.push(body);
+          } else if (step.kind === 'block') {
+            const block = pool.allocate(step.bytes);
+            if (block !== undefined) blocks.push(block.bytes.fill(0x5a) && block);
+          } else if (step.kind === 'keep' && bodies.length > 0) {
+            const body = bodies[step.which % bodies.length]!;
+            const from = Math.floor(step.from * (body.length - 1));
+            const view = body.subarray(from, Math.min(body.length, from + step.length));
+            assert.ok(pool.holdSpanBytes(view), 'a lent body is held');
+            kept.push({ view, copy: Buffer.from(view) });
+          } else if (step.kind === 'end' && bodies.length > 0) {
+            const [body] = bodies.splice(step.which % bodies.length, 1);
+            pool.endSpan(body!, true, 0xa5);
+            assert.equal(pool.spanOf(body!), undefined, 'an ended span is not named');
+          } else if (step.kind === 'drop' && kept.length > 0) {
+            const [piece] = kept.splice(step.which % kept.length, 1);
+            pool.releaseSpanBytes(piece!.view, 0xa5);
+          }
+          for (const piece of kept) {
+            assert.ok(
+              Buffer.from(piece.view).equals(piece.copy),
+              'a kept piece was given back or written over',
+            );
+          }
+          assert.equal(pool.usedBytes + pool.freeBytes, pool.capacityBytes);
+        }
+        for (const body of bodies) pool.endSpan(body, true);
+        for (const piece of kept) pool.releaseSpanBytes(piece.view);
+        for (const block of blocks) pool.release(block);
+        assert.equal(pool.freeBytes, pool.capacityBytes);
+        let whole = 0;
+        for (let block = pool.allocate(MAX_BLOCK); block !== undefined; block = pool.allocate(MAX_BLOCK))
+          whole += 1;
+        assert.equal(whole, 8, 'every MAX_BLOCK merged again');
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('refuses to release span bytes twice', () => {
+    const pool = new MemoryPool({ capacityBytes: MiB, preTouch: false });
+    const body = pool.lendSpan(10_000)!;
+    assert.ok(pool.holdSpanBytes(body.subarray(0, 5000)), 'held');
+    pool.endSpan(body, true);
+    pool.releaseSpanBytes(body.subarray(0, 5000));
+    assert.throws(() => pool.releaseSpanBytes(body.subarray(0, 5000)), /not held/);
+    assert.equal(pool.holdSpanBytes(body), false, 'a span given back is not held');
+  });
+});

@@ -13,6 +13,8 @@ const GRANULE_SHIFT = Math.log2(MIN_BLOCK);
 const MAX_ORDER = Math.log2(MAX_BLOCK / MIN_BLOCK);
 const ARENA_GRANULE_SHIFT = Math.log2(ARENA_BYTES / MIN_BLOCK);
 const ARENA_GRANULE_MASK = (1 << ARENA_GRANULE_SHIFT) - 1;
+/** How many free MAX_BLOCK blocks a span larger than one looks at for a run of contiguous ones. */
+const RUN_SEARCH_LIMIT = 64;
 /** The page size assumed by pre-touching: one write per page faults it in. */
 const PAGE_BYTES = 4096;
 
@@ -66,6 +68,11 @@ export class MemoryPool {
   private readonly heads = new Int32Array(MAX_ORDER + 1).fill(NIL);
   private readonly capacity: number;
   private free: number;
+  /** Per granule of a lent span: how many holders hold it (the body itself, then each piece kept of it); else 0. */
+  private readonly spanHolds: Uint32Array;
+  /** Per granule of a lent span, while its body is lent: the span's first granule (its name); else NIL. */
+  private readonly spanStarts: Int32Array;
+  private readonly arenaIndex = new Map<ArrayBufferLike, number>();
 
   constructor(options: MemoryPoolOptions) {
     const { capacityBytes, preTouch } = options;
@@ -78,9 +85,12 @@ export class MemoryPool {
     this.generation = new Uint32Array(granules);
     this.next = new Int32Array(granules);
     this.previous = new Int32Array(granules);
+    this.spanHolds = new Uint32Array(granules);
+    this.spanStarts = new Int32Array(granules).fill(NIL);
     for (let offset = 0; offset < this.capacity; offset += ARENA_BYTES) {
       const arena = new ArrayBuffer(Math.min(ARENA_BYTES, this.capacity - offset));
       if (preTouch) touchPages(arena);
+      this.arenaIndex.set(arena, this.arenas.length);
       this.arenas.push(arena);
     }
     // Pushed from the end so that the first blocks lent are the lowest: a lightly used pool touches few arenas.
@@ -108,6 +118,115 @@ export class MemoryPool {
    */
   allocate(bytes: number): PoolBlock | undefined {
     const order = orderFor(bytes);
+    const granule = this.take(order);
+    if (granule === undefined) return undefined;
+    const generation = this.lendGranule(granule, order);
+    return new PoolBlock(this.viewOf(granule, order), granule, order, generation);
+  }
+
+  /** Gives the block back, merging it with its free buddy as far as possible. Throws on a block not lent now. */
+  release(block: PoolBlock): void {
+    this.checkLent(block);
+    this.releaseAt(block.granule, block.order);
+  }
+
+  /**
+   * A span: `bytes` bytes (any number up to an arena's size) of contiguous pool memory starting at a granule, for a
+   * received frame body (runtime/wire/receive-bodies.ts); undefined when the pool has no room for it. Unlike a
+   * block, it is given back granule by granule: each of its 4 KiB granules is held once, by the body, and
+   * `holdSpanBytes` adds a holder to the granules under a view of it (a memory file keeping a batch of the body
+   * where it is, rather than copying it), so that what the file keeps outlives the body and the rest of the body
+   * goes back as soon as its holders are done. The granules past `bytes` in the block taken go back at once.
+   */
+  lendSpan(bytes: number): Uint8Array | undefined {
+    if (!(bytes > 0 && bytes <= ARENA_BYTES)) throw new RangeError(`no span holds ${bytes} bytes`);
+    const granules = Math.ceil(bytes / MIN_BLOCK);
+    const first = granules <= 1 << MAX_ORDER ? this.take(orderFor(bytes)) : this.takeRun(granules);
+    if (first === undefined) return undefined;
+    const taken = granules <= 1 << MAX_ORDER ? MIN_BLOCK << orderFor(bytes) : roundUp(bytes, MAX_BLOCK);
+    // Every granule taken becomes a lent block of its own, so that each can go back (and merge) on its own.
+    for (let granule = first; granule < first + taken / MIN_BLOCK; granule += 1) this.lendGranule(granule, 0);
+    for (let granule = first + granules; granule < first + taken / MIN_BLOCK; granule += 1) {
+      this.releaseAt(granule, 0);
+    }
+    this.spanHolds.fill(1, first, first + granules);
+    this.spanStarts.fill(first, first, first + granules);
+    const arena = this.arenas[first >>> ARENA_GRANULE_SHIFT]!;
+    return new Uint8Array(arena, (first & ARENA_GRANULE_MASK) << GRANULE_SHIFT, bytes);
+  }
+
+  /** The first granule of the span whose body `view` lies in, while that body is lent; else undefined. */
+  spanOf(view: Uint8Array): number | undefined {
+    const arena = this.arenaIndex.get(view.buffer);
+    if (arena === undefined) return undefined;
+    const start = this.spanStarts[(arena << ARENA_GRANULE_SHIFT) | (view.byteOffset >>> GRANULE_SHIFT)];
+    return start === undefined || start === NIL ? undefined : start;
+  }
+
+  /** Whether `view` is pool memory at all (of an arena): a block's or a span's. */
+  owns(view: Uint8Array): boolean {
+    return this.arenaIndex.has(view.buffer);
+  }
+
+  /**
+   * One more holder of every granule under `view`, when all of them belong to a lent span (each still held);
+   * false (nothing changes) otherwise. `releaseSpanBytes` with the same view lets go.
+   */
+  holdSpanBytes(view: Uint8Array): boolean {
+    const range = this.granulesUnder(view);
+    if (range === undefined) return false;
+    for (let granule = range.first; granule <= range.last; granule += 1) {
+      if (this.spanHolds[granule] === 0) return false;
+    }
+    for (let granule = range.first; granule <= range.last; granule += 1) this.spanHolds[granule]! += 1;
+    return true;
+  }
+
+  /**
+   * A holder of the granules under `view` lets go; those nobody holds any more go back to the pool (overwritten
+   * with `scribble` first when given: a test's proof that nothing reads them after). Throws on granules not held.
+   */
+  releaseSpanBytes(view: Uint8Array, scribble?: number): void {
+    const range = this.granulesUnder(view);
+    if (range === undefined) throw new Error('memory pool: releasing span bytes the pool does not hold');
+    for (let granule = range.first; granule <= range.last; granule += 1) {
+      if (this.spanHolds[granule] === 0)
+        throw new Error(`memory pool: span granule ${granule} is not held (released twice?)`);
+    }
+    for (let granule = range.first; granule <= range.last; granule += 1) {
+      const holds = this.spanHolds[granule]! - 1;
+      this.spanHolds[granule] = holds;
+      if (holds > 0) continue;
+      this.spanStarts[granule] = NIL;
+      if (scribble !== undefined) this.viewOf(granule, 0).fill(scribble);
+      this.releaseAt(granule, 0);
+    }
+  }
+
+  /**
+   * The body behind the span at `view` is no longer lent: `spanOf` stops naming it, and with `letGo` its own hold on
+   * every granule goes (those no piece holds go back to the pool). Without, its granules stay held for good: a body
+   * that reached a holder that never says when it is done.
+   */
+  endSpan(view: Uint8Array, letGo: boolean, scribble?: number): void {
+    const range = this.granulesUnder(view);
+    if (range === undefined) throw new Error('memory pool: ending a span the pool does not hold');
+    this.spanStarts.fill(NIL, range.first, range.last + 1);
+    if (letGo) this.releaseSpanBytes(view, scribble);
+  }
+
+  private granulesUnder(view: Uint8Array): { first: number; last: number } | undefined {
+    const arena = this.arenaIndex.get(view.buffer);
+    if (arena === undefined || view.byteLength === 0) return undefined;
+    const base = arena << ARENA_GRANULE_SHIFT;
+    return {
+      first: base | (view.byteOffset >>> GRANULE_SHIFT),
+      last: base | ((view.byteOffset + view.byteLength - 1) >>> GRANULE_SHIFT),
+    };
+  }
+
+  /** The first granule of a free block of `order`, split off a larger one if need be (and taken off the lists). */
+  private take(order: number): number | undefined {
     let found = order;
     while (found <= MAX_ORDER && this.heads[found] === NIL) found += 1;
     if (found > MAX_ORDER) return undefined;
@@ -118,18 +237,45 @@ export class MemoryPool {
       found -= 1;
       this.pushFree(found, granule + (1 << found));
     }
+    return granule;
+  }
+
+  /**
+   * The first granule of enough contiguous free MAX_BLOCK blocks, within one arena, for `granules` (taken off the
+   * free list); undefined when none of the first RUN_SEARCH_LIMIT free blocks starts such a run.
+   */
+  private takeRun(granules: number): number | undefined {
+    const step = 1 << MAX_ORDER;
+    const blocks = Math.ceil(granules / step);
+    let candidate = this.heads[MAX_ORDER]!;
+    for (let tried = 0; candidate !== NIL && tried < RUN_SEARCH_LIMIT; tried += 1) {
+      const end = candidate + blocks * step - 1;
+      let free = end < this.state.length && end >>> ARENA_GRANULE_SHIFT === candidate >>> ARENA_GRANULE_SHIFT;
+      for (let block = 1; free && block < blocks; block += 1) {
+        free = this.state[candidate + block * step] === (FREE | MAX_ORDER);
+      }
+      if (free) {
+        for (let block = 0; block < blocks; block += 1) this.unlinkFree(MAX_ORDER, candidate + block * step);
+        return candidate;
+      }
+      candidate = this.next[candidate]!;
+    }
+    return undefined;
+  }
+
+  /** Marks the block at `granule` lent (taken off the free lists already); returns its new generation. */
+  private lendGranule(granule: number, order: number): number {
     this.state[granule] = USED | order;
     const generation = (this.generation[granule]! + 1) >>> 0;
     this.generation[granule] = generation;
     this.free -= MIN_BLOCK << order;
-    return new PoolBlock(this.viewOf(granule, order), granule, order, generation);
+    return generation;
   }
 
-  /** Gives the block back, merging it with its free buddy as far as possible. Throws on a block not lent now. */
-  release(block: PoolBlock): void {
-    this.checkLent(block);
-    let granule = block.granule;
-    let order = block.order;
+  /** Frees the lent block at `granule` and merges it with its free buddy as far as possible. */
+  private releaseAt(at: number, blockOrder: number): void {
+    let granule = at;
+    let order = blockOrder;
     this.state[granule] = INSIDE;
     this.free += MIN_BLOCK << order;
     while (order < MAX_ORDER) {
@@ -183,6 +329,10 @@ export class MemoryPool {
 /** The size of the block `allocate(bytes)` lends: the next power of two, at least MIN_BLOCK. */
 export function blockSizeFor(bytes: number): number {
   return MIN_BLOCK << orderFor(bytes);
+}
+
+function roundUp(bytes: number, unit: number): number {
+  return Math.ceil(bytes / unit) * unit;
 }
 
 function orderFor(bytes: number): number {
