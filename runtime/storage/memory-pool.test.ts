@@ -254,6 +254,20 @@ describe('memory pool spans', () => {
     );
   });
 
+  it('lends spans back to back, so that bodies just over 2 MiB kept whole fill the pool', () => {
+    const pool = new MemoryPool({ capacityBytes: 16 * MiB, preTouch: false });
+    const bodies: Uint8Array[] = [];
+    for (let body = pool.lendSpan(2 * MiB + 100); body !== undefined; body = pool.lendSpan(2 * MiB + 100)) {
+      assert.ok(pool.holdSpanBytes(body), 'kept whole by a memory file');
+      pool.endSpan(body, true);
+      bodies.push(body);
+    }
+    // Each takes 2 MiB and one granule; aligned to whole MAX_BLOCKs, each would strand most of a third MiB.
+    assert.equal(bodies.length, 7);
+    for (const body of bodies) pool.releaseSpanBytes(body);
+    assert.equal(pool.freeBytes, pool.capacityBytes);
+  });
+
   it('refuses to release span bytes twice', () => {
     const pool = new MemoryPool({ capacityBytes: MiB, preTouch: false });
     const body = pool.lendSpan(10_000)!;

@@ -23,6 +23,7 @@ const NIL = -1;
 const INSIDE = 0;
 const FREE = 0x10; // | order
 const USED = 0x20; // | order
+const ORDER_MASK = 0x0f;
 
 /**
  * One block lent by a MemoryPool: `bytes` is its memory (exactly the block's size). Give it back with `release`
@@ -73,6 +74,8 @@ export class MemoryPool {
   /** Per granule of a lent span, while its body is lent: the span's first granule (its name); else NIL. */
   private readonly spanStarts: Int32Array;
   private readonly arenaIndex = new Map<ArrayBufferLike, number>();
+  /** Where the next span is tried first: right after the last one, so that spans lie back to back. */
+  private spanCursor = 0;
 
   constructor(options: MemoryPoolOptions) {
     const { capacityBytes, preTouch } = options;
@@ -141,14 +144,9 @@ export class MemoryPool {
   lendSpan(bytes: number): Uint8Array | undefined {
     if (!(bytes > 0 && bytes <= ARENA_BYTES)) throw new RangeError(`no span holds ${bytes} bytes`);
     const granules = Math.ceil(bytes / MIN_BLOCK);
-    const first = granules <= 1 << MAX_ORDER ? this.take(orderFor(bytes)) : this.takeRun(granules);
+    const first = this.carve(this.spanCursor, granules) ?? this.carveBlock(granules);
     if (first === undefined) return undefined;
-    const taken = granules <= 1 << MAX_ORDER ? MIN_BLOCK << orderFor(bytes) : roundUp(bytes, MAX_BLOCK);
-    // Every granule taken becomes a lent block of its own, so that each can go back (and merge) on its own.
-    for (let granule = first; granule < first + taken / MIN_BLOCK; granule += 1) this.lendGranule(granule, 0);
-    for (let granule = first + granules; granule < first + taken / MIN_BLOCK; granule += 1) {
-      this.releaseAt(granule, 0);
-    }
+    this.spanCursor = first + granules;
     this.spanHolds.fill(1, first, first + granules);
     this.spanStarts.fill(first, first, first + granules);
     const arena = this.arenas[first >>> ARENA_GRANULE_SHIFT]!;
@@ -223,6 +221,73 @@ export class MemoryPool {
       first: base | (view.byteOffset >>> GRANULE_SHIFT),
       last: base | ((view.byteOffset + view.byteLength - 1) >>> GRANULE_SHIFT),
     };
+  }
+
+  /**
+   * Lends the granules [first, first + count) as order-0 blocks when all are free and in one arena (the free blocks
+   * they lie in are split around them); returns `first`, else undefined.
+   */
+  private carve(first: number, count: number): number | undefined {
+    const end = first + count;
+    if (end > this.state.length || first >>> ARENA_GRANULE_SHIFT !== (end - 1) >>> ARENA_GRANULE_SHIFT) {
+      return undefined;
+    }
+    for (let granule = first; granule < end;) {
+      const block = this.freeBlockAt(granule);
+      if (block === NIL) return undefined;
+      granule = block + (1 << (this.state[block]! & ORDER_MASK));
+    }
+    for (let granule = first; granule < end;) {
+      const block = this.freeBlockAt(granule);
+      const order = this.state[block]! & ORDER_MASK;
+      const blockEnd = block + (1 << order);
+      this.unlinkFree(order, block);
+      this.state[block] = INSIDE;
+      this.pushFreeRange(block, first);
+      this.pushFreeRange(end, blockEnd);
+      const upto = Math.min(blockEnd, end);
+      for (; granule < upto; granule += 1) this.lendGranule(granule, 0);
+    }
+    return first;
+  }
+
+  /**
+   * A span where the buddy allocator would put a block of its size (one of up to MAX_BLOCK, else a run of whole
+   * MAX_BLOCK blocks): the granules past `count` in it go back at once.
+   */
+  private carveBlock(count: number): number | undefined {
+    const fits = count <= 1 << MAX_ORDER;
+    const order = fits ? orderFor(count * MIN_BLOCK) : MAX_ORDER;
+    const first = fits ? this.take(order) : this.takeRun(count);
+    if (first === undefined) return undefined;
+    const taken = fits ? 1 << order : Math.ceil(count / (1 << MAX_ORDER)) << MAX_ORDER;
+    for (let granule = first; granule < first + count; granule += 1) this.lendGranule(granule, 0);
+    this.pushFreeRange(first + count, first + taken);
+    return first;
+  }
+
+  /** The first granule of the free block that `granule` lies in; NIL when it lies in a lent one. */
+  private freeBlockAt(granule: number): number {
+    for (let order = 0; order <= MAX_ORDER; order += 1) {
+      const head = granule & ~((1 << order) - 1);
+      const state = this.state[head]!;
+      if (state === INSIDE) continue;
+      // The first head found covers `granule` (blocks are aligned to their size).
+      return (state & ~ORDER_MASK) === FREE ? head : NIL;
+    }
+    return NIL;
+  }
+
+  /** Frees the granules [from, to), taken off the lists already, as the largest aligned blocks that cover them. */
+  private pushFreeRange(from: number, to: number): void {
+    let granule = from;
+    while (granule < to) {
+      let order = MAX_ORDER;
+      while (order > 0 && (granule & ((1 << order) - 1)) !== 0) order -= 1;
+      while (order > 0 && granule + (1 << order) > to) order -= 1;
+      this.pushFree(order, granule);
+      granule += 1 << order;
+    }
   }
 
   /** The first granule of a free block of `order`, split off a larger one if need be (and taken off the lists). */
@@ -329,10 +394,6 @@ export class MemoryPool {
 /** The size of the block `allocate(bytes)` lends: the next power of two, at least MIN_BLOCK. */
 export function blockSizeFor(bytes: number): number {
   return MIN_BLOCK << orderFor(bytes);
-}
-
-function roundUp(bytes: number, unit: number): number {
-  return Math.ceil(bytes / unit) * unit;
 }
 
 function orderFor(bytes: number): number {

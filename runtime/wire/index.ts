@@ -11,6 +11,7 @@ export {
 export { InPlaceFrameReader } from './in-place-reader.ts';
 export { recallingChecksum } from './batch-checksums.ts';
 export {
+  holdsBodyViews,
   lentBodiesOf,
   POOLED_BODY_MIN_BYTES,
   ReceiveBodies,

@@ -7,6 +7,7 @@ import { BatchChecksumScanner, recallChecksum } from './batch-checksums.ts';
 import { FRAME_KIND } from './frames.ts';
 import { MemoryPool } from '../storage/memory-pool.ts';
 import {
+  holdsBodyViews,
   lentBodiesOf,
   POOLED_BODY_MIN_BYTES,
   ReceiveBodies,
@@ -16,6 +17,7 @@ import {
 import { EAGER_BODY_BYTES, FrameReader } from './frame-reader.ts';
 import { InPlaceFrameReader } from './in-place-reader.ts';
 import { concatBytes, readAll } from './testing.ts';
+import type { DecodedFrame } from './types.ts';
 
 const MiB = 1024 * 1024;
 
@@ -215,6 +217,20 @@ describe('ReceiveBodies in the memory tier pool', () => {
     const lossy = new ReceiveBodies({ pool: new MemoryPool({ capacityBytes: 128 * MiB, preTouch: false }) });
     while (lossy.lostSpanBytes < SPAN_LOSS_LIMIT_BYTES) lossy.release(lossy.take(8 * MiB));
     assert.equal(lossy.isSpanMemory(lossy.take(MiB)), false, 'no span after the loss limit');
+  });
+});
+
+describe('holdsBodyViews', () => {
+  const envelope = (message: object): DecodedFrame =>
+    ({ kind: 'envelope', envelope: { from: 'a', to: 'b', message } }) as unknown as DecodedFrame;
+  it('says which decoded frames still read their body: bytes fields and handshakes', () => {
+    for (const type of ['PushData', 'PushMergedData', 'OpenStreamResponse', 'ChunkData']) {
+      assert.ok(holdsBodyViews(envelope({ type })), type);
+    }
+    assert.equal(holdsBodyViews(envelope({ type: 'ReserveSlots' })), false);
+    assert.equal(holdsBodyViews(envelope({ type: 'CommitFiles' })), false);
+    assert.ok(holdsBodyViews({ kind: 'authProof', mac: new Uint8Array(4) }), 'a handshake');
+    assert.equal(holdsBodyViews({ kind: 'ping' }), false);
   });
 });
 

@@ -1,4 +1,5 @@
 import type { MemoryPool } from '../storage/memory-pool.ts';
+import type { DecodedFrame } from './types.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import { forgetChecksums, forgetChecksumsWithin } from './batch-checksums.ts';
 import { EAGER_BODY_BYTES } from './frame-reader.ts';
@@ -248,6 +249,19 @@ export class ReceiveBodies implements BodySource {
     this.free.push(buffer);
     this.freeBytes += buffer.byteLength;
   }
+}
+
+/**
+ * Whether a decoded frame may still refer to its body: a message with a bytes field (a pushed batch, a chunk read)
+ * is a view of it (runtime/wire/control-codec.ts, hot-codec.ts take those out of the payloads without copying), as
+ * is a handshake's nonce or MAC; everything else in an envelope is decoded into values of its own.
+ */
+export function holdsBodyViews(frame: DecodedFrame): boolean {
+  if (frame.kind !== 'envelope') return frame.kind !== 'ping' && frame.kind !== 'pong';
+  const type = frame.envelope.message.type;
+  return (
+    type === 'PushData' || type === 'PushMergedData' || type === 'OpenStreamResponse' || type === 'ChunkData'
+  );
 }
 
 /** The distinct lent bodies among `views`, each once (a forward's payloads are all views of one body). */
