@@ -319,10 +319,11 @@ describe('memory files', () => {
     const files = new MemoryFiles(pool);
     const small = chunkOf(KEEP_MIN_BYTES - 1, 1);
     const large = chunkOf(64 * KiB, 2);
-    const body = pool.lendSpan(small.length + large.length)!;
+    // One byte apart: two batches, not one run.
+    const body = pool.lendSpan(small.length + 1 + large.length)!;
     body.set(small);
-    body.set(large, small.length);
-    const kept = body.subarray(small.length);
+    body.set(large, small.length + 1);
+    const kept = body.subarray(small.length + 1);
     await files.create('f');
     await files.append('f', [body.subarray(0, small.length), kept]);
     pool.endSpan(body, true, 0xa5);
@@ -333,10 +334,26 @@ describe('memory files', () => {
     );
     assert.ok(Buffer.from(copied!).equals(small), 'the small batch, copied into a block');
     assert.ok(Buffer.from(piece!).equals(large), 'the kept batch outlived its body');
-    // The kept batch holds its 17 granules (it starts inside one); the small one a 32 KiB block.
-    assert.equal(pool.usedBytes, 17 * MIN_BLOCK + 32 * KiB);
+    // The kept batch holds its 16 granules (it starts at one); the small one a 32 KiB block.
+    assert.equal(pool.usedBytes, 16 * MIN_BLOCK + 32 * KiB);
     await files.remove('f');
     assertWhollyFree(pool);
+  });
+
+  it('keeps batches lying back to back in a received body as one piece', async () => {
+    const pool = new MemoryPool({ capacityBytes: 4 * MiB, preTouch: false });
+    const files = new MemoryFiles(pool);
+    const batches = [chunkOf(20 * KiB, 1), chunkOf(20 * KiB, 2)];
+    const body = pool.lendSpan(40 * KiB)!;
+    body.set(batches[0]!);
+    body.set(batches[1]!, 20 * KiB);
+    await files.create('f');
+    await files.append('f', [body.subarray(0, 20 * KiB), body.subarray(20 * KiB)]);
+    pool.endSpan(body, true, 0xa5);
+    const views = await files.contents('f');
+    assert.equal(views.length, 1);
+    assert.ok(Buffer.from(views[0]!).equals(Buffer.concat(batches)), 'the two batches, kept');
+    assert.equal(pool.usedBytes, 40 * KiB);
   });
 
   it('copies what is appended: changing the written buffer later changes nothing', async () => {

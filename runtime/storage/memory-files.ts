@@ -139,7 +139,7 @@ export class MemoryFiles implements TierFiles {
   appendNow(id: string, chunks: readonly Uint8Array[]): void {
     const file = this.require(id);
     if (this.pool === undefined) this.keepChunks(file, chunks);
-    else this.copyChunks(file, chunks, this.pool);
+    else this.copyChunks(file, joinAdjacent(chunks), this.pool);
   }
 
   private keepChunks(file: MemoryFile, chunks: readonly Uint8Array[]): void {
@@ -259,6 +259,29 @@ export class MemoryFiles implements TierFiles {
     if (file === undefined) throw new IoFailure('NOT_FOUND', `memory file ${id} does not exist`);
     return file;
   }
+}
+
+/**
+ * `chunks` with each run of chunks that lie back to back in one buffer as one view: a push's batches of one file are
+ * often adjacent in its body, and one kept piece (or one copy) of them costs less than one for each.
+ */
+function joinAdjacent(chunks: readonly Uint8Array[]): readonly Uint8Array[] {
+  let joined: Uint8Array[] | undefined;
+  for (let index = 1; index < chunks.length; index += 1) {
+    const before = joined === undefined ? chunks[index - 1]! : joined[joined.length - 1]!;
+    const chunk = chunks[index]!;
+    const adjacent =
+      chunk.buffer === before.buffer && chunk.byteOffset === before.byteOffset + before.byteLength;
+    if (adjacent) {
+      joined ??= chunks.slice(0, index);
+      joined[joined.length - 1] = new Uint8Array(
+        before.buffer,
+        before.byteOffset,
+        before.length + chunk.length,
+      );
+    } else joined?.push(chunk);
+  }
+  return joined ?? chunks;
 }
 
 /** Whether `chunk` is worth keeping where it is: large enough, and pool memory (a span's, if it is kept). */
