@@ -11,9 +11,8 @@ import { lentBodiesOf, type ReceiveBodies, type WireEnvelope } from '../wire/ind
  * - by the machine, from the receive until the push is answered (a reply to its request): every batch of a push is
  *   settled only once its write completed or its file, queue and all, was dropped, and the machine keeps no payload
  *   anywhere else (core/machines/worker/push.ts, state.ts: the `write` task is the one holder of bytes);
- * - by each `write` effect until the storage completed it: the memory tier copied the bytes into its pool or took
- *   its own hold on the pool granules under them (a body read into a span of the pool: the granules it keeps
- *   outlive the body), a disk's `writev` has returned (runtime/storage/tier-storage.ts);
+ * - by each `write` effect until the storage completed it: the memory tier copies into its pool, a disk's `writev`
+ *   has returned (runtime/storage/tier-storage.ts);
  * - by each `send` carrying its payloads until the transport wrote them to the socket (its `written` hook releases
  *   the pieces: the worker composes it); a send that is never written (the link closed, the peer is this process)
  *   never releases, and the body is simply not reused.
@@ -28,10 +27,7 @@ export class PushBodyHolds {
 
   constructor(
     private readonly bodies: ReceiveBodies,
-    /**
-     * Whether the memory tier has a pool: it copies what is written to it, or holds the pool granules under it,
-     * rather than keeping the buffers.
-     */
+    /** Whether the memory tier copies what is written to it (it has a pool), rather than keeping the buffers. */
     private readonly memoryTierCopies: boolean,
   ) {}
 

@@ -250,9 +250,8 @@ const DATA_SERVICES = ['rpc', 'push', 'fetch', 'replicate'] as const;
 const RECEIVE_BODIES_IDLE_MS = 30_000;
 
 /**
- * The pool merged pushes are read into (spans of the memory tier's pool while it has room, so that the memory tier
- * keeps their batches where they are), lent again once the memory tier copied or took hold of their batches and no
- * write or forward still reads them (docs/performance.md, "Fresh memory"), and the holds that say when. Test hooks
+ * The pool merged pushes are read into, lent again once the memory tier copied their batches and no write or
+ * forward still reads them (docs/performance.md, "Fresh memory"), and the holds that say when. Test hooks
  * (ServerTestHooks.scribbleReturnedBodies) overwrite every body given back, so that a body returned too early
  * corrupts data visibly, and log `worker.receiveBodies.reused` once, when a body is first lent again.
  */
@@ -264,7 +263,6 @@ function receiveBodies(
   const scribble = testing.scribbleReturnedBodies === true;
   const pool = new ReceiveBodies({
     scribble,
-    ...(tiers.memoryPool === undefined ? {} : { pool: tiers.memoryPool }),
     ...(scribble
       ? {
           onFirstReuse: () =>

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ioErrorOf } from './io-error.ts';
-import { KEEP_MIN_BYTES, MemoryFiles } from './memory-files.ts';
+import { MemoryFiles } from './memory-files.ts';
 import { MAX_BLOCK, MIN_BLOCK, MemoryPool } from './memory-pool.ts';
 
 const KiB = 1024;
@@ -17,8 +17,6 @@ type Op =
       readonly id: string;
       readonly sizes: readonly number[];
       readonly calls: number;
-      /** Whether the chunks are received bodies in the pool (spans), given back once appended. */
-      readonly received: boolean;
     }
   | { readonly kind: 'read'; readonly id: string; readonly offset: number; readonly length: number }
   | { readonly kind: 'flush'; readonly id: string }
@@ -40,13 +38,8 @@ const OP: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 6,
     arbitrary: fc
-      .tuple(
-        ID,
-        fc.array(CHUNK_SIZE, { maxLength: 4, size: 'max' }),
-        fc.integer({ min: 1, max: 8 }),
-        fc.boolean(),
-      )
-      .map(([id, sizes, calls, received]): Op => ({ kind: 'append', id, sizes, calls, received })),
+      .tuple(ID, fc.array(CHUNK_SIZE, { maxLength: 4, size: 'max' }), fc.integer({ min: 1, max: 8 }))
+      .map(([id, sizes, calls]): Op => ({ kind: 'append', id, sizes, calls })),
   },
   {
     weight: 3,
@@ -143,38 +136,7 @@ async function assertSameFile(files: MemoryFiles, model: Model, id: string): Pro
   assert.ok(Buffer.from(read).equals(expected), `file ${id} differs from what was appended to it`);
 }
 
-/**
- * `chunks` as the worker's push path hands them over when `pool` is given: in one received body, a span of the pool
- * (when it has room), given back after the append with its freed granules scribbled, as a push's body is once its
- * write completed.
- */
-async function appendReceived(
-  files: MemoryFiles,
-  id: string,
-  chunks: readonly Uint8Array[],
-  pool: MemoryPool | undefined,
-): Promise<string> {
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const body = pool === undefined || total === 0 ? undefined : pool.lendSpan(total);
-  if (body === undefined) return failureOf(files.append(id, chunks));
-  let at = 0;
-  const views = chunks.map((chunk) => {
-    body.set(chunk, at);
-    at += chunk.length;
-    return body.subarray(at - chunk.length, at);
-  });
-  const outcome = await failureOf(files.append(id, views));
-  pool!.endSpan(body, true, 0xa5);
-  return outcome;
-}
-
-async function apply(
-  files: MemoryFiles,
-  model: Model,
-  op: Op,
-  seed: number,
-  pool?: MemoryPool,
-): Promise<void> {
+async function apply(files: MemoryFiles, model: Model, op: Op, seed: number): Promise<void> {
   if (op.kind === 'checkAll') {
     for (const id of model.ids()) await assertSameFile(files, model, id);
     return;
@@ -190,8 +152,7 @@ async function apply(
         const chunks: Uint8Array[] = op.sizes.map((size, index) =>
           chunkOf(size, (seed * 8 + call) * 4 + index),
         );
-        const outcome = await appendReceived(files, op.id, chunks, op.received ? pool : undefined);
-        assert.equal(outcome, missing ? 'NOT_FOUND' : 'ok');
+        assert.equal(await failureOf(files.append(op.id, chunks)), missing ? 'NOT_FOUND' : 'ok');
         if (!missing) model.append(op.id, chunks);
       }
       return;
@@ -237,7 +198,7 @@ function assertWhollyFree(pool: MemoryPool): void {
 }
 
 describe('memory files', () => {
-  it('property: with a small pool, reads, contents and flushes match a model, also past the pool into overflow and with received bodies kept', async () => {
+  it('property: with a small pool, reads, contents and flushes match a model, also past the pool into overflow', async () => {
     let overflowed = 0;
     await fc.assert(
       fc.asyncProperty(
@@ -250,7 +211,7 @@ describe('memory files', () => {
           // Files exist from the start, so that a run's appends fill the pool (and go past it) often.
           for (const id of IDS) await apply(files, model, { kind: 'create', id }, 0);
           for (const [index, op] of ops.entries()) {
-            await apply(files, model, op, index + 1, pool);
+            await apply(files, model, op, index + 1);
             assert.equal(files.bytes, model.bytes);
             assert.equal(pool.usedBytes + pool.freeBytes, pool.capacityBytes);
           }
@@ -312,48 +273,6 @@ describe('memory files', () => {
       ),
       { numRuns: 100 },
     );
-  });
-
-  it('keeps a large batch of a received body where it is, past the body, and gives its granules back on remove', async () => {
-    const pool = new MemoryPool({ capacityBytes: 4 * MiB, preTouch: false });
-    const files = new MemoryFiles(pool);
-    const small = chunkOf(KEEP_MIN_BYTES - 1, 1);
-    const large = chunkOf(64 * KiB, 2);
-    // One byte apart: two batches, not one run.
-    const body = pool.lendSpan(small.length + 1 + large.length)!;
-    body.set(small);
-    body.set(large, small.length + 1);
-    const kept = body.subarray(small.length + 1);
-    await files.create('f');
-    await files.append('f', [body.subarray(0, small.length), kept]);
-    pool.endSpan(body, true, 0xa5);
-    const [copied, piece] = await files.contents('f');
-    assert.ok(
-      piece!.buffer === kept.buffer && piece!.byteOffset === kept.byteOffset,
-      'the large batch was copied',
-    );
-    assert.ok(Buffer.from(copied!).equals(small), 'the small batch, copied into a block');
-    assert.ok(Buffer.from(piece!).equals(large), 'the kept batch outlived its body');
-    // The kept batch holds its 16 granules (it starts at one); the small one a 32 KiB block.
-    assert.equal(pool.usedBytes, 16 * MIN_BLOCK + 32 * KiB);
-    await files.remove('f');
-    assertWhollyFree(pool);
-  });
-
-  it('keeps batches lying back to back in a received body as one piece', async () => {
-    const pool = new MemoryPool({ capacityBytes: 4 * MiB, preTouch: false });
-    const files = new MemoryFiles(pool);
-    const batches = [chunkOf(20 * KiB, 1), chunkOf(20 * KiB, 2)];
-    const body = pool.lendSpan(40 * KiB)!;
-    body.set(batches[0]!);
-    body.set(batches[1]!, 20 * KiB);
-    await files.create('f');
-    await files.append('f', [body.subarray(0, 20 * KiB), body.subarray(20 * KiB)]);
-    pool.endSpan(body, true, 0xa5);
-    const views = await files.contents('f');
-    assert.equal(views.length, 1);
-    assert.ok(Buffer.from(views[0]!).equals(Buffer.concat(batches)), 'the two batches, kept');
-    assert.equal(pool.usedBytes, 40 * KiB);
   });
 
   it('copies what is appended: changing the written buffer later changes nothing', async () => {

@@ -4,17 +4,6 @@ import type { MemoryPool, PoolBlock } from './memory-pool.ts';
 import type { TierFiles } from './tier-files.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 
-/** A piece that is a batch kept in the pool span it was received into (its granules held, not a block). */
-const KEPT = 'kept';
-
-/**
- * Appended chunks at least this large that lie in a pool span (a received body: runtime/wire/receive-bodies.ts) are
- * kept there instead of copied. A kept piece holds every granule (4 KiB) it touches, so up to 8 KiB of the body's
- * other bytes may stay with it once they are otherwise free: at most a quarter of a kept piece, 1/8 of the usual
- * 64 KiB batch. Smaller chunks are copied into blocks, as they would waste more.
- */
-export const KEEP_MIN_BYTES = 32 * 1024;
-
 interface MemoryFile {
   /**
    * Where the file's bytes are, in order. Without a pool: the appended buffers themselves (the caller handed them
@@ -23,11 +12,8 @@ interface MemoryFile {
   readonly pieces: Uint8Array[];
   /** `ends[i]` is the file offset just past the bytes in `pieces[i]` (for finding a read's first piece by binary search). */
   readonly ends: number[];
-  /**
-   * With a pool, `blocks[i]` is the pool block behind `pieces[i]`, undefined for an overflow block, or KEPT for a
-   * piece of a received body kept where it is; else empty.
-   */
-  readonly blocks: (PoolBlock | typeof KEPT | undefined)[];
+  /** With a pool, `blocks[i]` is the pool block behind `pieces[i]`, or undefined for an overflow block; else empty. */
+  readonly blocks: (PoolBlock | undefined)[];
   length: number;
 }
 
@@ -36,14 +22,11 @@ interface MemoryFile {
  * with the disk tiers.
  *
  * Without a pool, a file is the list of the chunks written to it, kept as they are. With a pool (memory-pool.ts),
- * the file's bytes are pool memory, so that a push fills memory allocated and faulted in at start instead of keeping
- * fresh buffers (page faults and GC for every kept byte): a chunk received into a pool span (the worker reads push
- * bodies into the pool while it has room) of at least KEEP_MIN_BYTES is kept where it is, its granules held until
- * the file is removed; other chunks are copied into pool blocks. A file's blocks grow with it, up to MAX_BLOCK, and
- * its flush (the commit), like a kept piece after a block, moves the last block's bytes into a smaller block when
- * they fit, so that a block wastes less than half of itself. When the pool has no block of the size needed
- * (fragmentation: the core admits no more memory-file bytes than the pool holds), a plain GC-managed block is used
- * instead, and counted.
+ * appended bytes are copied into pool blocks, so that a push fills memory allocated and faulted in at start instead
+ * of keeping fresh buffers (page faults and GC for every kept byte). A file's blocks grow with it, up to MAX_BLOCK,
+ * and its flush (the commit) moves the last block's bytes into a smaller block when they fit, so a committed file
+ * wastes less than half of its last block. When the pool has no block of the size needed (fragmentation: the core
+ * admits no more memory-file bytes than the pool holds), a plain GC-managed block is used instead, and counted.
  */
 export class MemoryFiles implements TierFiles {
   private readonly files = new Map<string, MemoryFile>();
@@ -111,7 +94,7 @@ export class MemoryFiles implements TierFiles {
     });
   }
 
-  /** A move into memory: kept as they are without a pool (the source lets go of them), copied into pool memory with one. */
+  /** A move into memory: kept as they are without a pool (the source lets go of them), copied into blocks with one. */
   adopt(id: string, _segments: readonly string[], chunks: readonly Uint8Array[]): Promise<void> {
     return settled(() => {
       this.createNow(id);
@@ -139,7 +122,7 @@ export class MemoryFiles implements TierFiles {
   appendNow(id: string, chunks: readonly Uint8Array[]): void {
     const file = this.require(id);
     if (this.pool === undefined) this.keepChunks(file, chunks);
-    else this.copyChunks(file, joinAdjacent(chunks), this.pool);
+    else this.copyChunks(file, chunks, this.pool);
   }
 
   private keepChunks(file: MemoryFile, chunks: readonly Uint8Array[]): void {
@@ -152,18 +135,11 @@ export class MemoryFiles implements TierFiles {
     }
   }
 
-  /**
-   * Keeps the chunks received into a pool span where they are (when large enough); copies the others, filling the
-   * last block's free room first, then new blocks sized for what is left of this append to copy.
-   */
+  /** Fills the last block's free room first, then new blocks sized for what is left of this append. */
   private copyChunks(file: MemoryFile, chunks: readonly Uint8Array[], pool: MemoryPool): void {
     let toPlace = 0;
-    for (const chunk of chunks) if (!keepable(chunk, pool)) toPlace += chunk.length;
+    for (const chunk of chunks) toPlace += chunk.length;
     for (const chunk of chunks) {
-      if (keepable(chunk, pool) && pool.holdSpanBytes(chunk)) {
-        this.keepPiece(file, chunk, pool);
-        continue;
-      }
       let copied = 0;
       while (copied < chunk.length) {
         if (roomOf(file) === 0) this.addBlock(file, toPlace, pool);
@@ -181,23 +157,13 @@ export class MemoryFiles implements TierFiles {
     }
   }
 
-  /** Appends a piece of a span (its granules held already), after shrinking a last block that has room. */
-  private keepPiece(file: MemoryFile, chunk: Uint8Array, pool: MemoryPool): void {
-    if (roomOf(file) > 0) this.compactTail(file, pool);
-    file.length += chunk.length;
-    file.pieces.push(chunk);
-    file.ends.push(file.length);
-    file.blocks.push(KEPT);
-    this.held += chunk.length;
-  }
-
   /**
    * A new last block, large enough for what this append still has to place and at least as large as the file
    * (up to MAX_BLOCK): a file's blocks grow geometrically, so a small file takes a small block and a large one
    * few blocks.
    */
   private addBlock(file: MemoryFile, toPlace: number, pool: MemoryPool): void {
-    const size = blockSizeFor(Math.min(MAX_BLOCK, Math.max(toPlace, file.length, 1)));
+    const size = blockSizeFor(Math.min(MAX_BLOCK, Math.max(toPlace, file.length)));
     const block = pool.allocate(size);
     file.pieces.push(block?.bytes ?? this.overflowBlock(size));
     file.blocks.push(block);
@@ -208,13 +174,12 @@ export class MemoryFiles implements TierFiles {
   private compactTail(file: MemoryFile, pool: MemoryPool): void {
     const last = file.pieces.length - 1;
     if (last < 0) return;
-    const current = file.blocks[last];
-    if (current === KEPT) return;
     const piece = file.pieces[last]!;
     const used = usedBytesOf(file, last);
     const size = blockSizeFor(used);
     if (size >= piece.length) return;
     const smaller = pool.allocate(size);
+    const current = file.blocks[last];
     if (smaller === undefined && current !== undefined) return;
     const target = smaller?.bytes ?? this.overflowBlock(size);
     target.set(piece.subarray(0, used));
@@ -231,9 +196,8 @@ export class MemoryFiles implements TierFiles {
     return unzeroedBytes(size);
   }
 
-  private letGo(piece: Uint8Array, block: PoolBlock | typeof KEPT | undefined): void {
-    if (block === KEPT) this.pool!.releaseSpanBytes(piece);
-    else if (block !== undefined) this.pool!.release(block);
+  private letGo(piece: Uint8Array, block: PoolBlock | undefined): void {
+    if (block !== undefined) this.pool!.release(block);
     else this.overflowHeld -= piece.length;
   }
 
@@ -259,34 +223,6 @@ export class MemoryFiles implements TierFiles {
     if (file === undefined) throw new IoFailure('NOT_FOUND', `memory file ${id} does not exist`);
     return file;
   }
-}
-
-/**
- * `chunks` with each run of chunks that lie back to back in one buffer as one view: a push's batches of one file are
- * often adjacent in its body, and one kept piece (or one copy) of them costs less than one for each.
- */
-function joinAdjacent(chunks: readonly Uint8Array[]): readonly Uint8Array[] {
-  let joined: Uint8Array[] | undefined;
-  for (let index = 1; index < chunks.length; index += 1) {
-    const before = joined === undefined ? chunks[index - 1]! : joined[joined.length - 1]!;
-    const chunk = chunks[index]!;
-    const adjacent =
-      chunk.buffer === before.buffer && chunk.byteOffset === before.byteOffset + before.byteLength;
-    if (adjacent) {
-      joined ??= chunks.slice(0, index);
-      joined[joined.length - 1] = new Uint8Array(
-        before.buffer,
-        before.byteOffset,
-        before.length + chunk.length,
-      );
-    } else joined?.push(chunk);
-  }
-  return joined ?? chunks;
-}
-
-/** Whether `chunk` is worth keeping where it is: large enough, and pool memory (a span's, if it is kept). */
-function keepable(chunk: Uint8Array, pool: MemoryPool): boolean {
-  return chunk.length >= KEEP_MIN_BYTES && pool.owns(chunk);
 }
 
 /** The file offset of the first byte in `pieces[index]`. */

@@ -30,10 +30,7 @@ export interface TierStorageOptions {
   readonly onIoDone?: (op: BatchableIo, completion: IoCompletion, elapsedMs: number) => void;
   /** Buffers that chunks read from disk and DFS files are served in, given back by the transport once written. */
   readonly readBuffers?: ReadBuffers;
-  /**
-   * The memory tier's memory (memory-pool.ts): appended bytes are copied into its blocks, or kept where they are when
-   * they lie in a span of it (a received body); without it, the memory tier keeps the buffers written.
-   */
+  /** Memory the memory tier copies appended bytes into (memory-pool.ts); without it, it keeps the buffers written. */
   readonly memoryPool?: MemoryPool;
   /** The pool first could not lend a block (fragmentation): called once, for the worker's warning. */
   readonly onMemoryOverflow?: (blockBytes: number) => void;

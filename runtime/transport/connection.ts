@@ -10,7 +10,6 @@ import {
   HANDSHAKE_LIMIT,
   InPlaceFrameReader,
   WireError,
-  holdsBodyViews,
   type DecodedFrame,
   type ReceiveBodies,
 } from '../wire/index.ts';
@@ -260,8 +259,6 @@ export class Connection {
         this.destroy(describe(error), error instanceof WireError ? error.reason : 'unreadable');
         return;
       }
-      // A frame decoded into values of its own refers to its body no more: it goes back with the hold below.
-      if (!holdsBodyViews(frame)) this.limits.receiveBodies?.claim(body);
       this.events.onFrame(frame);
       // Whoever took the frame and must keep its bytes holds them by now (or they are never lent again).
       this.limits.receiveBodies?.release(body);

@@ -44,16 +44,6 @@ export function forgetChecksums(buffer: ArrayBufferLike): void {
   remembered.delete(buffer);
 }
 
-/** Forgets the values remembered for bytes that start within `view`: a pool span lent again over them. */
-export function forgetChecksumsWithin(view: Uint8Array): void {
-  const byOffset = remembered.get(view.buffer);
-  if (byOffset === undefined) return;
-  const end = view.byteOffset + view.byteLength;
-  for (const offset of byOffset.keys()) {
-    if (offset >= view.byteOffset && offset < end) byOffset.delete(offset);
-  }
-}
-
 /** The remembered CRC-32 of exactly `bytes` continued from `previous`, forgotten as it is told; else undefined. */
 export function recallChecksum(bytes: Uint8Array, previous: number): number | undefined {
   const byOffset = remembered.get(bytes.buffer);

@@ -11,7 +11,6 @@ export {
 export { InPlaceFrameReader } from './in-place-reader.ts';
 export { recallingChecksum } from './batch-checksums.ts';
 export {
-  holdsBodyViews,
   lentBodiesOf,
   POOLED_BODY_MIN_BYTES,
   ReceiveBodies,

@@ -5,19 +5,10 @@ import { encodeBatchFrame, FRAME_CRC_OFFSET, FRAME_HEADER_BYTES } from '../../co
 import { portableCrc32 } from '../../core/protocol/crc32.ts';
 import { BatchChecksumScanner, recallChecksum } from './batch-checksums.ts';
 import { FRAME_KIND } from './frames.ts';
-import { MemoryPool } from '../storage/memory-pool.ts';
-import {
-  holdsBodyViews,
-  lentBodiesOf,
-  POOLED_BODY_MIN_BYTES,
-  ReceiveBodies,
-  SCRIBBLE_BYTE,
-  SPAN_LOSS_LIMIT_BYTES,
-} from './receive-bodies.ts';
+import { POOLED_BODY_MIN_BYTES, ReceiveBodies, SCRIBBLE_BYTE } from './receive-bodies.ts';
 import { EAGER_BODY_BYTES, FrameReader } from './frame-reader.ts';
 import { InPlaceFrameReader } from './in-place-reader.ts';
 import { concatBytes, readAll } from './testing.ts';
-import type { DecodedFrame } from './types.ts';
 
 const MiB = 1024 * 1024;
 
@@ -168,69 +159,6 @@ describe('ReceiveBodies', () => {
     assert.equal(pool.keptBytes, MiB);
     pool.dropIdle(); // none since: dropped
     assert.equal(pool.keptBytes, 0);
-  });
-});
-
-describe('ReceiveBodies in the memory tier pool', () => {
-  it('lends spans of the pool, tells bodies of one arena apart, and gives a claimed one back with its last holder', () => {
-    const memory = new MemoryPool({ capacityBytes: 8 * MiB, preTouch: false });
-    const pool = new ReceiveBodies({ pool: memory, scribble: true });
-    const first = pool.take(2 * MiB + 100);
-    const second = pool.take(MiB);
-    assert.equal(first.buffer, second.buffer, 'both in the one arena');
-    assert.equal(memory.usedBytes, 2 * MiB + 4096 + MiB);
-    assert.notEqual(pool.bodyOf(first.subarray(10)), pool.bodyOf(second));
-    assert.equal(pool.bodyOf(first.subarray(2 * MiB)), pool.bodyOf(first));
-    const views = [first.subarray(0, 10), first.subarray(10, 20), second.subarray(5, 6), first.subarray(30)];
-    assert.deepEqual(lentBodiesOf(pool, views), [views[0], views[2]]);
-    assert.ok(pool.claim(first), 'a span body can be claimed');
-    pool.hold(first.subarray(5, 50)); // a write of a batch of it
-    const batch = first.subarray(MiB, MiB + 64 * 1024);
-    assert.ok(memory.holdSpanBytes(batch), 'the memory tier keeps a batch where it is');
-    batch.fill(9);
-    pool.release(first); // the connection's hold
-    assert.ok(pool.isLent(first), 'still held by the write');
-    pool.release(first.subarray(100)); // the write completed
-    assert.equal(pool.isLent(first), false);
-    assert.ok(
-      batch.every((byte) => byte === 9),
-      'the kept batch is intact',
-    );
-    assert.equal(first[0], SCRIBBLE_BYTE, 'the rest of the body went back to the pool, scribbled');
-    assert.equal(memory.usedBytes, 16 * 4096 + MiB, 'what the batch holds, and the second body');
-    memory.releaseSpanBytes(batch);
-    pool.escape(second);
-    pool.release(second);
-    assert.equal(memory.usedBytes, MiB, 'an escaped span is never given back');
-    assert.equal(pool.lostSpanBytes, MiB);
-  });
-
-  it('takes heap bodies once the pool is full, or once too many spans were lost', () => {
-    const memory = new MemoryPool({ capacityBytes: 2 * MiB, preTouch: false });
-    const pool = new ReceiveBodies({ pool: memory });
-    const span = pool.take(2 * MiB);
-    assert.ok(memory.owns(span), 'a span of the pool');
-    const heap = pool.take(MiB);
-    assert.equal(memory.owns(heap), false, 'the pool is full: heap memory');
-    pool.release(span); // unclaimed: lost
-    assert.equal(pool.lostSpanBytes, 2 * MiB);
-    const lossy = new ReceiveBodies({ pool: new MemoryPool({ capacityBytes: 128 * MiB, preTouch: false }) });
-    while (lossy.lostSpanBytes < SPAN_LOSS_LIMIT_BYTES) lossy.release(lossy.take(8 * MiB));
-    assert.equal(lossy.isSpanMemory(lossy.take(MiB)), false, 'no span after the loss limit');
-  });
-});
-
-describe('holdsBodyViews', () => {
-  const envelope = (message: object): DecodedFrame =>
-    ({ kind: 'envelope', envelope: { from: 'a', to: 'b', message } }) as unknown as DecodedFrame;
-  it('says which decoded frames still read their body: bytes fields and handshakes', () => {
-    for (const type of ['PushData', 'PushMergedData', 'OpenStreamResponse', 'ChunkData']) {
-      assert.ok(holdsBodyViews(envelope({ type })), type);
-    }
-    assert.equal(holdsBodyViews(envelope({ type: 'ReserveSlots' })), false);
-    assert.equal(holdsBodyViews(envelope({ type: 'CommitFiles' })), false);
-    assert.ok(holdsBodyViews({ kind: 'authProof', mac: new Uint8Array(4) }), 'a handshake');
-    assert.equal(holdsBodyViews({ kind: 'ping' }), false);
   });
 });
 

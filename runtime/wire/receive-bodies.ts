@@ -1,7 +1,5 @@
-import type { MemoryPool } from '../storage/memory-pool.ts';
-import type { DecodedFrame } from './types.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
-import { forgetChecksums, forgetChecksumsWithin } from './batch-checksums.ts';
+import { forgetChecksums } from './batch-checksums.ts';
 import { EAGER_BODY_BYTES } from './frame-reader.ts';
 
 /** Where a frame reader takes the buffer of a frame too large for its slab (or, for `FrameReader`, split across reads). */
@@ -20,14 +18,6 @@ export const POOLED_BODY_MIN_BYTES = 64 * 1024;
  */
 export const RECEIVE_BODIES_KEPT_BYTES = 32 * 1024 * 1024;
 
-/**
- * Bytes of pool spans a worker may lose to bodies that are never given back (one that escaped, or that nobody
- * claimed) before it stops taking bodies from the memory tier's pool: such a body's granules stay held for good, and
- * the core, which admits memory-file bytes against the pool's size, does not know of them. Within the 256 MiB the
- * worker may hold besides its memory budget (docs/operations.md).
- */
-export const SPAN_LOSS_LIMIT_BYTES = 64 * 1024 * 1024;
-
 /** Capacities are whole multiples of this, so that bodies of nearly the same size share buffers. */
 const GRANULE = 512 * 1024;
 
@@ -39,16 +29,8 @@ export interface ReceiveBodiesOptions {
   readonly keptBytes?: number;
   /** Test only: every body given back is overwritten first, so that a holder left behind reads damage. */
   readonly scribble?: boolean;
-  /**
-   * Called the first time a body is lent again, or a span body given back to the pool to be lent again (a test's
-   * proof that bodies are reused).
-   */
+  /** Called the first time a body is lent again (a test's proof that bodies are reused). */
   readonly onFirstReuse?: () => void;
-  /**
-   * The memory tier's pool: bodies are spans of it while it has room (heap buffers otherwise), so that the memory
-   * tier keeps a pushed batch where it was received instead of copying it (runtime/storage/memory-files.ts).
-   */
-  readonly pool?: MemoryPool;
 }
 
 /** What is known of a body lent out: how many holders hold it, and whether its whole lifetime is tracked. */
@@ -60,8 +42,6 @@ interface Lent {
    * lets go; `escaped`: it reached a holder that will never say so, and is never reused.
    */
   state: 'unclaimed' | 'claimed' | 'escaped';
-  /** A body that is a span of the memory pool: the whole span (it goes back to the pool, not to the free list). */
-  readonly span?: Uint8Array;
 }
 
 /**
@@ -86,10 +66,6 @@ export class ReceiveBodies implements BodySource {
   private takenSinceIdleCheck = false;
   private reusedCount = 0;
   private freshCount = 0;
-  /** Bodies lent as pool spans, by their first granule. */
-  private readonly spans = new Map<number, Lent>();
-  private spanLoss = 0;
-  private spansGivenBack = 0;
 
   constructor(private readonly options: ReceiveBodiesOptions = {}) {
     this.keptLimit = options.keptBytes ?? RECEIVE_BODIES_KEPT_BYTES;
@@ -98,8 +74,6 @@ export class ReceiveBodies implements BodySource {
   /** A body of exactly `length` bytes, lent with one hold; outside the pooled sizes, a fresh buffer. */
   take(length: number): Uint8Array {
     if (length < POOLED_BODY_MIN_BYTES || length > EAGER_BODY_BYTES) return unzeroedBytes(length);
-    const span = this.takeSpan(length);
-    if (span !== undefined) return span;
     this.takenSinceIdleCheck = true;
     let buffer = this.takeFree(length);
     if (buffer === undefined) {
@@ -121,7 +95,7 @@ export class ReceiveBodies implements BodySource {
    * release gives it back. False (nothing changes) for memory not lent here or no longer lent.
    */
   claim(view: Uint8Array): boolean {
-    const lent = this.lentOf(view);
+    const lent = this.lent.get(view.buffer);
     if (lent === undefined) return false;
     if (lent.state === 'unclaimed') lent.state = 'claimed';
     return true;
@@ -129,54 +103,30 @@ export class ReceiveBodies implements BodySource {
 
   /** One more holder of the body behind `view` (nothing for other memory). */
   hold(view: Uint8Array): void {
-    const lent = this.lentOf(view);
+    const lent = this.lent.get(view.buffer);
     if (lent !== undefined) lent.holds += 1;
   }
 
   /** A holder of the body behind `view` is done with it; the last one gives a claimed body back. */
   release(view: Uint8Array): void {
-    const lent = this.lentOf(view);
+    const buffer = view.buffer;
+    const lent = this.lent.get(buffer);
     if (lent === undefined) return;
     lent.holds -= 1;
     if (lent.holds > 0) return;
-    if (lent.span !== undefined) {
-      this.endSpan(lent, lent.span);
-      return;
-    }
-    const buffer = view.buffer;
     this.lent.delete(buffer);
     if (lent.state === 'claimed') this.giveBack(buffer as ArrayBuffer);
   }
 
   /** The body behind `view` reached a holder that will not release it: it is never lent again. */
   escape(view: Uint8Array): void {
-    const lent = this.lentOf(view);
-    if (lent === undefined || lent.state === 'escaped') return;
-    lent.state = 'escaped';
-    if (lent.span !== undefined) this.spanLoss += lent.span.byteLength;
+    const lent = this.lent.get(view.buffer);
+    if (lent !== undefined) lent.state = 'escaped';
   }
 
   /** Whether `view` is memory lent here and not yet given back. */
   isLent(view: Uint8Array): boolean {
-    return this.lentOf(view) !== undefined;
-  }
-
-  /**
-   * What names the body behind `view` while it is lent (the same for every view of one body), else undefined: views
-   * of pool spans share their arena's ArrayBuffer, so a body is not named by its buffer alone.
-   */
-  bodyOf(view: Uint8Array): object | undefined {
-    return this.lentOf(view);
-  }
-
-  /** Whether `view` is memory of the pool that spans come from (whose buffers many bodies share). */
-  isSpanMemory(view: Uint8Array): boolean {
-    return this.options.pool?.owns(view) === true;
-  }
-
-  /** Bytes of pool spans never given back (bodies that escaped or that nobody claimed). */
-  get lostSpanBytes(): number {
-    return this.spanLoss;
+    return this.lent.has(view.buffer);
   }
 
   /** Lets every free body go when none was taken since the last call (an idle worker keeps none). */
@@ -196,35 +146,6 @@ export class ReceiveBodies implements BodySource {
   /** Bodies lent again, and bodies allocated, since start. */
   get counts(): { readonly reused: number; readonly fresh: number } {
     return { reused: this.reusedCount, fresh: this.freshCount };
-  }
-
-  private lentOf(view: Uint8Array): Lent | undefined {
-    const start = this.options.pool?.spanOf(view);
-    return start === undefined ? this.lent.get(view.buffer) : this.spans.get(start);
-  }
-
-  /** A body in the memory tier's pool, while it has room and spans lost stay under SPAN_LOSS_LIMIT_BYTES. */
-  private takeSpan(length: number): Uint8Array | undefined {
-    const pool = this.options.pool;
-    if (pool === undefined || this.spanLoss >= SPAN_LOSS_LIMIT_BYTES) return undefined;
-    const span = pool.lendSpan(length);
-    if (span === undefined) return undefined;
-    forgetChecksumsWithin(span);
-    this.spans.set(pool.spanOf(span)!, { holds: 1, state: 'unclaimed', span });
-    return span;
-  }
-
-  /**
-   * The last holder of a span body let go: a claimed one goes back to the pool (but for the granules a memory file
-   * still holds); one nobody claimed (or that escaped) may still be read by someone, so its granules stay held.
-   */
-  private endSpan(lent: Lent, span: Uint8Array): void {
-    const pool = this.options.pool!;
-    this.spans.delete(pool.spanOf(span)!);
-    if (lent.state === 'unclaimed') this.spanLoss += span.byteLength;
-    const givenBack = lent.state === 'claimed';
-    pool.endSpan(span, givenBack, this.options.scribble === true ? SCRIBBLE_BYTE : undefined);
-    if (givenBack && this.spansGivenBack++ === 0) this.options.onFirstReuse?.();
   }
 
   /** The smallest free buffer that holds `length` bytes and is not more than twice their size. */
@@ -251,37 +172,23 @@ export class ReceiveBodies implements BodySource {
   }
 }
 
-/**
- * Whether a decoded frame may still refer to its body: a message with a bytes field (a pushed batch, a chunk read)
- * is a view of it (runtime/wire/control-codec.ts, hot-codec.ts take those out of the payloads without copying), as
- * is a handshake's nonce or MAC; everything else in an envelope is decoded into values of its own.
- */
-export function holdsBodyViews(frame: DecodedFrame): boolean {
-  if (frame.kind !== 'envelope') return frame.kind !== 'ping' && frame.kind !== 'pong';
-  const type = frame.envelope.message.type;
-  return (
-    type === 'PushData' || type === 'PushMergedData' || type === 'OpenStreamResponse' || type === 'ChunkData'
-  );
-}
-
 /** The distinct lent bodies among `views`, each once (a forward's payloads are all views of one body). */
 export function lentBodiesOf(bodies: ReceiveBodies, views: readonly Uint8Array[]): Uint8Array[] {
   const found: Uint8Array[] = [];
-  const names: object[] = [];
-  // A merged push's payloads (a hundred 4 KiB batches) are views of one or two bodies: comparing with the body
-  // before, and the few found, costs less than collecting them all.
-  let previous: object | undefined;
-  let previousBuffer: ArrayBufferLike | undefined;
+  // A merged push's payloads (a hundred 4 KiB batches) are views of one or two bodies: comparing buffers with the
+  // few found costs less than asking the pool about each view.
+  let previous: ArrayBufferLike | undefined;
   for (const view of views) {
-    // Views of one heap buffer are views of one body; a pool arena holds many.
-    if (view.buffer === previousBuffer) continue;
-    if (!bodies.isSpanMemory(view)) previousBuffer = view.buffer;
-    const body = bodies.bodyOf(view);
-    if (body === undefined || body === previous) continue;
-    previous = body;
-    if (names.includes(body)) continue;
-    names.push(body);
+    const buffer = view.buffer;
+    if (buffer === previous) continue;
+    previous = buffer;
+    if (isKnown(found, buffer) || !bodies.isLent(view)) continue;
     found.push(view);
   }
   return found;
+}
+
+function isKnown(found: readonly Uint8Array[], buffer: ArrayBufferLike): boolean {
+  for (const known of found) if (known.buffer === buffer) return true;
+  return false;
 }
