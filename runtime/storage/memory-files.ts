@@ -122,7 +122,7 @@ export class MemoryFiles implements TierFiles {
   appendNow(id: string, chunks: readonly Uint8Array[]): void {
     const file = this.require(id);
     if (this.pool === undefined) this.keepChunks(file, chunks);
-    else this.copyChunks(file, chunks, this.pool);
+    else this.copyChunks(file, joinAdjacent(chunks), this.pool);
   }
 
   private keepChunks(file: MemoryFile, chunks: readonly Uint8Array[]): void {
@@ -223,6 +223,28 @@ export class MemoryFiles implements TierFiles {
     if (file === undefined) throw new IoFailure('NOT_FOUND', `memory file ${id} does not exist`);
     return file;
   }
+}
+
+/**
+ * `chunks` with each run of chunks that lie back to back in one buffer as one view: a merged push's batches of one
+ * file are usually adjacent in its body (the client queues a partition's batches together), and one copy of a run
+ * costs less than one per batch (at 4 KiB batches, several per file and push).
+ */
+function joinAdjacent(chunks: readonly Uint8Array[]): readonly Uint8Array[] {
+  let joined: Uint8Array[] | undefined;
+  for (let index = 1; index < chunks.length; index += 1) {
+    const before = joined === undefined ? chunks[index - 1]! : joined[joined.length - 1]!;
+    const chunk = chunks[index]!;
+    if (chunk.buffer === before.buffer && chunk.byteOffset === before.byteOffset + before.byteLength) {
+      joined ??= chunks.slice(0, index);
+      joined[joined.length - 1] = new Uint8Array(
+        before.buffer,
+        before.byteOffset,
+        before.length + chunk.length,
+      );
+    } else joined?.push(chunk);
+  }
+  return joined ?? chunks;
 }
 
 /** The file offset of the first byte in `pieces[index]`. */
