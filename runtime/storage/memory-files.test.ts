@@ -17,8 +17,6 @@ type Op =
       readonly id: string;
       readonly sizes: readonly number[];
       readonly calls: number;
-      /** Whether the chunks lie back to back in one buffer, as a push's batches of one file in its body. */
-      readonly adjacent: boolean;
     }
   | { readonly kind: 'read'; readonly id: string; readonly offset: number; readonly length: number }
   | { readonly kind: 'flush'; readonly id: string }
@@ -40,13 +38,8 @@ const OP: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 6,
     arbitrary: fc
-      .tuple(
-        ID,
-        fc.array(CHUNK_SIZE, { maxLength: 4, size: 'max' }),
-        fc.integer({ min: 1, max: 8 }),
-        fc.boolean(),
-      )
-      .map(([id, sizes, calls, adjacent]): Op => ({ kind: 'append', id, sizes, calls, adjacent })),
+      .tuple(ID, fc.array(CHUNK_SIZE, { maxLength: 4, size: 'max' }), fc.integer({ min: 1, max: 8 }))
+      .map(([id, sizes, calls]): Op => ({ kind: 'append', id, sizes, calls })),
   },
   {
     weight: 3,
@@ -143,13 +136,6 @@ async function assertSameFile(files: MemoryFiles, model: Model, id: string): Pro
   assert.ok(Buffer.from(read).equals(expected), `file ${id} differs from what was appended to it`);
 }
 
-/** The same bytes as views lying back to back in one buffer. */
-function backToBack(chunks: readonly Uint8Array[]): Uint8Array[] {
-  const whole = Buffer.concat(chunks);
-  let at = 0;
-  return chunks.map((chunk) => whole.subarray(at, (at += chunk.length)));
-}
-
 async function apply(files: MemoryFiles, model: Model, op: Op, seed: number): Promise<void> {
   if (op.kind === 'checkAll') {
     for (const id of model.ids()) await assertSameFile(files, model, id);
@@ -163,10 +149,9 @@ async function apply(files: MemoryFiles, model: Model, op: Op, seed: number): Pr
       return;
     case 'append': {
       for (let call = 0; call < op.calls; call += 1) {
-        const separate: Uint8Array[] = op.sizes.map((size, index) =>
+        const chunks: Uint8Array[] = op.sizes.map((size, index) =>
           chunkOf(size, (seed * 8 + call) * 4 + index),
         );
-        const chunks: Uint8Array[] = op.adjacent ? backToBack(separate) : separate;
         assert.equal(await failureOf(files.append(op.id, chunks)), missing ? 'NOT_FOUND' : 'ok');
         if (!missing) model.append(op.id, chunks);
       }
