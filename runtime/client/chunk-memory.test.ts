@@ -26,9 +26,11 @@ describe("a read's chunk memory", () => {
     client = await clientSide(cluster.masterUrl, {
       conf: { 'svc.client.fetch.maxReqsInFlight': String(READ_AHEAD), 'svc.shuffle.chunk.size': CHUNK },
     });
-    const writer = client.executor.shuffle(0, { maps: 1, partitions: 1 }).writer(0);
-    for (let i = 0; i < RECORDS; i += 1) writer.write(0, recordOf(0, 0, 0, i, RECORD_BYTES));
-    await writer.close();
+    for (const shuffleId of [0, 1]) {
+      const writer = client.executor.shuffle(shuffleId, { maps: 1, partitions: 1 }).writer(0);
+      for (let i = 0; i < RECORDS; i += 1) writer.write(0, recordOf(0, 0, 0, i, RECORD_BYTES));
+      await writer.close();
+    }
   });
   after(async () => {
     await client?.close();
@@ -94,6 +96,32 @@ describe("a read's chunk memory", () => {
       kept.map((record) => decoder.decode(record)).sort(),
       [...expected].sort(),
       'records kept past their chunk still hold what the map wrote',
+    );
+  });
+
+  it("keeps a default read's records intact while a read with reuseChunkMemory runs beside it", async () => {
+    const keeping = client!.executor.shuffle(0, { maps: 1, partitions: 1 }).reader(0);
+    const reusing = client!.executor.shuffle(1, { maps: 1, partitions: 1 }).reader(0);
+    const kept: Uint8Array[] = [];
+    const seen: string[] = [];
+    await within(
+      Promise.all([
+        (async () => {
+          for await (const chunk of keeping.chunks()) for (const record of chunk) kept.push(record);
+        })(),
+        (async () => {
+          for await (const chunk of reusing.chunks({ reuseChunkMemory: true })) {
+            for (const record of chunk) seen.push(decoder.decode(record));
+          }
+        })(),
+      ]),
+      'the two reads',
+    );
+    assert.deepEqual(seen.sort(), [...expected].sort(), 'the reusing read got the records written');
+    assert.deepEqual(
+      kept.map((record) => decoder.decode(record)).sort(),
+      [...expected].sort(),
+      "the default read's records were not overwritten by the reusing read's chunks",
     );
   });
 });

@@ -17,7 +17,7 @@ import { workerKey } from '../../core/domain/index.ts';
 import { reduceTaskNodeId } from '../../core/protocol/node-ids.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import type { NodeNetwork } from '../transport/node-network.ts';
-import type { ReceiveBodies } from '../wire/index.ts';
+import type { ChunkBodies } from './chunk-bodies.ts';
 import type { ClientSettings } from './client-config.ts';
 import {
   AuthenticationFailedError,
@@ -82,10 +82,11 @@ export interface ReaderContext {
   readonly client: ClientSettings;
   readonly network: NodeNetwork;
   /**
-   * Where the executor's connections read large frames into (its network's receive bodies): a read with
-   * `reuseChunkMemory` gives its chunks' bodies back there once consumed. Absent: every chunk is fresh memory.
+   * The executor's chunk bodies (./chunk-bodies.ts), which its connections read large frames into while a read with
+   * `reuseChunkMemory` runs; such a read gives its chunks' bodies back there once consumed. Absent: every chunk is
+   * fresh memory.
    */
-  readonly chunkBodies?: ReceiveBodies;
+  readonly chunkBodies?: ChunkBodies;
   readonly fileGroups: FileGroupCache;
   readonly closed: boolean;
   refusal(): string | undefined;
@@ -139,10 +140,14 @@ export class StreamingPartitionRead implements PartitionReader {
   }
 
   async *chunks(options: ChunkOptions = {}): AsyncGenerator<Iterable<Uint8Array>, void, undefined> {
-    if (options.reuseChunkMemory === true && this.context.chunkBodies !== undefined && !this.started) {
-      this.lending = new Map();
+    const lends = options.reuseChunkMemory === true && !this.started;
+    const lendingRead = lends ? this.context.chunkBodies?.begin() : undefined;
+    if (lendingRead !== undefined) this.lending = new Map();
+    try {
+      for await (const chunk of this.readyChunks()) yield chunkRecords([chunk]);
+    } finally {
+      lendingRead?.end();
     }
-    for await (const chunk of this.readyChunks()) yield chunkRecords([chunk]);
   }
 
   /** The chunks as the reduce task hands them out (their batches), each consumed when the next is asked for. */
@@ -330,7 +335,7 @@ export class StreamingPartitionRead implements PartitionReader {
    */
   private holdChunkBody(message: Message): void {
     const lending = this.lending;
-    const bodies = this.context.chunkBodies;
+    const bodies = this.context.chunkBodies?.pool;
     if (lending === undefined || bodies === undefined || this.ended) return;
     const bytes =
       message.type === 'ChunkData'
@@ -350,7 +355,7 @@ export class StreamingPartitionRead implements PartitionReader {
    */
   private giveBackChunkBodies(state: ReduceTaskState | undefined): void {
     const lending = this.lending;
-    const bodies = this.context.chunkBodies;
+    const bodies = this.context.chunkBodies?.pool;
     if (lending === undefined || bodies === undefined || lending.size === 0) return;
     const kept = state === undefined ? undefined : referencedMemory(state);
     for (const [memory, body] of lending) {

@@ -19,12 +19,7 @@ import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import { putU32 } from '../../core/protocol/big-endian.ts';
 import { slabAllocator } from './slab-allocator.ts';
 import { clientNetwork } from './client-network.ts';
-import {
-  parseHostPort,
-  resolveClientSettings,
-  type ClientOptions,
-  type ClientSettings,
-} from './client-config.ts';
+import { parseHostPort, resolveClientSettings, type ClientOptions } from './client-config.ts';
 import {
   AuthenticationFailedError,
   ClientClosedError,
@@ -35,7 +30,7 @@ import {
   SvcClientError,
 } from './errors.ts';
 import { checkedClusterShuffleId } from './stage-attempts.ts';
-import { ReceiveBodies } from '../wire/index.ts';
+import { ChunkBodies } from './chunk-bodies.ts';
 import {
   readableOf,
   StreamingPartitionRead,
@@ -159,7 +154,7 @@ export interface ShuffleClient {
 export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
   const client = resolveClientSettings(options, { role: 'executor', node: executorId });
-  const chunkBodies = executorChunkBodies(client);
+  const chunkBodies = new ChunkBodies(client);
   // The executor acts for the application it was given, proving the application's secret (svc.auth.enabled).
   const { network, refusal, authRefusal } = clientNetwork({
     nodeId: executorId,
@@ -175,7 +170,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     appId: options.appId,
     client,
     network,
-    chunkBodies: chunkBodies.pool,
+    chunkBodies,
     fileGroups: new FileGroupCache(),
     locations: new LocationCache(),
     closed: false,
@@ -237,27 +232,6 @@ async function closeExecutor(context: ExecutorContext, executorId: string): Prom
   }
   await context.network.transport.close();
 }
-
-/** An idle executor lets its kept chunk bodies go after this long without a large frame (as a worker does). */
-const CHUNK_BODIES_IDLE_MS = 30_000;
-
-/**
- * The executor's pool of chunk bodies (runtime/wire/receive-bodies.ts): every large frame its connections receive
- * is read into one, and a read with `reuseChunkMemory` gives its chunks back once consumed. It keeps free at most
- * what one read fetches ahead (`svc.client.fetch.maxReqsInFlight` chunks of `svc.shuffle.chunk.size`, plus the
- * rounding of their capacities), and nothing once idle.
- */
-function executorChunkBodies(client: ClientSettings): { readonly pool: ReceiveBodies; close(): void } {
-  const ahead = Math.max(1, client.conf.getInt('svc.client.fetch.maxReqsInFlight'));
-  const chunkBytes = client.conf.getBytes('svc.shuffle.chunk.size');
-  const pool = new ReceiveBodies({ keptBytes: ahead * (chunkBytes + CHUNK_BODY_ROUNDING_BYTES) });
-  const timer = setInterval(() => pool.dropIdle(), CHUNK_BODIES_IDLE_MS);
-  timer.unref();
-  return { pool, close: () => clearInterval(timer) };
-}
-
-/** What a pooled body's capacity may exceed its chunk by (receive-bodies.ts rounds to 512 KiB). */
-const CHUNK_BODY_ROUNDING_BYTES = 512 * 1024;
 
 function sameShape(a: ShuffleShape, b: ShuffleShape): boolean {
   return a.maps === b.maps && a.partitions === b.partitions;
