@@ -269,7 +269,8 @@ async function svcRead(message: Extract<ToClient, { type: 'svc-read' }>): Promis
     Array.from({ length: workload.partitions }, (_, p) => p),
     message.slots,
     async (partitionId) => {
-      for await (const chunk of shuffle.reader(partitionId).chunks()) {
+      // It keeps no record past its chunk: the reader may read later chunks into consumed ones' memory.
+      for await (const chunk of shuffle.reader(partitionId).chunks({ reuseChunkMemory: true })) {
         for (const record of chunk) {
           bytes += record.byteLength;
           records += 1;

@@ -2,6 +2,7 @@ import type { StatusCode } from '../../core/domain/status.ts';
 import type { Address } from '../transport/addresses.ts';
 import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
 import type { ExpectedSecret, TransportAuth } from '../transport/authentication.ts';
+import type { ReceiveBodies } from '../wire/index.ts';
 import { serverAdmission } from '../transport/release-admission.ts';
 import type { ClientSettings } from './client-config.ts';
 import { SvcArgumentError, SvcClientError } from './errors.ts';
@@ -44,6 +45,8 @@ export function clientNetwork(options: {
   readonly identity: ClientIdentity;
   /** The masters a lifecycle manager talks to: one, or every member of a group, whose leader it follows. */
   readonly masters?: readonly Address[];
+  /** Where large frames are read into, lent again once consumed (an executor's chunks: ./partition-reader.ts). */
+  readonly receiveBodies?: ReceiveBodies;
 }): ClientNetwork {
   const { nodeId, client, identity } = options;
   const { release, conf, logger } = client;
@@ -73,6 +76,7 @@ export function clientNetwork(options: {
     ...(auth === undefined ? {} : { auth }),
     configError: (message) => new SvcClientError(message),
     ...(options.masters === undefined ? {} : { masters: options.masters }),
+    ...(options.receiveBodies === undefined ? {} : { receiveBodies: options.receiveBodies }),
   });
   return {
     network,

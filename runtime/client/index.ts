@@ -8,6 +8,7 @@ export {
 } from './application.ts';
 export {
   connectExecutor,
+  type ChunkOptions,
   type ExecutorOptions,
   type MapResult,
   type MapWriter,

@@ -12,10 +12,12 @@ import {
   type ReduceTaskState,
 } from '../../core/machines/client/reduce-task.ts';
 import type { Input } from '../../core/machines/effects.ts';
+import type { Message } from '../../core/protocol/messages.ts';
 import { workerKey } from '../../core/domain/index.ts';
 import { reduceTaskNodeId } from '../../core/protocol/node-ids.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import type { NodeNetwork } from '../transport/node-network.ts';
+import type { ChunkBodies } from './chunk-bodies.ts';
 import type { ClientSettings } from './client-config.ts';
 import {
   AuthenticationFailedError,
@@ -39,6 +41,19 @@ export interface ReadOptions {
   readonly signal?: AbortSignal;
 }
 
+/** How `PartitionReader.chunks()` hands its chunks out. */
+export interface ChunkOptions {
+  /**
+   * The caller's word that it keeps no record of a chunk, nor any view of one, once it asks for the next chunk (or
+   * stops iterating): the reader may then read a later chunk into the memory of one consumed, instead of fresh
+   * memory for every chunk (a few chunks per executor are kept for that, `svc.client.fetch.maxReqsInFlight`
+   * chunks' worth). A record kept past its chunk is then overwritten by another chunk's bytes: copy what you keep
+   * (`record.slice()`). For consumers that fold each record into their own state as it comes (count, sum, hash,
+   * write elsewhere). Default false: every record stays valid for as long as it is referenced.
+   */
+  readonly reuseChunkMemory?: boolean;
+}
+
 /**
  * One partition's records, read as they are iterated: chunk by chunk from the workers, at most
  * `svc.client.fetch.maxReqsInFlight` chunks ahead of the consumer, each batch checked (CRC, whole records) before its
@@ -52,9 +67,10 @@ export interface ReadOptions {
 export interface PartitionReader extends AsyncIterable<Uint8Array> {
   /**
    * The records chunk by chunk (fewer promises than one per record): each item is a synchronous iterable of one
-   * chunk's records, which the reader counts as consumed when the next item is asked for.
+   * chunk's records, which the reader counts as consumed when the next item is asked for. With `reuseChunkMemory`
+   * (ChunkOptions), a chunk's records are valid only until the next item is asked for.
    */
-  chunks(): AsyncIterable<Iterable<Uint8Array>>;
+  chunks(options?: ChunkOptions): AsyncIterable<Iterable<Uint8Array>>;
   /** Records handed out so far. */
   readonly recordsRead: number;
 }
@@ -65,6 +81,12 @@ export interface ReaderContext {
   /** The executor's settings, resolved once (client-config.ts). */
   readonly client: ClientSettings;
   readonly network: NodeNetwork;
+  /**
+   * The executor's chunk bodies (./chunk-bodies.ts), which its connections read large frames into while a read with
+   * `reuseChunkMemory` runs; such a read gives its chunks' bodies back there once consumed. Absent: every chunk is
+   * fresh memory.
+   */
+  readonly chunkBodies?: ChunkBodies;
   readonly fileGroups: FileGroupCache;
   readonly closed: boolean;
   refusal(): string | undefined;
@@ -103,6 +125,8 @@ export class StreamingPartitionRead implements PartitionReader {
   /** While the task waits for another task's file-group ask: what opens (or fails) that wait. */
   private gate: { open(): void; fail(reason: Error): void; readonly opened: Promise<void> } | undefined;
   private leftFileGroup = false;
+  /** With `reuseChunkMemory`: the receive bodies of the chunks this read holds, by their memory. */
+  private lending: Map<ArrayBufferLike, Uint8Array> | undefined;
 
   constructor(
     private readonly context: ReaderContext,
@@ -115,8 +139,15 @@ export class StreamingPartitionRead implements PartitionReader {
     return this.records;
   }
 
-  async *chunks(): AsyncGenerator<Iterable<Uint8Array>, void, undefined> {
-    for await (const chunk of this.readyChunks()) yield chunkRecords([chunk]);
+  async *chunks(options: ChunkOptions = {}): AsyncGenerator<Iterable<Uint8Array>, void, undefined> {
+    const lends = options.reuseChunkMemory === true && !this.started;
+    const lendingRead = lends ? this.context.chunkBodies?.begin() : undefined;
+    if (lendingRead !== undefined) this.lending = new Map();
+    try {
+      for await (const chunk of this.readyChunks()) yield chunkRecords([chunk]);
+    } finally {
+      lendingRead?.end();
+    }
   }
 
   /** The chunks as the reduce task hands them out (their batches), each consumed when the next is asked for. */
@@ -185,6 +216,7 @@ export class StreamingPartitionRead implements PartitionReader {
         else this.driver.stop(reason);
       },
       input: (input: Input) => {
+        if (input.kind === 'receive') this.holdChunkBody(input.envelope.message);
         if (input.kind === 'receive' && input.envelope.message.type === 'GetReducerFileGroupResponse') {
           startReleased(
             context.fileGroups,
@@ -266,6 +298,7 @@ export class StreamingPartitionRead implements PartitionReader {
       );
     }
     driver?.stop();
+    this.giveBackChunkBodies(undefined);
     this.gate?.fail(new ClientClosedError('the read was given up'));
     this.leaveFileGroup();
     this.context.network.host.remove(reduceTaskNodeId(this.context.appId, this.shuffleId, this.partitionId));
@@ -279,6 +312,7 @@ export class StreamingPartitionRead implements PartitionReader {
     if (this.taken > this.reported) {
       this.reported = this.taken;
       driver.input({ kind: 'consumed', chunk: this.taken });
+      this.giveBackChunkBodies(driver.state);
     }
     const waited = await this.wait((state) => {
       const chunk = state.ready.find((c) => c.seq > this.taken);
@@ -293,6 +327,42 @@ export class StreamingPartitionRead implements PartitionReader {
     }
     if ('end' in waited) return undefined;
     throw this.failure(waited.failed);
+  }
+
+  /**
+   * With `reuseChunkMemory`, a chunk that arrived in a body of the executor's pool is held by this read from before
+   * the task sees it (the connection still holds it then) until it is consumed or dropped (giveBackChunkBodies).
+   */
+  private holdChunkBody(message: Message): void {
+    const lending = this.lending;
+    const bodies = this.context.chunkBodies?.pool;
+    if (lending === undefined || bodies === undefined || this.ended) return;
+    const bytes =
+      message.type === 'ChunkData'
+        ? message.bytes
+        : message.type === 'OpenStreamResponse'
+          ? message.firstChunk
+          : undefined;
+    if (bytes === undefined || lending.has(bytes.buffer) || !bodies.claim(bytes)) return;
+    bodies.hold(bytes);
+    lending.set(bytes.buffer, bytes);
+  }
+
+  /**
+   * Gives back to the executor's pool every chunk body this read holds that the task no longer refers to (the
+   * consumer has asked for the chunk after it, or never saw it: a duplicate, a late answer, a copy given up); with
+   * no state (the read ended), every one.
+   */
+  private giveBackChunkBodies(state: ReduceTaskState | undefined): void {
+    const lending = this.lending;
+    const bodies = this.context.chunkBodies?.pool;
+    if (lending === undefined || bodies === undefined || lending.size === 0) return;
+    const kept = state === undefined ? undefined : referencedMemory(state);
+    for (const [memory, body] of lending) {
+      if (kept?.has(memory) === true) continue;
+      lending.delete(memory);
+      bodies.release(body);
+    }
   }
 
   /** Waits until the executor's cache starts the task (FileGroupCache.claim), bounded as `wait` is. */
@@ -430,6 +500,15 @@ export class StreamingPartitionRead implements PartitionReader {
         `${error?.message ?? 'the client was closed'}${advice(error?.kind, this.shuffleId)}`,
     );
   }
+}
+
+/** The memory of the chunks a reduce task still holds: handed out and not consumed, or arrived early. */
+function referencedMemory(state: ReduceTaskState): Set<ArrayBufferLike> {
+  const memory = new Set<ArrayBufferLike>();
+  for (const chunk of state.ready) for (const batch of chunk.batches) memory.add(batch.buffer);
+  for (const frames of state.cursor?.arrived.values() ?? [])
+    for (const frame of frames) memory.add(frame.payload.buffer);
+  return memory;
 }
 
 /** A partition's records as a `stream.Readable` in object mode: one record per chunk of the stream. */

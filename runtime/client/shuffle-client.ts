@@ -30,6 +30,7 @@ import {
   SvcClientError,
 } from './errors.ts';
 import { checkedClusterShuffleId } from './stage-attempts.ts';
+import { ChunkBodies } from './chunk-bodies.ts';
 import {
   readableOf,
   StreamingPartitionRead,
@@ -38,7 +39,7 @@ import {
   type ReaderContext,
 } from './partition-reader.ts';
 
-export type { PartitionReader, ReadOptions } from './partition-reader.ts';
+export type { ChunkOptions, PartitionReader, ReadOptions } from './partition-reader.ts';
 
 export interface ExecutorOptions extends ClientOptions {
   /** `host:port` of the application's lifecycle manager (`Application.lifecycleManager`). */
@@ -153,11 +154,13 @@ export interface ShuffleClient {
 export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
   const client = resolveClientSettings(options, { role: 'executor', node: executorId });
+  const chunkBodies = new ChunkBodies(client);
   // The executor acts for the application it was given, proving the application's secret (svc.auth.enabled).
   const { network, refusal, authRefusal } = clientNetwork({
     nodeId: executorId,
     client,
     identity: { appId: options.appId },
+    receiveBodies: chunkBodies.pool,
   });
   network.addresses.set(
     lifecycleManagerNodeId(options.appId),
@@ -167,6 +170,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     appId: options.appId,
     client,
     network,
+    chunkBodies,
     fileGroups: new FileGroupCache(),
     locations: new LocationCache(),
     closed: false,
@@ -202,6 +206,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
       return new ShuffleHandle(context, clusterId, shape);
     },
     close() {
+      chunkBodies.close();
       closing ??= closeExecutor(context, executorId);
       return closing;
     },

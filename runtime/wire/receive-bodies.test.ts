@@ -123,6 +123,22 @@ describe('ReceiveBodies', () => {
     assert.equal(pool.keptBytes, 0);
   });
 
+  it('lends nothing while its owner says it does not: fresh memory of exactly the length, kept bodies untouched', () => {
+    let lends = true;
+    const pool = new ReceiveBodies({ lends: () => lends });
+    const kept = pool.take(MiB);
+    pool.claim(kept);
+    pool.release(kept);
+    lends = false;
+    const fresh = pool.take(MiB);
+    assert.equal(pool.isLent(fresh), false);
+    assert.notEqual(fresh.buffer, kept.buffer);
+    assert.equal(fresh.byteLength, MiB);
+    assert.equal(pool.keptBytes, MiB);
+    lends = true;
+    assert.equal(pool.take(MiB).buffer, kept.buffer);
+  });
+
   it('scribbles over a body given back, in tests, and forgets the checksums remembered for it', () => {
     const pool = new ReceiveBodies({ scribble: true });
     const frame = encodeBatchFrame(

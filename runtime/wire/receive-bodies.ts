@@ -31,6 +31,11 @@ export interface ReceiveBodiesOptions {
   readonly scribble?: boolean;
   /** Called the first time a body is lent again (a test's proof that bodies are reused). */
   readonly onFirstReuse?: () => void;
+  /**
+   * Whether bodies are lent now (default: always): while not, `take` gives fresh memory of exactly the length, as a
+   * reader without a pool would (an executor lends only while a read gives its chunks back).
+   */
+  readonly lends?: () => boolean;
 }
 
 /** What is known of a body lent out: how many holders hold it, and whether its whole lifetime is tracked. */
@@ -45,7 +50,7 @@ interface Lent {
 }
 
 /**
- * Large frame bodies a worker's connections read into, lent again once nothing refers to them any more
+ * Large frame bodies a worker's (or an executor's) connections read into, lent again once nothing refers to them any more
  * (docs/performance.md, "Fresh memory": copying 2 MiB into fresh memory took 25-89 ms under load, into memory
  * already touched 0.15 ms). The lifetime is explicit: a body is lent with one hold (the connection's, while it
  * delivers the frame); an owner that knows everything the frame can reach claims it and holds it for each holder
@@ -73,7 +78,9 @@ export class ReceiveBodies implements BodySource {
 
   /** A body of exactly `length` bytes, lent with one hold; outside the pooled sizes, a fresh buffer. */
   take(length: number): Uint8Array {
-    if (length < POOLED_BODY_MIN_BYTES || length > EAGER_BODY_BYTES) return unzeroedBytes(length);
+    if (length < POOLED_BODY_MIN_BYTES || length > EAGER_BODY_BYTES || this.options.lends?.() === false) {
+      return unzeroedBytes(length);
+    }
     this.takenSinceIdleCheck = true;
     let buffer = this.takeFree(length);
     if (buffer === undefined) {

