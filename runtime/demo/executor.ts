@@ -62,9 +62,11 @@ async function runReduce(
 ) {
   const started = performance.now();
   const shuffle = client.shuffle(task.shuffleId, { maps: spec.maps, partitions: spec.reduces });
-  // Streamed: the reducer holds at most svc.client.fetch.maxReqsInFlight chunks of its partition at a time.
+  // Streamed: the reducer holds at most svc.client.fetch.maxReqsInFlight chunks of its partition at a time. The
+  // grouping keeps counts and copied keys, never a record, so a later chunk may be read into a consumed one's memory.
   const grouping = new Grouping(spec.keyBytes);
-  for await (const chunk of shuffle.reader(task.partition).chunks()) grouping.add(chunk);
+  for await (const chunk of shuffle.reader(task.partition).chunks({ reuseChunkMemory: true }))
+    grouping.add(chunk);
   const { digest, largestGroup } = grouping.finish();
   send({ type: 'reduceDone', task: task.task, digest, largestGroup, ms: performance.now() - started });
 }
