@@ -1,6 +1,6 @@
 import { partitionFileName, workerKey, type PartitionMode, type StatusCode } from '../../domain/index.ts';
 import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
-import { decodeBatchFrame } from '../../protocol/batch-frame.ts';
+import { decodeBatchFrame, isFrameOfBatch } from '../../protocol/batch-frame.ts';
 import type { MergedBatch, PushData, PushMergedData } from '../../protocol/messages.ts';
 import { workerNodeId } from '../../protocol/node-ids.ts';
 import {
@@ -447,6 +447,8 @@ function foundTarget(
 
 /** The frame must be whole, pass its CRC, and name the batch and the map attempt the message names. */
 function checkFrame(batch: MergedBatch, message: PushData | PushMergedData): string | null {
+  if (isFrameOfBatch(batch.payload, batch.partitionId, message.mapId, message.attemptId, batch.batchId))
+    return null;
   const decoded = decodeBatchFrame(batch.payload);
   if (!decoded.ok) return `the pushed batch is damaged: ${decoded.error.message}`;
   const frame = decoded.value;
