@@ -11,7 +11,7 @@ import {
   type PushTarget,
   type ReplicaOutcome,
 } from '../../replication/index.ts';
-import { decideSplit, type WorkerStorage } from '../../storage/index.ts';
+import { decideSplit, type SplitOptions, type WorkerStorage } from '../../storage/index.ts';
 import type { Envelope, NodeId } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
@@ -76,6 +76,7 @@ export function handlePush(
   const checkPeers = mode === 'PRIMARY' && s.unavailablePeers.size > 0;
   // Enqueueing a write changes no tier's usage: one view of the storage serves every batch of the message.
   let view: WorkerStorage | undefined;
+  let splitOptions: SplitOptions | undefined;
   let state = s;
   let pushId: number | undefined;
   let waiting = 0;
@@ -101,7 +102,8 @@ export function handlePush(
       pushTarget = missingTarget(shuffle, message.mapId);
     } else {
       view ??= storageView(state);
-      pushTarget = foundTarget(state, shuffle, file, target.queuedBefore + target.bytes, mode, view);
+      splitOptions ??= splitOptionsOf(state, shuffle);
+      pushTarget = foundTarget(file, target.queuedBefore + target.bytes, mode, view, splitOptions);
     }
     const decision = admitPush({
       mode,
@@ -411,13 +413,24 @@ function pushedFile(
   return found;
 }
 
+/** How the shuffle's files split on this worker: the same for every batch of a push. */
+function splitOptionsOf(s: WorkerMachineState, shuffle: WorkerShuffle): SplitOptions {
+  return {
+    enabled: s.config.split.enabled,
+    mode: shuffle.splitMode,
+    thresholdBytes: shuffle.splitThreshold,
+    minBytes: s.config.split.minBytes,
+    maxBytes: s.config.split.maxBytes,
+    maxMemoryFileBytes: s.config.memory.maxFileBytes,
+  };
+}
+
 function foundTarget(
-  s: WorkerMachineState,
-  shuffle: WorkerShuffle,
   file: PartitionFile,
   queued: number,
   mode: PartitionMode,
   view: WorkerStorage,
+  options: SplitOptions,
 ): PushTarget {
   const split = decideSplit(
     {
@@ -428,14 +441,7 @@ function foundTarget(
       mode,
     },
     view,
-    {
-      enabled: s.config.split.enabled,
-      mode: shuffle.splitMode,
-      thresholdBytes: shuffle.splitThreshold,
-      minBytes: s.config.split.minBytes,
-      maxBytes: s.config.split.maxBytes,
-      maxMemoryFileBytes: s.config.memory.maxFileBytes,
-    },
+    options,
   );
   return {
     kind: 'found',
