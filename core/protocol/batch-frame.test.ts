@@ -11,6 +11,7 @@ import {
   decodeBatchFrames,
   encodeBatchFrame,
   encodeBatchFrames,
+  isFrameOfBatch,
   sealBatchFrame,
   type BatchHeader,
 } from './batch-frame.ts';
@@ -156,6 +157,44 @@ describe('batch frame', () => {
         assert.equal(decoded.ok, false);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('accepts a frame as the batch named exactly when decoding it succeeds with those fields', () => {
+    const damage = fc.oneof(
+      fc.constant({ kind: 'none' as const }),
+      fc.record({ kind: fc.constant('flip' as const), where: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
+      fc.record({ kind: fc.constant('cut' as const), at: fc.nat() }),
+      fc.record({
+        kind: fc.constant('append' as const),
+        extra: fc.uint8Array({ minLength: 1, maxLength: 50 }),
+      }),
+    );
+    const named = fc.option(fc.record({ partitionId: u32, mapId: u32, attemptId: u32, batchId: u32 }), {
+      nil: undefined,
+    });
+    fc.assert(
+      fc.property(header, payload, damage, named, (h, p, change, other) => {
+        let bytes = encodeBatchFrame(h, p);
+        if (change.kind === 'flip') bytes[change.where % bytes.length]! ^= 1 << change.bit;
+        else if (change.kind === 'cut') bytes = bytes.subarray(0, change.at % bytes.length);
+        else if (change.kind === 'append') bytes = Uint8Array.from([...bytes, ...change.extra]);
+        const asked = other ?? h;
+        const decoded = decodeBatchFrame(bytes);
+        const expected =
+          decoded.ok &&
+          decoded.value.partitionId === asked.partitionId &&
+          decoded.value.mapId === asked.mapId &&
+          decoded.value.attemptId === asked.attemptId &&
+          decoded.value.batchId === asked.batchId;
+        const answer = isFrameOfBatch(bytes, asked.partitionId, asked.mapId, asked.attemptId, asked.batchId);
+        assert.equal(
+          answer,
+          expected,
+          `${change.kind}, ${other === undefined ? 'its own fields' : 'other fields'}`,
+        );
+      }),
+      { numRuns: 500 },
     );
   });
 

@@ -164,6 +164,32 @@ export function decodeBatchFrame(bytes: Uint8Array): FrameResult<BatchFrame> {
 }
 
 /**
+ * Whether `bytes` is one whole, undamaged frame naming this batch: exactly when decodeBatchFrame accepts it with
+ * these header fields, without building the decoded frame, its payload view or its result (a worker checks every
+ * pushed batch, a hundred per merged push of 4 KiB batches; the rare refusal decodes again to say why).
+ */
+export function isFrameOfBatch(
+  bytes: Uint8Array,
+  partitionId: number,
+  mapId: number,
+  attemptId: number,
+  batchId: number,
+): boolean {
+  if (bytes.length < FRAME_HEADER_BYTES) return false;
+  if (getU32(bytes, 0) !== FRAME_MAGIC || bytes[4] !== FRAME_VERSION) return false;
+  if (bytes[5] !== 0 || bytes[6] !== 0 || bytes[7] !== 0) return false;
+  if (FRAME_HEADER_BYTES + getU32(bytes, 32) !== bytes.length) return false;
+  if (
+    getU32(bytes, 24) !== partitionId ||
+    getU32(bytes, 12) !== mapId ||
+    getU32(bytes, 16) !== attemptId ||
+    getU32(bytes, 20) !== batchId
+  )
+    return false;
+  return frameChecksum(bytes, 0, bytes.length) === getU32(bytes, FRAME_CRC_OFFSET);
+}
+
+/**
  * Decodes a run of whole frames (a fetched chunk, or a whole partition file). Any damage anywhere fails the whole
  * run: a reader must not keep part of a chunk and silently lose the rest.
  */

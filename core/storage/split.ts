@@ -29,6 +29,21 @@ export interface SplitSubject {
   readonly mode: PartitionMode;
 }
 
+/** A split decision and why; shared between calls when the reason is fixed, so never changed by its reader. */
+export type SplitVerdict = Readonly<{ decision: SplitDecision; reason: string }>;
+
+// The fixed verdicts, one object each: every batch pushed asks for one (a worker's hottest path).
+const EVICTED_NOT_SPLIT: SplitVerdict = {
+  decision: 'NO_SPLIT',
+  reason: 'a memory file is evicted, not split',
+};
+const MEMORY_ROOM_LEFT: SplitVerdict = { decision: 'NO_SPLIT', reason: 'the memory file still has room' };
+const SPLIT_DISABLED: SplitVerdict = {
+  decision: 'NO_SPLIT',
+  reason: 'partition split is disabled on this worker',
+};
+const BELOW_THRESHOLDS: SplitVerdict = { decision: 'NO_SPLIT', reason: 'below every split threshold' };
+
 /** A disk is full when the disk monitor says so or no usable byte is left. */
 export function isDiskFull(disk: LocalDisk): boolean {
   return disk.status === 'HIGH_DISK_USAGE' || disk.usableBytes <= 0;
@@ -46,11 +61,10 @@ export function decideSplit(
   subject: SplitSubject,
   worker: WorkerStorage,
   options: SplitOptions,
-): { decision: SplitDecision; reason: string } {
+): SplitVerdict {
   const { tier, fileBytes } = subject;
   if (tier === 'MEMORY') {
-    if (hasPersistentStorage(worker))
-      return { decision: 'NO_SPLIT', reason: 'a memory file is evicted, not split' };
+    if (hasPersistentStorage(worker)) return EVICTED_NOT_SPLIT;
     const { limitBytes, usedBytes } = worker.memory;
     if (fileBytes > options.maxMemoryFileBytes) {
       return {
@@ -64,9 +78,9 @@ export function decideSplit(
         reason: `the memory tier is full (${usedBytes} of ${limitBytes} bytes) and the worker has no disk or distributed tier to evict to`,
       };
     }
-    return { decision: 'NO_SPLIT', reason: 'the memory file still has room' };
+    return MEMORY_ROOM_LEFT;
   }
-  if (!options.enabled) return { decision: 'NO_SPLIT', reason: 'partition split is disabled on this worker' };
+  if (!options.enabled) return SPLIT_DISABLED;
   if (isLocalType(tier) && fileBytes > options.minBytes) {
     const disk = worker.disks.find((candidate) => candidate.mountPoint === subject.mountPoint);
     if (disk === undefined || isDiskFull(disk)) {
@@ -94,5 +108,5 @@ export function decideSplit(
           : `file of ${fileBytes} bytes reached the split maximum ${options.maxBytes}`,
     };
   }
-  return { decision: 'NO_SPLIT', reason: 'below every split threshold' };
+  return BELOW_THRESHOLDS;
 }

@@ -35,17 +35,20 @@ import { accountBytes, noteDiskFailure, recordLatency, storageView } from './sto
  * than storing a new record per change; stored records are never changed, so nothing that holds one is affected.
  */
 
-/** A task that ended, and how; the machine routes it to the push, commit or shutdown logic. */
-export interface FinishedTask {
+/**
+ * Tasks of one file that ended the same way, in queue order; the machine routes each to the push, commit or shutdown
+ * logic. One record per operation, not per task: a run of a merged push's batches ends as one.
+ */
+export interface FinishedTasks {
   readonly shuffleKey: ShuffleKey;
   readonly fileName: string;
-  readonly task: FileTask;
+  readonly tasks: readonly FileTask[];
   readonly outcome: CopyOutcome;
 }
 
 export interface QueueStep {
   readonly state: WorkerMachineState;
-  readonly finished: readonly FinishedTask[];
+  readonly finished: readonly FinishedTasks[];
 }
 
 /** The queue of an idle file with nothing to do, shared: a queue is never changed in place, only replaced. */
@@ -150,10 +153,10 @@ export function completeFileTask(
     const outcome: CopyOutcome = { ok: false, error: result.error };
     return {
       state: advance(state, out, shuffleKey, next),
-      finished: [...done.map((task) => ({ shuffleKey, fileName, task, outcome })), ...dropped],
+      finished: [{ shuffleKey, fileName, tasks: done, outcome }, ...dropped],
     };
   }
-  const finished: FinishedTask[] = done.map((task) => ({ shuffleKey, fileName, task, outcome: SUCCEEDED }));
+  const finished: FinishedTasks[] = [{ shuffleKey, fileName, tasks: done, outcome: SUCCEEDED }];
   // Writes and flushes both move bytes to the disk: their latency is its flush time for the load-aware policy.
   let state = recordLatency(s, file.file, 'flush', out.now - purpose.issuedAt);
   if (head.kind === 'flush') return { state: advance(state, out, shuffleKey, next), finished };
@@ -220,18 +223,16 @@ export function completeEviction(
  * Seals a file after a failure: it refuses further pushes; its queued writes fail now (returned), flushes and
  * evictions stay.
  */
-function sealFile(out: Outbox, shuffleKey: ShuffleKey, file: FileDraft, failure: string): FinishedTask[] {
+function sealFile(out: Outbox, shuffleKey: ShuffleKey, file: FileDraft, failure: string): FinishedTasks[] {
   const failedWrites = file.queue.filter((task) => task.kind === 'write');
   if (file.status === 'open') file.status = 'failed';
   file.failure = failure;
   file.queue = file.queue.filter((task) => task.kind !== 'write');
   log(out, 'warn', 'worker.file.sealed', { file: file.file.id, failure, droppedWrites: failedWrites.length });
-  return failedWrites.map((task) => ({
-    shuffleKey,
-    fileName: file.name,
-    task,
-    outcome: { ok: false, error: 'file-failed' },
-  }));
+  if (failedWrites.length === 0) return [];
+  return [
+    { shuffleKey, fileName: file.name, tasks: failedWrites, outcome: { ok: false, error: 'file-failed' } },
+  ];
 }
 
 /**

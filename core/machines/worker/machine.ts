@@ -13,7 +13,7 @@ import {
   handleDestroySlots,
 } from './commit.ts';
 import { DISK_CHECK_TIMER, armDiskCheck, isProbeOp, onDiskCheckTimer, onProbeIo } from './disk-health.ts';
-import { completeEviction, completeFileTask, type FinishedTask } from './file-queue.ts';
+import { completeEviction, completeFileTask, type FinishedTasks } from './file-queue.ts';
 import {
   DRAIN_CHECK_TIMER,
   DRAIN_DEADLINE_TIMER,
@@ -394,15 +394,17 @@ function readResult(
 function routeFinished(
   s: WorkerMachineState,
   out: Outbox,
-  finished: readonly FinishedTask[],
+  finished: readonly FinishedTasks[],
 ): WorkerMachineState {
   let state = s;
-  for (const { shuffleKey, fileName, task, outcome } of finished) {
-    if (task.kind === 'write') {
-      if (outcome.ok) noteConsumed(state, out, task.bytes.length);
-      state = completeLocalWrite(state, out, task.pushId, task.batch, outcome);
-    } else if (task.kind === 'flush')
-      state = completeFlush(state, out, task.commitId, shuffleKey, fileName, outcome);
+  for (const { shuffleKey, fileName, tasks, outcome } of finished) {
+    for (const task of tasks) {
+      if (task.kind === 'write') {
+        if (outcome.ok) noteConsumed(state, out, task.bytes.length);
+        state = completeLocalWrite(state, out, task.pushId, task.batch, outcome);
+      } else if (task.kind === 'flush')
+        state = completeFlush(state, out, task.commitId, shuffleKey, fileName, outcome);
+    }
   }
   return state;
 }

@@ -1,6 +1,6 @@
 import { partitionFileName, workerKey, type PartitionMode, type StatusCode } from '../../domain/index.ts';
 import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
-import { decodeBatchFrame } from '../../protocol/batch-frame.ts';
+import { decodeBatchFrame, isFrameOfBatch } from '../../protocol/batch-frame.ts';
 import type { MergedBatch, PushData, PushMergedData } from '../../protocol/messages.ts';
 import { workerNodeId } from '../../protocol/node-ids.ts';
 import {
@@ -11,7 +11,7 @@ import {
   type PushTarget,
   type ReplicaOutcome,
 } from '../../replication/index.ts';
-import { decideSplit, type WorkerStorage } from '../../storage/index.ts';
+import { decideSplit, type SplitOptions, type WorkerStorage } from '../../storage/index.ts';
 import type { Envelope, NodeId } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
@@ -33,9 +33,17 @@ import {
 import { storageView } from './storage-view.ts';
 import { noteCongested, noteProduced, userCongested } from './congestion.ts';
 
-/** A file's writes of one push, waiting to be queued, and their bytes. */
-interface QueuedWrites {
+/**
+ * A file one push names, looked up once per push rather than once per batch (a merged push of 4 KiB batches names
+ * each of its files a hundred times): its record, the bytes its queue already holds, and this push's writes to it.
+ */
+interface PushedFile {
+  readonly name: string;
+  readonly file: PartitionFile | undefined;
+  /** Write bytes queued on the file before this push: its queue is walked once per push, not once per batch. */
+  readonly queuedBefore: number;
   readonly tasks: FileTask[];
+  /** Bytes of this push's accepted batches to the file so far. */
   bytes: number;
 }
 
@@ -68,35 +76,38 @@ export function handlePush(
   const checkPeers = mode === 'PRIMARY' && s.unavailablePeers.size > 0;
   // Enqueueing a write changes no tier's usage: one view of the storage serves every batch of the message.
   let view: WorkerStorage | undefined;
+  let splitOptions: SplitOptions | undefined;
   let state = s;
   let pushId: number | undefined;
   let waiting = 0;
   let forwards: Map<NodeId, number[]> | undefined;
-  // Each file's writes of this push, queued together once every batch is judged.
-  let writesByFile: Map<string, QueuedWrites> | undefined;
+  // The files this push names, by partition and epoch; each one's writes are queued once every batch is judged, in
+  // the order of each file's first accepted batch.
+  const pushed = new Map<number | string, PushedFile>();
+  const written: PushedFile[] = [];
   let acceptedBytes = 0;
   const judged: PushBatch[] = [];
   for (let index = 0; index < batches.length; index += 1) {
     const batch = batches[index]!;
-    const fileName = partitionFileName({ partitionId: batch.partitionId, epoch: batch.epoch, mode });
-    const file = shuffle?.files.get(fileName);
-    const queued = writesByFile?.get(fileName);
+    const target = pushedFile(pushed, shuffle, batch, mode);
+    const { name: fileName, file } = target;
     const peer = file?.location.peer?.worker;
-    let target: PushTarget;
+    let pushTarget: PushTarget;
     if (
       shuffle === undefined ||
       file === undefined ||
       file.status === 'committed' ||
       file.status === 'committing'
     ) {
-      target = missingTarget(shuffle, message.mapId);
+      pushTarget = missingTarget(shuffle, message.mapId);
     } else {
       view ??= storageView(state);
-      target = foundTarget(state, shuffle, file, queued?.bytes ?? 0, mode, view);
+      splitOptions ??= splitOptionsOf(state, shuffle);
+      pushTarget = foundTarget(file, target.queuedBefore + target.bytes, mode, view, splitOptions);
     }
     const decision = admitPush({
       mode,
-      target,
+      target: pushTarget,
       shuttingDown,
       peerUnavailable:
         checkPeers &&
@@ -138,20 +149,14 @@ export function handlePush(
       else group.push(index);
     }
     if (pushId === undefined) pushId = takeId(state);
-    const write: FileTask = { kind: 'write', pushId, batch: index, bytes: batch.payload };
-    if (queued === undefined)
-      (writesByFile ??= new Map()).set(fileName, { tasks: [write], bytes: batch.payload.length });
-    else {
-      queued.tasks.push(write);
-      queued.bytes += batch.payload.length;
-    }
+    if (target.tasks.length === 0) written.push(target);
+    target.tasks.push({ kind: 'write', pushId, batch: index, bytes: batch.payload });
+    target.bytes += batch.payload.length;
     acceptedBytes += batch.payload.length;
   }
   if (shuffle !== undefined) noteProduced(state, out, shuffle.appId, acceptedBytes);
   // Queued once every batch is judged: a file's batches of this push then go to its tier as one write.
-  if (writesByFile !== undefined)
-    for (const [fileName, queued] of writesByFile)
-      state = enqueueWrites(state, out, shuffleKey, fileName, queued.tasks);
+  for (const target of written) state = enqueueWrites(state, out, shuffleKey, target.name, target.tasks);
 
   const push: PendingPush = {
     replyTo: replyToOf(envelope),
@@ -183,7 +188,7 @@ export function completeLocalWrite(
   const push = s.pushes.get(pushId);
   const current = push?.batches[batch];
   if (push === undefined || current?.kind !== 'waiting') return s;
-  settleIfDone(s, out, pushId, push, batch, { ...current, local: outcome });
+  settleIfDone(s, out, pushId, push, batch, current, outcome, current.replica);
   return s;
 }
 
@@ -230,7 +235,7 @@ export function completeForward(
     const batch = push.batches[index];
     if (batch?.kind !== 'waiting' || batch.replica !== 'pending') continue;
     const replica = whole ?? replicaOutcomeOf(result, k);
-    settleIfDone(state, out, request.pushId, push, index, { ...batch, replica });
+    settleIfDone(state, out, request.pushId, push, index, batch, batch.local, replica);
   }
   return state;
 }
@@ -293,7 +298,10 @@ function replicaOutcomeOf(result: ForwardResult, k: number): ReplicaOutcome {
   return REPLICA_SUCCESS_CODES.has(status) ? { kind: 'acked', body: status } : { kind: 'rejected', status };
 }
 
-/** Stores a batch that still waits for a copy, or settles it with `pushReply`'s status once both are known. */
+/**
+ * Stores a batch that still waits for a copy, or settles it with `pushReply`'s status once both are known. The
+ * copies' outcomes come apart from the waiting record: the batch that settles at once (most do) needs no new one.
+ */
 function settleIfDone(
   s: WorkerMachineState,
   out: Outbox,
@@ -301,26 +309,28 @@ function settleIfDone(
   push: PendingPush,
   index: number,
   batch: WaitingBatch,
+  local: WaitingBatch['local'],
+  copy: WaitingBatch['replica'],
 ): void {
-  if (batch.local === 'pending' || batch.replica === 'pending') {
-    owned(push.batches)[index] = batch;
+  if (local === 'pending' || copy === 'pending') {
+    owned(push.batches)[index] = { ...batch, local, replica: copy };
     return;
   }
-  const replica = batch.replica === 'none' ? undefined : batch.replica;
+  const replica = copy === 'none' ? undefined : copy;
   const user = s.shuffles.get(push.shuffleKey)?.appId;
   const status = pushReply({
     mode: push.mode,
-    localWritten: batch.local.ok,
+    localWritten: local.ok,
     ...(replica === undefined ? {} : { replica }),
     softSplit: batch.softSplit,
     congested: userCongested(s, user),
   });
   if (user !== undefined && CONGESTED.has(status)) noteCongested(s, user);
-  const reason = batch.local.ok
+  const reason = local.ok
     ? replica !== undefined && replica.kind !== 'acked'
       ? `forwarding to the replica failed (${describeReplica(replica)})`
       : 'written'
-    : `writing the ${push.mode === 'PRIMARY' ? 'primary' : 'replica'} copy failed (${batch.local.error})`;
+    : `writing the ${push.mode === 'PRIMARY' ? 'primary' : 'replica'} copy failed (${local.error})`;
   settle(s, out, pushId, push, index, settled(batch.fileName, batch.batchId, status, reason));
 }
 
@@ -373,33 +383,65 @@ function missingTarget(shuffle: WorkerShuffle | undefined, mapId: number): PushT
   };
 }
 
+/** The file `batch` goes to, looked up on the push's first batch to it. */
+function pushedFile(
+  pushed: Map<number | string, PushedFile>,
+  shuffle: WorkerShuffle | undefined,
+  batch: MergedBatch,
+  mode: PartitionMode,
+): PushedFile {
+  const { partitionId, epoch } = batch;
+  // A number where it is exact (epochs grow by one per revive), without building a string per batch.
+  const key =
+    Number.isInteger(partitionId) &&
+    partitionId >= 0 &&
+    partitionId < 2 ** 31 &&
+    Number.isInteger(epoch) &&
+    epoch >= 0 &&
+    epoch < 2 ** 21
+      ? partitionId * 2 ** 21 + epoch
+      : `${partitionId}-${epoch}`;
+  const known = pushed.get(key);
+  if (known !== undefined) return known;
+  const name = partitionFileName({ partitionId, epoch, mode });
+  const file = shuffle?.files.get(name);
+  let queuedBefore = 0;
+  if (file !== undefined)
+    for (const task of file.queue) if (task.kind === 'write') queuedBefore += task.bytes.length;
+  const found: PushedFile = { name, file, queuedBefore, tasks: [], bytes: 0 };
+  pushed.set(key, found);
+  return found;
+}
+
+/** How the shuffle's files split on this worker: the same for every batch of a push. */
+function splitOptionsOf(s: WorkerMachineState, shuffle: WorkerShuffle): SplitOptions {
+  return {
+    enabled: s.config.split.enabled,
+    mode: shuffle.splitMode,
+    thresholdBytes: shuffle.splitThreshold,
+    minBytes: s.config.split.minBytes,
+    maxBytes: s.config.split.maxBytes,
+    maxMemoryFileBytes: s.config.memory.maxFileBytes,
+  };
+}
+
 function foundTarget(
-  s: WorkerMachineState,
-  shuffle: WorkerShuffle,
   file: PartitionFile,
-  pushedBefore: number,
+  queued: number,
   mode: PartitionMode,
   view: WorkerStorage,
+  options: SplitOptions,
 ): PushTarget {
-  // The file's size once its queued writes and this push's earlier batches are written.
-  let queued = pushedBefore;
-  for (const task of file.queue) if (task.kind === 'write') queued += task.bytes.length;
   const split = decideSplit(
     {
       tier: file.file.tier,
       mountPoint: file.file.mountPoint,
+      // The file's size once its queued writes and this push's earlier batches are written.
       fileBytes: file.bytes + queued,
       mode,
     },
     view,
-    {
-      enabled: s.config.split.enabled,
-      mode: shuffle.splitMode,
-      thresholdBytes: shuffle.splitThreshold,
-      minBytes: s.config.split.minBytes,
-      maxBytes: s.config.split.maxBytes,
-      maxMemoryFileBytes: s.config.memory.maxFileBytes,
-    },
+    options,
   );
   return {
     kind: 'found',
@@ -411,6 +453,8 @@ function foundTarget(
 
 /** The frame must be whole, pass its CRC, and name the batch and the map attempt the message names. */
 function checkFrame(batch: MergedBatch, message: PushData | PushMergedData): string | null {
+  if (isFrameOfBatch(batch.payload, batch.partitionId, message.mapId, message.attemptId, batch.batchId))
+    return null;
   const decoded = decodeBatchFrame(batch.payload);
   if (!decoded.ok) return `the pushed batch is damaged: ${decoded.error.message}`;
   const frame = decoded.value;
