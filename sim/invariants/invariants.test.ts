@@ -286,6 +286,95 @@ describe('invariant checkers', () => {
     );
   });
 
+  it('committed-survives-graceful-restart lets a worker told to leave refuse reads until it is back', () => {
+    const w = key(1);
+    const leavingRefusal = 'the worker is Exit and serves no more reads';
+    /** Commits file 3-0 of a-0, restarts gracefully, then meets `told` and refuses the file with `refusal`. */
+    const refusedAfter = (told: 'nothing' | 'Immediately' | 'Decommission') => {
+      const checker = committedReads((node) => node.startsWith('h'));
+      const h = harness(checker);
+      const event = (workerEvent: 'Immediately' | 'Decommission') =>
+        h.input(
+          w,
+          receive('master-0', w, {
+            type: 'WorkerHeartbeatResponse',
+            registered: true,
+            expiredShuffleKeys: [],
+            workerEvent,
+          }),
+        );
+      h.start(w);
+      h.effects('lm-a', [
+        send(
+          w,
+          {
+            type: 'CommitFiles',
+            appId: 'a',
+            shuffleId: 0,
+            primaryIds: ['3-0'],
+            replicaIds: [],
+            mapAttempts: [0],
+          },
+          { requestId: 1 },
+        ),
+      ]);
+      h.effects(w, [
+        send(
+          'lm-a',
+          {
+            type: 'CommitFilesResponse',
+            status: 'SUCCESS',
+            committedPrimaries: [
+              { uniqueId: '3-0', mode: 'PRIMARY', storage, bytes: 10, chunkOffsets: [0, 10] },
+            ],
+            committedReplicas: [],
+            failedPrimaryIds: [],
+            failedReplicaIds: [],
+            message: '',
+          },
+          { inReplyTo: 1 },
+        ),
+      ]);
+      h.input(w, { kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
+      checker.onExit?.(w, 0, 'graceful', h.world);
+      h.start(w);
+      if (told === 'Immediately' || told === 'Decommission') event(told);
+      // The new generation drops its data on the way out and a read arrives before the worker has ended.
+      h.effects('reduce-a', [
+        send(
+          w,
+          { type: 'OpenStream', shuffleKey: 'a-0', uniqueId: '3-0', mode: 'PRIMARY' },
+          { requestId: 5 },
+        ),
+      ]);
+      h.effects(w, [
+        send(
+          'reduce-a',
+          {
+            type: 'OpenStreamResponse',
+            status: 'OPEN_STREAM_FAILED',
+            streamId: -1,
+            chunkOffsets: [],
+            message: leavingRefusal,
+          },
+          { inReplyTo: 5 },
+        ),
+      ]);
+      return h.violation()?.invariant;
+    };
+    assert.equal(
+      refusedAfter('Immediately'),
+      undefined,
+      'an immediate exit dropped the files before the worker ended (swarm seed 53878)',
+    );
+    assert.equal(refusedAfter('Decommission'), undefined, 'a decommission past its deadline drops them too');
+    assert.equal(
+      refusedAfter('nothing'),
+      'committed-survives-graceful-restart',
+      'a worker nobody told to leave since its graceful restart must not say it is leaving',
+    );
+  });
+
   it('no-slots-on-unavailable: the master may not offer what it was told is unavailable, nor a revive use it', () => {
     const observer = noSlotsOnUnavailable(
       (node) => node === 'master-0',

@@ -9,11 +9,16 @@ interface WorkerHistory {
   /** The newest generation that ended without a graceful shutdown (crash, immediate exit); -1 if none. */
   lastUngracefulEnd: number;
   gracefulRequested: boolean;
+  /** This generation was told to leave (an admin exit, or a worker event that ends in Exit), gracefully or not. */
+  exitRequested: boolean;
   /** Committed files: `shuffleKey|uniqueId|mode` → generation of the commit. */
   readonly committed: Map<string, number>;
   /** Shuffles this worker was told to drop (destroyed or expired): their files may legitimately be gone. */
   readonly released: Set<string>;
 }
+
+/** The master's worker events that send a worker on its way to Exit (DecommissionThenIdle stops at Idle). */
+const LEAVING_EVENTS: ReadonlySet<string> = new Set(['Graceful', 'Immediately', 'Decommission']);
 
 /**
  * read-committed and committed-survives-graceful-restart, from the messages alone: a worker's CommitFilesResponse
@@ -31,6 +36,7 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
         generation: 0,
         lastUngracefulEnd: -1,
         gracefulRequested: false,
+        exitRequested: false,
         committed: new Map(),
         released: new Set(),
       };
@@ -41,7 +47,9 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
 
   return {
     onStart(node) {
-      if (isWorker(node)) history(node).generation += 1;
+      if (!isWorker(node)) return;
+      history(node).generation += 1;
+      history(node).exitRequested = false;
     },
     onCrash(node) {
       if (isWorker(node)) history(node).lastUngracefulEnd = history(node).generation;
@@ -58,6 +66,7 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
       const entry = history(node);
       if (input.kind === 'admin' && input.command.type === 'exit') {
         entry.gracefulRequested = input.command.exitType === 'GRACEFUL';
+        entry.exitRequested = true;
       }
       if (input.kind !== 'receive') return;
       const message = input.envelope.message;
@@ -68,6 +77,7 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
         // immediate exit, which drops the worker's data (swarm seed 9152). An Immediately the worker refuses (it is
         // already exiting) leaves the exit graceful; counting it ungraceful only makes the check miss that one exit.
         if (message.workerEvent === 'Immediately') entry.gracefulRequested = false;
+        if (LEAVING_EVENTS.has(message.workerEvent)) entry.exitRequested = true;
       } else if (message.type === 'DestroySlots') {
         entry.released.add(shuffleKey(message.appId, message.shuffleId));
       }
@@ -99,10 +109,13 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
           });
           return;
         }
-        // A worker whose graceful exit is under way refuses reads once it is Exit, by design, until it restarts: the
-        // reader tries again. The window is short, unless the master's acknowledgement of the exit report is lost
-        // (a one-way partition: up to EXIT_REPORT_WAIT_MS; swarm seed 12805). Its files must be served after it.
-        const leaving = entry.gracefulRequested && message.message.includes('serves no more reads');
+        // A worker told to leave refuses reads once it is InExit or Exit, by design, until it restarts: the reader
+        // tries again. The window is short, unless the master's acknowledgement of the exit report is lost (a one-way
+        // partition: up to EXIT_REPORT_WAIT_MS; swarm seed 12805). After a graceful exit its files must be served
+        // once it is back; an immediate exit drops them, and a read may reach the worker between that drop and its
+        // end, when the generation is not yet counted ungraceful (swarm seed 53878). Either way the check belongs
+        // to the next generation.
+        const leaving = entry.exitRequested && message.message.includes('serves no more reads');
         if (
           message.status === 'OPEN_STREAM_FAILED' &&
           !leaving &&
