@@ -2,6 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PartitionLocation, WorkerId } from '../../core/domain/index.ts';
 import type { Effect, Envelope, Input } from '../../core/machines/effects.ts';
+import {
+  MASTER_STATE_PREFIX,
+  workerEntryKey,
+  type WorkerSection,
+} from '../../core/machines/master/layout.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { Observers } from '../world/observers.ts';
 import { World, type Observer } from '../world/world.ts';
@@ -541,6 +546,48 @@ describe('invariant checkers', () => {
       again.input('master-0', receive(key(1), 'master-0', register));
       again.effects('master-0', [offerOn(1)]);
       assert.equal(again.violation(), undefined, 'registered again: available again');
+    });
+
+    it('holds a restarted master to a stop or a verdict only if its store holds it (seed 53975)', () => {
+      const exit: Message = { ...heartbeat, state: 'Exit' };
+      const restartedAfter = (
+        heard: (h: ReturnType<typeof checker>) => void,
+        storedSection?: WorkerSection,
+      ) => {
+        const h = checker();
+        h.start('master-0');
+        h.input('master-0', receive(key(1), 'master-0', register));
+        heard(h);
+        if (storedSection !== undefined)
+          h.world.coordination.set(workerEntryKey(MASTER_STATE_PREFIX, storedSection, key(1)), '{}');
+        // The master crashes and starts again from its store alone.
+        h.start('master-0');
+        h.effects('master-0', [offerOn(1)]);
+        return h.violation();
+      };
+      const exitHeard = (h: ReturnType<typeof checker>) =>
+        h.input('master-0', receive(key(1), 'master-0', exit, { requestId: 3 }));
+      const reportHeard = (h: ReturnType<typeof checker>) =>
+        h.input(
+          'master-0',
+          receive(key(1), 'master-0', { type: 'ReportWorkerUnavailable', worker: worker(1) }),
+        );
+      const declaredLost = (h: ReturnType<typeof checker>) => h.effects('master-0', [lostLog]);
+      assert.equal(restartedAfter(exitHeard), undefined, 'its Exit heartbeat was never stored: forgotten');
+      assert.equal(restartedAfter(reportHeard), undefined, 'its shutdown report was never stored: forgotten');
+      assert.equal(restartedAfter(declaredLost), undefined, 'its verdict was never stored: forgotten');
+      assert.match(
+        restartedAfter(exitHeard, 'stopped')?.detail ?? '',
+        /which the master had been told is stopped \(its last heartbeat reported its exit\)/,
+      );
+      assert.match(
+        restartedAfter(reportHeard, 'shutdown')?.detail ?? '',
+        /which the master had been told is shutting down \(it reported so\)/,
+      );
+      assert.match(
+        restartedAfter(declaredLost, 'lost')?.detail ?? '',
+        /which the master had been told is lost \(declared so by the master itself/,
+      );
     });
 
     it('fails an offer on a worker the master has not heard from for more than twice its heartbeat timeout, counted from its start', () => {

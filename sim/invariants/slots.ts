@@ -1,6 +1,10 @@
 import { shuffleKey, workerKey, type WorkerKey } from '../../core/domain/index.ts';
 import type { Effect, Input, NodeId } from '../../core/machines/effects.ts';
-import { MASTER_STATE_PREFIX, workerEntryKey } from '../../core/machines/master/layout.ts';
+import {
+  MASTER_STATE_PREFIX,
+  workerEntryKey,
+  type WorkerSection,
+} from '../../core/machines/master/layout.ts';
 import type { MessageType } from '../../core/protocol/messages.ts';
 import type { Observer, World } from '../world/world.ts';
 
@@ -33,8 +37,9 @@ const REPORTS: ReadonlyMap<MessageType, string> = new Map<MessageType, string>([
  *   register again or report Normal state in a heartbeat sent after the report: a stale heartbeat overtaken by the
  *   report on the network does not count), workers the operator excluded (until the operator lifts it) and workers
  *   the master itself declared lost (until they register again) get nothing in an offer, neither locations nor
- *   padding. This knowledge is kept across master restarts: an operator's exclusion and a worker's shutdown do not
- *   end because the master restarted.
+ *   padding. This knowledge is kept across master restarts as far as the master's store holds it: an operator's
+ *   exclusion (acknowledged, so stored) and a worker's shutdown do not end because the master restarted, but a report
+ *   or a verdict whose write a crash lost before it was confirmed is forgotten, as the master forgets it.
  * - the master, independently of what it declared: a worker it has heard nothing from (no registration, no
  *   heartbeat) for more than twice its worker heartbeat timeout, counted from its own latest start, gets nothing.
  *   The master checks for silent workers once every timeout, so by then it must have found this one lost; a master
@@ -74,10 +79,10 @@ export function noSlotsOnUnavailable(
   /** The excluded workers of each RequestSlots the master has not answered yet, by `client|requestId`. */
   const clientExcluded = new Map<string, ReadonlySet<string>>();
 
-  /** Which master declared each worker lost (a group's next leader may not know). */
+  /** Which master declared each worker lost (a group's next leader may not know; it may not have stored it). */
   const declaredBy = new Map<string, NodeId>();
-  /** Which master each worker's Exit heartbeat reached (a group's next leader knows it only if it was stored). */
-  const stoppedAt = new Map<string, NodeId>();
+  /** Workers whose own report or Exit a master heard since the last master start (known after one if it was stored). */
+  const stopsHeard = new Set<string>();
   /** The operator commands each master took and has not answered yet, in order (one reply each). */
   const pendingAdmin = new Map<NodeId, AdminCommand[]>();
   /** What an operator's command forbids binds once the master acknowledged it (one a deposed leader never did). */
@@ -159,24 +164,26 @@ export function noSlotsOnUnavailable(
       if (isMaster(node)) masterStartedAt = world.now;
       pendingAdmin.delete(node);
       if (!isMaster(node)) return;
+      // A master's store is all it starts from: what it heard or decided is forgotten unless its write was confirmed
+      // before it ended (a crash loses the write in flight; the reply it held behind that write never left).
+      const stored = (worker: string, sections: readonly WorkerSection[]): boolean =>
+        sections.some((section) =>
+          world.coordination.has(workerEntryKey(MASTER_STATE_PREFIX, section, worker)),
+        );
       // Another master of a group starts leading: what the last one declared lost may never have been stored, and
-      // it judges every worker afresh (their timeouts restart), as a restarted master does only on its own store.
+      // it judges every worker afresh (their timeouts restart). A restarted master keeps its own stored verdicts.
       for (const [worker, by] of declaredBy) {
-        if (by === node) continue;
+        if (by === node && stored(worker, ['lost'])) continue;
         declaredBy.delete(worker);
         if (toldMaster.get(worker)?.startsWith(DECLARED_LOST) === true) toldMaster.delete(worker);
       }
-      // A worker's own report or Exit that another master heard binds this one only if that master stored it (in
-      // any section but the registered workers') before it was deposed.
-      for (const [worker, at] of stoppedAt) {
-        if (at === node) continue;
-        stoppedAt.delete(worker);
+      // A worker's own report or Exit binds the master now starting (the one that heard it, restarted, or another
+      // of a group) only if it was stored (in any section but the registered workers').
+      for (const worker of stopsHeard) {
+        stopsHeard.delete(worker);
         const why = toldMaster.get(worker);
         if (why !== STOPPED && ![...REPORTS.values()].includes(why ?? '')) continue;
-        const stored = STORED_SECTIONS.some((section) =>
-          world.coordination.has(workerEntryKey(MASTER_STATE_PREFIX, section, worker)),
-        );
-        if (!stored) toldMaster.delete(worker);
+        if (!stored(worker, STORED_SECTIONS)) toldMaster.delete(worker);
       }
     },
     onInput(node: NodeId, input: Input, world: World) {
@@ -192,7 +199,7 @@ export function noSlotsOnUnavailable(
         const reported = REPORTS.get(message.type);
         if (reported !== undefined && 'worker' in message) {
           toldMaster.set(workerKey(message.worker), reported);
-          stoppedAt.set(workerKey(message.worker), node);
+          stopsHeard.add(workerKey(message.worker));
         } else if (message.type === 'RegisterWorker') {
           const key = workerKey(message.worker);
           heardAt.set(key, world.now);
@@ -204,7 +211,7 @@ export function noSlotsOnUnavailable(
           // Its last heartbeat says Exit: stopped, until it registers again (an operator's exclusion stays).
           if (message.state === 'Exit' && why !== EXCLUDED) {
             toldMaster.set(key, STOPPED);
-            stoppedAt.set(key, node);
+            stopsHeard.add(key);
             return;
           }
           const sentAfterReport =
