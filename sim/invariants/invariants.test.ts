@@ -380,6 +380,84 @@ describe('invariant checkers', () => {
     );
   });
 
+  it('committed-survives-graceful-restart forgets a request to leave cut short by a crash', () => {
+    const w = key(1);
+    /** Commits `file` of a-0 in the worker's current generation. */
+    const commit = (h: ReturnType<typeof harness>, file: string, requestId: number) => {
+      h.effects('lm-a', [
+        send(
+          w,
+          {
+            type: 'CommitFiles',
+            appId: 'a',
+            shuffleId: 0,
+            primaryIds: [file],
+            replicaIds: [],
+            mapAttempts: [0],
+          },
+          { requestId },
+        ),
+      ]);
+      h.effects(w, [
+        send(
+          'lm-a',
+          {
+            type: 'CommitFilesResponse',
+            status: 'SUCCESS',
+            committedPrimaries: [
+              { uniqueId: file, mode: 'PRIMARY', storage, bytes: 10, chunkOffsets: [0, 10] },
+            ],
+            committedReplicas: [],
+            failedPrimaryIds: [],
+            failedReplicaIds: [],
+            message: '',
+          },
+          { inReplyTo: requestId },
+        ),
+      ]);
+    };
+    const checker = committedReads((node) => node.startsWith('h'));
+    const h = harness(checker);
+    h.start(w);
+    // Told to leave gracefully, the worker crashes before it has left.
+    h.input(
+      w,
+      receive('master-0', w, {
+        type: 'WorkerHeartbeatResponse',
+        registered: true,
+        expiredShuffleKeys: [],
+        workerEvent: 'Graceful',
+      }),
+    );
+    checker.onCrash?.(w, h.world);
+    h.start(w);
+    commit(h, '4-0', 1);
+    // This generation ends without anyone asking it to leave gracefully: its data may be gone.
+    checker.onExit?.(w, 1, 'exit', h.world);
+    h.start(w);
+    h.effects('reduce-a', [
+      send(w, { type: 'OpenStream', shuffleKey: 'a-0', uniqueId: '4-0', mode: 'PRIMARY' }, { requestId: 5 }),
+    ]);
+    h.effects(w, [
+      send(
+        'reduce-a',
+        {
+          type: 'OpenStreamResponse',
+          status: 'OPEN_STREAM_FAILED',
+          streamId: -1,
+          chunkOffsets: [],
+          message: 'no such file',
+        },
+        { inReplyTo: 5 },
+      ),
+    ]);
+    assert.equal(
+      h.violation()?.invariant,
+      undefined,
+      'the graceful request belonged to the crashed generation, not to the one that ended ungracefully',
+    );
+  });
+
   it('no-slots-on-unavailable: the master may not offer what it was told is unavailable, nor a revive use it', () => {
     const observer = noSlotsOnUnavailable(
       (node) => node === 'master-0',

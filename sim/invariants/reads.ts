@@ -48,8 +48,12 @@ export function committedReads(isWorker: (node: NodeId) => boolean): Observer {
   return {
     onStart(node) {
       if (!isWorker(node)) return;
-      history(node).generation += 1;
-      history(node).exitRequested = false;
+      const entry = history(node);
+      entry.generation += 1;
+      // Requests to leave belong to the generation that received them: one cut short by a crash must not make the
+      // next generation's ungraceful end count as graceful.
+      entry.gracefulRequested = false;
+      entry.exitRequested = false;
     },
     onCrash(node) {
       if (isWorker(node)) history(node).lastUngracefulEnd = history(node).generation;
