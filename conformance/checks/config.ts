@@ -18,7 +18,13 @@ import { confOf, type ConfView } from '../conf-view.ts';
 import { excerpt } from '../http.ts';
 import type { RuleRow, Target } from '../report/row.ts';
 import { fail, guarded, notApplicable, pass, verdict, type RuleSpec } from '../rows.ts';
-import { congestionProbe, DISK_BUFFER_CONGESTION_BATCH, quotaProbe, refusalNames } from './key-effects.ts';
+import {
+  congestionProbe,
+  DISK_BUFFER_CHECK_INTERVAL,
+  DISK_BUFFER_CONGESTION_BATCH,
+  quotaProbe,
+  refusalNames,
+} from './key-effects.ts';
 import { masterSettings, scratchDir, startServer, workerSettings, type Started } from '../servers.ts';
 
 /** The message of a JSON log line, or the line itself. */
@@ -214,7 +220,7 @@ async function behaviourRow(
       command,
       release,
       dir,
-      ['svc.worker.congestionControl.enabled=true', setting],
+      ['svc.worker.congestionControl.enabled=true', setting, DISK_BUFFER_CHECK_INTERVAL],
       { batch: DISK_BUFFER_CONGESTION_BATCH },
     );
     return verdict(release, spec, pending.named && probe.congested, `${pending.log}; ${probe.evidence}`);
