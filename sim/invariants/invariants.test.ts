@@ -69,6 +69,60 @@ function harness(observer: Observer) {
 
 const HEARTBEAT_TIMEOUT = 120_000;
 
+type Harness = ReturnType<typeof harness>;
+
+/** Worker `worker` commits primary `file` of shuffle a-0 for lm-a (a CommitFiles and its answer). */
+function commitFile(h: Harness, worker: string, file: string, requestId = 1): void {
+  h.effects('lm-a', [
+    send(
+      worker,
+      { type: 'CommitFiles', appId: 'a', shuffleId: 0, primaryIds: [file], replicaIds: [], mapAttempts: [0] },
+      { requestId },
+    ),
+  ]);
+  h.effects(worker, [
+    send(
+      'lm-a',
+      {
+        type: 'CommitFilesResponse',
+        status: 'SUCCESS',
+        committedPrimaries: [{ uniqueId: file, mode: 'PRIMARY', storage, bytes: 10, chunkOffsets: [0, 10] }],
+        committedReplicas: [],
+        failedPrimaryIds: [],
+        failedReplicaIds: [],
+        message: '',
+      },
+      { inReplyTo: requestId },
+    ),
+  ]);
+}
+
+/** reduce-a asks `worker` for primary `file` of a-0, and the worker answers `status` saying `message`. */
+function openFile(
+  h: Harness,
+  worker: string,
+  file: string,
+  status: 'SUCCESS' | 'OPEN_STREAM_FAILED',
+  message: string,
+): void {
+  h.effects('reduce-a', [
+    send(
+      worker,
+      { type: 'OpenStream', shuffleKey: 'a-0', uniqueId: file, mode: 'PRIMARY' },
+      { requestId: 5 },
+    ),
+  ]);
+  const streamId = status === 'SUCCESS' ? 1 : -1;
+  const chunkOffsets = status === 'SUCCESS' ? [0] : [];
+  h.effects(worker, [
+    send(
+      'reduce-a',
+      { type: 'OpenStreamResponse', status, streamId, chunkOffsets, message },
+      { inReplyTo: 5 },
+    ),
+  ]);
+}
+
 describe('invariant checkers', () => {
   it('disk-charged-for-disk-faults: a disk is marked failed only while handling a failure of its own', () => {
     const charge = (disk: string): Effect => ({
@@ -190,15 +244,6 @@ describe('invariant checkers', () => {
 
   it('read-committed and committed-survives-graceful-restart follow commits, restarts and releases', () => {
     const w = key(1);
-    const committed: Message = {
-      type: 'CommitFilesResponse',
-      status: 'SUCCESS',
-      committedPrimaries: [{ uniqueId: '3-0', mode: 'PRIMARY', storage, bytes: 10, chunkOffsets: [0, 10] }],
-      committedReplicas: [],
-      failedPrimaryIds: [],
-      failedReplicaIds: [],
-      message: '',
-    };
     /** A worker that committed file 3-0 of a-0 (or not), went through `between`, and is asked for it again. */
     const story = (options: {
       commit: boolean;
@@ -207,18 +252,7 @@ describe('invariant checkers', () => {
       const checker = committedReads((node) => node.startsWith('h'));
       const h = harness(checker);
       checker.onStart?.(w, h.world);
-      if (options.commit) {
-        const commit: Message = {
-          type: 'CommitFiles',
-          appId: 'a',
-          shuffleId: 0,
-          primaryIds: ['3-0'],
-          replicaIds: [],
-          mapAttempts: [0],
-        };
-        h.effects('lm-a', [send(w, commit, { requestId: 1 })]);
-        h.effects(w, [send('lm-a', committed, { inReplyTo: 1 })]);
-      }
+      if (options.commit) commitFile(h, w, '3-0');
       if (options.between === 'graceful' || options.between === 'graceful-then-immediately') {
         h.input(w, { kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
         if (options.between === 'graceful-then-immediately') {
@@ -250,20 +284,7 @@ describe('invariant checkers', () => {
       }
       if (options.between !== 'nothing') checker.onStart?.(w, h.world);
       const served = (status: 'SUCCESS' | 'OPEN_STREAM_FAILED') => {
-        h.effects('reduce-a', [
-          send(
-            w,
-            { type: 'OpenStream', shuffleKey: 'a-0', uniqueId: '3-0', mode: 'PRIMARY' },
-            { requestId: 5 },
-          ),
-        ]);
-        h.effects(w, [
-          send(
-            'reduce-a',
-            { type: 'OpenStreamResponse', status, streamId: 1, chunkOffsets: [0], message: 'gone' },
-            { inReplyTo: 5 },
-          ),
-        ]);
+        openFile(h, w, '3-0', status, 'gone');
         return h.violation()?.invariant;
       };
       return served;
@@ -309,62 +330,13 @@ describe('invariant checkers', () => {
           }),
         );
       h.start(w);
-      h.effects('lm-a', [
-        send(
-          w,
-          {
-            type: 'CommitFiles',
-            appId: 'a',
-            shuffleId: 0,
-            primaryIds: ['3-0'],
-            replicaIds: [],
-            mapAttempts: [0],
-          },
-          { requestId: 1 },
-        ),
-      ]);
-      h.effects(w, [
-        send(
-          'lm-a',
-          {
-            type: 'CommitFilesResponse',
-            status: 'SUCCESS',
-            committedPrimaries: [
-              { uniqueId: '3-0', mode: 'PRIMARY', storage, bytes: 10, chunkOffsets: [0, 10] },
-            ],
-            committedReplicas: [],
-            failedPrimaryIds: [],
-            failedReplicaIds: [],
-            message: '',
-          },
-          { inReplyTo: 1 },
-        ),
-      ]);
+      commitFile(h, w, '3-0');
       h.input(w, { kind: 'admin', command: { type: 'exit', exitType: 'GRACEFUL' } });
       checker.onExit?.(w, 0, 'graceful', h.world);
       h.start(w);
       if (told === 'Immediately' || told === 'Decommission') event(told);
       // The new generation drops its data on the way out and a read arrives before the worker has ended.
-      h.effects('reduce-a', [
-        send(
-          w,
-          { type: 'OpenStream', shuffleKey: 'a-0', uniqueId: '3-0', mode: 'PRIMARY' },
-          { requestId: 5 },
-        ),
-      ]);
-      h.effects(w, [
-        send(
-          'reduce-a',
-          {
-            type: 'OpenStreamResponse',
-            status: 'OPEN_STREAM_FAILED',
-            streamId: -1,
-            chunkOffsets: [],
-            message: leavingRefusal,
-          },
-          { inReplyTo: 5 },
-        ),
-      ]);
+      openFile(h, w, '3-0', 'OPEN_STREAM_FAILED', leavingRefusal);
       return h.violation()?.invariant;
     };
     assert.equal(
@@ -382,40 +354,6 @@ describe('invariant checkers', () => {
 
   it('committed-survives-graceful-restart forgets a request to leave cut short by a crash', () => {
     const w = key(1);
-    /** Commits `file` of a-0 in the worker's current generation. */
-    const commit = (h: ReturnType<typeof harness>, file: string, requestId: number) => {
-      h.effects('lm-a', [
-        send(
-          w,
-          {
-            type: 'CommitFiles',
-            appId: 'a',
-            shuffleId: 0,
-            primaryIds: [file],
-            replicaIds: [],
-            mapAttempts: [0],
-          },
-          { requestId },
-        ),
-      ]);
-      h.effects(w, [
-        send(
-          'lm-a',
-          {
-            type: 'CommitFilesResponse',
-            status: 'SUCCESS',
-            committedPrimaries: [
-              { uniqueId: file, mode: 'PRIMARY', storage, bytes: 10, chunkOffsets: [0, 10] },
-            ],
-            committedReplicas: [],
-            failedPrimaryIds: [],
-            failedReplicaIds: [],
-            message: '',
-          },
-          { inReplyTo: requestId },
-        ),
-      ]);
-    };
     const checker = committedReads((node) => node.startsWith('h'));
     const h = harness(checker);
     h.start(w);
@@ -431,26 +369,11 @@ describe('invariant checkers', () => {
     );
     checker.onCrash?.(w, h.world);
     h.start(w);
-    commit(h, '4-0', 1);
+    commitFile(h, w, '4-0');
     // This generation ends without anyone asking it to leave gracefully: its data may be gone.
     checker.onExit?.(w, 1, 'exit', h.world);
     h.start(w);
-    h.effects('reduce-a', [
-      send(w, { type: 'OpenStream', shuffleKey: 'a-0', uniqueId: '4-0', mode: 'PRIMARY' }, { requestId: 5 }),
-    ]);
-    h.effects(w, [
-      send(
-        'reduce-a',
-        {
-          type: 'OpenStreamResponse',
-          status: 'OPEN_STREAM_FAILED',
-          streamId: -1,
-          chunkOffsets: [],
-          message: 'no such file',
-        },
-        { inReplyTo: 5 },
-      ),
-    ]);
+    openFile(h, w, '4-0', 'OPEN_STREAM_FAILED', 'no such file');
     assert.equal(
       h.violation()?.invariant,
       undefined,
