@@ -58,6 +58,7 @@ function harness(observer: Observer) {
     /** The effect leaves the node (a reply the machine held behind a persist is released). */
     departure: (node: string, effect: Effect) => observers.departure(node, effect, world),
     start: (node: string) => observers.start(node, world),
+    crash: (node: string) => observers.crash(node, world),
     /** Moves the world's clock to `ms` and does `then` there. */
     at: (ms: number, then: () => void) => {
       world.schedule(ms, 'test step', then);
@@ -759,6 +760,81 @@ describe('invariant checkers', () => {
     h.effects('master-0', [offer([2, 3])]);
     assert.equal(h.violation()?.invariant, 'disk-budget', 'only 1 slot was left');
     assert.match(h.violation()?.detail ?? '', /offered 2 slots on h1:1:2:3:4 disk \/d .* budget is 1/);
+  });
+
+  describe('disk-budget across masters', () => {
+    const disk = {
+      mountPoint: '/d',
+      type: 'HDD' as const,
+      usableBytes: 350,
+      totalBytes: 1000,
+      status: 'HEALTHY' as const,
+      avgFlushTimeNs: 0,
+      avgFetchTimeNs: 0,
+      activeSlots: 0,
+    };
+    const registration: Message = {
+      type: 'RegisterWorker',
+      worker: worker(1),
+      disks: [disk],
+      networkLocation: '/r',
+    };
+    const offer = (partitions: number[]): Effect =>
+      send('lm-a', {
+        type: 'RequestSlotsResponse',
+        status: 'SUCCESS',
+        workerResource: [
+          {
+            worker: worker(1),
+            networkLocation: '/rack-1',
+            primaries: partitions.map((p) => location(p, 0, 1)),
+            replicas: [],
+          },
+        ],
+        unplaced: [],
+        message: '',
+      });
+    /** master-0 offers 2 slots of the disk's 3, then `between` happens, then master-1 offers 2 more. */
+    const story = (between: (h: Harness, first: Effect) => void) => {
+      const h = harness(
+        diskBudgets(
+          (node) => node.startsWith('master-'),
+          () => 100,
+        ),
+      );
+      h.input('master-0', receive(key(1), 'master-0', registration));
+      const first = offer([0, 1]);
+      h.effects('master-0', [first]);
+      between(h, first);
+      h.effects('master-1', [offer([2, 3])]);
+      return h.violation();
+    };
+
+    it('books an offer for the next leader once its answer left (it is durable then)', () => {
+      const violation = story((h, first) => h.departure('master-0', first));
+      assert.equal(violation?.invariant, 'disk-budget', 'master-1 restored the booking and had 1 slot left');
+    });
+
+    it('books nothing for another master while the answer waits, nor once its master crashed (seed 84434)', () => {
+      assert.equal(
+        story(() => undefined),
+        undefined,
+        'an answer held behind its write binds only the master that decided it',
+      );
+      assert.equal(
+        story((h) => h.crash('master-0')),
+        undefined,
+        'an answer that never left reserved nothing',
+      );
+    });
+
+    it('books an answer that left after a newer report against nothing: the report replaced the disk', () => {
+      const violation = story((h, first) => {
+        h.input('master-0', receive(key(1), 'master-0', registration));
+        h.departure('master-0', first);
+      });
+      assert.equal(violation, undefined, 'the newer report says 350 usable bytes');
+    });
   });
 
   describe('memory-without-enabling', () => {
