@@ -14,12 +14,17 @@
  *
  *   npm run bench -- master-load [--workers 1000] [--apps 100] [--partitions 1000] [--heartbeat-window 30]
  *                                [--steady 30] [--shuffle-interval 10] [--live-shuffles 2] [--replicate on|off]
- *                                [--tsx] [--no-build] [--cpu-prof <dir>] [--json <file> | --no-json]
+ *                                [--tsx] [--no-build] [--cpu-prof <dir>] [--node-arg=<flag> ...]
+ *                                [--master-log <file>] [--json <file> | --no-json] [--help]
+ *
+ * `--node-arg` passes a flag to the master's node (repeat it for more); `--master-log` keeps the master's log (kept
+ * in a temporary directory, removed, otherwise). With `--node-arg=--trace-gc` the collector's trace lands in that
+ * log: how docs/performance.md tells the master's live heap from its garbage.
  *
  * Exit code (see bench/run.ts): 0 the goal met, 2 missed (or the master refused the load), 1 error.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,10 +64,25 @@ const { values: flags } = parseArgs({
     tsx: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    'node-arg': { type: 'string', multiple: true, default: [] },
+    'master-log': { type: 'string' },
+    help: { type: 'boolean', default: false },
     json: { type: 'string' },
     'no-json': { type: 'boolean', default: false },
   },
 });
+
+if (flags.help) {
+  // The usage is this file's own header, so that the two cannot drift apart.
+  const header = readFileSync(import.meta.filename, 'utf8').split('*/')[0]!;
+  console.log(
+    header
+      .replace(/^\/\*\*\n/, '')
+      .replace(/^ \* ?/gm, '')
+      .trimEnd(),
+  );
+  process.exit(0);
+}
 
 function whole(name: keyof typeof flags): number {
   const n = Number(flags[name]);
@@ -85,6 +105,7 @@ const heartbeatWindowS = whole('heartbeat-window');
 const steadyS = whole('steady');
 const shuffleIntervalMs = whole('shuffle-interval') * 1000;
 const compiled = !flags.tsx;
+const nodeArgs = flags['node-arg'];
 const profileDir = flags['cpu-prof'] === undefined ? undefined : path.resolve(flags['cpu-prof']);
 
 type Generator = Child<ToGenerator, FromGenerator>;
@@ -195,11 +216,13 @@ async function masterSide(dir: string, probeDir: string): Promise<SideFigures> {
       '--conf',
       `svc.master.state.dir=${path.join(dir, 'master-state')}`,
     ],
-    logFile: path.join(dir, 'master.log'),
-    ...(compiled || profileDir !== undefined
+    logFile:
+      flags['master-log'] === undefined ? path.join(dir, 'master.log') : path.resolve(flags['master-log']),
+    ...(compiled || profileDir !== undefined || nodeArgs.length > 0
       ? {
           command: [
             process.execPath,
+            ...nodeArgs,
             // V8's profile of the master alone, written when it stops (node refuses --cpu-prof in NODE_OPTIONS).
             ...(profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]),
             ...(compiled
