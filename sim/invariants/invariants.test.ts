@@ -716,53 +716,7 @@ describe('invariant checkers', () => {
     assert.equal(calledOff('InDecommissionThenIdle')?.invariant, 'no-slots-on-unavailable');
   });
 
-  it('disk-budget: offers between two disk reports never exceed usable / estimate, counting earlier offers', () => {
-    const h = harness(
-      diskBudgets(
-        (node) => node === 'master-0',
-        () => 100,
-      ),
-    );
-    const disk = {
-      mountPoint: '/d',
-      type: 'HDD' as const,
-      usableBytes: 350,
-      totalBytes: 1000,
-      status: 'HEALTHY' as const,
-    };
-    const report = { ...disk, avgFlushTimeNs: 0, avgFetchTimeNs: 0, activeSlots: 0 };
-    h.input(
-      'master-0',
-      receive(key(1), 'master-0', {
-        type: 'RegisterWorker',
-        worker: worker(1),
-        disks: [report],
-        networkLocation: '/r',
-      }),
-    );
-    const offer = (partitions: number[]): Effect =>
-      send('lm-a', {
-        type: 'RequestSlotsResponse',
-        status: 'SUCCESS',
-        workerResource: [
-          {
-            worker: worker(1),
-            networkLocation: '/rack-1',
-            primaries: partitions.map((p) => location(p, 0, 1)),
-            replicas: [],
-          },
-        ],
-        unplaced: [],
-        message: '',
-      });
-    h.effects('master-0', [offer([0, 1])]);
-    assert.equal(h.violation(), undefined, '2 of a budget of 3');
-    h.effects('master-0', [offer([2, 3])]);
-    assert.equal(h.violation()?.invariant, 'disk-budget', 'only 1 slot was left');
-    assert.match(h.violation()?.detail ?? '', /offered 2 slots on h1:1:2:3:4 disk \/d .* budget is 1/);
-  });
-
-  describe('disk-budget across masters', () => {
+  describe('disk-budget', () => {
     const disk = {
       mountPoint: '/d',
       type: 'HDD' as const,
@@ -794,6 +748,22 @@ describe('invariant checkers', () => {
         unplaced: [],
         message: '',
       });
+
+    it('offers between two disk reports never exceed usable / estimate, counting earlier offers', () => {
+      const h = harness(
+        diskBudgets(
+          (node) => node === 'master-0',
+          () => 100,
+        ),
+      );
+      h.input('master-0', receive(key(1), 'master-0', registration));
+      h.effects('master-0', [offer([0, 1])]);
+      assert.equal(h.violation(), undefined, '2 of a budget of 3');
+      h.effects('master-0', [offer([2, 3])]);
+      assert.equal(h.violation()?.invariant, 'disk-budget', 'only 1 slot was left');
+      assert.match(h.violation()?.detail ?? '', /offered 2 slots on h1:1:2:3:4 disk \/d .* budget is 1/);
+    });
+
     /** master-0 offers 2 slots of the disk's 3, then `between` happens, then master-1 offers 2 more. */
     const story = (between: (h: Harness, first: Effect) => void) => {
       const h = harness(
