@@ -6,3 +6,4 @@ export * from './registry-snapshot.ts';
 export * from './registry-views.ts';
 export * from './worker-states.ts';
 export * from './dfs-dirs.ts';
+export { LayeredMap } from './layered-map.ts';

@@ -1,3 +1,5 @@
+import type { WorkerKey } from '../../domain/index.ts';
+import { LayeredMap } from '../../lifecycle/index.ts';
 import type { Rng } from '../../rng.ts';
 import type { Message } from '../../protocol/messages.ts';
 import { applicationOf, authorized, SERVER, type Requirement } from '../authorization.ts';
@@ -75,10 +77,21 @@ export const masterMachine: Machine<MasterState> = {
       if (next.config.plantedBug === 'ack-before-persist') out.effects.push(...persists);
       else out.effects.unshift(...persists);
     }
+    if (out.touched.workers.size > 0) next = withWrittenDisks(next, out.touched.workers);
     if (touched) next = emitGauges(next, out);
     return { state: next, effects: out.effects };
   },
 };
+
+/** The disks of the workers whose entries the step wrote, as written (./written-disks.ts). */
+function withWrittenDisks(s: MasterState, keys: ReadonlySet<WorkerKey>): MasterState {
+  let written = LayeredMap.of(s.writtenDisks);
+  for (const key of keys) {
+    const disks = s.durable.workers.workers.get(key)?.disks;
+    written = disks === undefined ? written.without(key) : written.with(key, disks);
+  }
+  return { ...s, writtenDisks: written };
+}
 
 function dispatch(s: MasterState, input: Input, out: MasterOutbox): MasterState {
   if (input.kind === 'start') return onStart(s, out, input.recovered);
@@ -176,7 +189,15 @@ function onStart(s: MasterState, out: MasterOutbox, recovered: ReadonlyMap<strin
   for (const id of durable.bookings.keys()) nextBookingId = Math.max(nextBookingId, id + 1);
   // Emit the gauges once at start, so that dashboards show the (restored) cluster before anything changes.
   return emitGauges(
-    { ...s, started: true, servingSince: out.now, durable, nextBookingId, bookingsHeard: 0 },
+    {
+      ...s,
+      started: true,
+      servingSince: out.now,
+      durable,
+      nextBookingId,
+      bookingsHeard: 0,
+      writtenDisks: new Map(),
+    },
     out,
   );
 }

@@ -507,6 +507,53 @@ describe('master: restart', () => {
     assert.equal(third.reply.status, 'SLOT_NOT_AVAILABLE', 'the disk budget was used up before the restart');
   });
 
+  it('writes a worker whose heartbeat moved a disk to another budget, so that a restarted master offers no room that is gone (swarm seed 123931)', () => {
+    const before = master();
+    const estimate = testMasterConfig().partitionSize.initialSize;
+    const sized = (usable: number) =>
+      disks().map((disk) => ({ ...disk, usableBytes: usable, totalBytes: 2 * estimate }));
+    before.receive(
+      workerKey(W1),
+      { type: 'RegisterWorker', worker: W1, disks: sized(estimate + 1000), networkLocation: '/r1' },
+      { requestId: (nextRequest += 1) },
+    );
+    assert.equal(
+      requestSlots(before, { partitionIds: [0] }).reply.status,
+      'SUCCESS',
+      'the one slot of its budget',
+    );
+    const beat = (usable: number) =>
+      before.receive(
+        workerKey(W1),
+        {
+          type: 'WorkerHeartbeat',
+          worker: W1,
+          disks: sized(usable),
+          activeShuffleKeys: ['app-1'],
+          highWorkload: false,
+          state: 'Normal',
+        },
+        { requestId: (nextRequest += 1) },
+      );
+    // 2,000 bytes written since the registration: no room for another partition, and the booking is swept.
+    assert.ok(
+      persistedKeys(beat(estimate - 1000)).includes(workerEntry('workers', W1)),
+      'a heartbeat that moved the disk to another budget is written',
+    );
+    assert.ok(
+      !persistedKeys(beat(estimate - 1500)).includes(workerEntry('workers', W1)),
+      'one that moved numbers within the same budget is not',
+    );
+    const after = new Harness(masterMachine, initialMasterState(testMasterConfig()));
+    after.start(storedBy(before.all));
+    const offer = requestSlots(after, { shuffleId: 2, partitionIds: [0] });
+    assert.equal(
+      offer.reply.status,
+      'SLOT_NOT_AVAILABLE',
+      'the restored disk has the budget it last reported, 0',
+    );
+  });
+
   it('restores workers, applications and shuffles from the coordination store', () => {
     const before = master();
     register(before, W1);

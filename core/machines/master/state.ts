@@ -10,6 +10,7 @@ import {
   type WorkerRegistry,
   type WorkerRegistrySnapshot,
 } from '../../lifecycle/index.ts';
+import type { DiskInfo, WorkerKey } from '../../domain/index.ts';
 import { initialPartitionSize } from '../../slots/index.ts';
 import type { MasterConfig } from './config.ts';
 import type { SlotBooking } from './bookings.ts';
@@ -53,6 +54,11 @@ export interface MasterState {
   readonly nextBookingId: number;
   /** How many workers of the oldest booking are known to have heartbeated since it (./bookings.ts `sweptBookings`). */
   readonly bookingsHeard: number;
+  /**
+   * Each worker's disks as this master last wrote its entry (./written-disks.ts): a heartbeat whose disks' budgets
+   * differ from these is written. Empty after a start, so that each worker's first heartbeat writes its entry.
+   */
+  readonly writtenDisks: ReadonlyMap<WorkerKey, readonly DiskInfo[]>;
 }
 
 /**
@@ -78,6 +84,7 @@ export function initialMasterState(config: MasterConfig): MasterState {
     quota: initialMasterQuota(config.quota?.settings),
     nextBookingId: 0,
     bookingsHeard: 0,
+    writtenDisks: new Map(),
   };
 }
 

@@ -24,6 +24,7 @@ import { WORKER_SECTIONS } from './layout.ts';
 import { withoutObsoleteBookings, withWorkers, type MasterOutbox } from './outbox.ts';
 import { recordConsumption } from './quota.ts';
 import type { MasterState } from './state.ts';
+import { disksNeedWriting } from './written-disks.ts';
 
 /**
  * The master's side of worker membership, over core/lifecycle's registry: registration, heartbeats (with the
@@ -141,10 +142,16 @@ export function handleWorkerHeartbeat(
     changes.completedEvent !== null ||
     changes.backInService ||
     sectionsChanged(s.durable.workers, registry, key);
-  // A heartbeat alone (disks, time) is not persisted: after a restart every worker gets a full timeout to report.
-  // Any change of the sections the worker is in is (./layout.ts writes only the entries a step touched).
+  const reported = registry.workers.get(key)?.disks;
+  // A heartbeat alone (its time, disk numbers within the same budgets) is not persisted: after a restart every
+  // worker gets a full timeout to report. Any change of the sections the worker is in is (./layout.ts writes only
+  // the entries a step touched), and so is a change of a disk's budget or status (./written-disks.ts), which a
+  // restored master would otherwise offer from the entry's older disks once the bookings were swept.
+  const disksChanged =
+    reported !== undefined &&
+    disksNeedWriting(s.writtenDisks.get(key), reported, s.durable.estimatedPartitionSize);
   return withoutObsoleteBookings(
-    membershipChanged
+    membershipChanged || disksChanged
       ? withWorkers(s, out, registry, [key])
       : { ...s, durable: { ...s.durable, workers: registry } },
     out,
