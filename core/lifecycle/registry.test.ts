@@ -454,6 +454,29 @@ describe('worker registry: heartbeats', () => {
     assert.ok(isAvailable(back.registry, key0), 'isAvailable(back.registry, key0)');
   });
 
+  it('keeps a pending Recommission across a registration, so that an idle worker cut off before it heard it comes back (swarm seed 150727)', () => {
+    let registry = register(emptyRegistry(), id0, 0);
+    registry = sendWorkerEvent(registry, 'DecommissionThenIdle', [key0], 1).registry;
+    registry = heartbeat(registry, id0, 2, { state: 'Idle' }).registry;
+    registry = sendWorkerEvent(registry, 'Recommission', [key0], 3).registry;
+    // Declared lost before its next heartbeat, it registers again, still idle.
+    registry = register(registry, id0, 20);
+    const idle = heartbeat(registry, id0, 21, { state: 'Idle' });
+    assert.equal(idle.reply.registered && idle.reply.event, 'Recommission', 'the event is still asked of it');
+    const back = heartbeat(idle.registry, id0, 22, { state: 'Normal' });
+    assert.equal(back.changes.completedEvent, 'Recommission');
+    assert.ok(isAvailable(back.registry, key0), 'serving again');
+
+    // Any other pending event is dropped: a registration starts clean.
+    const decommission = sendWorkerEvent(
+      register(emptyRegistry(), id0, 0),
+      'Decommission',
+      [key0],
+      1,
+    ).registry;
+    assert.deepEqual(workerEvents(register(decommission, id0, 2)), [], 'a Decommission does not outlive it');
+  });
+
   it('lists a leaving worker from its heartbeat state when its own report to the master was lost', () => {
     let registry = register(register(emptyRegistry(), id0, 0), id1, 0);
     registry = heartbeat(registry, id0, 10, { state: 'InGraceful' }).registry;

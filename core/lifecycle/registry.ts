@@ -117,7 +117,11 @@ export type RegisterOutcome =
 /**
  * Registers a worker (or registers it again after a restart or after it was declared lost). A registration
  * starts clean: the worker leaves lost, auto-excluded, shutdown and decommissioning, and its pending event is
- * dropped. Manual exclusion stays: it is the operator's decision and only the operator's remove clears it.
+ * dropped, except a Recommission. Manual exclusion stays: it is the operator's decision and only the operator's
+ * remove clears it. A pending Recommission stays too: a worker left idle by DecommissionThenIdle and cut off before
+ * it heard the event registers again still idle, and only that event brings it back (swarm seed 150727: dropped, it
+ * kept the worker out for good although the operator's command was acknowledged); a worker that restarted serving
+ * completes it at its first heartbeat.
  */
 export function registerWorker(
   registry: WorkerRegistry,
@@ -147,7 +151,10 @@ export function registerWorker(
       autoExcluded: withoutKeys(registry.autoExcluded, [key]),
       shutdown: withoutKeys(registry.shutdown, [key]),
       decommissioning: withoutKeys(registry.decommissioning, [key]),
-      events: withoutKeys(registry.events, [key]),
+      events:
+        registry.events.get(key)?.type === 'Recommission'
+          ? registry.events
+          : withoutKeys(registry.events, [key]),
     },
     outcome: { accepted: true, reregistered },
   };
