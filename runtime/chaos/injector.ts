@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { parseWorkerKey } from '../../core/domain/worker.ts';
 import type { LocalCluster } from '../cluster/local-cluster.ts';
@@ -126,7 +126,14 @@ export class FaultInjector {
         if (fault.kind === 'disk-unwritable') {
           chmodSync(dir, 0o555);
           if (this.isRoot) entry.notes.push('running as root: the read-only mode does not stop its writes');
-        } else rmSync(dir, { recursive: true, force: true });
+        } else {
+          // Moved away first, in one step: removed in place, a file the worker created between the listing and the
+          // last rmdir failed the remove (ENOTEMPTY) and stopped the injector (seed ci-1, 30 November 2026).
+          const removed = `${dir}.removed`;
+          rmSync(removed, { recursive: true, force: true });
+          if (existsSync(dir)) renameSync(dir, removed);
+          rmSync(removed, { recursive: true, force: true, maxRetries: 5 });
+        }
         await hold(fault.holdMs);
         if (fault.kind === 'disk-unwritable') chmodSync(dir, 0o755);
         else mkdirSync(dir, { recursive: true });
