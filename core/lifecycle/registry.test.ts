@@ -291,12 +291,13 @@ describe('worker registry: properties', () => {
     );
   });
 
-  it('starts a re-registered worker clean, except for its manual exclusion', () => {
+  it('starts a re-registered worker clean, except for its manual exclusion and a pending Recommission', () => {
     fc.assert(
       fc.property(stepsArb, fc.nat(3), (steps, worker) => {
         const { registry, now } = run(steps);
         const key = keys[worker]!;
         const wasManual = registry.manuallyExcluded.has(key);
+        const recommission = registry.events.get(key)?.type === 'Recommission';
         const after = registerWorker(
           registry,
           { id: ids[worker]!, disks: HEALTHY, networkLocation: '' },
@@ -305,12 +306,18 @@ describe('worker registry: properties', () => {
         );
         assert.equal(after.outcome.accepted, true);
         const next = after.registry;
-        for (const set of [next.lost, next.autoExcluded, next.shutdown, next.decommissioning, next.events]) {
+        for (const set of [next.lost, next.autoExcluded, next.shutdown, next.decommissioning]) {
           assert.ok(!set.has(key), '!set.has(key)');
         }
+        assert.equal(
+          next.events.get(key)?.type,
+          recommission ? 'Recommission' : undefined,
+          'only a pending Recommission outlives the registration',
+        );
         assert.equal(next.workers.get(key)?.state, 'Normal');
         assert.equal(next.manuallyExcluded.has(key), wasManual);
-        assert.equal(isAvailable(next, key), !wasManual);
+        // A pending event keeps a worker out until a heartbeat completes it, a kept Recommission too.
+        assert.equal(isAvailable(next, key), !wasManual && !recommission);
         checkInvariants(next);
       }),
       { numRuns: 200 },
