@@ -192,7 +192,9 @@ describe('congestion watermarks from the dynamic configuration, without a restar
       workerConf: [
         'svc.worker.congestionControl.enabled=true',
         'svc.worker.congestionControl.sample.time.window=1s',
-        'svc.worker.congestionControl.check.interval=10ms',
+        // Every millisecond: at 10 ms a fast machine's job could end before a check saw the rate, so the episode
+        // began after the last push and no reply was congested (as the conformance probe found, docs/conformance.md).
+        'svc.worker.congestionControl.check.interval=1ms',
         'svc.dynamicConfig.store.backend=FS',
         `svc.dynamicConfig.store.fs.path=${file}`,
         'svc.dynamicConfig.refresh.interval=200ms',
