@@ -55,7 +55,7 @@ function operatorConsole(master: NodeId | (() => NodeId | undefined)) {
     for (;;) {
       const target = typeof master === 'string' ? master : master();
       if (queue.length === 0 || target === undefined || !w.isUp(target)) break;
-      if (typeof master !== 'string' && awaiting()) break;
+      if (awaiting()) break; // only a group's commands are awaited (`unanswered`)
       const command = queue.shift()!;
       if (typeof master !== 'string') unanswered.set(target, [...(unanswered.get(target) ?? []), command]);
       w.inject(target, command);

@@ -19,17 +19,14 @@ export function disksNeedWriting(
   estimate: number,
 ): boolean {
   if (written === undefined || written.length !== reported.length) return true;
+  // A disk without a shared filesystem has no shared budget: -1, which no budget equals.
+  const shared = (bytes: number | undefined) => (bytes === undefined ? -1 : diskBudget(bytes, estimate));
   for (let i = 0; i < reported.length; i += 1) {
     const was = written[i]!;
     const is = reported[i]!;
     if (was.mountPoint !== is.mountPoint || was.status !== is.status) return true;
     if (diskBudget(was.usableBytes, estimate) !== diskBudget(is.usableBytes, estimate)) return true;
-    if ((was.filesystemUsableBytes === undefined) !== (is.filesystemUsableBytes === undefined)) return true;
-    if (
-      was.filesystemUsableBytes !== undefined &&
-      diskBudget(was.filesystemUsableBytes, estimate) !== diskBudget(is.filesystemUsableBytes!, estimate)
-    )
-      return true;
+    if (shared(was.filesystemUsableBytes) !== shared(is.filesystemUsableBytes)) return true;
   }
   return false;
 }
