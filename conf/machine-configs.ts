@@ -16,6 +16,7 @@ import { clientPushTimeoutMs } from '../core/replication/index.ts';
 import {
   backPressureLimitsFor,
   partialFrameLimitBytes,
+  partialFramePauseBytes,
   type BackPressureLimits,
   type CongestionConfig,
   type CongestionWatermarks,
@@ -210,17 +211,18 @@ export function workerMemoryLimitsFrom(
   budgetBytes: number = conf.getBytes('svc.worker.memory.size'),
 ): WorkerMemoryLimits {
   const resume = conf.getDouble('svc.worker.directMemoryRatioToResume');
+  const frameMaxBytes = conf.getBytes('svc.network.frame.maxSize');
+  const partialLimit = partialFrameLimitBytes(budgetBytes, resume, frameMaxBytes);
   return {
-    backPressure: backPressureLimitsFor(budgetBytes, {
-      pauseReceive: conf.getDouble('svc.worker.directMemoryRatioToPauseReceive'),
-      pauseReplicate: conf.getDouble('svc.worker.directMemoryRatioToPauseReplicate'),
-      resume,
-    }),
-    partialFrameLimitBytes: partialFrameLimitBytes(
-      budgetBytes,
-      resume,
-      conf.getBytes('svc.network.frame.maxSize'),
-    ),
+    backPressure: {
+      ...backPressureLimitsFor(budgetBytes, {
+        pauseReceive: conf.getDouble('svc.worker.directMemoryRatioToPauseReceive'),
+        pauseReplicate: conf.getDouble('svc.worker.directMemoryRatioToPauseReplicate'),
+        resume,
+      }),
+      partialFramePauseBytes: partialFramePauseBytes(partialLimit, frameMaxBytes),
+    },
+    partialFrameLimitBytes: partialLimit,
   };
 }
 

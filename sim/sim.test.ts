@@ -99,6 +99,7 @@ describe('the simulator on the swarm scenario', () => {
       ['swarm', 123931],
       ['swarm', 135234],
       ['swarm', 150727],
+      ['swarm', 157058],
     ] as const) {
       const result = runSeed({ seed, scenario: SCENARIOS[name]! });
       assert.equal(result.violation, undefined, `${name} seed ${seed}: ${result.violation?.detail ?? ''}`);

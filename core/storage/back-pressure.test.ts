@@ -5,8 +5,11 @@ import {
   backlogFull,
   backPressureDecision,
   backPressureLimitsFor,
+  nextStallCheck,
   partialFrameLimitBytes,
+  partialFramePauseBytes,
   partialFramesToShed,
+  stalledFramesToShed,
   type PausedPorts,
 } from './back-pressure.ts';
 
@@ -66,14 +69,126 @@ describe('backPressureDecision', () => {
   });
 });
 
-describe('stalled frames', () => {
-  it('never keep the ports paused on their own, however large', () => {
+describe('partly received frames', () => {
+  it('without a pause threshold for them, never keep the ports paused on their own, however large', () => {
     fc.assert(
       fc.property(limitsArb, fc.nat(), fc.boolean(), (limits, partialFrameBytes, wasPaused) => {
         const paused = { push: wasPaused, replicate: wasPaused };
         const next = backPressureDecision(limits, { inFlightBytes: 0, partialFrameBytes }, paused);
         assert.deepEqual(next, { push: false, replicate: false });
       }),
+    );
+  });
+});
+
+describe('partialFramePauseBytes in the decision', () => {
+  it('above it both ports pause; at or below it the decision is the one without it', () => {
+    fc.assert(
+      fc.property(
+        limitsArb,
+        fc.nat({ max: 30_000 }),
+        heldArb,
+        fc.boolean(),
+        fc.boolean(),
+        (limits, pauseBytes, held, push, replicate) => {
+          const paused = { push, replicate: replicate && push };
+          const next = backPressureDecision({ ...limits, partialFramePauseBytes: pauseBytes }, held, paused);
+          if (held.partialFrameBytes > pauseBytes) assert.deepEqual(next, { push: true, replicate: true });
+          else assert.deepEqual(next, backPressureDecision(limits, held, paused));
+        },
+      ),
+    );
+  });
+
+  it('frames that come under way only at or below it, each at most one frame, never pass their limit', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5_000 }),
+        fc.nat({ max: 20_000 }),
+        // Each step: a frame of up to frameMax bytes asks to come under way, or the oldest under way arrives.
+        fc.array(fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.constant('arrive' as const)), {
+          maxLength: 80,
+        }),
+        (frameMax, extra, steps) => {
+          const limit = frameMax + extra;
+          const pause = partialFramePauseBytes(limit, frameMax);
+          const underWay: number[] = [];
+          let total = 0;
+          for (const step of steps) {
+            if (step === 'arrive') total -= underWay.shift() ?? 0;
+            else if (total <= pause) {
+              const bytes = Math.max(1, Math.floor(step * frameMax));
+              underWay.push(bytes);
+              total += bytes;
+            }
+            assert.ok(total <= limit, `${total} bytes under way, limit ${limit}`);
+          }
+        },
+      ),
+    );
+  });
+
+  it('is one frame below the limit, never negative', () => {
+    fc.assert(
+      fc.property(fc.nat(), fc.nat(), (limit, frameMax) => {
+        const pause = partialFramePauseBytes(limit, frameMax);
+        assert.ok(pause >= 0, 'pause >= 0');
+        assert.equal(pause, limit >= frameMax ? limit - frameMax : 0);
+      }),
+    );
+  });
+});
+
+describe('stalledFramesToShed', () => {
+  const holdersArb = fc.array(
+    fc.record({ bytes: fc.integer({ min: 0, max: 1_000 }), ageMs: fc.nat({ max: 10_000 }) }),
+    { maxLength: 30 },
+  );
+
+  it('gives up only stalled frames, the largest first, and only as many as needed to reach the pause threshold', () => {
+    fc.assert(
+      fc.property(
+        holdersArb,
+        fc.nat({ max: 20_000 }),
+        fc.nat({ max: 10_000 }),
+        (holders, pause, stalledMs) => {
+          const shed = stalledFramesToShed(holders, pause, stalledMs);
+          const sum = (indices: readonly number[]): number =>
+            indices.reduce((total, i) => total + holders[i]!.bytes, 0);
+          const all = holders.map((_, i) => i);
+          const kept = all.filter((i) => !shed.includes(i));
+          const stalled = (i: number): boolean => holders[i]!.ageMs >= stalledMs && holders[i]!.bytes > 0;
+          assert.equal(new Set(shed).size, shed.length, 'each once');
+          for (const i of shed) assert.ok(stalled(i), `holder ${i} was under way for the stall time`);
+          if (sum(all) <= pause) assert.deepEqual(shed, [], 'nothing while at or below the threshold');
+          // Enough: the rest fit, or no stalled frame is left to give up.
+          assert.ok(
+            sum(kept) <= pause || kept.every((i) => !stalled(i)),
+            'the rest fit, or none of them stalled',
+          );
+          // Minimal: without the last one given up, the rest would not fit.
+          if (shed.length > 0)
+            assert.ok(sum(kept) + holders[shed.at(-1)!]!.bytes > pause, 'no more than needed');
+          // Largest first among the stalled.
+          for (const k of kept.filter(stalled))
+            for (const s of shed)
+              assert.ok(holders[k]!.bytes <= holders[s]!.bytes, 'a larger stalled one was kept');
+        },
+      ),
+    );
+  });
+
+  it('checks next when the oldest frame turns stalled', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.nat({ max: 1e9 }), { maxLength: 20 }),
+        fc.nat({ max: 1e6 }),
+        (sinces, stalledMs) => {
+          const at = nextStallCheck(sinces, stalledMs);
+          if (sinces.length === 0) assert.equal(at, undefined);
+          else assert.equal(at, Math.min(...sinces) + stalledMs);
+        },
+      ),
     );
   });
 });

@@ -10,6 +10,12 @@ export interface BackPressureLimits {
   readonly pauseReceiveBytes: number;
   readonly pauseReplicateBytes: number;
   readonly resumeBytes: number;
+  /**
+   * Partly received frames above this pause both data ports (each connection at the end of its frame under way)
+   * until they are at or below it again (`partialFramePauseBytes`): new frames wait in their senders' sockets while
+   * those under way arrive, instead of being given up past the limit. Absent: frames never pause on their own.
+   */
+  readonly partialFramePauseBytes?: number;
   /** Only the simulator's proof tests set it (core/planted-bugs.ts). */
   readonly plantedBug?: PlantedBug;
 }
@@ -43,6 +49,24 @@ export function partialFrameLimitBytes(
   return Math.max(Math.floor(budgetBytes * resumeRatio), frameMaxBytes);
 }
 
+/**
+ * Where partly received frames pause the data ports: one whole frame (`frameMaxBytes`) below their limit, so that
+ * the frame that takes them past it still fits under the limit. Frames under way are then never given up for
+ * memory while they arrive; only frames that stall are (`stalledFramesToShed`). At the smallest limits (one frame)
+ * it is 0: any frame under way holds the others back, one frame at a time.
+ */
+export function partialFramePauseBytes(limitBytes: number, frameMaxBytes: number): number {
+  return Math.max(0, limitBytes - frameMaxBytes);
+}
+
+/**
+ * How long a frame may be under way, while partly received frames keep the data ports paused, before it counts as
+ * stalled and may be given up (`stalledFramesToShed`). A whole frame (128 MiB at most by default) crosses a network
+ * of 1 Gbit/s in about a second; a peer that begins a frame and stops sending holds the others back this long at
+ * most, not for the frame's deadline (svc.network.timeout).
+ */
+export const STALLED_FRAME_MS = 5_000;
+
 /** What the worker holds: bytes handed to the disks and not yet written, and bytes of partly received frames. */
 export interface HeldBytes {
   readonly inFlightBytes: number;
@@ -60,19 +84,21 @@ export interface PausedPorts {
  * `resumeBytes`; in between nothing changes (hysteresis). What the disks have yet to write counts, and what peers
  * have begun to send up to `resumeBytes`: a frame that stalls half-way is one the worker keeps reading (a paused
  * connection stops only at the end of the frame under way), so had it counted in full, one stalled frame larger than
- * the pause threshold would keep every other connection paused until its deadline.
+ * the pause threshold would keep every other connection paused until its deadline. Partly received frames above
+ * `partialFramePauseBytes` pause both ports on their own: the frames under way arrive while new ones wait, and a
+ * stalled one holds the others back for `STALLED_FRAME_MS` at most (`stalledFramesToShed`).
  */
 export function backPressureDecision(
   limits: BackPressureLimits,
   held: HeldBytes,
   paused: PausedPorts,
 ): PausedPorts {
-  // Partly received frames count only up to the resume threshold: on their own they never keep the ports paused.
-  // A peer that begins a frame and stalls would otherwise hold every other peer off for the frame's whole deadline
-  // wherever one frame exceeds the pause threshold (svc.network.frame.maxSize above svc.worker.memory.size ×
-  // directMemoryRatioToPauseReceive, a budget below about 151m at the defaults); the receive limit bounds them.
+  // Partly received frames count in the total only up to the resume threshold (svc.network.frame.maxSize may exceed
+  // svc.worker.memory.size × directMemoryRatioToPauseReceive, a budget below about 151m at the defaults).
   const total = held.inFlightBytes + Math.min(held.partialFrameBytes, limits.resumeBytes);
-  if (total >= limits.pauseReplicateBytes) return { push: true, replicate: true };
+  const framesFull =
+    limits.partialFramePauseBytes !== undefined && held.partialFrameBytes > limits.partialFramePauseBytes;
+  if (framesFull || total >= limits.pauseReplicateBytes) return { push: true, replicate: true };
   if (total >= limits.pauseReceiveBytes) return { push: true, replicate: paused.replicate };
   if (total <= limits.resumeBytes && limits.plantedBug !== 'back-pressure-never-resumes') {
     return { push: false, replicate: false };
@@ -175,6 +201,49 @@ export function partialFramesToShed(heldBytes: readonly number[], limitBytes: nu
     total -= heldBytes[index]!;
   }
   return shed;
+}
+
+/** A connection holding a partly received frame: its bytes, and how long its frame has been under way. */
+export interface FrameHolder {
+  readonly bytes: number;
+  readonly ageMs: number;
+}
+
+/**
+ * Which stalled frames to give up while partly received frames hold more than `pauseBytes` (and so keep the data
+ * ports paused): those under way for `stalledMs` or longer, the largest first, until the rest are at or below
+ * `pauseBytes`. Frames still arriving in time are left to arrive: a busy worker slows its senders, it does not
+ * close their connections. Returns their indices in `holders`.
+ */
+export function stalledFramesToShed(
+  holders: readonly FrameHolder[],
+  pauseBytes: number,
+  stalledMs: number,
+): number[] {
+  let total = 0;
+  for (const holder of holders) total += holder.bytes;
+  if (total <= pauseBytes) return [];
+  const order = holders
+    .map((_, index) => index)
+    .filter((index) => holders[index]!.ageMs >= stalledMs && holders[index]!.bytes > 0)
+    .sort((a, b) => holders[b]!.bytes - holders[a]!.bytes || a - b);
+  const shed: number[] = [];
+  for (const index of order) {
+    if (total <= pauseBytes) break;
+    shed.push(index);
+    total -= holders[index]!.bytes;
+  }
+  return shed;
+}
+
+/**
+ * When a holder of a frame under way since `since` (of those given) next becomes stalled, if partly received frames
+ * still keep the ports paused then: the earliest `since + stalledMs`, or undefined when none holds anything.
+ */
+export function nextStallCheck(sinces: Iterable<number>, stalledMs: number): number | undefined {
+  let earliest: number | undefined;
+  for (const since of sinces) if (earliest === undefined || since < earliest) earliest = since;
+  return earliest === undefined ? undefined : earliest + stalledMs;
 }
 
 /**

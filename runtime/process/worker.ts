@@ -8,7 +8,7 @@ import { workerKey, type WorkerId } from '../../core/domain/worker.ts';
 import { initialWorkerState, workerMachine } from '../../core/machines/worker/index.ts';
 import type { ObservedDiskSpace } from '../../core/machines/effects.ts';
 import { masterNodeId } from '../../core/protocol/node-ids.ts';
-import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
+import { STALLED_FRAME_MS, type BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import { BackPressure } from '../driver/back-pressure.ts';
 import { holdWhileBacklogFull } from '../driver/backlog.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
@@ -96,6 +96,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
       }),
     );
     const receiveMemory = new PartialFrameMemory(tiers);
+    lifetime.keep(receiveMemory.receiveMemory);
     const bodies = receiveBodies(tiers, logger, testing);
     lifetime.keep(bodies.idleDrop);
     const network = nodeNetwork({
@@ -333,19 +334,22 @@ async function listenDataPorts(options: {
 
 /**
  * Partly received frames, counted in the memory budget. Together they may hold up to the resume threshold (one
- * whole frame at least), so that stalled ones never keep the worker paused for long; past it the largest are given
- * up. They count in the back-pressure too, from the moment it exists (`countIn`): it pauses the network's ports, so
- * it is built after the network this memory is part of.
+ * whole frame at least); past it the largest are given up. One frame below it the data ports pause, so that the
+ * frames under way arrive while new ones wait, and a frame under way for STALLED_FRAME_MS is then given up. They
+ * count in the back-pressure too, from the moment it exists (`countIn`): it pauses the network's ports, so it is
+ * built after the network this memory is part of.
  */
 class PartialFrameMemory {
   readonly receiveMemory: ReceiveMemory;
   private backPressure: BackPressure | undefined;
 
   constructor(tiers: WorkerTiers) {
+    const pauseBytes = tiers.memoryLimits.backPressure.partialFramePauseBytes;
     this.receiveMemory = new ReceiveMemory({
       limitBytes: tiers.memoryLimits.partialFrameLimitBytes,
       limitKey: PARTIAL_FRAME_LIMIT_KEYS,
       changed: (bytes) => this.backPressure?.setPartialFrameBytes(bytes),
+      ...(pauseBytes === undefined ? {} : { stalled: { pauseBytes, stalledMs: STALLED_FRAME_MS } }),
     });
   }
 

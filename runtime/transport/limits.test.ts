@@ -1,5 +1,6 @@
 // The transport's bounds on loopback (docs/operations.md, "Limits and hostile peers"): a connection paused for
-// back-pressure finishes the frame under way and is never cut off as a slow sender while paused; a peer that does
+// back-pressure finishes the frame under way and is never cut off as a slow sender while paused; a connection to a
+// paused port completes its handshake and its frames wait; a peer that does
 // not read is disconnected past svc.network.send.maxQueuedBytes; routes of silent tasks are forgotten.
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
@@ -166,6 +167,31 @@ describe('transport limits on loopback', () => {
     paused.write(second.subarray(10));
     await acceptor.until(() => acceptor.delivered.length === 2);
     assert.equal(acceptor.closedLines().length, 1);
+  });
+
+  it('a new connection to a paused port completes its handshake; what it sends next waits for the port', async () => {
+    const acceptor = new Acceptor({ connectTimeoutMs: 60_000 });
+    started.push(acceptor);
+    await acceptor.listen('push');
+    acceptor.transport.setPaused('push', true);
+    // Resolves only once the hello was answered: a port paused before the connection came still reads its hello.
+    const socket = await shakeHands(acceptor.port, 'map-3');
+    sockets.push(socket);
+    socket.write(frameOf(chunk('map-3', 1000)));
+    // The frame is in the acceptor's socket, unread; a delivery would be seen by this probe on the other port.
+    const probePort = (await acceptor.transport.listen('replicate', '127.0.0.1', 0)).port;
+    const probe = await shakeHands(probePort, 'probe');
+    sockets.push(probe);
+    probe.write(frameOf(chunk('probe', 10)));
+    await acceptor.until(() => acceptor.delivered.length === 1);
+    assert.deepEqual(
+      acceptor.delivered.map((envelope) => envelope.from),
+      ['probe'],
+      "the probe, sent after the paused connection's frame, arrived; that frame did not",
+    );
+    acceptor.transport.setPaused('push', false);
+    await acceptor.until(() => acceptor.delivered.length === 2);
+    assert.equal(acceptor.delivered[1]!.from, 'map-3');
   });
 
   it('disconnects a peer that does not read once more than svc.network.send.maxQueuedBytes wait', async () => {

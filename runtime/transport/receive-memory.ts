@@ -1,4 +1,8 @@
-import { partialFramesToShed } from '../../core/storage/back-pressure.ts';
+import {
+  nextStallCheck,
+  partialFramesToShed,
+  stalledFramesToShed,
+} from '../../core/storage/back-pressure.ts';
 
 /** A connection as the count sees it: closed to give its memory back. */
 export interface HoldingConnection {
@@ -15,6 +19,17 @@ export interface ReceiveMemoryOptions {
   readonly limitKey?: string;
   /** Called after every change of the total. */
   readonly changed?: (totalBytes: number) => void;
+  /**
+   * A worker's: above `pauseBytes` its data ports are paused (core/storage/back-pressure.ts,
+   * `partialFramePauseBytes`), and a frame under way for `stalledMs` is then given up (`stalledFramesToShed`), so
+   * that a peer that stops sending holds the others back no longer than that.
+   */
+  readonly stalled?: {
+    readonly pauseBytes: number;
+    readonly stalledMs: number;
+    /** The clock, in ms (default: performance.now). */
+    readonly now?: () => number;
+  };
 }
 
 /**
@@ -26,7 +41,10 @@ export interface ReceiveMemoryOptions {
  */
 export class ReceiveMemory<C extends HoldingConnection = HoldingConnection> {
   private readonly held = new Map<C, number>();
+  /** When each holder's frame under way began to hold bytes. */
+  private readonly since = new Map<C, number>();
   private total = 0;
+  private stallTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ReceiveMemoryOptions = {}) {}
 
@@ -69,10 +87,58 @@ export class ReceiveMemory<C extends HoldingConnection = HoldingConnection> {
     if (before !== undefined) this.set(connection, before, 0);
   }
 
+  /** Stops the check for stalled frames (the process is stopping). */
+  close(): void {
+    clearTimeout(this.stallTimer);
+    this.stallTimer = undefined;
+  }
+
   private set(connection: C, before: number, bytes: number): void {
-    if (bytes === 0) this.held.delete(connection);
-    else this.held.set(connection, bytes);
+    if (bytes === 0) {
+      this.held.delete(connection);
+      this.since.delete(connection);
+    } else {
+      this.held.set(connection, bytes);
+      if (before === 0) this.since.set(connection, this.now());
+    }
     this.total += bytes - before;
     if (bytes !== before) this.options.changed?.(this.total);
+    if (bytes > before) this.armStallCheck();
+  }
+
+  private now(): number {
+    return (this.options.stalled?.now ?? performance.now.bind(performance))();
+  }
+
+  /** While the frames hold more than the pause threshold, a check when the oldest of them turns stalled. */
+  private armStallCheck(): void {
+    const stalled = this.options.stalled;
+    if (stalled === undefined || this.stallTimer !== undefined || this.total <= stalled.pauseBytes) return;
+    const at = nextStallCheck(this.since.values(), stalled.stalledMs);
+    if (at === undefined) return;
+    this.stallTimer = setTimeout(() => this.checkStalled(), Math.max(0, at - this.now()));
+    this.stallTimer.unref();
+  }
+
+  private checkStalled(): void {
+    this.stallTimer = undefined;
+    const stalled = this.options.stalled!;
+    const connections = [...this.held.keys()];
+    const now = this.now();
+    const holders = connections.map((connection) => ({
+      bytes: this.held.get(connection)!,
+      ageMs: now - this.since.get(connection)!,
+    }));
+    const total = this.total;
+    for (const index of stalledFramesToShed(holders, stalled.pauseBytes, stalled.stalledMs)) {
+      connections[index]!.destroy(
+        `the process holds ${total} bytes of partly received frames, more than ${stalled.pauseBytes} at which ` +
+          `it stops reading new ones: this connection's frame, of ${holders[index]!.bytes} bytes so far, has been ` +
+          `under way for ${Math.round(holders[index]!.ageMs)} ms (stalled after ${stalled.stalledMs} ms) and is given up`,
+        'frameStalled',
+      );
+      this.release(connections[index]!);
+    }
+    this.armStallCheck();
   }
 }

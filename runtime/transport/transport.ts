@@ -189,6 +189,8 @@ export class Transport {
   /** Where each node's replies go: the connection it last spoke on (the core's table, as the simulator's). */
   private readonly routes: ReplyRoutes<Connection>;
   private readonly paused = new Set<string>();
+  /** Inbound connections still in their handshake: a paused port reads them until it is done. */
+  private readonly greeting = new Set<Connection>();
   /** Requests written on each link and not answered yet: failed at their senders when the link closes. */
   private readonly unanswered: UnansweredRequests<Link, WireEnvelope>;
   private closing = false;
@@ -319,6 +321,7 @@ export class Transport {
     if (paused) this.paused.add(service);
     else this.paused.delete(service);
     for (const connection of this.inbound.get(service) ?? []) {
+      if (this.greeting.has(connection)) continue; // paused once its handshake is done
       if (paused) connection.pauseFor('backPressure');
       else connection.resumeFor('backPressure');
     }
@@ -413,10 +416,14 @@ export class Transport {
           this.runAccepting(inbound, input);
           // The peer had this long to say who it is (the hello and, with authentication on, the proof).
           const phase = inbound.handshake.phase;
-          if (phase !== 'hello' && phase !== 'proof') clearTimeout(handshakeTimer);
+          if (phase !== 'hello' && phase !== 'proof' && this.greeting.delete(connection)) {
+            clearTimeout(handshakeTimer);
+            if (this.paused.has(service)) connection.pauseFor('backPressure');
+          }
         },
         onClose: (reason) => {
           clearTimeout(handshakeTimer);
+          this.greeting.delete(connection);
           connections.delete(connection);
           this.forget(connection);
           if (reason !== undefined && !this.closing) {
@@ -445,7 +452,9 @@ export class Transport {
     };
     connections.add(connection);
     connection.pacesReading = true;
-    if (this.paused.has(service)) connection.pauseFor('backPressure');
+    // Its handshake is read even on a paused port (a few bytes, under the handshake deadline): the peer connects,
+    // and what it sends next waits for the port, under its request's timeout rather than its connect timeout.
+    this.greeting.add(connection);
   }
 
   /**

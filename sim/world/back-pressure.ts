@@ -1,6 +1,8 @@
 import {
   BackPressureGauge,
+  nextStallCheck,
   partialFramesToShed,
+  stalledFramesToShed,
   type BackPressureLimits,
 } from '../../core/storage/back-pressure.ts';
 
@@ -9,6 +11,8 @@ export type PausedService = 'push' | 'replicate';
 /** What partly received frames may hold in a simulated worker (conf/machine-configs.ts, `workerMemoryLimitsFrom`). */
 export interface PartialFrameLimit {
   readonly limitBytes: number;
+  /** How long a frame is under way before it counts as stalled; default `STALLED_FRAME_MS` (core). */
+  readonly stalledMs?: number;
 }
 
 /** A data message on its way into the worker, counted as a partly received frame until it arrives. */
@@ -36,6 +40,8 @@ interface Link<T> {
   readonly frames: PartialFrame<T>[];
   /** What its frame under way holds: the first frame's bytes, or 0 when its port was paused as it began. */
   held: number;
+  /** When the frame under way began to hold its bytes (its age decides whether it stalled). */
+  since: number;
 }
 
 /**
@@ -63,7 +69,7 @@ export class WorkerBackPressure<T = unknown> {
   private readonly shed = new Set<number>();
 
   constructor(
-    limits: BackPressureLimits,
+    private readonly limits: BackPressureLimits,
     private readonly partialFrames?: PartialFrameLimit,
   ) {
     this.gauge = new BackPressureGauge(limits);
@@ -99,16 +105,17 @@ export class WorkerBackPressure<T = unknown> {
   frameSent(
     frame: PartialFrame<T>,
     service: PausedService,
+    now: number,
   ): { readonly change: PressureChange; readonly shed: PartialFrame<T>[] } {
     let link = this.links.get(frame.link);
     if (link === undefined) {
-      link = { frames: [], held: 0 };
+      link = { frames: [], held: 0, since: now };
       this.links.set(frame.link, link);
     }
     link.frames.push(frame);
     this.linkOf.set(frame.id, frame.link);
     if (link.frames.length > 1) return { change: UNCHANGED, shed: [] };
-    return this.underWay(link, service);
+    return this.underWay(link, service, now);
   }
 
   /**
@@ -118,6 +125,7 @@ export class WorkerBackPressure<T = unknown> {
   frameArrived(
     id: number,
     service: PausedService,
+    now: number,
   ): 'shed' | { readonly change: PressureChange; readonly shed: PartialFrame<T>[] } {
     if (this.shed.has(id)) return 'shed';
     const name = this.linkOf.get(id);
@@ -136,7 +144,7 @@ export class WorkerBackPressure<T = unknown> {
       this.links.delete(name);
       return { change: arrived, shed: [] };
     }
-    const next = this.underWay(link, service);
+    const next = this.underWay(link, service, now);
     return {
       change: {
         resumed: arrived.resumed || next.change.resumed,
@@ -150,26 +158,23 @@ export class WorkerBackPressure<T = unknown> {
   private underWay(
     link: Link<T>,
     service: PausedService,
+    now: number,
   ): { readonly change: PressureChange; readonly shed: PartialFrame<T>[] } {
     if (this.gauge.paused[service]) return { change: this.decide(), shed: [] };
     link.held = link.frames[0]!.bytes;
+    link.since = now;
     this.partial += link.held;
     const grown = this.decide();
     const limit = this.partialFrames?.limitBytes;
     if (limit === undefined || this.partial <= limit) return { change: grown, shed: [] };
     const names = [...this.links.keys()];
-    const sizes = names.map((name) => this.links.get(name)!.held);
-    const shed: PartialFrame<T>[] = [];
-    for (const index of partialFramesToShed(sizes, limit)) {
-      const closed = this.links.get(names[index]!)!;
-      this.links.delete(names[index]!);
-      this.partial -= closed.held;
-      for (const frame of closed.frames) {
-        shed.push(frame);
-        this.shed.add(frame.id);
-        this.linkOf.delete(frame.id);
-      }
-    }
+    const shed = this.close(
+      names,
+      partialFramesToShed(
+        names.map((name) => this.links.get(name)!.held),
+        limit,
+      ),
+    );
     const after = this.decide();
     return {
       change: {
@@ -179,6 +184,51 @@ export class WorkerBackPressure<T = unknown> {
       },
       shed,
     };
+  }
+
+  /**
+   * While partly received frames keep the ports paused (above `partialFramePauseBytes`), gives up the frames under
+   * way for `stalledMs` or longer, the largest first, until the rest are at or below it (the core's
+   * `stalledFramesToShed`, as a runtime worker's check does).
+   */
+  shedStalled(
+    now: number,
+    stalledMs: number,
+  ): { readonly change: PressureChange; readonly shed: PartialFrame<T>[] } {
+    const pauseBytes = this.limits.partialFramePauseBytes;
+    if (pauseBytes === undefined || this.partial <= pauseBytes) return { change: UNCHANGED, shed: [] };
+    const names = [...this.links.keys()];
+    const holders = names.map((name) => {
+      const link = this.links.get(name)!;
+      return { bytes: link.held, ageMs: now - link.since };
+    });
+    const shed = this.close(names, stalledFramesToShed(holders, pauseBytes, stalledMs));
+    return { change: shed.length === 0 ? UNCHANGED : this.decide(), shed };
+  }
+
+  /** When the next frame under way becomes stalled, while frames keep the ports paused; else undefined. */
+  nextStallCheck(stalledMs: number): number | undefined {
+    const pauseBytes = this.limits.partialFramePauseBytes;
+    if (pauseBytes === undefined || this.partial <= pauseBytes) return undefined;
+    const sinces: number[] = [];
+    for (const link of this.links.values()) if (link.held > 0) sinces.push(link.since);
+    return nextStallCheck(sinces, stalledMs);
+  }
+
+  /** Closes the links at `indices` of `names`: every frame in flight on them is given up and counted free at once. */
+  private close(names: readonly string[], indices: readonly number[]): PartialFrame<T>[] {
+    const shed: PartialFrame<T>[] = [];
+    for (const index of indices) {
+      const closed = this.links.get(names[index]!)!;
+      this.links.delete(names[index]!);
+      this.partial -= closed.held;
+      for (const frame of closed.frames) {
+        shed.push(frame);
+        this.shed.add(frame.id);
+        this.linkOf.delete(frame.id);
+      }
+    }
+    return shed;
   }
 
   private decide(): PressureChange {

@@ -26,7 +26,7 @@ import {
   type IoRates,
 } from './storage.ts';
 import { workerServiceFor } from '../../core/protocol/services.ts';
-import type { BackPressureLimits } from '../../core/storage/back-pressure.ts';
+import { STALLED_FRAME_MS, type BackPressureLimits } from '../../core/storage/back-pressure.ts';
 import {
   WorkerBackPressure,
   type PartialFrame,
@@ -200,6 +200,8 @@ interface SimNode {
   backlogFull: boolean;
   /** A completion freed enough of the disks' queue for the paused ports to resume: read them after its step. */
   diskResumed: boolean;
+  /** The back-pressure whose check for stalled frames is pending (`armStallCheck`), if any. */
+  stallCheckFor: WorkerBackPressure<ShedNotice | undefined> | undefined;
   readonly backlogArrivals: Extract<SimEvent, { kind: 'input' }>[];
   /** Arrivals on a paused port, in arrival order, per port. */
   readonly heldArrivals: Map<PausedService, Extract<SimEvent, { kind: 'input' }>[]>;
@@ -417,11 +419,12 @@ export class World {
     const { change, shed } = pressure.frameSent(
       { id, link: `${via} ${service}`, bytes, detail: undefined },
       service,
+      this.clock,
     );
     this.pressureChanged(node, change, shed);
     this.schedule(this.clock + timeoutMs, `${to} closes ${via}'s stalled frame`, () => {
       if (node.pressure !== pressure) return; // the process ended: the connection went with it
-      const closed = pressure.frameArrived(id, service);
+      const closed = pressure.frameArrived(id, service, this.clock);
       if (closed !== 'shed') this.pressureChanged(node, closed.change, closed.shed);
     });
     return true;
@@ -492,6 +495,7 @@ export class World {
       backlogFull: false,
       diskResumed: false,
       backlogArrivals: [],
+      stallCheckFor: undefined,
       heldArrivals: new Map(),
       frozenUntil: 0,
     });
@@ -713,7 +717,7 @@ export class World {
     }
     if (event.frame !== undefined && node.pressure !== undefined && event.input.kind === 'receive') {
       const service = workerServiceFor(event.input.envelope.message) as PausedService;
-      const arrival = node.pressure.frameArrived(event.frame, service);
+      const arrival = node.pressure.frameArrived(event.frame, service, this.clock);
       if (arrival === 'shed') return; // its connection was closed: the rest of the frame never came
       this.pressureChanged(node, arrival.change, arrival.shed);
     }
@@ -1277,6 +1281,7 @@ export class World {
         },
       },
       service,
+      this.clock,
     );
     this.pressureChanged(target, change, shed);
     return id;
@@ -1302,12 +1307,33 @@ export class World {
         );
       }
     }
+    this.armStallCheck(node);
     if (!change.resumed) return;
     const incarnation = node.incarnation;
     // Not read within the sender's step: the worker reads its sockets in an event of its own.
     this.schedule(this.clock, `${node.def.id} reads its resumed ports`, () => {
       if (node.up && node.incarnation === incarnation && node.pressure !== undefined)
         this.releaseArrivals(node);
+    });
+  }
+
+  /**
+   * While partly received frames keep `node`'s ports paused, a check when the oldest frame under way turns stalled
+   * (core/storage/back-pressure.ts, `STALLED_FRAME_MS`): the stalled ones are given up, largest first, until the
+   * rest fit under the pause threshold. One check is pending per node at a time; each re-arms the next.
+   */
+  private armStallCheck(node: SimNode): void {
+    const pressure = node.pressure;
+    if (pressure === undefined || node.stallCheckFor === pressure) return;
+    const stalledMs = node.def.partialFrames?.stalledMs ?? STALLED_FRAME_MS;
+    const at = pressure.nextStallCheck(stalledMs);
+    if (at === undefined) return;
+    node.stallCheckFor = pressure;
+    this.schedule(Math.max(at, this.clock), `${node.def.id} checks its stalled frames`, () => {
+      if (node.pressure !== pressure) return; // the process ended, and its connections with it
+      node.stallCheckFor = undefined;
+      const { change, shed } = pressure.shedStalled(this.clock, stalledMs);
+      this.pressureChanged(node, change, shed);
     });
   }
 
