@@ -222,13 +222,24 @@ describe('workerMemoryLimitsFrom', () => {
       'svc.worker.directMemoryRatioToPauseReplicate': '0.95',
       'svc.worker.directMemoryRatioToResume': '0.7',
     });
+    // Partly received frames pause the data ports one frame (svc.network.frame.maxSize, 128m) below their limit.
     assert.deepEqual(workerMemoryLimitsFrom(resolved), {
-      backPressure: { pauseReceiveBytes: 850 * MIB, pauseReplicateBytes: 950 * MIB, resumeBytes: 700 * MIB },
+      backPressure: {
+        pauseReceiveBytes: 850 * MIB,
+        pauseReplicateBytes: 950 * MIB,
+        resumeBytes: 700 * MIB,
+        partialFramePauseBytes: 572 * MIB,
+      },
       partialFrameLimitBytes: 700 * MIB,
     });
-    // A budget below one frame's worth (svc.network.frame.maxSize, 128m) still lets a whole frame in.
+    // A budget below one frame's worth still lets a whole frame in, one at a time.
     assert.deepEqual(workerMemoryLimitsFrom(resolved, 100 * MIB), {
-      backPressure: { pauseReceiveBytes: 85 * MIB, pauseReplicateBytes: 95 * MIB, resumeBytes: 70 * MIB },
+      backPressure: {
+        pauseReceiveBytes: 85 * MIB,
+        pauseReplicateBytes: 95 * MIB,
+        resumeBytes: 70 * MIB,
+        partialFramePauseBytes: 0,
+      },
       partialFrameLimitBytes: 128 * MIB,
     });
   });
