@@ -170,12 +170,18 @@ export type Input =
   | { readonly kind: 'ioFailed'; readonly op: number; readonly error: IoError }
   /** The completions of an `ioBatch`, one per operation, in the batch's order. */
   | { readonly kind: 'ioBatchDone'; readonly completions: readonly IoCompletion[] }
-  /** A send to `to` could not be attempted (no route, connection refused). */
+  /**
+   * A send to `to` failed: it could not be attempted (no route, connection refused or never opened), or, with
+   * `sent`, it went out on an open connection that closed before its answer came (the peer went away, or gave the
+   * connection up). Only the second reached the peer's process at all: a worker does not count a replica it lost a
+   * connection to as one it cannot reach (svc.worker.replicate.fastFail.duration).
+   */
   | {
       readonly kind: 'sendFailed';
       readonly to: NodeId;
       readonly requestId?: number;
       readonly message: Message;
+      readonly sent?: boolean;
     }
   /**
    * From the application, to a reduce task: its consumer is done with every chunk the task handed out up to and

@@ -57,12 +57,14 @@ export class NodeHost {
     return true;
   }
 
-  sendFailed(envelope: WireEnvelope): void {
+  /** `sent`: the request went out on a connection that closed before its answer came. */
+  sendFailed(envelope: WireEnvelope, sent?: boolean): void {
     this.nodes.get(envelope.from)?.input({
       kind: 'sendFailed',
       to: envelope.to,
       message: envelope.message,
       ...(envelope.requestId === undefined ? {} : { requestId: envelope.requestId }),
+      ...(sent === true ? { sent } : {}),
     });
   }
 }

@@ -81,8 +81,8 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
       masters?.unreachable(peer);
       options.connectFailed?.(peer, reason);
     },
-    sendFailed: (envelope) => {
-      if (masters?.sendFailed(envelope) !== true) host.sendFailed(envelope);
+    sendFailed: (envelope, sent) => {
+      if (masters?.sendFailed(envelope) !== true) host.sendFailed(envelope, sent);
     },
   };
   try {
@@ -119,7 +119,7 @@ export function nodeNetwork(options: NodeNetworkOptions): NodeNetwork {
 interface FollowerHooks {
   readonly deliver: (envelope: Envelope) => boolean;
   readonly connectFailed: (peer: string, reason: string) => void;
-  readonly sendFailed: (envelope: WireEnvelope) => void;
+  readonly sendFailed: (envelope: WireEnvelope, sent?: boolean) => void;
 }
 
 /** svc.network.silentPeer.pingInterval and .timeout by default (the registry's; test/silent-peer-defaults checks). */

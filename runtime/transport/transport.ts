@@ -69,7 +69,7 @@ export interface TransportOptions extends ConnectionLimits {
    * a request whose connection closed before its answer came (a killed peer): the sender learns at once instead of
    * waiting out its timeout, as a primary pushing to a dead replica must.
    */
-  readonly sendFailed: (envelope: WireEnvelope) => void;
+  readonly sendFailed: (envelope: WireEnvelope, sent?: boolean) => void;
   /**
    * The peer refused this process at the handshake: its release (CLIENT_RELEASE_REFUSED) or its proof
    * (AUTHENTICATION_FAILED, also when the peer requires authentication and this process has it off); `message`
@@ -794,7 +794,7 @@ export class Transport {
     // Requests the peer took but never answered: it died or dropped the connection, and no answer can come on
     // another one (answers go back where their request came from).
     const unanswered = this.unanswered.ended(link);
-    if (!this.closing) for (const envelope of unanswered) this.options.sendFailed(envelope);
+    if (!this.closing) for (const envelope of unanswered) this.options.sendFailed(envelope, true);
     if (reason !== undefined && !this.closing) {
       this.options.logger.warn(
         { event: 'transport.connectionClosed', peer: key, established: wasOpen, reason },

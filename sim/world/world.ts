@@ -330,6 +330,7 @@ export class World {
         to: peer,
         message: request.message,
         requestId: request.requestId,
+        sent: true,
       });
     }
   }
@@ -824,6 +825,7 @@ export class World {
             to: envelope.to,
             message: envelope.message,
             requestId: envelope.requestId,
+            sent: true,
           },
         });
       }
@@ -1277,6 +1279,7 @@ export class World {
             to: effect.to,
             message: effect.message,
             ...(effect.requestId === undefined ? {} : { requestId: effect.requestId }),
+            sent: true,
           },
         },
       },
@@ -1412,6 +1415,7 @@ export class World {
         to: request.to,
         message: request.message,
         requestId: request.requestId,
+        sent: true,
       });
     }
     this.handshakes?.ended(node.def.id);

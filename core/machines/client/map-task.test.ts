@@ -733,6 +733,15 @@ describe('map task: merged pushes', () => {
     assert.equal(h.received(h.lm, 'Revive').length, 0, 'the split after the end asks for nothing');
   });
 
+  it('reports a push whose connection closed before its answer as CONNECTION_EXCEPTION', () => {
+    const h = new Harness();
+    h.register();
+    for (const pending of h.pending(h.w(0), 'PushData')) h.cluster.connectionLost(pending);
+    h.advance(5);
+    const causes = h.received(h.lm, 'Revive').flatMap((r) => r.requests.map((q) => [q.partitionId, q.cause]));
+    assert.deepEqual(causes, [[0, 'PUSH_DATA_CONNECTION_EXCEPTION_PRIMARY']]);
+  });
+
   it('a merged push that times out fails every batch of it, counted per batch', () => {
     const h = new Harness({ numPartitions: 2, records: oneRecordEach(2), batchSizeBytes: 1_000 });
     h.register([location(0, 0, 0), location(1, 0, 0)]);

@@ -458,8 +458,10 @@ function handle(d: Draft, input: Input): void {
     case 'sendFailed': {
       const closed = settle(d.requests, d.out, input.requestId);
       d.requests = closed.table;
-      if (closed.request !== undefined)
-        onNoAnswer(d, closed.request.purpose, closed.request.attempt, 'sendFailed');
+      if (closed.request !== undefined) {
+        const why = input.sent === true ? 'connectionLost' : 'sendFailed';
+        onNoAnswer(d, closed.request.purpose, closed.request.attempt, why);
+      }
       return;
     }
     case 'records':
@@ -770,7 +772,12 @@ function onReceive(d: Draft, envelope: Envelope): void {
   }
 }
 
-function onNoAnswer(d: Draft, purpose: MapRequest, attempt: number, why: 'timedOut' | 'sendFailed'): void {
+function onNoAnswer(
+  d: Draft,
+  purpose: MapRequest,
+  attempt: number,
+  why: 'timedOut' | 'sendFailed' | 'connectionLost',
+): void {
   switch (purpose.kind) {
     case 'push':
       pushSettled(d, purpose.pair);

@@ -232,6 +232,20 @@ export class InMemoryCluster {
     this.transmit({ ...envelope, fromRelease: envelope.fromRelease ?? CURRENT_RELEASE });
   }
 
+  /**
+   * The connection a request went out on closed before its answer came: its sender hears `sendFailed` with `sent`
+   * (a driver's transport reports the requests a closed connection leaves unanswered so).
+   */
+  connectionLost(envelope: Envelope): void {
+    this.enqueue(this.node(envelope.from), this.clock, {
+      kind: 'sendFailed',
+      to: envelope.to,
+      message: envelope.message,
+      ...(envelope.requestId === undefined ? {} : { requestId: envelope.requestId }),
+      sent: true,
+    });
+  }
+
   /** Tells a reduce task its consumer is done with every chunk it handed out up to `chunk` (a `consumed` input). */
   consumed(id: NodeId, chunk: number): void {
     this.enqueue(this.node(id), this.clock, { kind: 'consumed', chunk });

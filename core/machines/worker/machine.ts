@@ -92,7 +92,7 @@ function dispatch(s: WorkerMachineState, input: Input, out: Outbox): WorkerMachi
       if (request.kind === 'replicate') {
         return completeForward(s, out, input.requestId, {
           kind: 'whole',
-          outcome: { kind: 'connectFailed' },
+          outcome: { kind: input.sent === true ? 'connectionLost' : 'connectFailed' },
         });
       }
       return masterRequestFailed(

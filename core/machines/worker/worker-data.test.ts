@@ -424,6 +424,31 @@ describe('worker: PushData', () => {
     assert.equal(sentOf(again, 'PushData').length, 1, 'the peer is tried again once the window has passed');
   });
 
+  it('answers CONNECTION_EXCEPTION for a forward whose open connection closed, and marks nothing', () => {
+    const harness = worker();
+    reserved(harness, { peer: true });
+    const first = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY'), { requestId: 1 });
+    harness.ioDone(writesOf(first)[0]!.op);
+    const lost = harness.step({
+      kind: 'sendFailed',
+      to: workerKey(PEER),
+      requestId: onlySent(first, 'PushData').requestId!,
+      message: pushData(KEY, 0, 0, 'REPLICA'),
+      sent: true,
+    });
+    assert.equal(
+      onlySent(lost, 'PushDataResponse').message.status,
+      'PUSH_DATA_CONNECTION_EXCEPTION_REPLICA',
+      'the peer was reached: the connection broke, it was not refused',
+    );
+    assert.ok(
+      metricNames(lost).includes('ReplicateDataConnectionExceptionCount'),
+      'counted as a connection exception',
+    );
+    const next = harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { batchId: 1 }), { requestId: 2 });
+    assert.equal(sentOf(next, 'PushData').length, 1, 'the next push is forwarded: no fast-fail window');
+  });
+
   it('connects to a marked peer again once a new reserve places a replica there (a restarted peer is back)', () => {
     const harness = worker();
     reserved(harness, { peer: true });
