@@ -8,6 +8,9 @@ import { WorkerBackPressure } from './back-pressure.ts';
 import { CALM_NETWORK } from './network.ts';
 import { World } from './world.ts';
 
+/** Pushes pause at 100 bytes held, replication at 200, both resume at 50. */
+const PORT_LIMITS = { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 };
+
 const file: FileRef = { id: 'app-1-0/0-0-0', tier: 'HDD', mountPoint: '/d1' };
 const disks = [{ mountPoint: '/d1', type: 'HDD' as const, capacityBytes: 10_000 }];
 
@@ -129,11 +132,10 @@ describe('back-pressure in simulated workers', () => {
 });
 
 describe('partly received frames in simulated workers', () => {
-  const limits = { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 };
   const frame = (id: number, link: string, bytes: number) => ({ id, link, bytes, detail: id });
 
   it('counts one frame per connection, the first in flight, and the next once it arrived', () => {
-    const pressure = new WorkerBackPressure<number>(limits, { limitBytes: 1_000 });
+    const pressure = new WorkerBackPressure<number>(PORT_LIMITS, { limitBytes: 1_000 });
     pressure.frameSent(frame(1, 'a', 30), 'push', 0);
     pressure.frameSent(frame(2, 'a', 40), 'push', 0);
     pressure.frameSent(frame(3, 'b', 20), 'push', 0);
@@ -146,7 +148,7 @@ describe('partly received frames in simulated workers', () => {
   });
 
   it('counts partly received bytes up to the resume threshold: alone they never pause, with writes they do', () => {
-    const alone = new WorkerBackPressure<number>(limits, { limitBytes: 1_000 });
+    const alone = new WorkerBackPressure<number>(PORT_LIMITS, { limitBytes: 1_000 });
     assert.deepEqual(alone.frameSent(frame(1, 'a', 120), 'push', 0).change.pausedByPartialFrames, []);
     assert.equal(
       alone.isPaused('push'),
@@ -154,7 +156,7 @@ describe('partly received frames in simulated workers', () => {
       'a frame larger than the pause threshold does not pause on its own',
     );
 
-    const pressure = new WorkerBackPressure<number>(limits, { limitBytes: 1_000 });
+    const pressure = new WorkerBackPressure<number>(PORT_LIMITS, { limitBytes: 1_000 });
     pressure.change(60);
     const sent = pressure.frameSent(frame(1, 'a', 120), 'push', 0);
     assert.deepEqual(sent.change.pausedByPartialFrames, ['push'], '60 in flight + 50 of the frame');
@@ -167,7 +169,7 @@ describe('partly received frames in simulated workers', () => {
   });
 
   it('holds nothing for a frame that comes under way on a paused port', () => {
-    const pressure = new WorkerBackPressure<number>(limits, { limitBytes: 1_000 });
+    const pressure = new WorkerBackPressure<number>(PORT_LIMITS, { limitBytes: 1_000 });
     pressure.change(150);
     pressure.frameSent(frame(1, 'a', 70), 'push', 0);
     assert.equal(pressure.partialFrameBytes, 0);
@@ -197,7 +199,7 @@ describe('partly received frames in simulated workers', () => {
 
   it('above their pause threshold, pauses both ports until the frames under way arrived; new ones hold nothing', () => {
     const pressure = new WorkerBackPressure<number>(
-      { ...limits, partialFramePauseBytes: 60 },
+      { ...PORT_LIMITS, partialFramePauseBytes: 60 },
       { limitBytes: 160 },
     );
     assert.deepEqual(pressure.frameSent(frame(1, 'a', 50), 'push', 0).change.pausedByPartialFrames, []);
@@ -213,7 +215,7 @@ describe('partly received frames in simulated workers', () => {
 
   it('gives up only frames under way for the stall time, the largest first, down to the pause threshold', () => {
     const pressure = new WorkerBackPressure<number>(
-      { ...limits, partialFramePauseBytes: 90 },
+      { ...PORT_LIMITS, partialFramePauseBytes: 90 },
       { limitBytes: 200, stalledMs: 100 },
     );
     pressure.frameSent(frame(1, 'old-small', 30), 'replicate', 0);
@@ -234,7 +236,7 @@ describe('partly received frames in simulated workers', () => {
   });
 
   it('without a limit for them, counts no partly received frame', () => {
-    const pressure = new WorkerBackPressure<number>(limits);
+    const pressure = new WorkerBackPressure<number>(PORT_LIMITS);
     assert.equal(pressure.countsPartialFrames, false);
   });
 });
@@ -268,9 +270,7 @@ function runTwoMaps(
     world,
     {
       backPressure: {
-        pauseReceiveBytes: 100,
-        pauseReplicateBytes: 200,
-        resumeBytes: 50,
+        ...PORT_LIMITS,
         ...(pauseBytes === undefined ? {} : { partialFramePauseBytes: pauseBytes }),
       },
       ...(limitBytes === undefined ? {} : { partialFrameLimitBytes: limitBytes }),
@@ -346,7 +346,7 @@ describe("a hostile peer's stalled frames in a simulated worker", () => {
     workerWithMaps(
       world,
       {
-        backPressure: { pauseReceiveBytes: 100, pauseReplicateBytes: 200, resumeBytes: 50 },
+        backPressure: PORT_LIMITS,
         partialFrameLimitBytes: 150,
       },
       [{ id: 'map-app-1-0-0-0', machine: recordingPusher([pushOf(1, 40)]) }],
@@ -380,12 +380,7 @@ describe("a hostile peer's stalled frames in a simulated worker", () => {
     workerWithMaps(
       world,
       {
-        backPressure: {
-          pauseReceiveBytes: 100,
-          pauseReplicateBytes: 200,
-          resumeBytes: 50,
-          partialFramePauseBytes: 30,
-        },
+        backPressure: { ...PORT_LIMITS, partialFramePauseBytes: 30 },
         partialFrameLimitBytes: 150,
         stalledMs: 200,
       },
