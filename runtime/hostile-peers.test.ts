@@ -168,6 +168,15 @@ describe('hostile peers on real processes', () => {
       (line) => line.event === 'log.repeated' && line.cause === 'receiveMemoryFull',
     );
     assert.ok(shed.length + summarised.length > 0, 'the worker gave up the largest partly received frames');
+    const text = await (await fetch(`${cluster.workerHttpUrl(0)}/metrics/prometheus`)).text();
+    const counted = text
+      .split('\n')
+      .filter(
+        (line) =>
+          line.startsWith('metrics_PartialFrameGivenUpCount_Count') && line.includes('receiveMemoryFull'),
+      )
+      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    assert.ok(counted > 0, `PartialFrameGivenUpCount{cause="receiveMemoryFull"} counts them (${counted})`);
   });
 
   it(`the master with ${HOSTILE} such peers stays under its limit + 256 MiB and serves`, async (t) => {

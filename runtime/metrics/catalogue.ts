@@ -55,6 +55,12 @@ const worker = (
 const APP = ['applicationId'] as const;
 const MOUNT = ['mountpoint'] as const;
 const SERVICE = ['service'] as const;
+const CAUSE = ['cause'] as const;
+const PARTIAL_FRAME_GIVEN_UP_HELP =
+  'svc: connections closed to give back what a partly received frame held (`cause`): `receiveMemoryFull`, the ' +
+  'largest past the limit on partly received frames; `frameStalled`, a frame under way for 5 s while they keep the ' +
+  'data ports paused (a worker). Legitimate senders are paused, not closed: a rising count means a peer that stalls ' +
+  'its frames, or a limit too small for the frames under way.';
 const USER = ['tenantId', 'name'] as const;
 
 /** The process gauges, the same on both roles. */
@@ -228,6 +234,7 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'svc: connections accepted on the port that serves `service` and open (those peers opened to this process: svc.<module>.io.numConnectionsPerPeer each).',
     SERVICE,
   ),
+  master('PartialFrameGivenUpCount', 'counter', 'driver', PARTIAL_FRAME_GIVEN_UP_HELP, CAUSE),
 
   // Worker: from the state.
   ...BOTH_STATE.map(([name, , help]) => worker(name, 'gauge', 'state', help)),
@@ -392,6 +399,7 @@ export const METRIC_CATALOGUE: readonly MetricSpec[] = [
     'svc: connections accepted on the port that serves `service` and open (those peers opened to this process: svc.<module>.io.numConnectionsPerPeer each).',
     SERVICE,
   ),
+  worker('PartialFrameGivenUpCount', 'counter', 'driver', PARTIAL_FRAME_GIVEN_UP_HELP, CAUSE),
   worker('PausePushDataStatus', 'gauge', 'driver', '1 while push connections are paused, else 0.'),
   worker(
     'PausePushDataAndReplicateStatus',

@@ -19,4 +19,10 @@ export {
 export { statfsDevices, type DiskDirectory } from './devices.ts';
 export { METRIC_CATALOGUE, seriesFamilies, specOf, type MetricKind, type MetricSpec } from './catalogue.ts';
 export type { DeviceSpace } from './projections.ts';
-export { envelopeObserver, ioObserver, type EnvelopeObserver, type ObservedEnvelope } from './observers.ts';
+export {
+  envelopeObserver,
+  ioObserver,
+  partialFrameGivenUp,
+  type EnvelopeObserver,
+  type ObservedEnvelope,
+} from './observers.ts';

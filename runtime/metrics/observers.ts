@@ -6,7 +6,7 @@ import {
   type Envelope,
   type IoCompletion,
 } from '../../core/machines/effects.ts';
-import type { WorkerObservations } from './registry.ts';
+import type { MetricEffect, WorkerObservations } from './registry.ts';
 
 /**
  * Adapters from what a worker's driver sees (envelopes in and out, I/O operations and their completions) to the
@@ -92,4 +92,21 @@ export function ioObserver(
         return;
     }
   };
+}
+
+/**
+ * PartialFrameGivenUpCount, by cause: each connection a process closed to give back what its partly received frame
+ * held (runtime/transport/receive-memory.ts, `gaveUp`).
+ */
+export function partialFrameGivenUp(
+  metrics: { readonly onMetric: (effect: MetricEffect) => void } | undefined,
+): (cause: string) => void {
+  return (cause) =>
+    metrics?.onMetric({
+      kind: 'metric',
+      name: 'PartialFrameGivenUpCount',
+      op: 'inc',
+      value: 1,
+      labels: { cause },
+    });
 }

@@ -29,6 +29,7 @@ import { sweepExpiredDfsDirs } from './dfs-expiry.ts';
 import { quotaSettingsFrom } from '../../conf/quota-settings.ts';
 import { DynamicConfigRefresher } from './dynamic-config.ts';
 import { metricsRoutes } from './server-config.ts';
+import { partialFrameGivenUp } from '../metrics/index.ts';
 import {
   masterMetrics,
   serveManagement,
@@ -96,6 +97,7 @@ export async function runMaster(options: MasterOptions): Promise<RunningServer> 
       receiveMemory: new ReceiveMemory({
         limitBytes: conf.getBytes('svc.master.receive.maxPartialFrameBytes'),
         limitKey: 'svc.master.receive.maxPartialFrameBytes',
+        gaveUp: partialFrameGivenUp(metrics.metrics),
       }),
       ...(testing.plantedBug === undefined ? {} : { plantedBug: testing.plantedBug }),
     });

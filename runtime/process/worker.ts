@@ -16,7 +16,12 @@ import { PushBodyHolds } from '../driver/push-body-holds.ts';
 import { PauseReasons } from '../driver/pause-reasons.ts';
 import { workerApi } from '../http/index.ts';
 import { announce, type Logger } from '../log.ts';
-import { envelopeObserver, statfsDevices, type WorkerMetrics } from '../metrics/index.ts';
+import {
+  envelopeObserver,
+  partialFrameGivenUp,
+  statfsDevices,
+  type WorkerMetrics,
+} from '../metrics/index.ts';
 import { observeFilesystems, type DiskDirectory } from '../storage/filesystem-space.ts';
 import { addressText, type Address } from '../transport/addresses.ts';
 import { nodeNetwork, type NodeNetwork } from '../transport/node-network.ts';
@@ -95,7 +100,7 @@ export async function runWorker(options: WorkerOptions): Promise<RunningServer> 
         ),
       }),
     );
-    const receiveMemory = new PartialFrameMemory(tiers);
+    const receiveMemory = new PartialFrameMemory(tiers, partialFrameGivenUp(metrics.metrics));
     lifetime.keep(receiveMemory.receiveMemory);
     const bodies = receiveBodies(tiers, logger, testing);
     lifetime.keep(bodies.idleDrop);
@@ -343,12 +348,13 @@ class PartialFrameMemory {
   readonly receiveMemory: ReceiveMemory;
   private backPressure: BackPressure | undefined;
 
-  constructor(tiers: WorkerTiers) {
+  constructor(tiers: WorkerTiers, gaveUp: (cause: string) => void) {
     const pauseBytes = tiers.memoryLimits.backPressure.partialFramePauseBytes;
     this.receiveMemory = new ReceiveMemory({
       limitBytes: tiers.memoryLimits.partialFrameLimitBytes,
       limitKey: PARTIAL_FRAME_LIMIT_KEYS,
       changed: (bytes) => this.backPressure?.setPartialFrameBytes(bytes),
+      gaveUp,
       ...(pauseBytes === undefined ? {} : { stalled: { pauseBytes, stalledMs: STALLED_FRAME_MS } }),
     });
   }

@@ -22,7 +22,12 @@ class FakeConnection implements HoldingConnection {
 
 describe('ReceiveMemory', () => {
   it('past its limit, closes the largest holders at once', () => {
-    const memory = new ReceiveMemory<FakeConnection>({ limitBytes: 100, limitKey: 'the key' });
+    const gaveUp: string[] = [];
+    const memory = new ReceiveMemory<FakeConnection>({
+      limitBytes: 100,
+      limitKey: 'the key',
+      gaveUp: (cause) => gaveUp.push(cause),
+    });
     const small = new FakeConnection('small');
     const large = new FakeConnection('large');
     memory.update(small, 40);
@@ -31,6 +36,7 @@ describe('ReceiveMemory', () => {
     assert.match(large.reason, /more than its limit of 100 \(the key\)/);
     assert.equal(small.cause, undefined);
     assert.equal(memory.totalBytes, 40);
+    assert.deepEqual(gaveUp, ['receiveMemoryFull'], 'counted once (PartialFrameGivenUpCount)');
   });
 
   it('above the pause threshold, closes only frames under way for the stall time, the largest of them first', async (t) => {
@@ -38,9 +44,11 @@ describe('ReceiveMemory', () => {
     // The check's timer does not hold a process open; this test's does, until the test ends.
     const keepAlive = setInterval(() => undefined, 1_000);
     t.after(() => clearInterval(keepAlive));
+    const gaveUp: string[] = [];
     const memory = new ReceiveMemory<FakeConnection>({
       limitBytes: 1_000,
       stalled: { pauseBytes: 50, stalledMs: 20, now: () => clock },
+      gaveUp: (cause) => gaveUp.push(cause),
     });
     const old = new FakeConnection('old');
     const young = new FakeConnection('young');
@@ -58,6 +66,7 @@ describe('ReceiveMemory', () => {
     await young.closed;
     assert.equal(young.cause, 'frameStalled');
     assert.equal(memory.totalBytes, 0);
+    assert.deepEqual(gaveUp, ['frameStalled', 'frameStalled'], 'each counted');
     memory.close();
   });
 });

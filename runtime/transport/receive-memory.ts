@@ -4,6 +4,9 @@ import {
   stalledFramesToShed,
 } from '../../core/storage/back-pressure.ts';
 
+/** Why a connection was closed for the frame it held: past the limit, or stalled while frames pause the ports. */
+export type FrameGivenUpCause = 'receiveMemoryFull' | 'frameStalled';
+
 /** A connection as the count sees it: closed to give its memory back. */
 export interface HoldingConnection {
   destroy(reason: string, cause?: string): void;
@@ -19,6 +22,8 @@ export interface ReceiveMemoryOptions {
   readonly limitKey?: string;
   /** Called after every change of the total. */
   readonly changed?: (totalBytes: number) => void;
+  /** Called for each connection closed to give its frame's memory back (PartialFrameGivenUpCount). */
+  readonly gaveUp?: (cause: FrameGivenUpCause) => void;
   /**
    * A worker's: above `pauseBytes` its data ports are paused (core/storage/back-pressure.ts,
    * `partialFramePauseBytes`), and a frame under way for `stalledMs` is then given up (`stalledFramesToShed`), so
@@ -78,6 +83,7 @@ export class ReceiveMemory<C extends HoldingConnection = HoldingConnection> {
         'receiveMemoryFull',
       );
       this.release(connections[index]!);
+      this.options.gaveUp?.('receiveMemoryFull');
     }
   }
 
@@ -138,6 +144,7 @@ export class ReceiveMemory<C extends HoldingConnection = HoldingConnection> {
         'frameStalled',
       );
       this.release(connections[index]!);
+      this.options.gaveUp?.('frameStalled');
     }
     this.armStallCheck();
   }
