@@ -242,6 +242,13 @@ describe('workerMemoryLimitsFrom', () => {
       },
       partialFrameLimitBytes: 128 * MIB,
     });
+    // The pause moves with svc.network.frame.maxSize: one of its frames below the limit.
+    const smallFrames = conf(CURRENT_RELEASE, 'worker', {
+      'svc.worker.memory.size': '1000m',
+      'svc.worker.directMemoryRatioToResume': '0.7',
+      'svc.network.frame.maxSize': '64m',
+    });
+    assert.equal(workerMemoryLimitsFrom(smallFrames).backPressure.partialFramePauseBytes, 636 * MIB);
   });
 });
 

@@ -152,7 +152,10 @@ describe('stalledFramesToShed', () => {
         fc.nat({ max: 20_000 }),
         fc.nat({ max: 10_000 }),
         (holders, pause, stalledMs) => {
-          const shed = stalledFramesToShed(holders, pause, stalledMs);
+          // Each holder's frame began `ageMs` before now.
+          const now = 10_000;
+          const frames = holders.map(({ bytes, ageMs }) => ({ bytes, since: now - ageMs }));
+          const shed = stalledFramesToShed(frames, now, pause, stalledMs);
           const sum = (indices: readonly number[]): number =>
             indices.reduce((total, i) => total + holders[i]!.bytes, 0);
           const all = holders.map((_, i) => i);
@@ -178,14 +181,16 @@ describe('stalledFramesToShed', () => {
     );
   });
 
-  it('checks next when the oldest frame turns stalled', () => {
+  it('checks next when the oldest frame turns stalled, only while the frames are above the pause threshold', () => {
     fc.assert(
       fc.property(
         fc.array(fc.nat({ max: 1e9 }), { maxLength: 20 }),
         fc.nat({ max: 1e6 }),
-        (sinces, stalledMs) => {
-          const at = nextStallCheck(sinces, stalledMs);
-          if (sinces.length === 0) assert.equal(at, undefined);
+        fc.nat({ max: 1_000 }),
+        fc.nat({ max: 1_000 }),
+        (sinces, stalledMs, total, pause) => {
+          const at = nextStallCheck(total, sinces, pause, stalledMs);
+          if (total <= pause || sinces.length === 0) assert.equal(at, undefined);
           else assert.equal(at, Math.min(...sinces) + stalledMs);
         },
       ),

@@ -203,44 +203,52 @@ export function partialFramesToShed(heldBytes: readonly number[], limitBytes: nu
   return shed;
 }
 
-/** A connection holding a partly received frame: its bytes, and how long its frame has been under way. */
-export interface FrameHolder {
+/** A connection holding a partly received frame: its bytes, and when its frame began to hold them. */
+export interface FrameUnderWay {
   readonly bytes: number;
-  readonly ageMs: number;
+  readonly since: number;
 }
 
 /**
  * Which stalled frames to give up while partly received frames hold more than `pauseBytes` (and so keep the data
- * ports paused): those under way for `stalledMs` or longer, the largest first, until the rest are at or below
- * `pauseBytes`. Frames still arriving in time are left to arrive: a busy worker slows its senders, it does not
- * close their connections. Returns their indices in `holders`.
+ * ports paused): those under way since `now - stalledMs` or earlier, the largest first, until the rest are at or
+ * below `pauseBytes`. Frames still arriving in time are left to arrive: a busy worker slows its senders, it does not
+ * close their connections. Returns their indices in `frames`.
  */
 export function stalledFramesToShed(
-  holders: readonly FrameHolder[],
+  frames: readonly FrameUnderWay[],
+  now: number,
   pauseBytes: number,
   stalledMs: number,
 ): number[] {
   let total = 0;
-  for (const holder of holders) total += holder.bytes;
+  for (const frame of frames) total += frame.bytes;
   if (total <= pauseBytes) return [];
-  const order = holders
+  const order = frames
     .map((_, index) => index)
-    .filter((index) => holders[index]!.ageMs >= stalledMs && holders[index]!.bytes > 0)
-    .sort((a, b) => holders[b]!.bytes - holders[a]!.bytes || a - b);
+    .filter((index) => now - frames[index]!.since >= stalledMs && frames[index]!.bytes > 0)
+    .sort((a, b) => frames[b]!.bytes - frames[a]!.bytes || a - b);
   const shed: number[] = [];
   for (const index of order) {
     if (total <= pauseBytes) break;
     shed.push(index);
-    total -= holders[index]!.bytes;
+    total -= frames[index]!.bytes;
   }
   return shed;
 }
 
 /**
- * When a holder of a frame under way since `since` (of those given) next becomes stalled, if partly received frames
- * still keep the ports paused then: the earliest `since + stalledMs`, or undefined when none holds anything.
+ * When to look for stalled frames next: while partly received frames (`totalBytes` in all) hold more than
+ * `pauseBytes`, when the oldest of those under way since `sinces` turns stalled; otherwise never (undefined), and
+ * `sinces` is not read.
  */
-export function nextStallCheck(sinces: Iterable<number>, stalledMs: number): number | undefined {
+export function nextStallCheck(
+  totalBytes: number,
+  sinces: Iterable<number>,
+  pauseBytes: number,
+  stalledMs: number,
+): number | undefined {
+  if (totalBytes <= pauseBytes) return undefined;
   let earliest: number | undefined;
   for (const since of sinces) if (earliest === undefined || since < earliest) earliest = since;
   return earliest === undefined ? undefined : earliest + stalledMs;

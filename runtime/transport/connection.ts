@@ -62,6 +62,7 @@ export class Connection {
   private closeCauseName: string | undefined;
   private closedFlag = false;
   private receivedAny = false;
+  private handshakeDone = false;
   private readonly pausedFor = new Set<PauseReason>();
   private socketPaused = false;
   /**
@@ -116,6 +117,12 @@ export class Connection {
   /** The handshake completed: frames up to svc.network.frame.maxSize are accepted from now on. */
   handshaken(): void {
     this.reader.setLimit(frameLimit(this.limits.maxFrameBytes));
+    this.handshakeDone = true;
+  }
+
+  /** Whether `handshaken` was called: an accepted connection's back-pressure applies only from then on. */
+  get isHandshaken(): boolean {
+    return this.handshakeDone;
   }
 
   /**

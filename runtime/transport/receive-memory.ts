@@ -46,12 +46,17 @@ export interface ReceiveMemoryOptions {
  */
 export class ReceiveMemory<C extends HoldingConnection = HoldingConnection> {
   private readonly held = new Map<C, number>();
-  /** When each holder's frame under way began to hold bytes. */
+  /** When each holder's frame under way began to hold bytes (kept only with `stalled`). */
   private readonly since = new Map<C, number>();
   private total = 0;
   private stallTimer: NodeJS.Timeout | undefined;
+  /** The clock of the stall check; none without one. */
+  private readonly clock: (() => number) | undefined;
 
-  constructor(private readonly options: ReceiveMemoryOptions = {}) {}
+  constructor(private readonly options: ReceiveMemoryOptions = {}) {
+    const stalled = options.stalled;
+    this.clock = stalled === undefined ? undefined : (stalled.now ?? (() => performance.now()));
+  }
 
   get totalBytes(): number {
     return this.total;
@@ -105,24 +110,20 @@ export class ReceiveMemory<C extends HoldingConnection = HoldingConnection> {
       this.since.delete(connection);
     } else {
       this.held.set(connection, bytes);
-      if (before === 0) this.since.set(connection, this.now());
+      if (before === 0 && this.clock !== undefined) this.since.set(connection, this.clock());
     }
     this.total += bytes - before;
     if (bytes !== before) this.options.changed?.(this.total);
     if (bytes > before) this.armStallCheck();
   }
 
-  private now(): number {
-    return (this.options.stalled?.now ?? performance.now.bind(performance))();
-  }
-
   /** While the frames hold more than the pause threshold, a check when the oldest of them turns stalled. */
   private armStallCheck(): void {
     const stalled = this.options.stalled;
-    if (stalled === undefined || this.stallTimer !== undefined || this.total <= stalled.pauseBytes) return;
-    const at = nextStallCheck(this.since.values(), stalled.stalledMs);
+    if (stalled === undefined || this.stallTimer !== undefined) return;
+    const at = nextStallCheck(this.total, this.since.values(), stalled.pauseBytes, stalled.stalledMs);
     if (at === undefined) return;
-    this.stallTimer = setTimeout(() => this.checkStalled(), Math.max(0, at - this.now()));
+    this.stallTimer = setTimeout(() => this.checkStalled(), Math.max(0, at - this.clock!()));
     this.stallTimer.unref();
   }
 
@@ -130,17 +131,17 @@ export class ReceiveMemory<C extends HoldingConnection = HoldingConnection> {
     this.stallTimer = undefined;
     const stalled = this.options.stalled!;
     const connections = [...this.held.keys()];
-    const now = this.now();
-    const holders = connections.map((connection) => ({
+    const now = this.clock!();
+    const frames = connections.map((connection) => ({
       bytes: this.held.get(connection)!,
-      ageMs: now - this.since.get(connection)!,
+      since: this.since.get(connection)!,
     }));
     const total = this.total;
-    for (const index of stalledFramesToShed(holders, stalled.pauseBytes, stalled.stalledMs)) {
+    for (const index of stalledFramesToShed(frames, now, stalled.pauseBytes, stalled.stalledMs)) {
       connections[index]!.destroy(
         `the process holds ${total} bytes of partly received frames, more than ${stalled.pauseBytes} at which ` +
-          `it stops reading new ones: this connection's frame, of ${holders[index]!.bytes} bytes so far, has been ` +
-          `under way for ${Math.round(holders[index]!.ageMs)} ms (stalled after ${stalled.stalledMs} ms) and is given up`,
+          `it stops reading new ones: this connection's frame, of ${frames[index]!.bytes} bytes so far, has been ` +
+          `under way for ${Math.round(now - frames[index]!.since)} ms (stalled after ${stalled.stalledMs} ms) and is given up`,
         'frameStalled',
       );
       this.release(connections[index]!);

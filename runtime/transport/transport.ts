@@ -189,8 +189,6 @@ export class Transport {
   /** Where each node's replies go: the connection it last spoke on (the core's table, as the simulator's). */
   private readonly routes: ReplyRoutes<Connection>;
   private readonly paused = new Set<string>();
-  /** Inbound connections still in their handshake: a paused port reads them until it is done. */
-  private readonly greeting = new Set<Connection>();
   /** Requests written on each link and not answered yet: failed at their senders when the link closes. */
   private readonly unanswered: UnansweredRequests<Link, WireEnvelope>;
   private closing = false;
@@ -321,7 +319,7 @@ export class Transport {
     if (paused) this.paused.add(service);
     else this.paused.delete(service);
     for (const connection of this.inbound.get(service) ?? []) {
-      if (this.greeting.has(connection)) continue; // paused once its handshake is done
+      if (!connection.isHandshaken) continue; // paused once its handshake is done (`accept`)
       if (paused) connection.pauseFor('backPressure');
       else connection.resumeFor('backPressure');
     }
@@ -416,14 +414,10 @@ export class Transport {
           this.runAccepting(inbound, input);
           // The peer had this long to say who it is (the hello and, with authentication on, the proof).
           const phase = inbound.handshake.phase;
-          if (phase !== 'hello' && phase !== 'proof' && this.greeting.delete(connection)) {
-            clearTimeout(handshakeTimer);
-            if (this.paused.has(service)) connection.pauseFor('backPressure');
-          }
+          if (phase !== 'hello' && phase !== 'proof') clearTimeout(handshakeTimer);
         },
         onClose: (reason) => {
           clearTimeout(handshakeTimer);
-          this.greeting.delete(connection);
           connections.delete(connection);
           this.forget(connection);
           if (reason !== undefined && !this.closing) {
@@ -452,9 +446,9 @@ export class Transport {
     };
     connections.add(connection);
     connection.pacesReading = true;
-    // Its handshake is read even on a paused port (a few bytes, under the handshake deadline): the peer connects,
-    // and what it sends next waits for the port, under its request's timeout rather than its connect timeout.
-    this.greeting.add(connection);
+    // Not paused before its handshake is done (`accept`), even on a paused port: a few bytes, under the handshake
+    // deadline; the peer connects, and what it sends next waits for the port, under its request's timeout rather
+    // than its connect timeout.
   }
 
   /**
@@ -488,6 +482,7 @@ export class Transport {
         connection.principal = effect.principal;
         connection.handshaken();
         connection.write([encodeHelloReply(effect.reply)]);
+        if (this.paused.has(inbound.service)) connection.pauseFor('backPressure');
         return;
       case 'refuse':
         this.refuse(inbound, effect.reply);

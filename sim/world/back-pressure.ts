@@ -196,23 +196,23 @@ export class WorkerBackPressure<T = unknown> {
     stalledMs: number,
   ): { readonly change: PressureChange; readonly shed: PartialFrame<T>[] } {
     const pauseBytes = this.limits.partialFramePauseBytes;
-    if (pauseBytes === undefined || this.partial <= pauseBytes) return { change: UNCHANGED, shed: [] };
+    if (pauseBytes === undefined) return { change: UNCHANGED, shed: [] };
     const names = [...this.links.keys()];
-    const holders = names.map((name) => {
+    const frames = names.map((name) => {
       const link = this.links.get(name)!;
-      return { bytes: link.held, ageMs: now - link.since };
+      return { bytes: link.held, since: link.since };
     });
-    const shed = this.close(names, stalledFramesToShed(holders, pauseBytes, stalledMs));
+    const shed = this.close(names, stalledFramesToShed(frames, now, pauseBytes, stalledMs));
     return { change: shed.length === 0 ? UNCHANGED : this.decide(), shed };
   }
 
   /** When the next frame under way becomes stalled, while frames keep the ports paused; else undefined. */
   nextStallCheck(stalledMs: number): number | undefined {
     const pauseBytes = this.limits.partialFramePauseBytes;
-    if (pauseBytes === undefined || this.partial <= pauseBytes) return undefined;
+    if (pauseBytes === undefined) return undefined;
     const sinces: number[] = [];
     for (const link of this.links.values()) if (link.held > 0) sinces.push(link.since);
-    return nextStallCheck(sinces, stalledMs);
+    return nextStallCheck(this.partial, sinces, pauseBytes, stalledMs);
   }
 
   /** Closes the links at `indices` of `names`: every frame in flight on them is given up and counted free at once. */
