@@ -40,6 +40,7 @@ import { count, log, reply } from '../outbox.ts';
 import { newBooking } from './bookings.ts';
 import { withApplications, withBooking, type MasterOutbox } from './outbox.ts';
 import { interruption, quotaRefusal } from './quota.ts';
+import { checkLostWorkers } from './workers.ts';
 import type { MasterState } from './state.ts';
 
 /** The tenant of an application whose client names none (`svc.identity.user-specific.tenant`'s default). */
@@ -188,6 +189,10 @@ export function handleRequestSlots(
   message: RequestSlots,
 ): MasterState {
   if (!admitted(out, 'master', s.config.release, envelope)) return s;
+  // Silence is judged when slots are offered, not only when the check's timer comes: a master that took no input for a
+  // while (a pause, a busy loop) may find this request before the timer, and must not offer a worker it has not heard
+  // from within the heartbeat timeout (docs/core/machines-master-worker.md, "Lost workers").
+  s = checkLostWorkers(s, out);
   const key = shuffleKey(message.appId, message.shuffleId);
   const { config, durable } = s;
   const refusal = isShuffleRegistered(s, message.appId, message.shuffleId)

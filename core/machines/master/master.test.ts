@@ -199,6 +199,30 @@ describe('master: workers', () => {
     assert.equal(heartbeat(harness, W1).reply.registered, false, 'a lost worker must register again');
   });
 
+  it('judges silence when it offers: a request that comes before the check does not get a silent worker', () => {
+    // Seed 346665: a master paused past the timeout took a queued RequestSlots before its check's timer.
+    const harness = master();
+    register(harness, W1);
+    register(harness, W2);
+    harness.now = 100_000;
+    heartbeat(harness, W2);
+    harness.now = 120_001; // W1 silent for more than the timeout (120 s); the check's timer has not come
+    const { effects, reply } = requestSlots(harness);
+    const { used, padding } = offeredKeys(reply);
+    assert.deepEqual([...used, ...padding], [workerKey(W2)]);
+    assert.deepEqual(
+      logEvents(effects, 'master.worker.lost').map((line) => line.worker),
+      [workerKey(W1)],
+      'declared lost then, as the check would have',
+    );
+    assert.equal(heartbeat(harness, W1).reply.registered, false, 'a lost worker must register again');
+    // A heartbeat exactly one timeout ago still counts, as at the check.
+    harness.now = 220_001;
+    heartbeat(harness, W2);
+    harness.now = 340_001;
+    assert.deepEqual(offeredKeys(requestSlots(harness, { shuffleId: 2 }).reply).used, [workerKey(W2)]);
+  });
+
   it('a worker reporting that it exits immediately is stopped at once, not lost', () => {
     const harness = master();
     register(harness, W1);
