@@ -48,6 +48,9 @@ const result = spawnSync(
     // Each file's process says how long it lived: the slowest files below.
     '--import',
     './scripts/file-lifetime.mjs',
+    // Ends a file's process at its 'exit' event: node 20 can spin for ever in its handle cleanup after it.
+    '--import',
+    './scripts/end-at-exit.mjs',
     '--test',
     `--test-reporter=${reporter}`,
     '--test-reporter-destination=stdout',

@@ -3,7 +3,7 @@
 // replicate fail under a fault the design tolerates. The same seed without the bug passes every check, so the
 // failure is the bug's. (The servers get the bug through runtime/testing/test-server.ts; no deployment can.)
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { runSoak, type SoakOptions } from './soak.ts';
 
 const SOAK: SoakOptions = {
@@ -16,15 +16,6 @@ const SOAK: SoakOptions = {
   replicateShare: 1,
   print: () => undefined,
 };
-
-// A CI run once saw this file outlive its tests by about 200 s (it did not end before the runner's timeout) and no
-// local run could repeat it: should it happen again, the log names what keeps the process alive. The timer itself
-// keeps nothing alive (unref).
-after(() => {
-  setTimeout(() => {
-    console.error(`still running 20 s after its tests: ${process.getActiveResourcesInfo().join(', ')}`);
-  }, 20_000).unref();
-});
 
 describe('the chaos soak and a planted bug', () => {
   it('fails a short soak with replicas on their primaries, naming the job and the kill', async () => {
