@@ -119,6 +119,16 @@ const W1 = workerId('w1');
 const W2 = workerId('w2');
 const W3 = workerId('w3');
 
+/** W1 and W2 registered at 0; at 100 s W2 heartbeats and W1 stays silent (the timeout is 120 s). */
+function w1SilentSinceStart(): Harness<MasterState> {
+  const harness = master();
+  register(harness, W1);
+  register(harness, W2);
+  harness.now = 100_000;
+  heartbeat(harness, W2);
+  return harness;
+}
+
 describe('master: workers', () => {
   it('arms its periodic checks at start', () => {
     const harness = new Harness(masterMachine, initialMasterState(testMasterConfig()));
@@ -174,11 +184,7 @@ describe('master: workers', () => {
   });
 
   it('declares a silent worker lost at the check after its timeout, and stops offering it', () => {
-    const harness = master();
-    register(harness, W1);
-    register(harness, W2);
-    harness.now = 100_000;
-    heartbeat(harness, W2);
+    const harness = w1SilentSinceStart();
     const check = harness.timer(MASTER_TIMERS.lostWorkers, 120_001);
     assert.ok(
       ofKind(check, 'log').some(
@@ -201,11 +207,7 @@ describe('master: workers', () => {
 
   it('judges silence when it offers: a request that comes before the check does not get a silent worker', () => {
     // Seed 346665: a master paused past the timeout took a queued RequestSlots before its check's timer.
-    const harness = master();
-    register(harness, W1);
-    register(harness, W2);
-    harness.now = 100_000;
-    heartbeat(harness, W2);
+    const harness = w1SilentSinceStart();
     harness.now = 120_001; // W1 silent for more than the timeout (120 s); the check's timer has not come
     const { effects, reply } = requestSlots(harness);
     const { used, padding } = offeredKeys(reply);
