@@ -78,7 +78,7 @@ describe('the simulator on the swarm scenario', () => {
     }
   });
 
-  it('keeps seeds that once failed passing (a sealed file re-excluding its worker; an exclusion the master refused; a drain plus an exclusion outlasting the liveness bound; a lift lost to a master restart; shuffle ids reused after 100 stage reruns; a decommission the operator called off; a decommission holding the only other worker; a revive epoch handed out twice; an Immediately that cut a graceful drain short; a disk append larger than its first slab; slots booked but not persisted before a master restart; a file a crash left behind that failed its name forever; a graceful exit held up by a lost acknowledgement; a read reaching a worker between the drop of an immediate exit and its end; an offer whose answer never left a leader cut off from its store; a restart that forgot a disk’s last reported budget; an exclusion lost with a frozen leader, asked again after its lift; a Recommission dropped when its idle worker registered again; healthy senders closed for their partly received frames; a paused master offering a worker silent past its timeout)', () => {
+  it('keeps seeds that once failed passing (a sealed file re-excluding its worker; an exclusion the master refused; a drain plus an exclusion outlasting the liveness bound; a lift lost to a master restart; shuffle ids reused after 100 stage reruns; a decommission the operator called off; a decommission holding the only other worker; a revive epoch handed out twice; an Immediately that cut a graceful drain short; a disk append larger than its first slab; slots booked but not persisted before a master restart; a file a crash left behind that failed its name forever; a graceful exit held up by a lost acknowledgement; a read reaching a worker between the drop of an immediate exit and its end; an offer whose answer never left a leader cut off from its store; a restart that forgot a disk’s last reported budget; an exclusion lost with a frozen leader, asked again after its lift; a Recommission dropped when its idle worker registered again; healthy senders closed for their partly received frames; a paused master offering a worker silent past its timeout; a reducer asking a restarting worker for an epoch committed empty)', () => {
     for (const [name, seed] of [
       ['swarm-before-policies', 2496],
       ['standard', 202],
@@ -101,6 +101,7 @@ describe('the simulator on the swarm scenario', () => {
       ['swarm', 150727],
       ['swarm', 157058],
       ['swarm', 346665],
+      ['upgrade-right-order', 381476],
     ] as const) {
       const result = runSeed({ seed, scenario: SCENARIOS[name]! });
       assert.equal(result.violation, undefined, `${name} seed ${seed}: ${result.violation?.detail ?? ''}`);

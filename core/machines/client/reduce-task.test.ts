@@ -350,6 +350,28 @@ describe('reduce task', () => {
     assert.deepEqual(h.output(), ['a', 'c', 'b']);
   });
 
+  it('reads a copy committed empty as empty without asking its worker, which may be down (upgrade seed 381476)', () => {
+    // Epoch 0's pushes all failed and went to epoch 1: its one committed copy is empty, on a worker restarting.
+    const empty = copy(0, 'REPLICA', 1, []);
+    assert.equal(empty.file.bytes, 0);
+    const copies = [empty, copy(1, 'PRIMARY', 2, epoch1)];
+    const h = new Harness();
+    h.answer(h.lm, 'GetReducerFileGroup', () => ({
+      ...group(copies),
+      mapAttempts: [1],
+      fileGroups: group(copies).fileGroups.map((g) => ({ ...g, expected: [g.expected[0]!] })),
+    }));
+    h.advance(5);
+    h.serve(copies, { refuse: empty });
+    assert.equal(h.node.state().phase, 'done', h.node.state().error?.message);
+    assert.deepEqual(h.output(), ['a', 'b']);
+    assert.equal(
+      h.received(h.probe(workerKey(worker(1))), 'OpenStream').length,
+      0,
+      'the empty copy is not asked',
+    );
+  });
+
   it('turns an epoch without a readable copy into a FetchFailure when stage rerun is on, an unreadable failure when off', () => {
     for (const stageRerunEnabled of [true, false]) {
       const h = new Harness({ stageRerunEnabled });
