@@ -392,6 +392,7 @@ export class Transport {
       );
     }, this.options.connectTimeoutMs);
     handshakeTimer.unref();
+    let greeting = true;
     const connection: Connection = new Connection(
       socket,
       this.options,
@@ -412,9 +413,12 @@ export class Transport {
                   : { kind: 'frame', frame: frame.kind };
           if (frame.kind === 'envelope') inbound.received.push(frame.envelope);
           this.runAccepting(inbound, input);
-          // The peer had this long to say who it is (the hello and, with authentication on, the proof).
-          const phase = inbound.handshake.phase;
-          if (phase !== 'hello' && phase !== 'proof') clearTimeout(handshakeTimer);
+          // The peer had this long to say who it is (the hello and, with authentication on, the proof): the
+          // deadline goes once, when the handshake ends, not at every frame after it.
+          if (greeting && inbound.handshake.phase !== 'hello' && inbound.handshake.phase !== 'proof') {
+            greeting = false;
+            clearTimeout(handshakeTimer);
+          }
         },
         onClose: (reason) => {
           clearTimeout(handshakeTimer);

@@ -473,7 +473,7 @@ function pump(d: Draft): void {
     }
     let cursor = d.cursor!;
     if (cursor.streamId === undefined) {
-      if (copy.file.bytes === 0 && !cursor.opening) {
+      if (copy.file.bytes === 0) {
         // Committed empty: nothing to read, and no need of its worker, which may be restarting (a rolling upgrade)
         // while the epoch's other copy failed its commit (upgrade-right-order seed 381476). A stream whose offsets
         // did not end at the committed length would be refused (onStreamOpened), so the length is the file's.
