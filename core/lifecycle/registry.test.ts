@@ -484,6 +484,37 @@ describe('worker registry: heartbeats', () => {
     assert.deepEqual(workerEvents(register(decommission, id0, 2)), [], 'a Decommission does not outlive it');
   });
 
+  it('takes a Recommission for a lost worker and asks it once the worker registers again (swarm seed 419161)', () => {
+    let registry = register(emptyRegistry(), id0, 0);
+    registry = sendWorkerEvent(registry, 'DecommissionThenIdle', [key0], 1).registry;
+    registry = heartbeat(registry, id0, 2, { state: 'InDecommissionThenIdle' }).registry;
+    // The master is cut off and declares the worker lost; the operator recommissions it meanwhile.
+    registry = detectLostWorkers(registry, 200, 100).registry;
+    const sent = sendWorkerEvent(registry, 'Recommission', [key0, 'ghost:1:1:1:1'], 201);
+    assert.deepEqual(sent.applied, [key0], 'accepted although the worker is lost');
+    assert.deepEqual(sent.unknown, ['ghost:1:1:1:1'], 'a worker never registered is still unknown');
+    assert.equal(sendWorkerEvent(sent.registry, 'Recommission', [key0], 202).unchanged.length, 1);
+    const decommission = sendWorkerEvent(sent.registry, 'Decommission', [key0], 203);
+    assert.match(decommission.refused[0]?.reason ?? '', /^lost since 200: not heartbeating/);
+    assert.deepEqual(
+      workerEvents(decommission.registry),
+      [{ worker: id0, eventType: 'Recommission', eventTime: 201 }],
+      'a refused event leaves the pending one',
+    );
+
+    // It registers again after the partition, still idle; the kept Recommission brings it back.
+    registry = register(sent.registry, id0, 300);
+    const idle = heartbeat(registry, id0, 301, { state: 'Idle' });
+    assert.equal(idle.reply.registered && idle.reply.event, 'Recommission', 'the event is asked of it');
+    const back = heartbeat(idle.registry, id0, 302, { state: 'Normal' });
+    assert.equal(back.changes.completedEvent, 'Recommission');
+    assert.ok(isAvailable(back.registry, key0), 'serving again');
+
+    const cleared = sendWorkerEvent(sent.registry, 'None', [key0], 204);
+    assert.deepEqual(cleared.applied, [key0], 'None clears the pending event of a lost worker');
+    assert.deepEqual(workerEvents(cleared.registry), []);
+  });
+
   it('lists a leaving worker from its heartbeat state when its own report to the master was lost', () => {
     let registry = register(register(emptyRegistry(), id0, 0), id1, 0);
     registry = heartbeat(registry, id0, 10, { state: 'InGraceful' }).registry;

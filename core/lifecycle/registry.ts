@@ -518,7 +518,7 @@ export interface WorkerEventOutcome {
   readonly unchanged: readonly { readonly worker: WorkerKey; readonly note: string }[];
   /** The worker's state does not allow the event (the transition table's reason). */
   readonly refused: readonly { readonly worker: WorkerKey; readonly reason: string }[];
-  /** Not registered; an event can only reach a worker that heartbeats. */
+  /** Neither registered nor lost: an event can only reach a worker that heartbeats or will register again. */
   readonly unknown: readonly WorkerKey[];
 }
 
@@ -528,6 +528,13 @@ export interface WorkerEventOutcome {
  * clears the pending event, another event replaces it. Unlike the reference, the master checks the event
  * against the worker's last reported state with the worker's own transition table, so the operator learns at
  * once that an event cannot apply.
+ *
+ * A worker declared lost takes a Recommission (or None): it waits until the worker registers again, which keeps
+ * it (see `registerWorker`), and the worker's first heartbeat then carries it. Its last reported state is not
+ * checked, being stale: a worker that comes back serving completes it at once, one still leaving refuses it at
+ * its heartbeat. Without this, a worker left idle by DecommissionThenIdle whose master lost it during a
+ * partition could never be brought back (swarm seed 419161). Other events are refused for a lost worker, since a
+ * registration drops them: the operator sends them again once it has registered.
  */
 export function sendWorkerEvent(
   registry: WorkerRegistry,
@@ -542,15 +549,23 @@ export function sendWorkerEvent(
   const unknown: WorkerKey[] = [];
   for (const key of unique(keys)) {
     const worker = registry.workers.get(key);
+    const lost = worker === undefined ? registry.lost.get(key) : undefined;
     const pending = events.get(key);
-    if (worker === undefined) {
+    if (worker === undefined && lost === undefined) {
       unknown.push(key);
     } else if (type === 'None') {
       if (events.delete(key)) applied.push(key);
       else unchanged.push({ worker: key, note: 'no pending event' });
     } else if (pending?.type === type) {
       unchanged.push({ worker: key, note: `${type} already pending since ${pending.time}` });
-    } else {
+    } else if (lost !== undefined) {
+      if (type === 'Recommission') {
+        events.set(key, { id: lost.info.id, type, time: now });
+        applied.push(key);
+      } else {
+        refused.push({ worker: key, reason: `lost since ${lost.lostAt}: ${LOST_REFUSAL}` });
+      }
+    } else if (worker !== undefined) {
       const verdict = transition(worker.state, type);
       if (verdict.outcome === 'refuse') {
         refused.push({ worker: key, reason: `${worker.state}: ${verdict.reason}` });
@@ -564,6 +579,9 @@ export function sendWorkerEvent(
   }
   return { registry: { ...registry, events }, applied, unchanged, refused, unknown };
 }
+
+const LOST_REFUSAL =
+  'not heartbeating, and only a Recommission outlives its registration; send the event once it has registered';
 
 /** A graceful shutdown has begun on these workers (ReportWorkerUnavailable). */
 export function reportWorkersUnavailable(
