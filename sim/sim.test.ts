@@ -101,7 +101,9 @@ describe('the simulator on the swarm scenario', () => {
       ['swarm', 150727],
       ['swarm', 157058],
       ['swarm', 346665],
+      ['swarm', 419161],
       ['upgrade-right-order', 381476],
+      ['upgrade-right-order', 382781],
     ] as const) {
       const result = runSeed({ seed, scenario: SCENARIOS[name]! });
       assert.equal(result.violation, undefined, `${name} seed ${seed}: ${result.violation?.detail ?? ''}`);

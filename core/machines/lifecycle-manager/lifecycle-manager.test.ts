@@ -900,6 +900,43 @@ describe('lifecycle manager: worker exclusions', () => {
     assert.equal(h.received(h.master, 'ApplicationHeartbeat').length, heartbeats + 1, 'one report asked for');
   });
 
+  // A rolling upgrade (upgrade seed 382781): pushes to w0 failed while it restarted, so the manager excluded it
+  // itself for a lasting cause; w0 registered again, and w1 began its own graceful shutdown.
+  it('gives a worker it excluded itself a second chance when the fresh report lists it and the revive is short', () => {
+    for (const listed of [true, false]) {
+      const h = new Harness({}, 3);
+      const all = [worker(0), worker(1), worker(2)];
+      const locations = h.registered(3, 3, 3, 0).locations;
+      const onW0 = locations.find((location) => location.worker.host === 'w0')!;
+      const other = locations.find((location) => location.partitionId !== onW0.partitionId)!;
+      h.ask('map-0', revive(0, onW0, 'PUSH_DATA_CREATE_CONNECTION_FAIL_PRIMARY'), 5);
+      h.advance(150);
+      h.reserveAll();
+      assert.equal(h.last(h.task('map-0'), 'ReviveResponse').results[0]!.status, 'SUCCESS');
+      assert.ok(h.lm.state().workers.excluded.has(workerKey(worker(0))), 'w0 excluded for a lasting cause');
+      h.advance(baseConfig.heartbeatIntervalMs);
+      answerHeartbeat(h, { shutting: [worker(1)], available: [worker(1), worker(2)] });
+      h.advance(10);
+      h.ask('map-1', revive(1, other, 'HARD_SPLIT'), 6);
+      h.advance(150);
+      answerHeartbeat(h, { shutting: [worker(1)], available: listed ? all : [worker(1), worker(2)] });
+      h.advance(10);
+      h.reserveAll();
+      const result = h.last(h.task('map-1'), 'ReviveResponse').results[0]!;
+      if (!listed) {
+        assert.equal(result.status, 'SLOT_NOT_AVAILABLE', 'not without the master vouching for it');
+        continue;
+      }
+      assert.equal(result.status, 'SUCCESS', 'the worker the master lists again takes the revive');
+      const placed = [result.newLocation!.worker.host, result.newLocation!.peer!.worker.host].sort();
+      assert.deepEqual(placed, ['w0', 'w2']);
+      assert.ok(
+        h.lm.state().workers.excluded.has(workerKey(worker(0))),
+        'the exclusion stays until it expires',
+      );
+    }
+  });
+
   it('revives exactly when the fresh report leaves enough workers, whatever the stale view (property)', () => {
     fc.assert(
       fc.property(

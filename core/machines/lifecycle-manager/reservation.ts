@@ -172,18 +172,21 @@ function closeRound(d: Draft, reservation: Reservation): CompletedReservation | 
 /**
  * Places partitions on the surviving candidates (the shuffle's workers, then the others the master reports
  * available: core/revive's `candidatePool`) with core/revive's allocation (new epochs are the caller's
- * decision; a reserve retry keeps the epoch). `alsoAvoid` adds workers beyond the excluded and shutting-down ones.
+ * decision; a reserve retry keeps the epoch). `alsoAvoid` adds workers beyond the excluded and shutting-down ones;
+ * `pardoned` takes workers out of the excluded ones (see revive.ts, `allocateAfterReport`).
  */
 export function allocate(
   d: Draft,
   shuffleId: ShuffleId,
   targets: readonly { readonly partitionId: number; readonly epoch: number }[],
   alsoAvoid: ReadonlyMap<WorkerKey, unknown> = new Map(),
+  pardoned: ReadonlySet<WorkerKey> = new Set(),
 ): ReturnType<typeof allocateRevives> {
   const shuffle = d.shuffles.get(shuffleId)!;
   const pool = candidatePool(shuffle.workers, d.clusterWorkers);
+  const excluded = [...d.workers.excluded.keys()].filter((worker) => !pardoned.has(worker));
   const candidates = reviveCandidates(pool, {
-    excluded: new Set([...d.workers.excluded.keys(), ...alsoAvoid.keys()]),
+    excluded: new Set([...excluded, ...alsoAvoid.keys()]),
     shuttingDown: d.workers.shuttingDown,
     ...(d.config.plantedBug === undefined ? {} : { plantedBug: d.config.plantedBug }),
   });

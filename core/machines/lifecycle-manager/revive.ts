@@ -259,7 +259,7 @@ export function retryRevivesAfterReport(d: Draft): CompletedReservation[] {
     const targets = live.map(([partitionId, { epoch }]) => ({ partitionId, epoch }));
     const pairs = new Map<number, Pair>();
     const failed: BookResult[] = [];
-    for (const allocation of allocate(d, shuffleId, targets)) {
+    for (const allocation of allocateAfterReport(d, shuffleId, targets)) {
       if (allocation.kind === 'placed') pairs.set(allocation.partitionId, pairOf(allocation));
       else
         failed.push({
@@ -273,6 +273,44 @@ export function retryRevivesAfterReport(d: Draft): CompletedReservation[] {
     if (done !== undefined) completed.push(done);
   }
   return completed;
+}
+
+/**
+ * Allocates held revives on the refreshed view; those still short of workers get a second pass in which the workers
+ * this lifecycle manager excluded itself (a lasting cause: a push or a reserve to it failed) but the master's fresh
+ * report lists available count as usable. The exclusion is right about the moment it was recorded and can outlive
+ * its cause by minutes: a worker refuses pushes while it restarts for an upgrade, registers again a second later,
+ * and a replicated revive during the next worker's restart then finds one usable worker of three (upgrade seed
+ * 382781). Only a revive that would otherwise fail takes this pass, so a worker the master vouches for is never
+ * preferred to one nobody doubts; if it is still unreachable, its reserve fails and the revive fails as it would
+ * have. The exclusion itself stays until it expires.
+ */
+function allocateAfterReport(
+  d: Draft,
+  shuffleId: ShuffleId,
+  targets: readonly { readonly partitionId: number; readonly epoch: number }[],
+): ReturnType<typeof allocate> {
+  const strict = allocate(d, shuffleId, targets);
+  const short = new Set(
+    strict.filter((a) => a.kind === 'failed' && a.status === 'SLOT_NOT_AVAILABLE').map((a) => a.partitionId),
+  );
+  const vouched = new Set(
+    d.clusterWorkers.map((worker) => workerKey(worker.id)).filter((worker) => d.workers.excluded.has(worker)),
+  );
+  if (short.size === 0 || vouched.size === 0) return strict;
+  log(d.out, 'info', 'revive still short of workers; trying workers the master reports available again', {
+    shuffleId,
+    partitionIds: [...short],
+    workers: [...vouched],
+  });
+  const second = allocate(
+    d,
+    shuffleId,
+    targets.filter((target) => short.has(target.partitionId)),
+    new Map(),
+    vouched,
+  );
+  return [...strict.filter((a) => !short.has(a.partitionId)), ...second];
 }
 
 /** The heartbeat sent for held revives got no answer: they fail as they would have without waiting. */
