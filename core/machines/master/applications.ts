@@ -152,6 +152,8 @@ export function handleApplicationHeartbeat(
   message: ApplicationHeartbeat,
 ): MasterState {
   if (!admitted(out, 'master', s.config.release, envelope)) return s;
+  // The answer lists the workers a revive may move partitions to: silence is judged now, as before an offer.
+  s = checkLostWorkers(s, out);
   const known = s.durable.applications.apps.has(message.appId);
   const { registry, warning, revised } = recordApplicationHeartbeat(s.durable.applications, message, out.now);
   if (warning !== null) log(out, 'warn', 'master.application.badCounts', { appId: message.appId, warning });

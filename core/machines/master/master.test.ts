@@ -225,6 +225,26 @@ describe('master: workers', () => {
     assert.deepEqual(offeredKeys(requestSlots(harness, { shuffleId: 2 }).reply).used, [workerKey(W2)]);
   });
 
+  it('judges silence when it answers an application heartbeat, whose available workers revives move to', () => {
+    const harness = w1SilentSinceStart();
+    harness.now = 120_001; // W1 silent for more than the timeout; the check's timer has not come
+    const effects = harness.receive(
+      LM,
+      { type: 'ApplicationHeartbeat', appId: 'app', bytesWritten: 0, fileCount: 0 },
+      { requestId: 1 },
+    );
+    const reply = onlySent(effects, 'ApplicationHeartbeatResponse').message;
+    assert.deepEqual(
+      reply.availableWorkers?.map(({ worker }) => workerKey(worker)),
+      [workerKey(W2)],
+    );
+    assert.deepEqual(reply.unknownWorkers.map(workerKey), [workerKey(W1)], 'named gone at once');
+    assert.deepEqual(
+      logEvents(effects, 'master.worker.lost').map((line) => line.worker),
+      [workerKey(W1)],
+    );
+  });
+
   it('a worker reporting that it exits immediately is stopped at once, not lost', () => {
     const harness = master();
     register(harness, W1);
