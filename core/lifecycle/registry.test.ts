@@ -515,6 +515,15 @@ describe('worker registry: heartbeats', () => {
     assert.deepEqual(workerEvents(cleared.registry), []);
   });
 
+  it('refuses an event for a stopped worker with the reason instead of calling it unknown', () => {
+    const stopped = recordWorkerStopped(register(emptyRegistry(), id0, 0), key0, 5, { immediately: false });
+    const sent = sendWorkerEvent(stopped.registry, 'Recommission', [key0], 6);
+    assert.deepEqual(sent.unknown, []);
+    assert.match(sent.refused[0]?.reason ?? '', /^stopped since 5: it reported its exit/);
+    assert.deepEqual(workerEvents(sent.registry), [], 'nothing pending');
+    assert.equal(sendWorkerEvent(stopped.registry, 'None', [key0], 7).unchanged.length, 1);
+  });
+
   it('lists a leaving worker from its heartbeat state when its own report to the master was lost', () => {
     let registry = register(register(emptyRegistry(), id0, 0), id1, 0);
     registry = heartbeat(registry, id0, 10, { state: 'InGraceful' }).registry;

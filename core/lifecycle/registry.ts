@@ -518,7 +518,7 @@ export interface WorkerEventOutcome {
   readonly unchanged: readonly { readonly worker: WorkerKey; readonly note: string }[];
   /** The worker's state does not allow the event (the transition table's reason). */
   readonly refused: readonly { readonly worker: WorkerKey; readonly reason: string }[];
-  /** Neither registered nor lost: an event can only reach a worker that heartbeats or will register again. */
+  /** Neither registered, lost nor stopped: a typo, or a worker forgotten long ago. */
   readonly unknown: readonly WorkerKey[];
 }
 
@@ -534,7 +534,8 @@ export interface WorkerEventOutcome {
  * checked, being stale: a worker that comes back serving completes it at once, one still leaving refuses it at
  * its heartbeat. Without this, a worker left idle by DecommissionThenIdle whose master lost it during a
  * partition could never be brought back (swarm seed 419161). Other events are refused for a lost worker, since a
- * registration drops them: the operator sends them again once it has registered.
+ * registration drops them: the operator sends them again once it has registered. A stopped worker (it reported its
+ * exit) is refused any event, with the reason, rather than called unknown.
  */
 export function sendWorkerEvent(
   registry: WorkerRegistry,
@@ -550,8 +551,13 @@ export function sendWorkerEvent(
   for (const key of unique(keys)) {
     const worker = registry.workers.get(key);
     const lost = worker === undefined ? registry.lost.get(key) : undefined;
+    const stopped = worker === undefined ? registry.stopped.get(key) : undefined;
     const pending = events.get(key);
-    if (worker === undefined && lost === undefined) {
+    if (stopped !== undefined) {
+      // Known, so not "unknown"; its exit ended any pending event, and it registers afresh if it starts again.
+      if (type === 'None') unchanged.push({ worker: key, note: 'no pending event' });
+      else refused.push({ worker: key, reason: `stopped since ${stopped.stoppedAt}: ${STOPPED_REFUSAL}` });
+    } else if (worker === undefined && lost === undefined) {
       unknown.push(key);
     } else if (type === 'None') {
       if (events.delete(key)) applied.push(key);
@@ -580,6 +586,8 @@ export function sendWorkerEvent(
   return { registry: { ...registry, events }, applied, unchanged, refused, unknown };
 }
 
+const STOPPED_REFUSAL =
+  'it reported its exit and is not running; a worker started again registers afresh, serving';
 const LOST_REFUSAL =
   'not heartbeating, and only a Recommission outlives its registration; send the event once it has registered';
 
