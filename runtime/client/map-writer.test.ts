@@ -118,6 +118,43 @@ describe('map writer', () => {
     }
   });
 
+  it('with room left, asks for a turn of the event loop when its pushes wait in a socket queue', async () => {
+    // A budget of 1 GiB: room never runs out in 64 MiB (nor does the unsent eighth, 128 MiB). What the loop writes
+    // between turns goes to the worker's socket, which takes a few MiB: the rest waits in its queue, and the writer
+    // says false once a staging buffer handed over leaves it there.
+    const roomy = await clientSide(cluster!.masterUrl, {
+      conf: { 'svc.client.push.maxUnacknowledgedBytes': '1g' },
+    });
+    try {
+      const shuffle = roomy.executor.shuffle(4, { maps: 1, partitions: PARTITIONS });
+      const writer = shuffle.writer(0);
+      const record = new Uint8Array(64 * 1024);
+      const count = 1024; // 64 MiB, partition after partition
+      let turns = 0;
+      for (let i = 0; i < count; i += 1) {
+        fillRecord(record, 0, record.length, i);
+        if (!writer.write(Math.floor((i * PARTITIONS) / count), record)) {
+          turns += 1;
+          await within(once(writer, 'drain'), `the writer's 'drain' after record ${i}`);
+        }
+      }
+      assert.ok(turns >= 1, 'the loop was given a turn');
+      assert.ok(turns <= 64, `at most a turn per staging buffer (1 MiB), not ${turns}`);
+      assert.deepEqual(await writer.close(), {
+        outcome: 'won',
+        bytes: count * record.length,
+        records: count,
+      });
+      const last = await shuffle.read(PARTITIONS - 1);
+      assert.deepEqual(
+        last.map(indexOf),
+        Array.from({ length: count / PARTITIONS }, (_, k) => ((PARTITIONS - 1) * count) / PARTITIONS + k),
+      );
+    } finally {
+      await roomy.close();
+    }
+  });
+
   it('takes { partition, record } chunks as an object-mode stream.Writable with back-pressure', async () => {
     const shuffle = client!.executor.shuffle(3, { maps: 1, partitions: PARTITIONS });
     const writer = shuffle.writer(0);

@@ -369,7 +369,8 @@ class TaskWriter extends EventEmitter implements MapWriter {
     const driver = this.driver ?? this.startTask();
     this.failIfFailed(driver.state);
     const encoded = RECORD_LENGTH_BYTES + size;
-    if (this.stagingUsed + encoded > this.staging.length) this.flush();
+    const handedOver = this.stagingUsed + encoded > this.staging.length;
+    if (handedOver) this.flush();
     if (encoded > this.staging.length) this.staging = unzeroedBytes(encoded);
     const at = this.stagingUsed;
     if (this.stagedPartitions[this.stagedPartitions.length - 1] !== partitionId) {
@@ -384,9 +385,32 @@ class TaskWriter extends EventEmitter implements MapWriter {
     this.stagingUsed = at + encoded;
     this.written += size;
     this.count += 1;
-    if (mapTaskHasRoom(driver.state)) return true;
+    if (!mapTaskHasRoom(driver.state)) {
+      this.waitingForRoom = true;
+      return false;
+    }
+    if (handedOver && this.context.network.transport.hasQueuedWrites()) {
+      this.yieldTurn(driver);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Asks the map to wait for 'drain', emitted at the next turn of the event loop, when a staging buffer handed to
+   * the task leaves pushes waiting in a socket's queue (the kernel's buffer full: the rest is written only when the
+   * loop turns). A map writing in a loop that waits only for room would otherwise hold the loop until its budget is
+   * reached, its pushes queued and their answers unread, and its worker sat idle while the map wrote
+   * (docs/performance.md, "Many partitions"). At most a turn per staging buffer (1 MiB).
+   */
+  private yieldTurn(driver: NodeDriver<MapTaskState>): void {
     this.waitingForRoom = true;
-    return false;
+    setImmediate(() => {
+      // An answer in the meantime may have emitted 'drain' already (the watcher below); no room, and it will.
+      if (!this.waitingForRoom || !mapTaskHasRoom(driver.state) || this.closing !== undefined) return;
+      this.waitingForRoom = false;
+      this.emit('drain');
+    });
   }
 
   writable(): Writable {

@@ -144,6 +144,11 @@ export class Connection {
     this.checkQueued();
   }
 
+  /** Bytes written to the connection that the kernel has not taken yet (they go as the event loop turns). */
+  get queuedBytes(): number {
+    return this.socket.writableLength;
+  }
+
   private checkQueued(): void {
     const queued = this.socket.writableLength;
     const max = this.limits.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;

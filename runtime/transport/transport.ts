@@ -243,6 +243,18 @@ export class Transport {
     return this.routes.size;
   }
 
+  /**
+   * Whether a connection this transport opened holds bytes its socket has not handed to the kernel: they move only
+   * when the event loop turns (a map writing in a loop asks for a turn when they do: runtime/client).
+   */
+  hasQueuedWrites(): boolean {
+    for (const pool of this.pools.values()) {
+      for (const link of pool.links)
+        if (link.queue.length > 0 || link.connection.queuedBytes > 0) return true;
+    }
+    return false;
+  }
+
   /** Whether connections are TLS (svc.ssl.enabled). */
   get secure(): boolean {
     return this.tls !== undefined;

@@ -61,7 +61,8 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
     description:
       'svc addition: memory one map task holds for its batches (every buffer at its capacity: open batches, and ' +
       'frames until acknowledged) before its writer pushes back (`write()` returns false until `drain`). Reaching ' +
-      'it also pushes the task’s largest partial batches. The writer also pushes back while an eighth of it waits ' +
+      'it also pushes the task’s largest partial batches; a partial batch the map has not written to while it ' +
+      'wrote an eighth of it to other partitions is pushed too. The writer also pushes back while an eighth of it waits ' +
       'in batches not yet sent (behind full per-partition windows), so that batches go while still in the CPU’s ' +
       'caches. Bounds a map task’s memory whatever it writes; clients before 0.6.0 use the same 64m.',
   },

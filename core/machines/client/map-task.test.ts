@@ -14,6 +14,7 @@ import {
   MAX_BATCHES_PER_PUSH,
   mapTaskHasRoom,
   unsentLimit,
+  staleAfterBytes,
   mapTaskMachine,
   mapTaskWritingAll,
   type MapTaskConfig,
@@ -459,12 +460,12 @@ describe('map task', () => {
           }
           assert.equal(h.node.state().phase, 'ending');
           const written = h.last(h.lm, 'MapperEnd').written;
-          const planned = h.node.state().partitions.filter((p) => p.payloads.length > 0);
+          const planned = h.node.state().partitions.filter((p) => p.frames.length > 0);
           assert.deepEqual(
             written,
             planned.map((p) => ({
               partitionId: p.partitionId,
-              batches: p.payloads.length,
+              batches: p.frames.length,
               bytes: p.payloadBytes.reduce((n, b) => n + b, 0),
             })),
           );
@@ -899,7 +900,7 @@ describe('map task: merged pushes', () => {
               pushedOf.set(partitionId, pushed + 1);
             }
             for (const p of driver.state.partitions) {
-              const left = p.payloads.length - (acknowledged.get(p.partitionId) ?? 0);
+              const left = p.frames.length - (acknowledged.get(p.partitionId) ?? 0);
               assert.equal(
                 (pushedOf.get(p.partitionId) ?? 0) - (acknowledged.get(p.partitionId) ?? 0),
                 Math.min(window, left),
@@ -916,7 +917,7 @@ describe('map task: merged pushes', () => {
           assert.equal(driver.state.phase, 'ending');
           assert.equal(
             sent.size,
-            driver.state.partitions.reduce((n, p) => n + p.payloads.length, 0),
+            driver.state.partitions.reduce((n, p) => n + p.frames.length, 0),
           );
         },
       ),
@@ -998,7 +999,7 @@ describe('map task: merging across steps', () => {
           assert.equal(driver.state.phase, 'ending');
           assert.equal(
             sent.size,
-            driver.state.partitions.reduce((n, p) => n + p.payloads.length, 0),
+            driver.state.partitions.reduce((n, p) => n + p.frames.length, 0),
           );
         },
       ),
@@ -1240,6 +1241,14 @@ describe('map task: records written over time', () => {
             );
             heldBefore = state.heldBytes;
             batchesBefore = state.nextBatchId;
+            for (const partition of state.partitions) {
+              // Cut at the latest once the task took twice staleAfterBytes since (cutStaleOpenBatches).
+              assert.ok(
+                partition.openBuffers.length === 0 ||
+                  state.takenBytes - partition.openWrittenAt < 2 * staleAfterBytes(state.config),
+                `partition ${partition.partitionId}'s open batch is stale and was not cut`,
+              );
+            }
           };
           let ended = false;
           const write = () => {
@@ -1410,6 +1419,63 @@ describe('map task: records written over time', () => {
     const full = one(2, 'p2-r01-xxxx');
     assert.deepEqual(full.map((p) => partitionsOf(p.message)).flat(), [2], 'a full batch is pushed at once');
     assert.equal(driver.state.heldBytes, 2 * 60, 'from its chunk, nothing copied');
+  });
+
+  it('cuts the open batch of a partition the map moved on from once it has taken staleAfterBytes of records since', () => {
+    // A budget of 800: open batches go stale after 100 bytes of records (an eighth). Batches of 60 bytes; records
+    // of 26 bytes (30 encoded): two fill a batch. Merged pushes of up to 1,000 bytes: a push waits for the answer
+    // to the one before.
+    const config = {
+      ...baseConfig,
+      numPartitions: 4,
+      batchSizeBytes: 60,
+      maxUnacknowledgedBytes: 800,
+      mergeSizeBytes: 1000,
+    };
+    assert.equal(staleAfterBytes(config), 100);
+    const driver = new Driver(config, []);
+    registerWith(
+      driver,
+      [0, 1, 2, 3].map((p) => location(p, 0, 0)),
+    );
+    const record = (p: number, i: number) => text(`p${p}-r${String(i).padStart(2, '0')}`.padEnd(26, '.'));
+    const pushedPartitions = (effects: readonly Effect[]) =>
+      sentOf(effects)
+        .filter(isPush)
+        .flatMap((p) => partitionsOf(p.message));
+    // Partition 0 gets one record (30 bytes), then the map writes partition 1: 90 bytes since partition 0's last
+    // write, not yet stale.
+    assert.deepEqual(pushedPartitions(driver.plainStep(recordsIn([0], [record(0, 0)]))), []);
+    assert.deepEqual(
+      pushedPartitions(driver.plainStep(recordsIn([1, 1, 1], [record(1, 0), record(1, 1), record(1, 2)]))),
+      [1],
+      'only partition 1’s full batch goes',
+    );
+    assert.equal(driver.state.partitions[0]!.openBytes, 30, 'partition 0 still open at 90 bytes since');
+    // Ten more bytes would do: partition 2's record takes it to 120 bytes since partition 0's write, which is cut;
+    // partition 1's open record (written 30 bytes ago) is not.
+    const cut = driver.plainStep(recordsIn([2], [record(2, 0)]));
+    assert.equal(driver.state.partitions[0]!.openBytes, 0, 'partition 0’s batch is cut');
+    assert.equal(driver.state.partitions[1]!.openBytes, 30, 'partition 1’s is not');
+    // Its push waits for the answer to partition 1's (merging across steps), then both go.
+    assert.deepEqual(pushedPartitions(cut), []);
+    assert.equal(driver.state.unsentBytes, 30, 'partition 0’s record waits, cut');
+    // Partition 3's two records fill its batch: 90 bytes since partition 1's last write (its third record opened a
+    // batch at 120), 60 since partition 2's; neither is cut. One more record and partition 1's is.
+    driver.plainStep(recordsIn([3, 3], [record(3, 0), record(3, 1)]));
+    assert.deepEqual(
+      [1, 2].map((p) => driver.state.partitions[p]!.openBytes),
+      [30, 30],
+      'written 90 and 60 bytes ago: open',
+    );
+    driver.plainStep(recordsIn([3], [record(3, 2)]));
+    assert.deepEqual(
+      [1, 2].map((p) => driver.state.partitions[p]!.openBytes),
+      [0, 30],
+      'partition 1 cut at 120 bytes since its last write, partition 2 open at 90',
+    );
+    const batchesOf = (p: number) => driver.state.partitions[p]!.frames.length;
+    assert.deepEqual([0, 1, 2, 3].map(batchesOf), [1, 2, 0, 1], 'batches cut so far, by partition');
   });
 
   it('opens a whole batch’s buffer for an input bringing more than a chunk, and sends the batch from it when later inputs fill it', () => {

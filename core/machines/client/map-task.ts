@@ -189,6 +189,21 @@ export interface MapTaskState {
   readonly pushLimits: ReadonlyMap<string, PushLimit>;
   /** Workers pushed to while slowed down, with when the next push to them may go. Changed in place. */
   readonly pausedUntil: ReadonlyMap<string, number>;
+  /** Record bytes (encoded) the task has taken since it started: the clock open batches go stale by. */
+  readonly takenBytes: number;
+  /**
+   * Partitions with an open batch, in about the order they were last looked at (`cutStaleOpenBatches`), each at most
+   * once (`PartitionPush.staleQueued`), with the `takenBytes` each was last written at when queued. Changed in
+   * place by the machine; `head` is where it starts.
+   */
+  readonly staleQueue: StaleQueue;
+}
+
+/** A first-in first-out queue of partitions and stamps, as two arrays and a head (no object per entry). */
+export interface StaleQueue {
+  readonly partitionIds: number[];
+  readonly stamps: number[];
+  head: number;
 }
 
 /**
@@ -232,27 +247,26 @@ export interface PartitionPush {
   /** Bytes used in the last of `openBuffers` (header space included). */
   openLastFilled: number;
   openBytes: number;
+  /** `takenBytes` when the open batch was last written to. */
+  openWrittenAt: number;
+  /** Whether the partition is in `staleQueue`. */
+  staleQueued: boolean;
   /**
-   * Encoded payloads of the partition's cut batches, in order (views into their frames); a batch's entry is
-   * emptied once it is acknowledged, so that its memory goes.
+   * Each batch's frame, in the order the partition's batches were cut: header space, then its payload (the encoded
+   * records). Its records were copied in as they were taken; it is sealed in place when first pushed, and sent as it
+   * is whenever it is pushed again with the same epoch. Emptied once acknowledged, so that its memory goes.
    */
-  readonly payloads: Uint8Array[];
-  /**
-   * Each batch's frame: header space, then its payload (the same bytes as `payloads`). Its records were copied in
-   * as they were taken; it is sealed in place when first pushed, and sent as it is whenever it is pushed again with
-   * the same epoch. Emptied once acknowledged.
-   */
-  readonly frames: Uint8Array[];
+  frames: Uint8Array[];
   /**
    * The epoch each batch's frame was sealed with, or UNSEALED. A batch pushed again with another epoch (after a
    * revive) is framed into a copy instead: the frame sealed before may still wait in a socket's queue.
    */
-  readonly sealedEpochs: number[];
+  sealedEpochs: number[];
   /** Each batch's payload length (what its acknowledgement counts). */
-  readonly payloadBytes: number[];
+  payloadBytes: number[];
   /** The capacity of the buffer each batch's frame is in (what `heldBytes` counts for it until it is acknowledged). */
-  readonly capacities: number[];
-  readonly batchIds: number[];
+  capacities: number[];
+  batchIds: number[];
   /** Index of the first batch never pushed; equal to the count once every cut batch was pushed at least once. */
   readonly next: number;
   /** Batches pushed (or queued to be, this step) and not yet answered. */
@@ -265,7 +279,7 @@ export interface PartitionPush {
    * Revives each batch may still spend on failures (`svc.client.push.revive.maxRetries` per batch, as the
    * reference counts them): changed in place by the machine, like `sealedEpochs`.
    */
-  readonly revivesLeft: number[];
+  revivesLeft: number[];
   readonly acknowledged: { readonly batches: number; readonly bytes: number };
 }
 
@@ -283,6 +297,17 @@ export interface PushedBatch {
   readonly location: PartitionLocation;
 }
 
+/**
+ * The empty array every partition starts with in place of each of its per-batch arrays and its open buffers: a map
+ * over 10,000 partitions made nine arrays per partition, and the first push into an empty array gives it room for
+ * 17 entries, about 150 bytes, seven times per batch; most such partitions cut one or two batches, and collecting
+ * those arrays was a fifth of the client's time in the many-partitions benchmark. A partition's first batch (or
+ * open buffer) replaces them with arrays of one entry (`cutBatch`, `takeRecords`); frozen, so that a push into the
+ * shared one throws rather than corrupting every partition.
+ */
+const NONE = Object.freeze([]) as unknown as never[];
+const NOTHING_ACKNOWLEDGED = Object.freeze({ batches: 0, bytes: 0 });
+
 export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   if (!Number.isSafeInteger(config.maxInFlightPerPartition) || config.maxInFlightPerPartition < 1) {
     throw new RangeError(
@@ -298,21 +323,22 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   for (let partitionId = 0; partitionId < config.numPartitions; partitionId += 1) {
     partitions.push({
       partitionId,
-      openBuffers: [],
+      openBuffers: NONE,
       openLastFilled: 0,
       openBytes: 0,
-      payloads: [],
-      frames: [],
-      sealedEpochs: [],
-      payloadBytes: [],
-      capacities: [],
-      batchIds: [],
+      openWrittenAt: 0,
+      staleQueued: false,
+      frames: NONE,
+      sealedEpochs: NONE,
+      payloadBytes: NONE,
+      capacities: NONE,
+      batchIds: NONE,
       next: 0,
       inFlight: 0,
-      retries: [],
+      retries: NONE,
       status: 'active',
-      revivesLeft: [],
-      acknowledged: { batches: 0, bytes: 0 },
+      revivesLeft: NONE,
+      acknowledged: NOTHING_ACKNOWLEDGED,
     });
   }
   return {
@@ -335,6 +361,8 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     nextBatchId: 0,
     pushLimits: new Map(),
     pausedUntil: new Map(),
+    takenBytes: 0,
+    staleQueue: { partitionIds: [], stamps: [], head: 0 },
   };
 }
 
@@ -391,6 +419,8 @@ interface Draft {
   nextBatchId: number;
   pushLimits: Map<string, PushLimit>;
   pausedUntil: Map<string, number>;
+  takenBytes: number;
+  readonly staleQueue: StaleQueue;
   /**
    * Partitions whose window may have room: filled once the step has handled its whole input, so that a failure
    * later in the same answer stops pushes to the location that failed.
@@ -552,26 +582,77 @@ function takeRecords(d: Draft, partitionIds: readonly number[], runs: readonly U
       const taken = end - offset;
       if (partition.openBuffers.length === 0) {
         // Header space first; more than a chunk's worth coming at once gets a whole batch's buffer, a record
-        // larger than a batch one of its size.
+        // larger than a batch one of its size. A literal of one entry, not a push into an empty array (NONE).
         const length = FRAME_HEADER_BYTES + Math.max(taken, Math.min(batchSizeBytes, coming[partitionId]!));
-        partition.openBuffers.push(
+        partition.openBuffers = [
           length <= chunkLength
             ? takeChunk(d, chunkLength)
             : length <= FRAME_HEADER_BYTES + batchSizeBytes
               ? (d.spareBatches.pop() ?? allocateHeld(d, FRAME_HEADER_BYTES + batchSizeBytes))
               : allocateHeld(d, length),
-        );
+        ];
         partition.openLastFilled = FRAME_HEADER_BYTES;
+        partition.openWrittenAt = d.takenBytes;
+        if (!partition.staleQueued) queueStale(d, partition);
       }
       coming[partitionId]! -= taken;
       appendEncoded(d, partition, run.subarray(offset, end), chunkLength);
       partition.openBytes += taken;
       d.unacknowledgedBytes += taken;
+      d.takenBytes += taken;
+      partition.openWrittenAt = d.takenBytes;
       offset = end;
       if (partition.openBytes >= batchSizeBytes) cutBatch(d, partition);
     }
   }
+  cutStaleOpenBatches(d);
   if (d.heldBytes >= d.config.maxUnacknowledgedBytes) cutLargestOpenBatches(d);
+}
+
+/**
+ * Cuts the open batches of partitions the map has moved on from: not written to while the task took another
+ * `staleAfterBytes` of records. A map writing partition after partition (a sorting writer, the benchmark's maps)
+ * leaves each partition's last batch partial; cut only at the end, those batches all waited for the map's last
+ * record, and a map over 10,000 partitions pushed nothing until then, its worker idle while it wrote. Cut once the
+ * map is an eighth of its budget further on, they go while it writes. A map spreading its records over the
+ * partitions writes each again long before that (at 10,000 partitions of 100-byte records, every 1 MiB on average),
+ * so its batches still fill.
+ *
+ * Cheap rather than exact: each open partition is in `staleQueue` once, looked at when its entry's stamp (its
+ * last write, or the task's count when it opened) is `staleAfterBytes` old, then cut or queued again with its last
+ * write. Stamps are queued in about the order of time, so a stale batch can wait behind a younger entry: every
+ * entry's stamp is at most `staleAfterBytes` older than when it was queued, so a batch is cut once the task took
+ * between one and two times `staleAfterBytes` since its last write, and each partition is looked at about once per
+ * `staleAfterBytes` of records.
+ */
+function cutStaleOpenBatches(d: Draft): void {
+  const queue = d.staleQueue;
+  const staleAfter = staleAfterBytes(d.config);
+  while (queue.head < queue.partitionIds.length) {
+    if (d.takenBytes - queue.stamps[queue.head]! < staleAfter) break;
+    const partition = d.partitions[queue.partitionIds[queue.head]!]!;
+    queue.head += 1;
+    partition.staleQueued = false;
+    if (partition.openBuffers.length === 0) continue;
+    if (d.takenBytes - partition.openWrittenAt >= staleAfter) cutBatch(d, partition);
+    else queueStale(d, partition);
+  }
+  if (queue.head > 1024 && queue.head * 2 > queue.partitionIds.length) {
+    queue.partitionIds.splice(0, queue.head);
+    queue.stamps.splice(0, queue.head);
+    queue.head = 0;
+  }
+}
+
+function queueStale(d: Draft, partition: PartitionPush): void {
+  partition.staleQueued = true;
+  d.staleQueue.partitionIds.push(partition.partitionId);
+  d.staleQueue.stamps.push(partition.openWrittenAt);
+}
+
+/** How many record bytes a map takes after a partition's last write before that partition's open batch is cut. */
+export function staleAfterBytes(config: MapTaskConfig): number {
+  return unsentLimit(config);
 }
 
 /**
@@ -691,7 +772,7 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
   if (buffers.length === 0) return;
   const payloadLength = partition.openBytes;
   const lastFilled = partition.openLastFilled;
-  partition.openBuffers = [];
+  partition.openBuffers = NONE;
   partition.openLastFilled = 0;
   partition.openBytes = 0;
   if (payloadLength === 0) {
@@ -716,14 +797,23 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
     });
     for (const piece of buffers) dropOpenBuffer(d, piece);
   }
-  partition.frames.push(frame);
-  partition.payloads.push(frame.subarray(FRAME_HEADER_BYTES));
-  partition.payloadBytes.push(payloadLength);
+  if (partition.frames.length === 0) {
+    // The partition's first batch: arrays of one entry (NONE).
+    partition.frames = [frame];
+    partition.payloadBytes = [payloadLength];
+    partition.capacities = [capacity];
+    partition.sealedEpochs = [UNSEALED];
+    partition.batchIds = [d.nextBatchId];
+    partition.revivesLeft = [d.config.maxReviveRetries];
+  } else {
+    partition.frames.push(frame);
+    partition.payloadBytes.push(payloadLength);
+    partition.capacities.push(capacity);
+    partition.sealedEpochs.push(UNSEALED);
+    partition.batchIds.push(d.nextBatchId);
+    partition.revivesLeft.push(d.config.maxReviveRetries);
+  }
   d.unsentBytes += payloadLength;
-  partition.capacities.push(capacity);
-  partition.sealedEpochs.push(UNSEALED);
-  partition.batchIds.push(d.nextBatchId);
-  partition.revivesLeft.push(d.config.maxReviveRetries);
   d.nextBatchId += 1;
   d.refill.add(partition.partitionId);
 }
@@ -1060,11 +1150,10 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
       const header = { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch };
       if (sealed === UNSEALED) sealBatchFrame(frame, header);
       else {
-        frame = encodeBatchFrame(header, partition.payloads[batch]!);
+        frame = encodeBatchFrame(header, frame.subarray(FRAME_HEADER_BYTES));
         d.heldBytes += frame.length - partition.capacities[batch]!;
         partition.capacities[batch] = frame.length;
         partition.frames[batch] = frame;
-        partition.payloads[batch] = frame.subarray(FRAME_HEADER_BYTES);
       }
       partition.sealedEpochs[batch] = location.epoch;
     } else if (d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
@@ -1242,7 +1331,6 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
       // Acknowledged: the batch's memory goes, or is filled again (releaseFrame).
       releaseFrame(d, partition.frames[pushed.batch]!, partition.capacities[pushed.batch]!);
       partition.frames[pushed.batch] = RELEASED;
-      partition.payloads[pushed.batch] = RELEASED;
       d.unacknowledgedBytes -= bytes;
       partition.capacities[pushed.batch] = 0;
       updatePartition(d, partitionId, {
