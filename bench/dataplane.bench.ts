@@ -28,6 +28,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultJsonPath, HELP, parseOptions, type Options } from './dataplane/options.ts';
+import { heapProfileFiles, heapText, summariseHeapProfile } from './dataplane/heap-profile.ts';
 import { machineInfo } from './dataplane/proc.ts';
 import { measureMemoryPasses, type MemoryPasses } from './dataplane/floor.ts';
 import {
@@ -104,6 +105,12 @@ const probeDir = path.join(runDir, 'probes');
 mkdirSync(probeDir);
 const profileDir = o.profile ? (o.profileDir ?? path.join(runDir, 'profiles')) : undefined;
 if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
+// Every process the run starts inherits this environment (./dataplane/probe.mjs reads it).
+const heapProfileDir = o.heapProfile ? (o.profileDir ?? path.join(runDir, 'profiles')) : undefined;
+if (heapProfileDir !== undefined) {
+  mkdirSync(heapProfileDir, { recursive: true });
+  process.env.SVC_BENCH_HEAP_PROF_DIR = heapProfileDir;
+}
 const ctx: Context = {
   options: o,
   runDir,
@@ -296,6 +303,9 @@ if (rows.length > 0) {
     );
   }
   if (o.profile) console.log(profileText(comparisons, rssFigure));
+  if (heapProfileDir !== undefined) {
+    console.log(heapText(heapProfileFiles(heapProfileDir).map((file) => summariseHeapProfile(file))));
+  }
   if (o.rounds > 1) {
     console.log(
       `\nThe first table gives each figure's median round (ratios of every round in 'rounds'); the detail is the ` +

@@ -65,6 +65,7 @@ export interface Options {
   readonly rounds: number;
   readonly profile: boolean;
   readonly profileDir: string | undefined;
+  readonly heapProfile: boolean;
   readonly json: string | undefined;
   readonly noJson: boolean;
   readonly dir: string;
@@ -136,6 +137,9 @@ Output:
   --profile                CPU-profile workers and clients (--cpu-prof) and print each side's top self-time
                            functions during the measurement (figures are slower under the profiler)
   --profile-dir <dir>      keep the .cpuprofile files there (default: a temporary directory, removed)
+  --heap-profile           sample every process's allocations (V8's sampling heap profiler, freed objects
+                           included) and print each one's top allocation sites, over its whole life; the
+                           files (HEAP.<pid>.json) go to --profile-dir too (./dataplane/heap-profile.ts)
   --json <file>            where to write the JSON results (default bench/results/dataplane-<date>.json)
   --no-json                write no JSON
   --dir <dir>              where clusters and sinks keep data (default: the system's temporary directory)
@@ -218,6 +222,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
     options: {
       ...stringFlags,
       profile: { type: 'boolean' },
+      'heap-profile': { type: 'boolean' },
       'no-json': { type: 'boolean' },
       keep: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -274,6 +279,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
     rounds: whole('rounds', 1),
     profile: values.profile === true,
     profileDir: text('profile-dir'),
+    heapProfile: values['heap-profile'] === true,
     json: text('json'),
     noJson: values['no-json'] === true,
     dir: text('dir') ?? tmpdir(),

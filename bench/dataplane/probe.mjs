@@ -75,3 +75,27 @@ if (profileDir !== undefined && profileDir !== '') {
     });
   });
 }
+
+// SVC_BENCH_HEAP_PROF_DIR: runs V8's sampling heap profiler from here to the process's exit, counting objects the
+// collector has already freed too (what a run allocates, not what it keeps), and writes the profile with the
+// process's command line as <dir>/HEAP.<pid>.json (./heap-profile.ts summarises it). The whole life of the process:
+// warm-up and measurement alike.
+const heapDir = process.env.SVC_BENCH_HEAP_PROF_DIR;
+if (heapDir !== undefined && heapDir !== '') {
+  const session = new Session();
+  session.connect();
+  session.post('HeapProfiler.enable');
+  session.post('HeapProfiler.startSampling', {
+    samplingInterval: 16384,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  process.on('exit', () => {
+    session.post('HeapProfiler.stopSampling', (error, result) => {
+      if (error === null && result !== undefined) {
+        const file = path.join(heapDir, `HEAP.${process.pid}.json`);
+        writeFileSync(file, JSON.stringify({ argv: process.argv.slice(1), profile: result.profile }));
+      }
+    });
+  });
+}
