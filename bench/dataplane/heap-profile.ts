@@ -8,6 +8,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 
 interface HeapNode {
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
@@ -83,17 +84,18 @@ export function heapText(summaries: readonly HeapSummary[]): string {
 }
 
 if (process.argv[1] === import.meta.filename) {
-  const args = process.argv.slice(2);
-  const target = args.find((arg) => !arg.startsWith('--'));
-  const topAt = args.indexOf('--top');
-  const top = topAt === -1 ? 15 : Number(args[topAt + 1]);
-  if (target === undefined || !(Number.isInteger(top) && top > 0)) {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { top: { type: 'string', default: '15' } },
+  });
+  const top = Number(values.top);
+  if (positionals.length !== 1 || !(Number.isInteger(top) && top > 0)) {
     console.error('usage: heap-profile.ts <dir or HEAP.<pid>.json> [--top n]');
     process.exit(2);
   }
-  const files = heapProfileFiles(target);
+  const files = heapProfileFiles(positionals[0]!);
   if (files.length === 0) {
-    console.error(`${target} holds no HEAP.<pid>.json (run the benchmark with --heap-profile)`);
+    console.error(`${positionals[0]} holds no HEAP.<pid>.json (run the benchmark with --heap-profile)`);
     process.exit(1);
   }
   console.log(heapText(files.map((file) => summariseHeapProfile(file, top))));
