@@ -302,7 +302,7 @@ export interface PushedBatch {
  * over 10,000 partitions made nine arrays per partition, and the first push into an empty array gives it room for
  * 17 entries, about 150 bytes, seven times per batch; most such partitions cut one or two batches, and collecting
  * those arrays was a fifth of the client's time in the many-partitions benchmark. A partition's first batch (or
- * open buffer) replaces them with arrays of one entry (`cutBatch`, `takeRecords`); frozen, so that a push into the
+ * open buffer) replaces them with arrays of one entry (`appended`, `takeRecords`); frozen, so that a push into the
  * shared one throws rather than corrupting every partition.
  */
 const NONE = Object.freeze([]) as unknown as never[];
@@ -797,25 +797,22 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
     });
     for (const piece of buffers) dropOpenBuffer(d, piece);
   }
-  if (partition.frames.length === 0) {
-    // The partition's first batch: arrays of one entry (NONE).
-    partition.frames = [frame];
-    partition.payloadBytes = [payloadLength];
-    partition.capacities = [capacity];
-    partition.sealedEpochs = [UNSEALED];
-    partition.batchIds = [d.nextBatchId];
-    partition.revivesLeft = [d.config.maxReviveRetries];
-  } else {
-    partition.frames.push(frame);
-    partition.payloadBytes.push(payloadLength);
-    partition.capacities.push(capacity);
-    partition.sealedEpochs.push(UNSEALED);
-    partition.batchIds.push(d.nextBatchId);
-    partition.revivesLeft.push(d.config.maxReviveRetries);
-  }
+  partition.frames = appended(partition.frames, frame);
+  partition.payloadBytes = appended(partition.payloadBytes, payloadLength);
+  partition.capacities = appended(partition.capacities, capacity);
+  partition.sealedEpochs = appended(partition.sealedEpochs, UNSEALED);
+  partition.batchIds = appended(partition.batchIds, d.nextBatchId);
+  partition.revivesLeft = appended(partition.revivesLeft, d.config.maxReviveRetries);
   d.unsentBytes += payloadLength;
   d.nextBatchId += 1;
   d.refill.add(partition.partitionId);
+}
+
+/** `values` with `value` appended: in place, or, for the shared empty array (NONE), an array of that one entry. */
+function appended<T>(values: T[], value: T): T[] {
+  if (values.length === 0) return [value];
+  values.push(value);
+  return values;
 }
 
 /**
