@@ -403,6 +403,11 @@ export function lifecycleManagerConfigFrom(
   };
 }
 
+/** A map task's budget of unacknowledged bytes (MapTaskConfig.maxUnacknowledgedBytes). */
+export function mapTaskBudgetOf(conf: ResolvedConfig): number {
+  return conf.optional('svc.client.push.maxUnacknowledgedBytes', 'getBytes') ?? MAP_TASK_BUDGET_BEFORE_KEY;
+}
+
 export function mapTaskConfigFrom(
   conf: ResolvedConfig,
   ids: { readonly shuffleId: number; readonly mapId: number; readonly attemptId: number },
@@ -420,8 +425,7 @@ export function mapTaskConfigFrom(
     numPartitions: shape.numPartitions,
     lifecycleManager: lifecycleManagerNodeId(appId),
     batchSizeBytes: conf.getBytes('svc.client.push.buffer.max.size'),
-    maxUnacknowledgedBytes:
-      conf.optional('svc.client.push.maxUnacknowledgedBytes', 'getBytes') ?? MAP_TASK_BUDGET_BEFORE_KEY,
+    maxUnacknowledgedBytes: mapTaskBudgetOf(conf),
     mergeSizeBytes: conf.getBytes('svc.client.push.merge.maxSize'),
     maxInFlightPerPartition: conf.getInt('svc.client.push.maxInFlightPerPartition'),
     maxReviveRetries: conf.getInt('svc.client.push.revive.maxRetries'),

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Writable, type Readable } from 'node:stream';
-import { mapTaskConfigFrom } from '../../conf/machine-configs.ts';
+import { mapTaskBudgetOf, mapTaskConfigFrom } from '../../conf/machine-configs.ts';
 import { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
 import { LocationCache } from '../../core/machines/client/location-cache.ts';
 import {
@@ -17,7 +17,7 @@ import type { StatusCode } from '../../core/domain/status.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import { putU32 } from '../../core/protocol/big-endian.ts';
-import { slabAllocator } from './slab-allocator.ts';
+import { MAP_BUFFERS_IDLE_MS, MapBuffers } from './map-buffers.ts';
 import { clientNetwork } from './client-network.ts';
 import { parseHostPort, resolveClientSettings, type ClientOptions } from './client-config.ts';
 import {
@@ -155,6 +155,10 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
   const client = resolveClientSettings(options, { role: 'executor', node: executorId });
   const chunkBodies = new ChunkBodies(client);
+  // A quarter of a task's budget, what one task keeps as spares of its own (core/machines/client/map-task.ts).
+  const mapBuffers = new MapBuffers(mapTaskBudgetOf(client.conf) / 4);
+  const idleBuffers = setInterval(() => mapBuffers.dropIdle(), MAP_BUFFERS_IDLE_MS);
+  idleBuffers.unref();
   // The executor acts for the application it was given, proving the application's secret (svc.auth.enabled).
   const { network, refusal, authRefusal } = clientNetwork({
     nodeId: executorId,
@@ -171,6 +175,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     client,
     network,
     chunkBodies,
+    mapBuffers,
     fileGroups: new FileGroupCache(),
     locations: new LocationCache(),
     closed: false,
@@ -207,6 +212,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
     },
     close() {
       chunkBodies.close();
+      clearInterval(idleBuffers);
       closing ??= closeExecutor(context, executorId);
       return closing;
     },
@@ -241,6 +247,8 @@ function sameShape(a: ShuffleShape, b: ShuffleShape): boolean {
 interface ExecutorContext extends ReaderContext {
   /** The shuffles' locations this executor's map tasks were told and revived to: later tasks start from them. */
   readonly locations: LocationCache;
+  /** The map tasks' batch memory, kept from one task for the next (./map-buffers.ts). */
+  readonly mapBuffers: MapBuffers;
   /**
    * Set when the executor closes. Every task runs as a node on `network.host` (with `stop`): closing stops them
    * there, so that their waits reject with ClientClosedError, and the host refuses tasks started later.
@@ -464,8 +472,10 @@ class TaskWriter extends EventEmitter implements MapWriter {
         { numMappers: this.shape.maps, numPartitions: this.shape.partitions },
         context.appId,
       ),
-      // Every byte of a batch's buffer is written before it is sent: no need to zero it first.
-      allocate: slabAllocator(),
+      // Every byte of a batch's buffer is written before it is sent: no need to zero it first. What one task lets
+      // go, the next one fills again.
+      allocate: context.mapBuffers.allocate,
+      giveBack: context.mapBuffers.giveBack,
       // Pushes go to workers, each a process of its own, over sockets: a frame's bytes are copied into the kernel
       // before the answer that acknowledges them can come.
       reuseAcknowledgedFrames: true,

@@ -1173,11 +1173,28 @@ describe('map task: records written over time', () => {
         fc.integer({ min: 1, max: 3 }),
         fc.array(command, { maxLength: 120 }),
         fc.boolean(),
-        (numPartitions, spec, batchSizeBytes, budget, window, commands, reuseAcknowledgedFrames) => {
+        fc.boolean(),
+        fc.constantFrom(1, 100),
+        (
+          numPartitions,
+          spec,
+          batchBytes,
+          budgetBytes,
+          window,
+          commands,
+          reuseAcknowledgedFrames,
+          pooled,
+          scale,
+        ) => {
+          // At scale 100 a batch spans several chunks (CHUNK_BYTES), copied into a frame of its size at its cut.
+          const batchSizeBytes = batchBytes * scale;
+          const budget = budgetBytes * scale;
           const written = spec.map(([p, length], i) => ({
             partitionId: p % numPartitions,
-            record: new Uint8Array(length).fill(i % 251),
+            record: new Uint8Array(length * scale).fill(i % 251),
           }));
+          // What the task gives back is scribbled over and handed out again: a buffer still in use would show.
+          const pool = pooled ? scribblingPool() : undefined;
           const driver = new Driver(
             {
               ...baseConfig,
@@ -1188,6 +1205,7 @@ describe('map task: records written over time', () => {
               maxUnacknowledgedBytes: budget,
               maxReviveRetries: 10_000,
               reuseAcknowledgedFrames,
+              ...(pool === undefined ? {} : { allocate: pool.allocate, giveBack: pool.giveBack }),
             },
             [],
           );
@@ -1219,6 +1237,15 @@ describe('map task: records written over time', () => {
               referencedBytes(state),
               'held bytes are the capacity of every buffer the task still references',
             );
+            if (pool !== undefined) {
+              const referenced = referencedBuffers(state);
+              for (const inUse of inFlight)
+                for (const frame of payloadsOf(inUse)) referenced.add(frame.buffer);
+              assert.ok(
+                pool.free.every((free) => !referenced.has(free.buffer)),
+                'a buffer given back is neither referenced by the task nor in a push awaiting its answer',
+              );
+            }
             assert.equal(
               state.unsentBytes,
               unsentPayloadBytes(state),
@@ -1622,6 +1649,53 @@ describe('map task: records written over time', () => {
       'the end cuts the last batch, sent from its chunk; no spare is kept',
     );
   });
+
+  it('gives its allocator back what it lets go of a chunk’s or a batch’s length once nothing holds it: spares at its end, frames once acknowledged', () => {
+    const given: Uint8Array[] = [];
+    const driver = new Driver(
+      {
+        ...baseConfig,
+        batchSizeBytes: 8192,
+        maxUnacknowledgedBytes: 1 << 20,
+        reuseAcknowledgedFrames: true,
+        giveBack: (buffer) => given.push(buffer),
+      },
+      [],
+    );
+    registerWith(driver, [location(0, 0, 0), location(1, 0, 1)]);
+    const record = (length: number, fill: number) => new Uint8Array(length).fill(fill);
+    const pushes: PushSend[] = [];
+    const step = (input: Input) => pushes.push(...sentOf(driver.plainStep(input)).filter(isPush));
+    // Partition 1's batch over two chunks, copied into a frame of its size at its cut: the chunks become spares.
+    step(recordsIn([1], [record(3000, 1)]));
+    step(recordsIn([1], [record(3000, 2)]));
+    step(recordsIn([1], [record(2180, 3)]));
+    // Partition 0's record goes into one of them, sent as it is at the end.
+    step(recordsIn([0], [record(100, 4)]));
+    assert.equal(driver.state.spareChunks.length, 1);
+    assert.equal(given.length, 0, 'nothing is given back while the task may fill it again');
+    step({ kind: 'recordsEnd' });
+    assert.deepEqual(
+      given.map((buffer) => buffer.length),
+      [4136],
+      'the spare goes back at the end',
+    );
+    assert.equal(pushes.length, 2);
+    for (const push of pushes) {
+      driver.answer(push, { type: 'PushDataResponse', status: 'SUCCESS', message: '' });
+    }
+    assert.equal(driver.state.heldBytes, 0);
+    assert.deepEqual(
+      given.map((buffer) => buffer.length),
+      [4136, 8232, 4136],
+      'each acknowledged frame goes back once: the batch-sized frame and the chunk sent as it was',
+    );
+    assert.deepEqual(
+      given.slice(1).map((buffer) => buffer.buffer),
+      pushes.map((push) => payloadsOf(push)[0]!.buffer),
+      'the frames’ own memory',
+    );
+  });
 });
 
 /** Starts the driver's task and answers its registration with these locations. */
@@ -1656,6 +1730,13 @@ function unsentPayloadBytes(state: MapTaskState): number {
 
 /** The capacity of every buffer a map task's state references: open batches, spare chunks, unacknowledged frames. */
 function referencedBytes(state: MapTaskState): number {
+  let bytes = 0;
+  for (const buffer of referencedBuffers(state)) bytes += buffer.byteLength;
+  return bytes;
+}
+
+/** The memory of every buffer a map task's state references. */
+function referencedBuffers(state: MapTaskState): Set<ArrayBufferLike> {
   const buffers = new Set<ArrayBufferLike>();
   for (const partition of state.partitions) {
     for (const buffer of partition.openBuffers) buffers.add(buffer.buffer);
@@ -1664,7 +1745,38 @@ function referencedBytes(state: MapTaskState): number {
     });
   }
   for (const spare of [...state.spareChunks, ...state.spareBatches]) buffers.add(spare.buffer);
-  let bytes = 0;
-  for (const buffer of buffers) bytes += buffer.byteLength;
-  return bytes;
+  return buffers;
+}
+
+/** The frames a push carries, as sent. */
+function payloadsOf(push: PushSend): Uint8Array[] {
+  return push.message.type === 'PushData'
+    ? [push.message.payload]
+    : push.message.batches.map((batch) => batch.payload);
+}
+
+/**
+ * An allocator (MapTaskConfig.allocate and giveBack) that hands out again what the task gave back, last first, each
+ * buffer its own memory; what comes back is scribbled over first, and must come back once.
+ */
+function scribblingPool(): {
+  readonly free: Uint8Array[];
+  readonly allocate: (length: number) => Uint8Array;
+  readonly giveBack: (buffer: Uint8Array) => void;
+} {
+  const free: Uint8Array[] = [];
+  return {
+    free,
+    allocate: (length) => {
+      for (let at = free.length - 1; at >= 0; at -= 1)
+        if (free[at]!.length === length) return free.splice(at, 1)[0]!;
+      return new Uint8Array(length);
+    },
+    giveBack: (buffer) => {
+      assert.ok(!free.some((kept) => kept.buffer === buffer.buffer), 'a buffer is given back once');
+      assert.equal(buffer.byteOffset, 0, 'the whole buffer comes back');
+      buffer.fill(0xee);
+      free.push(buffer);
+    },
+  };
 }

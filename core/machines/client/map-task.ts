@@ -100,6 +100,15 @@ export interface MapTaskConfig {
    */
   readonly allocate?: (length: number) => Uint8Array;
   /**
+   * Takes back a buffer of a chunk's or a whole batch's length that the task lets go and nothing else holds: an open
+   * batch's chunk once its bytes were copied into the batch's frame, an acknowledged frame's buffer where
+   * `reuseAcknowledgedFrames` allows it, a spare at the map's end. The allocator may hand it out again to any task
+   * (the runtime's executor keeps such buffers for its later tasks: a task's first buffers were otherwise fresh
+   * memory, for a task of a few MiB nearly all of them). Buffers of other lengths, and frames sent more than once,
+   * are only let go. Default: none.
+   */
+  readonly giveBack?: (buffer: Uint8Array) => void;
+  /**
    * Whether an acknowledged frame's buffer may be filled again (kept as a spare): true where the transport copies a
    * frame's bytes out before its answer can come (a socket: the worker answers bytes it received, which the
    * kernel copied at the write). A transport that hands the buffer itself to the worker (the simulator's network)
@@ -710,9 +719,9 @@ function takeChunk(d: Draft, chunkLength: number): Uint8Array {
 /**
  * A buffer the task is done with (a cut open batch's, its bytes copied into the batch's frame, or an acknowledged
  * frame's): kept as a spare, if it has a chunk's or a whole batch's length, while the task holds no more than its
- * budget and spares hold at most a quarter of it, otherwise let go. The first keeps a cut from taking the task
- * further past its budget than the frame's header; the second leaves room for frames, so that room always returns
- * once every frame is acknowledged.
+ * budget and spares hold at most a quarter of it, otherwise let go (`giveBack`). The first keeps a cut from taking
+ * the task further past its budget than the frame's header; the second leaves room for frames, so that room always
+ * returns once every frame is acknowledged.
  */
 function dropOpenBuffer(d: Draft, buffer: Uint8Array): void {
   const chunkLength = chunkLengthOf(d.config);
@@ -722,7 +731,17 @@ function dropOpenBuffer(d: Draft, buffer: Uint8Array): void {
   const keep = !d.ended && d.heldBytes <= budget && spares + buffer.length <= budget / 4;
   if (keep && buffer.length === chunkLength) d.spareChunks.push(buffer);
   else if (keep && buffer.length === batchLength) d.spareBatches.push(buffer);
-  else d.heldBytes -= buffer.length;
+  else letGo(d, buffer);
+}
+
+/** A buffer the task no longer holds: given back to the allocator when it is of a length the task allocates. */
+function letGo(d: Draft, buffer: Uint8Array): void {
+  d.heldBytes -= buffer.length;
+  if (
+    buffer.length === chunkLengthOf(d.config) ||
+    buffer.length === FRAME_HEADER_BYTES + d.config.batchSizeBytes
+  )
+    d.config.giveBack?.(buffer);
 }
 
 /**
@@ -816,14 +835,14 @@ function appended<T>(values: T[], value: T): T[] {
 }
 
 /**
- * The application wrote everything: the partial batches are cut, the spare chunks let go, and the task ends once
- * all are acknowledged.
+ * The application wrote everything: the partial batches are cut, the spare chunks let go (back to the allocator),
+ * and the task ends once all are acknowledged.
  */
 function endRecords(d: Draft): void {
   if (d.ended) return;
   d.ended = true;
   for (const partition of d.partitions) cutBatch(d, partition);
-  for (const spare of [...d.spareChunks, ...d.spareBatches]) d.heldBytes -= spare.length;
+  for (const spare of [...d.spareChunks, ...d.spareBatches]) letGo(d, spare);
   d.spareChunks.length = 0;
   d.spareBatches.length = 0;
   maybeEnd(d);
