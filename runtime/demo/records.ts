@@ -114,6 +114,13 @@ export function partitionOfKey(key: Uint8Array, reduces: number): number {
 const ZERO_IV = Buffer.alloc(16);
 /** Records per chunk: about 1 MiB, at least one record. */
 const CHUNK_BYTES = 1 << 20;
+/** The generator's input: zeros, read and never written, so one buffer serves every chunk of every map. */
+const ZEROS = Buffer.alloc(CHUNK_BYTES);
+
+/** `length` zero bytes: a view of ZEROS when it is long enough (a chunk's records), else a buffer of their own. */
+function zeros(length: number): Buffer {
+  return length <= ZEROS.length ? ZEROS.subarray(0, length) : Buffer.alloc(length);
+}
 
 /**
  * Generates map `mapId`'s records in order, chunk by chunk. The bytes come from AES-128-CTR over zeros (a
@@ -137,14 +144,15 @@ export function* mapChunks(spec: DatasetSpec, mapId: number): Generator<RecordCh
     const count = Math.min(perChunk, left);
     left -= count;
     // A record's first four bytes exist even for a 1-byte record: draw them past its end, in the chunk's own bytes.
-    const bytes = cipher.update(Buffer.alloc(count * size));
-    const draws = size >= 4 ? bytes : cipher.update(Buffer.alloc(count * 4));
+    const bytes = cipher.update(zeros(count * size));
+    const draws = size >= 4 ? bytes : cipher.update(zeros(count * 4));
     const drawStride = size >= 4 ? size : 4;
     const partitions = new Uint32Array(count);
     const keys = new Uint32Array(count);
     for (let i = 0, at = 0; i < count; i += 1, at += size) {
       const k = draws.readUInt32LE(i * drawStride) % spec.distinctKeys;
-      table.copy(bytes, at, k * keyBytes, (k + 1) * keyBytes);
+      // Byte by byte: a key is a few bytes, and a native copy's call cost more than the copy (a second per GiB).
+      for (let b = 0, from = k * keyBytes; b < keyBytes; b += 1) bytes[at + b] = table[from + b]!;
       keys[i] = k;
       partitions[i] = partitionOf[k]!;
     }
