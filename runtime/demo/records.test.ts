@@ -164,6 +164,34 @@ describe('the demo record generator', () => {
     );
   });
 
+  it('groups records by their key’s bytes, whether the key is one the generator makes or any other', () => {
+    const byte = fc.constantFrom(...'k0123456789x/'.split('').map((c) => c.charCodeAt(0)));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 18 }),
+        fc.array(fc.array(byte, { maxLength: 20 }), { maxLength: 60 }),
+        (keyBytes, raw) => {
+          // Most keys look like the generator's: `k`, then digits; the others differ in a byte or their length.
+          const records = raw.map((bytes, i) =>
+            Uint8Array.from(i % 3 === 0 ? bytes : [0x6b, ...bytes.map((b) => (b === 0x6b ? 0x35 : b))]),
+          );
+          const byText = new Map<string, number>();
+          for (const record of records) {
+            const key = Buffer.from(record.subarray(0, keyBytes)).toString('latin1');
+            byText.set(key, (byText.get(key) ?? 0) + 1);
+          }
+          const { digest, largestGroup } = groupAndDigest(records, keyBytes);
+          assert.equal(digest.keys, byText.size, 'as many groups as distinct key texts');
+          assert.equal(largestGroup, Math.max(0, ...byText.values()));
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // A byte past '9' is not a digit: `k1x` (1 * 10 + 72 if it were) is not `k82`.
+    const text = (t: string) => Uint8Array.from(Buffer.from(t, 'latin1'));
+    assert.equal(groupAndDigest([text('k82'), text('k1x'), text('k82')], 3).digest.keys, 2);
+  });
+
   it('tells a missing, duplicated or altered record from the expected digest', () => {
     const spec: DatasetSpec = {
       seed: 3,
