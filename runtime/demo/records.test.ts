@@ -48,6 +48,17 @@ function allRecords(spec: DatasetSpec): { record: Uint8Array; partition: number 
   return out;
 }
 
+/** Three maps of 1 MiB of 108-byte records. */
+const THREE_MAPS: DatasetSpec = {
+  seed: 7,
+  totalBytes: 3 << 20,
+  maps: 3,
+  reduces: 4,
+  keyBytes: 8,
+  valueBytes: 100,
+  distinctKeys: 50,
+};
+
 describe('the demo record generator', () => {
   it('generates valid specs only', () => {
     fc.assert(fc.property(SPEC, (spec) => datasetProblem(spec) === undefined));
@@ -85,15 +96,7 @@ describe('the demo record generator', () => {
   });
 
   it('generates the same records for the same seed and map, and others for another seed', () => {
-    const spec: DatasetSpec = {
-      seed: 7,
-      totalBytes: 3 << 20,
-      maps: 3,
-      reduces: 4,
-      keyBytes: 8,
-      valueBytes: 100,
-      distinctKeys: 50,
-    };
+    const spec = THREE_MAPS;
     const bytesOf = (s: DatasetSpec, mapId: number) => {
       const chunks: Buffer[] = [];
       generateMap(s, mapId, (chunk) => chunks.push(chunk.bytes));
@@ -119,16 +122,10 @@ describe('the demo record generator', () => {
       });
       return hash.digest('hex');
     };
-    const spec = {
-      seed: 7,
-      totalBytes: 3 << 20,
-      maps: 3,
-      reduces: 4,
-      keyBytes: 8,
-      valueBytes: 100,
-      distinctKeys: 50,
-    };
-    assert.equal(digestOfMap(spec, 1), 'cd6b5253c5b899101fe6400fe2be936f6ab08418728c7e4a66b2f8c6dceb62b0');
+    assert.equal(
+      digestOfMap(THREE_MAPS, 1),
+      'cd6b5253c5b899101fe6400fe2be936f6ab08418728c7e4a66b2f8c6dceb62b0',
+    );
     // Records shorter than their key's four-byte draw take the draws from bytes of their own.
     const tiny = {
       seed: 9,
