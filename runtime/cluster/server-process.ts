@@ -78,6 +78,8 @@ export class ServerProcess {
   }>();
   private readonly log: WriteStream;
   private exitWaiters: ((code: number | null) => void)[] = [];
+  /** Set once the process exited and its log file was flushed and closed (`exited()` waits for both). */
+  private logClosed = false;
   exitCode: number | null | undefined = undefined;
   readonly stderr: string[] = [];
 
@@ -116,13 +118,17 @@ export class ServerProcess {
     createInterface({ input: this.child.stdout! }).on('line', (text) => this.onLine(text));
     createInterface({ input: this.child.stderr! }).on('line', (text) => {
       this.stderr.push(text);
-      this.log.write(`[stderr] ${text}\n`);
+      this.writeLog(`[stderr] ${text}\n`);
     });
     this.child.on('exit', (code, signal) => {
       this.exitCode = code ?? (signal === null ? null : -1);
-      this.log.end();
-      for (const waiter of this.exitWaiters) waiter(this.exitCode);
-      this.exitWaiters = [];
+      // The exit is reported once the log file is written and closed: a caller that removes the directory next
+      // raced the stream's opening or last write (ENOTEMPTY, the file made again after the removal listed it).
+      this.log.end(() => {
+        this.logClosed = true;
+        for (const waiter of this.exitWaiters) waiter(this.exitCode ?? null);
+        this.exitWaiters = [];
+      });
       for (const waiter of this.waiters) waiter.resolve({ event: 'process.exited', code, signal });
       this.waiters.clear();
     });
@@ -221,9 +227,12 @@ export class ServerProcess {
     if (this.running) this.child.kill(signal);
   }
 
-  /** Resolves with the exit code once the process has exited, however long that takes (stop() bounds it itself). */
+  /**
+   * Resolves with the exit code once the process has exited and its log file is closed, however long that takes
+   * (stop() bounds it itself).
+   */
   exited(): Promise<number | null> {
-    if (!this.running) return Promise.resolve(this.exitCode ?? null);
+    if (this.logClosed) return Promise.resolve(this.exitCode ?? null);
     return new Promise((resolve) => this.exitWaiters.push(resolve));
   }
 
@@ -251,15 +260,23 @@ export class ServerProcess {
 
   /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
   async stop(graceMs = 5_000): Promise<void> {
-    if (!this.running) return;
+    if (!this.running) {
+      await this.exited();
+      return;
+    }
     this.kill('SIGTERM');
     const timer = setTimeout(() => this.kill('SIGKILL'), graceMs);
     await this.exited();
     clearTimeout(timer);
   }
 
+  /** A line for the log file; one printed after the exit (its pipe read late) stays in memory only. */
+  private writeLog(text: string): void {
+    if (!this.log.writableEnded) this.log.write(text);
+  }
+
   private onLine(text: string): void {
-    this.log.write(`${text}\n`);
+    this.writeLog(`${text}\n`);
     let line: LogLine;
     try {
       line = JSON.parse(text) as LogLine;
