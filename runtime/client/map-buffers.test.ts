@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MapBuffers } from './map-buffers.ts';
+import { resolveConfig } from '../../conf/resolve.ts';
+import { executorMapBuffers, MapBuffers } from './map-buffers.ts';
 
 describe('MapBuffers', () => {
   it('cuts small buffers of exactly their length from shared slabs, never overlapping, and allocates large ones alone', () => {
@@ -56,5 +57,17 @@ describe('MapBuffers', () => {
     buffers.dropIdle();
     assert.equal(buffers.keptNow, 0, 'idle for a whole period: let go');
     assert.notEqual(buffers.allocate(4136), buffer);
+  });
+
+  it('keeps a quarter of svc.client.push.maxUnacknowledgedBytes for an executor', () => {
+    const keptOf = (overrides: Record<string, string>) => {
+      const conf = resolveConfig({ release: '0.6.0', role: 'client', overrides });
+      assert.deepEqual(conf.errors, []);
+      const buffers = executorMapBuffers(conf);
+      for (let i = 0; i < 300; i += 1) buffers.giveBack(new Uint8Array(64 * 1024));
+      return buffers.keptNow;
+    };
+    assert.equal(keptOf({ 'svc.client.push.maxUnacknowledgedBytes': '2m' }), 512 * 1024);
+    assert.equal(keptOf({}), 16 * 1024 * 1024, 'a quarter of the 64m default');
   });
 });

@@ -1,3 +1,5 @@
+import { mapTaskBudgetOf } from '../../conf/machine-configs.ts';
+import type { ResolvedConfig } from '../../conf/resolve.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 
 /** An executor's kept batch memory goes after this long without a task allocating (as its chunk bodies do). */
@@ -6,6 +8,14 @@ export const MAP_BUFFERS_IDLE_MS = 30_000;
 /** What a slab holds; a buffer larger than an eighth of it is allocated on its own. */
 const SLAB_BYTES = 64 * 1024;
 const LARGEST_CUT = SLAB_BYTES / 8;
+
+/**
+ * An executor's MapBuffers: it keeps a quarter of a map task's budget (`svc.client.push.maxUnacknowledgedBytes`),
+ * what one task keeps as spares of its own (core/machines/client/map-task.ts).
+ */
+export function executorMapBuffers(conf: ResolvedConfig): MapBuffers {
+  return new MapBuffers(mapTaskBudgetOf(conf) / 4);
+}
 
 /**
  * An executor's memory for its map tasks' batches (MapTaskConfig.allocate and giveBack): the chunks and frames a

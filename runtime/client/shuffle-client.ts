@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Writable, type Readable } from 'node:stream';
-import { mapTaskBudgetOf, mapTaskConfigFrom } from '../../conf/machine-configs.ts';
+import { mapTaskConfigFrom } from '../../conf/machine-configs.ts';
 import { FileGroupCache } from '../../core/machines/client/file-group-cache.ts';
 import { LocationCache } from '../../core/machines/client/location-cache.ts';
 import {
@@ -17,7 +17,7 @@ import type { StatusCode } from '../../core/domain/status.ts';
 import { NodeDriver } from '../driver/node-driver.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 import { putU32 } from '../../core/protocol/big-endian.ts';
-import { MAP_BUFFERS_IDLE_MS, MapBuffers } from './map-buffers.ts';
+import { executorMapBuffers, MAP_BUFFERS_IDLE_MS, type MapBuffers } from './map-buffers.ts';
 import { clientNetwork } from './client-network.ts';
 import { parseHostPort, resolveClientSettings, type ClientOptions } from './client-config.ts';
 import {
@@ -155,8 +155,7 @@ export function connectExecutor(options: ExecutorOptions): ShuffleClient {
   const executorId = options.executorId ?? `executor-${process.pid}-${randomBytes(3).toString('hex')}`;
   const client = resolveClientSettings(options, { role: 'executor', node: executorId });
   const chunkBodies = new ChunkBodies(client);
-  // A quarter of a task's budget, what one task keeps as spares of its own (core/machines/client/map-task.ts).
-  const mapBuffers = new MapBuffers(mapTaskBudgetOf(client.conf) / 4);
+  const mapBuffers = executorMapBuffers(client.conf);
   const idleBuffers = setInterval(() => mapBuffers.dropIdle(), MAP_BUFFERS_IDLE_MS);
   idleBuffers.unref();
   // The executor acts for the application it was given, proving the application's secret (svc.auth.enabled).

@@ -728,20 +728,17 @@ function dropOpenBuffer(d: Draft, buffer: Uint8Array): void {
   const batchLength = FRAME_HEADER_BYTES + d.config.batchSizeBytes;
   const budget = d.config.maxUnacknowledgedBytes;
   const spares = d.spareChunks.length * chunkLength + d.spareBatches.length * batchLength;
-  const keep = !d.ended && d.heldBytes <= budget && spares + buffer.length <= budget / 4;
-  if (keep && buffer.length === chunkLength) d.spareChunks.push(buffer);
-  else if (keep && buffer.length === batchLength) d.spareBatches.push(buffer);
-  else letGo(d, buffer);
+  const reusable = buffer.length === chunkLength || buffer.length === batchLength;
+  const keep = reusable && !d.ended && d.heldBytes <= budget && spares + buffer.length <= budget / 4;
+  if (!keep) letGo(d, buffer, reusable);
+  else if (buffer.length === chunkLength) d.spareChunks.push(buffer);
+  else d.spareBatches.push(buffer);
 }
 
-/** A buffer the task no longer holds: given back to the allocator when it is of a length the task allocates. */
-function letGo(d: Draft, buffer: Uint8Array): void {
+/** A buffer the task no longer holds: given back to the allocator when `reusable` (a length the task allocates). */
+function letGo(d: Draft, buffer: Uint8Array, reusable: boolean): void {
   d.heldBytes -= buffer.length;
-  if (
-    buffer.length === chunkLengthOf(d.config) ||
-    buffer.length === FRAME_HEADER_BYTES + d.config.batchSizeBytes
-  )
-    d.config.giveBack?.(buffer);
+  if (reusable) d.config.giveBack?.(buffer);
 }
 
 /**
@@ -842,7 +839,8 @@ function endRecords(d: Draft): void {
   if (d.ended) return;
   d.ended = true;
   for (const partition of d.partitions) cutBatch(d, partition);
-  for (const spare of [...d.spareChunks, ...d.spareBatches]) letGo(d, spare);
+  // Spares have a chunk's or a whole batch's length (dropOpenBuffer).
+  for (const spare of [...d.spareChunks, ...d.spareBatches]) letGo(d, spare, true);
   d.spareChunks.length = 0;
   d.spareBatches.length = 0;
   maybeEnd(d);
