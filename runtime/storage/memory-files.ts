@@ -72,10 +72,13 @@ export class MemoryFiles implements TierFiles {
 
   /** The commit: checks that the file exists and, with a pool, moves its tail into the smallest block that fits. */
   flush(id: string): Promise<void> {
-    return settled(() => {
-      const file = this.require(id);
-      if (this.pool !== undefined) this.compactTail(file, this.pool);
-    });
+    return settled(() => this.flushNow(id));
+  }
+
+  /** `flush` done at once: throws what `flush` would reject with. */
+  flushNow(id: string): void {
+    const file = this.require(id);
+    if (this.pool !== undefined) this.compactTail(file, this.pool);
   }
 
   /**
@@ -120,7 +123,8 @@ export class MemoryFiles implements TierFiles {
     return Promise.resolve();
   }
 
-  private createNow(id: string): void {
+  /** `create` done at once: throws what `create` would reject with. */
+  createNow(id: string): void {
     if (this.files.has(id)) throw new IoFailure('EXISTS', `memory file ${id} exists`);
     this.files.set(id, { pieces: [], ends: [], blocks: [], length: 0 });
   }

@@ -134,7 +134,7 @@ export class TierStorage {
     const completions: (IoCompletion | Promise<IoCompletion>)[] = [];
     let waits = false;
     for (const op of ops) {
-      const done = this.writeNow(op);
+      const done = this.runNow(op);
       if (done !== undefined) completions.push(done);
       else {
         completions.push(this.run(op));
@@ -146,12 +146,14 @@ export class TierStorage {
   }
 
   /**
-   * A write to a memory file whose lane is empty, done at once with its completion, or undefined for any other
-   * operation. `run` would do the same work as synchronously (inline), but through three or four promises, and a
-   * merged push of 4 KiB batches issues one write per batch (docs/performance.md, small batches).
+   * An operation on a memory file whose lane is empty (a write, a create or a flush), done at once with its
+   * completion, or undefined for any other. `run` would do the same work as synchronously (inline), but through
+   * three or four promises, and a merged push of 4 KiB batches issues one write per batch, a reserve of 10,000
+   * partitions 10,000 creates and their commit 10,000 flushes (docs/performance.md).
    */
-  private writeNow(op: BatchableIo): IoCompletion | undefined {
-    if (op.kind !== 'write' || op.file.tier !== 'MEMORY' || this.closed) return undefined;
+  private runNow(op: BatchableIo): IoCompletion | undefined {
+    if (op.file.tier !== 'MEMORY' || this.closed) return undefined;
+    if (op.kind !== 'write' && op.kind !== 'createFile' && op.kind !== 'flush') return undefined;
     let place: Place;
     try {
       place = this.placeOf(op.file);
@@ -163,7 +165,10 @@ export class TierStorage {
     const issued = observe === undefined ? 0 : performance.now();
     let completion: IoCompletion;
     try {
-      this.memory.appendNow(place.id, op.more === undefined ? [op.bytes] : chunksOfWrite(op));
+      if (op.kind === 'write')
+        this.memory.appendNow(place.id, op.more === undefined ? [op.bytes] : chunksOfWrite(op));
+      else if (op.kind === 'createFile') this.memory.createNow(place.id);
+      else this.memory.flushNow(place.id);
       completion = { kind: 'ioDone', op: op.op };
     } catch (error) {
       completion = failed(op.op, error);
