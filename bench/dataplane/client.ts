@@ -175,10 +175,10 @@ async function svcPush(message: Extract<ToClient, { type: 'svc-push' }>): Promis
   await pool(mapIdsOf(workload), message.mapSlots, async (mapId) => {
     const writer = shuffle.writer(mapId);
     // A map writes with back-pressure, as an application does: it waits for 'drain' when the writer holds its budget.
-    const byPartition = source.recordsOf(mapId);
-    for (let partitionId = 0; partitionId < byPartition.length; partitionId += 1) {
-      for (const record of byPartition[partitionId]!) {
-        if (!writer.write(partitionId, record)) await once(writer, 'drain');
+    const records = source.recordsOf(mapId);
+    for (let partitionId = 0; partitionId < workload.partitions; partitionId += 1) {
+      for (let i = 0; i < workload.recordsPerPartition; i += 1) {
+        if (!writer.write(partitionId, records.record(partitionId, i))) await once(writer, 'drain');
       }
     }
     const result = await writer.close();

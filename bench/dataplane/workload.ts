@@ -9,7 +9,11 @@
  */
 import { randomBytes, randomFillSync } from 'node:crypto';
 import { shuffleKey } from '../../core/domain/ids.ts';
-import { fillRecordFrame, layoutRecordFrames, planBatches } from '../../core/machines/client/records.ts';
+import {
+  fillRecordFrame,
+  layoutRecordFrames,
+  RECORD_LENGTH_BYTES,
+} from '../../core/machines/client/records.ts';
 import { sealBatchFrame } from '../../core/protocol/batch-frame.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { mapTaskNodeId } from '../../core/protocol/node-ids.ts';
@@ -78,34 +82,55 @@ export function describeWorkload(workload: Workload): string {
 
 const POOL_RECORDS = 4096;
 
-/** Where the records of a map come from: views of one random pool, or of a freshly filled buffer per map. */
+/**
+ * The records of one map: each a view made when it is asked for (`record`), as an application hands a writer a
+ * record it has just serialised, so that a record is young garbage once written. Views of a whole map made up front
+ * (131,072 per 128 MiB map, about 14 MB of objects) outlived two scavenges each and were promoted, a cost of the
+ * benchmark's and not of either side's: it took the replicated push's svc client 0.4 s of collection per GiB
+ * (docs/performance.md, "What was built").
+ */
+export class MapRecords {
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly firstRecord: number,
+    private readonly workload: Workload,
+  ) {}
+
+  /** Record `i` of partition `p`. */
+  record(p: number, i: number): Uint8Array {
+    const { recordsPerPartition, recordBytes } = this.workload;
+    const index = (this.firstRecord + p * recordsPerPartition + i) % (this.bytes.length / recordBytes);
+    return this.bytes.subarray(index * recordBytes, (index + 1) * recordBytes);
+  }
+}
+
+/** Where the records of a map come from: one random pool, or a freshly filled buffer per map. */
 export class RecordSource {
   private readonly pool: Uint8Array;
 
   constructor(private readonly workload: Workload) {
-    this.pool = randomBytes(POOL_RECORDS * workload.recordBytes);
+    this.pool =
+      workload.generate === true ? new Uint8Array(0) : randomBytes(POOL_RECORDS * workload.recordBytes);
   }
 
-  /** The records of one map, by partition (views, not copies). */
-  recordsOf(mapId: number): Uint8Array[][] {
+  recordsOf(mapId: number): MapRecords {
     const { partitions, recordsPerPartition, recordBytes } = this.workload;
     if (this.workload.generate === true) {
       const bytes = new Uint8Array(partitions * recordsPerPartition * recordBytes);
       randomFillSync(bytes);
-      return Array.from({ length: partitions }, (_, p) =>
-        Array.from({ length: recordsPerPartition }, (_, i) => {
-          const at = (p * recordsPerPartition + i) * recordBytes;
-          return bytes.subarray(at, at + recordBytes);
-        }),
-      );
+      return new MapRecords(bytes, 0, this.workload);
     }
-    return Array.from({ length: partitions }, (_, p) =>
-      Array.from({ length: recordsPerPartition }, (_, i) => {
-        const at = (((mapId * partitions + p) * recordsPerPartition + i) % POOL_RECORDS) * recordBytes;
-        return this.pool.subarray(at, at + recordBytes);
-      }),
+    return new MapRecords(
+      this.pool,
+      (mapId * partitions * recordsPerPartition) % POOL_RECORDS,
+      this.workload,
     );
   }
+}
+
+/** How many records of `recordBytes` a batch of at most `batchBytes` holds (at least one: core planBatches's rule). */
+export function recordsPerBatch(workload: Workload): number {
+  return Math.max(1, Math.floor(workload.batchBytes / (RECORD_LENGTH_BYTES + workload.recordBytes)));
 }
 
 /** Names on the bare stream, shaped like svc's (the control part's size depends on them). */
@@ -132,7 +157,7 @@ export interface StreamMessage {
  */
 export function* mapMessages(
   workload: Workload,
-  records: readonly (readonly Uint8Array[])[],
+  records: MapRecords,
   mapId: number,
   names: StreamNames,
   requestIds: { next: number },
@@ -140,35 +165,31 @@ export function* mapMessages(
   const { appId, shuffleId, sinkNodeIds } = names;
   const attemptId = 0;
   const cap = workload.mergeBytes;
-  const planned = records.map((partition) => planBatches(partition, workload.batchBytes));
+  const perBatch = recordsPerBatch(workload);
+  const batchesPerPartition = Math.ceil(workload.recordsPerPartition / perBatch);
   // As the map task does (core/machines/client/map-task.ts): each batch's frame an unzeroed buffer of its own,
   // filled with its records when the batch is cut and sealed in place when sent.
-  const firstBatch: number[] = [];
-  let nextBatchId = 0;
-  for (const batches of planned) {
-    firstBatch.push(nextBatchId);
-    nextBatchId += batches.length;
-  }
-  const rounds = Math.max(0, ...planned.map((batches) => batches.length));
+  const firstBatch = (partitionId: number) => partitionId * batchesPerPartition;
+  const rounds = batchesPerPartition;
   const from = mapTaskNodeId(appId, shuffleId, mapId, attemptId);
   const key = shuffleKey(appId, shuffleId);
   const sinks = sinkNodeIds.length;
   for (let round = 0; round < rounds; round += 1) {
     for (let sink = 0; sink < sinks; sink += 1) {
       const partitionIds: number[] = [];
-      for (let p = sink; p < planned.length; p += sinks) {
-        if (planned[p]!.length > round) partitionIds.push(p);
-      }
+      for (let p = sink; p < workload.partitions; p += sinks) partitionIds.push(p);
       if (partitionIds.length === 0) continue;
       const framed = partitionIds.map((partitionId) => {
-        const batch = planned[partitionId]![round]!;
+        const first = round * perBatch;
+        const count = Math.min(perBatch, workload.recordsPerPartition - first);
+        const batch = Array.from({ length: count }, (_, j) => records.record(partitionId, first + j));
         const frame = layoutRecordFrames([batch], unzeroedBytes)[0]!;
         fillRecordFrame(frame, batch);
         return sealBatchFrame(frame, {
           shuffleId,
           mapId,
           attemptId,
-          batchId: firstBatch[partitionId]! + round,
+          batchId: firstBatch(partitionId) + round,
           partitionId,
           epoch: 0,
         });
@@ -186,7 +207,7 @@ export function* mapMessages(
                 epoch: 0,
                 mapId,
                 attemptId,
-                batchId: firstBatch[partitionIds[group[0]!]!]! + round,
+                batchId: firstBatch(partitionIds[group[0]!]!) + round,
                 payload: framed[group[0]!]!,
               }
             : {
@@ -198,7 +219,7 @@ export function* mapMessages(
                 batches: group.map((i) => ({
                   partitionId: partitionIds[i]!,
                   epoch: 0,
-                  batchId: firstBatch[partitionIds[i]!]! + round,
+                  batchId: firstBatch(partitionIds[i]!) + round,
                   payload: framed[i]!,
                 })),
               };

@@ -10,7 +10,7 @@ import {
   mapTaskMachine,
   type MapTaskState,
 } from '../../core/machines/client/map-task.ts';
-import { recordsIn } from '../../core/machines/client/records.ts';
+import { RECORD_LENGTH_BYTES, recordsIn } from '../../core/machines/client/records.ts';
 import { lifecycleManagerNodeId, mapTaskNodeId } from '../../core/protocol/node-ids.ts';
 import type { Release } from '../../core/release/version.ts';
 import type { StatusCode } from '../../core/domain/status.ts';
@@ -311,8 +311,6 @@ class ShuffleHandle implements Shuffle {
  * MiB instead of 170). Consecutive records of one partition form one run, which the task copies a batch at a time.
  */
 const STAGING_BYTES = 1024 * 1024;
-/** A record's length before its bytes, as a batch payload lays it out (core/machines/client/records.ts). */
-const RECORD_LENGTH_BYTES = 4;
 
 class TaskWriter extends EventEmitter implements MapWriter {
   private written = 0;

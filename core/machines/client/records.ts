@@ -6,7 +6,9 @@ import { getU32, putU32 } from '../../protocol/big-endian.ts';
  * around the payload (../../protocol/batch-frame.ts) carries the identity and the checksum; this is only the
  * packing of the engine's records, so that a reader gives back exactly the records a map task wrote.
  */
-const LENGTH_BYTES = 4;
+/** A record's length before its bytes, 32-bit big-endian. */
+export const RECORD_LENGTH_BYTES = 4;
+const LENGTH_BYTES = RECORD_LENGTH_BYTES;
 
 /** One batch's payload alone (tests and tools; a map task lays its batches out as frames, encodeRecordFrames). */
 export function encodeRecords(records: readonly Uint8Array[]): Uint8Array {
