@@ -598,6 +598,43 @@ describe('map task: several batches of a partition in flight', () => {
       'straight to the newest location, framed for its epoch, and no second revive',
     );
   });
+
+  it('seals a batch as it is cut once its location is known, and again in place if the location moves before its first push', () => {
+    const driver = new Driver(
+      { ...baseConfig, numPartitions: 1, batchSizeBytes: 10, mergeSizeBytes: 10, maxInFlightPerPartition: 1 },
+      [],
+    );
+    registerWith(driver, [location(0, 0, 0)]);
+    const [b0] = sentOf(driver.plainStep(recordsIn([0], [text('p0-r0-')]))).filter(isPush);
+    assert.ok(b0 !== undefined, 'the first batch is pushed as it is cut');
+    assert.deepEqual(sentOf(driver.plainStep(recordsIn([0], [text('p0-r1-')]))).filter(isPush), []);
+    const waiting = driver.state.partitions[0]!.frames[1]!;
+    const sealed = frameOf(waiting);
+    assert.deepEqual(
+      [sealed.batchId, sealed.epoch, new TextDecoder().decode(sealed.payload.subarray(4))],
+      [1, 0, 'p0-r1-'],
+      'the batch behind a full window is sealed (its checksum valid) before any push',
+    );
+    const revive = sentOf(
+      driver.answer(b0, { type: 'PushDataResponse', status: 'HARD_SPLIT', message: '' }),
+    )[0]!;
+    const [retried] = sentOf(
+      driver.answer(revive, {
+        type: 'ReviveResponse',
+        results: [{ partitionId: 0, status: 'SUCCESS', newLocation: location(0, 1, 2), oldAvailable: true }],
+        endedMapIds: [],
+      }),
+    ).filter(isPush);
+    assert.ok(retried !== undefined, 'the failed batch is pushed again first');
+    const [b1] = sentOf(driver.answer(retried, succeeded(retried.message))).filter(isPush);
+    assert.ok(b1?.message.type === 'PushData', 'then the batch sealed at its cut');
+    assert.equal(b1.message.payload, waiting, 'from its own frame: never pushed, so sealed again in place');
+    assert.deepEqual(
+      [frameOf(b1.message.payload).batchId, frameOf(b1.message.payload).epoch, b1.message.epoch],
+      [1, 1, 1],
+      'for the epoch of the location it goes to',
+    );
+  });
 });
 
 describe('map task: merged pushes', () => {
