@@ -42,7 +42,7 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
   {
     key: 'svc.client.push.maxInFlightPerPartition',
     type: 'int',
-    default: '4',
+    default: '8',
     min: 1,
     roles: CLIENT,
     description:
