@@ -576,17 +576,7 @@ describe('map task: several batches of a partition in flight', () => {
       }),
     ).filter(isPush);
     assert.ok(b0 !== undefined && b1 !== undefined, 'both batches in flight, one PushData each');
-    const revive = sentOf(
-      driver.answer(b0, { type: 'PushDataResponse', status: 'HARD_SPLIT', message: '' }),
-    )[0]!;
-    assert.equal(revive.message.type, 'Revive');
-    const [retried] = sentOf(
-      driver.answer(revive, {
-        type: 'ReviveResponse',
-        results: [{ partitionId: 0, status: 'SUCCESS', newLocation: location(0, 1, 2), oldAvailable: true }],
-        endedMapIds: [],
-      }),
-    ).filter(isPush);
+    const [retried] = splitAndMovePartition0(driver, b0);
     assert.deepEqual(
       [retried?.to, retried?.message.type === 'PushData' && retried.message.batchId],
       [workerKey(worker(2)), 0],
@@ -615,16 +605,7 @@ describe('map task: several batches of a partition in flight', () => {
       [1, 0, 'p0-r1-'],
       'the batch behind a full window is sealed (its checksum valid) before any push',
     );
-    const revive = sentOf(
-      driver.answer(b0, { type: 'PushDataResponse', status: 'HARD_SPLIT', message: '' }),
-    )[0]!;
-    const [retried] = sentOf(
-      driver.answer(revive, {
-        type: 'ReviveResponse',
-        results: [{ partitionId: 0, status: 'SUCCESS', newLocation: location(0, 1, 2), oldAvailable: true }],
-        endedMapIds: [],
-      }),
-    ).filter(isPush);
+    const [retried] = splitAndMovePartition0(driver, b0);
     assert.ok(retried !== undefined, 'the failed batch is pushed again first');
     const [b1] = sentOf(driver.answer(retried, succeeded(retried.message))).filter(isPush);
     assert.ok(b1?.message.type === 'PushData', 'then the batch sealed at its cut');
@@ -1736,6 +1717,21 @@ describe('map task: records written over time', () => {
 });
 
 /** Starts the driver's task and answers its registration with these locations. */
+/** Answers `push` (of partition 0) HARD_SPLIT and its revive with epoch 1 on worker 2: the pushes that follow. */
+function splitAndMovePartition0(driver: Driver, push: PushSend): PushSend[] {
+  const revive = sentOf(
+    driver.answer(push, { type: 'PushDataResponse', status: 'HARD_SPLIT', message: '' }),
+  )[0]!;
+  assert.equal(revive.message.type, 'Revive');
+  return sentOf(
+    driver.answer(revive, {
+      type: 'ReviveResponse',
+      results: [{ partitionId: 0, status: 'SUCCESS', newLocation: location(0, 1, 2), oldAvailable: true }],
+      endedMapIds: [],
+    }),
+  ).filter(isPush);
+}
+
 function registerWith(driver: Driver, locations: readonly PartitionLocation[]): void {
   const registration = sentOf(driver.plainStep({ kind: 'start', recovered: new Map() }))[0]!;
   driver.answer(registration, {
