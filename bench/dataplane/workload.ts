@@ -87,7 +87,7 @@ const POOL_RECORDS = 4096;
  * record it has just serialised, so that a record is young garbage once written. Views of a whole map made up front
  * (131,072 per 128 MiB map, about 14 MB of objects) outlived two scavenges each and were promoted, a cost of the
  * benchmark's and not of either side's: it took the replicated push's svc client 0.4 s of collection per GiB
- * (docs/performance.md, "What was built").
+ * (docs/performance.md, "Today's figures").
  */
 export class MapRecords {
   constructor(
