@@ -311,6 +311,12 @@ describe('task configs', () => {
     assert.equal(mapTask('0.6.0', { 'svc.client.push.buffer.max.size': '1m' }).batchSizeBytes, 1 << 20);
   });
 
+  it('a map task keeps svc.client.push.maxInFlightPerPartition batches of a partition in flight, 8 by default', () => {
+    assert.equal(mapTask('0.6.0').maxInFlightPerPartition, 8);
+    const narrow = mapTask('0.6.0', { 'svc.client.push.maxInFlightPerPartition': '2' });
+    assert.equal(narrow.maxInFlightPerPartition, 2);
+  });
+
   it('a map task holds svc.client.push.maxUnacknowledgedBytes unacknowledged, 64m before the key existed', () => {
     assert.equal(mapTask('0.6.0').maxUnacknowledgedBytes, 64 << 20);
     const small = mapTask('0.6.0', { 'svc.client.push.maxUnacknowledgedBytes': '2m' });

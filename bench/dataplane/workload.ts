@@ -9,11 +9,7 @@
  */
 import { randomBytes, randomFillSync } from 'node:crypto';
 import { shuffleKey } from '../../core/domain/ids.ts';
-import {
-  fillRecordFrame,
-  layoutRecordFrames,
-  RECORD_LENGTH_BYTES,
-} from '../../core/machines/client/records.ts';
+import { fillRecordFrame, layoutRecordFrames, planBatches } from '../../core/machines/client/records.ts';
 import { sealBatchFrame } from '../../core/protocol/batch-frame.ts';
 import type { Message } from '../../core/protocol/messages.ts';
 import { mapTaskNodeId } from '../../core/protocol/node-ids.ts';
@@ -128,11 +124,6 @@ export class RecordSource {
   }
 }
 
-/** How many records of `recordBytes` a batch of at most `batchBytes` holds (at least one: core planBatches's rule). */
-export function recordsPerBatch(workload: Workload): number {
-  return Math.max(1, Math.floor(workload.batchBytes / (RECORD_LENGTH_BYTES + workload.recordBytes)));
-}
-
 /** Names on the bare stream, shaped like svc's (the control part's size depends on them). */
 export interface StreamNames {
   readonly appId: string;
@@ -165,8 +156,14 @@ export function* mapMessages(
   const { appId, shuffleId, sinkNodeIds } = names;
   const attemptId = 0;
   const cap = workload.mergeBytes;
-  const perBatch = recordsPerBatch(workload);
-  const batchesPerPartition = Math.ceil(workload.recordsPerPartition / perBatch);
+  // Every partition's records have one size, so one partition's plan (core's rule, one view standing for each
+  // record) is every partition's.
+  const sample = records.record(0, 0);
+  const batchSizes = planBatches(
+    Array.from({ length: workload.recordsPerPartition }, () => sample),
+    workload.batchBytes,
+  ).map((batch) => batch.length);
+  const batchesPerPartition = batchSizes.length;
   // As the map task does (core/machines/client/map-task.ts): each batch's frame an unzeroed buffer of its own,
   // filled with its records when the batch is cut and sealed in place when sent.
   const firstBatch = (partitionId: number) => partitionId * batchesPerPartition;
@@ -180,9 +177,10 @@ export function* mapMessages(
       for (let p = sink; p < workload.partitions; p += sinks) partitionIds.push(p);
       if (partitionIds.length === 0) continue;
       const framed = partitionIds.map((partitionId) => {
-        const first = round * perBatch;
-        const count = Math.min(perBatch, workload.recordsPerPartition - first);
-        const batch = Array.from({ length: count }, (_, j) => records.record(partitionId, first + j));
+        const first = round * batchSizes[0]!;
+        const batch = Array.from({ length: batchSizes[round]! }, (_, j) =>
+          records.record(partitionId, first + j),
+        );
         const frame = layoutRecordFrames([batch], unzeroedBytes)[0]!;
         fillRecordFrame(frame, batch);
         return sealBatchFrame(frame, {

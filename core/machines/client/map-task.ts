@@ -19,7 +19,12 @@ import {
   type ShuffleId,
   type StatusCode,
 } from '../../domain/index.ts';
-import { FRAME_HEADER_BYTES, encodeBatchFrame, sealBatchFrame } from '../../protocol/batch-frame.ts';
+import {
+  FRAME_HEADER_BYTES,
+  encodeBatchFrame,
+  sealBatchFrame,
+  type BatchHeader,
+} from '../../protocol/batch-frame.ts';
 import { getU32 } from '../../protocol/big-endian.ts';
 import type {
   MergedBatch,
@@ -33,7 +38,7 @@ import type { Envelope, Input, NodeId } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import { count, log, newOutbox, refuseAdmin, setTimer, type Outbox } from '../outbox.ts';
 import { ask, emptyRequests, expire, settle, type RequestTable } from './requests.ts';
-import { checkRecords, encodeRecords } from './records.ts';
+import { checkRecords, encodeRecords, RECORD_LENGTH_BYTES } from './records.ts';
 import { askTimeoutOr, unansweredAsk, type AskTimeout } from './ask-timeout.ts';
 
 /**
@@ -268,10 +273,9 @@ export interface PartitionPush {
    */
   frames: Uint8Array[];
   /**
-   * The epoch each batch's frame was sealed with once pushed; before its first push UNSEALED, or `sealedAtCut` of
-   * the epoch it was sealed with when cut (sealed again in place if its location moved on). A batch pushed again
-   * with another epoch (after a revive) is framed into a copy instead: the frame sealed before may still wait in a
-   * socket's queue.
+   * The epoch each batch's frame was sealed with, or UNSEALED. A batch never pushed is sealed again in place for
+   * another epoch; one pushed again with another epoch (after a revive) is framed into a copy instead: the frame
+   * sealed before may still wait in a socket's queue.
    */
   sealedEpochs: number[];
   /** Each batch's payload length (what its acknowledgement counts). */
@@ -524,7 +528,6 @@ function handle(d: Draft, input: Input): void {
   }
 }
 
-const LENGTH_BYTES = 4;
 /**
  * The chunks an open batch is filled in when its records arrive a little at a time (a map spread over many
  * partitions): capacity follows what was written to within a chunk per partition (1,000 partitions: 4 MiB at
@@ -676,7 +679,7 @@ function wholeRecordsEnd(run: Uint8Array, offset: number, room: number, empty: b
   if (run.length - offset <= room) return run.length;
   let end = offset;
   for (;;) {
-    const next = end + LENGTH_BYTES + getU32(run, end);
+    const next = end + RECORD_LENGTH_BYTES + getU32(run, end);
     if (next - offset > room) return end === offset && empty ? next : end;
     end = next;
   }
@@ -831,22 +834,14 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
  * Seals a batch's frame as it is cut, when its partition's location is known: its bytes were just copied in, so
  * its checksum reads them from the CPU's caches, where at its first push (after it waited for its partition's
  * window) it read them from memory: the memory push's client spent 0.23 CPU s per GiB on checksums, the bare client
- * 0.06 on the same bytes checked as they are filled (docs/performance.md). What goes into `sealedEpochs`: the
- * sealed-at-cut mark of the epoch, or UNSEALED when the location is not known yet.
+ * 0.06 on the same bytes checked as they are filled (docs/performance.md). Gives what goes into `sealedEpochs`:
+ * the epoch, or UNSEALED when the location is not known yet.
  */
 function sealWhileWarm(d: Draft, partitionId: number, frame: Uint8Array): number {
   const location = d.phase === 'pushing' ? d.locations.get(partitionId) : undefined;
   if (location === undefined) return UNSEALED;
-  const { shuffleId, mapId, attemptId } = d.config;
-  sealBatchFrame(frame, {
-    shuffleId,
-    mapId,
-    attemptId,
-    batchId: d.nextBatchId,
-    partitionId,
-    epoch: location.epoch,
-  });
-  return sealedAtCut(location.epoch);
+  sealBatchFrame(frame, headerOf(d, partitionId, d.nextBatchId, location.epoch));
+  return location.epoch;
 }
 
 /** `values` with `value` appended: in place, or, for the shared empty array (NONE), an array of that one entry. */
@@ -990,10 +985,11 @@ function beginPushing(d: Draft, locations: readonly PartitionLocation[]): void {
   maybeEnd(d);
 }
 
-/** A batch this step pushes: which one of which partition. */
+/** A batch this step pushes: which one of which partition, and whether it was ever pushed before. */
 interface QueuedBatch {
   readonly partitionId: number;
   readonly batch: number;
+  readonly fresh: boolean;
 }
 
 /** The batches a partition may push this step, up to its window: those to push again first, then new ones. */
@@ -1108,10 +1104,10 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
 function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan): void {
   const partition = d.partitions[partitionId]!;
   let next = partition.next;
-  for (const batch of retries) d.pushQueue.push({ partitionId, batch });
+  for (const batch of retries) d.pushQueue.push({ partitionId, batch, fresh: false });
   for (let k = 0; k < fresh; k += 1) {
     d.unsentBytes -= partition.payloadBytes[next]!;
-    d.pushQueue.push({ partitionId, batch: next++ });
+    d.pushQueue.push({ partitionId, batch: next++, fresh: true });
   }
   updatePartition(d, partitionId, {
     next,
@@ -1173,28 +1169,20 @@ function flushPushes(d: Draft): void {
 
 /**
  * Frames each queued batch for its partition's newest location: in place the first time (its payload is already
- * behind its header space), as it is when pushed again with the epoch it was sealed with, and into a copy for
- * another epoch, which the batch keeps from then on instead of the frame before (that one may still wait in a
- * socket's queue, so it is not sealed again; the task no longer holds it).
+ * behind its header space; sealed again if it was sealed at its cut for an older epoch: no socket holds it yet), as
+ * it is when pushed again with the epoch it was sealed with, and into a copy for another epoch, which the batch keeps
+ * from then on instead of the frame before (that one may still wait in a socket's queue, so it is not sealed again;
+ * the task no longer holds it).
  */
 function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingBatch[] {
-  const { shuffleId, mapId, attemptId } = d.config;
-  return queued.map(({ partitionId, batch }) => {
+  return queued.map(({ partitionId, batch, fresh }) => {
     const partition = d.partitions[partitionId]!;
     const location = d.locations.get(partitionId)!;
     const batchId = partition.batchIds[batch]!;
-    const sealed = partition.sealedEpochs[batch]!;
     let frame = partition.frames[batch]!;
-    if (sealed < UNSEALED) {
-      // Sealed when cut and never pushed: no socket holds it, so a moved location seals it again in place.
-      const epoch = location.epoch;
-      if (sealed !== sealedAtCut(epoch)) {
-        sealBatchFrame(frame, { shuffleId, mapId, attemptId, batchId, partitionId, epoch });
-      }
-      partition.sealedEpochs[batch] = epoch;
-    } else if (sealed !== location.epoch) {
-      const header = { shuffleId, mapId, attemptId, batchId, partitionId, epoch: location.epoch };
-      if (sealed === UNSEALED) sealBatchFrame(frame, header);
+    if (partition.sealedEpochs[batch] !== location.epoch) {
+      const header = headerOf(d, partitionId, batchId, location.epoch);
+      if (fresh) sealBatchFrame(frame, header);
       else {
         frame = encodeBatchFrame(header, frame.subarray(FRAME_HEADER_BYTES));
         d.heldBytes += frame.length - partition.capacities[batch]!;
@@ -1202,7 +1190,7 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
         partition.frames[batch] = frame;
       }
       partition.sealedEpochs[batch] = location.epoch;
-    } else if (d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
+    } else if (!fresh && d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
     return { partitionId, batch, location, batchId, frame };
   });
 }
@@ -1210,9 +1198,9 @@ function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingB
 /** No epoch is negative: a batch's frame not sealed yet. */
 const UNSEALED = -1;
 
-/** The `sealedEpochs` entry of a frame sealed with `epoch` when cut and not pushed yet: below UNSEALED. */
-function sealedAtCut(epoch: number): number {
-  return -2 - epoch;
+function headerOf(d: Draft, partitionId: number, batchId: number, epoch: number): BatchHeader {
+  const { shuffleId, mapId, attemptId } = d.config;
+  return { shuffleId, mapId, attemptId, batchId, partitionId, epoch };
 }
 
 /** What an acknowledged batch's frame and payload become. */

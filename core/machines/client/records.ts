@@ -8,7 +8,6 @@ import { getU32, putU32 } from '../../protocol/big-endian.ts';
  */
 /** A record's length before its bytes, 32-bit big-endian. */
 export const RECORD_LENGTH_BYTES = 4;
-const LENGTH_BYTES = RECORD_LENGTH_BYTES;
 
 /** One batch's payload alone (tests and tools; a map task lays its batches out as frames, encodeRecordFrames). */
 export function encodeRecords(records: readonly Uint8Array[]): Uint8Array {
@@ -45,8 +44,8 @@ export function fillRecordFrame(frame: Uint8Array, records: readonly Uint8Array[
   let offset = FRAME_HEADER_BYTES;
   for (const record of records) {
     putU32(frame, offset, record.length);
-    frame.set(record, offset + LENGTH_BYTES);
-    offset += LENGTH_BYTES + record.length;
+    frame.set(record, offset + RECORD_LENGTH_BYTES);
+    offset += RECORD_LENGTH_BYTES + record.length;
   }
   if (offset !== frame.length) {
     throw new RangeError(`a batch of ${offset} bytes does not fit its frame of ${frame.length}`);
@@ -85,7 +84,7 @@ export function encodeRecordFrames(
 
 function encodedLength(records: readonly Uint8Array[]): number {
   let length = 0;
-  for (const record of records) length += LENGTH_BYTES + record.length;
+  for (const record of records) length += RECORD_LENGTH_BYTES + record.length;
   return length;
 }
 
@@ -105,11 +104,11 @@ export function checkRecords(payload: Uint8Array): CheckedRecords {
   let offset = 0;
   let count = 0;
   while (offset < payload.length) {
-    if (payload.length - offset < LENGTH_BYTES) {
+    if (payload.length - offset < RECORD_LENGTH_BYTES) {
       return { ok: false, message: `record length at byte ${offset} of a batch is cut short` };
     }
     const length = getU32(payload, offset);
-    const start = offset + LENGTH_BYTES;
+    const start = offset + RECORD_LENGTH_BYTES;
     if (payload.length - start < length) {
       return {
         ok: false,
@@ -157,7 +156,7 @@ class RecordCursor implements Iterator<Uint8Array> {
       if (payload === undefined) return { done: true, value: undefined };
       if (this.offset < this.end) {
         const length = getU32(payload, this.offset);
-        const start = this.offset + LENGTH_BYTES;
+        const start = this.offset + RECORD_LENGTH_BYTES;
         this.offset = start + length;
         // The constructor, not subarray(): about 25 ns less per record, a million records per GiB read; and the
         // payload's buffer and offset kept, not asked of the payload for each record: about a quarter less again.
@@ -189,7 +188,7 @@ export function planBatches(records: readonly Uint8Array[], maxBatchBytes: numbe
   let current: Uint8Array[] = [];
   let size = 0;
   for (const record of records) {
-    const encoded = LENGTH_BYTES + record.length;
+    const encoded = RECORD_LENGTH_BYTES + record.length;
     if (current.length > 0 && size + encoded > maxBatchBytes) {
       batches.push(current);
       current = [];
