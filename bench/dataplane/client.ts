@@ -176,10 +176,12 @@ async function svcPush(message: Extract<ToClient, { type: 'svc-push' }>): Promis
     const writer = shuffle.writer(mapId);
     // A map writes with back-pressure, as an application does: it waits for 'drain' when the writer holds its budget.
     const records = source.recordsOf(mapId);
-    for (let partitionId = 0; partitionId < workload.partitions; partitionId += 1) {
-      for (let i = 0; i < workload.recordsPerPartition; i += 1) {
-        if (!writer.write(partitionId, records.record(partitionId, i))) await once(writer, 'drain');
-      }
+    const { partitions, recordsPerPartition } = workload;
+    for (let k = 0; k < partitions * recordsPerPartition; k += 1) {
+      // Partition after partition (a sorting writer), or record k to partition k mod partitions (`--spread`).
+      const partitionId = workload.spread === true ? k % partitions : Math.floor(k / recordsPerPartition);
+      const i = workload.spread === true ? Math.floor(k / partitions) : k % recordsPerPartition;
+      if (!writer.write(partitionId, records.record(partitionId, i))) await once(writer, 'drain');
     }
     const result = await writer.close();
     if (result.outcome !== 'won') throw new Error(`map ${mapId} ${result.outcome}`);

@@ -52,6 +52,8 @@ export interface Options {
   readonly merge: number;
   /** svc.client.push.maxInFlightPerPartition; undefined: the key's default. */
   readonly window: number | undefined;
+  /** svc's maps write record i to partition i mod partitions instead of partition after partition. */
+  readonly spread: boolean;
   readonly mapSlots: number;
   readonly smallMapSlots: number;
   readonly readSlots: number;
@@ -122,6 +124,8 @@ Sizes (bytes: 1g, 256m, 64k):
   --small-batch <b>        the same in small-batches                 default 4k
   --merge <b>              svc.client.push.merge.maxSize             default 2m
   --window <n>             svc.client.push.maxInFlightPerPartition   default: the key's default
+  --spread                 svc's maps write record i to partition i mod partitions (as a map hashing its
+                           records does), not partition after partition; the bare stream is the same
   --map-slots <n>          maps a client runs at once                default 2
   --small-map-slots <n>    the same in small-batches                 default 8
   --read-slots <n>         partitions (files) read at once           default 4
@@ -225,6 +229,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
       'heap-profile': { type: 'boolean' },
       'no-json': { type: 'boolean' },
       keep: { type: 'boolean' },
+      spread: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -271,6 +276,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
     smallBatch: size('small-batch', '4k'),
     merge: size('merge', '2m'),
     window: text('window') === undefined ? undefined : whole('window', 1),
+    spread: values.spread === true,
     mapSlots: whole('map-slots', 2),
     smallMapSlots: whole('small-map-slots', 8),
     readSlots: whole('read-slots', 4),

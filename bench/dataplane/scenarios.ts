@@ -632,6 +632,7 @@ function standardWorkload(ctx: Context, totalBytes: number): Workload {
     recordBytes: o.recordSize,
     batchBytes: o.batch,
     mergeBytes: o.merge,
+    spread: o.spread,
   });
 }
 
@@ -694,6 +695,7 @@ export async function smallBatches(ctx: Context): Promise<Comparison> {
         recordBytes: o.recordSize,
         batchBytes: o.smallBatch,
         mergeBytes: o.merge,
+        spread: o.spread,
       }),
       workers: 1,
       tier: 'memory',
@@ -719,6 +721,7 @@ export async function manyPartitions(ctx: Context): Promise<Comparison> {
         recordBytes: o.recordSize,
         batchBytes: o.batch,
         mergeBytes: o.merge,
+        spread: o.spread,
       }),
       workers: 1,
       tier: 'memory',

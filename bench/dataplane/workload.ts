@@ -31,6 +31,11 @@ export interface Workload {
   readonly generate?: boolean;
   /** The maps this process runs (default: all of them). */
   readonly mapIds?: readonly number[];
+  /**
+   * svc's maps write record i to partition i mod partitions (a map hashing its records) instead of partition after
+   * partition (a sorting writer). The bare stream is the same full batches either way.
+   */
+  readonly spread?: boolean;
 }
 
 /** A workload of about `totalBytes` of records in maps of about `mapBytes` each. */
@@ -41,6 +46,7 @@ export function workloadOf(options: {
   recordBytes: number;
   batchBytes: number;
   mergeBytes: number;
+  spread?: boolean;
 }): Workload {
   const maps = Math.max(1, Math.round(options.totalBytes / options.mapBytes));
   const recordsPerPartition = Math.max(
@@ -54,6 +60,7 @@ export function workloadOf(options: {
     recordsPerPartition,
     batchBytes: options.batchBytes,
     mergeBytes: options.mergeBytes,
+    ...(options.spread === true ? { spread: true } : {}),
   };
 }
 
@@ -72,7 +79,8 @@ export function describeWorkload(workload: Workload): string {
   const mib = (recordBytesOf({ ...workload, mapIds: undefined }) / 2 ** 20).toFixed(0);
   return (
     `${mib} MiB: ${workload.maps} maps x ${workload.partitions} partitions x ${workload.recordsPerPartition} ` +
-    `records of ${workload.recordBytes} B, batches of at most ${workload.batchBytes} B`
+    `records of ${workload.recordBytes} B, batches of at most ${workload.batchBytes} B` +
+    (workload.spread === true ? ', svc maps spreading their records over the partitions' : '')
   );
 }
 
