@@ -432,7 +432,9 @@ describe('map task', () => {
           const outcome = () => outcomes.next().value as StatusCode;
           h.register(encoded.map((_, p) => location(p, 0, p % 2)));
           let epoch = 1;
-          for (let round = 0; round < 400 && h.node.state().phase === 'pushing'; round += 1) {
+          // Rounds enough for a long run of CONGESTED answers: each pause waits for the next long advance (a drawn
+          // mix once needed 471 rounds, over a bound of 400 then).
+          for (let round = 0; round < 2000 && h.node.state().phase === 'pushing'; round += 1) {
             for (let i = 0; i < 4; i += 1) {
               h.answer(h.w(i), 'PushData', () => ({
                 type: 'PushDataResponse',
@@ -1287,10 +1289,10 @@ describe('map task: records written over time', () => {
             heldBefore = state.heldBytes;
             batchesBefore = state.nextBatchId;
             for (const partition of state.partitions) {
-              // Cut at the latest once the task took twice staleAfterBytes since (cutStaleOpenBatches).
+              // Cut at the latest once the task took twice its stale wait since (cutStaleOpenBatches).
               assert.ok(
                 partition.openBuffers.length === 0 ||
-                  state.takenBytes - partition.openWrittenAt < 2 * staleAfterBytes(state.config),
+                  state.takenBytes - partition.openWrittenAt < 2 * state.staleAfterBytes,
                 `partition ${partition.partitionId}'s open batch is stale and was not cut`,
               );
             }
@@ -1521,6 +1523,43 @@ describe('map task: records written over time', () => {
     );
     const batchesOf = (p: number) => driver.state.partitions[p]!.frames.length;
     assert.deepEqual([0, 1, 2, 3].map(batchesOf), [1, 2, 0, 1], 'batches cut so far, by partition');
+  });
+
+  it('waits twice as long before cutting a stale batch once the map comes back to a partition it cut', () => {
+    // A budget of 8,000: open batches go stale after 1,000 bytes of records. Records of 246 bytes (250 encoded), two
+    // to a batch of 500; each partition below gets one record at a time, so only staleness cuts.
+    const config = {
+      ...baseConfig,
+      numPartitions: 16,
+      batchSizeBytes: 500,
+      maxUnacknowledgedBytes: 8000,
+      mergeSizeBytes: 100_000,
+    };
+    assert.equal(staleAfterBytes(config), 1000);
+    const driver = new Driver(config, []);
+    registerWith(
+      driver,
+      Array.from({ length: 16 }, (_, p) => location(p, 0, 0)),
+    );
+    const write = (...partitions: number[]) =>
+      driver.plainStep(
+        recordsIn(
+          partitions,
+          partitions.map((p) => new Uint8Array(246).fill(p)),
+        ),
+      );
+    const open = (p: number) => driver.state.partitions[p]!.openBytes;
+    write(0);
+    write(1, 2, 3, 4, 5); // 1,250 bytes since partition 0's record
+    assert.equal(open(0), 0, 'partition 0’s batch is cut as stale');
+    assert.equal(driver.state.staleAfterBytes, 1000);
+    write(0); // the map comes back to partition 0: it spreads its records
+    assert.equal(driver.state.staleAfterBytes, 2000, 'the wait doubles');
+    write(6, 7, 8, 9, 10, 11); // 1,500 bytes since partition 0's second record
+    assert.equal(open(0), 250, 'not cut: under the longer wait');
+    write(12, 13, 14, 15, 6, 7, 8, 9, 10); // 3,750 since: past twice the wait
+    assert.equal(open(0), 0, 'cut once past the longer wait');
+    assert.equal(driver.state.partitions[0]!.frames.length, 2, 'its two batches');
   });
 
   it('opens a whole batch’s buffer for an input bringing more than a chunk, and sends the batch from it when later inputs fill it', () => {

@@ -206,6 +206,15 @@ export interface MapTaskState {
   /** Record bytes (encoded) the task has taken since it started: the clock open batches go stale by. */
   readonly takenBytes: number;
   /**
+   * Record bytes the task takes after a partition's last write before it cuts that partition's open batch
+   * (cutStaleOpenBatches): `staleAfterBytes(config)` at the start, doubled (up to the budget) whenever the map
+   * writes again to a partition whose batch it cut that way. A map that comes back to partitions spreads its records
+   * over them, and cutting their batches while it still writes to them only makes them smaller: a map writing records
+   * of 1 KiB over 10,000 partitions comes back to each every 10 MiB, and with the first eighth of its budget (8 MiB)
+   * sent every record as a batch of its own (docs/performance.md, "Many partitions").
+   */
+  readonly staleAfterBytes: number;
+  /**
    * Partitions with an open batch, in about the order they were last looked at (`cutStaleOpenBatches`), each at most
    * once (`PartitionPush.staleQueued`), with the `takenBytes` each was last written at when queued. Changed in
    * place by the machine; `head` is where it starts.
@@ -265,6 +274,8 @@ export interface PartitionPush {
   openWrittenAt: number;
   /** Whether the partition is in `staleQueue`. */
   staleQueued: boolean;
+  /** Whether its last batch was cut for going stale, and it was not written to since. */
+  cutStale: boolean;
   /**
    * Each batch's frame, in the order the partition's batches were cut: header space, then its payload (the encoded
    * records). Its records were copied in as they were taken; it is sealed in place when cut (its partition's location
@@ -344,6 +355,7 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
       openBytes: 0,
       openWrittenAt: 0,
       staleQueued: false,
+      cutStale: false,
       frames: NONE,
       sealedEpochs: NONE,
       payloadBytes: NONE,
@@ -378,6 +390,7 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     pushLimits: new Map(),
     pausedUntil: new Map(),
     takenBytes: 0,
+    staleAfterBytes: staleAfterBytes(config),
     staleQueue: { partitionIds: [], stamps: [], head: 0 },
   };
 }
@@ -436,6 +449,7 @@ interface Draft {
   pushLimits: Map<string, PushLimit>;
   pausedUntil: Map<string, number>;
   takenBytes: number;
+  staleAfterBytes: number;
   readonly staleQueue: StaleQueue;
   /**
    * Partitions whose window may have room: filled once the step has handled its whole input, so that a failure
@@ -582,6 +596,7 @@ function takeRecords(d: Draft, partitionIds: readonly number[], runs: readonly U
     const partitionId = partitionIds[i]!;
     const partition = d.partitions[partitionId]!;
     const run = runs[i]!;
+    if (partition.cutStale) cameBack(d, partition);
     let offset = 0;
     while (offset < run.length) {
       const end = wholeRecordsEnd(
@@ -642,15 +657,17 @@ function takeRecords(d: Draft, partitionIds: readonly number[], runs: readonly U
  */
 function cutStaleOpenBatches(d: Draft): void {
   const queue = d.staleQueue;
-  const staleAfter = staleAfterBytes(d.config);
+  const staleAfter = d.staleAfterBytes;
   while (queue.head < queue.partitionIds.length) {
     if (d.takenBytes - queue.stamps[queue.head]! < staleAfter) break;
     const partition = d.partitions[queue.partitionIds[queue.head]!]!;
     queue.head += 1;
     partition.staleQueued = false;
     if (partition.openBuffers.length === 0) continue;
-    if (d.takenBytes - partition.openWrittenAt >= staleAfter) cutBatch(d, partition);
-    else queueStale(d, partition);
+    if (d.takenBytes - partition.openWrittenAt >= staleAfter) {
+      cutBatch(d, partition);
+      partition.cutStale = true;
+    } else queueStale(d, partition);
   }
   if (queue.head > 1024 && queue.head * 2 > queue.partitionIds.length) {
     queue.partitionIds.splice(0, queue.head);
@@ -665,9 +682,28 @@ function queueStale(d: Draft, partition: PartitionPush): void {
   d.staleQueue.stamps.push(partition.openWrittenAt);
 }
 
-/** How many record bytes a map takes after a partition's last write before that partition's open batch is cut. */
+/**
+ * How many record bytes a map takes after a partition's last write before that partition's open batch is cut, until
+ * the map comes back to a partition it was cut for (MapTaskState.staleAfterBytes).
+ */
 export function staleAfterBytes(config: MapTaskConfig): number {
   return unsentLimit(config);
+}
+
+/**
+ * The map writes again to a partition whose batch it cut as stale: it spreads its records, so it waits twice as
+ * long before it cuts a partition's batch as stale (up to its budget, where the budget's own cut takes over). Once
+ * the wait is longer than the map takes to come back to a partition, no batch is cut before it fills.
+ */
+function cameBack(d: Draft, partition: PartitionPush): void {
+  partition.cutStale = false;
+  const longer = Math.min(2 * d.staleAfterBytes, d.config.maxUnacknowledgedBytes);
+  if (longer === d.staleAfterBytes) return;
+  d.staleAfterBytes = longer;
+  log(d.out, 'debug', 'the map comes back to partitions: their open batches are cut later', {
+    mapId: d.config.mapId,
+    staleAfterBytes: longer,
+  });
 }
 
 /**
