@@ -62,7 +62,8 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
       'svc addition: memory one map task holds for its batches (every buffer at its capacity: open batches, and ' +
       'frames until acknowledged) before its writer pushes back (`write()` returns false until `drain`). Reaching ' +
       'it also pushes the task’s largest partial batches; a partial batch the map has not written to while it ' +
-      'wrote an eighth of it to other partitions is pushed too. The writer also pushes back while an eighth of it waits ' +
+      'wrote an eighth of it to other partitions is pushed too (twice as much, up to all of it, each time the map ' +
+      'writes again to a partition it pushed that way). The writer also pushes back while an eighth of it waits ' +
       'in batches not yet sent (behind full per-partition windows), so that batches go while still in the CPU’s ' +
       'caches. Bounds a map task’s memory whatever it writes; clients before 0.6.0 use the same 64m. An executor ' +
       'keeps up to a quarter of it of the batch buffers its finished tasks let go, for its next tasks (let go after ' +
