@@ -30,6 +30,7 @@ import type { Message } from '../core/protocol/messages.ts';
 import { CURRENT_RELEASE } from '../core/release/version.ts';
 import { replayRng } from '../core/rng.ts';
 import { MapBuffers } from '../runtime/client/map-buffers.ts';
+import { STAGING_BYTES } from '../runtime/client/shuffle-client.ts';
 import { useNativeChecksum } from '../runtime/driver/native-checksum.ts';
 
 const { values: flags } = parseArgs({
@@ -118,8 +119,6 @@ const SHAPES: readonly Shape[] = [
 ];
 
 const WORKER: WorkerId = { host: 'worker-0', rpcPort: 1, pushPort: 2, fetchPort: 3, replicatePort: 4 };
-/** What the streaming writer stages before it hands records to its task (runtime/client/shuffle-client.ts). */
-const STAGING_BYTES = 256 * 1024;
 
 /** A 4 MiB pool of record bytes the records are views of, as the dataplane benchmark's are. */
 const pool = new Uint8Array(4 * MiB);

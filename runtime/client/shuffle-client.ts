@@ -313,7 +313,7 @@ class ShuffleHandle implements Shuffle {
  * the core's cache (a 2 MiB L2 held neither 1 MiB of staging and the batches it fills); the memory push's client CPU
  * per GiB 1.50-1.58 to 1.39-1.50 s, small batches' 1.01-1.11 to 0.93-1.04 s (docs/performance.md).
  */
-const STAGING_BYTES = 256 * 1024;
+export const STAGING_BYTES = 256 * 1024;
 
 class TaskWriter extends EventEmitter implements MapWriter {
   private written = 0;

@@ -596,7 +596,6 @@ function takeRecords(d: Draft, partitionIds: readonly number[], runs: readonly U
     const partitionId = partitionIds[i]!;
     const partition = d.partitions[partitionId]!;
     const run = runs[i]!;
-    if (partition.cutStale) cameBack(d, partition);
     let offset = 0;
     while (offset < run.length) {
       const end = wholeRecordsEnd(
@@ -624,6 +623,8 @@ function takeRecords(d: Draft, partitionIds: readonly number[], runs: readonly U
         partition.openLastFilled = FRAME_HEADER_BYTES;
         partition.openWrittenAt = d.takenBytes;
         if (!partition.staleQueued) queueStale(d, partition);
+        // A batch cut as stale leaves its partition with nothing open: a write to it again opens one here.
+        if (partition.cutStale) cameBack(d, partition);
       }
       coming[partitionId]! -= taken;
       appendEncoded(d, partition, run.subarray(offset, end), chunkLength);
