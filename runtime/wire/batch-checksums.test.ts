@@ -109,6 +109,36 @@ describe('batch checksums while hot', () => {
     );
   });
 
+  it('recalls each batch in any order the checks come in, once', () => {
+    fc.assert(
+      fc.property(
+        // Above a slab in all (a body of its own, the only kind scanned), below the reader's limit.
+        fc.array(fc.integer({ min: 24 * 1024, max: 40 * 1024 }), { minLength: 12, maxLength: 24 }),
+        fc.integer({ min: 512, max: SLAB_BYTES }),
+        fc.func(fc.integer()),
+        (lengths, readSize, rank) => {
+          const reader = new InPlaceFrameReader(4 * SLAB_BYTES, portable);
+          const frame = envelopeFrame(
+            new Uint8Array(9),
+            lengths.map((length, i) => batch(i, length)),
+          );
+          const [body] = readAll(reader, frame, [readSize]);
+          assert.ok(body !== undefined && ownBuffer(body), 'one body of its own');
+          const batches = batchesOf(body);
+          const order = batches.map((_, i) => i).sort((a, b) => rank(a) - rank(b) || a - b);
+          for (const i of order) {
+            const { header, payload } = batches[i]!;
+            const headerCrc = portableCrc32(header);
+            assert.equal(recallChecksum(payload, headerCrc), portableCrc32(payload, headerCrc), `batch ${i}`);
+          }
+          for (const { header, payload } of batches)
+            assert.equal(recallChecksum(payload, portableCrc32(header)), undefined, 'told once');
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
   it('recalls the checksum of the bytes that arrived, so a damaged batch still fails its check', () => {
     const frames = [batch(0, 200 * 1024), batch(1, 100 * 1024)];
     frames[1]![FRAME_HEADER_BYTES + 7]! ^= 0x10; // damaged after its CRC was written

@@ -20,23 +20,46 @@ import { FRAME_KIND } from './frames.ts';
  * (runtime/wire/in-place-reader.ts), so a recalled value is the value a fresh computation would give; a body lent
  * again by the pool (./receive-bodies.ts) has its values forgotten first. Each is recalled at most once; those
  * never asked for go with their buffer (a WeakMap).
+ *
+ * The values remembered for one buffer, four numbers each (offset, length, previous, crc), in the order the buffer's
+ * bytes arrived, so by rising offset; a recalled entry's length becomes -1. Flat numbers rather than an object and a
+ * map entry per batch: a worker taking 4 KiB batches remembers some 250,000 values a GiB.
  */
-interface Remembered {
-  readonly length: number;
-  readonly previous: number;
-  readonly crc: number;
+class RememberedRanges {
+  readonly entries: number[] = [];
+  /** Where the next recall looks first: batches are checked in the order they arrived. */
+  cursor = 0;
 }
 
-const remembered = new WeakMap<ArrayBufferLike, Map<number, Remembered>>();
+const OFFSET = 0;
+const LENGTH = 1;
+const PREVIOUS = 2;
+const CRC = 3;
+const STRIDE = 4;
 
-/** Remembers that the CRC-32 of `bytes`, continued from `previous`, is `crc`. */
-function rememberChecksum(bytes: Uint8Array, previous: number, crc: number): void {
-  let byOffset = remembered.get(bytes.buffer);
-  if (byOffset === undefined) {
-    byOffset = new Map();
-    remembered.set(bytes.buffer, byOffset);
+const remembered = new WeakMap<ArrayBufferLike, RememberedRanges>();
+
+/** Remembers that the CRC-32 of `length` bytes of `buffer` at `offset`, continued from `previous`, is `crc`. */
+function rememberChecksum(
+  buffer: ArrayBufferLike,
+  offset: number,
+  length: number,
+  previous: number,
+  crc: number,
+): void {
+  let ranges = remembered.get(buffer);
+  if (ranges === undefined) {
+    ranges = new RememberedRanges();
+    remembered.set(buffer, ranges);
   }
-  byOffset.set(bytes.byteOffset, { length: bytes.byteLength, previous, crc });
+  const { entries } = ranges;
+  // Bytes arrive at rising offsets of a buffer until it is forgotten; anything else starts its values afresh, so
+  // that a recall can search them by offset.
+  if (entries.length > 0 && entries[entries.length - STRIDE + OFFSET]! >= offset) {
+    entries.length = 0;
+    ranges.cursor = 0;
+  }
+  entries.push(offset, length, previous, crc);
 }
 
 /** Forgets every value remembered for `buffer`: its bytes are about to be replaced. */
@@ -46,13 +69,31 @@ export function forgetChecksums(buffer: ArrayBufferLike): void {
 
 /** The remembered CRC-32 of exactly `bytes` continued from `previous`, forgotten as it is told; else undefined. */
 export function recallChecksum(bytes: Uint8Array, previous: number): number | undefined {
-  const byOffset = remembered.get(bytes.buffer);
-  if (byOffset === undefined) return undefined;
-  const entry = byOffset.get(bytes.byteOffset);
-  if (entry === undefined || entry.length !== bytes.byteLength || entry.previous !== previous)
+  const ranges = remembered.get(bytes.buffer);
+  if (ranges === undefined) return undefined;
+  const { entries } = ranges;
+  const offset = bytes.byteOffset;
+  let at = ranges.cursor;
+  if (at >= entries.length || entries[at + OFFSET] !== offset) at = entryAt(entries, offset);
+  if (at < 0 || entries[at + LENGTH] !== bytes.byteLength || entries[at + PREVIOUS] !== previous)
     return undefined;
-  byOffset.delete(bytes.byteOffset);
-  return entry.crc;
+  entries[at + LENGTH] = -1;
+  ranges.cursor = at + STRIDE;
+  return entries[at + CRC];
+}
+
+/** Where the entry for `offset` starts (entries by rising offset), or -1. */
+function entryAt(entries: readonly number[], offset: number): number {
+  let low = 0;
+  let high = entries.length / STRIDE - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const found = entries[middle * STRIDE + OFFSET]!;
+    if (found === offset) return middle * STRIDE;
+    if (found < offset) low = middle + 1;
+    else high = middle - 1;
+  }
+  return -1;
 }
 
 /** A CRC-32 that answers from what was remembered and computes with `compute` otherwise. */
@@ -94,7 +135,13 @@ export class BatchChecksumScanner {
         this.scanned = upto;
       }
       if (this.scanned < this.payloadEnd) return;
-      rememberChecksum(this.body.subarray(this.payloadStart, this.payloadEnd), this.headerCrc, this.running);
+      rememberChecksum(
+        this.body.buffer,
+        this.body.byteOffset + this.payloadStart,
+        this.payloadEnd - this.payloadStart,
+        this.headerCrc,
+        this.running,
+      );
       this.next = this.payloadEnd;
       this.payloadEnd = -1;
     }

@@ -11,6 +11,7 @@ import {
   utf8,
   varintSize,
   type BodyWriter,
+  readTag,
 } from './hand-codec.ts';
 import { nestedEnd, readSize } from './slot-codec.ts';
 
@@ -97,7 +98,9 @@ function readWritten(reader: BinaryReader, end: number): PartitionWritten {
   let batches = 0;
   let bytes = 0;
   while (reader.pos < end) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (type !== WireType.Varint) throw NOT_HOT;
     if (number === 1) partitionId = reader.int32();
     else if (number === 2) batches = reader.int32();
@@ -113,7 +116,9 @@ export function readMapperEnd(reader: BinaryReader): MapperEnd {
   const ints = [0, 0, 0, 0, 0, 0];
   const written: PartitionWritten[] = [];
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.LengthDelimited) appId = reader.string(true);
     else if (number >= 2 && number <= 5 && type === WireType.Varint) ints[number] = reader.int32();
     else if (number === 6 && type === WireType.LengthDelimited)
@@ -138,7 +143,9 @@ export function readCommitFiles(reader: BinaryReader): CommitFiles {
   const replicaIds: string[] = [];
   const mapAttempts: number[] = [];
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 2 && type === WireType.Varint) shuffleId = reader.int32();
     else if (number === 5 && type === WireType.Varint) mapAttempts.push(reader.sint32());
     else if (type !== WireType.LengthDelimited) throw NOT_HOT;

@@ -28,6 +28,7 @@ import {
   varintSize,
   wireNumber,
   type BodyWriter,
+  readTag,
 } from './hand-codec.ts';
 import {
   bodyReader,
@@ -290,7 +291,9 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
   let field = 0;
   let body: Uint8Array | undefined;
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (type === WireType.LengthDelimited && number === ENVELOPE_FROM) from = reader.string(true);
     else if (type === WireType.LengthDelimited && number === ENVELOPE_TO) to = reader.string(true);
     else if (type === WireType.Varint && number === ENVELOPE_REQUEST_ID) requestId = Number(reader.uint64());
@@ -358,7 +361,9 @@ function readMessage(
       let status = 0;
       let message = '';
       while (reader.pos < reader.len) {
-        const [number, type] = reader.tag();
+        const tag = readTag(reader);
+        const number = tag >>> 3;
+        const type = (tag & 7) as WireType;
         if (number === 1 && type === WireType.Varint) status = reader.int32();
         else if (number === 2 && type === WireType.LengthDelimited) message = reader.string(true);
         else throw NOT_HOT;
@@ -371,7 +376,9 @@ function readMessage(
       const statuses: StatusCode[] = [];
       let message = '';
       while (reader.pos < reader.len) {
-        const [number, type] = reader.tag();
+        const tag = readTag(reader);
+        const number = tag >>> 3;
+        const type = (tag & 7) as WireType;
         if (number === 1 && type === WireType.LengthDelimited) {
           const end = reader.uint32() + reader.pos;
           while (reader.pos < end) statuses.push(named(STATUS_NAMES, reader.int32()));
@@ -390,7 +397,9 @@ function readPushData(reader: BinaryReader, payloads: PayloadRegion): PushData {
   let shuffleKey = '';
   const ints = [0, 0, 0, 0, 0, 0, 0, 0, 0]; // by field number: mode 2, partition 3 … batch 7, payload length 8
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.LengthDelimited) shuffleKey = reader.string(true);
     else if (number >= 2 && number <= 7 && type === WireType.Varint) ints[number] = reader.int32();
     else if (number === 8 && type === WireType.Varint) ints[8] = reader.uint32();
@@ -418,7 +427,9 @@ function readPushMergedData(reader: BinaryReader, payloads: PayloadRegion): Push
   // MergedBatch below) instead of two, in a message of up to a hundred 4 KiB batches.
   const fields: number[] = [];
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.LengthDelimited) shuffleKey = reader.string(true);
     else if (number === 2 && type === WireType.Varint) mode = reader.int32();
     else if (number === 3 && type === WireType.Varint) mapId = reader.int32();
@@ -430,7 +441,9 @@ function readPushMergedData(reader: BinaryReader, payloads: PayloadRegion): Push
       let batchId = 0;
       let length = 0;
       while (reader.pos < end) {
-        const [inner, innerType] = reader.tag();
+        const innerTag = readTag(reader);
+        const inner = innerTag >>> 3;
+        const innerType = (innerTag & 7) as WireType;
         if (innerType !== WireType.Varint || inner < 1 || inner > 4) throw NOT_HOT;
         if (inner === 1) partitionId = reader.int32();
         else if (inner === 2) epoch = reader.int32();

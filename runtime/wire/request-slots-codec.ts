@@ -13,6 +13,7 @@ import {
   utf8,
   wireNumber,
   type BodyWriter,
+  readTag,
 } from './hand-codec.ts';
 import {
   locationSize,
@@ -83,7 +84,9 @@ function readResource(reader: BinaryReader, end: number): WorkerResource {
   const primaries: PartitionLocation[] = [];
   const replicas: PartitionLocation[] = [];
   while (reader.pos < end) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (type !== WireType.LengthDelimited) throw NOT_HOT;
     // A worker sent twice is merged by protobuf: left to the schema's decoder.
     if (number === 1 && worker === undefined) worker = readWorker(reader, nestedEnd(reader));
@@ -100,7 +103,9 @@ function readUnplaced(reader: BinaryReader, end: number): Unplaced {
   let partitionId = 0;
   let reason = '';
   while (reader.pos < end) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.Varint) partitionId = reader.int32();
     else if (number === 2 && type === WireType.LengthDelimited) reason = reader.string(true);
     else throw NOT_HOT;
@@ -115,7 +120,9 @@ export function readRequestSlotsResponse(reader: BinaryReader): RequestSlotsResp
   const unplaced: Unplaced[] = [];
   let message = '';
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.Varint) status = reader.int32();
     else if (type !== WireType.LengthDelimited) throw NOT_HOT;
     else if (number === 2) workerResource.push(readResource(reader, nestedEnd(reader)));

@@ -24,6 +24,7 @@ import {
   wireNumber,
   Output,
   type BodyWriter,
+  readTag,
 } from './hand-codec.ts';
 
 /**
@@ -419,7 +420,9 @@ function readWorkerFields(reader: BinaryReader, end: number): WorkerId {
   let host = '';
   const ports = [0, 0, 0, 0, 0, 0];
   while (reader.pos < end) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.LengthDelimited) host = reader.string(true);
     else if (number >= 2 && number <= 5 && type === WireType.Varint) ports[number] = reader.uint32();
     else throw NOT_HOT;
@@ -440,7 +443,9 @@ function readStorageFields(reader: BinaryReader, end: number): StorageInfo {
   let mountPoint = '';
   let availableTypes = 0;
   while (reader.pos < end) {
-    const [number, wireType] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const wireType = (tag & 7) as WireType;
     if (number === 1 && wireType === WireType.Varint) type = reader.int32();
     else if (number === 2 && wireType === WireType.LengthDelimited) mountPoint = reader.string(true);
     else if (number === 3 && wireType === WireType.Varint) availableTypes = reader.uint32();
@@ -458,7 +463,9 @@ export function readLocation(reader: BinaryReader, end: number, isPeer: boolean)
   let storage: StorageInfo | undefined;
   let peer: PartitionLocation | undefined;
   while (reader.pos < end) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.Varint) partitionId = reader.int32();
     else if (number === 2 && type === WireType.Varint) epoch = reader.int32();
     else if (number === 4 && type === WireType.Varint) mode = reader.int32();
@@ -489,7 +496,9 @@ export function readReserveSlots(reader: BinaryReader): ReserveSlots {
   let user = '';
   let tenant = '';
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (type === WireType.LengthDelimited) {
       if (number === 1) appId = reader.string(true);
       else if (number === 3) primaries.push(readLocation(reader, nestedEnd(reader), false));
@@ -524,7 +533,9 @@ export function readRegisterShuffleResponse(reader: BinaryReader): RegisterShuff
   const locations: PartitionLocation[] = [];
   let message = '';
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.Varint) status = reader.int32();
     else if (number === 2 && type === WireType.LengthDelimited)
       locations.push(readLocation(reader, nestedEnd(reader), false));
@@ -541,7 +552,9 @@ export function readCommitted(reader: BinaryReader, end: number): CommittedFile 
   let bytes = 0;
   const chunkOffsets: number[] = [];
   while (reader.pos < end) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.LengthDelimited) uniqueId = reader.string(true);
     else if (number === 2 && type === WireType.Varint) mode = reader.int32();
     else if (number === 3 && type === WireType.LengthDelimited && storage === undefined)
@@ -566,7 +579,9 @@ export function readCommitFilesResponse(reader: BinaryReader): CommitFilesRespon
   const failedReplicaIds: string[] = [];
   let message = '';
   while (reader.pos < reader.len) {
-    const [number, type] = reader.tag();
+    const tag = readTag(reader);
+    const number = tag >>> 3;
+    const type = (tag & 7) as WireType;
     if (number === 1 && type === WireType.Varint) status = reader.int32();
     else if (type !== WireType.LengthDelimited) throw NOT_HOT;
     else if (number === 2) committedPrimaries.push(readCommitted(reader, nestedEnd(reader)));
