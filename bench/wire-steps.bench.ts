@@ -1,0 +1,241 @@
+/**
+ * A worker's wire steps in one process, by their CPU time (issue 37; docs/performance.md, "What was built"): what
+ * every pushed batch and every shuffle's large control messages cost between the socket and the machine, without
+ * sockets, a driver or other processes, so that a loaded two-core machine moves it little. Run it from two trees
+ * alternately to compare them:
+ *
+ *   npm run bench -- wire-steps [--rounds 9] [--only merged,scan,reserve,commit]
+ *
+ * - `merged`: a merged push of 128 batches decoded from its frame (control part and payload views).
+ * - `scan`: merged pushes of 4 KiB batches read in 64 KiB socket reads into a body of their own, each batch
+ *   checksummed as it lands (runtime/wire/batch-checksums.ts, the native CRC-32), then each batch's checksum recalled
+ *   as the core's check asks for it.
+ * - `reserve`, `commit`: a ReserveSlots and a CommitFilesResponse of 10,000 partitions decoded from their frames.
+ *
+ * Reported only (exit 0): the least and the median of the rounds; compare the least, which interference only raises.
+ */
+import { parseArgs } from 'node:util';
+import type { PartitionLocation, StorageInfo, WorkerId } from '../core/domain/index.ts';
+import { encodeBatchFrame, FRAME_CRC_OFFSET, FRAME_HEADER_BYTES } from '../core/protocol/batch-frame.ts';
+import { crc32 } from '../core/protocol/crc32.ts';
+import type { Message } from '../core/protocol/messages.ts';
+import { useNativeChecksum } from '../runtime/driver/native-checksum.ts';
+import { forgetChecksums } from '../runtime/wire/batch-checksums.ts';
+import { decodeFrame, encodeEnvelope } from '../runtime/wire/frames.ts';
+import { InPlaceFrameReader } from '../runtime/wire/in-place-reader.ts';
+
+const { values: flags } = parseArgs({
+  args: process.argv.slice(2),
+  strict: true,
+  options: {
+    rounds: { type: 'string', default: '9' },
+    only: { type: 'string', default: 'merged,scan,reserve,commit' },
+  },
+});
+const rounds = Number(flags.rounds);
+if (!Number.isInteger(rounds) || rounds < 1)
+  throw new Error(`--rounds '${flags.rounds}' is not a whole number`);
+
+/** One frame body (without its length prefix) of `message`, as a connection hands it to decodeFrame. */
+function frameBody(message: Message): Uint8Array {
+  const pieces = encodeEnvelope({ from: 'client-1', to: 'worker-1', requestId: 7, message });
+  const frame = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
+  let at = 0;
+  for (const piece of pieces) {
+    frame.set(piece, at);
+    at += piece.byteLength;
+  }
+  return frame.subarray(4);
+}
+
+function mergedPush(batches: number, batchBytes: number): Message {
+  return {
+    type: 'PushMergedData',
+    shuffleKey: 'app-1-0',
+    mode: 'PRIMARY',
+    mapId: 3,
+    attemptId: 0,
+    batches: Array.from({ length: batches }, (_, i) => {
+      const ids = { shuffleId: 0, mapId: 3, attemptId: 0, batchId: i, partitionId: i * 37, epoch: 0 };
+      const payload = new Uint8Array(batchBytes - FRAME_HEADER_BYTES).map((_, j) => (j * 7 + i) & 0xff);
+      return { partitionId: ids.partitionId, epoch: 0, batchId: i, payload: encodeBatchFrame(ids, payload) };
+    }),
+  };
+}
+
+const worker: WorkerId = {
+  host: '10.0.0.17',
+  rpcPort: 40101,
+  pushPort: 40102,
+  fetchPort: 40103,
+  replicatePort: 40104,
+};
+const storage: StorageInfo = { type: 'MEMORY', mountPoint: '', availableTypes: 0 };
+const locations: PartitionLocation[] = Array.from({ length: 10_000 }, (_, partitionId) => ({
+  partitionId,
+  epoch: 0,
+  worker,
+  mode: 'PRIMARY',
+  storage,
+}));
+
+interface Step {
+  readonly name: string;
+  readonly unit: 'ns per batch' | 'ms per message';
+  /** Runs the step once over its input; returns how many units (batches or messages) it went through. */
+  readonly run: () => number;
+  readonly describe: string;
+}
+
+function decodeStep(name: string, message: Message, describe: string): Step {
+  const body = frameBody(message);
+  return {
+    name,
+    unit: 'ms per message',
+    describe,
+    run: () => {
+      for (let i = 0; i < 4; i += 1) decodeFrame(body);
+      return 4;
+    },
+  };
+}
+
+function mergedStep(): Step {
+  const body = frameBody(mergedPush(128, 4096));
+  return {
+    name: 'merged',
+    unit: 'ns per batch',
+    describe: 'a merged push of 128 batches of 4 KiB decoded',
+    run: () => {
+      let batches = 0;
+      for (let i = 0; i < 200; i += 1) {
+        const decoded = decodeFrame(body);
+        if (decoded.kind === 'envelope' && decoded.envelope.message.type === 'PushMergedData')
+          batches += decoded.envelope.message.batches.length;
+      }
+      return batches;
+    },
+  };
+}
+
+function scanStep(): Step {
+  const message = mergedPush(128, 4096);
+  const body = frameBody(message);
+  const frame = new Uint8Array(4 + body.byteLength);
+  new DataView(frame.buffer).setUint32(0, body.byteLength);
+  frame.set(body, 4);
+  // Where each batch's payload lies in the body, and its header's CRC: what the core's check asks the CRC for.
+  const checks: { readonly start: number; readonly end: number; readonly header: number }[] = [];
+  let at = 5 + new DataView(body.buffer, body.byteOffset).getUint32(1);
+  while (at < body.byteLength) {
+    const end = at + FRAME_HEADER_BYTES + new DataView(body.buffer, body.byteOffset + at).getUint32(32);
+    checks.push({ start: at + FRAME_HEADER_BYTES, end, header: crc32(body, 0, at, at + FRAME_CRC_OFFSET) });
+    at = end;
+  }
+  // One body lent again for every frame, as a worker's pool lends it (runtime/wire/receive-bodies.ts).
+  let lent: Uint8Array | undefined;
+  const reader = new InPlaceFrameReader(64 * 1024 * 1024, crc32);
+  reader.takeBodiesFrom({
+    take: (length) => {
+      if (lent?.byteLength !== length) lent = new Uint8Array(length);
+      forgetChecksums(lent.buffer);
+      return lent;
+    },
+  });
+  return {
+    name: 'scan',
+    unit: 'ns per batch',
+    describe: 'merged pushes of 4 KiB batches read in 64 KiB reads, checksummed as they land, then checked',
+    run: () => {
+      let batches = 0;
+      for (let push = 0; push < 64; push += 1) {
+        for (let offset = 0; offset < frame.byteLength;) {
+          const region = reader.region();
+          const count = Math.min(region.byteLength, frame.byteLength - offset, 64 * 1024);
+          region.set(frame.subarray(offset, offset + count));
+          offset += count;
+          for (const received of reader.received(count)) {
+            for (const { start, end, header } of checks) {
+              crc32(received, header, start, end);
+              batches += 1;
+            }
+          }
+        }
+      }
+      return batches;
+    },
+  };
+}
+
+const STEPS: readonly (() => Step)[] = [
+  mergedStep,
+  scanStep,
+  () =>
+    decodeStep(
+      'reserve',
+      {
+        type: 'ReserveSlots',
+        appId: 'app-1',
+        shuffleId: 0,
+        primaries: locations,
+        replicas: [],
+        splitThreshold: 1024 ** 3,
+        splitMode: 'SOFT',
+        memoryEnabled: true,
+      },
+      'a ReserveSlots of 10,000 primaries decoded',
+    ),
+  () =>
+    decodeStep(
+      'commit',
+      {
+        type: 'CommitFilesResponse',
+        status: 'SUCCESS',
+        committedPrimaries: locations.map(({ partitionId }) => ({
+          uniqueId: `${partitionId}-0`,
+          mode: 'PRIMARY' as const,
+          storage,
+          bytes: 6144,
+          chunkOffsets: [0, 6144],
+        })),
+        committedReplicas: [],
+        failedPrimaryIds: [],
+        failedReplicaIds: [],
+        message: '',
+      },
+      'a CommitFilesResponse of 10,000 files decoded',
+    ),
+];
+
+useNativeChecksum(); // as every driver does
+const names = ['merged', 'scan', 'reserve', 'commit'];
+const chosen = flags.only.split(',').map((name) => {
+  const index = names.indexOf(name);
+  if (index < 0) throw new Error(`--only: no step '${name}' (${names.join(', ')})`);
+  return STEPS[index]!();
+});
+/**
+ * A collection before each step when the runner exposes it (bench/run.ts), so that no step inherits another's
+ * garbage; none between rounds: a heap just collected hands its memory back, and the next round's first writes to it
+ * cost more than the step (docs/performance.md, "Fresh memory").
+ */
+const collect = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+console.log(`wire-steps: ${rounds} rounds; CPU, the least (median) of the rounds`);
+for (const step of chosen) {
+  collect();
+  for (let i = 0; i < 5; i += 1) step.run(); // warm-up: the code optimised, the heap's memory touched
+  const figures: number[] = [];
+  for (let round = 0; round < rounds; round += 1) {
+    const before = process.cpuUsage();
+    const units = step.run();
+    const used = process.cpuUsage(before);
+    const micros = used.user + used.system;
+    figures.push(step.unit === 'ns per batch' ? (micros * 1000) / units : micros / 1000 / units);
+  }
+  const digits = step.unit === 'ns per batch' ? 0 : 2;
+  console.log(
+    `  ${step.name.padEnd(8)} ${Math.min(...figures).toFixed(digits)} (${median(figures).toFixed(digits)}) ` +
+      `${step.unit}: ${step.describe}`,
+  );
+}
