@@ -23,6 +23,7 @@ import { useNativeChecksum } from '../runtime/driver/native-checksum.ts';
 import { forgetChecksums } from '../runtime/wire/batch-checksums.ts';
 import { decodeFrame, encodeEnvelope } from '../runtime/wire/frames.ts';
 import { InPlaceFrameReader } from '../runtime/wire/in-place-reader.ts';
+import { concatBytes } from '../runtime/wire/testing.ts';
 
 const { values: flags } = parseArgs({
   args: process.argv.slice(2),
@@ -36,16 +37,14 @@ const rounds = Number(flags.rounds);
 if (!Number.isInteger(rounds) || rounds < 1)
   throw new Error(`--rounds '${flags.rounds}' is not a whole number`);
 
-/** One frame body (without its length prefix) of `message`, as a connection hands it to decodeFrame. */
+/** `message`'s frame as a socket delivers it (length prefix included). */
+function frameOf(message: Message): Uint8Array {
+  return concatBytes(encodeEnvelope({ from: 'client-1', to: 'worker-1', requestId: 7, message }));
+}
+
+/** `message`'s frame body (without its length prefix), as a connection hands it to decodeFrame. */
 function frameBody(message: Message): Uint8Array {
-  const pieces = encodeEnvelope({ from: 'client-1', to: 'worker-1', requestId: 7, message });
-  const frame = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    frame.set(piece, at);
-    at += piece.byteLength;
-  }
-  return frame.subarray(4);
+  return frameOf(message).subarray(4);
 }
 
 function mergedPush(batches: number, batchBytes: number): Message {
@@ -80,17 +79,15 @@ const locations: PartitionLocation[] = Array.from({ length: 10_000 }, (_, partit
 }));
 
 interface Step {
-  readonly name: string;
   readonly unit: 'ns per batch' | 'ms per message';
   /** Runs the step once over its input; returns how many units (batches or messages) it went through. */
   readonly run: () => number;
   readonly describe: string;
 }
 
-function decodeStep(name: string, message: Message, describe: string): Step {
+function decodeStep(message: Message, describe: string): Step {
   const body = frameBody(message);
   return {
-    name,
     unit: 'ms per message',
     describe,
     run: () => {
@@ -103,7 +100,6 @@ function decodeStep(name: string, message: Message, describe: string): Step {
 function mergedStep(): Step {
   const body = frameBody(mergedPush(128, 4096));
   return {
-    name: 'merged',
     unit: 'ns per batch',
     describe: 'a merged push of 128 batches of 4 KiB decoded',
     run: () => {
@@ -119,11 +115,8 @@ function mergedStep(): Step {
 }
 
 function scanStep(): Step {
-  const message = mergedPush(128, 4096);
-  const body = frameBody(message);
-  const frame = new Uint8Array(4 + body.byteLength);
-  new DataView(frame.buffer).setUint32(0, body.byteLength);
-  frame.set(body, 4);
+  const frame = frameOf(mergedPush(128, 4096));
+  const body = frame.subarray(4);
   // Where each batch's payload lies in the body, and its header's CRC: what the core's check asks the CRC for.
   const checks: { readonly start: number; readonly end: number; readonly header: number }[] = [];
   let at = 5 + new DataView(body.buffer, body.byteOffset).getUint32(1);
@@ -143,7 +136,6 @@ function scanStep(): Step {
     },
   });
   return {
-    name: 'scan',
     unit: 'ns per batch',
     describe: 'merged pushes of 4 KiB batches read in 64 KiB reads, checksummed as they land, then checked',
     run: () => {
@@ -167,12 +159,11 @@ function scanStep(): Step {
   };
 }
 
-const STEPS: readonly (() => Step)[] = [
-  mergedStep,
-  scanStep,
-  () =>
+const STEPS: Readonly<Record<string, () => Step>> = {
+  merged: mergedStep,
+  scan: scanStep,
+  reserve: () =>
     decodeStep(
-      'reserve',
       {
         type: 'ReserveSlots',
         appId: 'app-1',
@@ -185,9 +176,8 @@ const STEPS: readonly (() => Step)[] = [
       },
       'a ReserveSlots of 10,000 primaries decoded',
     ),
-  () =>
+  commit: () =>
     decodeStep(
-      'commit',
       {
         type: 'CommitFilesResponse',
         status: 'SUCCESS',
@@ -205,14 +195,13 @@ const STEPS: readonly (() => Step)[] = [
       },
       'a CommitFilesResponse of 10,000 files decoded',
     ),
-];
+};
 
 useNativeChecksum(); // as every driver does
-const names = ['merged', 'scan', 'reserve', 'commit'];
 const chosen = flags.only.split(',').map((name) => {
-  const index = names.indexOf(name);
-  if (index < 0) throw new Error(`--only: no step '${name}' (${names.join(', ')})`);
-  return STEPS[index]!();
+  const make = Object.hasOwn(STEPS, name) ? STEPS[name] : undefined;
+  if (make === undefined) throw new Error(`--only: no step '${name}' (${Object.keys(STEPS).join(', ')})`);
+  return { name, step: make() };
 });
 /**
  * A collection before each step when the runner exposes it (bench/run.ts), so that no step inherits another's
@@ -222,7 +211,7 @@ const chosen = flags.only.split(',').map((name) => {
 const collect = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 console.log(`wire-steps: ${rounds} rounds; CPU, the least (median) of the rounds`);
-for (const step of chosen) {
+for (const { name, step } of chosen) {
   collect();
   for (let i = 0; i < 5; i += 1) step.run(); // warm-up: the code optimised, the heap's memory touched
   const figures: number[] = [];
@@ -235,7 +224,7 @@ for (const step of chosen) {
   }
   const digits = step.unit === 'ns per batch' ? 0 : 2;
   console.log(
-    `  ${step.name.padEnd(8)} ${Math.min(...figures).toFixed(digits)} (${median(figures).toFixed(digits)}) ` +
+    `  ${name.padEnd(8)} ${Math.min(...figures).toFixed(digits)} (${median(figures).toFixed(digits)}) ` +
       `${step.unit}: ${step.describe}`,
   );
 }

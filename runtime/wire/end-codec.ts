@@ -12,6 +12,7 @@ import {
   varintSize,
   type BodyWriter,
   readTag,
+  wireTypeOf,
 } from './hand-codec.ts';
 import { nestedEnd, readSize } from './slot-codec.ts';
 
@@ -100,7 +101,7 @@ function readWritten(reader: BinaryReader, end: number): PartitionWritten {
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (type !== WireType.Varint) throw NOT_HOT;
     if (number === 1) partitionId = reader.int32();
     else if (number === 2) batches = reader.int32();
@@ -118,7 +119,7 @@ export function readMapperEnd(reader: BinaryReader): MapperEnd {
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.LengthDelimited) appId = reader.string(true);
     else if (number >= 2 && number <= 5 && type === WireType.Varint) ints[number] = reader.int32();
     else if (number === 6 && type === WireType.LengthDelimited)
@@ -145,7 +146,7 @@ export function readCommitFiles(reader: BinaryReader): CommitFiles {
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 2 && type === WireType.Varint) shuffleId = reader.int32();
     else if (number === 5 && type === WireType.Varint) mapAttempts.push(reader.sint32());
     else if (type !== WireType.LengthDelimited) throw NOT_HOT;

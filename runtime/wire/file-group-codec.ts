@@ -3,7 +3,7 @@ import type { PartitionLocation } from '../../core/domain/partition.ts';
 import { STATUS_CODES } from '../../core/domain/status.ts';
 import type { CommittedFile, MessageOf, ReducerFileGroup } from '../../core/protocol/messages.ts';
 import { encodeFileGroupAnswer } from './control-codec.ts';
-import { named, NOT_HOT, reverse, type BodyWriter, readTag } from './hand-codec.ts';
+import { named, NOT_HOT, reverse, type BodyWriter, readTag, wireTypeOf } from './hand-codec.ts';
 import { nestedEnd, readCommitted, readLocation } from './slot-codec.ts';
 
 type FileGroupAnswer = MessageOf<'GetReducerFileGroupResponse'>;
@@ -48,7 +48,7 @@ export function readFileGroupAnswer(reader: BinaryReader, bytes: Uint8Array): Fi
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.Varint) status = reader.int32();
     else if (number === 2 && type === WireType.LengthDelimited)
       fileGroups.push(readGroup(reader, bytes, nestedEnd(reader)));
@@ -77,7 +77,7 @@ function readGroup(reader: BinaryReader, bytes: Uint8Array, end: number): Reduce
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.Varint) partitionId = reader.int32();
     else if (type !== WireType.LengthDelimited) throw NOT_HOT;
     else if (number === 2) locations.push(readLocation(reader, nestedEnd(reader), false));

@@ -228,3 +228,8 @@ export function readTag(reader: BinaryReader): number {
     throw new Error(`illegal tag: field no ${tag >>> 3} wire type ${tag & 7}`);
   return tag;
 }
+
+/** The wire type of a tag `readTag` read (its field number is `tag >>> 3`). */
+export function wireTypeOf(tag: number): WireType {
+  return tag & 7;
+}

@@ -29,6 +29,7 @@ import {
   wireNumber,
   type BodyWriter,
   readTag,
+  wireTypeOf,
 } from './hand-codec.ts';
 import {
   bodyReader,
@@ -293,7 +294,7 @@ function decodeEnvelope(control: Uint8Array, payloadBytes: Uint8Array): WireEnve
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (type === WireType.LengthDelimited && number === ENVELOPE_FROM) from = reader.string(true);
     else if (type === WireType.LengthDelimited && number === ENVELOPE_TO) to = reader.string(true);
     else if (type === WireType.Varint && number === ENVELOPE_REQUEST_ID) requestId = Number(reader.uint64());
@@ -363,7 +364,7 @@ function readMessage(
       while (reader.pos < reader.len) {
         const tag = readTag(reader);
         const number = tag >>> 3;
-        const type = (tag & 7) as WireType;
+        const type = wireTypeOf(tag);
         if (number === 1 && type === WireType.Varint) status = reader.int32();
         else if (number === 2 && type === WireType.LengthDelimited) message = reader.string(true);
         else throw NOT_HOT;
@@ -378,7 +379,7 @@ function readMessage(
       while (reader.pos < reader.len) {
         const tag = readTag(reader);
         const number = tag >>> 3;
-        const type = (tag & 7) as WireType;
+        const type = wireTypeOf(tag);
         if (number === 1 && type === WireType.LengthDelimited) {
           const end = reader.uint32() + reader.pos;
           while (reader.pos < end) statuses.push(named(STATUS_NAMES, reader.int32()));
@@ -399,7 +400,7 @@ function readPushData(reader: BinaryReader, payloads: PayloadRegion): PushData {
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.LengthDelimited) shuffleKey = reader.string(true);
     else if (number >= 2 && number <= 7 && type === WireType.Varint) ints[number] = reader.int32();
     else if (number === 8 && type === WireType.Varint) ints[8] = reader.uint32();
@@ -429,7 +430,7 @@ function readPushMergedData(reader: BinaryReader, payloads: PayloadRegion): Push
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.LengthDelimited) shuffleKey = reader.string(true);
     else if (number === 2 && type === WireType.Varint) mode = reader.int32();
     else if (number === 3 && type === WireType.Varint) mapId = reader.int32();
@@ -443,7 +444,7 @@ function readPushMergedData(reader: BinaryReader, payloads: PayloadRegion): Push
       while (reader.pos < end) {
         const innerTag = readTag(reader);
         const inner = innerTag >>> 3;
-        const innerType = (innerTag & 7) as WireType;
+        const innerType = wireTypeOf(innerTag);
         if (innerType !== WireType.Varint || inner < 1 || inner > 4) throw NOT_HOT;
         if (inner === 1) partitionId = reader.int32();
         else if (inner === 2) epoch = reader.int32();

@@ -14,6 +14,7 @@ import {
   wireNumber,
   type BodyWriter,
   readTag,
+  wireTypeOf,
 } from './hand-codec.ts';
 import {
   locationSize,
@@ -86,7 +87,7 @@ function readResource(reader: BinaryReader, end: number): WorkerResource {
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (type !== WireType.LengthDelimited) throw NOT_HOT;
     // A worker sent twice is merged by protobuf: left to the schema's decoder.
     if (number === 1 && worker === undefined) worker = readWorker(reader, nestedEnd(reader));
@@ -105,7 +106,7 @@ function readUnplaced(reader: BinaryReader, end: number): Unplaced {
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.Varint) partitionId = reader.int32();
     else if (number === 2 && type === WireType.LengthDelimited) reason = reader.string(true);
     else throw NOT_HOT;
@@ -122,7 +123,7 @@ export function readRequestSlotsResponse(reader: BinaryReader): RequestSlotsResp
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.Varint) status = reader.int32();
     else if (type !== WireType.LengthDelimited) throw NOT_HOT;
     else if (number === 2) workerResource.push(readResource(reader, nestedEnd(reader)));

@@ -25,6 +25,7 @@ import {
   Output,
   type BodyWriter,
   readTag,
+  wireTypeOf,
 } from './hand-codec.ts';
 
 /**
@@ -422,7 +423,7 @@ function readWorkerFields(reader: BinaryReader, end: number): WorkerId {
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.LengthDelimited) host = reader.string(true);
     else if (number >= 2 && number <= 5 && type === WireType.Varint) ports[number] = reader.uint32();
     else throw NOT_HOT;
@@ -445,7 +446,7 @@ function readStorageFields(reader: BinaryReader, end: number): StorageInfo {
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const wireType = (tag & 7) as WireType;
+    const wireType = wireTypeOf(tag);
     if (number === 1 && wireType === WireType.Varint) type = reader.int32();
     else if (number === 2 && wireType === WireType.LengthDelimited) mountPoint = reader.string(true);
     else if (number === 3 && wireType === WireType.Varint) availableTypes = reader.uint32();
@@ -465,7 +466,7 @@ export function readLocation(reader: BinaryReader, end: number, isPeer: boolean)
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.Varint) partitionId = reader.int32();
     else if (number === 2 && type === WireType.Varint) epoch = reader.int32();
     else if (number === 4 && type === WireType.Varint) mode = reader.int32();
@@ -498,7 +499,7 @@ export function readReserveSlots(reader: BinaryReader): ReserveSlots {
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (type === WireType.LengthDelimited) {
       if (number === 1) appId = reader.string(true);
       else if (number === 3) primaries.push(readLocation(reader, nestedEnd(reader), false));
@@ -535,7 +536,7 @@ export function readRegisterShuffleResponse(reader: BinaryReader): RegisterShuff
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.Varint) status = reader.int32();
     else if (number === 2 && type === WireType.LengthDelimited)
       locations.push(readLocation(reader, nestedEnd(reader), false));
@@ -554,7 +555,7 @@ export function readCommitted(reader: BinaryReader, end: number): CommittedFile 
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.LengthDelimited) uniqueId = reader.string(true);
     else if (number === 2 && type === WireType.Varint) mode = reader.int32();
     else if (number === 3 && type === WireType.LengthDelimited && storage === undefined)
@@ -581,7 +582,7 @@ export function readCommitFilesResponse(reader: BinaryReader): CommitFilesRespon
   while (reader.pos < reader.len) {
     const tag = readTag(reader);
     const number = tag >>> 3;
-    const type = (tag & 7) as WireType;
+    const type = wireTypeOf(tag);
     if (number === 1 && type === WireType.Varint) status = reader.int32();
     else if (type !== WireType.LengthDelimited) throw NOT_HOT;
     else if (number === 2) committedPrimaries.push(readCommitted(reader, nestedEnd(reader)));
