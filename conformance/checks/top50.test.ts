@@ -3,11 +3,14 @@
 // when no Prometheus can be run.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { LocalCluster } from '../../runtime/cluster/local-cluster.ts';
 import { findPrometheus, PrometheusRun, prometheusConfig } from '../prometheus/server.ts';
 import type { RuleRow, Target } from '../report/row.ts';
 import {
+  agreedReading,
   contractQuery,
   limitRow,
   parseSamples,
@@ -197,6 +200,46 @@ describe(
       assert.equal(run.running, false);
       assert.equal(existsSync(run.dir), false);
       assert.throws(() => process.kill(run.pid!, 0), /ESRCH/);
+    });
+
+    it('reads the truth again when a series vanishes between a reading and a scrape', async () => {
+      // A worker stand-in: the application "ended" drops out right after the first scrape that follows the
+      // first reading of the truth, as a worker drops the series of an application that ends.
+      const series = new Map([
+        ['kept', 300],
+        ['ended', 500],
+      ]);
+      let truthReadings = 0;
+      let armed = false;
+      const worker = createServer((request, response) => {
+        const scraper = /Prometheus/i.test(request.headers['user-agent'] ?? '');
+        if (!scraper) truthReadings += 1;
+        response.setHeader('content-type', 'text/plain; version=0.0.4');
+        response.end(
+          [...series]
+            .map(([app, v]) => `metrics_diskBytesWritten_Value{role="Worker",applicationId="${app}"} ${v}`)
+            .join('\n') + '\n',
+        );
+        if (scraper && armed) series.delete('ended');
+        if (!scraper) armed = true;
+      });
+      await new Promise<void>((resolve) => worker.listen(0, '127.0.0.1', resolve));
+      const { port } = worker.address() as AddressInfo;
+      const run = await PrometheusRun.start({
+        binary: binary!,
+        targets: [{ hostPort: `127.0.0.1:${port}`, metricsPath: '/metrics' }],
+      });
+      try {
+        const reading = await agreedReading(run, TARGET, [`http://127.0.0.1:${port}/metrics`]);
+        assert.ok(!('moved' in reading), `a reading agreed: ${JSON.stringify(reading)}`);
+        assert.ok(truthReadings >= 4, `the truth was read again after it moved (${truthReadings} readings)`);
+        assert.deepEqual([...reading.truth.byApp], [['kept', 300]]);
+        assert.deepEqual([...reading.answers.get('Worker')!.byApp], [['kept', 300]]);
+        assert.equal(reading.answers.get('worker')!.byApp.size, 0);
+      } finally {
+        await run.stop();
+        await new Promise((resolve) => worker.close(resolve));
+      }
     });
 
     it('answers the truth for 52 applications, with role="Worker"; role="worker" matches nothing', async () => {

@@ -375,6 +375,48 @@ export function limitRow(
   );
 }
 
+/** How many times the check reads the truth around a scrape before it gives up on a deployment that keeps moving. */
+const TRUTH_READINGS = 3;
+
+/** Applications whose exported bytes differ between two readings, including those that came or went. */
+function changedApplications(before: Exported, after: Exported): string[] {
+  const apps = new Set([...before.byApp.keys(), ...after.byApp.keys()]);
+  return [...apps].filter((app) => before.byApp.get(app) !== after.byApp.get(app));
+}
+
+/**
+ * The contract's query in both spellings, asked after a scrape that lies between two equal readings of the workers'
+ * truth. Without the readings on both sides, an application of an earlier check whose series the workers drop (its
+ * application ended) between a scrape and a reading would stand in the answer and not in the truth. A truth that
+ * moves is read again, `readings` times at most; then the applications that kept moving are returned.
+ */
+export async function agreedReading(
+  prometheus: PrometheusRun,
+  target: Target,
+  metricsUrls: readonly string[],
+  readings = TRUTH_READINGS,
+): Promise<
+  { readonly answers: Map<RoleSpelling, Answer>; readonly truth: Exported } | { readonly moved: string[] }
+> {
+  let moved: string[] = [];
+  for (let attempt = 0; attempt < readings; attempt += 1) {
+    const before = await exportedBytes(target, metricsUrls);
+    await prometheus.scrapedAfter(Date.now());
+    const answers = new Map<RoleSpelling, Answer>();
+    for (const spelling of ROLE_SPELLINGS) {
+      const { request, samples } = await prometheus.query(contractQuery(spelling));
+      answers.set(spelling, {
+        request,
+        byApp: new Map(samples.map((s) => [s.metric.applicationId ?? '', s.value])),
+      });
+    }
+    const after = await exportedBytes(target, metricsUrls);
+    moved = changedApplications(before, after);
+    if (moved.length === 0) return { answers, truth: after };
+  }
+  return { moved };
+}
+
 export function top50Check(options: Top50Options = {}): Check {
   return async (target: Target): Promise<readonly RuleRow[]> => {
     if (compareRelease(target.release, '0.6.0') < 0) {
@@ -456,29 +498,17 @@ export function top50Check(options: Top50Options = {}): Check {
               )),
             );
           }
-          const written = Date.now();
-          await prometheus.scrapedAfter(written);
-          const before = await exportedBytes(target, endpoints.urls);
-          const answers = new Map<RoleSpelling, Answer>();
-          for (const spelling of ROLE_SPELLINGS) {
-            const { request, samples } = await prometheus.query(contractQuery(spelling));
-            answers.set(spelling, {
-              request,
-              byApp: new Map(samples.map((s) => [s.metric.applicationId ?? '', s.value])),
-            });
-          }
-          const after = await exportedBytes(target, endpoints.urls);
-          const moved = [...after.byApp]
-            .filter(([app, v]) => before.byApp.get(app) !== v)
-            .map(([app]) => app);
-          if (moved.length > 0 || before.byApp.size !== after.byApp.size) {
+          const reading = await agreedReading(prometheus, target, endpoints.urls);
+          if ('moved' in reading) {
             return allRows(
               target,
               'not-applicable',
-              `the deployment's disk bytes changed while the check ran (${moved.slice(0, 3).join(', ') || 'applications came or went'}): ` +
-                'other applications are writing, so no answer can be compared with a fixed truth',
+              `the deployment's disk bytes changed while the check ran, ${TRUTH_READINGS} times ` +
+                `(${reading.moved.slice(0, 3).join(', ')}): other applications are writing, so no answer can ` +
+                'be compared with a fixed truth',
             );
           }
+          const { answers, truth: after } = reading;
           return [
             queryRow(target, 'Worker', answers, after),
             queryRow(target, 'worker', answers, after),
