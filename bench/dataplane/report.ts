@@ -334,6 +334,7 @@ function sideCells(label: string, side: Side): string[] {
     side.rtt === undefined ? '-' : `${number(side.rtt.p50, 2)}/${number(side.rtt.p99, 2)}`,
     side.messages === undefined ? '-' : String(side.messages),
     `${side.serverContextSwitches.voluntary}/${side.serverContextSwitches.involuntary}`,
+    `${number(side.minorFaults.server / 1000, 1)}/${number(side.minorFaults.client / 1000, 1)}`,
   ];
 }
 
@@ -363,6 +364,7 @@ export function detailTable(comparisons: readonly Comparison[], rss: RssFigure |
       'RTT p50/p99 ms',
       'messages',
       'srv ctx sw vol/invol',
+      'page faults k srv/cli',
     ],
     rows,
   );

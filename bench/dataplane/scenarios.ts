@@ -19,7 +19,7 @@ import path from 'node:path';
 import { clientTierConf, LocalCluster, type Tier } from '../../runtime/cluster/local-cluster.ts';
 import { Child, CLIENT_FILE, PROBE_URL, SINK_FILE } from './children.ts';
 import type { Options } from './options.ts';
-import { cpuSeconds, memoryOf, RssSampler, switchesOf } from './proc.ts';
+import { cpuSeconds, memoryOf, minorFaultsOf, RssSampler, switchesOf } from './proc.ts';
 import { nowUs, profileFileOf, summariseProfile, type ProfileSummary, type Window } from './profile.ts';
 import type {
   Endpoint,
@@ -76,6 +76,8 @@ export interface Side {
   readonly serverContextSwitches: { readonly voluntary: number; readonly involuntary: number };
   readonly serverCpuPerGiB: number;
   readonly clientCpuSeconds: number;
+  /** Minor page faults during the measurement: the server processes' summed, and the client's. */
+  readonly minorFaults: { readonly server: number; readonly client: number };
   /** The largest resident set a server process had during the measurement (50 ms samples). */
   readonly serverPeakRssBytes: number;
   /** The largest VmHWM (peak resident set since the process started) of a server process. */
@@ -320,6 +322,7 @@ interface Measured<T> {
   readonly serverSystemCpu: number;
   readonly serverSwitches: { readonly voluntary: number; readonly involuntary: number };
   readonly clientCpu: number;
+  readonly minorFaults: { readonly server: number; readonly client: number };
   readonly peakRss: number;
   readonly hwm: number;
   readonly serverLoop: LoopDelay | undefined;
@@ -353,6 +356,9 @@ async function measure<T>(
       },
       { voluntary: 0, involuntary: 0 },
     );
+  const faults = (pids: readonly number[]) => pids.reduce((total, pid) => total + minorFaultsOf(pid), 0);
+  const serverFaults0 = faults(servers);
+  const clientFaults0 = faults(clients);
   const switches0 = switches();
   const serverCpu0 = sum(servers);
   const clientCpu0 = sum(clients);
@@ -362,6 +368,7 @@ async function measure<T>(
   const toUs = nowUs();
   const peaks = sampler.stop();
   const switches1 = switches();
+  const minorFaults = { server: faults(servers) - serverFaults0, client: faults(clients) - clientFaults0 };
   const serverCpu1 = sum(servers);
   const serverCpu = serverCpu1.user + serverCpu1.system - serverCpu0.user - serverCpu0.system;
   const serverSystemCpu = serverCpu1.system - serverCpu0.system;
@@ -383,6 +390,7 @@ async function measure<T>(
       involuntary: switches1.involuntary - switches0.involuntary,
     },
     clientCpu,
+    minorFaults,
     peakRss: Math.max(0, ...peaks.values()),
     hwm: Math.max(0, ...servers.map((pid) => memoryOf(pid).hwm)),
     serverLoop: worst(servers),
@@ -401,6 +409,7 @@ function sideOf(measured: Measured<unknown>, ms: number, bytes: number, extra: P
     serverContextSwitches: measured.serverSwitches,
     serverCpuPerGiB: measured.serverCpu / (bytes / GIB),
     clientCpuSeconds: measured.clientCpu,
+    minorFaults: measured.minorFaults,
     serverPeakRssBytes: measured.peakRss,
     serverHwmBytes: measured.hwm,
     ...(measured.serverLoop === undefined ? {} : { serverLoop: measured.serverLoop }),

@@ -59,15 +59,15 @@ describe('MapBuffers', () => {
     assert.notEqual(buffers.allocate(4136), buffer);
   });
 
-  it('keeps a quarter of svc.client.push.maxUnacknowledgedBytes for an executor', () => {
+  it('keeps up to svc.client.push.maxUnacknowledgedBytes for an executor', () => {
     const keptOf = (overrides: Record<string, string>) => {
       const conf = resolveConfig({ release: '0.6.0', role: 'client', overrides });
       assert.deepEqual(conf.errors, []);
       const buffers = executorMapBuffers(conf);
-      for (let i = 0; i < 300; i += 1) buffers.giveBack(new Uint8Array(64 * 1024));
+      for (let i = 0; i < 1100; i += 1) buffers.giveBack(new Uint8Array(64 * 1024));
       return buffers.keptNow;
     };
-    assert.equal(keptOf({ 'svc.client.push.maxUnacknowledgedBytes': '2m' }), 512 * 1024);
-    assert.equal(keptOf({}), 16 * 1024 * 1024, 'a quarter of the 64m default');
+    assert.equal(keptOf({ 'svc.client.push.maxUnacknowledgedBytes': '2m' }), 2 * 1024 * 1024);
+    assert.equal(keptOf({}), 64 * 1024 * 1024, 'the 64m default');
   });
 });

@@ -493,7 +493,7 @@ class TaskWriter extends EventEmitter implements MapWriter {
     );
     this.driver = driver;
     this.stagingBytes = Math.min(STAGING_BYTES, config.maxUnacknowledgedBytes);
-    this.staging = unzeroedBytes(this.stagingBytes);
+    this.staging = context.mapBuffers.allocate(this.stagingBytes);
     context.network.host.add(driver);
     // 'drain' once room returns after a write said false: emitted after the step, never inside it, so that a map
     // writing from its listener hands the task its records outside the task's step.
@@ -535,7 +535,8 @@ class TaskWriter extends EventEmitter implements MapWriter {
     this.runStarts = [];
     this.stagingUsed = 0;
     const stepped = driver.state !== before || driver.isStopped;
-    if (!stepped || this.staging.length > this.stagingBytes) this.staging = unzeroedBytes(this.stagingBytes);
+    if (!stepped || this.staging.length > this.stagingBytes)
+      this.staging = this.context.mapBuffers.allocate(this.stagingBytes);
   }
 
   private failIfFailed(state: MapTaskState): void {
@@ -574,7 +575,9 @@ class TaskWriter extends EventEmitter implements MapWriter {
     } finally {
       driver.stop();
       context.network.host.remove(driver.id);
-      // The writer may outlive its attempt in the application's hands: its staging buffer goes now.
+      // The writer may outlive its attempt in the application's hands: its staging buffer goes now, to the
+      // executor's next map (every run handed over was copied by the task, or the buffer was replaced: flush).
+      if (this.staging.length === this.stagingBytes) context.mapBuffers.giveBack(this.staging);
       this.staging = new Uint8Array(0);
       this.stagingBytes = 0;
       // A map still waiting for room hears that there is none to wait for: its next write throws.

@@ -66,8 +66,8 @@ export const CLIENT_KEYS: readonly KeySpec[] = [
       'writes again to a partition it pushed that way). The writer also pushes back while an eighth of it waits ' +
       'in batches not yet sent (behind full per-partition windows), so that batches go while still in the CPU’s ' +
       'caches. Bounds a map task’s memory whatever it writes; clients before 0.6.0 use the same 64m. An executor ' +
-      'keeps up to a quarter of it of the batch buffers its finished tasks let go, for its next tasks (let go after ' +
-      '30 s without a map task).',
+      'keeps up to as much again of the batch and staging buffers its tasks let go, for its next tasks (let go ' +
+      'after 30 s without a map task).',
   },
   {
     key: 'svc.client.push.revive.maxRetries',
