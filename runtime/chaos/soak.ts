@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { filesUnder } from './files-under.ts';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
@@ -133,19 +134,6 @@ function rssMiB(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: false })
-    .map((name) => path.join(dir, String(name)))
-    .filter((file) => {
-      try {
-        return statSync(file).isFile();
-      } catch {
-        return false;
-      }
-    });
 }
 
 function alive(pid: number | undefined): boolean {
@@ -421,10 +409,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   // Every application has ended: the workers must delete every file of theirs.
   const storage = [...cluster.workers.map((_, i) => path.join(cluster.dir, `worker-${i}`, 'disk-1')), dfsDir];
   const deadline = Date.now() + FILES_GONE_MS;
-  let left = storage.flatMap(filesUnder);
+  let left = storage.flatMap((dir) => filesUnder(dir));
   while (left.length > 0 && Date.now() < deadline) {
     await sleep(500);
-    left = storage.flatMap(filesUnder);
+    left = storage.flatMap((dir) => filesUnder(dir));
   }
   if (left.length > 0)
     violations.push({
