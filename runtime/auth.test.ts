@@ -4,7 +4,7 @@
 // without the internal secret refused on the replicate port; the master's check of a first registration's proof.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -17,6 +17,7 @@ import { clientAuthConf, LocalCluster } from './cluster/local-cluster.ts';
 import { ServerProcess } from './cluster/server-process.ts';
 import { AuthProbe, type ProbeIdentity, type ProbeOutcome } from './testing/auth-probe.ts';
 import { within } from './testing/deadline.ts';
+import { filesUnder } from './testing/files-under.ts';
 import { generateTestCertificates } from './testing/tls-certs.ts';
 import {
   clientSide,
@@ -31,17 +32,10 @@ const JOB: SmallJob = { maps: 3, partitions: 4, recordsPerPartition: 20 };
 const AUTH = { ...clientAuthConf(), 'svc.client.push.replicate.enabled': 'true' };
 
 /** Every file under `dir` with a digest of its bytes. */
-function filesUnder(dir: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const walk = (d: string): void => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const full = path.join(d, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else out.set(full, createHash('sha256').update(readFileSync(full)).digest('hex'));
-    }
-  };
-  walk(dir);
-  return out;
+function digestsUnder(dir: string): Map<string, string> {
+  return new Map(
+    filesUnder(dir).map((file) => [file, createHash('sha256').update(readFileSync(file)).digest('hex')]),
+  );
 }
 
 function assertStatus(outcome: ProbeOutcome, status: StatusCode, what: string): string {
@@ -209,7 +203,7 @@ describe('application authentication on real processes', () => {
       const winners = winnersOf(await writeMaps(b.executor, 0, JOB));
       await readAndVerify(b.executor, 0, JOB, winners);
       const disks = cluster.workerIds.map((_, i) => path.join(cluster.dir, `worker-${i}`, 'disk-1'));
-      const before = disks.map(filesUnder);
+      const before = disks.map(digestsUnder);
       assert.ok(
         before.some((files) => files.size > 0),
         'B has files on the workers',
@@ -302,7 +296,7 @@ describe('application authentication on real processes', () => {
       } finally {
         await probe.close();
       }
-      assert.deepEqual(disks.map(filesUnder), before, 'B’s files, byte for byte');
+      assert.deepEqual(disks.map(digestsUnder), before, 'B’s files, byte for byte');
       await readAndVerify(b.executor, 0, JOB, winners);
     } finally {
       await b.close();

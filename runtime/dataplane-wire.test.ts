@@ -2,7 +2,6 @@
 // that connection only, and a 0.2.0 client is refused at the handshake with the core's message, writing nothing.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +9,7 @@ import { ClientReleaseRefusedError } from './client/errors.ts';
 import { startApplication } from './client/application.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import type { ServerProcess } from './cluster/server-process.ts';
+import { filesUnder } from './testing/files-under.ts';
 import { type SmallJob, runVerifiedJob } from './testing/small-job.ts';
 import { encodeHello } from './wire/index.ts';
 
@@ -30,19 +30,6 @@ function lengthPrefix(length: number): Buffer {
   const head = Buffer.alloc(4);
   head.writeUInt32BE(length);
   return head;
-}
-
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const full = path.join(d, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else out.push(full);
-    }
-  };
-  walk(dir);
-  return out;
 }
 
 describe('the wire on real processes', () => {

@@ -3,24 +3,15 @@
 // master no longer knows its shuffles, with one log line and the LeftoverFilesRemovedCount metric: on its local disk,
 // and in the DFS directory (which the chaos soak found left behind when only local disks were listed).
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { clientTierConf, LocalCluster, type Tier } from './cluster/local-cluster.ts';
 import { scrapeCounter } from './metrics/testing.ts';
+import { filesUnder } from './testing/files-under.ts';
 import { pollUntil } from './testing/poll.ts';
 import { clientSide, writeMaps, type SmallJob } from './testing/small-job.ts';
 
 const JOB: SmallJob = { maps: 2, partitions: 4, recordsPerPartition: 20, recordBytes: 100 };
-
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  const out: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) out.push(path.join(entry.parentPath, entry.name));
-  }
-  return out;
-}
 
 for (const tier of ['disk', 'dfs'] satisfies Tier[]) {
   describe(`files of a crashed worker on real processes (${tier})`, () => {

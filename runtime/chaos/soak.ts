@@ -1,10 +1,10 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { filesUnder } from './files-under.ts';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { HostNetwork } from '../cluster/hosts.ts';
 import { LocalCluster, type Tier } from '../cluster/local-cluster.ts';
+import { filesUnder } from '../testing/files-under.ts';
 import { FaultInjector, type TimelineEntry } from './injector.ts';
 import { jobSpec, runJob, type JobOutcome } from './jobs.ts';
 import { overlappingTenures, ShuffleWatch, tenures, type Failover } from './leaders.ts';

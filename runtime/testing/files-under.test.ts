@@ -1,4 +1,4 @@
-// The soak's walk of the workers' storage while they delete it.
+// The walk of a worker's storage while it may be deleting (the chaos soak, the tests of files left).
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
