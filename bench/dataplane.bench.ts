@@ -31,6 +31,7 @@ import { defaultJsonPath, HELP, parseOptions, type Options } from './dataplane/o
 import { heapProfileFiles, heapText, summariseHeapProfile } from './dataplane/heap-profile.ts';
 import { machineInfo } from './dataplane/proc.ts';
 import { measureMemoryPasses, type MemoryPasses } from './dataplane/floor.ts';
+import { compiledEntries, sourceEntries } from './dataplane/compiled.ts';
 import {
   clientMemoryRow,
   cpuFloorRows,
@@ -111,12 +112,14 @@ if (heapProfileDir !== undefined) {
   mkdirSync(heapProfileDir, { recursive: true });
   process.env.SVC_BENCH_HEAP_PROF_DIR = heapProfileDir;
 }
+const entries = o.tsx ? sourceEntries() : compiledEntries();
 const ctx: Context = {
   options: o,
   runDir,
   probeDir,
   profileDir,
   repoRoot,
+  entries,
   log: (line) => console.log(line),
 };
 
@@ -124,7 +127,7 @@ const started = new Date();
 const machine = machineInfo();
 console.log(
   `dataplane: ${machine.nproc} cores (${machine.cpuModel}), ${(machine.memTotalBytes / 2 ** 30).toFixed(1)} GiB RAM, ` +
-    `node ${machine.node}, linux ${machine.kernel}; data under ${runDir}` +
+    `node ${machine.node}, linux ${machine.kernel}; data under ${runDir}; processes ${entries.describe}` +
     (o.profile ? '; PROFILING (figures are slower under the profiler)' : ''),
 );
 console.log(`scenarios: ${o.scenarios.join(', ')}\n`);

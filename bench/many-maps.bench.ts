@@ -21,7 +21,8 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseBytes } from '../conf/values.ts';
-import { Child, CLIENT_FILE, SINK_FILE } from './dataplane/children.ts';
+import { Child } from './dataplane/children.ts';
+import { sourceEntries } from './dataplane/compiled.ts';
 import { cpuSeconds, machineInfo } from './dataplane/proc.ts';
 import { defaultJsonPath } from './dataplane/options.ts';
 import type { FromClient, FromSink, ToClient, ToSink } from './dataplane/protocol.ts';
@@ -196,7 +197,11 @@ async function bareJob(dir: string, probeDir: string): Promise<BareFigures> {
   };
   const sinks = await Promise.all(
     Array.from({ length: job.workers }, async (_, i) => {
-      const child = await Child.start<ToSink, FromSink>({ name: `sink-${i}`, file: SINK_FILE, probeDir });
+      const child = await Child.start<ToSink, FromSink>({
+        name: `sink-${i}`,
+        entry: sourceEntries().sink,
+        probeDir,
+      });
       const sinkDir = path.join(dir, `sink-${i}`);
       mkdirSync(sinkDir, { recursive: true });
       const ready = await child.ask({ type: 'sink-init', mode: 'file', dir: sinkDir, chunkBytes: 8 * MiB });
@@ -218,7 +223,11 @@ async function bareJob(dir: string, probeDir: string): Promise<BareFigures> {
     }
     for (let i = 0; i < job.executors; i += 1) {
       clients.push(
-        await Child.start<ToClient, FromClient>({ name: `client-${i}`, file: CLIENT_FILE, probeDir }),
+        await Child.start<ToClient, FromClient>({
+          name: `client-${i}`,
+          entry: sourceEntries().client,
+          probeDir,
+        }),
       );
     }
     const pids = { sinks: sinks.map((s) => s.child.pid), clients: clients.map((c) => c.pid) };

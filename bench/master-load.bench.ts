@@ -143,7 +143,7 @@ function expect<T extends FromGenerator['type']>(
 async function drive(server: string, pid: number, port: number, probeDir: string): Promise<SideFigures> {
   const generator: Generator = await Child.start<ToGenerator, FromGenerator>({
     name: `generator (${server})`,
-    file: path.join(HERE, 'generator.ts'),
+    entry: ['--import', 'tsx', path.join(HERE, 'generator.ts')],
     probeDir,
   });
   const rss = new RssSampler([pid]);
@@ -192,7 +192,7 @@ async function drive(server: string, pid: number, port: number, probeDir: string
 async function echoSide(probeDir: string): Promise<SideFigures> {
   const echo = await Child.start<ToEcho, FromEcho>({
     name: 'echo',
-    file: path.join(HERE, 'echo.ts'),
+    entry: ['--import', 'tsx', path.join(HERE, 'echo.ts')],
     probeDir,
   });
   try {

@@ -1,7 +1,7 @@
 /**
- * The benchmark's own child processes (clients and bare sinks): `node --import <probe> --import tsx <file>` (the
- * probe measures event-loop delay and, when profiling, CPU: ./probe.mjs), an IPC channel for requests and answers (./protocol.ts), their output kept for the error of a child that
- * fails.
+ * The benchmark's own child processes (clients and bare sinks): `node --import <probe> <entry>`, the entry compiled
+ * or through tsx (./compiled.ts; the probe measures event-loop delay and, when profiling, CPU: ./probe.mjs), an IPC
+ * channel for requests and answers (./protocol.ts), their output kept for the error of a child that fails.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
@@ -10,12 +10,11 @@ import { allocatorEnvironment } from '../../runtime/process/allocator.ts';
 
 const HERE = import.meta.dirname;
 export const PROBE_URL = pathToFileURL(path.join(HERE, 'probe.mjs')).href;
-export const CLIENT_FILE = path.join(HERE, 'client.ts');
-export const SINK_FILE = path.join(HERE, 'sink.ts');
 
 export interface ChildOptions {
   readonly name: string;
-  readonly file: string;
+  /** What `node` runs after the probe: the compiled file, or `--import tsx` and the source (./compiled.ts). */
+  readonly entry: readonly string[];
   /** Where the event-loop probe writes (./probe.mjs). */
   readonly probeDir: string;
   /** Directory for a CPU profile of the process (./probe.mjs), when profiling. */
@@ -35,7 +34,7 @@ export class Child<In extends { readonly type: string }, Out extends Answer> {
   private stopping = false;
 
   private constructor(readonly options: ChildOptions) {
-    this.process = spawn(process.execPath, ['--import', PROBE_URL, '--import', 'tsx', options.file], {
+    this.process = spawn(process.execPath, ['--import', PROBE_URL, ...options.entry], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       // Every child (servers, bare sinks, clients alike) gets the allocator setting svc's servers are deployed with
       // (docs/operations.md, Memory and the allocator), so that both sides of a comparison run on the same malloc.

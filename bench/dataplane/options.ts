@@ -65,6 +65,8 @@ export interface Options {
   readonly deadlineSeconds: number | undefined;
   /** Every scenario this many times, alternating svc and bare; the table gives each figure's median round. */
   readonly rounds: number;
+  /** Run the clients, sinks and servers from the TypeScript source through tsx rather than compiled. */
+  readonly tsx: boolean;
   readonly profile: boolean;
   readonly profileDir: string | undefined;
   readonly heapProfile: boolean;
@@ -148,6 +150,8 @@ Output:
   --no-json                write no JSON
   --dir <dir>              where clusters and sinks keep data (default: the system's temporary directory)
   --keep                   keep the data directories
+  --tsx                    run the clients, sinks and servers from the source through tsx (default: compiled
+                           first, as deployed: ./dataplane/compiled.ts)
   --only <list>, --skip <list>
   --help
 `;
@@ -228,6 +232,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
       profile: { type: 'boolean' },
       'heap-profile': { type: 'boolean' },
       'no-json': { type: 'boolean' },
+      tsx: { type: 'boolean' },
       keep: { type: 'boolean' },
       spread: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -290,6 +295,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
     noJson: values['no-json'] === true,
     dir: text('dir') ?? tmpdir(),
     keep: values.keep === true,
+    tsx: values.tsx === true,
   };
 }
 

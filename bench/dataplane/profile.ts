@@ -5,6 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { sourceOfCompiled } from './compiled.ts';
 
 interface ProfileNode {
   readonly id: number;
@@ -116,14 +117,18 @@ export function summariseProfile(
 
 function relative(url: string, repoRoot: string): string {
   const file = url.startsWith('file://') ? new URL(url).pathname : url;
+  const source = sourceOfCompiled(file);
+  if (source !== undefined) return source;
   return file.startsWith(repoRoot + path.sep) ? file.slice(repoRoot.length + 1) : file;
 }
 
 function functionName(frame: ProfileNode['callFrame'], repoRoot: string): string {
   const name = frame.functionName === '' ? '(anonymous)' : frame.functionName;
   if (frame.url === '') return name;
-  // tsx's transformed TypeScript puts functions on line 1 of its output: a line number there would mislead.
-  const line = frame.lineNumber > 0 ? `:${frame.lineNumber + 1}` : '';
+  // tsx's transformed TypeScript puts functions on line 1 of its output, and the compiler's lines are not the
+  // source's (./compiled.ts): a line number there would mislead.
+  const compiled = sourceOfCompiled(frame.url) !== undefined;
+  const line = frame.lineNumber > 0 && !compiled ? `:${frame.lineNumber + 1}` : '';
   return `${name} (${relative(frame.url, repoRoot)}${line})`;
 }
 

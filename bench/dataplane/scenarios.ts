@@ -17,7 +17,8 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { clientTierConf, LocalCluster, type Tier } from '../../runtime/cluster/local-cluster.ts';
-import { Child, CLIENT_FILE, PROBE_URL, SINK_FILE } from './children.ts';
+import { Child, PROBE_URL } from './children.ts';
+import type { ChildEntries } from './compiled.ts';
 import type { Options } from './options.ts';
 import { cpuSeconds, memoryOf, minorFaultsOf, RssSampler, switchesOf } from './proc.ts';
 import { nowUs, profileFileOf, summariseProfile, type ProfileSummary, type Window } from './profile.ts';
@@ -48,6 +49,8 @@ export interface Context {
   /** Set when profiling: where every process writes its .cpuprofile. */
   readonly profileDir: string | undefined;
   readonly repoRoot: string;
+  /** How the clients, the sinks and the servers run: compiled, or the source through tsx (./compiled.ts). */
+  readonly entries: ChildEntries;
   readonly log: (line: string) => void;
 }
 
@@ -143,7 +146,7 @@ interface Sink {
 async function startClient(ctx: Context, name: string): Promise<Client> {
   return Child.start<ToClient, FromClient>({
     name,
-    file: CLIENT_FILE,
+    entry: ctx.entries.client,
     probeDir: ctx.probeDir,
     ...(ctx.profileDir === undefined ? {} : { cpuProfileDir: ctx.profileDir }),
   });
@@ -161,7 +164,7 @@ async function startSinks(
     Array.from({ length: count }, async (_, index): Promise<Sink> => {
       const child = await Child.start<ToSink, FromSink>({
         name: `${name}-sink-${index}`,
-        file: SINK_FILE,
+        entry: ctx.entries.sink,
         probeDir: ctx.probeDir,
         ...(ctx.profileDir === undefined ? {} : { cpuProfileDir: ctx.profileDir }),
       });
@@ -220,6 +223,7 @@ async function startCluster(
       dir: path.join(ctx.runDir, name),
       workerConf: [`svc.shuffle.chunk.size=${ctx.options.chunk}`, ...workerConf],
       keepDir: ctx.options.keep,
+      ...(ctx.entries.server === undefined ? {} : { serverCommand: ctx.entries.server }),
     });
   } finally {
     restoreEnv('NODE_OPTIONS', saved.options);
@@ -911,11 +915,9 @@ const DEMO_RECORD_BYTES = 16 + 1008;
 async function runDemo(
   ctx: Context,
 ): Promise<{ seconds: number; mapSeconds?: number; reduceSeconds?: number; output: string }> {
-  const cli = path.join(ctx.repoRoot, 'runtime', 'cli', 'main.ts');
+  const [node, ...cli] = ctx.entries.cli;
   const args = [
-    '--import',
-    'tsx',
-    cli,
+    ...cli,
     'demo',
     '--size',
     String(ctx.options.e2eSize),
@@ -935,7 +937,7 @@ async function runDemo(
     'none',
   ];
   const started = performance.now();
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+  const child = spawn(node!, args, { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));

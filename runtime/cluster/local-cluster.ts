@@ -28,6 +28,11 @@ export interface LocalClusterOptions {
   readonly conf?: readonly string[];
   readonly masterConf?: readonly string[];
   readonly workerConf?: readonly string[];
+  /**
+   * The command line the servers run (`… master`, `… worker` appended) instead of this copy's own: the compiled
+   * build a benchmark measures (bench/dataplane/compiled.ts) while it runs from the source.
+   */
+  readonly serverCommand?: readonly string[];
   /** A properties file for each worker, by index (`--conf-file`; `startWorker`'s `confFile` replaces it). */
   readonly workerConfFiles?: readonly string[];
   readonly logLevel?: string;
@@ -337,6 +342,19 @@ export class LocalCluster {
     return this.options.auth === true ? path.join(this.dir, 'internal-secret') : undefined;
   }
 
+  /** ServerProcess's `command` when the servers run another build than this copy (`serverCommand`). */
+  private serverCommand(): { command?: readonly string[] } {
+    const command = this.options.serverCommand;
+    if (command === undefined) return {};
+    const { plantedBug, durableWriteDelayMs, scribbleReturnedBodies, faultProxies } = this.options;
+    const hooked = plantedBug !== undefined || durableWriteDelayMs !== undefined;
+    if (hooked || scribbleReturnedBodies === true || faultProxies === true) {
+      // Those hooks live in the test server's entry (runtime/cluster/server-process.ts), which a command replaces.
+      throw new Error('serverCommand cannot be combined with a testing hook (plantedBug, faultProxies, …)');
+    }
+    return { command };
+  }
+
   private testing(role: 'master' | 'worker'): {
     plantedBug?: string;
     bindHost?: string;
@@ -408,6 +426,7 @@ export class LocalCluster {
       args: ['master', ...this.common(release), ...settings.flatMap((c) => ['--conf', c])],
       logFile: path.join(this.dir, 'logs', `master-${this.masterStarts}.log`),
       ...(this.masterHost === undefined ? {} : { namespace: this.masterHost.namespace }),
+      ...this.serverCommand(),
       testing: this.testing('master'),
     });
     this.started.push(this.master);
@@ -442,6 +461,7 @@ export class LocalCluster {
       // The first start's file keeps the name it always had; a restart's gets its number.
       logFile: path.join(this.dir, 'logs', `master-${id}${starts === 0 ? '' : `-${starts + 1}`}.log`),
       ...(host === undefined ? {} : { namespace: host.namespace }),
+      ...this.serverCommand(),
       testing: this.testing('master'),
     });
     this.followers[this.memberIndex(id) - 1] = follower;
@@ -493,6 +513,7 @@ export class LocalCluster {
       ],
       logFile: path.join(this.dir, 'logs', `worker-${index}-${this.workerStarts[index]}.log`),
       ...(host === undefined ? {} : { namespace: host.namespace }),
+      ...this.serverCommand(),
       testing: this.testing('worker'),
     });
     this.workers[index] = worker;

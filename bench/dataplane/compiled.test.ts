@@ -1,0 +1,42 @@
+// The dataplane benchmark's compiled build (./compiled.ts): it compiles, its processes run, and profiles name the
+// source files. What the build measures is the benchmark's business, not this test's.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { it } from 'node:test';
+import { Child } from './children.ts';
+import { compiledEntries, COMPILED_DIR, sourceOfCompiled } from './compiled.ts';
+import { areaOf } from './profile.ts';
+import type { FromSink, ToSink } from './protocol.ts';
+
+it('compiles the clients, the sinks and the servers, and a compiled sink answers', async () => {
+  const entries = compiledEntries();
+  for (const file of [entries.client[0]!, entries.sink[0]!, entries.server![1]!]) {
+    assert.ok(file.endsWith('.js') && existsSync(file), `${file} is compiled`);
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-compiled-test-'));
+  const probeDir = path.join(dir, 'probes');
+  mkdirSync(probeDir);
+  const sink = await Child.start<ToSink, FromSink>({ name: 'sink', entry: entries.sink, probeDir });
+  try {
+    const ready = await sink.ask({ type: 'sink-init', mode: 'discard', dir, chunkBytes: 1 << 20 });
+    assert.equal(ready.type, 'sink-ready');
+  } finally {
+    await sink.stop({ type: 'exit' });
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it("names a compiled file's source, so that a profile's areas are the repository's folders", () => {
+  const root = '/repo';
+  const compiled = `file://${root}/${COMPILED_DIR}/0123456789ab/runtime/wire/frames.js`;
+  assert.equal(sourceOfCompiled(new URL(compiled).pathname), 'runtime/wire/frames.ts');
+  assert.equal(sourceOfCompiled(`${root}/runtime/wire/frames.ts`), undefined);
+  assert.equal(areaOf({ functionName: 'f', url: compiled, lineNumber: 3 }, root), 'runtime/wire');
+  const dependency = `file://${root}/node_modules/@bufbuild/protobuf/dist/esm/wire/varint.js`;
+  assert.equal(
+    areaOf({ functionName: 'f', url: dependency, lineNumber: 3 }, root),
+    'package @bufbuild/protobuf',
+  );
+});
