@@ -78,6 +78,9 @@ export function workerId(shape: WorkerShape): WorkerId {
   return { host: shape.host, rpcPort: 9091, pushPort: 9092, fetchPort: 9093, replicatePort: 9094 };
 }
 
+/** Files a simulated worker's reserve, commit or drop handles in one step (WorkerConfig.filesPerStep). */
+export const SIM_FILES_PER_STEP = 4;
+
 export function workerConfig(
   release: Release,
   shape: WorkerShape,
@@ -85,7 +88,7 @@ export function workerConfig(
   overrides: Readonly<Record<string, string>>,
   plantedBug?: PlantedBug,
 ): WorkerConfig {
-  return workerConfigFrom(
+  const config = workerConfigFrom(
     configFor(release, 'worker', overrides),
     configFor(CURRENT_RELEASE, 'worker', overrides),
     {
@@ -100,6 +103,9 @@ export function workerConfig(
       ...(plantedBug === undefined ? {} : { plantedBug }),
     },
   );
+  // The swarm's shuffles have at most 24 partitions: a step of 4 files takes their reserves, commits and drops
+  // through the bounded steps a shuffle of 10,000 partitions takes at the default 256 (core/machines/worker).
+  return { ...config, filesPerStep: SIM_FILES_PER_STEP };
 }
 
 /**

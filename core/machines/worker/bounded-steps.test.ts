@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { Effect } from '../effects.ts';
+import { masterNodeId } from '../../protocol/node-ids.ts';
 import type { WorkerMachineState } from './index.ts';
-import { COMMIT_STEP_TIMER } from './commit.ts';
+import { COMMIT_STEP_TIMER, DELETE_STEP_TIMER } from './commit.ts';
 import { RESERVE_STEP_TIMER } from './reserve.ts';
 import type { Harness } from './test-kit.ts';
 import {
@@ -35,7 +36,12 @@ function reserveSlots(partitions: number) {
 function stepTimers(effects: readonly Effect[]): string[] {
   return ofKind(effects, 'setTimer')
     .map((timer) => timer.name)
-    .filter((name) => name.startsWith(RESERVE_STEP_TIMER) || name.startsWith(COMMIT_STEP_TIMER));
+    .filter(
+      (name) =>
+        name.startsWith(RESERVE_STEP_TIMER) ||
+        name.startsWith(COMMIT_STEP_TIMER) ||
+        name === DELETE_STEP_TIMER,
+    );
 }
 
 /** Completes every I/O and fires every step timer the effects ask for, until none is left; returns all effects. */
@@ -115,5 +121,65 @@ describe('worker: a reserve or commit of many files in bounded steps', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+/** The master's heartbeat answer saying the shuffle expired, to the worker's next heartbeat. */
+function expire(harness: Harness<WorkerMachineState>): Effect[] {
+  const heartbeat = onlySent(harness.timer('heartbeat', harness.now + 30_000), 'WorkerHeartbeat');
+  return harness.receive(
+    masterNodeId(),
+    { type: 'WorkerHeartbeatResponse', registered: true, expiredShuffleKeys: [KEY], workerEvent: 'None' },
+    { inReplyTo: heartbeat.requestId! },
+  );
+}
+
+const deletedFiles = (effects: readonly Effect[]) =>
+  ofKind(effects, 'deleteFile')
+    .map((effect) => JSON.stringify(effect.file))
+    .sort();
+
+describe('worker: a dropped shuffle of many files deleted in bounded steps', () => {
+  it('forgets the shuffle at once and deletes at most filesPerStep of its files a step', () => {
+    const harness = registeredWorker(SELF, { filesPerStep: 4 });
+    runToQuiet(harness, harness.receive(CLIENT, reserveSlots(10), { requestId: 1 }));
+    const answer = expire(harness);
+    assert.equal(harness.state.shuffles.size, 0, 'pushes and reads find no file from now on');
+    assert.equal(ofKind(answer, 'deleteFile').length, 0, 'the deletes go in later steps');
+    assert.deepEqual(stepTimers(answer), [DELETE_STEP_TIMER]);
+    const perStep: number[] = [];
+    let effects = answer;
+    while (stepTimers(effects).includes(DELETE_STEP_TIMER)) {
+      effects = harness.timer(DELETE_STEP_TIMER);
+      perStep.push(ofKind(effects, 'deleteFile').length);
+    }
+    assert.deepEqual(perStep, [4, 4, 2]);
+    assert.equal(harness.state.pendingDeletes.length, 0);
+  });
+
+  it('deletes every file of the shuffle once, whatever the step size', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 0, max: 12 }), (perStep, partitions) => {
+        const deletes = [perStep, 1_000].map((filesPerStep) => {
+          const harness = registeredWorker(SELF, { filesPerStep });
+          runToQuiet(harness, harness.receive(CLIENT, reserveSlots(partitions), { requestId: 1 }));
+          return deletedFiles(runToQuiet(harness, expire(harness)));
+        });
+        assert.deepEqual(deletes[0], deletes[1]);
+        assert.equal(new Set(deletes[0]).size, partitions, 'each file once');
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('deletes what a drop left queued before the worker exits', () => {
+    const harness = registeredWorker(SELF, { filesPerStep: 2 });
+    runToQuiet(harness, harness.receive(CLIENT, reserveSlots(7), { requestId: 1 }));
+    expire(harness);
+    const first = harness.timer(DELETE_STEP_TIMER);
+    assert.equal(ofKind(first, 'deleteFile').length, 2);
+    const exit = harness.step({ kind: 'admin', command: { type: 'exit', exitType: 'IMMEDIATELY' } });
+    assert.equal(ofKind(exit, 'deleteFile').length, 5, 'the rest, before the exit report');
+    assert.equal(harness.state.pendingDeletes.length, 0);
   });
 });

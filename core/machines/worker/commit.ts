@@ -14,7 +14,14 @@ import { committedFileOf, fileDraft, fileNameFor, filesPerStep, getFile, putFile
 import { count, log, reply, setEntry, setTimer, type Outbox } from '../outbox.ts';
 import { failPushesOfFiles } from './push.ts';
 import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
-import { owned, takeId, type CopyOutcome, type PendingCommit, type WorkerMachineState } from './state.ts';
+import {
+  owned,
+  takeId,
+  type CopyOutcome,
+  type PendingCommit,
+  type PendingDelete,
+  type WorkerMachineState,
+} from './state.ts';
 import { accountBytes } from './storage-view.ts';
 
 /**
@@ -166,7 +173,12 @@ export function handleDestroySlots(
   return state;
 }
 
-/** Forgets a whole shuffle: its files are deleted and its recovery entry removed (expired, or the worker exits). */
+/**
+ * Forgets a whole shuffle: its files are deleted and its recovery entry removed (expired, or the worker exits). The
+ * shuffle is gone at once (pushes, reads and commits find no file); deleting its files goes `filesPerStep` a step
+ * when there are more (DELETE_STEP_TIMER), as a reserve and a commit do, since each delete costs the tier a few
+ * microseconds. Every file goes, so nothing is copied or looked up by name.
+ */
 export function dropShuffle(
   s: WorkerMachineState,
   out: Outbox,
@@ -175,11 +187,36 @@ export function dropShuffle(
 ): WorkerMachineState {
   const shuffle = s.shuffles.get(key);
   if (shuffle === undefined) return s;
-  const removed = removeFiles(s, out, key, new Set(shuffle.files.keys()), reason);
-  setEntry(removed.shuffles, key, undefined);
-  persistShuffle(removed, out, key);
+  const armed = s.pendingDeletes.length > 0;
+  const later = armed || shuffle.files.size > filesPerStep(s);
+  for (const file of shuffle.files.values()) {
+    const pending = { file: file.file, bytes: file.bytes };
+    if (later) owned(s.pendingDeletes).push(pending);
+    else deleteNow(s, out, pending);
+  }
+  let state: WorkerMachineState = { ...s, shuffles: setEntry(s.shuffles, key, undefined) };
+  if (shuffle.files.size > 0) state = forgetFiles(state, out, key, 'all', reason);
+  persistShuffle(state, out, key);
   log(out, 'info', 'worker.shuffle.dropped', { shuffle: key, reason });
-  return removed;
+  if (later && !armed && state.pendingDeletes.length > 0) setTimer(out, DELETE_STEP_TIMER, out.now);
+  return state;
+}
+
+/** The timer that deletes the next `filesPerStep` files of dropped shuffles (WorkerMachineState.pendingDeletes). */
+export const DELETE_STEP_TIMER = 'delete:step';
+
+/** Deletes the next files of dropped shuffles, at most `filesPerStep` (all of them when `all`); the rest next step. */
+export function continueDeletes(s: WorkerMachineState, out: Outbox, all = false): WorkerMachineState {
+  const queue = owned(s.pendingDeletes);
+  const taken = queue.splice(0, all ? queue.length : filesPerStep(s));
+  for (const pending of taken) deleteNow(s, out, pending);
+  if (queue.length > 0 && !all) setTimer(out, DELETE_STEP_TIMER, out.now);
+  return s;
+}
+
+function deleteNow(s: WorkerMachineState, out: Outbox, pending: PendingDelete): void {
+  out.effects.push({ kind: 'deleteFile', file: pending.file });
+  accountBytes(s, pending.file, -pending.bytes);
 }
 
 /**
@@ -207,30 +244,44 @@ function removeFiles(
 ): WorkerMachineState {
   const shuffle = s.shuffles.get(key);
   if (shuffle === undefined) return s;
-  let state = s;
   const files = new Map(shuffle.files);
   for (const name of names) {
     const file = files.get(name);
     if (file === undefined) continue;
-    out.effects.push({ kind: 'deleteFile', file: file.file });
-    state = accountBytes(state, file.file, -file.bytes);
+    deleteNow(s, out, { file: file.file, bytes: file.bytes });
     files.delete(name);
   }
   if (files.size === shuffle.files.size) return s;
-  state =
+  const state: WorkerMachineState =
     files.size === 0
-      ? { ...state, shuffles: setEntry(state.shuffles, key, undefined) }
-      : { ...state, shuffles: setEntry(state.shuffles, key, { ...shuffle, files }) };
-  state = failPushesOfFiles(state, out, key, names, reason);
+      ? { ...s, shuffles: setEntry(s.shuffles, key, undefined) }
+      : { ...s, shuffles: setEntry(s.shuffles, key, { ...shuffle, files }) };
+  return forgetFiles(state, out, key, names, reason);
+}
+
+/** The pushes waiting on, the read streams of, and the commit flushes of removed files (or all of the shuffle's) end. */
+function forgetFiles(
+  s: WorkerMachineState,
+  out: Outbox,
+  key: ShuffleKey,
+  names: ReadonlySet<string> | 'all',
+  reason: string,
+): WorkerMachineState {
+  let state = failPushesOfFiles(s, out, key, names, reason);
   let streams = state.streams;
   for (const [streamId, stream] of state.streams) {
-    if (stream.shuffleKey === key && names.has(stream.fileName))
+    if (stream.shuffleKey === key && (names === 'all' || names.has(stream.fileName)))
       streams = setEntry(streams, streamId, undefined);
   }
   state = { ...state, streams };
   for (const [commitId, commit] of state.commits) {
     if (commit.shuffleKey !== key) continue;
-    for (const name of names) if (commit.flushing.has(name)) state = flushSettled(state, out, commitId, name);
+    if (names === 'all') {
+      for (const name of [...commit.flushing]) state = flushSettled(state, out, commitId, name);
+    } else {
+      for (const name of names)
+        if (commit.flushing.has(name)) state = flushSettled(state, out, commitId, name);
+    }
   }
   return state;
 }

@@ -11,7 +11,7 @@ import {
 import type { ShuffleKey, WorkerState } from '../../domain/index.ts';
 import type { AdminCommand } from '../effects.ts';
 import { setCongestionWatermarks } from './congestion.ts';
-import { dropShuffle, persistShuffle } from './commit.ts';
+import { continueDeletes, dropShuffle, persistShuffle } from './commit.ts';
 import { enqueueTask, evictionTarget, isEvicting } from './file-queue.ts';
 import { uncommittedCount } from './files.ts';
 import {
@@ -235,6 +235,8 @@ function finishExit(s: WorkerMachineState, out: Outbox): WorkerMachineState {
       state = dropShuffle(state, out, key, `the worker exits (${kind})`);
     }
   }
+  // A drop's files still queued are deleted before the worker goes: a restart would otherwise find them again.
+  state = continueDeletes(state, out, true);
   log(out, 'info', 'worker.exit', { kind, shufflesKept: state.shuffles.size });
   return reportExit(state, out, 0, `worker exit (${kind})`);
 }

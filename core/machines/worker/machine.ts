@@ -7,8 +7,10 @@ import type { Envelope, FileRef, Input, IoError } from '../effects.ts';
 import type { Machine, Step } from '../machine.ts';
 import {
   COMMIT_STEP_TIMER,
+  DELETE_STEP_TIMER,
   completeFlush,
   continueCommit,
+  continueDeletes,
   handleCommitFiles,
   handleDestroySlots,
 } from './commit.ts';
@@ -331,6 +333,7 @@ function onTimer(s: WorkerMachineState, out: Outbox, name: string): WorkerMachin
   }
   if (name.startsWith(RESERVE_STEP_TIMER))
     return continueReserve(s, out, Number(name.slice(RESERVE_STEP_TIMER.length)));
+  if (name === DELETE_STEP_TIMER) return continueDeletes(s, out);
   if (name.startsWith(COMMIT_STEP_TIMER))
     return continueCommit(s, out, Number(name.slice(COMMIT_STEP_TIMER.length)));
   const requestId = name.startsWith('req:') ? Number(name.slice(4)) : Number.NaN;

@@ -281,6 +281,18 @@ export interface WorkerMachineState {
   readonly congestion: CongestionState;
   /** Whether the congestion check timer is set. */
   readonly congestionCheckArmed: boolean;
+  /**
+   * Files of dropped shuffles still to delete, oldest first: a drop of many files deletes `filesPerStep` a step
+   * (./commit.ts `dropShuffle`), so that a shuffle of 20,000 files does not hold the worker for a whole drop. The
+   * bytes stay accounted until each file's delete goes out: the tier still holds them.
+   */
+  readonly pendingDeletes: readonly PendingDelete[];
+}
+
+/** A file a drop will delete, with the bytes accounted to it. */
+export interface PendingDelete {
+  readonly file: FileRef;
+  readonly bytes: number;
 }
 
 /**
@@ -334,5 +346,6 @@ export function initialWorkerState(config: WorkerConfig): WorkerMachineState {
     leftoversFoundAt: 0,
     congestion: emptyCongestion(),
     congestionCheckArmed: false,
+    pendingDeletes: [],
   };
 }
