@@ -187,8 +187,9 @@ export function dropShuffle(
 ): WorkerMachineState {
   const shuffle = s.shuffles.get(key);
   if (shuffle === undefined) return s;
-  const armed = s.pendingDeletes.length > 0;
-  const later = armed || shuffle.files.size > filesPerStep(s);
+  // The delete timer is set exactly while files wait: a drop behind others joins their queue.
+  const queued = s.pendingDeletes.length > 0;
+  const later = queued || shuffle.files.size > filesPerStep(s);
   for (const file of shuffle.files.values()) {
     const pending = { file: file.file, bytes: file.bytes };
     if (later) owned(s.pendingDeletes).push(pending);
@@ -198,7 +199,7 @@ export function dropShuffle(
   if (shuffle.files.size > 0) state = forgetFiles(state, out, key, 'all', reason);
   persistShuffle(state, out, key);
   log(out, 'info', 'worker.shuffle.dropped', { shuffle: key, reason });
-  if (later && !armed && state.pendingDeletes.length > 0) setTimer(out, DELETE_STEP_TIMER, out.now);
+  if (later && !queued) setTimer(out, DELETE_STEP_TIMER, out.now);
   return state;
 }
 
