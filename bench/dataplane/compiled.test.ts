@@ -2,13 +2,14 @@
 // source files. What the build measures is the benchmark's business, not this test's.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { it } from 'node:test';
 import { Child } from './children.ts';
 import { compiledEntries, COMPILED_DIR, sourceOfCompiled } from './compiled.ts';
 import { areaOf } from './profile.ts';
-import type { FromSink, ToSink } from './protocol.ts';
+import type { FromSink, SinkAck, ToSink } from './protocol.ts';
 
 it('compiles the clients, the sinks and the servers, and a compiled sink answers', async () => {
   const entries = compiledEntries();
@@ -22,6 +23,36 @@ it('compiles the clients, the sinks and the servers, and a compiled sink answers
   try {
     const ready = await sink.ask({ type: 'sink-init', mode: 'discard', dir, chunkBytes: 1 << 20 });
     assert.equal(ready.type, 'sink-ready');
+  } finally {
+    await sink.stop({ type: 'exit' });
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('a compiled keeping sink checks and keeps a pushed stream, and acknowledges every byte', async () => {
+  const entries = compiledEntries();
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-compiled-test-'));
+  const probeDir = path.join(dir, 'probes');
+  mkdirSync(probeDir);
+  const sink = await Child.start<ToSink, FromSink>({ name: 'sink', entry: entries.sink, probeDir });
+  try {
+    // `keep` loads the native CRC-32 from the compiled file's place: it must resolve there too.
+    const ready = await sink.ask({ type: 'sink-init', mode: 'keep', dir, chunkBytes: 1 << 20 });
+    if (ready.type !== 'sink-ready') throw new Error(`unexpected ${ready.type}`);
+    const frames = [3 << 20, 5, 0].map((length) => {
+      const frame = Buffer.alloc(4 + length, 7);
+      frame.writeUInt32BE(length, 0);
+      return frame;
+    });
+    const stream = Buffer.concat(frames);
+    const ack = await new Promise<SinkAck>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port: ready.ports.push }, () => socket.end(stream));
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      socket.on('end', () => resolve(JSON.parse(text) as SinkAck));
+      socket.on('error', reject);
+    });
+    assert.deepEqual(ack, { bytes: stream.length, frames: frames.length });
   } finally {
     await sink.stop({ type: 'exit' });
     rmSync(dir, { recursive: true, force: true });

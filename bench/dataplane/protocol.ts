@@ -144,8 +144,9 @@ export type FromClient =
 // ------------------------------------------------------------------ sink (./sink.ts)
 
 /**
- * discard: count and drop; keep: count and hold every chunk until the stream ends (what a memory tier must do at
- * least: the floor for a worker's CPU); file: append to a file.
+ * discard: count and drop; keep: count, check (CRC-32) and copy every byte into memory faulted in at start (what a
+ * memory tier must do at least: the floor for a worker's CPU and for a memory push's throughput); file: append to a
+ * file.
  */
 export type SinkMode = 'discard' | 'keep' | 'file';
 

@@ -140,9 +140,9 @@ export function cpuFloorRows(comparison: Comparison, passes: MemoryPasses): Row[
 }
 
 /**
- * The sinks that keep what they receive against the discarding ones (what holding fresh memory costs by itself,
- * in throughput and in server CPU), and the worker(s) against the keeping sinks: with a memory tier, the first two
- * bound how close svc can come to the discarding baseline.
+ * The sinks that keep what they receive against the discarding ones (what checking every byte and copying it into
+ * memory costs by itself, in throughput and in server CPU), and svc against the keeping sinks: with a memory tier,
+ * the first two are the same run's floor, how close svc can come to the discarding baseline on this machine.
  */
 export function keepingRows(comparison: Comparison): Row[] {
   const keeping = comparison.keeping;
@@ -168,6 +168,14 @@ export function keepingRows(comparison: Comparison): Row[] {
   ];
   const svc = comparison.svc;
   if (svc !== undefined) {
+    rows.push({
+      figure: `svc against the bare push keeping the bytes (${comparison.scenario})`,
+      measured: svc.mibPerSecond,
+      baseline: keeping.mibPerSecond,
+      unit: 'MiB/s',
+      ratio: svc.mibPerSecond / keeping.mibPerSecond,
+      goal: 'reported',
+    });
     rows.push({
       figure: `worker(s) CPU s/GiB against the sink(s) keeping the bytes (${comparison.scenario})`,
       measured: svc.serverCpuPerGiB,

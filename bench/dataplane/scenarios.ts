@@ -685,8 +685,8 @@ export async function pushReplicated(ctx: Context): Promise<Comparison> {
 }
 
 /**
- * Adds what keeping the bytes costs by itself: the same bare push into sinks that hold every chunk they read until
- * the stream ends, as a memory tier must (a replicating pair keeps each byte twice).
+ * Adds what keeping the bytes costs by itself: the same bare push into sinks that check every byte and copy it into
+ * memory faulted in at start, the least a memory tier does (a replicating pair keeps each byte twice).
  */
 async function withKeepingSide(ctx: Context, spec: PushSpec, comparison: Comparison): Promise<Comparison> {
   const keeping = await barePushSide(ctx, spec, 'keep');

@@ -1,11 +1,13 @@
 /**
  * A bare sink process, the baselines' stand-in for a worker (`node --import tsx bench/dataplane/sink.ts`, driven
- * over IPC by bench/dataplane.bench.ts, ./protocol.ts). No svc code at all: node:net and node:fs only.
+ * over IPC by bench/dataplane.bench.ts, ./protocol.ts). No svc code at all: node:net, node:fs and, to keep,
+ * @node-rs/crc32.
  *
  * - push port: reads a stream and walks its length prefixes (counting frames, nothing decoded), then discards it
- *   (`discard`), holds every chunk until the stream ends (`keep`: the least a memory tier does, which must keep
- *   fresh memory for what it receives), or appends it to a file of its own with plain sequential writes and one
- *   fdatasync at the end (`file`); with a relay set (`relay-to`) it also forwards every byte to another sink's relay port.
+ *   (`discard`), keeps it with the least work a memory tier does (`keep`: one CRC-32 pass over every byte with the
+ *   SIMD checksum svc's processes use, and one copy into memory faulted in at start, a ring larger than any cache),
+ *   or appends it to a file of its own with plain sequential writes and one fdatasync at the end (`file`); with a
+ *   relay set (`relay-to`) it also forwards every byte to another sink's relay port.
  * - relay port: the same, never relaying further (a replica).
  * - serve port: bare TCP reads of files: a request is a relative path and a newline, the answer its length (u64 BE)
  *   and its bytes, read from the file in pieces of `chunkBytes` (svc.shuffle.chunk.size) as a worker serves chunks.
@@ -14,6 +16,7 @@
  * after its file is synced and its relay peer has answered, then closes.
  */
 import { open, type FileHandle } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import path from 'node:path';
 import type { Endpoint, FromSink, SinkAck, SinkMode, ToSink } from './protocol.ts';
@@ -22,12 +25,52 @@ const HOST = '127.0.0.1';
 /** Bytes queued for the file before the socket is paused. */
 const FILE_QUEUE_LIMIT = 8 * 2 ** 20;
 
+/**
+ * The ring `keep` copies into: larger than any cache (each copy writes memory gone cold, as a memory tier's does) and
+ * faulted in at init, as a worker's memory pool is at its start. Wrapping around costs what a fresh block would.
+ */
+const KEEP_RING_BYTES = 256 * 2 ** 20;
+
 let mode: SinkMode = 'discard';
 let dir = '.';
 let chunkBytes = 8 * 2 ** 20;
 let relayTo: Endpoint | undefined;
 let streams = 0;
 const servers: Server[] = [];
+
+/** What `keep` does to every chunk: checked and copied, the least a memory tier does with a pushed byte. */
+class Keeper {
+  private readonly ring = new Uint8Array(KEEP_RING_BYTES);
+  private at = 0;
+  /** The running CRC-32 of everything kept. */
+  checksum = 0;
+
+  constructor(private readonly crc32: (bytes: Uint8Array, previous: number) => number) {
+    // One write per page faults the ring in now, outside any measurement.
+    for (let offset = 0; offset < this.ring.length; offset += 4096) this.ring[offset] = 1;
+  }
+
+  keep(chunk: Uint8Array): void {
+    this.checksum = this.crc32(chunk, this.checksum);
+    let copied = 0;
+    while (copied < chunk.length) {
+      if (this.at === this.ring.length) this.at = 0;
+      const n = Math.min(chunk.length - copied, this.ring.length - this.at);
+      this.ring.set(n === chunk.length ? chunk : chunk.subarray(copied, copied + n), this.at);
+      this.at += n;
+      copied += n;
+    }
+  }
+}
+
+let keeper: Keeper | undefined;
+
+function loadCrc32(): (bytes: Uint8Array, previous: number) => number {
+  const { crc32 } = createRequire(import.meta.url)('@node-rs/crc32') as {
+    crc32: (input: Uint8Array, initialState?: number) => number;
+  };
+  return (bytes, previous) => crc32(bytes, previous);
+}
 
 function send(message: FromSink): void {
   process.send?.(message);
@@ -188,17 +231,15 @@ async function receive(socket: Socket, relay: Endpoint | undefined, kind: 'push'
     socket.on('end', resolve);
     socket.on('error', reject);
   });
-  const kept: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => {
     bytes += chunk.length;
     counter.push(chunk);
-    if (mode === 'keep') kept.push(chunk);
+    keeper?.keep(chunk);
     if (appender !== undefined && !appender.push(chunk)) fileFull = true;
     if (relaySocket !== undefined && !relaySocket.write(chunk)) relayFull = true;
     if (fileFull || relayFull) flow();
   });
   await ended;
-  kept.length = 0; // held until here
   if (!counter.whole) throw new Error(`a ${kind} stream ended inside a frame`);
   await appender?.finish();
   let relayed: SinkAck | undefined;
@@ -285,6 +326,7 @@ async function init(message: Extract<ToSink, { type: 'sink-init' }>): Promise<vo
   mode = message.mode;
   dir = message.dir;
   chunkBytes = message.chunkBytes;
+  if (mode === 'keep') keeper = new Keeper(loadCrc32());
   const onStream = (kind: 'push' | 'relay') => (socket: Socket) => {
     receive(socket, kind === 'push' ? relayTo : undefined, kind).catch((error: unknown) => {
       socket.destroy();
