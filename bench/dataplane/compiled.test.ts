@@ -9,36 +9,41 @@ import { it } from 'node:test';
 import { Child } from './children.ts';
 import { compiledEntries, COMPILED_DIR, sourceOfCompiled } from './compiled.ts';
 import { areaOf } from './profile.ts';
-import type { FromSink, SinkAck, ToSink } from './protocol.ts';
+import type { FromSink, SinkAck, SinkMode, ToSink } from './protocol.ts';
+
+/** Starts the compiled sink in `mode`, runs `use` with its ports, and stops it and removes its directory. */
+async function withCompiledSink(
+  mode: SinkMode,
+  use: (ready: Extract<FromSink, { type: 'sink-ready' }>) => Promise<void>,
+): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-compiled-test-'));
+  const probeDir = path.join(dir, 'probes');
+  mkdirSync(probeDir);
+  const sink = await Child.start<ToSink, FromSink>({ name: 'sink', entry: compiledEntries().sink, probeDir });
+  try {
+    const ready = await sink.ask({ type: 'sink-init', mode, dir, chunkBytes: 1 << 20 });
+    if (ready.type !== 'sink-ready') throw new Error(`the ${mode} sink answered ${ready.type}`);
+    await use(ready);
+  } finally {
+    await sink.stop({ type: 'exit' });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 it('compiles the clients, the sinks and the servers, and a compiled sink answers', async () => {
   const entries = compiledEntries();
   for (const file of [entries.client[0]!, entries.sink[0]!, entries.server![1]!]) {
     assert.ok(file.endsWith('.js') && existsSync(file), `${file} is compiled`);
   }
-  const dir = mkdtempSync(path.join(tmpdir(), 'svc-compiled-test-'));
-  const probeDir = path.join(dir, 'probes');
-  mkdirSync(probeDir);
-  const sink = await Child.start<ToSink, FromSink>({ name: 'sink', entry: entries.sink, probeDir });
-  try {
-    const ready = await sink.ask({ type: 'sink-init', mode: 'discard', dir, chunkBytes: 1 << 20 });
-    assert.equal(ready.type, 'sink-ready');
-  } finally {
-    await sink.stop({ type: 'exit' });
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await withCompiledSink('discard', (ready) => {
+    assert.ok(ready.ports.push > 0, `the sink listens (push port ${ready.ports.push})`);
+    return Promise.resolve();
+  });
 });
 
 it('a compiled keeping sink checks and keeps a pushed stream, and acknowledges every byte', async () => {
-  const entries = compiledEntries();
-  const dir = mkdtempSync(path.join(tmpdir(), 'svc-compiled-test-'));
-  const probeDir = path.join(dir, 'probes');
-  mkdirSync(probeDir);
-  const sink = await Child.start<ToSink, FromSink>({ name: 'sink', entry: entries.sink, probeDir });
-  try {
-    // `keep` loads the native CRC-32 from the compiled file's place: it must resolve there too.
-    const ready = await sink.ask({ type: 'sink-init', mode: 'keep', dir, chunkBytes: 1 << 20 });
-    if (ready.type !== 'sink-ready') throw new Error(`unexpected ${ready.type}`);
+  // `keep` loads the native CRC-32 from the compiled file's place: it must resolve there too.
+  await withCompiledSink('keep', async (ready) => {
     const frames = [3 << 20, 5, 0].map((length) => {
       const frame = Buffer.alloc(4 + length, 7);
       frame.writeUInt32BE(length, 0);
@@ -53,10 +58,7 @@ it('a compiled keeping sink checks and keeps a pushed stream, and acknowledges e
       socket.on('error', reject);
     });
     assert.deepEqual(ack, { bytes: stream.length, frames: frames.length });
-  } finally {
-    await sink.stop({ type: 'exit' });
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 it("names a compiled file's source, so that a profile's areas are the repository's folders", () => {
