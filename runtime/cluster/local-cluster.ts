@@ -6,11 +6,14 @@ import { masterUrlScheme } from '../../core/release/other-changes.ts';
 import { parseRelease } from '../../core/release/version.ts';
 import type { PlantedBug } from '../../core/planted-bugs.ts';
 import { FaultProxy } from './fault-proxy.ts';
+import { stablePorts } from './stable-ports.ts';
 import { STARTUP_WAIT_MS, ServerProcess, type LogLine } from './server-process.ts';
 import type { Host, HostNetwork } from './hosts.ts';
 import { planMasterGroup, type MasterGroup, type MasterGroupOptions } from './master-group.ts';
 import { EtcdProcess, etcdUnavailable } from '../ha/etcd-process.ts';
 
+/** Starts of a worker on freshly drawn ports before a port taken in between fails the start for good. */
+const FRESH_PORT_ATTEMPTS = 3;
 /** Where a worker's data ports listen when fault proxies stand in front of them (the proxies take 127.0.0.1). */
 const PROXIED_BIND_HOST = '127.0.0.2';
 /** A worker's data services, in the order of its id's ports. */
@@ -478,14 +481,35 @@ export class LocalCluster {
     index: number,
     options: { samePorts?: boolean; release?: string; confFile?: string } = {},
   ): Promise<ServerProcess> {
-    const own = path.join(this.dir, `worker-${index}`);
     const previous = this.workerIds[index];
-    const ports =
-      this.options.faultProxies === true
-        ? (await this.proxyWorker(index, options.samePorts === true)).map(String)
-        : options.samePorts === true && previous !== undefined
-          ? previous.split(':').slice(1)
-          : ['0', '0', '0', '0'];
+    const host = this.workerHost(index);
+    const address = host?.address ?? '127.0.0.1';
+    if (this.options.faultProxies === true) {
+      const proxied = await this.proxyWorker(index, options.samePorts === true);
+      return this.spawnWorker(index, proxied.map(String), options);
+    }
+    if (options.samePorts === true && previous !== undefined) {
+      return this.spawnWorker(index, previous.split(':').slice(1), options);
+    }
+    // Fresh ports below the kernel's ephemeral range, so that the worker can come back on them (./stable-ports.ts);
+    // drawn again if another test took one in between. A host's namespace has its own ports: the kernel picks there.
+    for (let attempt = 1; ; attempt += 1) {
+      const ports = host === undefined ? (await stablePorts(4, address)).map(String) : ['0', '0', '0', '0'];
+      try {
+        return await this.spawnWorker(index, ports, options);
+      } catch (error) {
+        const taken = (error as Error).message.includes('EADDRINUSE');
+        if (!taken || host !== undefined || attempt === FRESH_PORT_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  private async spawnWorker(
+    index: number,
+    ports: readonly string[],
+    options: { release?: string; confFile?: string },
+  ): Promise<ServerProcess> {
+    const own = path.join(this.dir, `worker-${index}`);
     const host = this.workerHost(index);
     const address = host?.address ?? '127.0.0.1';
     const settings = [
