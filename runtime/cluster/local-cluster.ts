@@ -483,7 +483,6 @@ export class LocalCluster {
   ): Promise<ServerProcess> {
     const previous = this.workerIds[index];
     const host = this.workerHost(index);
-    const address = host?.address ?? '127.0.0.1';
     if (this.options.faultProxies === true) {
       const proxied = await this.proxyWorker(index, options.samePorts === true);
       return this.spawnWorker(index, proxied.map(String), options);
@@ -491,15 +490,17 @@ export class LocalCluster {
     if (options.samePorts === true && previous !== undefined) {
       return this.spawnWorker(index, previous.split(':').slice(1), options);
     }
+    // A host's namespace has its own ports: the kernel picks there.
+    if (host !== undefined) return this.spawnWorker(index, ['0', '0', '0', '0'], options);
     // Fresh ports below the kernel's ephemeral range, so that the worker can come back on them (./stable-ports.ts);
-    // drawn again if another test took one in between. A host's namespace has its own ports: the kernel picks there.
+    // drawn again if another test took one in between.
     for (let attempt = 1; ; attempt += 1) {
-      const ports = host === undefined ? (await stablePorts(4, address)).map(String) : ['0', '0', '0', '0'];
+      const ports = (await stablePorts(4, '127.0.0.1')).map(String);
       try {
         return await this.spawnWorker(index, ports, options);
       } catch (error) {
         const taken = (error as Error).message.includes('EADDRINUSE');
-        if (!taken || host !== undefined || attempt === FRESH_PORT_ATTEMPTS) throw error;
+        if (!taken || attempt === FRESH_PORT_ATTEMPTS) throw error;
       }
     }
   }

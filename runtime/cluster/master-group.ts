@@ -1,7 +1,7 @@
 // The members of a local high-availability master group (docs/high-availability.md, "Running a group"): ids m1…mN
 // on loopback ports picked before any of them starts (each member's address is in every member's configuration, and
 // the election announces it), and the `svc.master.ha.*` settings of each.
-import { createServer } from 'node:net';
+import { stablePorts } from './stable-ports.ts';
 
 export interface MasterGroupOptions {
   /** `host:port` of the etcd the group campaigns on; absent, the local cluster starts one of its own. */
@@ -21,16 +21,6 @@ export interface MasterGroup {
   settings(id: string): string[];
 }
 
-/** A loopback port free a moment ago: the member binds it when it starts. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  return address.port;
-}
-
 export async function planMasterGroup(options: {
   readonly etcdEndpoint: string;
   readonly members: number;
@@ -43,7 +33,9 @@ export async function planMasterGroup(options: {
   if (!(options.members >= 1)) throw new RangeError(`a group needs a master (${options.members} asked)`);
   const ids = Array.from({ length: options.members }, (_, index) => `m${index + 1}`);
   const ports = new Map<string, number>();
-  for (const id of ids) ports.set(id, await freePort());
+  // Below the ephemeral range, so that a member restarted on its port finds it free (./stable-ports.ts).
+  const drawn = await stablePorts(ids.length, '127.0.0.1');
+  ids.forEach((id, index) => ports.set(id, drawn[index]!));
   const members = ids.map((id, index) => ({
     id,
     host: options.addresses?.[index] ?? '127.0.0.1',
