@@ -287,7 +287,8 @@ if (rows.length > 0) {
     console.log(`\n${detailTable(comparisons, rssFigure)}`);
   console.log(
     '\nsrv = the worker(s) or bare sink(s); cli = the client process. CPU from /proc/<pid>/stat, RSS sampled from ' +
-      '/proc/<pid>/status every 50 ms; event-loop delay from perf_hooks.monitorEventLoopDelay (10 ms resolution).',
+      "/proc/<pid>/status every 50 ms; srv bg = CPU outside the main threads (V8's optimising compiler and " +
+      "collector helpers, libuv's pool); event-loop delay from perf_hooks.monitorEventLoopDelay (10 ms resolution).",
   );
   for (const figure of last.clientMemory) {
     console.log(

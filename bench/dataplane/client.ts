@@ -197,6 +197,8 @@ async function svcPush(message: Extract<ToClient, { type: 'svc-push' }>): Promis
   for (const file of files) {
     bytesByStorage[file.storage.type] = (bytesByStorage[file.storage.type] ?? 0) + file.bytes;
   }
+  // Outside the timed push: the measurement that follows waits for the workers to drop it.
+  if (message.release === true) await app.unregisterShuffle(message.shuffleId);
   return {
     type: 'pushed',
     ms,

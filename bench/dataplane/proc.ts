@@ -32,6 +32,21 @@ export function cpuSeconds(pid: number): { user: number; system: number } {
 }
 
 /**
+ * CPU seconds (user + system) of the process's main thread alone (/proc/<pid>/task/<pid>/stat): in node, the event
+ * loop's. The rest of a process's CPU is its other threads': V8's (optimising compilation, concurrent and parallel
+ * collection) and libuv's pool (file system calls). NaN when the process is gone.
+ */
+export function mainThreadCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks();
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
  * Minor page faults of the process so far (every thread, from /proc/<pid>/stat): pages touched for the first time
  * since they were mapped. On the VMs these figures come from, a fault costs several microseconds, so memory that is
  * given back and mapped again shows here (docs/performance.md, "Fresh memory"). NaN when the process is gone.

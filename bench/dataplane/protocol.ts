@@ -34,6 +34,8 @@ export type ToClient =
       readonly shuffleId: number;
       readonly workload: Workload;
       readonly mapSlots: number;
+      /** Unregister the shuffle once committed (a warm-up the measurement must not find on the workers). */
+      readonly release?: boolean;
     }
   /**
    * Connects an executor only (no application) to another client process's application: a process whose memory is

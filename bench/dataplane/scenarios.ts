@@ -16,11 +16,13 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { clientTierConf, LocalCluster, type Tier } from '../../runtime/cluster/local-cluster.ts';
+import { scrapeGauge } from '../../runtime/metrics/testing.ts';
 import { Child, PROBE_URL } from './children.ts';
 import type { ChildEntries } from './compiled.ts';
 import type { Options } from './options.ts';
-import { cpuSeconds, memoryOf, minorFaultsOf, RssSampler, switchesOf } from './proc.ts';
+import { cpuSeconds, mainThreadCpuSeconds, memoryOf, minorFaultsOf, RssSampler, switchesOf } from './proc.ts';
 import { nowUs, profileFileOf, summariseProfile, type ProfileSummary, type Window } from './profile.ts';
 import type {
   Endpoint,
@@ -75,6 +77,11 @@ export interface Side {
   readonly serverCpuSeconds: number;
   /** The part of it spent in the kernel (stime): socket and file system calls. */
   readonly serverSystemCpuSeconds: number;
+  /**
+   * The part of it outside the servers' main threads: V8's optimising compiler and collector helpers, libuv's pool.
+   * A sink's is near nothing; a worker's is mostly the compiler while its code is still getting hot.
+   */
+  readonly serverBackgroundCpuSeconds?: number;
   /** Context switches of the server processes' threads: voluntary (waiting) and involuntary (preempted). */
   readonly serverContextSwitches: { readonly voluntary: number; readonly involuntary: number };
   readonly serverCpuPerGiB: number;
@@ -205,6 +212,7 @@ async function startCluster(
   workers: number,
   tier: Tier,
   workerConf: readonly string[],
+  conf: readonly string[] = [],
 ): Promise<LocalCluster> {
   const saved = {
     options: process.env.NODE_OPTIONS,
@@ -221,6 +229,7 @@ async function startCluster(
       workers,
       tier,
       dir: path.join(ctx.runDir, name),
+      conf,
       workerConf: [`svc.shuffle.chunk.size=${ctx.options.chunk}`, ...workerConf],
       keepDir: ctx.options.keep,
       ...(ctx.entries.server === undefined ? {} : { serverCommand: ctx.entries.server }),
@@ -324,6 +333,8 @@ interface Measured<T> {
   readonly window: Window;
   readonly serverCpu: number;
   readonly serverSystemCpu: number;
+  /** The servers' CPU outside their main threads (node's event loop): V8's compiler and collector, libuv's pool. */
+  readonly serverBackgroundCpu: number;
   readonly serverSwitches: { readonly voluntary: number; readonly involuntary: number };
   readonly clientCpu: number;
   readonly minorFaults: { readonly server: number; readonly client: number };
@@ -364,6 +375,8 @@ async function measure<T>(
   const serverFaults0 = faults(servers);
   const clientFaults0 = faults(clients);
   const switches0 = switches();
+  const mainThreads = () => servers.reduce((total, pid) => total + mainThreadCpuSeconds(pid), 0);
+  const serverMain0 = mainThreads();
   const serverCpu0 = sum(servers);
   const clientCpu0 = sum(clients);
   const sampler = new RssSampler(servers);
@@ -374,6 +387,7 @@ async function measure<T>(
   const switches1 = switches();
   const minorFaults = { server: faults(servers) - serverFaults0, client: faults(clients) - clientFaults0 };
   const serverCpu1 = sum(servers);
+  const serverMain1 = mainThreads();
   const serverCpu = serverCpu1.user + serverCpu1.system - serverCpu0.user - serverCpu0.system;
   const serverSystemCpu = serverCpu1.system - serverCpu0.system;
   const clientCpu1 = sum(clients);
@@ -389,6 +403,7 @@ async function measure<T>(
     window: { fromUs, toUs },
     serverCpu,
     serverSystemCpu,
+    serverBackgroundCpu: serverCpu - (serverMain1 - serverMain0),
     serverSwitches: {
       voluntary: switches1.voluntary - switches0.voluntary,
       involuntary: switches1.involuntary - switches0.involuntary,
@@ -410,6 +425,7 @@ function sideOf(measured: Measured<unknown>, ms: number, bytes: number, extra: P
     mibPerSecond: bytes / MIB / seconds,
     serverCpuSeconds: measured.serverCpu,
     serverSystemCpuSeconds: measured.serverSystemCpu,
+    serverBackgroundCpuSeconds: measured.serverBackgroundCpu,
     serverContextSwitches: measured.serverSwitches,
     serverCpuPerGiB: measured.serverCpu / (bytes / GIB),
     clientCpuSeconds: measured.clientCpu,
@@ -462,20 +478,68 @@ export function collectProfiles(ctx: Context): void {
 }
 
 /**
- * The warm-up before a measurement (JIT, connections, a first reservation): a smaller workload of the same shape,
- * as many partitions and the same batches, with an eighth of the records (at least one per partition), so that what
- * it leaves on the worker (its shuffle is not released before the measurement) stays small. It warms the paths the
- * measurement takes at the size it takes them: a worker or client that has served one shuffle of 10,000 partitions
- * answers the next one's reserve and commit from optimised code (encoding a commit answer of 10,000 files took
- * 40-47 ms the first time, 2 ms after), which a warm-up over 64 partitions left cold for the measurement.
+ * What each side pushes before its measurement, into a shuffle of its own, on the processes the measurement uses:
+ *
+ * - `whole` (the memory push, replication, small batches): the measured workload itself, after which svc's client
+ *   unregisters the shuffle and the measurement waits until every worker has dropped it (`untilReleased`). A
+ *   worker's and a client's hot code runs once per message, about a thousand times per GiB, and V8 optimises a
+ *   function only once it has run hot for a while: after a warm-up of an eighth of the records (a few dozen merged
+ *   pushes) the measured GiB was also the one in which some 110 functions per worker were compiled, a fifth to a
+ *   quarter of the workers' CPU on V8's compiler threads, their code unoptimised until then (docs/performance.md,
+ *   "Method"). A long-lived worker or executor pays that once; after a whole warm-up the measurement comes nearer
+ *   to such processes (V8 still optimises colder functions through a worker's first GiBs). Released, the warm-up
+ *   leaves the memory tier as empty as the measurement would have found it.
+ * - `eighth` (the disk push, many partitions, rss): as many partitions and the same batches with an eighth of the
+ *   records (at least one per partition), left on the worker. A whole warm-up on disk would leave a GiB of dirty
+ *   pages for the kernel to write back during the measurement; the release of 10,000 files leaves their records
+ *   for the collector in a measurement of under a second; the rss row measures memory, not speed.
+ *
+ * Either warms the paths the measurement takes at the size it takes them: a worker or client that has served one
+ * shuffle of 10,000 partitions answers the next one's reserve and commit from optimised code (encoding a commit
+ * answer of 10,000 files took 40-47 ms the first time, 2 ms after).
  */
-function warmUp(workload: Workload): Workload {
+type WarmUp = 'whole' | 'eighth';
+
+function warmUpOf(spec: PushSpec): Workload {
+  const workload = spec.workload;
+  if (spec.warmUp === 'whole') return workload;
   return {
     ...workload,
     maps: Math.min(2, workload.maps),
     recordsPerPartition: Math.max(1, Math.floor(workload.recordsPerPartition / 8)),
     mapIds: undefined,
   };
+}
+
+/** How long the workers may take to drop a released warm-up's shuffle: about two heartbeats, with room to spare. */
+const RELEASE_TIMEOUT_MS = 60_000;
+const RELEASE_POLL_MS = 50;
+
+/**
+ * The heartbeat timeout of clusters whose warm-up is released: a worker learns that the master no longer has a
+ * shuffle from its heartbeat's answer, sent every quarter of it (2 s here, 30 s by default), and the measurement
+ * waits for that. A heartbeat is one small message: at one every 2 s it costs the measurement nothing measurable.
+ */
+const RELEASING_CLUSTER_CONF = ['svc.master.heartbeat.worker.timeout=8s'];
+
+/** Resolves once no worker holds a byte in its memory tier: the released warm-up's files are gone. */
+async function untilReleased(ctx: Context, cluster: LocalCluster): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    const held = await Promise.all(
+      cluster.workers.map((_, i) => scrapeGauge(cluster.workerHttpUrl(i), 'MemoryFileStorageSize')),
+    );
+    const bytes = held.reduce((sum, b) => sum + b, 0);
+    if (bytes === 0) break;
+    if (performance.now() - started > RELEASE_TIMEOUT_MS) {
+      throw new SvcFailure(
+        `the workers still held ${bytes} bytes of the warm-up's shuffle ${RELEASE_TIMEOUT_MS / 1000} s after ` +
+          'it was unregistered',
+      );
+    }
+    await delay(RELEASE_POLL_MS);
+  }
+  ctx.log(`  warm-up released in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
 /** The --deadline of a svc run that moves `bytes`: by default 60 s plus 1 s per 16 MiB. */
@@ -510,6 +574,7 @@ interface PushSpec {
   readonly workerConf: readonly string[];
   readonly mapSlots: number;
   readonly replicate: boolean;
+  readonly warmUp: WarmUp;
 }
 
 async function barePushSide(
@@ -525,7 +590,7 @@ async function barePushSide(
   try {
     client = await startClient(ctx, `${spec.name}-bare-client`);
     const endpoints: Endpoint[] = sinks.map((sink) => ({ host: HOST, port: sink.ports.push }));
-    pushed(await client.ask({ type: 'bare-push', sinks: endpoints, workload: warmUp(spec.workload) }));
+    pushed(await client.ask({ type: 'bare-push', sinks: endpoints, workload: warmUpOf(spec) }));
     const c = client;
     const measured = await measure(
       ctx,
@@ -557,7 +622,14 @@ interface SvcPush {
 }
 
 async function svcPushSide(ctx: Context, spec: PushSpec): Promise<SvcPush> {
-  const cluster = await startCluster(ctx, `${spec.name}-svc`, spec.workers, spec.tier, spec.workerConf);
+  const cluster = await startCluster(
+    ctx,
+    `${spec.name}-svc`,
+    spec.workers,
+    spec.tier,
+    spec.workerConf,
+    spec.warmUp === 'whole' ? RELEASING_CLUSTER_CONF : [],
+  );
   let client: Client | undefined;
   try {
     client = await startClient(ctx, `${spec.name}-svc-client`);
@@ -580,10 +652,12 @@ async function svcPushSide(ctx: Context, spec: PushSpec): Promise<SvcPush> {
       await c.ask({
         type: 'svc-push',
         shuffleId: 0,
-        workload: warmUp(spec.workload),
+        workload: warmUpOf(spec),
         mapSlots: spec.mapSlots,
+        ...(spec.warmUp === 'whole' ? { release: true } : {}),
       }),
     );
+    if (spec.warmUp === 'whole') await untilReleased(ctx, cluster);
     const measured = await measure(ctx, workerPids(cluster), [c.pid], async () =>
       pushed(
         await withinDeadline(
@@ -661,6 +735,7 @@ export async function pushMemory(ctx: Context): Promise<Comparison> {
     workerConf: memoryTierConf(o.size),
     mapSlots: o.mapSlots,
     replicate: false,
+    warmUp: 'whole',
   };
   return withKeepingSide(
     ctx,
@@ -679,6 +754,7 @@ export async function pushReplicated(ctx: Context): Promise<Comparison> {
     workerConf: memoryTierConf(o.replicatedSize),
     mapSlots: o.mapSlots,
     replicate: true,
+    warmUp: 'whole',
   };
   const what = 'push with replication (two workers, memory tier)';
   return withKeepingSide(ctx, spec, await pushComparison(ctx, spec, 'discard', what));
@@ -715,6 +791,7 @@ export async function smallBatches(ctx: Context): Promise<Comparison> {
       workerConf: memoryTierConf(o.smallSize),
       mapSlots: o.smallMapSlots,
       replicate: false,
+      warmUp: 'whole',
     },
     'discard',
     'small batches, many maps (one worker, memory tier)',
@@ -741,6 +818,7 @@ export async function manyPartitions(ctx: Context): Promise<Comparison> {
       workerConf: memoryTierConf(o.manySize),
       mapSlots: o.mapSlots,
       replicate: false,
+      warmUp: 'eighth',
     },
     'discard',
     'many partitions per shuffle (one worker, memory tier)',
@@ -772,6 +850,7 @@ export async function pushDiskAndFetch(
     workerConf: [],
     mapSlots: o.mapSlots,
     replicate: false,
+    warmUp: 'eighth',
   };
   ctx.log(`push-disk: ${describeWorkload(spec.workload)}`);
   const bare = await barePushSide(ctx, spec, 'file');
@@ -806,9 +885,7 @@ export async function pushDiskAndFetch(
     let svcRead: Measured<ReadResult> | undefined;
     let svcReadError: string | undefined;
     try {
-      read(
-        await c.ask({ type: 'svc-read', shuffleId: 0, workload: warmUp(spec.workload), slots: o.readSlots }),
-      );
+      read(await c.ask({ type: 'svc-read', shuffleId: 0, workload: warmUpOf(spec), slots: o.readSlots }));
       svcRead = await measure(ctx, workers, [c.pid], async () =>
         read(
           await withinDeadline(
@@ -890,6 +967,8 @@ export async function rss(ctx: Context): Promise<RssFigure> {
     workerConf: [`svc.worker.memory.size=${Math.ceil(o.rssWorkerMemory / MIB)}m`],
     mapSlots: o.mapSlots,
     replicate: false,
+    // The row is the worker's memory under a budget smaller than the push, not its speed: a short warm-up will do.
+    warmUp: 'eighth',
   };
   ctx.log(
     `rss: ${describeWorkload(spec.workload)}; svc.worker.memory.size ${(o.rssWorkerMemory / MIB).toFixed(0)} MiB`,
