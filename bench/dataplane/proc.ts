@@ -19,16 +19,24 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
+/**
+ * The fields of a /proc stat file from field 3 (state) on, or undefined when the process is gone: those after the
+ * command, which may hold spaces, start after its closing parenthesis.
+ */
+function statFields(file: string): string[] | undefined {
+  try {
+    const stat = readFileSync(file, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
 /** User and system CPU seconds the process has used so far (every thread); NaN when it is gone. */
 export function cpuSeconds(pid: number): { user: number; system: number } {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command (which may hold spaces) start after its closing parenthesis: state is field 3.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { user: Number(fields[11]) / clockTicks(), system: Number(fields[12]) / clockTicks() };
-  } catch {
-    return { user: Number.NaN, system: Number.NaN };
-  }
+  const fields = statFields(`/proc/${pid}/stat`);
+  if (fields === undefined) return { user: Number.NaN, system: Number.NaN };
+  return { user: Number(fields[11]) / clockTicks(), system: Number(fields[12]) / clockTicks() };
 }
 
 /**
@@ -37,13 +45,9 @@ export function cpuSeconds(pid: number): { user: number; system: number } {
  * collection) and libuv's pool (file system calls). NaN when the process is gone.
  */
 export function mainThreadCpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks();
-  } catch {
-    return Number.NaN;
-  }
+  const fields = statFields(`/proc/${pid}/task/${pid}/stat`);
+  if (fields === undefined) return Number.NaN;
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks();
 }
 
 /**
@@ -52,12 +56,8 @@ export function mainThreadCpuSeconds(pid: number): number {
  * given back and mapped again shows here (docs/performance.md, "Fresh memory"). NaN when the process is gone.
  */
 export function minorFaultsOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
-  } catch {
-    return Number.NaN;
-  }
+  const fields = statFields(`/proc/${pid}/stat`);
+  return fields === undefined ? Number.NaN : Number(fields[7]);
 }
 
 /** VmRSS and VmHWM in bytes (0 when the process is gone). */

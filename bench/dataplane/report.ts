@@ -328,7 +328,7 @@ function sideCells(label: string, side: Side): string[] {
     number(side.seconds, 2),
     number(side.mibPerSecond),
     `${number(side.serverCpuSeconds, 2)} (${number(side.serverSystemCpuSeconds, 2)})`,
-    side.serverBackgroundCpuSeconds === undefined ? '-' : number(side.serverBackgroundCpuSeconds, 2),
+    number(side.serverBackgroundCpuSeconds, 2),
     number(side.serverCpuPerGiB, 2),
     number(side.clientCpuSeconds, 2),
     number(Math.max(side.serverPeakRssBytes, 0) / MIB, 0),
