@@ -480,14 +480,14 @@ export function collectProfiles(ctx: Context): void {
 /**
  * What each side pushes before its measurement, into a shuffle of its own, on the processes the measurement uses:
  *
- * - `whole` (the memory push, replication, small batches): the measured workload itself, after which svc's client
- *   unregisters the shuffle and the measurement waits until every worker has dropped it (`untilReleased`). A
- *   worker's and a client's hot code runs once per message, about a thousand times per GiB, and V8 optimises a
- *   function only once it has run hot for a while: after a warm-up of an eighth of the records (a few dozen merged
- *   pushes) the measured GiB was also the one in which some 110 functions per worker were compiled, a fifth to a
- *   quarter of the workers' CPU on V8's compiler threads, their code unoptimised until then (docs/performance.md,
- *   "Method"). A long-lived worker or executor pays that once; after a whole warm-up the measurement comes nearer
- *   to such processes (V8 still optimises colder functions through a worker's first GiBs). Released, the warm-up
+ * - `whole` (the memory push, replication, small batches): the measured workload itself, twice
+ *   (`warmUpShuffles`), after each of which svc's client unregisters the shuffle and the measurement waits until
+ *   every worker has dropped it (`untilReleased`). A worker's and a client's hot code runs once per message,
+ *   about a thousand times per GiB, and V8 optimises a function only once it has run hot for a while: after a
+ *   warm-up of an eighth of the records (a few dozen merged pushes) the measured GiB was also the one in which some
+ *   110 functions per worker were compiled, a fifth to a quarter of the workers' CPU on V8's compiler threads, their
+ *   code unoptimised until then (docs/performance.md, "Method"). A long-lived worker or executor pays that once, in
+ *   its first shuffles; after two whole warm-ups the measurement comes near such processes. Released, the warm-up
  *   leaves the memory tier as empty as the measurement would have found it.
  * - `eighth` (the disk push, many partitions, rss): as many partitions and the same batches with an eighth of the
  *   records (at least one per partition), left on the worker. A whole warm-up on disk would leave a GiB of dirty
@@ -509,6 +509,17 @@ function warmUpOf(spec: PushSpec): Workload {
     recordsPerPartition: Math.max(1, Math.floor(workload.recordsPerPartition / 8)),
     mapIds: undefined,
   };
+}
+
+/**
+ * The shuffles a push side warms up on (the measurement's is 1): two whole ones, each released. A worker's first
+ * commit and release throw away code its pushes had optimised (Node's streams meet a socket of another shape, the
+ * codec an array of another kind) and V8 compiles that code again through the next shuffle's pushes: after one
+ * whole warm-up some 90 compilations per worker still fell in the measured GiB, after two about 40
+ * (`--trace-opt`, docs/performance.md "Method").
+ */
+function warmUpShuffles(spec: PushSpec): readonly number[] {
+  return spec.warmUp === 'whole' ? [0, 2] : [0];
 }
 
 /** How long the workers may take to drop a released warm-up's shuffle: many heartbeats of a releasing cluster. */
@@ -588,7 +599,8 @@ async function barePushSide(
   try {
     client = await startClient(ctx, `${spec.name}-bare-client`);
     const endpoints: Endpoint[] = sinks.map((sink) => ({ host: HOST, port: sink.ports.push }));
-    pushed(await client.ask({ type: 'bare-push', sinks: endpoints, workload: warmUpOf(spec) }));
+    for (const _ of warmUpShuffles(spec))
+      pushed(await client.ask({ type: 'bare-push', sinks: endpoints, workload: warmUpOf(spec) }));
     const c = client;
     const measured = await measure(
       ctx,
@@ -646,16 +658,18 @@ async function svcPushSide(ctx: Context, spec: PushSpec): Promise<SvcPush> {
         'svc.shuffle.chunk.size': String(ctx.options.chunk),
       },
     });
-    pushed(
-      await c.ask({
-        type: 'svc-push',
-        shuffleId: 0,
-        workload: warmUpOf(spec),
-        mapSlots: spec.mapSlots,
-        release: spec.warmUp === 'whole',
-      }),
-    );
-    if (spec.warmUp === 'whole') await untilReleased(ctx, cluster);
+    for (const shuffleId of warmUpShuffles(spec)) {
+      pushed(
+        await c.ask({
+          type: 'svc-push',
+          shuffleId,
+          workload: warmUpOf(spec),
+          mapSlots: spec.mapSlots,
+          release: spec.warmUp === 'whole',
+        }),
+      );
+      if (spec.warmUp === 'whole') await untilReleased(ctx, cluster);
+    }
     const measured = await measure(ctx, workerPids(cluster), [c.pid], async () =>
       pushed(
         await withinDeadline(

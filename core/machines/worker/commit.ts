@@ -10,7 +10,15 @@ import type { Envelope } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
 import { enqueueTask } from './file-queue.ts';
-import { committedFileOf, fileDraft, fileNameFor, filesPerStep, getFile, putFile } from './files.ts';
+import {
+  committedFileOf,
+  fileDraft,
+  fileNameFor,
+  filesPerStep,
+  getFile,
+  putFile,
+  shuffleRecord,
+} from './files.ts';
 import { count, log, reply, setEntry, setTimer, type Outbox } from '../outbox.ts';
 import { failPushesOfFiles } from './push.ts';
 import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
@@ -62,7 +70,7 @@ export function handleCommitFiles(
     return answerCommit(s, out, pending, undefined, `this worker holds no files of ${key}`);
   }
   const commitId = takeId(s);
-  setEntry(s.shuffles, key, { ...shuffle, mapAttempts: message.mapAttempts });
+  setEntry(s.shuffles, key, shuffleRecord(shuffle, { mapAttempts: message.mapAttempts }));
   return startFlushes(s, out, commitId, { ...pending, next: 0 });
 }
 
@@ -256,7 +264,7 @@ function removeFiles(
   const state: WorkerMachineState =
     files.size === 0
       ? { ...s, shuffles: setEntry(s.shuffles, key, undefined) }
-      : { ...s, shuffles: setEntry(s.shuffles, key, { ...shuffle, files }) };
+      : { ...s, shuffles: setEntry(s.shuffles, key, shuffleRecord(shuffle, { files })) };
   return forgetFiles(state, out, key, names, reason);
 }
 

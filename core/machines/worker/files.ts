@@ -55,6 +55,26 @@ export function putShuffle(
 }
 
 /**
+ * A shuffle's record, optionally changed: every field named, always in this order, as `fileDraft` does for files.
+ * A record that gained a field at its commit (`mapAttempts`) or lacked one (`user`) took another shape in V8, and
+ * the push path's code, optimised on the records of shuffles still being pushed, was thrown away at a worker's
+ * first commits and compiled again during its next shuffle (docs/performance.md, "Method").
+ */
+export function shuffleRecord(shuffle: WorkerShuffle, change?: Partial<WorkerShuffle>): WorkerShuffle {
+  const record: { -readonly [K in keyof WorkerShuffle]: WorkerShuffle[K] } = {
+    appId: shuffle.appId,
+    shuffleId: shuffle.shuffleId,
+    splitThreshold: shuffle.splitThreshold,
+    splitMode: shuffle.splitMode,
+    memoryEnabled: shuffle.memoryEnabled,
+    user: shuffle.user,
+    files: shuffle.files,
+    mapAttempts: shuffle.mapAttempts,
+  };
+  return change === undefined ? record : Object.assign(record, change);
+}
+
+/**
  * A file record one transition is building: a fresh copy of the stored record that nobody else holds yet, so the
  * transition fills it in step by step and stores it once (putFile) instead of storing a new record per change. Once
  * stored, it is a PartitionFile like any other and is never changed again: later transitions draft a new copy, so

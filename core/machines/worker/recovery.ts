@@ -7,7 +7,7 @@ import {
 } from '../../domain/index.ts';
 import type { PartitionSplitMode } from '../../storage/index.ts';
 import type { FileRef } from '../effects.ts';
-import { chunkOffsets, fileDraft } from './files.ts';
+import { chunkOffsets, fileDraft, shuffleRecord } from './files.ts';
 import type { PartitionFile, WorkerShuffle } from './state.ts';
 
 /**
@@ -118,15 +118,15 @@ export function decodeShuffleRecord(key: string, text: string): DecodedShuffle {
   return {
     ok: true,
     shuffleKey,
-    shuffle: {
+    shuffle: shuffleRecord({
       appId: parsed.appId,
       shuffleId: parsed.shuffleId,
       splitThreshold: parsed.splitThreshold,
       splitMode: parsed.splitMode,
       memoryEnabled: parsed.memoryEnabled,
-      ...(parsed.mapAttempts === undefined ? {} : { mapAttempts: parsed.mapAttempts }),
+      mapAttempts: parsed.mapAttempts,
       files,
-    },
+    }),
   };
 }
 

@@ -11,7 +11,7 @@ import { chooseTierForNewFile } from '../../storage/index.ts';
 import type { Envelope, IoError } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
-import { fileDraft, fileId, filesPerStep, getFile, putFile, putShuffle } from './files.ts';
+import { fileDraft, fileId, filesPerStep, getFile, putFile, putShuffle, shuffleRecord } from './files.ts';
 import { count, log, reply, setEntry, setTimer, type Outbox } from '../outbox.ts';
 import {
   owned,
@@ -297,7 +297,7 @@ function settle(
     reply(out, pending.replyTo, { type: 'StatusResponse', status: 'RESERVE_SLOTS_FAILED', message: text });
     return s;
   }
-  const shuffle = s.shuffles.get(key) ?? { ...pending.shuffle, files: new Map() };
+  const shuffle = s.shuffles.get(key) ?? shuffleRecord({ ...pending.shuffle, files: new Map() });
   let next = putShuffle(s, key, shuffle);
   for (const file of pending.created) next = putFile(next, key, file);
   count(out, 'SlotsAllocated', pending.created.length);
