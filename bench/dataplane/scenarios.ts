@@ -480,19 +480,26 @@ export function collectProfiles(ctx: Context): void {
 /**
  * What each side pushes before its measurement, into a shuffle of its own, on the processes the measurement uses:
  *
- * - `whole` (the memory push, replication, small batches): the measured workload itself, twice
- *   (`warmUpShuffles`), after each of which svc's client unregisters the shuffle and the measurement waits until
- *   every worker has dropped it (`untilReleased`). A worker's and a client's hot code runs once per message,
- *   about a thousand times per GiB, and V8 optimises a function only once it has run hot for a while: after a
- *   warm-up of an eighth of the records (a few dozen merged pushes) the measured GiB was also the one in which some
- *   110 functions per worker were compiled, a fifth to a quarter of the workers' CPU on V8's compiler threads, their
- *   code unoptimised until then (docs/performance.md, "Method"). A long-lived worker or executor pays that once, in
- *   its first shuffles; after two whole warm-ups the measurement comes near such processes. Released, the warm-up
- *   leaves the memory tier as empty as the measurement would have found it.
+ * - `whole` (the memory push, replication, small batches): the measured workload itself, after which svc's client
+ *   unregisters the shuffle and the measurement waits until every worker has dropped it (`untilReleased`). A
+ *   worker's and a client's hot code runs once per message, about a thousand times per GiB, and V8 optimises a
+ *   function only once it has run hot for a while: after a warm-up of an eighth of the records (a few dozen merged
+ *   pushes) the measured GiB was also the one in which some 110 functions per worker were compiled, a fifth to a
+ *   quarter of the workers' CPU on V8's compiler threads, their code unoptimised until then (docs/performance.md,
+ *   "Method"). A long-lived worker or executor pays that once, in its first shuffles; after two whole warm-ups the
+ *   measurement comes near such processes. Released, the warm-up leaves the memory tier as empty as the
+ *   measurement would have found it.
  * - `eighth` (the disk push, many partitions, rss): as many partitions and the same batches with an eighth of the
  *   records (at least one per partition), left on the worker. A whole warm-up on disk would leave a GiB of dirty
  *   pages for the kernel to write back during the measurement; the release of 10,000 files leaves their records
  *   for the collector in a measurement of under a second; the rss row measures memory, not speed.
+ *
+ * Every push row but the disk push and rss warms up twice (`PushSpec.warmUpShuffles`): a worker's first commit and
+ * release throw away code its pushes had optimised (Node's streams meet a socket of another shape, the codec an
+ * array of another map) and V8 compiles that code again through the next shuffle's pushes. After one whole warm-up
+ * some 90 compilations per worker still fell in the replicated push's measured GiB, after two about 40; many
+ * partitions 34 and 19 (`--trace-opt`, docs/performance.md "Method"). The disk push's second warm-up would leave
+ * more dirty pages behind, the rss row's more memory held.
  *
  * Either warms the paths the measurement takes at the size it takes them: a worker or client that has served one
  * shuffle of 10,000 partitions answers the next one's reserve and commit from optimised code (encoding a commit
@@ -511,15 +518,9 @@ function warmUpOf(spec: PushSpec): Workload {
   };
 }
 
-/**
- * The shuffles a push side warms up on (the measurement's is 1): two whole ones, each released. A worker's first
- * commit and release throw away code its pushes had optimised (Node's streams meet a socket of another shape, the
- * codec an array of another kind) and V8 compiles that code again through the next shuffle's pushes: after one
- * whole warm-up some 90 compilations per worker still fell in the measured GiB, after two about 40
- * (`--trace-opt`, docs/performance.md "Method").
- */
+/** The shuffle ids a push side warms up on (the measurement's is 1). */
 function warmUpShuffles(spec: PushSpec): readonly number[] {
-  return spec.warmUp === 'whole' ? [0, 2] : [0];
+  return spec.warmUpShuffles === 2 ? [0, 2] : [0];
 }
 
 /** How long the workers may take to drop a released warm-up's shuffle: many heartbeats of a releasing cluster. */
@@ -584,6 +585,8 @@ interface PushSpec {
   readonly mapSlots: number;
   readonly replicate: boolean;
   readonly warmUp: WarmUp;
+  /** How many warm-up shuffles, one after the other (see `WarmUp`). */
+  readonly warmUpShuffles: 1 | 2;
 }
 
 async function barePushSide(
@@ -748,6 +751,7 @@ export async function pushMemory(ctx: Context): Promise<Comparison> {
     mapSlots: o.mapSlots,
     replicate: false,
     warmUp: 'whole',
+    warmUpShuffles: 2,
   };
   return withKeepingSide(
     ctx,
@@ -767,6 +771,7 @@ export async function pushReplicated(ctx: Context): Promise<Comparison> {
     mapSlots: o.mapSlots,
     replicate: true,
     warmUp: 'whole',
+    warmUpShuffles: 2,
   };
   const what = 'push with replication (two workers, memory tier)';
   return withKeepingSide(ctx, spec, await pushComparison(ctx, spec, 'discard', what));
@@ -804,6 +809,7 @@ export async function smallBatches(ctx: Context): Promise<Comparison> {
       mapSlots: o.smallMapSlots,
       replicate: false,
       warmUp: 'whole',
+      warmUpShuffles: 2,
     },
     'discard',
     'small batches, many maps (one worker, memory tier)',
@@ -831,6 +837,7 @@ export async function manyPartitions(ctx: Context): Promise<Comparison> {
       mapSlots: o.mapSlots,
       replicate: false,
       warmUp: 'eighth',
+      warmUpShuffles: 2,
     },
     'discard',
     'many partitions per shuffle (one worker, memory tier)',
@@ -863,6 +870,7 @@ export async function pushDiskAndFetch(
     mapSlots: o.mapSlots,
     replicate: false,
     warmUp: 'eighth',
+    warmUpShuffles: 1,
   };
   ctx.log(`push-disk: ${describeWorkload(spec.workload)}`);
   const bare = await barePushSide(ctx, spec, 'file');
@@ -981,6 +989,7 @@ export async function rss(ctx: Context): Promise<RssFigure> {
     replicate: false,
     // The row is the worker's memory under a budget smaller than the push, not its speed: a short warm-up will do.
     warmUp: 'eighth',
+    warmUpShuffles: 1,
   };
   ctx.log(
     `rss: ${describeWorkload(spec.workload)}; svc.worker.memory.size ${(o.rssWorkerMemory / MIB).toFixed(0)} MiB`,
