@@ -268,6 +268,8 @@ function workerWithFiles(): WorkerMachineState {
           splitThreshold: 1 << 30,
           splitMode: 'SOFT' as const,
           memoryEnabled: false,
+          user: undefined,
+          mapAttempts: undefined,
           files: new Map(files.map((f) => [f.name, f])),
         },
       ],

@@ -288,7 +288,9 @@ function workerWith(files: readonly FileSpec[], memoryUsedBytes: number): Worker
       splitThreshold: 1 << 30,
       splitMode: 'SOFT' as const,
       memoryEnabled: true,
+      user: undefined,
       files: new Map<string, PartitionFile>(),
+      mapAttempts: undefined,
     };
     const name = `${i}-0-0`;
     const file: PartitionFile = {

@@ -58,7 +58,8 @@ export function putShuffle(
  * A shuffle's record, optionally changed: every field named, always in this order, as `fileDraft` does for files.
  * A record that gained a field at its commit (`mapAttempts`) or lacked one (`user`) took another shape in V8, and
  * the push path's code, optimised on the records of shuffles still being pushed, was thrown away at a worker's
- * first commits and compiled again during its next shuffle (docs/performance.md, "Method").
+ * first commits and compiled again during its next shuffle (docs/performance.md, "Method"). WorkerShuffle names
+ * `user` and `mapAttempts` as required (undefined when absent), so a record built anywhere else names them too.
  */
 export function shuffleRecord(shuffle: WorkerShuffle, change?: Partial<WorkerShuffle>): WorkerShuffle {
   const record: { -readonly [K in keyof WorkerShuffle]: WorkerShuffle[K] } = {

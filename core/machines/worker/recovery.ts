@@ -124,8 +124,10 @@ export function decodeShuffleRecord(key: string, text: string): DecodedShuffle {
       splitThreshold: parsed.splitThreshold,
       splitMode: parsed.splitMode,
       memoryEnabled: parsed.memoryEnabled,
-      mapAttempts: parsed.mapAttempts,
+      // Not in the record: after a restart the worker's usage per user (GET /api/v1/workers) leaves it out.
+      user: undefined,
       files,
+      mapAttempts: parsed.mapAttempts,
     }),
   };
 }

@@ -78,14 +78,10 @@ export function handleReserveSlots(
       splitThreshold: message.splitThreshold,
       splitMode: message.splitMode,
       memoryEnabled: message.memoryEnabled,
-      ...(message.user === undefined
-        ? {}
-        : {
-            user: {
-              name: message.user,
-              ...(message.tenant === undefined ? {} : { tenant: message.tenant }),
-            },
-          }),
+      user:
+        message.user === undefined
+          ? undefined
+          : { name: message.user, ...(message.tenant === undefined ? {} : { tenant: message.tenant }) },
     },
     creating: new Set(),
     created: [],
@@ -297,7 +293,8 @@ function settle(
     reply(out, pending.replyTo, { type: 'StatusResponse', status: 'RESERVE_SLOTS_FAILED', message: text });
     return s;
   }
-  const shuffle = s.shuffles.get(key) ?? shuffleRecord({ ...pending.shuffle, files: new Map() });
+  const shuffle =
+    s.shuffles.get(key) ?? shuffleRecord({ ...pending.shuffle, files: new Map(), mapAttempts: undefined });
   let next = putShuffle(s, key, shuffle);
   for (const file of pending.created) next = putFile(next, key, file);
   count(out, 'SlotsAllocated', pending.created.length);

@@ -73,11 +73,11 @@ export interface WorkerShuffle {
   /** Whether the application enabled the memory tier itself (svc.storage.availableTypes lists MEMORY). */
   readonly memoryEnabled: boolean;
   /** Who the application runs as, when its client said (ReserveSlots): the management interface's usage per user. */
-  readonly user?: { readonly tenant?: string; readonly name: string } | undefined;
+  readonly user: { readonly tenant?: string; readonly name: string } | undefined;
   /** By file name (`id-epoch-mode`), in the order they were reserved. */
   readonly files: ReadonlyMap<string, PartitionFile>;
   /** The winning attempt of each map (index = mapId; -1: none), known once the shuffle was committed here. */
-  readonly mapAttempts?: readonly number[] | undefined;
+  readonly mapAttempts: readonly number[] | undefined;
 }
 
 /** The outcome of one copy's part of a push. */
