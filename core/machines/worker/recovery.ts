@@ -38,6 +38,8 @@ interface ShuffleRecord {
   readonly splitThreshold: number;
   readonly splitMode: PartitionSplitMode;
   readonly memoryEnabled: boolean;
+  /** Absent in records written before 3 December 2026 and for a client that names no user. */
+  readonly user?: { readonly tenant?: string; readonly name: string };
   readonly mapAttempts?: readonly number[];
   readonly files: readonly FileRecord[];
 }
@@ -62,6 +64,7 @@ export function encodeShuffleRecord(shuffle: WorkerShuffle): string | null {
     splitThreshold: shuffle.splitThreshold,
     splitMode: shuffle.splitMode,
     memoryEnabled: shuffle.memoryEnabled,
+    ...(shuffle.user === undefined ? {} : { user: shuffle.user }),
     ...(shuffle.mapAttempts === undefined ? {} : { mapAttempts: shuffle.mapAttempts }),
     files,
   };
@@ -124,8 +127,8 @@ export function decodeShuffleRecord(key: string, text: string): DecodedShuffle {
       splitThreshold: parsed.splitThreshold,
       splitMode: parsed.splitMode,
       memoryEnabled: parsed.memoryEnabled,
-      // Not in the record: after a restart the worker's usage per user (GET /api/v1/workers) leaves it out.
-      user: undefined,
+      // A restored shuffle counts in the worker's usage per user (GET /api/v1/workers) as it did before the restart.
+      user: parsed.user === undefined ? undefined : userOf(parsed.user),
       files,
       mapAttempts: parsed.mapAttempts,
     }),
@@ -141,11 +144,23 @@ function isRecord(value: unknown): value is ShuffleRecord {
     typeof record.splitThreshold === 'number' &&
     (record.splitMode === 'SOFT' || record.splitMode === 'HARD') &&
     typeof record.memoryEnabled === 'boolean' &&
+    (record.user === undefined || isUser(record.user)) &&
     (record.mapAttempts === undefined ||
       (Array.isArray(record.mapAttempts) && record.mapAttempts.every((n) => Number.isInteger(n)))) &&
     Array.isArray(record.files) &&
     record.files.every(isFileRecord)
   );
+}
+
+/** Built as a reserve builds it (reserve.ts), whatever else the stored object held. */
+function userOf(user: NonNullable<ShuffleRecord['user']>): WorkerShuffle['user'] {
+  return { name: user.name, ...(user.tenant === undefined ? {} : { tenant: user.tenant }) };
+}
+
+function isUser(value: unknown): value is ShuffleRecord['user'] {
+  if (typeof value !== 'object' || value === null) return false;
+  const user = value as Record<string, unknown>;
+  return typeof user.name === 'string' && (user.tenant === undefined || typeof user.tenant === 'string');
 }
 
 function isFileRecord(value: unknown): value is FileRecord {

@@ -3,10 +3,12 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { workerKey } from '../../domain/index.ts';
 import type { Effect } from '../effects.ts';
-import type { WorkerConfig, WorkerMachineState } from './index.ts';
-import type { Harness } from './test-kit.ts';
+import { initialWorkerState, workerMachine, type WorkerConfig, type WorkerMachineState } from './index.ts';
+import { decodeShuffleRecord } from './recovery.ts';
+import { testWorkerConfig } from './testing.ts';
 import {
   CLIENT,
+  Harness,
   ioOps,
   KEY,
   location,
@@ -652,6 +654,63 @@ describe('worker: shuffle records', () => {
       harness.receive(CLIENT, destroy, { requestId: 79 });
       assert.equal(harness.state.shuffles.get(KEY)!.files.size, 1, 'one file destroyed, one left');
       assert.deepEqual(keysOf(harness), SHAPE, `partly destroyed (user ${user})`);
+    }
+  });
+});
+
+describe('worker: the recovery record', () => {
+  /** The recovery store a worker leaves after committing partition 0-0 of a shuffle reserved with `user`. */
+  function storeAfterCommit(user: { user?: string; tenant?: string }): Map<string, string> {
+    const harness = worker();
+    harness.completeIo(
+      harness.receive(
+        CLIENT,
+        { ...reserveOf(1, [location(0, 0, 'PRIMARY', SELF)]), ...user },
+        { requestId: 77 },
+      ),
+    );
+    harness.completeIo(
+      harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { size: 32 }), { requestId: 78 }),
+    );
+    harness.completeIo(harness.receive(CLIENT, commitFiles(['0-0'], [0]), { requestId: 79 }));
+    const store = new Map<string, string>();
+    for (const persist of ofKind(harness.all, 'persist')) {
+      if (persist.value === null) store.delete(persist.key);
+      else store.set(persist.key, persist.value);
+    }
+    assert.equal(store.size, 1, 'the commit persisted the shuffle');
+    return store;
+  }
+
+  function restartedFrom(store: ReadonlyMap<string, string>) {
+    const harness = new Harness(workerMachine, initialWorkerState(testWorkerConfig(SELF)));
+    harness.start(store);
+    return harness.state.shuffles.get(KEY);
+  }
+
+  it("keeps the shuffle's user and tenant, so a restarted worker counts the shuffle in the usage per user", () => {
+    const restored = restartedFrom(storeAfterCommit({ user: 'alice', tenant: 'analytics' }));
+    assert.ok(restored !== undefined, 'the shuffle was restored');
+    assert.deepEqual(restored.user, { name: 'alice', tenant: 'analytics' });
+    assert.deepEqual(restartedFrom(storeAfterCommit({ user: 'bob' }))?.user, { name: 'bob' });
+  });
+
+  it('reads a record without a user (a client naming none, or a record of an earlier release) as before', () => {
+    const store = storeAfterCommit({});
+    const [key, text] = [...store][0]!;
+    assert.equal((JSON.parse(text) as Record<string, unknown>).user, undefined, 'no user written');
+    const restored = restartedFrom(store);
+    assert.ok(restored !== undefined && restored.files.size === 1, 'the shuffle and its file were restored');
+    assert.equal(restored.user, undefined);
+    const record = JSON.parse(storeAfterCommit({ user: 'alice' }).get(key)!) as Record<string, unknown>;
+    assert.ok(decodeShuffleRecord(key, JSON.stringify({ ...record, user: undefined })).ok, 'an older record');
+  });
+
+  it('refuses a record whose user is malformed, naming the key', () => {
+    const [key, text] = [...storeAfterCommit({ user: 'alice' })][0]!;
+    for (const user of ['alice', { tenant: 'analytics' }, { name: 7 }, { name: 'alice', tenant: 1 }, null]) {
+      const decoded = decodeShuffleRecord(key, JSON.stringify({ ...(JSON.parse(text) as object), user }));
+      assert.ok(!decoded.ok && decoded.error.includes(key), `user ${JSON.stringify(user)} refused`);
     }
   });
 });
