@@ -14,7 +14,7 @@
  *   measurement's window.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { clientTierConf, LocalCluster, type Tier } from '../../runtime/cluster/local-cluster.ts';
 import { scrapeGauge } from '../../runtime/metrics/testing.ts';
@@ -148,6 +148,8 @@ interface Sink {
   readonly child: SinkChild;
   readonly ports: SinkPorts;
   readonly dir: string;
+  /** The files it wrote are deleted once it stops (see stopAll). */
+  readonly removeAtStop: boolean;
 }
 
 async function startClient(ctx: Context, name: string): Promise<Client> {
@@ -179,7 +181,7 @@ async function startSinks(
       mkdirSync(dir, { recursive: true });
       const ready = await child.ask({ type: 'sink-init', mode, dir, chunkBytes: ctx.options.chunk });
       if (ready.type !== 'sink-ready') throw new Error(`sink ${index}: unexpected ${ready.type}`);
-      return { child, ports: ready.ports, dir };
+      return { child, ports: ready.ports, dir, removeAtStop: mode === 'file' && !ctx.options.keep };
     }),
   );
   if (relay && count > 1) {
@@ -195,11 +197,17 @@ async function startSinks(
   return sinks;
 }
 
+/**
+ * Stops the clients and sinks, and deletes the files the sinks wrote, as a svc cluster's stop deletes its workers':
+ * no side's files outlive its row, to be written back or held in the page cache during another side's measurement
+ * (until 3 December the bare job's 2 GiB a round stayed until the benchmark's end; docs/performance.md, "Method").
+ */
 async function stopAll(clients: readonly (Client | undefined)[], sinks: readonly Sink[]): Promise<void> {
   await Promise.all([
     ...clients.map((client) => client?.stop({ type: 'exit' })),
     ...sinks.map((sink) => sink.child.stop({ type: 'exit' })),
   ]);
+  for (const sink of sinks) if (sink.removeAtStop) rmSync(sink.dir, { recursive: true, force: true });
 }
 
 /**
