@@ -54,6 +54,12 @@ export function putShuffle(
   return s;
 }
 
+/** Who a shuffle's application runs as, built one way wherever a record gets it (a reserve, a restored record). */
+export function shuffleUser(name: string | undefined, tenant: string | undefined): WorkerShuffle['user'] {
+  if (name === undefined) return undefined;
+  return tenant === undefined ? { name } : { name, tenant };
+}
+
 /**
  * A shuffle's record, optionally changed: every field named, always in this order, as `fileDraft` does for files.
  * A record that gained a field at its commit (`mapAttempts`) or lacked one (`user`) took another shape in V8, and

@@ -17,6 +17,7 @@ import {
   ofKind,
   onlySent,
   pushData,
+  recoveryStore,
   SELF,
   commitFiles,
   exitsIn,
@@ -81,16 +82,6 @@ function committedInMemoryWithFailedDisk(cfg: WorkerConfig): Harness<WorkerMachi
   // What a failed write to the disk leaves behind (file-queue.ts noteDiskFailure).
   h.state = { ...h.state, diskProblems: new Map([[DISK, 'READ_OR_WRITE_FAILURE' as const]]) };
   return h;
-}
-
-/** The recovery store after every persist effect, in order. */
-function recoveryStore(effects: readonly Effect[]): Map<string, string> {
-  const store = new Map<string, string>();
-  for (const p of ofKind(effects, 'persist')) {
-    if (p.value === null) store.delete(p.key);
-    else store.set(p.key, p.value);
-  }
-  return store;
 }
 
 /** Whether a worker restarted from `store` serves partition 0-0. */

@@ -15,6 +15,7 @@ import {
   ofKind,
   onlySent,
   pushData,
+  recoveryStore,
   registeredWorker,
   SELF,
 } from './test-kit.ts';
@@ -87,9 +88,7 @@ function committedRecovery(): { recovered: Map<string, string>; file: FileRef } 
   );
   const effects = harness.receive(CLIENT, commitFiles(['0-0'], [0]), { requestId: 3 });
   const all = [...effects, ...harness.completeIo(effects)];
-  const recovered = new Map<string, string>();
-  for (const persist of ofKind(all, 'persist'))
-    if (persist.value !== null) recovered.set(persist.key, persist.value);
+  const recovered = recoveryStore(all);
   const file = [...harness.state.shuffles.get(KEY)!.files.values()][0]!.file;
   return { recovered, file };
 }

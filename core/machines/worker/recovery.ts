@@ -7,7 +7,7 @@ import {
 } from '../../domain/index.ts';
 import type { PartitionSplitMode } from '../../storage/index.ts';
 import type { FileRef } from '../effects.ts';
-import { chunkOffsets, fileDraft, shuffleRecord } from './files.ts';
+import { chunkOffsets, fileDraft, shuffleRecord, shuffleUser } from './files.ts';
 import type { PartitionFile, WorkerShuffle } from './state.ts';
 
 /**
@@ -128,7 +128,8 @@ export function decodeShuffleRecord(key: string, text: string): DecodedShuffle {
       splitMode: parsed.splitMode,
       memoryEnabled: parsed.memoryEnabled,
       // A restored shuffle counts in the worker's usage per user (GET /api/v1/workers) as it did before the restart.
-      user: parsed.user === undefined ? undefined : userOf(parsed.user),
+      // Built afresh: whatever else the stored object held stays out of the state.
+      user: shuffleUser(parsed.user?.name, parsed.user?.tenant),
       files,
       mapAttempts: parsed.mapAttempts,
     }),
@@ -150,11 +151,6 @@ function isRecord(value: unknown): value is ShuffleRecord {
     Array.isArray(record.files) &&
     record.files.every(isFileRecord)
   );
-}
-
-/** Built as a reserve builds it (reserve.ts), whatever else the stored object held. */
-function userOf(user: NonNullable<ShuffleRecord['user']>): WorkerShuffle['user'] {
-  return { name: user.name, ...(user.tenant === undefined ? {} : { tenant: user.tenant }) };
 }
 
 function isUser(value: unknown): value is ShuffleRecord['user'] {

@@ -11,7 +11,16 @@ import { chooseTierForNewFile } from '../../storage/index.ts';
 import type { Envelope, IoError } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
-import { fileDraft, fileId, filesPerStep, getFile, putFile, putShuffle, shuffleRecord } from './files.ts';
+import {
+  fileDraft,
+  fileId,
+  filesPerStep,
+  getFile,
+  putFile,
+  putShuffle,
+  shuffleRecord,
+  shuffleUser,
+} from './files.ts';
 import { count, log, reply, setEntry, setTimer, type Outbox } from '../outbox.ts';
 import {
   owned,
@@ -78,10 +87,7 @@ export function handleReserveSlots(
       splitThreshold: message.splitThreshold,
       splitMode: message.splitMode,
       memoryEnabled: message.memoryEnabled,
-      user:
-        message.user === undefined
-          ? undefined
-          : { name: message.user, ...(message.tenant === undefined ? {} : { tenant: message.tenant }) },
+      user: shuffleUser(message.user, message.tenant),
     },
     creating: new Set(),
     created: [],

@@ -167,6 +167,16 @@ export function ofKind<K extends Effect['kind']>(
   return effects.filter((effect): effect is Extract<Effect, { kind: K }> => effect.kind === kind);
 }
 
+/** The recovery store the persist effects leave, applied in order (a null value deletes its key). */
+export function recoveryStore(effects: readonly Effect[]): Map<string, string> {
+  const store = new Map<string, string>();
+  for (const persist of ofKind(effects, 'persist')) {
+    if (persist.value === null) store.delete(persist.key);
+    else store.set(persist.key, persist.value);
+  }
+  return store;
+}
+
 /** Messages of one type the step sent, with their send effects. */
 export function sentOf<T extends MessageType>(
   effects: readonly Effect[],

@@ -18,6 +18,7 @@ import {
   onlySent,
   PEER,
   pushData,
+  recoveryStore,
   registeredWorker,
   SELF,
   sentOf,
@@ -673,11 +674,7 @@ describe('worker: the recovery record', () => {
       harness.receive(MAPPER, pushData(KEY, 0, 0, 'PRIMARY', { size: 32 }), { requestId: 78 }),
     );
     harness.completeIo(harness.receive(CLIENT, commitFiles(['0-0'], [0]), { requestId: 79 }));
-    const store = new Map<string, string>();
-    for (const persist of ofKind(harness.all, 'persist')) {
-      if (persist.value === null) store.delete(persist.key);
-      else store.set(persist.key, persist.value);
-    }
+    const store = recoveryStore(harness.all);
     assert.equal(store.size, 1, 'the commit persisted the shuffle');
     return store;
   }
