@@ -1118,7 +1118,8 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
     queueRevive(d, partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
     return undefined;
   }
-  // Every batch sent and none to send again (an answer refills its partition): nothing to plan.
+  // Every batch sent and none to send again (an answer refills its partition): nothing to plan. Past this, with
+  // room, the plan holds a retry or a fresh batch.
   if (partition.retries.length === 0 && partition.next >= partition.frames.length) return undefined;
   let limit = d.config.maxInFlightPerPartition;
   // A worker's key is a new string each time: built only when some worker is paused or limited.
@@ -1133,7 +1134,6 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
   // No retries is most often the shared empty array, frozen, which V8 slices on its slow path (400 ns against 45).
   const retries = partition.retries.length === 0 ? partition.retries : partition.retries.slice(0, room);
   const fresh = Math.min(room - retries.length, partition.frames.length - partition.next);
-  if (retries.length === 0 && fresh === 0) return undefined;
   let bytes = 0;
   for (const batch of retries) bytes += partition.frames[batch]!.length;
   for (let k = 0; k < fresh; k += 1) bytes += partition.frames[partition.next + k]!.length;
