@@ -4,13 +4,16 @@
  * sockets, a driver or other processes, so that a loaded two-core machine moves it little. Run it from two trees
  * alternately to compare them:
  *
- *   npm run bench -- wire-steps [--rounds 9] [--only merged,scan,reserve,commit]
+ *   npm run bench -- wire-steps [--rounds 9] [--only merged,scan,reserve,commit,files]
  *
  * - `merged`: a merged push of 128 batches decoded from its frame (control part and payload views).
  * - `scan`: merged pushes of 4 KiB batches read in 64 KiB socket reads into a body of their own, each batch
  *   checksummed as it lands (runtime/wire/batch-checksums.ts, the native CRC-32), then each batch's checksum recalled
  *   as the core's check asks for it.
  * - `reserve`, `commit`: a ReserveSlots and a CommitFilesResponse of 10,000 partitions decoded from their frames.
+ * - `files`: the memory tier's side of a shuffle of 10,000 partitions (runtime/storage/tier-storage.ts), as the
+ *   driver issues it: 10,000 creates in one batch, two writes of 1,500 B per file in batches of 128 (a merged push's
+ *   batches, each to another file), 10,000 flushes in one batch (the commit), then a delete per file.
  *
  * Reported only (exit 0): the least and the median of the rounds; compare the least, which interference only raises.
  */
@@ -19,7 +22,10 @@ import type { PartitionLocation, StorageInfo, WorkerId } from '../core/domain/in
 import { encodeBatchFrame, FRAME_CRC_OFFSET, FRAME_HEADER_BYTES } from '../core/protocol/batch-frame.ts';
 import { crc32 } from '../core/protocol/crc32.ts';
 import type { Message } from '../core/protocol/messages.ts';
+import type { BatchableIo, FileRef } from '../core/machines/effects.ts';
 import { useNativeChecksum } from '../runtime/driver/native-checksum.ts';
+import { MemoryPool } from '../runtime/storage/memory-pool.ts';
+import { TierStorage } from '../runtime/storage/tier-storage.ts';
 import { forgetChecksums } from '../runtime/wire/batch-checksums.ts';
 import { decodeFrame, encodeEnvelope } from '../runtime/wire/frames.ts';
 import { InPlaceFrameReader } from '../runtime/wire/in-place-reader.ts';
@@ -30,7 +36,7 @@ const { values: flags } = parseArgs({
   strict: true,
   options: {
     rounds: { type: 'string', default: '9' },
-    only: { type: 'string', default: 'merged,scan,reserve,commit' },
+    only: { type: 'string', default: 'merged,scan,reserve,commit,files' },
   },
 });
 const rounds = Number(flags.rounds);
@@ -79,8 +85,8 @@ const locations: PartitionLocation[] = Array.from({ length: 10_000 }, (_, partit
 }));
 
 interface Step {
-  readonly unit: 'ns per batch' | 'ms per message';
-  /** Runs the step once over its input; returns how many units (batches or messages) it went through. */
+  readonly unit: 'ns per batch' | 'ms per message' | 'ms per shuffle';
+  /** Runs the step once over its input; returns how many units (batches, messages, shuffles) it went through. */
   readonly run: () => number;
   readonly describe: string;
 }
@@ -159,6 +165,50 @@ function scanStep(): Step {
   };
 }
 
+function filesStep(): Step {
+  const partitions = 10_000;
+  const payload = new Uint8Array(1500).fill(7);
+  // The worker's pool, touched at start as a worker's is: each shuffle's blocks go back to it at its deletes.
+  const storage = new TierStorage({
+    disks: [],
+    memoryPool: new MemoryPool({ capacityBytes: 64 * 1024 * 1024, preTouch: true }),
+    onIoDone: () => undefined, // the worker's metrics observe every operation
+  });
+  let shuffle = 0;
+  return {
+    unit: 'ms per shuffle',
+    describe:
+      'a shuffle of 10,000 memory files created, written twice in batches of 128, flushed and deleted',
+    run: () => {
+      shuffle += 1;
+      // A new FileRef per file and shuffle, as the core makes them at each reserve.
+      const files: FileRef[] = Array.from({ length: partitions }, (_, p) => ({
+        tier: 'MEMORY',
+        mountPoint: '',
+        id: `app-1-${shuffle}/${p}-0-0`,
+      }));
+      let op = 0;
+      const batch = (kind: 'createFile' | 'flush', of: readonly FileRef[]): BatchableIo[] =>
+        of.map((file) => ({ kind, op: (op += 1), file }));
+      void storage.runBatch(batch('createFile', files));
+      for (let pass = 0; pass < 2; pass += 1) {
+        for (let at = 0; at < partitions; at += 128) {
+          const writes = files.slice(at, at + 128).map((file): BatchableIo => ({
+            kind: 'write',
+            op: (op += 1),
+            file,
+            bytes: payload,
+          }));
+          void storage.runBatch(writes);
+        }
+      }
+      void storage.runBatch(batch('flush', files));
+      for (const file of files) void storage.delete(file);
+      return 1;
+    },
+  };
+}
+
 const STEPS: Readonly<Record<string, () => Step>> = {
   merged: mergedStep,
   scan: scanStep,
@@ -195,6 +245,7 @@ const STEPS: Readonly<Record<string, () => Step>> = {
       },
       'a CommitFilesResponse of 10,000 files decoded',
     ),
+  files: filesStep,
 };
 
 useNativeChecksum(); // as every driver does

@@ -72,6 +72,11 @@ export class FileLanes {
     });
   }
 
+  /** Whether anything is queued or running on any file: most of the time nothing, and `busy` needs a key built. */
+  anyBusy(): boolean {
+    return this.lanes.size > 0;
+  }
+
   /** Whether anything is queued or running on `key`. */
   busy(key: string): boolean {
     return this.lanes.has(key);

@@ -9,7 +9,7 @@ import {
 import { isDfsType } from '../../core/domain/storage.ts';
 import { DirectoryFiles } from './directory-files.ts';
 import { DirectoryHealth } from './directory-health.ts';
-import { fileIdSegments } from './file-id.ts';
+import { fileIdSegments, isPlainFileId } from './file-id.ts';
 import { FileLanes } from './file-lanes.ts';
 import { IoFailure, ioErrorOf } from './io-error.ts';
 import { MemoryFiles } from './memory-files.ts';
@@ -133,10 +133,19 @@ export class TierStorage {
   runBatch(ops: readonly BatchableIo[]): Promise<IoCompletion[]> {
     const completions: (IoCompletion | Promise<IoCompletion>)[] = [];
     let waits = false;
+    const observe = this.onIoDone;
+    // One clock read per operation done at once: each one's time runs from the end of the one before it.
+    let since = observe === undefined ? 0 : performance.now();
     for (const op of ops) {
       const done = this.runNow(op);
-      if (done !== undefined) completions.push(done);
-      else {
+      if (done !== undefined) {
+        completions.push(done);
+        if (observe !== undefined) {
+          const now = performance.now();
+          observe(op, done, now - since);
+          since = now;
+        }
+      } else {
         completions.push(this.run(op));
         waits = true;
       }
@@ -147,34 +156,26 @@ export class TierStorage {
 
   /**
    * An operation on a memory file whose lane is empty (a write, a create or a flush), done at once with its
-   * completion, or undefined for any other. `run` would do the same work as synchronously (inline), but through
-   * three or four promises, and a merged push of 4 KiB batches issues one write per batch, a reserve of 10,000
-   * partitions 10,000 creates and their commit 10,000 flushes (docs/performance.md).
+   * completion, or undefined for any other (and for an unsafe id, which `run` fails). `run` would do the same work
+   * as synchronously (inline), but through three or four promises, and a merged push of 4 KiB batches issues one
+   * write per batch, a reserve of 10,000 partitions 10,000 creates and their commit 10,000 flushes
+   * (docs/performance.md). Nor does it resolve a `Place` (a cached one costs a weak map's lookup, a new one its
+   * insertion and the id's segments): a memory file is its id in one map, and its lane needs looking up only while
+   * some lane is busy.
    */
   private runNow(op: BatchableIo): IoCompletion | undefined {
-    if (op.file.tier !== 'MEMORY' || this.closed) return undefined;
-    if (op.kind !== 'write' && op.kind !== 'createFile' && op.kind !== 'flush') return undefined;
-    let place: Place;
+    const { kind } = op;
+    if (this.closed || (kind !== 'write' && kind !== 'createFile' && kind !== 'flush')) return undefined;
+    if (!this.memoryInline(op.file)) return undefined;
+    const id = op.file.id;
     try {
-      place = this.placeOf(op.file);
-    } catch {
-      return undefined; // run() turns the failure into the operation's completion
-    }
-    if (!this.inline(place)) return undefined;
-    const observe = this.onIoDone;
-    const issued = observe === undefined ? 0 : performance.now();
-    let completion: IoCompletion;
-    try {
-      if (op.kind === 'write')
-        this.memory.appendNow(place.id, op.more === undefined ? [op.bytes] : chunksOfWrite(op));
-      else if (op.kind === 'createFile') this.memory.createNow(place.id);
-      else this.memory.flushNow(place.id);
-      completion = { kind: 'ioDone', op: op.op };
+      if (kind === 'write') this.memory.appendNow(id, op.more === undefined ? [op.bytes] : chunksOfWrite(op));
+      else if (kind === 'createFile') this.memory.createNow(id);
+      else this.memory.flushNow(id);
+      return { kind: 'ioDone', op: op.op };
     } catch (error) {
-      completion = failed(op.op, error);
+      return failed(op.op, error);
     }
-    observe?.(op, completion, performance.now() - issued);
-    return completion;
   }
 
   /**
@@ -183,6 +184,8 @@ export class TierStorage {
    */
   delete(file: FileRef): Promise<void> {
     if (this.closed) return Promise.resolve();
+    // The memory tier's remove never fails (a missing file is fine): an unregistered shuffle deletes every file.
+    if (this.memoryInline(file)) return this.memory.remove(file.id);
     let place: Place;
     try {
       place = this.placeOf(file);
@@ -248,6 +251,15 @@ export class TierStorage {
     }
   }
 
+  /**
+   * `inline` for a memory file without its `Place`: one with a safe id whose lane is empty. Most of the time no lane
+   * is busy, and its key is not even built.
+   */
+  private memoryInline(file: FileRef): boolean {
+    if (file.tier !== 'MEMORY' || !isPlainFileId(file.id)) return false;
+    return !this.lanes.anyBusy() || !this.lanes.busy(laneKey(MEMORY_TIER, file.id));
+  }
+
   /** Runs `work` alone on the file: after everything issued on it before, and before anything issued after. */
   private alone<T>(place: Place, work: () => Promise<T>): Promise<T> {
     return this.inline(place) ? work() : this.lanes.exclusive([place.key], work);
@@ -285,7 +297,7 @@ export class TierStorage {
     let tier: string;
     if (file.tier === 'MEMORY') {
       files = this.memory;
-      tier = 'memory';
+      tier = MEMORY_TIER;
     } else if (isDfsType(file.tier)) {
       // HDFS, OSS and S3 files share the one DFS directory, as they share one device in the simulator.
       files = this.dfs;
@@ -298,13 +310,19 @@ export class TierStorage {
       const where = file.mountPoint === '' ? file.tier : `${file.tier} disk ${file.mountPoint}`;
       throw new IoFailure('NOT_FOUND', `no ${where} storage on this worker`);
     }
-    // NUL appears in no checked id: the key names exactly one file.
-    return { files, id: file.id, segments, key: `${tier}\0${file.id}` };
+    return { files, id: file.id, segments, key: laneKey(tier, file.id) };
   }
 
   private directoryTiers(): DirectoryFiles[] {
     return this.dfs === undefined ? [...this.disks.values()] : [...this.disks.values(), this.dfs];
   }
+}
+
+const MEMORY_TIER = 'memory';
+
+/** The key a file's operations are ordered by; NUL appears in no checked id, so it names exactly one file. */
+function laneKey(tier: string, id: string): string {
+  return `${tier}\0${id}`;
 }
 
 /**
