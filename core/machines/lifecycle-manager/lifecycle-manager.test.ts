@@ -412,21 +412,17 @@ describe('lifecycle manager: registration', () => {
   });
 });
 
-describe('lifecycle manager: revive', () => {
-  const revive = (
-    mapId: number,
-    partitionId: number,
-    old: PartitionLocation,
-    cause: StatusCode,
-  ): Message => ({
-    type: 'Revive',
-    appId: 'app',
-    shuffleId: 0,
-    mapId,
-    attemptId: 0,
-    requests: [{ partitionId, epoch: old.epoch, oldLocation: old, cause }],
-  });
+/** Map `mapId`'s revive of partition `partitionId`, whose location `old` failed with `cause`. */
+const revive = (mapId: number, partitionId: number, old: PartitionLocation, cause: StatusCode): Message => ({
+  type: 'Revive',
+  appId: 'app',
+  shuffleId: 0,
+  mapId,
+  attemptId: 0,
+  requests: [{ partitionId, epoch: old.epoch, oldLocation: old, cause }],
+});
 
+describe('lifecycle manager: revive', () => {
   it('collapses concurrent revives of a partition into one new location at epoch + 1, off the excluded worker', () => {
     const h = new Harness();
     const registered = h.registered(2, 3);
@@ -710,6 +706,53 @@ describe('lifecycle manager: mapper end, commit and file groups', () => {
     h.ask('map-0-1', mapperEnd(0, 1, []), 9);
     h.advance(10);
     assert.equal(h.last(h.task('map-0-1'), 'StatusResponse').status, 'SUCCESS');
+  });
+
+  it("lists a revived partition's committed copies epoch by epoch, and judges each epoch on its own", () => {
+    for (const lostEpoch of [false, true]) {
+      const h = new Harness();
+      const registered = h.registered(2, 1);
+      const old = registered.locations.find((l) => l.partitionId === 0)!;
+      h.ask('map-0', revive(0, 0, old, 'HARD_SPLIT'), 5);
+      h.advance(150);
+      h.reserveAll();
+      const revived = h.last(h.task('map-0'), 'ReviveResponse').results[0]!.newLocation!;
+      assert.equal(revived.epoch, 1);
+      h.ask('map-0', { ...mapperEnd(0, 0, []), numMappers: 1 } as Message, 6);
+      h.advance(10);
+      // Epoch 1's replica fails its commit; with `lostEpoch` its primary too, so no copy of that epoch is left.
+      const failing = new Set([`${revived.peer!.worker.host}/0-1/REPLICA`]);
+      if (lostEpoch) failing.add(`${revived.worker.host}/0-1/PRIMARY`);
+      commitAll(h, failing);
+      h.ask('reduce-0', { type: 'GetReducerFileGroup', appId: 'app', shuffleId: 0 }, 3);
+      h.advance(10);
+      const group = h.last(h.task('reduce-0'), 'GetReducerFileGroupResponse');
+      if (lostEpoch) {
+        assert.equal(group.status, 'SHUFFLE_DATA_LOST');
+        assert.match(group.message, /partition 0 epoch 1 \(PRIMARY on w\d+:[^;]*; REPLICA on /);
+        assert.doesNotMatch(group.message, /epoch 0/);
+        continue;
+      }
+      assert.equal(group.status, 'SUCCESS');
+      const first = group.fileGroups[0]!;
+      assert.deepEqual(
+        first.locations.map((l) => [l.epoch, l.mode]),
+        [
+          [0, 'PRIMARY'],
+          [0, 'REPLICA'],
+          [1, 'PRIMARY'],
+        ],
+      );
+      assert.deepEqual(
+        first.files.map((f) => [f.uniqueId, f.mode]),
+        [
+          ['0-0', 'PRIMARY'],
+          ['0-0', 'REPLICA'],
+          ['0-1', 'PRIMARY'],
+        ],
+      );
+      assert.equal(group.fileGroups[1]!.locations.length, 2, 'partition 1: its primary and replica');
+    }
   });
 
   it('reports SHUFFLE_DATA_LOST when no copy of a location commits, and keeps a location with one copy', () => {

@@ -16,7 +16,13 @@ import type {
 import { cancelTimer, count, log, reply, setTimer, type ReplyTo } from '../outbox.ts';
 import { request, updateShuffle, type Draft } from './draft.ts';
 import { endPendingRevives } from './revive.ts';
-import { copyKey, locationCopyKey, type CommitProgress, type LmShuffle } from './state.ts';
+import {
+  committedCopyKey,
+  locationCopyKey,
+  type CommitProgress,
+  type CopyKey,
+  type LmShuffle,
+} from './state.ts';
 
 /**
  * The end of a map stage: MapperEnd records the first attempt of each map to end as its winner; when every map has
@@ -176,10 +182,10 @@ function commitAnswered(
   // The progress is this machine's own (machine.ts: a step updates its state in place); copying its maps per answer
   // made a commit round quadratic in the copies.
   const awaiting = progress.awaiting as Set<WorkerKey>;
-  const committedFiles = progress.committed as Map<string, CommittedFile>;
-  const failed = progress.failed as Map<string, string>;
+  const committedFiles = progress.committed as Map<CopyKey, CommittedFile>;
+  const failed = progress.failed as Map<CopyKey, string>;
   awaiting.delete(worker);
-  for (const file of committed) committedFiles.set(copyKey(file), file);
+  for (const file of committed) committedFiles.set(committedCopyKey(file), file);
   for (const copy of progress.copiesByWorker.get(worker) ?? []) {
     const key = locationCopyKey(copy);
     if (!committedFiles.has(key)) {
@@ -200,24 +206,29 @@ function finishCommit(d: Draft, shuffleId: ShuffleId): void {
   };
   const groups: ReducerFileGroup[] = [];
   const lost: string[] = [];
-  const byPartition = new Map<number, PartitionLocation[]>();
-  for (const copy of shuffle.reserved) {
-    const copies = byPartition.get(copy.partitionId);
-    if (copies === undefined) byPartition.set(copy.partitionId, [copy]);
-    else copies.push(copy);
-  }
+  const copies = copiesByPartition(shuffle.reserved, shuffle.numPartitions);
   const expected = expectedByPartition(shuffle);
   for (let partitionId = 0; partitionId < shuffle.numPartitions; partitionId += 1) {
-    const copies = byPartition.get(partitionId) ?? [];
+    const from = copies.starts[partitionId]!;
+    const to = copies.starts[partitionId + 1]!;
+    const written = expected[partitionId] ?? [];
+    if (to - from === 1) {
+      // Most partitions have one copy of one epoch: no epoch list, set or sort for them (10,000 partitions a commit).
+      const copy = copies.ordered[from]!;
+      const file = progress.committed.get(locationCopyKey(copy));
+      if (file === undefined) lost.push(lostEpoch(progress, partitionId, copy.epoch, [copy]));
+      groups.push(
+        file === undefined
+          ? { partitionId, locations: [], files: [], expected: written }
+          : { partitionId, locations: [copy], files: [file], expected: written },
+      );
+      continue;
+    }
     const locations: PartitionLocation[] = [];
     const files: CommittedFile[] = [];
-    // Most partitions have one copy of one epoch: no set, sort or filter for them (10,000 partitions a commit).
-    const epochs =
-      copies.length === 1
-        ? [copies[0]!.epoch]
-        : [...new Set(copies.map((c) => c.epoch))].sort((a, b) => a - b);
-    for (const epoch of epochs) {
-      const ofEpoch = copies.length === 1 ? copies : copies.filter((c) => c.epoch === epoch);
+    const ofPartition = copies.ordered.slice(from, to);
+    for (const epoch of [...new Set(ofPartition.map((c) => c.epoch))].sort((a, b) => a - b)) {
+      const ofEpoch = ofPartition.filter((c) => c.epoch === epoch);
       let committed = 0;
       for (const copy of ofEpoch) {
         const file = progress.committed.get(locationCopyKey(copy));
@@ -226,20 +237,20 @@ function finishCommit(d: Draft, shuffleId: ShuffleId): void {
         files.push(file);
         committed += 1;
       }
-      if (committed === 0) {
-        const why = ofEpoch.map(
-          (c) =>
-            `${c.mode} on ${workerKey(c.worker)}: ${progress.failed.get(locationCopyKey(c)) ?? 'not committed'}`,
-        );
-        lost.push(`partition ${partitionId} epoch ${epoch} (${why.join('; ')})`);
-      }
+      if (committed === 0) lost.push(lostEpoch(progress, partitionId, epoch, ofEpoch));
     }
-    groups.push({ partitionId, locations, files, expected: expected.get(partitionId) ?? [] });
+    groups.push({ partitionId, locations, files, expected: written });
   }
-  const primaries = [...progress.committed.values()].filter((f) => f.mode === 'PRIMARY');
+  let primaryBytes = 0;
+  let primaryFiles = 0;
+  for (const file of progress.committed.values()) {
+    if (file.mode !== 'PRIMARY') continue;
+    primaryBytes += file.bytes;
+    primaryFiles += 1;
+  }
   d.unreported = {
-    bytes: d.unreported.bytes + primaries.reduce((sum, f) => sum + f.bytes, 0),
-    files: d.unreported.files + primaries.length,
+    bytes: d.unreported.bytes + primaryBytes,
+    files: d.unreported.files + primaryFiles,
   };
   const fileGroup: GetReducerFileGroupResponse =
     lost.length === 0
@@ -272,24 +283,65 @@ function finishCommit(d: Draft, shuffleId: ShuffleId): void {
   }
 }
 
+/** Why no copy of a partition's epoch could be committed: each copy's worker and reason. */
+function lostEpoch(
+  progress: CommitProgress,
+  partitionId: number,
+  epoch: number,
+  ofEpoch: readonly PartitionLocation[],
+): string {
+  const why = ofEpoch.map(
+    (c) =>
+      `${c.mode} on ${workerKey(c.worker)}: ${progress.failed.get(locationCopyKey(c)) ?? 'not committed'}`,
+  );
+  return `partition ${partitionId} epoch ${epoch} (${why.join('; ')})`;
+}
+
 /**
- * What each winning map wrote, by partition, in map order: one pass over every map's report (looking each partition
- * up in every map's list instead was partitions × maps × entries, hours for a shuffle of 10,000 partitions and
- * 1,000 maps).
+ * What each winning map wrote, by partition (the index), in map order: one pass over every map's report (looking each
+ * partition up in every map's list instead was partitions × maps × entries, hours for a shuffle of 10,000
+ * partitions and 1,000 maps).
  */
-function expectedByPartition(shuffle: LmShuffle): Map<number, (PartitionWritten & { mapId: number })[]> {
-  const expected = new Map<number, (PartitionWritten & { mapId: number })[]>();
+function expectedByPartition(shuffle: LmShuffle): ((PartitionWritten & { mapId: number })[] | undefined)[] {
+  // Sized at once: a map's report in another order than the partitions' would make a growing array a sparse one.
+  const expected = new Array<(PartitionWritten & { mapId: number })[] | undefined>(shuffle.numPartitions);
   for (const [mapId, written] of [...shuffle.written].sort(([a], [b]) => a - b)) {
     for (const entry of written) {
-      const list = expected.get(entry.partitionId);
+      // A report's partition outside the shuffle reaches no reader's group (and must not grow this array).
+      if (!(Number.isInteger(entry.partitionId) && entry.partitionId >= 0)) continue;
+      if (entry.partitionId >= shuffle.numPartitions) continue;
+      const list = expected[entry.partitionId];
       // A map reports a partition once; should it not, the first entry is the one a reader is held to, as before.
       if (list?.[list.length - 1]?.mapId === mapId) continue;
-      const item = { mapId, ...entry };
-      if (list === undefined) expected.set(entry.partitionId, [item]);
+      const item = { mapId, partitionId: entry.partitionId, batches: entry.batches, bytes: entry.bytes };
+      if (list === undefined) expected[entry.partitionId] = [item];
       else list.push(item);
     }
   }
   return expected;
+}
+
+/**
+ * The reserved copies in partition order (a stable counting sort: a partition's copies keep their reserve order),
+ * with where each partition's run starts (`starts[numPartitions]` is the end): one array for the whole shuffle
+ * rather than one per partition. A copy of a partition outside the shuffle belongs to no group.
+ */
+export function copiesByPartition(
+  reserved: readonly PartitionLocation[],
+  numPartitions: number,
+): { readonly ordered: readonly PartitionLocation[]; readonly starts: Uint32Array } {
+  const starts = new Uint32Array(numPartitions + 1);
+  const inShuffle = (p: number) => Number.isInteger(p) && p >= 0 && p < numPartitions;
+  for (const copy of reserved) if (inShuffle(copy.partitionId)) starts[copy.partitionId + 1]! += 1;
+  for (let p = 0; p < numPartitions; p += 1) starts[p + 1]! += starts[p]!;
+  const next = starts.slice(0, numPartitions);
+  const ordered = new Array<PartitionLocation>(starts[numPartitions]!);
+  for (const copy of reserved) {
+    if (!inShuffle(copy.partitionId)) continue;
+    ordered[next[copy.partitionId]!] = copy;
+    next[copy.partitionId]! += 1;
+  }
+  return { ordered, starts };
 }
 
 export function onGetReducerFileGroup(d: Draft, shuffleId: ShuffleId, replyTo: ReplyTo): void {

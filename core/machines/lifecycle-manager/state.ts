@@ -1,8 +1,11 @@
 import type { WorkerStatusView } from '../../client/index.ts';
 import { emptyWorkerStatus } from '../../client/index.ts';
 import {
-  uniqueId,
+  parseUniqueId,
+  partitionEpochNumber,
+  PARTITION_MODE_CODE,
   type PartitionLocation,
+  type PartitionMode,
   type ShuffleId,
   type StatusCode,
   type WorkerKey,
@@ -132,10 +135,10 @@ export interface CommitProgress {
   readonly copiesByWorker: ReadonlyMap<WorkerKey, readonly PartitionLocation[]>;
   /** Workers whose CommitFilesResponse is still due. */
   readonly awaiting: ReadonlySet<WorkerKey>;
-  /** Committed files by `uniqueId/mode` (a copy lives on exactly one worker). */
-  readonly committed: ReadonlyMap<string, CommittedFile>;
-  /** Copies that could not be committed, by `uniqueId/mode`, with the reason. */
-  readonly failed: ReadonlyMap<string, string>;
+  /** Committed files by their copy's key (a copy lives on exactly one worker). */
+  readonly committed: ReadonlyMap<CopyKey, CommittedFile>;
+  /** Copies that could not be committed, by key, with the reason. */
+  readonly failed: ReadonlyMap<CopyKey, string>;
 }
 
 /** A partition's two copies at one epoch, as allocated (the primary carries the replica as its peer). */
@@ -223,22 +226,26 @@ export function initialLifecycleManagerState(config: LifecycleManagerConfig): Li
   };
 }
 
-/** Keys a copy by what identifies it within a shuffle: its uniqueId and mode. */
-export function copyKey(copy: { readonly uniqueId: string; readonly mode: string }): string {
-  return `${copy.uniqueId}/${copy.mode}`;
+/**
+ * What identifies a copy within a shuffle (partition, epoch, mode): one number where they fit one, so that a commit
+ * of 10,000 copies builds no string, no object and no weak map entry per copy to look each up; a string otherwise.
+ */
+export type CopyKey = number | string;
+
+export function copyKeyOf(partitionId: number, epoch: number, mode: PartitionMode): CopyKey {
+  const number = partitionEpochNumber(partitionId, epoch);
+  return number === undefined ? `${partitionId}-${epoch}/${mode}` : number * 2 + PARTITION_MODE_CODE[mode];
 }
 
-const LOCATION_KEYS = new WeakMap<PartitionLocation, string>();
+/** The key of a reserved copy. */
+export function locationCopyKey(location: PartitionLocation): CopyKey {
+  return copyKeyOf(location.partitionId, location.epoch, location.mode);
+}
 
-/**
- * copyKey of a reserved location, kept per location object (immutable): a commit looks each of its 10,000 copies up
- * twice, and each lookup built the uniqueId, the key and an object to build it from.
- */
-export function locationCopyKey(location: PartitionLocation): string {
-  let key = LOCATION_KEYS.get(location);
-  if (key === undefined) {
-    key = copyKey({ uniqueId: uniqueId(location), mode: location.mode });
-    LOCATION_KEYS.set(location, key);
-  }
-  return key;
+/** The key of a committed file, the same as its location's; an id `uniqueId` would not make matches no location. */
+export function committedCopyKey(file: CommittedFile): CopyKey {
+  const ids = parseUniqueId(file.uniqueId);
+  return ids === undefined
+    ? `${file.uniqueId}/${file.mode}`
+    : copyKeyOf(ids.partitionId, ids.epoch, file.mode);
 }

@@ -1,4 +1,10 @@
-import { partitionFileName, workerKey, type PartitionMode, type StatusCode } from '../../domain/index.ts';
+import {
+  partitionEpochNumber,
+  partitionFileName,
+  workerKey,
+  type PartitionMode,
+  type StatusCode,
+} from '../../domain/index.ts';
 import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
 import { decodeBatchFrame, isFrameOfBatch } from '../../protocol/batch-frame.ts';
 import type { MergedBatch, PushData, PushMergedData } from '../../protocol/messages.ts';
@@ -391,16 +397,8 @@ function pushedFile(
   mode: PartitionMode,
 ): PushedFile {
   const { partitionId, epoch } = batch;
-  // A number where it is exact (epochs grow by one per revive), without building a string per batch.
-  const key =
-    Number.isInteger(partitionId) &&
-    partitionId >= 0 &&
-    partitionId < 2 ** 31 &&
-    Number.isInteger(epoch) &&
-    epoch >= 0 &&
-    epoch < 2 ** 21
-      ? partitionId * 2 ** 21 + epoch
-      : `${partitionId}-${epoch}`;
+  // A number where it is exact, without building a string per batch.
+  const key = partitionEpochNumber(partitionId, epoch) ?? `${partitionId}-${epoch}`;
   const known = pushed.get(key);
   if (known !== undefined) return known;
   const name = partitionFileName({ partitionId, epoch, mode });
