@@ -308,8 +308,7 @@ function expectedByPartition(shuffle: LmShuffle): ((PartitionWritten & { mapId: 
   for (const [mapId, written] of [...shuffle.written].sort(([a], [b]) => a - b)) {
     for (const entry of written) {
       // A report's partition outside the shuffle reaches no reader's group (and must not grow this array).
-      if (!(Number.isInteger(entry.partitionId) && entry.partitionId >= 0)) continue;
-      if (entry.partitionId >= shuffle.numPartitions) continue;
+      if (!isPartitionOf(entry.partitionId, shuffle.numPartitions)) continue;
       const list = expected[entry.partitionId];
       // A map reports a partition once; should it not, the first entry is the one a reader is held to, as before.
       if (list?.[list.length - 1]?.mapId === mapId) continue;
@@ -331,17 +330,22 @@ export function copiesByPartition(
   numPartitions: number,
 ): { readonly ordered: readonly PartitionLocation[]; readonly starts: Uint32Array } {
   const starts = new Uint32Array(numPartitions + 1);
-  const inShuffle = (p: number) => Number.isInteger(p) && p >= 0 && p < numPartitions;
-  for (const copy of reserved) if (inShuffle(copy.partitionId)) starts[copy.partitionId + 1]! += 1;
+  for (const copy of reserved)
+    if (isPartitionOf(copy.partitionId, numPartitions)) starts[copy.partitionId + 1]! += 1;
   for (let p = 0; p < numPartitions; p += 1) starts[p + 1]! += starts[p]!;
   const next = starts.slice(0, numPartitions);
   const ordered = new Array<PartitionLocation>(starts[numPartitions]!);
   for (const copy of reserved) {
-    if (!inShuffle(copy.partitionId)) continue;
+    if (!isPartitionOf(copy.partitionId, numPartitions)) continue;
     ordered[next[copy.partitionId]!] = copy;
     next[copy.partitionId]! += 1;
   }
   return { ordered, starts };
+}
+
+/** Whether `partitionId` is one of a shuffle's `numPartitions` (a whole number from 0). */
+function isPartitionOf(partitionId: number, numPartitions: number): boolean {
+  return Number.isInteger(partitionId) && partitionId >= 0 && partitionId < numPartitions;
 }
 
 export function onGetReducerFileGroup(d: Draft, shuffleId: ShuffleId, replyTo: ReplyTo): void {

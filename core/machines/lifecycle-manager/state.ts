@@ -232,7 +232,7 @@ export function initialLifecycleManagerState(config: LifecycleManagerConfig): Li
  */
 export type CopyKey = number | string;
 
-export function copyKeyOf(partitionId: number, epoch: number, mode: PartitionMode): CopyKey {
+function copyKeyOf(partitionId: number, epoch: number, mode: PartitionMode): CopyKey {
   const number = partitionEpochNumber(partitionId, epoch);
   return number === undefined ? `${partitionId}-${epoch}/${mode}` : number * 2 + PARTITION_MODE_CODE[mode];
 }
