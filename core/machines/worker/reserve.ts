@@ -3,11 +3,12 @@ import {
   shuffleKey as shuffleKeyOf,
   workerKey,
   type PartitionLocation,
+  type StorageInfo,
 } from '../../domain/index.ts';
 import { STATE_POLICIES } from '../../lifecycle/worker-states.ts';
 import { liftForReserve } from '../../replication/index.ts';
 import type { ReserveSlots } from '../../protocol/messages.ts';
-import { chooseTierForNewFile } from '../../storage/index.ts';
+import { chooseTierForNewFile, type TierChoice } from '../../storage/index.ts';
 import type { Envelope, IoError } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
@@ -122,6 +123,7 @@ function startLocations(
   let state = s;
   let pending = from;
   const end = Math.min(from.locations.length, from.next + filesPerStep(s));
+  const choose = tierChooser(s);
   for (let k = from.next; k < end; k += 1) {
     const location = from.locations[k]!;
     const name = partitionFileName(location);
@@ -132,16 +134,23 @@ function startLocations(
         pending = withFailure(pending, `${name}: the file exists already (${existing.status})`);
       continue;
     }
+    const choice = choose(location.storage);
+    // Drafted on the chosen tier at once (the master offers disks; a memory tier takes most files).
+    const chosen = choice.kind === 'chosen';
     const file = fileDraft({
       name,
       location,
-      file: { id: fileId(key, name), tier: location.storage.type, mountPoint: location.storage.mountPoint },
+      file: {
+        id: fileId(key, name),
+        tier: chosen ? choice.tier : location.storage.type,
+        mountPoint: chosen ? choice.mountPoint : location.storage.mountPoint,
+      },
       status: 'open',
       bytes: 0,
       chunkStarts: [0],
       queue: [],
     });
-    const started = startCreate(state, out, reserveId, pending, file, 1);
+    const started = startCreate(state, out, reserveId, pending, file, 1, choice);
     state = started.state;
     pending = started.pending;
   }
@@ -214,7 +223,8 @@ export function completeCreate(
       return settle(state, out, purpose.reserveId, next);
     }
     if (result.error !== 'EXISTS' && purpose.attempt < s.config.createFileMaxAttempts) {
-      const retried = startCreate(state, out, purpose.reserveId, next, file, purpose.attempt + 1);
+      const choice = tierChooser(state)(file.location.storage);
+      const retried = startCreate(state, out, purpose.reserveId, next, file, purpose.attempt + 1, choice);
       return settle(retried.state, out, purpose.reserveId, retried.pending);
     }
     next = withFailure(
@@ -245,7 +255,30 @@ function isLeftover(
   return true;
 }
 
-/** Chooses the tier for one location and issues its createFile; a location no tier can take fails at once. */
+/**
+ * The tier choice for new files in one step. The worker's storage does not change within a step, and the locations
+ * of a request name the same storage thousands of times over, so a run of locations offered the same storage shares
+ * one choice: one walk of the create policy per run rather than per file.
+ */
+function tierChooser(s: WorkerMachineState): (storage: StorageInfo) => TierChoice {
+  const view = storageView(s);
+  const options = { memoryNeedsExplicitGrant: s.config.memory.refuseImplicitMemory };
+  let last: { readonly storage: StorageInfo; readonly choice: TierChoice } | undefined;
+  return (storage) => {
+    if (last !== undefined && sameStorage(last.storage, storage)) return last.choice;
+    const choice = chooseTierForNewFile(s.config.createFilePolicy, storage, view, options);
+    last = { storage, choice };
+    return choice;
+  };
+}
+
+function sameStorage(a: StorageInfo, b: StorageInfo): boolean {
+  return (
+    a === b || (a.type === b.type && a.mountPoint === b.mountPoint && a.availableTypes === b.availableTypes)
+  );
+}
+
+/** Issues one location's createFile on the chosen tier; a location no tier can take fails at once. */
 function startCreate(
   s: WorkerMachineState,
   out: Outbox,
@@ -253,10 +286,8 @@ function startCreate(
   pending: PendingReserve,
   file: PartitionFile,
   attempt: number,
+  choice: TierChoice,
 ): { state: WorkerMachineState; pending: PendingReserve } {
-  const choice = chooseTierForNewFile(s.config.createFilePolicy, file.location.storage, storageView(s), {
-    memoryNeedsExplicitGrant: s.config.memory.refuseImplicitMemory,
-  });
   if (choice.kind === 'none') {
     return { state: s, pending: withFailure(pending, `${file.name}: ${choice.message}`) };
   }
@@ -269,9 +300,11 @@ function startCreate(
     });
     count(out, 'ImplicitMemoryFileCount', 1, { applicationId: pending.shuffle.appId });
   }
-  const placed: PartitionFile = fileDraft(file, {
-    file: { ...file.file, tier: choice.tier, mountPoint: choice.mountPoint },
-  });
+  // A file drafted on the chosen tier keeps its record; a retry may choose another tier or disk.
+  const placed: PartitionFile =
+    file.file.tier === choice.tier && file.file.mountPoint === choice.mountPoint
+      ? file
+      : fileDraft(file, { file: { ...file.file, tier: choice.tier, mountPoint: choice.mountPoint } });
   const op = takeId(s);
   out.effects.push({ kind: 'createFile', op, file: placed.file });
   setEntry(s.ops, op, { kind: 'create', reserveId, file: placed, attempt });

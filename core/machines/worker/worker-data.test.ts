@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { workerKey } from '../../domain/index.ts';
+import { ALL_TYPES_MASK, MASK, partitionFileName, workerKey, type StorageInfo } from '../../domain/index.ts';
+import { chooseTierForNewFile } from '../../storage/index.ts';
 import type { Effect } from '../effects.ts';
 import { initialWorkerState, workerMachine, type WorkerConfig, type WorkerMachineState } from './index.ts';
 import { decodeShuffleRecord } from './recovery.ts';
+import { storageView } from './storage-view.ts';
 import { testWorkerConfig } from './testing.ts';
 import {
   CLIENT,
@@ -128,6 +130,54 @@ describe('worker: ReserveSlots', () => {
     assert.equal(answer.inReplyTo, 77);
     assert.deepEqual(metricNames(last), ['SlotsAllocated']);
     assert.equal(harness.state.shuffles.get(KEY)?.files.size, 3);
+  });
+
+  it('places each location on the tier the create policy chooses for its own storage, in any mix of storages', () => {
+    // The worker chooses once per run of locations offered the same storage: a mix must still get each its own.
+    const storages: StorageInfo[] = [
+      { type: 'HDD', mountPoint: '/disk1', availableTypes: MASK.LOCAL },
+      { type: 'HDD', mountPoint: '', availableTypes: MASK.MEMORY | MASK.LOCAL },
+      { type: 'SSD', mountPoint: '', availableTypes: ALL_TYPES_MASK },
+      { type: 'HDFS', mountPoint: '', availableTypes: MASK.HDFS },
+    ];
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: storages.length - 1 }), { maxLength: 12 }), (picks) => {
+        const harness = worker({
+          memory: {
+            capacityBytes: 1024 ** 3,
+            maxFileBytes: 1024 ** 2,
+            evictRatio: 0.9,
+            refuseImplicitMemory: false,
+          },
+        });
+        const view = storageView(harness.state);
+        const primaries = picks.map((pick, id) =>
+          location(id, 0, 'PRIMARY', SELF, { storage: storages[pick]! }),
+        );
+        const effects = harness.receive(
+          CLIENT,
+          {
+            type: 'ReserveSlots',
+            appId: 'app',
+            shuffleId: 1,
+            primaries,
+            replicas: [],
+            splitThreshold: 1024 ** 3,
+            splitMode: 'SOFT',
+            memoryEnabled: true,
+          },
+          { requestId: 77 },
+        );
+        const creates = new Map(ofKind(ioOps(effects), 'createFile').map((c) => [c.file.id, c.file]));
+        for (const placed of primaries) {
+          const alone = chooseTierForNewFile(harness.state.config.createFilePolicy, placed.storage, view);
+          const created = creates.get(`${KEY}/${partitionFileName(placed)}`);
+          if (alone.kind === 'none')
+            assert.equal(created, undefined, 'a location no tier takes gets no file');
+          else assert.deepEqual([created?.tier, created?.mountPoint], [alone.tier, alone.mountPoint]);
+        }
+      }),
+    );
   });
 
   it('tries another disk when creating a file fails, and marks the failed disk', () => {
