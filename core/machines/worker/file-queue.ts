@@ -76,17 +76,15 @@ export function enqueueTask(
 
 /**
  * Queues a push's writes for the file, in order, and starts the first if the file is idle: one new record for all of
- * them, where a task at a time drafted one per batch.
+ * them, where a task at a time drafted one per batch. `file` is the stored record, as the push just looked it up.
  */
 export function enqueueWrites(
   s: WorkerMachineState,
   out: Outbox,
   shuffleKey: ShuffleKey,
-  name: string,
+  file: PartitionFile,
   writes: readonly FileTask[],
 ): WorkerMachineState {
-  const file = getFile(s, shuffleKey, name);
-  if (file === undefined) return s;
   const queue = file.queue.length === 0 ? writes : [...file.queue, ...writes];
   return advance(s, out, shuffleKey, fileDraft(file, { queue }));
 }
@@ -167,7 +165,9 @@ export function completeFileTask(
     written += task.bytes.length;
   }
   state = accountBytes(state, file.file, written);
-  if (file.file.tier !== 'MEMORY') return { state: advance(state, out, shuffleKey, next), finished };
+  // Below the evict line no file is evicted: the draft goes on to its next task and is stored once.
+  if (file.file.tier !== 'MEMORY' || !overEvictLine(state))
+    return { state: advance(state, out, shuffleKey, next), finished };
   // The pressure check weighs every memory file, this one with its new bytes, and may queue this one's eviction.
   state = evictUnderPressure(putFile(state, shuffleKey, next), out);
   return { state: startNextTask(state, out, shuffleKey, fileName), finished };
@@ -325,11 +325,14 @@ function startEviction(
 }
 
 /** Under memory pressure, queues the eviction of the largest open memory files (core/storage picks them). */
+function overEvictLine(s: WorkerMachineState): boolean {
+  return isOverEvictLine(s.config.memory.capacityBytes, s.memoryUsedBytes, s.config.memory.evictRatio);
+}
+
 function evictUnderPressure(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   // Asked after every completed write: the cheap check first, so that a worker with many files does not list
   // them all each time (it made a 10,000-partition push quadratic: docs/performance.md).
-  if (!isOverEvictLine(s.config.memory.capacityBytes, s.memoryUsedBytes, s.config.memory.evictRatio))
-    return s;
+  if (!overEvictLine(s)) return s;
   const memoryFiles: {
     id: string;
     bytes: number;

@@ -162,7 +162,9 @@ export function handlePush(
   }
   if (shuffle !== undefined) noteProduced(state, out, shuffle.appId, acceptedBytes);
   // Queued once every batch is judged: a file's batches of this push then go to its tier as one write.
-  for (const target of written) state = enqueueWrites(state, out, shuffleKey, target.name, target.tasks);
+  // Each target's record is still the stored one: judging a push changes no file.
+  for (const target of written)
+    if (target.file !== undefined) state = enqueueWrites(state, out, shuffleKey, target.file, target.tasks);
 
   const push: PendingPush = {
     replyTo: replyToOf(envelope),
