@@ -12,7 +12,6 @@
  * ended); only the commit's step is timed. Reported only (exit 0): the least and the median of the rounds after the
  * first three (the code's warm-up); compare the least, which interference only raises.
  */
-import { parseArgs } from 'node:util';
 import { workerKey, type PartitionLocation, type StorageInfo, type WorkerId } from '../core/domain/index.ts';
 import {
   initialLifecycleManagerState,
@@ -23,25 +22,13 @@ import {
 import { ProbeHarness } from '../core/machines/testing/probe-harness.ts';
 import type { Message } from '../core/protocol/messages.ts';
 import { CURRENT_RELEASE } from '../core/release/version.ts';
+import { wholeNumberFlags } from './step-flags.ts';
 
-const { values: flags } = parseArgs({
-  args: process.argv.slice(2),
-  strict: true,
-  options: {
-    rounds: { type: 'string', default: '12' },
-    partitions: { type: 'string', default: '10000' },
-    maps: { type: 'string', default: '2' },
-  },
+const { rounds, partitions, maps } = wholeNumberFlags({
+  rounds: { default: 12, least: 4 },
+  partitions: { default: 10_000, least: 1 },
+  maps: { default: 2, least: 1 },
 });
-const count = (name: 'rounds' | 'partitions' | 'maps', least: number): number => {
-  const value = Number(flags[name]);
-  if (!Number.isInteger(value) || value < least)
-    throw new Error(`--${name} '${flags[name]}' is not a whole number of at least ${least}`);
-  return value;
-};
-const rounds = count('rounds', 4);
-const partitions = count('partitions', 1);
-const maps = count('maps', 1);
 
 const LM = 'lm-app';
 const MASTER = 'master-0';

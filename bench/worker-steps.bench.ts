@@ -16,7 +16,6 @@
  * so the figures are the machine's alone. Reported only (exit 0): the least and the median of the rounds after the
  * first three (the code's warm-up); compare the least, which interference only raises.
  */
-import { parseArgs } from 'node:util';
 import type { PartitionLocation, StorageInfo } from '../core/domain/index.ts';
 import type { Effect, IoCompletion } from '../core/machines/effects.ts';
 import {
@@ -34,27 +33,19 @@ import {
 import type { WorkerMachineState } from '../core/machines/worker/state.ts';
 import type { Message } from '../core/protocol/messages.ts';
 import { useNativeChecksum } from '../runtime/driver/native-checksum.ts';
+import { wholeNumberFlags } from './step-flags.ts';
 
-const { values: flags } = parseArgs({
-  args: process.argv.slice(2),
-  strict: true,
-  options: {
-    rounds: { type: 'string', default: '12' },
-    partitions: { type: 'string', default: '10000' },
-    maps: { type: 'string', default: '2' },
-    batch: { type: 'string', default: '1500' },
-  },
+const {
+  rounds,
+  partitions,
+  maps,
+  batch: batchBytes,
+} = wholeNumberFlags({
+  rounds: { default: 12, least: 4 },
+  partitions: { default: 10_000, least: 1 },
+  maps: { default: 2, least: 1 },
+  batch: { default: 1500, least: 1 },
 });
-const count = (name: 'rounds' | 'partitions' | 'maps' | 'batch', least: number): number => {
-  const value = Number(flags[name]);
-  if (!Number.isInteger(value) || value < least)
-    throw new Error(`--${name} '${flags[name]}' is not a whole number of at least ${least}`);
-  return value;
-};
-const rounds = count('rounds', 4);
-const partitions = count('partitions', 1);
-const maps = count('maps', 1);
-const batchBytes = count('batch', 1);
 const BATCHES_PER_PUSH = 128; // core/machines/client/map-task.ts MAX_BATCHES_PER_PUSH
 const MiB = 1024 * 1024;
 
