@@ -324,11 +324,11 @@ function startEviction(
   return true;
 }
 
-/** Under memory pressure, queues the eviction of the largest open memory files (core/storage picks them). */
 function overEvictLine(s: WorkerMachineState): boolean {
   return isOverEvictLine(s.config.memory.capacityBytes, s.memoryUsedBytes, s.config.memory.evictRatio);
 }
 
+/** Under memory pressure, queues the eviction of the largest open memory files (core/storage picks them). */
 function evictUnderPressure(s: WorkerMachineState, out: Outbox): WorkerMachineState {
   // Asked after every completed write: the cheap check first, so that a worker with many files does not list
   // them all each time (it made a 10,000-partition push quadratic: docs/performance.md).

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ALL_TYPES_MASK, MASK, partitionFileName, workerKey, type StorageInfo } from '../../domain/index.ts';
+import {
+  ALL_TYPES_MASK,
+  MASK,
+  partitionFileName,
+  workerKey,
+  type PartitionLocation,
+  type StorageInfo,
+} from '../../domain/index.ts';
 import { chooseTierForNewFile } from '../../storage/index.ts';
 import type { Effect } from '../effects.ts';
 import { initialWorkerState, workerMachine, type WorkerConfig, type WorkerMachineState } from './index.ts';
@@ -38,13 +45,17 @@ function reserve(
     peer?: boolean;
     replicas?: number[];
     primaries?: number[];
+    /** Primaries as given, instead of `primaries`' ids on the default storage. */
+    primaryLocations?: PartitionLocation[];
     memoryEnabled?: boolean;
     splitThreshold?: number;
   } = {},
 ) {
-  const primaries = (options.primaries ?? [0]).map((id) =>
-    location(id, 0, 'PRIMARY', SELF, options.peer === true ? { peer: PEER } : {}),
-  );
+  const primaries =
+    options.primaryLocations ??
+    (options.primaries ?? [0]).map((id) =>
+      location(id, 0, 'PRIMARY', SELF, options.peer === true ? { peer: PEER } : {}),
+    );
   const replicas = (options.replicas ?? []).map((id) => location(id, 0, 'REPLICA', SELF, { peer: PEER }));
   return harness.receive(
     CLIENT,
@@ -154,20 +165,7 @@ describe('worker: ReserveSlots', () => {
         const primaries = picks.map((pick, id) =>
           location(id, 0, 'PRIMARY', SELF, { storage: storages[pick]! }),
         );
-        const effects = harness.receive(
-          CLIENT,
-          {
-            type: 'ReserveSlots',
-            appId: 'app',
-            shuffleId: 1,
-            primaries,
-            replicas: [],
-            splitThreshold: 1024 ** 3,
-            splitMode: 'SOFT',
-            memoryEnabled: true,
-          },
-          { requestId: 77 },
-        );
+        const effects = reserve(harness, { primaryLocations: primaries, memoryEnabled: true });
         const creates = new Map(ofKind(ioOps(effects), 'createFile').map((c) => [c.file.id, c.file]));
         for (const placed of primaries) {
           const alone = chooseTierForNewFile(harness.state.config.createFilePolicy, placed.storage, view);
