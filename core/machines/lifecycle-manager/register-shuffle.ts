@@ -248,10 +248,14 @@ export function completeRegistration(d: Draft, reservation: Reservation): void {
     );
     return;
   }
-  const primaries = [...reservation.confirmed.values()].map((pair) => pair.primary);
-  const reserved = [...reservation.confirmed.values()].flatMap((pair) =>
-    pair.replica === undefined ? [pair.primary] : [pair.primary, pair.replica],
-  );
+  // One pass, no array per pair (a shuffle of 10,000 partitions made 10,000 for flatMap to join).
+  const primaries: PartitionLocation[] = [];
+  const reserved: PartitionLocation[] = [];
+  for (const pair of reservation.confirmed.values()) {
+    primaries.push(pair.primary);
+    reserved.push(pair.primary);
+    if (pair.replica !== undefined) reserved.push(pair.replica);
+  }
   const placed = updateShuffle(d, shuffle.shuffleId, {
     phase: 'ready',
     reserved,
