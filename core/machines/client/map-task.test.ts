@@ -17,6 +17,8 @@ import {
   staleAfterBytes,
   mapTaskMachine,
   mapTaskWritingAll,
+  NO_BATCH,
+  unacknowledgedBatchesOf,
   type MapTaskConfig,
   type MapTaskState,
 } from './map-task.ts';
@@ -177,7 +179,7 @@ describe('map task', () => {
   it('copies records into their batch’s frame as it takes them, seals it when first pushed, and lets it go once acknowledged', () => {
     // Marked memory: a byte still 0xee was never written.
     const h = new Harness({ allocate: (length) => new Uint8Array(length).fill(0xee) });
-    const [first, second] = h.node.state().partitions[0]!.frames;
+    const [first, second] = unacknowledgedFrames(h.node.state(), 0);
     assert.ok(first !== undefined && second !== undefined, 'two batches cut before registration');
     const header = (frame: Uint8Array) => frame.subarray(0, FRAME_HEADER_BYTES);
     assert.ok(
@@ -201,9 +203,9 @@ describe('map task', () => {
       'the batch after it, not pushed yet, is not sealed',
     );
     h.pushes(0, 'SUCCESS');
-    assert.equal(
-      h.node.state().partitions[0]!.frames[0]!.length,
-      0,
+    assert.deepEqual(
+      unacknowledgedFrames(h.node.state(), 0),
+      [second],
       'an acknowledged batch lets its frame go',
     );
     assert.ok(!header(second).every((byte) => byte === 0xee), 'and the next is sealed once pushed');
@@ -429,6 +431,18 @@ describe('map task', () => {
             mergeSizeBytes,
             maxInFlightPerPartition,
           });
+          // Every batch is cut at the start (the records and their end come with it).
+          const planned = h.node
+            .state()
+            .partitions.filter((p) => p.cut > 0)
+            .map((p) => ({
+              partitionId: p.partitionId,
+              batches: p.cut,
+              bytes: unacknowledgedBatchesOf(h.node.state(), p.partitionId).reduce(
+                (n, slot) => n + h.node.state().batches.payloadBytes[slot]!,
+                0,
+              ),
+            }));
           const outcome = () => outcomes.next().value as StatusCode;
           h.register(encoded.map((_, p) => location(p, 0, p % 2)));
           let epoch = 1;
@@ -462,15 +476,7 @@ describe('map task', () => {
           }
           assert.equal(h.node.state().phase, 'ending');
           const written = h.last(h.lm, 'MapperEnd').written;
-          const planned = h.node.state().partitions.filter((p) => p.frames.length > 0);
-          assert.deepEqual(
-            written,
-            planned.map((p) => ({
-              partitionId: p.partitionId,
-              batches: p.frames.length,
-              bytes: p.payloadBytes.reduce((n, b) => n + b, 0),
-            })),
-          );
+          assert.deepEqual(written, planned);
         },
       ),
       { numRuns: 60 },
@@ -546,10 +552,10 @@ describe('map task: several batches of a partition in flight', () => {
     h.merged(0, () => ['SUCCESS', 'PUSH_DATA_WRITE_FAIL_PRIMARY', 'PUSH_DATA_WRITE_FAIL_PRIMARY']);
     assert.equal(h.received(h.lm, 'Revive').length, 1, 'one revive for the partition');
     assert.equal(h.pending(h.w(0), 'PushMergedData').length + h.pending(h.w(0), 'PushData').length, 0);
-    const state = h.node.state().partitions[0]!;
+    const state = h.node.state();
     assert.deepEqual(
-      [state.status, state.retries, state.revivesLeft],
-      ['waiting', [1, 2], [2, 1, 1, 2, 2]],
+      [state.partitions[0]!.status, retryIdsOf(state, 0), revivesLeftOf(state, 0)],
+      ['waiting', [1, 2], [1, 1, 2, 2]],
       'nothing is pushed while the revive is out; each failed batch spent a revive of its own',
     );
     h.reviveTo(1, (p) => location(p, 1, 2));
@@ -600,7 +606,7 @@ describe('map task: several batches of a partition in flight', () => {
     const [b0] = sentOf(driver.plainStep(recordsIn([0], [text('p0-r0-')]))).filter(isPush);
     assert.ok(b0 !== undefined, 'the first batch is pushed as it is cut');
     assert.deepEqual(sentOf(driver.plainStep(recordsIn([0], [text('p0-r1-')]))).filter(isPush), []);
-    const waiting = driver.state.partitions[0]!.frames[1]!;
+    const waiting = unacknowledgedFrames(driver.state, 0)[1]!;
     const sealed = frameOf(waiting);
     assert.deepEqual(
       [sealed.batchId, sealed.epoch, new TextDecoder().decode(sealed.payload.subarray(4))],
@@ -719,11 +725,17 @@ describe('map task: merged pushes', () => {
     );
     const state = h.node.state();
     assert.deepEqual(
-      state.partitions.map((p) => [p.next, p.inFlight, p.retries, p.status, p.revivesLeft]),
+      state.partitions.map((p) => [
+        p.cut - p.unpushed,
+        p.inFlight,
+        retryIdsOf(state, p.partitionId),
+        p.status,
+        revivesLeftOf(state, p.partitionId),
+      ]),
       [
-        [2, 1, [], 'active', [1, 1]],
-        [1, 0, [0], 'waiting', [1]],
-        [1, 0, [0], 'waiting', [0]],
+        [2, 1, [], 'active', [1]],
+        [1, 0, [2], 'waiting', [1]],
+        [1, 0, [3], 'waiting', [0]],
       ],
       'the success moves on; the split is free; the failure spends a revive of its batch',
     );
@@ -781,7 +793,7 @@ describe('map task: merged pushes', () => {
       [[2, 'PUSH_DATA_TIMEOUT_PRIMARY']],
     );
     assert.deepEqual(
-      h.node.state().partitions.map((p) => p.revivesLeft),
+      [0, 1].map((p) => revivesLeftOf(h.node.state(), p)),
       [[1], [1]],
     );
 
@@ -906,6 +918,7 @@ describe('map task: merged pushes', () => {
           const sent = new Set<number>();
           const acknowledged = new Map<number, number>();
           const pushedOf = new Map<number, number>();
+          const lastIdOf = new Map<number, number>();
           let answered = 0;
           while (driver.state.phase === 'pushing') {
             const pushes = sentOf(effects).filter(isPush);
@@ -914,13 +927,16 @@ describe('map task: merged pushes', () => {
             )) {
               assert.ok(!sent.has(batchId), `batch ${batchId} sent twice`);
               sent.add(batchId);
-              const partition = driver.state.partitions[partitionId]!;
-              const pushed = pushedOf.get(partitionId) ?? 0;
-              assert.equal(batchId, partition.batchIds[pushed], 'a partition pushes its batches in order');
-              pushedOf.set(partitionId, pushed + 1);
+              // Batch ids grow in the order batches are cut.
+              assert.ok(
+                batchId > (lastIdOf.get(partitionId) ?? -1),
+                'a partition pushes its batches in order',
+              );
+              lastIdOf.set(partitionId, batchId);
+              pushedOf.set(partitionId, (pushedOf.get(partitionId) ?? 0) + 1);
             }
             for (const p of driver.state.partitions) {
-              const left = p.frames.length - (acknowledged.get(p.partitionId) ?? 0);
+              const left = p.cut - (acknowledged.get(p.partitionId) ?? 0);
               assert.equal(
                 (pushedOf.get(p.partitionId) ?? 0) - (acknowledged.get(p.partitionId) ?? 0),
                 Math.min(window, left),
@@ -939,7 +955,7 @@ describe('map task: merged pushes', () => {
           assert.equal(inFlight.length, 0, 'the task ends only once every push is answered');
           assert.equal(
             sent.size,
-            driver.state.partitions.reduce((n, p) => n + p.frames.length, 0),
+            driver.state.partitions.reduce((n, p) => n + p.cut, 0),
           );
         },
       ),
@@ -1021,7 +1037,7 @@ describe('map task: merging across steps', () => {
           assert.equal(driver.state.phase, 'ending');
           assert.equal(
             sent.size,
-            driver.state.partitions.reduce((n, p) => n + p.frames.length, 0),
+            driver.state.partitions.reduce((n, p) => n + p.cut, 0),
           );
         },
       ),
@@ -1523,7 +1539,7 @@ describe('map task: records written over time', () => {
       [0, 30],
       'partition 1 cut at 120 bytes since its last write, partition 2 open at 90',
     );
-    const batchesOf = (p: number) => driver.state.partitions[p]!.frames.length;
+    const batchesOf = (p: number) => driver.state.partitions[p]!.cut;
     assert.deepEqual([0, 1, 2, 3].map(batchesOf), [1, 2, 0, 1], 'batches cut so far, by partition');
   });
 
@@ -1561,7 +1577,7 @@ describe('map task: records written over time', () => {
     assert.equal(open(0), 250, 'not cut: under the longer wait');
     write(12, 13, 14, 15, 6, 7, 8, 9, 10); // 3,750 since: past twice the wait
     assert.equal(open(0), 0, 'cut once past the longer wait');
-    assert.equal(driver.state.partitions[0]!.frames.length, 2, 'its two batches');
+    assert.equal(driver.state.partitions[0]!.cut, 2, 'its two batches');
   });
 
   it('opens a whole batch’s buffer for an input bringing more than a chunk, and sends the batch from it when later inputs fill it', () => {
@@ -1791,13 +1807,28 @@ function recordsIn(
   return { kind: 'records', ...recordRuns(partitionIds, records) };
 }
 
+/** The frames of a partition's batches cut and not yet acknowledged, oldest first. */
+function unacknowledgedFrames(state: MapTaskState, partitionId: number): Uint8Array[] {
+  return unacknowledgedBatchesOf(state, partitionId).map((slot) => state.batches.frames[slot]!);
+}
+
+/** The revives each of a partition's batches cut and not yet acknowledged may still spend, oldest first. */
+function revivesLeftOf(state: MapTaskState, partitionId: number): number[] {
+  return unacknowledgedBatchesOf(state, partitionId).map((slot) => state.batches.revivesLeft[slot]!);
+}
+
+/** The batch ids of a partition's batches to push again, in order. */
+function retryIdsOf(state: MapTaskState, partitionId: number): number[] {
+  return state.partitions[partitionId]!.retries.map((slot) => state.batches.batchIds[slot]!);
+}
+
 /** The payload bytes of every batch cut and not yet pushed once. */
 function unsentPayloadBytes(state: MapTaskState): number {
   let bytes = 0;
+  const { payloadBytes, nextUnpushed } = state.batches;
   for (const partition of state.partitions) {
-    for (let batch = partition.next; batch < partition.payloadBytes.length; batch += 1) {
-      bytes += partition.payloadBytes[batch]!;
-    }
+    for (let slot = partition.next; slot !== NO_BATCH; slot = nextUnpushed[slot]!)
+      bytes += payloadBytes[slot]!;
   }
   return bytes;
 }
@@ -1814,10 +1845,11 @@ function referencedBuffers(state: MapTaskState): Set<ArrayBufferLike> {
   const buffers = new Set<ArrayBufferLike>();
   for (const partition of state.partitions) {
     for (const buffer of partition.openBuffers) buffers.add(buffer.buffer);
-    partition.frames.forEach((frame, batch) => {
-      if (partition.capacities[batch]! > 0) buffers.add(frame.buffer);
-    });
   }
+  const { frames, capacities, partitionIds } = state.batches;
+  frames.forEach((frame, slot) => {
+    if (partitionIds[slot] !== NO_BATCH && capacities[slot]! > 0) buffers.add(frame.buffer);
+  });
   for (const spare of [...state.spareChunks, ...state.spareBatches]) buffers.add(spare.buffer);
   return buffers;
 }

@@ -145,6 +145,8 @@ export interface MapTaskState {
   /** The newest location known for each partition (the primary, carrying its peer). */
   readonly locations: ReadonlyMap<number, PartitionLocation>;
   readonly partitions: readonly PartitionPush[];
+  /** Every batch cut and not yet acknowledged, of every partition. Changed in place by the machine. */
+  readonly batches: BatchColumns;
   /** Partitions with a revive request on its way to the lifecycle manager. */
   readonly reviving: ReadonlySet<number>;
   /** Why the task failed or lost. */
@@ -282,37 +284,77 @@ export interface PartitionPush {
   /** Whether its last batch was cut for going stale, and it was not written to since. */
   cutStale: boolean;
   /**
-   * Each batch's frame, in the order the partition's batches were cut: header space, then its payload (the encoded
-   * records). Its records were copied in as they were taken; it is sealed in place when cut (its partition's location
-   * known) or when first pushed, and sent as it is whenever it is pushed again with the same epoch. Emptied once
-   * acknowledged, so that its memory goes.
+   * The first of the partition's batches never pushed (its slot in `batches`), or NO_BATCH; the others follow it
+   * through `BatchColumns.nextUnpushed`, in the order they were cut.
    */
-  frames: Uint8Array[];
+  readonly next: number;
+  /** The last batch cut and never pushed (the end of the chain from `next`), or NO_BATCH. */
+  readonly lastUnpushed: number;
+  /** Batches cut and never pushed: the length of the chain from `next`. */
+  readonly unpushed: number;
+  /** Batches cut since the task started. */
+  readonly cut: number;
+  /** Batches pushed (or queued to be, this step) and not yet answered. */
+  readonly inFlight: number;
+  /** Batches whose push failed (their slots), to be pushed again to the newest location, oldest first. */
+  readonly retries: readonly number[];
+  /** waiting: a failure asked for a revive, and nothing of the partition is pushed until it answers. */
+  readonly status: 'active' | 'waiting';
+  readonly acknowledged: { readonly batches: number; readonly bytes: number };
+}
+
+/**
+ * The task's unacknowledged batches as columns indexed by slot: a batch takes a free slot when it is cut and gives
+ * it back when acknowledged, so the columns are as long as the most batches the task held at once. Each partition
+ * used to keep six arrays of its own batches; at 10,000 partitions a map made six arrays per partition, each grown
+ * from one entry to seventeen at its second batch, a tenth of the client's time in the many-partitions benchmark.
+ * Changed in place by the machine.
+ */
+export interface BatchColumns {
+  /**
+   * Each batch's frame: header space, then its payload (the encoded records). Its records were copied in as they
+   * were taken; it is sealed in place when cut (its partition's location known) or when first pushed, and sent as
+   * it is whenever it is pushed again with the same epoch. RELEASED in a free slot, so that its memory goes.
+   */
+  readonly frames: Uint8Array[];
   /**
    * The epoch each batch's frame was sealed with, or UNSEALED. A batch never pushed is sealed again in place for
    * another epoch; one pushed again with another epoch (after a revive) is framed into a copy instead: the frame
    * sealed before may still wait in a socket's queue.
    */
-  sealedEpochs: number[];
+  readonly sealedEpochs: number[];
   /** Each batch's payload length (what its acknowledgement counts). */
-  payloadBytes: number[];
+  readonly payloadBytes: number[];
   /** The capacity of the buffer each batch's frame is in (what `heldBytes` counts for it until it is acknowledged). */
-  capacities: number[];
-  batchIds: number[];
-  /** Index of the first batch never pushed; equal to the count once every cut batch was pushed at least once. */
-  readonly next: number;
-  /** Batches pushed (or queued to be, this step) and not yet answered. */
-  readonly inFlight: number;
-  /** Batches whose push failed, to be pushed again to the newest location, oldest first. */
-  readonly retries: readonly number[];
-  /** waiting: a failure asked for a revive, and nothing of the partition is pushed until it answers. */
-  readonly status: 'active' | 'waiting';
+  readonly capacities: number[];
+  readonly batchIds: number[];
+  /** Each batch's partition; NO_BATCH in a free slot. */
+  readonly partitionIds: number[];
   /**
    * Revives each batch may still spend on failures (`svc.client.push.revive.maxRetries` per batch, as the
-   * reference counts them): changed in place by the machine, like `sealedEpochs`.
+   * reference counts them).
    */
-  revivesLeft: number[];
-  readonly acknowledged: { readonly batches: number; readonly bytes: number };
+  readonly revivesLeft: number[];
+  /** The batch of the same partition cut after it and never pushed (`PartitionPush.next`), or NO_BATCH. */
+  readonly nextUnpushed: number[];
+  /** Slots whose batch was acknowledged, to be taken again. */
+  readonly freeSlots: number[];
+}
+
+/** No batch: the end of a partition's chain of unpushed batches, and the partition of a free slot. */
+export const NO_BATCH = -1;
+
+/**
+ * A partition's batches cut and not yet acknowledged (in flight, to push again, or never pushed), oldest first:
+ * their slots in `state.batches`. It walks every slot: for inspection and tests, not for the machine's steps.
+ */
+export function unacknowledgedBatchesOf(state: MapTaskState, partitionId: number): number[] {
+  const { partitionIds, batchIds } = state.batches;
+  const slots: number[] = [];
+  for (let slot = 0; slot < partitionIds.length; slot += 1) {
+    if (partitionIds[slot] === partitionId) slots.push(slot);
+  }
+  return slots.sort((a, b) => batchIds[a]! - batchIds[b]!);
 }
 
 export type MapRequest =
@@ -322,7 +364,7 @@ export type MapRequest =
   | { readonly kind: 'revive'; readonly requests: readonly ReviveRequest[] }
   | { readonly kind: 'mapperEnd' };
 
-/** One batch of a push request: batch `batch` (an index into the partition's batches), sent to this location. */
+/** One batch of a push request: the batch in slot `batch` of the task's columns, sent to this location. */
 export interface PushedBatch {
   readonly partitionId: number;
   readonly batch: number;
@@ -330,12 +372,11 @@ export interface PushedBatch {
 }
 
 /**
- * The empty array every partition starts with in place of each of its per-batch arrays and its open buffers: a map
- * over 10,000 partitions made nine arrays per partition, and the first push into an empty array gives it room for
- * 17 entries, about 150 bytes, seven times per batch; most such partitions cut one or two batches, and collecting
- * those arrays was a fifth of the client's time in the many-partitions benchmark. A partition's first batch (or
- * open buffer) replaces them with arrays of one entry (`appended`, `takeRecords`); frozen, so that a push into the
- * shared one throws rather than corrupting every partition.
+ * The empty array every partition starts with in place of its open buffers and its retries: a map over 10,000
+ * partitions made an array of each per partition, and the first push into an empty array gives it room for 17
+ * entries, about 150 bytes; collecting such arrays was a fifth of the client's time in the many-partitions
+ * benchmark. A partition's first open buffer replaces it with an array of one entry (`takeRecords`); frozen, so that
+ * a push into the shared one throws rather than corrupting every partition.
  */
 const NONE = Object.freeze([]) as unknown as never[];
 const NOTHING_ACKNOWLEDGED = Object.freeze({ batches: 0, bytes: 0 });
@@ -361,16 +402,13 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
       openWrittenAt: 0,
       staleQueued: false,
       cutStale: false,
-      frames: NONE,
-      sealedEpochs: NONE,
-      payloadBytes: NONE,
-      capacities: NONE,
-      batchIds: NONE,
-      next: 0,
+      next: NO_BATCH,
+      lastUnpushed: NO_BATCH,
+      unpushed: 0,
+      cut: 0,
       inFlight: 0,
       retries: NONE,
       status: 'active',
-      revivesLeft: NONE,
       acknowledged: NOTHING_ACKNOWLEDGED,
     });
   }
@@ -380,6 +418,17 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     requests: emptyRequests(),
     locations: new Map(),
     partitions,
+    batches: {
+      frames: [],
+      sealedEpochs: [],
+      payloadBytes: [],
+      capacities: [],
+      batchIds: [],
+      partitionIds: [],
+      revivesLeft: [],
+      nextUnpushed: [],
+      freeSlots: [],
+    },
     reviving: new Set(),
     ended: false,
     unacknowledgedBytes: 0,
@@ -438,6 +487,7 @@ interface Draft {
   requests: RequestTable<MapRequest>;
   locations: Map<number, PartitionLocation>;
   partitions: PartitionPush[];
+  readonly batches: BatchColumns;
   reviving: Set<number>;
   error?: string;
   errorStatus?: StatusCode;
@@ -866,12 +916,22 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
     });
     for (const piece of buffers) dropOpenBuffer(d, piece);
   }
-  partition.frames = appended(partition.frames, frame);
-  partition.payloadBytes = appended(partition.payloadBytes, payloadLength);
-  partition.capacities = appended(partition.capacities, capacity);
-  partition.sealedEpochs = appended(partition.sealedEpochs, sealWhileWarm(d, partition.partitionId, frame));
-  partition.batchIds = appended(partition.batchIds, d.nextBatchId);
-  partition.revivesLeft = appended(partition.revivesLeft, d.config.maxReviveRetries);
+  const batches = d.batches;
+  const slot = batches.freeSlots.pop() ?? batches.frames.length;
+  batches.frames[slot] = frame;
+  batches.payloadBytes[slot] = payloadLength;
+  batches.capacities[slot] = capacity;
+  batches.sealedEpochs[slot] = sealWhileWarm(d, partition.partitionId, frame);
+  batches.batchIds[slot] = d.nextBatchId;
+  batches.partitionIds[slot] = partition.partitionId;
+  batches.revivesLeft[slot] = d.config.maxReviveRetries;
+  batches.nextUnpushed[slot] = NO_BATCH;
+  const changed = partition as PartitionInPlace;
+  if (partition.lastUnpushed === NO_BATCH) changed.next = slot;
+  else batches.nextUnpushed[partition.lastUnpushed] = slot;
+  changed.lastUnpushed = slot;
+  changed.unpushed += 1;
+  changed.cut += 1;
   d.unsentBytes += payloadLength;
   d.nextBatchId += 1;
   d.refill.add(partition.partitionId);
@@ -889,13 +949,6 @@ function sealWhileWarm(d: Draft, partitionId: number, frame: Uint8Array): number
   if (location === undefined) return UNSEALED;
   sealBatchFrame(frame, headerOf(d, partitionId, d.nextBatchId, location.epoch));
   return location.epoch;
-}
-
-/** `values` with `value` appended: in place, or, for the shared empty array (NONE), an array of that one entry. */
-function appended<T>(values: T[], value: T): T[] {
-  if (values.length === 0) return [value];
-  values.push(value);
-  return values;
 }
 
 /**
@@ -1027,7 +1080,7 @@ function beginPushing(d: Draft, locations: readonly PartitionLocation[]): void {
   for (const location of locations) d.locations.set(location.partitionId, location);
   d.phase = 'pushing';
   for (const partition of d.partitions) {
-    if (partition.frames.length > 0) d.refill.add(partition.partitionId);
+    if (partition.unpushed > 0) d.refill.add(partition.partitionId);
   }
   maybeEnd(d);
 }
@@ -1130,7 +1183,7 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
   }
   // Every batch sent and none to send again (an answer refills its partition): nothing to plan. Past this, with
   // room, the plan holds a retry or a fresh batch.
-  if (partition.retries.length === 0 && partition.next >= partition.frames.length) return undefined;
+  if (partition.retries.length === 0 && partition.unpushed === 0) return undefined;
   let limit = d.config.maxInFlightPerPartition;
   // A worker's key is a new string each time: built only when some worker is paused or limited.
   if (d.pausedUntil.size > 0 || d.pushLimits.size > 0) {
@@ -1143,24 +1196,31 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
   if (room <= 0) return undefined;
   // No retries is most often the shared empty array, frozen, which V8 slices on its slow path (400 ns against 45).
   const retries = partition.retries.length === 0 ? partition.retries : partition.retries.slice(0, room);
-  const fresh = Math.min(room - retries.length, partition.frames.length - partition.next);
+  const fresh = Math.min(room - retries.length, partition.unpushed);
+  const { frames, nextUnpushed } = d.batches;
   let bytes = 0;
-  for (const batch of retries) bytes += partition.frames[batch]!.length;
-  for (let k = 0; k < fresh; k += 1) bytes += partition.frames[partition.next + k]!.length;
+  for (const slot of retries) bytes += frames[slot]!.length;
+  for (let k = 0, slot = partition.next; k < fresh; k += 1, slot = nextUnpushed[slot]!) {
+    bytes += frames[slot]!.length;
+  }
   return { partitionId, retries, fresh, bytes };
 }
 
 /** Queues a planned window's batches; the step's end sends them (see flushPushes). */
 function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan): void {
   const partition = d.partitions[partitionId]!;
+  const { payloadBytes, nextUnpushed } = d.batches;
   let next = partition.next;
   for (const batch of retries) d.pushQueue.push({ partitionId, batch, fresh: false });
   for (let k = 0; k < fresh; k += 1) {
-    d.unsentBytes -= partition.payloadBytes[next]!;
-    d.pushQueue.push({ partitionId, batch: next++, fresh: true });
+    d.unsentBytes -= payloadBytes[next]!;
+    d.pushQueue.push({ partitionId, batch: next, fresh: true });
+    next = nextUnpushed[next]!;
   }
   const changed = partition as PartitionInPlace;
   changed.next = next;
+  changed.unpushed -= fresh;
+  if (next === NO_BATCH) changed.lastUnpushed = NO_BATCH;
   changed.inFlight += retries.length + fresh;
   if (retries.length > 0) changed.retries = partition.retries.slice(retries.length);
 }
@@ -1224,21 +1284,21 @@ function flushPushes(d: Draft): void {
  * the task no longer holds it).
  */
 function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingBatch[] {
+  const { frames, sealedEpochs, capacities, batchIds } = d.batches;
   return queued.map(({ partitionId, batch, fresh }) => {
-    const partition = d.partitions[partitionId]!;
     const location = d.locations.get(partitionId)!;
-    const batchId = partition.batchIds[batch]!;
-    let frame = partition.frames[batch]!;
-    if (partition.sealedEpochs[batch] !== location.epoch) {
+    const batchId = batchIds[batch]!;
+    let frame = frames[batch]!;
+    if (sealedEpochs[batch] !== location.epoch) {
       const header = headerOf(d, partitionId, batchId, location.epoch);
       if (fresh) sealBatchFrame(frame, header);
       else {
         frame = encodeBatchFrame(header, frame.subarray(FRAME_HEADER_BYTES));
-        d.heldBytes += frame.length - partition.capacities[batch]!;
-        partition.capacities[batch] = frame.length;
-        partition.frames[batch] = frame;
+        d.heldBytes += frame.length - capacities[batch]!;
+        capacities[batch] = frame.length;
+        frames[batch] = frame;
       }
-      partition.sealedEpochs[batch] = location.epoch;
+      sealedEpochs[batch] = location.epoch;
     } else if (!fresh && d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
     return { partitionId, batch, location, batchId, frame };
   });
@@ -1401,7 +1461,7 @@ function reactionContext(d: Draft, { partitionId, batch, location }: PushedBatch
   const newest = d.locations.get(partitionId);
   return {
     location,
-    remainingRevives: d.partitions[partitionId]!.revivesLeft[batch]!,
+    remainingRevives: d.batches.revivesLeft[batch]!,
     mapperEnded: false,
     newerEpochKnown: newest !== undefined && newest.epoch > location.epoch,
     excludeWorkerOnFailure: d.config.excludeWorkerOnFailure,
@@ -1415,12 +1475,8 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
   const partition = d.partitions[partitionId]!;
   switch (reaction.kind) {
     case 'done': {
-      const bytes = partition.payloadBytes[pushed.batch]!;
-      // Acknowledged: the batch's memory goes, or is filled again (releaseFrame).
-      releaseFrame(d, partition.frames[pushed.batch]!, partition.capacities[pushed.batch]!);
-      partition.frames[pushed.batch] = RELEASED;
+      const bytes = releaseBatch(d, pushed.batch);
       d.unacknowledgedBytes -= bytes;
-      partition.capacities[pushed.batch] = 0;
       const changed = partition as PartitionInPlace;
       changed.inFlight -= 1;
       changed.acknowledged = {
@@ -1446,10 +1502,10 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
         epoch: location.epoch,
         cause: reaction.cause,
       });
-      if (reaction.consumesRevive) partition.revivesLeft[pushed.batch]! -= 1;
+      if (reaction.consumesRevive) d.batches.revivesLeft[pushed.batch]! -= 1;
       updatePartition(d, partitionId, {
         inFlight: partition.inFlight - 1,
-        retries: withRetry(partition.retries, pushed.batch),
+        retries: withRetry(partition.retries, pushed.batch, d.batches.batchIds),
         ...(reaction.revive ? { status: 'waiting' as const } : {}),
       });
       if (reaction.revive) queueRevive(d, partitionId, reaction.cause, location);
@@ -1465,9 +1521,25 @@ function pushRetryEvent(cause: string): string {
   return cause === 'HARD_SPLIT' ? PUSH_MOVED_EVENT : 'push failed; retrying';
 }
 
-/** The batches to push again with `batch` among them, oldest first. */
-function withRetry(retries: readonly number[], batch: number): number[] {
-  const at = retries.findIndex((b) => b > batch);
+/**
+ * An acknowledged batch gives its slot back, and its frame's memory goes or is filled again (releaseFrame). Gives
+ * its payload's length.
+ */
+function releaseBatch(d: Draft, slot: number): number {
+  const batches = d.batches;
+  const bytes = batches.payloadBytes[slot]!;
+  releaseFrame(d, batches.frames[slot]!, batches.capacities[slot]!);
+  batches.frames[slot] = RELEASED;
+  batches.capacities[slot] = 0;
+  batches.partitionIds[slot] = NO_BATCH;
+  batches.freeSlots.push(slot);
+  return bytes;
+}
+
+/** The batches (slots) to push again with `batch` among them, oldest (by batch id) first. */
+function withRetry(retries: readonly number[], batch: number, batchIds: readonly number[]): number[] {
+  const id = batchIds[batch]!;
+  const at = retries.findIndex((b) => batchIds[b]! > id);
   return at < 0 ? [...retries, batch] : [...retries.slice(0, at), batch, ...retries.slice(at)];
 }
 
@@ -1582,9 +1654,7 @@ function maybeEnd(d: Draft): void {
 
 /** Nothing of the partition open, unsent, in flight or to be retried. */
 function isFinished(p: PartitionPush): boolean {
-  return (
-    p.openBuffers.length === 0 && p.next === p.frames.length && p.inFlight === 0 && p.retries.length === 0
-  );
+  return p.openBuffers.length === 0 && p.unpushed === 0 && p.inFlight === 0 && p.retries.length === 0;
 }
 
 function sendMapperEnd(d: Draft, attempt: number): void {
