@@ -506,7 +506,7 @@ class TaskWriter extends EventEmitter implements MapWriter {
       if ((!told && state.phase === 'pushing') || (!won && state.phase === 'won')) {
         told = true;
         won = state.phase === 'won';
-        context.locations.remember(context.appId, this.shuffleId, state.locations.values());
+        context.locations.remember(context.appId, this.shuffleId, state.locations);
       }
       if (this.waitingForRoom && mapTaskHasRoom(driver.state)) {
         this.waitingForRoom = false;

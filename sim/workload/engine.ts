@@ -644,7 +644,7 @@ export class Engine implements Observer {
   ): void {
     if (state.phase === 'won') this.toldExecutor.delete(node);
     else this.toldExecutor.add(node);
-    this.executorOf(app, node)?.locations.remember(app.shape.appId, ref.shuffleId, state.locations.values());
+    this.executorOf(app, node)?.locations.remember(app.shape.appId, ref.shuffleId, state.locations);
   }
 
   /** A map attempt failed (or its executor was lost): once no attempt of the map runs, the map is tried again. */

@@ -13,19 +13,29 @@ import type { AppId, PartitionLocation, ShuffleId } from '../../domain/index.ts'
  * Per partition the newest epoch is kept. A shuffle is forgotten when it is unregistered.
  */
 export class LocationCache {
-  private readonly shuffles = new Map<string, Map<number, PartitionLocation>>();
+  /** By shuffle: each partition's location by partition id, and how many partitions have one. */
+  private readonly shuffles = new Map<
+    string,
+    { locations: (PartitionLocation | undefined)[]; known: number }
+  >();
 
-  /** Keeps `locations`, each unless a newer epoch of its partition is already held. */
-  remember(appId: AppId, shuffleId: ShuffleId, locations: Iterable<PartitionLocation>): void {
+  /**
+   * Keeps `locations` (in any order; a map task's are by partition id, undefined where it knows none), each unless a
+   * newer epoch of its partition is already held.
+   */
+  remember(appId: AppId, shuffleId: ShuffleId, locations: readonly (PartitionLocation | undefined)[]): void {
     const id = key(appId, shuffleId);
     let held = this.shuffles.get(id);
     if (held === undefined) {
-      held = new Map();
+      held = { locations: [], known: 0 };
       this.shuffles.set(id, held);
     }
     for (const location of locations) {
-      const known = held.get(location.partitionId);
-      if (known === undefined || known.epoch < location.epoch) held.set(location.partitionId, location);
+      if (location === undefined) continue;
+      const known = held.locations[location.partitionId];
+      if (known === undefined) held.known += 1;
+      if (known === undefined || known.epoch < location.epoch)
+        held.locations[location.partitionId] = location;
     }
   }
 
@@ -36,14 +46,9 @@ export class LocationCache {
     numPartitions: number,
   ): readonly PartitionLocation[] | undefined {
     const held = this.shuffles.get(key(appId, shuffleId));
-    if (held === undefined || held.size < numPartitions) return undefined;
-    const locations: PartitionLocation[] = [];
-    for (let partitionId = 0; partitionId < numPartitions; partitionId += 1) {
-      const location = held.get(partitionId);
-      if (location === undefined) return undefined;
-      locations.push(location);
-    }
-    return locations;
+    if (held === undefined || held.known < numPartitions) return undefined;
+    const locations = held.locations.slice(0, numPartitions);
+    return locations.includes(undefined) ? undefined : (locations as PartitionLocation[]);
   }
 
   forget(appId: AppId, shuffleId: ShuffleId): void {
