@@ -443,7 +443,7 @@ class TaskWriter extends EventEmitter implements MapWriter {
 
   acknowledgedBytes(): number {
     let bytes = 0;
-    for (const partition of this.driver?.state.partitions ?? []) bytes += partition.acknowledged.bytes;
+    for (const partition of this.driver?.state.partitions ?? []) bytes += partition.acknowledgedBytes;
     return bytes;
   }
 

@@ -525,7 +525,7 @@ describe('map task: several batches of a partition in flight', () => {
     const first = h.merged(0, (m) => m.batches.map(() => 'PUSH_DATA_SUCCESS_PRIMARY_CONGESTED'));
     assert.equal(batchesOf(first[0]!).length, 4, 'the full window went first');
     assert.equal(h.node.state().pushLimits.get(w0)?.limit, 1, 'four congested answers: 4 → 2 → 1 → 1 → 1');
-    assert.equal(h.node.state().partitions[0]!.acknowledged.batches, 4, 'congested batches count as written');
+    assert.equal(h.node.state().partitions[0]!.acknowledgedBatches, 4, 'congested batches count as written');
     // One batch at a time now, each followed by a pause of at least 440 ms before the next push to the worker.
     h.advance(400);
     assert.equal(
@@ -822,7 +822,7 @@ describe('map task: merged pushes', () => {
       'not even the first batch counts as written',
     );
     assert.deepEqual(
-      short.node.state().partitions.map((p) => p.acknowledged.batches),
+      short.node.state().partitions.map((p) => p.acknowledgedBatches),
       [0, 0],
     );
     const logged = short.cluster.logs.filter((l) => l.level === 'error' && l.node === ME);

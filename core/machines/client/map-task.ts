@@ -148,6 +148,11 @@ export interface MapTaskState {
    * `map-steps many` went to Map lookups at 10,000 partitions). Changed in place by the machine.
    */
   readonly locations: readonly (PartitionLocation | undefined)[];
+  /**
+   * The worker pair (`workerPairOf`) of each partition's location, by partition id, kept once built (a string built
+   * per partition per step otherwise), undefined until needed and whenever the location changes. Changed in place.
+   */
+  readonly pairs: readonly (string | undefined)[];
   readonly partitions: readonly PartitionPush[];
   /** Every batch cut and not yet acknowledged, of every partition. Changed in place by the machine. */
   readonly batches: BatchColumns;
@@ -304,7 +309,9 @@ export interface PartitionPush {
   readonly retries: readonly number[];
   /** waiting: a failure asked for a revive, and nothing of the partition is pushed until it answers. */
   readonly status: 'active' | 'waiting';
-  readonly acknowledged: { readonly batches: number; readonly bytes: number };
+  /** Batches acknowledged, and their payload bytes: what MapperEnd reports. */
+  readonly acknowledgedBatches: number;
+  readonly acknowledgedBytes: number;
 }
 
 /**
@@ -383,7 +390,6 @@ export interface PushedBatch {
  * a push into the shared one throws rather than corrupting every partition.
  */
 const NONE = Object.freeze([]) as unknown as never[];
-const NOTHING_ACKNOWLEDGED = Object.freeze({ batches: 0, bytes: 0 });
 
 export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   if (!Number.isSafeInteger(config.maxInFlightPerPartition) || config.maxInFlightPerPartition < 1) {
@@ -413,7 +419,8 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
       inFlight: 0,
       retries: NONE,
       status: 'active',
-      acknowledged: NOTHING_ACKNOWLEDGED,
+      acknowledgedBatches: 0,
+      acknowledgedBytes: 0,
     });
   }
   return {
@@ -421,6 +428,7 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
     phase: 'registering',
     requests: emptyRequests(),
     locations: new Array<PartitionLocation | undefined>(config.numPartitions).fill(undefined),
+    pairs: new Array<string | undefined>(config.numPartitions).fill(undefined),
     partitions,
     batches: {
       frames: [],
@@ -490,6 +498,7 @@ interface Draft {
   phase: MapTaskPhase;
   requests: RequestTable<MapRequest>;
   locations: (PartitionLocation | undefined)[];
+  pairs: (string | undefined)[];
   partitions: PartitionPush[];
   readonly batches: BatchColumns;
   reviving: Set<number>;
@@ -517,8 +526,11 @@ interface Draft {
    * later in the same answer stops pushes to the location that failed.
    */
   refill: Set<number>;
-  /** Batches this step decided to push: sent, merged by worker pair, at its end. */
-  pushQueue: QueuedBatch[];
+  /**
+   * Batches this step decided to push, by worker pair, each framed for its location as it was queued: sent, merged,
+   * at its end.
+   */
+  readonly pushQueue: Map<string, OutgoingBatch[]>;
   /** Revive requests gathered during this step: sent together as one Revive at its end. */
   reviveQueue: ReviveRequest[];
   readonly out: Outbox;
@@ -530,11 +542,12 @@ export const mapTaskMachine: Machine<MapTaskState> = {
     // New fields before the spread: V8 (Node 20) builds `{ ...state, out }` through a slow path, ~1 µs per field.
     const draft: Draft = {
       refill: new Set(),
-      pushQueue: [],
+      pushQueue: new Map(),
       reviveQueue: [],
       out: newOutbox(now, rng),
       ...state,
       locations: state.locations as (PartitionLocation | undefined)[],
+      pairs: state.pairs as (string | undefined)[],
       partitions: state.partitions as PartitionPush[],
       reviving: state.reviving as Set<number>,
       spareChunks: state.spareChunks as Uint8Array[],
@@ -1083,21 +1096,16 @@ function onRegistered(d: Draft, message: MessageOf<'RegisterShuffleResponse'>): 
 function beginPushing(d: Draft, locations: readonly PartitionLocation[]): void {
   for (const location of locations) {
     // A location outside the shuffle's partitions is the lifecycle manager's mistake: no batch goes there.
-    if (location.partitionId >= 0 && location.partitionId < d.locations.length)
+    if (location.partitionId >= 0 && location.partitionId < d.locations.length) {
       d.locations[location.partitionId] = location;
+      d.pairs[location.partitionId] = undefined;
+    }
   }
   d.phase = 'pushing';
   for (const partition of d.partitions) {
     if (partition.unpushed > 0) d.refill.add(partition.partitionId);
   }
   maybeEnd(d);
-}
-
-/** A batch this step pushes: which one of which partition, and whether it was ever pushed before. */
-interface QueuedBatch {
-  readonly partitionId: number;
-  readonly batch: number;
-  readonly fresh: boolean;
 }
 
 /** The batches a partition may push this step, up to its window: those to push again first, then new ones. */
@@ -1123,7 +1131,7 @@ function fillWindows(d: Draft): void {
     releaseHeldBack(d, partitionId); // planned again here
     const plan = planWindow(d, partitionId);
     if (plan === undefined) continue;
-    const pair = workerPairOf(d.locations[partitionId]!);
+    const pair = (d.pairs[partitionId] ??= workerPairOf(d.locations[partitionId]!));
     const group = byPair.get(pair);
     if (group === undefined) byPair.set(pair, [plan]);
     else group.push(plan);
@@ -1143,10 +1151,10 @@ function fillWindows(d: Draft): void {
       for (const partitionId of held.partitions.keys()) {
         d.deferredPairs.delete(partitionId);
         const plan = planWindow(d, partitionId);
-        if (plan !== undefined) commitWindow(d, plan);
+        if (plan !== undefined) commitWindow(d, plan, pair);
       }
     }
-    for (const plan of plans) commitWindow(d, plan);
+    for (const plan of plans) commitWindow(d, plan, pair);
   }
 }
 
@@ -1215,15 +1223,20 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
   return { partitionId, retries, fresh, bytes };
 }
 
-/** Queues a planned window's batches; the step's end sends them (see flushPushes). */
-function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan): void {
+/** Queues a planned window's batches under their worker pair; the step's end sends them (see flushPushes). */
+function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan, pair: string): void {
   const partition = d.partitions[partitionId]!;
   const { payloadBytes, nextUnpushed } = d.batches;
+  let queue = d.pushQueue.get(pair);
+  if (queue === undefined) {
+    queue = [];
+    d.pushQueue.set(pair, queue);
+  }
   let next = partition.next;
-  for (const batch of retries) d.pushQueue.push({ partitionId, batch, fresh: false });
+  for (const batch of retries) queue.push(framedBatch(d, partitionId, batch, false));
   for (let k = 0; k < fresh; k += 1) {
     d.unsentBytes -= payloadBytes[next]!;
-    d.pushQueue.push({ partitionId, batch: next, fresh: true });
+    queue.push(framedBatch(d, partitionId, next, true));
     next = nextUnpushed[next]!;
   }
   const changed = partition as PartitionInPlace;
@@ -1234,7 +1247,7 @@ function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan): vo
   if (retries.length > 0) changed.retries = partition.retries.slice(retries.length);
 }
 
-/** A queued batch, framed for the location it goes to. */
+/** A queued batch, framed for the location it goes to (`batch`: its slot). */
 interface OutgoingBatch extends PushedBatch {
   readonly batchId: number;
   readonly frame: Uint8Array;
@@ -1257,16 +1270,9 @@ export const MAX_BATCHES_PER_PUSH = 128;
  * nothing.
  */
 function flushPushes(d: Draft): void {
-  if (d.pushQueue.length === 0 || d.phase !== 'pushing') return;
-  const groups = new Map<string, OutgoingBatch[]>();
-  for (const batch of frameQueuedBatches(d, d.pushQueue)) {
-    const pair = workerPairOf(batch.location);
-    const group = groups.get(pair);
-    if (group === undefined) groups.set(pair, [batch]);
-    else group.push(batch);
-  }
+  if (d.pushQueue.size === 0 || d.phase !== 'pushing') return;
   const cap = d.config.mergeSizeBytes;
-  for (const group of groups.values()) {
+  for (const [pair, group] of d.pushQueue) {
     let message: OutgoingBatch[] = [];
     let bytes = 0;
     for (const batch of group) {
@@ -1274,43 +1280,42 @@ function flushPushes(d: Draft): void {
         message.length > 0 &&
         (bytes + batch.frame.length > cap || message.length === MAX_BATCHES_PER_PUSH)
       ) {
-        sendPush(d, message);
+        sendPush(d, pair, message);
         message = [];
         bytes = 0;
       }
       message.push(batch);
       bytes += batch.frame.length;
     }
-    sendPush(d, message);
+    sendPush(d, pair, message);
   }
 }
 
 /**
- * Frames each queued batch for its partition's newest location: in place the first time (its payload is already
- * behind its header space; sealed again if it was sealed at its cut for an older epoch: no socket holds it yet), as
- * it is when pushed again with the epoch it was sealed with, and into a copy for another epoch, which the batch keeps
- * from then on instead of the frame before (that one may still wait in a socket's queue, so it is not sealed again;
- * the task no longer holds it).
+ * Frames a batch (its slot: `batch`) for its partition's newest location as it is queued: in place the first time
+ * (its payload is already behind its header space; sealed again if it was sealed at its cut for an older epoch: no
+ * socket holds it yet), as it is when pushed again with the epoch it was sealed with (`fresh` false), and into a copy
+ * for another epoch, which the batch keeps from then on instead of the frame before (that one may still wait in a
+ * socket's queue, so it is not sealed again; the task no longer holds it). The location cannot change between the
+ * queueing and the step's end: windows are filled once the step's input was handled.
  */
-function frameQueuedBatches(d: Draft, queued: readonly QueuedBatch[]): OutgoingBatch[] {
+function framedBatch(d: Draft, partitionId: number, batch: number, fresh: boolean): OutgoingBatch {
   const { frames, sealedEpochs, capacities, batchIds } = d.batches;
-  return queued.map(({ partitionId, batch, fresh }) => {
-    const location = d.locations[partitionId]!;
-    const batchId = batchIds[batch]!;
-    let frame = frames[batch]!;
-    if (sealedEpochs[batch] !== location.epoch) {
-      const header = headerOf(d, partitionId, batchId, location.epoch);
-      if (fresh) sealBatchFrame(frame, header);
-      else {
-        frame = encodeBatchFrame(header, frame.subarray(FRAME_HEADER_BYTES));
-        d.heldBytes += frame.length - capacities[batch]!;
-        capacities[batch] = frame.length;
-        frames[batch] = frame;
-      }
-      sealedEpochs[batch] = location.epoch;
-    } else if (!fresh && d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
-    return { partitionId, batch, location, batchId, frame };
-  });
+  const location = d.locations[partitionId]!;
+  const batchId = batchIds[batch]!;
+  let frame = frames[batch]!;
+  if (sealedEpochs[batch] !== location.epoch) {
+    const header = headerOf(d, partitionId, batchId, location.epoch);
+    if (fresh) sealBatchFrame(frame, header);
+    else {
+      frame = encodeBatchFrame(header, frame.subarray(FRAME_HEADER_BYTES));
+      d.heldBytes += frame.length - capacities[batch]!;
+      capacities[batch] = frame.length;
+      frames[batch] = frame;
+    }
+    sealedEpochs[batch] = location.epoch;
+  } else if (!fresh && d.config.reuseAcknowledgedFrames === true) d.resentFrames.add(frame);
+  return { partitionId, batch, location, batchId, frame };
 }
 
 /** No epoch is negative: a batch's frame not sealed yet. */
@@ -1331,10 +1336,9 @@ function workerPairOf(location: PartitionLocation): string {
 }
 
 /** One batch: a PushData, exactly as without merging. Several: a PushMergedData, answered with a status each. */
-function sendPush(d: Draft, batches: readonly OutgoingBatch[]): void {
+function sendPush(d: Draft, pair: string, batches: readonly OutgoingBatch[]): void {
   const { appId, shuffleId, mapId, attemptId } = d.config;
   const first = batches[0]!;
-  const pair = workerPairOf(first.location);
   d.pushesOut.set(pair, (d.pushesOut.get(pair) ?? 0) + 1);
   const message: Message =
     batches.length === 1
@@ -1488,10 +1492,8 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
       d.unacknowledgedBytes -= bytes;
       const changed = partition as PartitionInPlace;
       changed.inFlight -= 1;
-      changed.acknowledged = {
-        batches: partition.acknowledged.batches + 1,
-        bytes: partition.acknowledged.bytes + bytes,
-      };
+      changed.acknowledgedBatches += 1;
+      changed.acknowledgedBytes += bytes;
       if (reaction.reviveInBackground === true) queueRevive(d, partitionId, 'SOFT_SPLIT', location);
       adjustPushLimit(d, location, reaction.slowDown !== undefined);
       d.refill.add(partitionId);
@@ -1616,8 +1618,10 @@ function onReviveResponse(
     switch (reaction.kind) {
       case 'pushTo': {
         const known = d.locations[partitionId];
-        if (known === undefined || reaction.location.epoch > known.epoch)
+        if (known === undefined || reaction.location.epoch > known.epoch) {
           d.locations[partitionId] = reaction.location;
+          d.pairs[partitionId] = undefined;
+        }
         if (waiting) updatePartition(d, partitionId, { status: 'active' });
         d.refill.add(partitionId);
         break;
@@ -1669,11 +1673,11 @@ function isFinished(p: PartitionPush): boolean {
 function sendMapperEnd(d: Draft, attempt: number): void {
   const { appId, shuffleId, mapId, attemptId, numMappers, lifecycleManager } = d.config;
   const written: PartitionWritten[] = d.partitions
-    .filter((p) => p.acknowledged.batches > 0)
+    .filter((p) => p.acknowledgedBatches > 0)
     .map((p) => ({
       partitionId: p.partitionId,
-      batches: p.acknowledged.batches,
-      bytes: p.acknowledged.bytes,
+      batches: p.acknowledgedBatches,
+      bytes: p.acknowledgedBytes,
     }));
   d.requests = ask(
     d.requests,
