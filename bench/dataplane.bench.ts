@@ -107,10 +107,11 @@ mkdirSync(probeDir);
 const profileDir = o.profile ? (o.profileDir ?? path.join(runDir, 'profiles')) : undefined;
 if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
 // Every process the run starts inherits this environment (./dataplane/probe.mjs reads it).
-const heapProfileDir = o.heapProfile ? (o.profileDir ?? path.join(runDir, 'profiles')) : undefined;
+const heapProfileDir = o.heapProfile !== false ? (o.profileDir ?? path.join(runDir, 'profiles')) : undefined;
 if (heapProfileDir !== undefined) {
   mkdirSync(heapProfileDir, { recursive: true });
   process.env.SVC_BENCH_HEAP_PROF_DIR = heapProfileDir;
+  if (o.heapProfile === 'promoted') process.env.SVC_BENCH_HEAP_PROF_PROMOTED = '1';
 }
 const entries = o.tsx ? sourceEntries() : compiledEntries();
 const ctx: Context = {
@@ -288,7 +289,8 @@ if (rows.length > 0) {
   console.log(
     '\nsrv = the worker(s) or bare sink(s); cli = the client process. CPU from /proc/<pid>/stat, RSS sampled from ' +
       "/proc/<pid>/status every 50 ms; srv bg = CPU outside the main threads (V8's optimising compiler and " +
-      "collector helpers, libuv's pool); event-loop delay from perf_hooks.monitorEventLoopDelay (10 ms resolution).",
+      "collector helpers, libuv's pool); event-loop delay from perf_hooks.monitorEventLoopDelay (10 ms resolution); " +
+      'srv wait = time the main threads were runnable but waited for a CPU (/proc/<pid>/task/<pid>/schedstat).',
   );
   for (const figure of last.clientMemory) {
     console.log(

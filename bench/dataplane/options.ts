@@ -69,7 +69,8 @@ export interface Options {
   readonly tsx: boolean;
   readonly profile: boolean;
   readonly profileDir: string | undefined;
-  readonly heapProfile: boolean;
+  /** `all`: every allocation; `promoted`: what outlived a scavenge; false: no heap profile. */
+  readonly heapProfile: 'all' | 'promoted' | false;
   readonly json: string | undefined;
   readonly noJson: boolean;
   readonly dir: string;
@@ -146,6 +147,8 @@ Output:
   --heap-profile           sample every process's allocations (V8's sampling heap profiler, freed objects
                            included) and print each one's top allocation sites, over its whole life; the
                            files (HEAP.<pid>.json) go to --profile-dir too (./dataplane/heap-profile.ts)
+  --heap-profile-promoted  the same, but only what outlived the young generation (objects freed by a scavenge
+                           left out): what the collector copies and promotes, the costly part of collection
   --json <file>            where to write the JSON results (default bench/results/dataplane-<date>.json)
   --no-json                write no JSON
   --dir <dir>              where clusters and sinks keep data (default: the system's temporary directory)
@@ -231,6 +234,7 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
       ...stringFlags,
       profile: { type: 'boolean' },
       'heap-profile': { type: 'boolean' },
+      'heap-profile-promoted': { type: 'boolean' },
       'no-json': { type: 'boolean' },
       tsx: { type: 'boolean' },
       keep: { type: 'boolean' },
@@ -290,7 +294,8 @@ export function parseOptions(argv: readonly string[], env: string | undefined): 
     rounds: whole('rounds', 1),
     profile: values.profile === true,
     profileDir: text('profile-dir'),
-    heapProfile: values['heap-profile'] === true,
+    heapProfile:
+      values['heap-profile-promoted'] === true ? 'promoted' : values['heap-profile'] === true ? 'all' : false,
     json: text('json'),
     noJson: values['no-json'] === true,
     dir: text('dir') ?? tmpdir(),

@@ -79,7 +79,8 @@ if (profileDir !== undefined && profileDir !== '') {
 // SVC_BENCH_HEAP_PROF_DIR: runs V8's sampling heap profiler from here to the process's exit, counting objects the
 // collector has already freed too (what a run allocates, not what it keeps), and writes the profile with the
 // process's command line as <dir>/HEAP.<pid>.json (./heap-profile.ts summarises it). The whole life of the process:
-// warm-up and measurement alike.
+// warm-up and measurement alike. With SVC_BENCH_HEAP_PROF_PROMOTED=1 the objects a scavenge freed are left out: what
+// remains is what the collector copied out of the young generation (promoted, or alive at the end).
 const heapDir = process.env.SVC_BENCH_HEAP_PROF_DIR;
 if (heapDir !== undefined && heapDir !== '') {
   const session = new Session();
@@ -88,7 +89,7 @@ if (heapDir !== undefined && heapDir !== '') {
   session.post('HeapProfiler.startSampling', {
     samplingInterval: 16384,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: process.env.SVC_BENCH_HEAP_PROF_PROMOTED !== '1',
   });
   process.on('exit', () => {
     session.post('HeapProfiler.stopSampling', (error, result) => {

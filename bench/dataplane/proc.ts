@@ -51,6 +51,23 @@ export function mainThreadCpuSeconds(pid: number): number {
 }
 
 /**
+ * Seconds the process's main thread (node's event loop) has waited on a run queue so far: runnable, but another
+ * thread had the CPU (/proc/<pid>/task/<pid>/schedstat, its second field, in nanoseconds). Every such wait is
+ * event-loop delay the process's own code did not cause; on a machine with fewer cores than busy threads it is most
+ * of it (docs/performance.md, "Event-loop delay on two cores"). NaN when the process is gone or the kernel keeps no
+ * scheduler statistics.
+ */
+export function mainThreadWaitSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').trim().split(' ');
+    const waited = Number(fields[1]);
+    return fields.length >= 2 && Number.isFinite(waited) ? waited / 1e9 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
  * Minor page faults of the process so far (every thread, from /proc/<pid>/stat): pages touched for the first time
  * since they were mapped. On the VMs these figures come from, a fault costs several microseconds, so memory that is
  * given back and mapped again shows here (docs/performance.md, "Fresh memory"). NaN when the process is gone.

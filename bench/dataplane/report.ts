@@ -343,6 +343,7 @@ function sideCells(label: string, side: Side): string[] {
     side.rtt === undefined ? '-' : `${number(side.rtt.p50, 2)}/${number(side.rtt.p99, 2)}`,
     side.messages === undefined ? '-' : String(side.messages),
     `${side.serverContextSwitches.voluntary}/${side.serverContextSwitches.involuntary}`,
+    side.serverRunQueueWaitSeconds === undefined ? '-' : number(side.serverRunQueueWaitSeconds * 1000, 0),
     `${number(side.minorFaults.server / 1000, 1)}/${number(side.minorFaults.client / 1000, 1)}`,
   ];
 }
@@ -374,6 +375,7 @@ export function detailTable(comparisons: readonly Comparison[], rss: RssFigure |
       'RTT p50/p99 ms',
       'messages',
       'srv ctx sw vol/invol',
+      'srv wait ms',
       'page faults k srv/cli',
     ],
     rows,

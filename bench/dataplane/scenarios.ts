@@ -22,7 +22,15 @@ import { pollUntil } from '../../runtime/testing/poll.ts';
 import { Child, PROBE_URL } from './children.ts';
 import type { ChildEntries } from './compiled.ts';
 import type { Options } from './options.ts';
-import { cpuSeconds, mainThreadCpuSeconds, memoryOf, minorFaultsOf, RssSampler, switchesOf } from './proc.ts';
+import {
+  cpuSeconds,
+  mainThreadCpuSeconds,
+  mainThreadWaitSeconds,
+  memoryOf,
+  minorFaultsOf,
+  RssSampler,
+  switchesOf,
+} from './proc.ts';
 import { nowUs, profileFileOf, summariseProfile, type ProfileSummary, type Window } from './profile.ts';
 import type {
   Endpoint,
@@ -84,6 +92,12 @@ export interface Side {
   readonly serverBackgroundCpuSeconds: number;
   /** Context switches of the server processes' threads: voluntary (waiting) and involuntary (preempted). */
   readonly serverContextSwitches: { readonly voluntary: number; readonly involuntary: number };
+  /**
+   * Seconds the servers' main threads waited for a CPU while runnable (summed): event-loop delay that comes from
+   * the machine (the client, other processes, the servers' own helper threads), not from the server's code.
+   * Absent where the kernel keeps no scheduler statistics.
+   */
+  readonly serverRunQueueWaitSeconds?: number;
   readonly serverCpuPerGiB: number;
   readonly clientCpuSeconds: number;
   /** Minor page faults during the measurement: the server processes' summed, and the client's. */
@@ -344,6 +358,8 @@ interface Measured<T> {
   /** The servers' CPU outside their main threads (node's event loop): V8's compiler and collector, libuv's pool. */
   readonly serverBackgroundCpu: number;
   readonly serverSwitches: { readonly voluntary: number; readonly involuntary: number };
+  /** NaN where the kernel keeps no scheduler statistics. */
+  readonly serverWait: number;
   readonly clientCpu: number;
   readonly minorFaults: { readonly server: number; readonly client: number };
   readonly peakRss: number;
@@ -384,7 +400,9 @@ async function measure<T>(
   const clientFaults0 = faults(clients);
   const switches0 = switches();
   const mainThreads = () => servers.reduce((total, pid) => total + mainThreadCpuSeconds(pid), 0);
+  const waits = () => servers.reduce((total, pid) => total + mainThreadWaitSeconds(pid), 0);
   const serverMain0 = mainThreads();
+  const serverWait0 = waits();
   const serverCpu0 = sum(servers);
   const clientCpu0 = sum(clients);
   const sampler = new RssSampler(servers);
@@ -396,6 +414,7 @@ async function measure<T>(
   const minorFaults = { server: faults(servers) - serverFaults0, client: faults(clients) - clientFaults0 };
   const serverCpu1 = sum(servers);
   const serverMain1 = mainThreads();
+  const serverWait1 = waits();
   const serverCpu = serverCpu1.user + serverCpu1.system - serverCpu0.user - serverCpu0.system;
   const serverSystemCpu = serverCpu1.system - serverCpu0.system;
   const clientCpu1 = sum(clients);
@@ -416,6 +435,7 @@ async function measure<T>(
       voluntary: switches1.voluntary - switches0.voluntary,
       involuntary: switches1.involuntary - switches0.involuntary,
     },
+    serverWait: serverWait1 - serverWait0,
     clientCpu,
     minorFaults,
     peakRss: Math.max(0, ...peaks.values()),
@@ -435,6 +455,7 @@ function sideOf(measured: Measured<unknown>, ms: number, bytes: number, extra: P
     serverSystemCpuSeconds: measured.serverSystemCpu,
     serverBackgroundCpuSeconds: measured.serverBackgroundCpu,
     serverContextSwitches: measured.serverSwitches,
+    ...(Number.isNaN(measured.serverWait) ? {} : { serverRunQueueWaitSeconds: measured.serverWait }),
     serverCpuPerGiB: measured.serverCpu / (bytes / GIB),
     clientCpuSeconds: measured.clientCpu,
     minorFaults: measured.minorFaults,
