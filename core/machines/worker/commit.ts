@@ -9,16 +9,8 @@ import type { CommitFiles, CommittedFile, DestroySlots } from '../../protocol/me
 import type { Envelope } from '../effects.ts';
 import { admitted } from '../admission.ts';
 import { replyToOf } from '../outbox.ts';
-import { enqueueTask } from './file-queue.ts';
-import {
-  committedFileOf,
-  fileDraft,
-  fileNameFor,
-  filesPerStep,
-  getFile,
-  putFile,
-  shuffleRecord,
-} from './files.ts';
+import { enqueueOn } from './file-queue.ts';
+import { committedFileOf, editFile, fileNameFor, filesPerStep, getFile, shuffleRecord } from './files.ts';
 import { count, log, reply, setEntry, setTimer, type Outbox } from '../outbox.ts';
 import { failPushesOfFiles } from './push.ts';
 import { encodeShuffleRecord, recoveryKey } from './recovery.ts';
@@ -111,8 +103,8 @@ function startFlushes(
         : fileNameFor(pending.replicaIds[k - primaries]!, 'REPLICA');
     const file = getFile(state, key, name);
     if (file === undefined || file.status === 'committed' || flushing.has(name)) continue;
-    state = putFile(state, key, fileDraft(file, { status: 'committing' }));
-    state = enqueueTask(state, out, key, name, { kind: 'flush', commitId });
+    editFile(file).status = 'committing';
+    state = enqueueOn(state, out, key, file, { kind: 'flush', commitId });
     flushing.add(name);
     started += 1;
   }
@@ -139,18 +131,16 @@ export function completeFlush(
   name: string,
   outcome: CopyOutcome,
 ): WorkerMachineState {
-  let state = s;
-  const file = getFile(state, shuffleKey, name);
+  const file = getFile(s, shuffleKey, name);
   if (file !== undefined) {
-    state = putFile(
-      state,
-      shuffleKey,
-      outcome.ok
-        ? fileDraft(file, { status: 'committed' })
-        : fileDraft(file, { status: 'failed', failure: `flush failed: ${outcome.error}` }),
-    );
+    const sealed = editFile(file);
+    if (outcome.ok) sealed.status = 'committed';
+    else {
+      sealed.status = 'failed';
+      sealed.failure = `flush failed: ${outcome.error}`;
+    }
   }
-  return flushSettled(state, out, commitId, name);
+  return flushSettled(s, out, commitId, name);
 }
 
 /**

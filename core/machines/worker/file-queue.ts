@@ -7,7 +7,7 @@ import {
   type TierChoice,
 } from '../../storage/index.ts';
 import type { FileRef, IoError } from '../effects.ts';
-import { appendBytes, fileDraft, fileId, getFile, putFile, type FileDraft } from './files.ts';
+import { appendBytes, editFile, fileId, getFile, type FileDraft } from './files.ts';
 import { count, log, setEntry, type Outbox } from '../outbox.ts';
 import {
   takeId,
@@ -31,8 +31,7 @@ import { accountBytes, noteDiskFailure, recordLatency, storageView } from './sto
  * (docs/core/machines-master-worker.md, "Write failures").
  *
  * This is the worker's hottest path (every batch of every push is one write and one completion here), so each
- * transition copies the file's record once into a draft (files.ts FileDraft), fills it in and stores it once, rather
- * than storing a new record per change; stored records are never changed, so nothing that holds one is affected.
+ * transition changes the stored record in place (files.ts editFile) rather than storing a new record per change.
  */
 
 /**
@@ -71,7 +70,20 @@ export function enqueueTask(
 ): WorkerMachineState {
   const file = getFile(s, shuffleKey, name);
   if (file === undefined) return s;
-  return advance(s, out, shuffleKey, fileDraft(file, { queue: [...file.queue, task] }));
+  return enqueueOn(s, out, shuffleKey, file, task);
+}
+
+/** Queues a task for `file` (the stored record, as the caller just looked it up) and starts it if the file is idle. */
+export function enqueueOn(
+  s: WorkerMachineState,
+  out: Outbox,
+  shuffleKey: ShuffleKey,
+  file: PartitionFile,
+  task: FileTask,
+): WorkerMachineState {
+  const draft = editFile(file);
+  draft.queue = [...file.queue, task];
+  return advance(s, out, shuffleKey, draft);
 }
 
 /**
@@ -85,8 +97,9 @@ export function enqueueWrites(
   file: PartitionFile,
   writes: readonly FileTask[],
 ): WorkerMachineState {
-  const queue = file.queue.length === 0 ? writes : [...file.queue, ...writes];
-  return advance(s, out, shuffleKey, fileDraft(file, { queue }));
+  const draft = editFile(file);
+  draft.queue = file.queue.length === 0 ? writes : [...file.queue, ...writes];
+  return advance(s, out, shuffleKey, draft);
 }
 
 /** Starts the stored file's next task if it is idle. */
@@ -98,12 +111,12 @@ export function startNextTask(
 ): WorkerMachineState {
   const file = getFile(s, shuffleKey, name);
   if (file === undefined || file.busyOp !== undefined || file.queue.length === 0) return s;
-  return advance(s, out, shuffleKey, fileDraft(file));
+  return advance(s, out, shuffleKey, editFile(file));
 }
 
 /**
- * Starts the draft's next task if it is idle, then stores the draft: the one new record of the transition (a write
- * to an idle file, the completion of its task). An evict task for a file no longer in memory is dropped.
+ * Starts the file's next task if it is idle (a write to an idle file, the completion of its task); `file` is the
+ * stored record, changed in place. An evict task for a file no longer in memory is dropped.
  */
 function advance(
   s: WorkerMachineState,
@@ -129,7 +142,7 @@ function advance(
       issue(s, out, shuffleKey, file, head);
     break;
   }
-  return putFile(s, shuffleKey, file);
+  return s;
 }
 
 /** Completion of a write or flush: the file moves on, or is sealed by the failure. */
@@ -143,8 +156,11 @@ export function completeFileTask(
   const file = getFile(s, shuffleKey, fileName);
   const head = file?.queue[0];
   if (file === undefined || head === undefined || head.kind === 'evict') return { state: s, finished: [] };
-  const done = file.queue.slice(0, purpose.tasks);
-  const next = fileDraft(file, { busyOp: undefined, queue: after(file.queue, done.length) });
+  // Most often every queued task is done: the queue itself is the list (queues are replaced, never changed).
+  const done = file.queue.length <= purpose.tasks ? file.queue : file.queue.slice(0, purpose.tasks);
+  const next = editFile(file);
+  next.busyOp = undefined;
+  next.queue = after(file.queue, done.length);
   if (!result.ok) {
     const state = noteDiskFailure(s, out, file.file, result.error);
     const dropped = sealFile(out, shuffleKey, next, `${head.kind} failed: ${result.error}`);
@@ -169,7 +185,7 @@ export function completeFileTask(
   if (file.file.tier !== 'MEMORY' || !overEvictLine(state))
     return { state: advance(state, out, shuffleKey, next), finished };
   // The pressure check weighs every memory file, this one with its new bytes, and may queue this one's eviction.
-  state = evictUnderPressure(putFile(state, shuffleKey, next), out);
+  state = evictUnderPressure(state, out);
   return { state: startNextTask(state, out, shuffleKey, fileName), finished };
 }
 
@@ -191,10 +207,10 @@ export function completeEviction(
     if (result.ok) out.effects.push({ kind: 'deleteFile', file: to });
     return { state: s, finished: [] };
   }
-  const next = fileDraft(file, {
-    busyOp: undefined,
-    queue: purpose.popsTask ? rest(file.queue) : file.queue,
-  });
+  const from = file.file;
+  const next = editFile(file);
+  next.busyOp = undefined;
+  if (purpose.popsTask) next.queue = rest(file.queue);
   if (!result.ok) {
     log(out, 'warn', 'worker.evict.failed', {
       file: file.file.id,
@@ -206,12 +222,12 @@ export function completeEviction(
     const dropped = sealFile(out, shuffleKey, next, `eviction to ${to.tier} failed: ${result.error}`);
     return { state: advance(state, out, shuffleKey, next), finished: dropped };
   }
-  let state = accountBytes(s, file.file, -file.bytes);
+  let state = accountBytes(s, from, -file.bytes);
   state = accountBytes(state, to, file.bytes);
   next.file = to;
   count(out, 'EvictedFileCount');
   log(out, 'debug', 'worker.evict.done', {
-    file: file.file.id,
+    file: from.id,
     to: to.tier,
     mountPoint: to.mountPoint,
     bytes: file.bytes,

@@ -32,8 +32,8 @@ export function getFile(
 }
 
 /**
- * Replaces (or adds) a file of an existing shuffle, in the shuffle's own file map (the machine owns its state, see
- * machine.ts): the hottest update of the worker, once per write, flush and completion.
+ * Adds (or replaces) a file of an existing shuffle, in the shuffle's own file map (the machine owns its state, see
+ * machine.ts): a reserve's new files. A stored record is changed in place (editFile), not stored again.
  */
 export function putFile(
   s: WorkerMachineState,
@@ -82,10 +82,11 @@ export function shuffleRecord(shuffle: WorkerShuffle, change?: Partial<WorkerShu
 }
 
 /**
- * A file record one transition is building: a fresh copy of the stored record that nobody else holds yet, so the
- * transition fills it in step by step and stores it once (putFile) instead of storing a new record per change. Once
- * stored, it is a PartitionFile like any other and is never changed again: later transitions draft a new copy, so
- * whoever still holds an older record (a test, an op's purpose) keeps seeing what it saw.
+ * A file record, writable. A stored record is the machine's own and a transition changes it in place (editFile), as
+ * it changes its maps (setEntry in outbox.ts): a fresh copy per transition, four or five per file and push, lived
+ * until the file's next transition, so on a worker of 10,000 files nearly every copy outlived two scavenges and was
+ * promoted, a third of the bytes the worker promoted (docs/performance.md, "What was built"). New records (a
+ * reserve's, recovery's, a create retried on another tier) are built by fileDraft, every field named.
  */
 export type FileDraft = { -readonly [K in keyof PartitionFile]: PartitionFile[K] };
 
@@ -108,6 +109,14 @@ export function fileDraft(file: PartitionFile, change?: Partial<FileDraft>): Fil
     busyOp: file.busyOp,
   };
   return change === undefined ? draft : Object.assign(draft, change);
+}
+
+/**
+ * The stored record of a file, to be changed in place by the transition at hand: whoever holds it (a push judging
+ * its batches, a loop over a shuffle's files) sees the change, as it would see the next record looked up.
+ */
+export function editFile(file: PartitionFile): FileDraft {
+  return file;
 }
 
 /** Appends `length` bytes to the draft: a chunk ends at this batch boundary once it reached the size. */
