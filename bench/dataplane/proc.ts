@@ -54,7 +54,7 @@ export function mainThreadCpuSeconds(pid: number): number {
  * Seconds the process's main thread (node's event loop) has waited on a run queue so far: runnable, but another
  * thread had the CPU (/proc/<pid>/task/<pid>/schedstat, its second field, in nanoseconds). Every such wait is
  * event-loop delay the process's own code did not cause; on a machine with fewer cores than busy threads it is most
- * of it (docs/performance.md, "Event-loop delay on two cores"). NaN when the process is gone or the kernel keeps no
+ * of it (docs/performance.md, "What bounds each row", the worker's event-loop p99). NaN when the process is gone or the kernel keeps no
  * scheduler statistics.
  */
 export function mainThreadWaitSeconds(pid: number): number {

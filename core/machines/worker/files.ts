@@ -1,7 +1,7 @@
 import { PARTITION_MODE_CODE, type PartitionMode, type ShuffleKey } from '../../domain/index.ts';
 import type { CommittedFile } from '../../protocol/messages.ts';
 import { setEntry } from '../outbox.ts';
-import type { PartitionFile, WorkerMachineState, WorkerShuffle } from './state.ts';
+import { owned, type PartitionFile, type WorkerMachineState, type WorkerShuffle } from './state.ts';
 
 /** The name of a partition file from the uniqueId (`id-epoch`) a commit or a reader names, and its mode. */
 export function fileNameFor(uniqueId: string, mode: PartitionMode): string {
@@ -123,8 +123,8 @@ export function editFile(file: PartitionFile): FileDraft {
 export function appendBytes(file: FileDraft, length: number, chunkSizeBytes: number): void {
   const bytes = file.bytes + length;
   const chunkStart = file.chunkStarts[file.chunkStarts.length - 1] ?? 0;
-  // A new array when a chunk ends: the old one may still be shared with the records this draft was copied from.
-  if (bytes - chunkStart >= chunkSizeBytes) file.chunkStarts = [...file.chunkStarts, bytes];
+  // The record's own list, as the record is (readers get copies: chunkOffsets).
+  if (bytes - chunkStart >= chunkSizeBytes) owned(file.chunkStarts).push(bytes);
   file.bytes = bytes;
 }
 
