@@ -26,10 +26,10 @@ class OpenFile implements HandleHolder {
     this.handle = handle;
   }
 
-  close(): void {
+  close(): Promise<void> {
     const handle = this.handle;
     this.handle = undefined;
-    if (handle !== undefined) void closeQuietly(handle);
+    return handle === undefined ? Promise.resolve() : closeQuietly(handle);
   }
 }
 
@@ -175,7 +175,7 @@ export class DirectoryFiles implements TierFiles {
     for (const file of this.files.values()) {
       this.handles.forget(file);
       file.lost = true;
-      file.close();
+      void file.close();
     }
   }
 

@@ -93,13 +93,16 @@ describe('open file handles of the worker’s storage', () => {
     );
   });
 
-  it('never closes a handle an operation holds, and closes the excess once released', () => {
+  it('never closes a handle an operation holds, and closes the excess once released', async () => {
     const budget = new OpenHandles(1);
     const closed: string[] = [];
     const holder = (name: string, inUse: number) => ({
       handle: undefined,
       inUse,
-      close: () => closed.push(name),
+      close: () => {
+        closed.push(name);
+        return Promise.resolve();
+      },
     });
     const busy = holder('busy', 1);
     const idle = holder('idle', 0);
@@ -110,8 +113,27 @@ describe('open file handles of the worker’s storage', () => {
     busy.inUse = 0;
     budget.released();
     assert.deepEqual(closed, ['busy'], 'the oldest, once idle');
-    assert.equal(budget.shed(), 1, 'out of descriptors: the idle half closes');
-    assert.equal(budget.shed(), 0, 'nothing left to close');
+    assert.equal(await budget.shed(), 1, 'out of descriptors: the idle half closes');
+    assert.equal(await budget.shed(), 0, 'nothing left to close');
+  });
+
+  it('out of descriptors: an open is tried again only once the closed handles gave their descriptors back', async () => {
+    const budget = new OpenHandles(4);
+    let giveBack: () => void = () => assert.fail('no close began');
+    const slowClose = {
+      handle: undefined,
+      inUse: 0,
+      close: () => new Promise<void>((resolve) => (giveBack = resolve)),
+    };
+    budget.used(slowClose);
+    budget.used({ handle: undefined, inUse: 0, close: () => Promise.resolve() });
+    const events: string[] = [];
+    const shed = budget.shed().then((count) => events.push(`shed ${count}`));
+    await Promise.resolve();
+    events.push('close completes');
+    giveBack();
+    await shed;
+    assert.deepEqual(events, ['close completes', 'shed 1'], 'shed waits for the close it began');
   });
 
   it('out of descriptors: closes idle handles and goes on, else fails as NO_DESCRIPTORS, no disk failed', async () => {

@@ -6,8 +6,11 @@ export interface HandleHolder {
   readonly handle: FileHandle | undefined;
   /** Operations using the handle now: a holder in use is never closed. */
   readonly inUse: number;
-  /** Closes the handle; the file stays known, and its next operation opens it again. */
-  close(): void;
+  /**
+   * Closes the handle; the file stays known, and its next operation opens it again. Settles once the descriptor is
+   * given back (never rejects).
+   */
+  close(): Promise<void>;
 }
 
 /**
@@ -33,7 +36,7 @@ export class OpenHandles {
   used(holder: HandleHolder): void {
     this.open.delete(holder);
     this.open.set(holder, true);
-    this.trim(this.limit, holder);
+    void this.trim(this.limit, holder); // closing quietly in the background: nothing waits for the descriptor
   }
 
   /** `holder` closed its handle (deleted, its directory failed): it no longer counts. */
@@ -43,26 +46,30 @@ export class OpenHandles {
 
   /** An operation released `holder`: if the count is over the limit, idle handles close now. */
   released(): void {
-    if (this.open.size > this.limit) this.trim(this.limit);
+    if (this.open.size > this.limit) void this.trim(this.limit);
   }
 
   /**
    * The process ran out of descriptors (EMFILE, ENFILE: sockets count too): closes half of the idle handles, so that
-   * the open that failed can be tried once more. Returns how many were closed.
+   * the open that failed can be tried once more. Resolves, once their descriptors are given back (a close runs on
+   * libuv's thread pool: an open retried before it completes finds none free), to how many were closed.
    */
-  shed(): number {
-    const before = this.open.size;
-    this.trim(Math.floor(before / 2));
-    return before - this.open.size;
+  async shed(): Promise<number> {
+    const closing = this.trim(Math.floor(this.open.size / 2));
+    await Promise.all(closing);
+    return closing.length;
   }
 
-  private trim(target: number, keep?: HandleHolder): void {
+  /** Closes idle handles, least recently used first, until `target` are open; returns the closes in flight. */
+  private trim(target: number, keep?: HandleHolder): Promise<void>[] {
+    const closing: Promise<void>[] = [];
     for (const holder of this.open.keys()) {
-      if (this.open.size <= target) return;
+      if (this.open.size <= target) break;
       if (holder.inUse > 0 || holder === keep) continue;
       this.open.delete(holder);
-      holder.close();
+      closing.push(holder.close());
     }
+    return closing;
   }
 }
 
@@ -73,8 +80,9 @@ export function outOfDescriptors(error: unknown): boolean {
 }
 
 /**
- * Opens with `openFile`; when the process is out of descriptors, closes idle handles of `handles` and tries once
- * more. A second EMFILE/ENFILE is thrown as it is (ioErrorOf names it NO_DESCRIPTORS, which charges no disk).
+ * Opens with `openFile`; when the process is out of descriptors, closes idle handles of `handles` and, once their
+ * descriptors are free, tries once more. A second EMFILE/ENFILE is thrown as it is (ioErrorOf names it
+ * NO_DESCRIPTORS, which charges no disk).
  */
 export async function openWithin(
   handles: OpenHandles,
@@ -83,7 +91,7 @@ export async function openWithin(
   try {
     return await openFile();
   } catch (error) {
-    if (!outOfDescriptors(error) || handles.shed() === 0) throw error;
+    if (!outOfDescriptors(error) || (await handles.shed()) === 0) throw error;
     return openFile();
   }
 }
