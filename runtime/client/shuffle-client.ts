@@ -443,7 +443,8 @@ class TaskWriter extends EventEmitter implements MapWriter {
 
   acknowledgedBytes(): number {
     let bytes = 0;
-    for (const partition of this.driver?.state.partitions ?? []) bytes += partition.acknowledgedBytes;
+    for (const partitionBytes of this.driver?.state.partitions.acknowledgedBytes ?? [])
+      bytes += partitionBytes;
     return bytes;
   }
 

@@ -18,6 +18,8 @@ import {
   mapTaskMachine,
   mapTaskWritingAll,
   NO_BATCH,
+  partitionOf,
+  allPartitionsOf,
   unacknowledgedBatchesOf,
   type MapTaskConfig,
   type MapTaskState,
@@ -432,9 +434,8 @@ describe('map task', () => {
             maxInFlightPerPartition,
           });
           // Every batch is cut at the start (the records and their end come with it).
-          const planned = h.node
-            .state()
-            .partitions.filter((p) => p.cut > 0)
+          const planned = allPartitionsOf(h.node.state())
+            .filter((p) => p.cut > 0)
             .map((p) => ({
               partitionId: p.partitionId,
               batches: p.cut,
@@ -525,7 +526,7 @@ describe('map task: several batches of a partition in flight', () => {
     const first = h.merged(0, (m) => m.batches.map(() => 'PUSH_DATA_SUCCESS_PRIMARY_CONGESTED'));
     assert.equal(batchesOf(first[0]!).length, 4, 'the full window went first');
     assert.equal(h.node.state().pushLimits.get(w0)?.limit, 1, 'four congested answers: 4 → 2 → 1 → 1 → 1');
-    assert.equal(h.node.state().partitions[0]!.acknowledgedBatches, 4, 'congested batches count as written');
+    assert.equal(partitionOf(h.node.state(), 0).acknowledgedBatches, 4, 'congested batches count as written');
     // One batch at a time now, each followed by a pause of at least 440 ms before the next push to the worker.
     h.advance(400);
     assert.equal(
@@ -554,7 +555,7 @@ describe('map task: several batches of a partition in flight', () => {
     assert.equal(h.pending(h.w(0), 'PushMergedData').length + h.pending(h.w(0), 'PushData').length, 0);
     const state = h.node.state();
     assert.deepEqual(
-      [state.partitions[0]!.status, retryIdsOf(state, 0), revivesLeftOf(state, 0)],
+      [partitionOf(state, 0).status, retryIdsOf(state, 0), revivesLeftOf(state, 0)],
       ['waiting', [1, 2], [1, 1, 2, 2]],
       'nothing is pushed while the revive is out; each failed batch spent a revive of its own',
     );
@@ -725,7 +726,7 @@ describe('map task: merged pushes', () => {
     );
     const state = h.node.state();
     assert.deepEqual(
-      state.partitions.map((p) => [
+      allPartitionsOf(state).map((p) => [
         p.cut - p.unpushed,
         p.inFlight,
         retryIdsOf(state, p.partitionId),
@@ -822,7 +823,7 @@ describe('map task: merged pushes', () => {
       'not even the first batch counts as written',
     );
     assert.deepEqual(
-      short.node.state().partitions.map((p) => p.acknowledgedBatches),
+      allPartitionsOf(short.node.state()).map((p) => p.acknowledgedBatches),
       [0, 0],
     );
     const logged = short.cluster.logs.filter((l) => l.level === 'error' && l.node === ME);
@@ -935,7 +936,7 @@ describe('map task: merged pushes', () => {
               lastIdOf.set(partitionId, batchId);
               pushedOf.set(partitionId, (pushedOf.get(partitionId) ?? 0) + 1);
             }
-            for (const p of driver.state.partitions) {
+            for (const p of allPartitionsOf(driver.state)) {
               const left = p.cut - (acknowledged.get(p.partitionId) ?? 0);
               assert.equal(
                 (pushedOf.get(p.partitionId) ?? 0) - (acknowledged.get(p.partitionId) ?? 0),
@@ -955,7 +956,7 @@ describe('map task: merged pushes', () => {
           assert.equal(inFlight.length, 0, 'the task ends only once every push is answered');
           assert.equal(
             sent.size,
-            driver.state.partitions.reduce((n, p) => n + p.cut, 0),
+            allPartitionsOf(driver.state).reduce((n, p) => n + p.cut, 0),
           );
         },
       ),
@@ -1037,7 +1038,7 @@ describe('map task: merging across steps', () => {
           assert.equal(driver.state.phase, 'ending');
           assert.equal(
             sent.size,
-            driver.state.partitions.reduce((n, p) => n + p.cut, 0),
+            allPartitionsOf(driver.state).reduce((n, p) => n + p.cut, 0),
           );
         },
       ),
@@ -1306,7 +1307,7 @@ describe('map task: records written over time', () => {
             );
             heldBefore = state.heldBytes;
             batchesBefore = state.nextBatchId;
-            for (const partition of state.partitions) {
+            for (const partition of allPartitionsOf(state)) {
               // Cut at the latest once the task took twice its stale wait since (cutStaleOpenBatches).
               assert.ok(
                 partition.openBuffers.length === 0 ||
@@ -1516,12 +1517,12 @@ describe('map task: records written over time', () => {
       [1],
       'only partition 1’s full batch goes',
     );
-    assert.equal(driver.state.partitions[0]!.openBytes, 30, 'partition 0 still open at 90 bytes since');
+    assert.equal(partitionOf(driver.state, 0).openBytes, 30, 'partition 0 still open at 90 bytes since');
     // Ten more bytes would do: partition 2's record takes it to 120 bytes since partition 0's write, which is cut;
     // partition 1's open record (written 30 bytes ago) is not.
     const cut = driver.plainStep(recordsIn([2], [record(2, 0)]));
-    assert.equal(driver.state.partitions[0]!.openBytes, 0, 'partition 0’s batch is cut');
-    assert.equal(driver.state.partitions[1]!.openBytes, 30, 'partition 1’s is not');
+    assert.equal(partitionOf(driver.state, 0).openBytes, 0, 'partition 0’s batch is cut');
+    assert.equal(partitionOf(driver.state, 1).openBytes, 30, 'partition 1’s is not');
     // Its push waits for the answer to partition 1's (merging across steps), then both go.
     assert.deepEqual(pushedPartitions(cut), []);
     assert.equal(driver.state.unsentBytes, 30, 'partition 0’s record waits, cut');
@@ -1529,17 +1530,17 @@ describe('map task: records written over time', () => {
     // batch at 120), 60 since partition 2's; neither is cut. One more record and partition 1's is.
     driver.plainStep(recordsIn([3, 3], [record(3, 0), record(3, 1)]));
     assert.deepEqual(
-      [1, 2].map((p) => driver.state.partitions[p]!.openBytes),
+      [1, 2].map((p) => partitionOf(driver.state, p).openBytes),
       [30, 30],
       'written 90 and 60 bytes ago: open',
     );
     driver.plainStep(recordsIn([3], [record(3, 2)]));
     assert.deepEqual(
-      [1, 2].map((p) => driver.state.partitions[p]!.openBytes),
+      [1, 2].map((p) => partitionOf(driver.state, p).openBytes),
       [0, 30],
       'partition 1 cut at 120 bytes since its last write, partition 2 open at 90',
     );
-    const batchesOf = (p: number) => driver.state.partitions[p]!.cut;
+    const batchesOf = (p: number) => partitionOf(driver.state, p).cut;
     assert.deepEqual([0, 1, 2, 3].map(batchesOf), [1, 2, 0, 1], 'batches cut so far, by partition');
   });
 
@@ -1566,7 +1567,7 @@ describe('map task: records written over time', () => {
           partitions.map((p) => new Uint8Array(246).fill(p)),
         ),
       );
-    const open = (p: number) => driver.state.partitions[p]!.openBytes;
+    const open = (p: number) => partitionOf(driver.state, p).openBytes;
     write(0);
     write(1, 2, 3, 4, 5); // 1,250 bytes since partition 0's record
     assert.equal(open(0), 0, 'partition 0’s batch is cut as stale');
@@ -1577,7 +1578,7 @@ describe('map task: records written over time', () => {
     assert.equal(open(0), 250, 'not cut: under the longer wait');
     write(12, 13, 14, 15, 6, 7, 8, 9, 10); // 3,750 since: past twice the wait
     assert.equal(open(0), 0, 'cut once past the longer wait');
-    assert.equal(driver.state.partitions[0]!.cut, 2, 'its two batches');
+    assert.equal(partitionOf(driver.state, 0).cut, 2, 'its two batches');
   });
 
   it('opens a whole batch’s buffer for an input bringing more than a chunk, and sends the batch from it when later inputs fill it', () => {
@@ -1819,14 +1820,14 @@ function revivesLeftOf(state: MapTaskState, partitionId: number): number[] {
 
 /** The batch ids of a partition's batches to push again, in order. */
 function retryIdsOf(state: MapTaskState, partitionId: number): number[] {
-  return state.partitions[partitionId]!.retries.map((slot) => state.batches.batchIds[slot]!);
+  return partitionOf(state, partitionId).retries.map((slot) => state.batches.batchIds[slot]!);
 }
 
 /** The payload bytes of every batch cut and not yet pushed once. */
 function unsentPayloadBytes(state: MapTaskState): number {
   let bytes = 0;
   const { payloadBytes, nextUnpushed } = state.batches;
-  for (const partition of state.partitions) {
+  for (const partition of allPartitionsOf(state)) {
     for (let slot = partition.next; slot !== NO_BATCH; slot = nextUnpushed[slot]!)
       bytes += payloadBytes[slot]!;
   }
@@ -1843,7 +1844,7 @@ function referencedBytes(state: MapTaskState): number {
 /** The memory of every buffer a map task's state references. */
 function referencedBuffers(state: MapTaskState): Set<ArrayBufferLike> {
   const buffers = new Set<ArrayBufferLike>();
-  for (const partition of state.partitions) {
+  for (const partition of allPartitionsOf(state)) {
     for (const buffer of partition.openBuffers) buffers.add(buffer.buffer);
   }
   const { frames, capacities, partitionIds } = state.batches;

@@ -153,7 +153,8 @@ export interface MapTaskState {
    * per partition per step otherwise), undefined until needed and whenever the location changes. Changed in place.
    */
   readonly pairs: readonly (string | undefined)[];
-  readonly partitions: readonly PartitionPush[];
+  /** Each partition's open batch, unpushed chain, window and counts, as columns. Changed in place by the machine. */
+  readonly partitions: PartitionColumns;
   /** Every batch cut and not yet acknowledged, of every partition. Changed in place by the machine. */
   readonly batches: BatchColumns;
   /** Partitions with a revive request on its way to the lifecycle manager. */
@@ -227,7 +228,7 @@ export interface MapTaskState {
   readonly staleAfterBytes: number;
   /**
    * Partitions with an open batch, in about the order they were last looked at (`cutStaleOpenBatches`), each at most
-   * once (`PartitionPush.staleQueued`), with the `takenBytes` each was last written at when queued. Changed in
+   * once (`PartitionColumns.staleQueued`), with the `takenBytes` each was last written at when queued. Changed in
    * place by the machine; `head` is where it starts.
    */
   readonly staleQueue: StaleQueue;
@@ -273,45 +274,103 @@ export function unsentLimit(config: MapTaskConfig): number {
   return config.maxUnacknowledgedBytes / 8;
 }
 
-export interface PartitionPush {
-  readonly partitionId: number;
+/**
+ * The task's partitions as columns indexed by partition id: what each one has open, cut and unpushed, in flight and
+ * acknowledged. A record per partition made a map over 10,000 partitions allocate 10,000 objects of sixteen fields
+ * at its start, each alive for the task's whole life and so copied by every scavenge until promoted: the largest
+ * site of the client's promoted bytes in the many-partitions benchmark (11 MB a run, docs/performance.md). Numbers
+ * live in typed arrays, outside the collected heap; the two lists per partition share one frozen empty array until
+ * the partition needs its own. Changed in place by the machine.
+ */
+export interface PartitionColumns {
   /**
-   * The batch being filled (`openBytes` of encoded records), as buffers filled in order, every one but the last
-   * full: the first starts with header space (a chunk, or a whole batch's buffer when an input brings more than a
-   * chunk), so that a batch alone in it is sent as it is; then chunks. It is cut into a batch when full, when the
-   * budget is reached (largest first) and at the end. Changed in place by the machine, as are the arrays below (one
-   * entry per cut batch, appended as batches are cut).
+   * Each partition's batch being filled (`openBytes` of encoded records), as buffers filled in order, every one but
+   * the last full: the first starts with header space (a chunk, or a whole batch's buffer when an input brings more
+   * than a chunk), so that a batch alone in it is sent as it is; then chunks. It is cut into a batch when full, when
+   * the budget is reached (largest first) and at the end. The shared empty array when nothing is open.
    */
-  openBuffers: Uint8Array[];
+  readonly openBuffers: Uint8Array[][];
   /** Bytes used in the last of `openBuffers` (header space included). */
-  openLastFilled: number;
-  openBytes: number;
+  readonly openLastFilled: Float64Array;
+  readonly openBytes: Float64Array;
   /** `takenBytes` when the open batch was last written to. */
-  openWrittenAt: number;
-  /** Whether the partition is in `staleQueue`. */
-  staleQueued: boolean;
-  /** Whether its last batch was cut for going stale, and it was not written to since. */
-  cutStale: boolean;
+  readonly openWrittenAt: Float64Array;
+  /** 1 while the partition is in `staleQueue`. */
+  readonly staleQueued: Uint8Array;
+  /** 1 when its last batch was cut for going stale, and it was not written to since. */
+  readonly cutStale: Uint8Array;
   /**
-   * The first of the partition's batches never pushed (its slot in `batches`), or NO_BATCH; the others follow it
+   * The first of each partition's batches never pushed (its slot in `batches`), or NO_BATCH; the others follow it
    * through `BatchColumns.nextUnpushed`, in the order they were cut.
    */
-  readonly next: number;
+  readonly next: Int32Array;
   /** The last batch cut and never pushed (the end of the chain from `next`), or NO_BATCH. */
-  readonly lastUnpushed: number;
+  readonly lastUnpushed: Int32Array;
   /** Batches cut and never pushed: the length of the chain from `next`. */
-  readonly unpushed: number;
+  readonly unpushed: Int32Array;
   /** Batches cut since the task started. */
-  readonly cut: number;
+  readonly cut: Int32Array;
   /** Batches pushed (or queued to be, this step) and not yet answered. */
-  readonly inFlight: number;
+  readonly inFlight: Int32Array;
   /** Batches whose push failed (their slots), to be pushed again to the newest location, oldest first. */
-  readonly retries: readonly number[];
-  /** waiting: a failure asked for a revive, and nothing of the partition is pushed until it answers. */
-  readonly status: 'active' | 'waiting';
+  readonly retries: (readonly number[])[];
+  /** 1 (waiting) when a failure asked for a revive, and nothing of the partition is pushed until it answers. */
+  readonly waiting: Uint8Array;
   /** Batches acknowledged, and their payload bytes: what MapperEnd reports. */
+  readonly acknowledgedBatches: Int32Array;
+  readonly acknowledgedBytes: Float64Array;
+}
+
+/** One partition's columns as a record: for inspection and tests, not for the machine's steps. */
+export interface PartitionPush {
+  readonly partitionId: number;
+  readonly openBuffers: readonly Uint8Array[];
+  readonly openLastFilled: number;
+  readonly openBytes: number;
+  readonly openWrittenAt: number;
+  readonly staleQueued: boolean;
+  readonly cutStale: boolean;
+  readonly next: number;
+  readonly lastUnpushed: number;
+  readonly unpushed: number;
+  readonly cut: number;
+  readonly inFlight: number;
+  readonly retries: readonly number[];
+  readonly status: 'active' | 'waiting';
   readonly acknowledgedBatches: number;
   readonly acknowledgedBytes: number;
+}
+
+/** Partition `partitionId` of the task, read out of its columns. */
+export function partitionOf(state: MapTaskState, partitionId: number): PartitionPush {
+  const p = state.partitions;
+  if (!Number.isInteger(partitionId) || partitionId < 0 || partitionId >= p.next.length)
+    throw new RangeError(`no partition ${partitionId}`);
+  return {
+    partitionId,
+    openBuffers: p.openBuffers[partitionId]!,
+    openLastFilled: p.openLastFilled[partitionId]!,
+    openBytes: p.openBytes[partitionId]!,
+    openWrittenAt: p.openWrittenAt[partitionId]!,
+    staleQueued: p.staleQueued[partitionId] === 1,
+    cutStale: p.cutStale[partitionId] === 1,
+    next: p.next[partitionId]!,
+    lastUnpushed: p.lastUnpushed[partitionId]!,
+    unpushed: p.unpushed[partitionId]!,
+    cut: p.cut[partitionId]!,
+    inFlight: p.inFlight[partitionId]!,
+    retries: p.retries[partitionId]!,
+    status: p.waiting[partitionId] === 1 ? 'waiting' : 'active',
+    acknowledgedBatches: p.acknowledgedBatches[partitionId]!,
+    acknowledgedBytes: p.acknowledgedBytes[partitionId]!,
+  };
+}
+
+/** Every partition of the task, read out of its columns (`partitionOf`). */
+export function allPartitionsOf(state: MapTaskState): PartitionPush[] {
+  return Array.from({ length: state.config.numPartitions }, (_, partitionId) =>
+    partitionOf(state, partitionId),
+  );
 }
 
 /**
@@ -346,7 +405,7 @@ export interface BatchColumns {
    * reference counts them).
    */
   readonly revivesLeft: number[];
-  /** The batch of the same partition cut after it and never pushed (`PartitionPush.next`), or NO_BATCH. */
+  /** The batch of the same partition cut after it and never pushed (`PartitionColumns.next`), or NO_BATCH. */
   readonly nextUnpushed: number[];
   /** Slots whose batch was acknowledged, to be taken again. */
   readonly freeSlots: number[];
@@ -402,27 +461,24 @@ export function initialMapTaskState(config: MapTaskConfig): MapTaskState {
   if (!(config.maxUnacknowledgedBytes > 0)) {
     throw new RangeError(`maxUnacknowledgedBytes must be positive, got ${config.maxUnacknowledgedBytes}`);
   }
-  const partitions: PartitionPush[] = [];
-  for (let partitionId = 0; partitionId < config.numPartitions; partitionId += 1) {
-    partitions.push({
-      partitionId,
-      openBuffers: NONE,
-      openLastFilled: 0,
-      openBytes: 0,
-      openWrittenAt: 0,
-      staleQueued: false,
-      cutStale: false,
-      next: NO_BATCH,
-      lastUnpushed: NO_BATCH,
-      unpushed: 0,
-      cut: 0,
-      inFlight: 0,
-      retries: NONE,
-      status: 'active',
-      acknowledgedBatches: 0,
-      acknowledgedBytes: 0,
-    });
-  }
+  const count = config.numPartitions;
+  const partitions: PartitionColumns = {
+    openBuffers: new Array<Uint8Array[]>(count).fill(NONE),
+    openLastFilled: new Float64Array(count),
+    openBytes: new Float64Array(count),
+    openWrittenAt: new Float64Array(count),
+    staleQueued: new Uint8Array(count),
+    cutStale: new Uint8Array(count),
+    next: new Int32Array(count).fill(NO_BATCH),
+    lastUnpushed: new Int32Array(count).fill(NO_BATCH),
+    unpushed: new Int32Array(count),
+    cut: new Int32Array(count),
+    inFlight: new Int32Array(count),
+    retries: new Array<readonly number[]>(count).fill(NONE),
+    waiting: new Uint8Array(count),
+    acknowledgedBatches: new Int32Array(count),
+    acknowledgedBytes: new Float64Array(count),
+  };
   return {
     config,
     phase: 'registering',
@@ -499,7 +555,7 @@ interface Draft {
   requests: RequestTable<MapRequest>;
   locations: (PartitionLocation | undefined)[];
   pairs: (string | undefined)[];
-  partitions: PartitionPush[];
+  readonly partitions: PartitionColumns;
   readonly batches: BatchColumns;
   reviving: Set<number>;
   error?: string;
@@ -548,7 +604,6 @@ export const mapTaskMachine: Machine<MapTaskState> = {
       ...state,
       locations: state.locations as (PartitionLocation | undefined)[],
       pairs: state.pairs as (string | undefined)[],
-      partitions: state.partitions as PartitionPush[],
       reviving: state.reviving as Set<number>,
       spareChunks: state.spareChunks as Uint8Array[],
       spareBatches: state.spareBatches as Uint8Array[],
@@ -668,49 +723,45 @@ function takeRecords(d: Draft, partitionIds: readonly number[], runs: readonly U
     coming.set(partitionId, (coming.get(partitionId) ?? 0) + runs[i]!.length);
   }
   const chunkLength = chunkLengthOf(d.config);
+  const p = d.partitions;
   for (let i = 0; i < runs.length; i += 1) {
     const partitionId = partitionIds[i]!;
-    const partition = d.partitions[partitionId]!;
     const run = runs[i]!;
     let offset = 0;
     while (offset < run.length) {
-      const end = wholeRecordsEnd(
-        run,
-        offset,
-        batchSizeBytes - partition.openBytes,
-        partition.openBytes === 0,
-      );
+      const openBytes = p.openBytes[partitionId]!;
+      const end = wholeRecordsEnd(run, offset, batchSizeBytes - openBytes, openBytes === 0);
       if (end === offset) {
-        cutBatch(d, partition); // the next record does not fit the open batch
+        cutBatch(d, partitionId); // the next record does not fit the open batch
         continue;
       }
       const taken = end - offset;
-      if (partition.openBuffers.length === 0) {
+      if (p.openBuffers[partitionId]!.length === 0) {
         // Header space first; more than a chunk's worth coming at once gets a whole batch's buffer, a record
         // larger than a batch one of its size. A literal of one entry, not a push into an empty array (NONE).
         const length =
           FRAME_HEADER_BYTES + Math.max(taken, Math.min(batchSizeBytes, coming.get(partitionId)!));
-        partition.openBuffers = [
+        p.openBuffers[partitionId] = [
           length <= chunkLength
             ? takeChunk(d, chunkLength)
             : length <= FRAME_HEADER_BYTES + batchSizeBytes
               ? (d.spareBatches.pop() ?? allocateHeld(d, FRAME_HEADER_BYTES + batchSizeBytes))
               : allocateHeld(d, length),
         ];
-        partition.openLastFilled = FRAME_HEADER_BYTES;
-        partition.openWrittenAt = d.takenBytes;
-        if (!partition.staleQueued) queueStale(d, partition);
+        p.openLastFilled[partitionId] = FRAME_HEADER_BYTES;
+        p.openWrittenAt[partitionId] = d.takenBytes;
+        if (p.staleQueued[partitionId] === 0) queueStale(d, partitionId);
         // A batch cut as stale leaves its partition with nothing open: a write to it again opens one here.
-        if (partition.cutStale) cameBack(d, partition);
+        if (p.cutStale[partitionId] === 1) cameBack(d, partitionId);
       }
       coming.set(partitionId, coming.get(partitionId)! - taken);
-      appendEncoded(d, partition, run.subarray(offset, end), chunkLength);
-      partition.openBytes += taken;
+      appendEncoded(d, partitionId, run.subarray(offset, end), chunkLength);
+      p.openBytes[partitionId] = openBytes + taken;
       d.unacknowledgedBytes += taken;
       d.takenBytes += taken;
-      partition.openWrittenAt = d.takenBytes;
+      p.openWrittenAt[partitionId] = d.takenBytes;
       offset = end;
-      if (partition.openBytes >= batchSizeBytes) cutBatch(d, partition);
+      if (openBytes + taken >= batchSizeBytes) cutBatch(d, partitionId);
     }
   }
   cutStaleOpenBatches(d);
@@ -736,16 +787,17 @@ function takeRecords(d: Draft, partitionIds: readonly number[], runs: readonly U
 function cutStaleOpenBatches(d: Draft): void {
   const queue = d.staleQueue;
   const staleAfter = d.staleAfterBytes;
+  const p = d.partitions;
   while (queue.head < queue.partitionIds.length) {
     if (d.takenBytes - queue.stamps[queue.head]! < staleAfter) break;
-    const partition = d.partitions[queue.partitionIds[queue.head]!]!;
+    const partitionId = queue.partitionIds[queue.head]!;
     queue.head += 1;
-    partition.staleQueued = false;
-    if (partition.openBuffers.length === 0) continue;
-    if (d.takenBytes - partition.openWrittenAt >= staleAfter) {
-      cutBatch(d, partition);
-      partition.cutStale = true;
-    } else queueStale(d, partition);
+    p.staleQueued[partitionId] = 0;
+    if (p.openBuffers[partitionId]!.length === 0) continue;
+    if (d.takenBytes - p.openWrittenAt[partitionId]! >= staleAfter) {
+      cutBatch(d, partitionId);
+      p.cutStale[partitionId] = 1;
+    } else queueStale(d, partitionId);
   }
   if (queue.head > 1024 && queue.head * 2 > queue.partitionIds.length) {
     queue.partitionIds.splice(0, queue.head);
@@ -754,10 +806,10 @@ function cutStaleOpenBatches(d: Draft): void {
   }
 }
 
-function queueStale(d: Draft, partition: PartitionPush): void {
-  partition.staleQueued = true;
-  d.staleQueue.partitionIds.push(partition.partitionId);
-  d.staleQueue.stamps.push(partition.openWrittenAt);
+function queueStale(d: Draft, partitionId: number): void {
+  d.partitions.staleQueued[partitionId] = 1;
+  d.staleQueue.partitionIds.push(partitionId);
+  d.staleQueue.stamps.push(d.partitions.openWrittenAt[partitionId]!);
 }
 
 /**
@@ -773,8 +825,8 @@ export function staleAfterBytes(config: MapTaskConfig): number {
  * long before it cuts a partition's batch as stale (up to its budget, where the budget's own cut takes over). Once
  * the wait is longer than the map takes to come back to a partition, no batch is cut before it fills.
  */
-function cameBack(d: Draft, partition: PartitionPush): void {
-  partition.cutStale = false;
+function cameBack(d: Draft, partitionId: number): void {
+  d.partitions.cutStale[partitionId] = 0;
   const longer = Math.min(2 * d.staleAfterBytes, d.config.maxUnacknowledgedBytes);
   if (longer === d.staleAfterBytes) return;
   d.staleAfterBytes = longer;
@@ -800,27 +852,30 @@ function wholeRecordsEnd(run: Uint8Array, offset: number, room: number, empty: b
 }
 
 /** Appends encoded records to the partition's open batch, taking chunks as the last buffer fills. */
-function appendEncoded(d: Draft, partition: PartitionPush, bytes: Uint8Array, chunkLength: number): void {
-  const buffers = partition.openBuffers;
+function appendEncoded(d: Draft, partitionId: number, bytes: Uint8Array, chunkLength: number): void {
+  const buffers = d.partitions.openBuffers[partitionId]!;
+  const lastFilled = d.partitions.openLastFilled;
   let last = buffers[buffers.length - 1]!;
-  if (last.length - partition.openLastFilled >= bytes.length) {
+  let filled = lastFilled[partitionId]!;
+  if (last.length - filled >= bytes.length) {
     // The common case: everything fits where the batch ends.
-    last.set(bytes, partition.openLastFilled);
-    partition.openLastFilled += bytes.length;
+    last.set(bytes, filled);
+    lastFilled[partitionId] = filled + bytes.length;
     return;
   }
   let offset = 0;
   while (offset < bytes.length) {
-    if (partition.openLastFilled === last.length) {
+    if (filled === last.length) {
       last = takeChunk(d, chunkLength);
       buffers.push(last);
-      partition.openLastFilled = 0;
+      filled = 0;
     }
-    const n = Math.min(last.length - partition.openLastFilled, bytes.length - offset);
-    last.set(bytes.subarray(offset, offset + n), partition.openLastFilled);
-    partition.openLastFilled += n;
+    const n = Math.min(last.length - filled, bytes.length - offset);
+    last.set(bytes.subarray(offset, offset + n), filled);
+    filled += n;
     offset += n;
   }
+  lastFilled[partitionId] = filled;
 }
 
 /** A new buffer of `length` bytes, counted as held. */
@@ -881,20 +936,22 @@ function zeroed(length: number): Uint8Array {
  * few KiB each time a map over 1,000 partitions reached its budget).
  */
 function cutLargestOpenBatches(d: Draft): void {
-  const open: PartitionPush[] = [];
+  const { openBuffers, openBytes } = d.partitions;
+  const open: number[] = [];
   let openHeld = 0;
-  for (const partition of d.partitions) {
-    if (partition.openBuffers.length === 0) continue;
-    open.push(partition);
-    for (const buffer of partition.openBuffers) openHeld += buffer.length;
+  for (let partitionId = 0; partitionId < openBuffers.length; partitionId += 1) {
+    const buffers = openBuffers[partitionId]!;
+    if (buffers.length === 0) continue;
+    open.push(partitionId);
+    for (const buffer of buffers) openHeld += buffer.length;
   }
   const target = d.config.maxUnacknowledgedBytes / 2;
   if (openHeld <= target) return;
-  open.sort((a, b) => b.openBytes - a.openBytes || a.partitionId - b.partitionId);
-  for (const partition of open) {
+  open.sort((a, b) => openBytes[b]! - openBytes[a]! || a - b);
+  for (const partitionId of open) {
     if (openHeld <= target) return;
-    for (const buffer of partition.openBuffers) openHeld -= buffer.length;
-    cutBatch(d, partition);
+    for (const buffer of openBuffers[partitionId]!) openHeld -= buffer.length;
+    cutBatch(d, partitionId);
   }
 }
 
@@ -903,14 +960,15 @@ function cutLargestOpenBatches(d: Draft): void {
  * (which starts with header space) is its own frame; one over several is copied into a frame of exactly its size,
  * and its chunks are filled again.
  */
-function cutBatch(d: Draft, partition: PartitionPush): void {
-  const buffers = partition.openBuffers;
+function cutBatch(d: Draft, partitionId: number): void {
+  const p = d.partitions;
+  const buffers = p.openBuffers[partitionId]!;
   if (buffers.length === 0) return;
-  const payloadLength = partition.openBytes;
-  const lastFilled = partition.openLastFilled;
-  partition.openBuffers = NONE;
-  partition.openLastFilled = 0;
-  partition.openBytes = 0;
+  const payloadLength = p.openBytes[partitionId]!;
+  const lastFilled = p.openLastFilled[partitionId]!;
+  p.openBuffers[partitionId] = NONE;
+  p.openLastFilled[partitionId] = 0;
+  p.openBytes[partitionId] = 0;
   if (payloadLength === 0) {
     for (const buffer of buffers) dropOpenBuffer(d, buffer);
     return;
@@ -938,20 +996,20 @@ function cutBatch(d: Draft, partition: PartitionPush): void {
   batches.frames[slot] = frame;
   batches.payloadBytes[slot] = payloadLength;
   batches.capacities[slot] = capacity;
-  batches.sealedEpochs[slot] = sealWhileWarm(d, partition.partitionId, frame);
+  batches.sealedEpochs[slot] = sealWhileWarm(d, partitionId, frame);
   batches.batchIds[slot] = d.nextBatchId;
-  batches.partitionIds[slot] = partition.partitionId;
+  batches.partitionIds[slot] = partitionId;
   batches.revivesLeft[slot] = d.config.maxReviveRetries;
   batches.nextUnpushed[slot] = NO_BATCH;
-  const changed = partition as PartitionInPlace;
-  if (partition.lastUnpushed === NO_BATCH) changed.next = slot;
-  else batches.nextUnpushed[partition.lastUnpushed] = slot;
-  changed.lastUnpushed = slot;
-  changed.unpushed += 1;
-  changed.cut += 1;
+  const lastUnpushed = p.lastUnpushed[partitionId]!;
+  if (lastUnpushed === NO_BATCH) p.next[partitionId] = slot;
+  else batches.nextUnpushed[lastUnpushed] = slot;
+  p.lastUnpushed[partitionId] = slot;
+  p.unpushed[partitionId]! += 1;
+  p.cut[partitionId]! += 1;
   d.unsentBytes += payloadLength;
   d.nextBatchId += 1;
-  d.refill.add(partition.partitionId);
+  d.refill.add(partitionId);
 }
 
 /**
@@ -975,7 +1033,7 @@ function sealWhileWarm(d: Draft, partitionId: number, frame: Uint8Array): number
 function endRecords(d: Draft): void {
   if (d.ended) return;
   d.ended = true;
-  for (const partition of d.partitions) cutBatch(d, partition);
+  for (let partitionId = 0; partitionId < d.config.numPartitions; partitionId += 1) cutBatch(d, partitionId);
   // Spares have a chunk's or a whole batch's length (dropOpenBuffer).
   for (const spare of [...d.spareChunks, ...d.spareBatches]) letGo(d, spare, true);
   d.spareChunks.length = 0;
@@ -1102,8 +1160,9 @@ function beginPushing(d: Draft, locations: readonly PartitionLocation[]): void {
     }
   }
   d.phase = 'pushing';
-  for (const partition of d.partitions) {
-    if (partition.unpushed > 0) d.refill.add(partition.partitionId);
+  const { unpushed } = d.partitions;
+  for (let partitionId = 0; partitionId < unpushed.length; partitionId += 1) {
+    if (unpushed[partitionId]! > 0) d.refill.add(partitionId);
   }
   maybeEnd(d);
 }
@@ -1190,17 +1249,19 @@ function releaseHeldBack(d: Draft, partitionId: number): void {
  * partition without a location asks one (the reference client's rule: revive from epoch -1).
  */
 function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
-  const partition = d.partitions[partitionId]!;
-  if (partition.status === 'waiting') return undefined;
+  const p = d.partitions;
+  if (p.waiting[partitionId] === 1) return undefined;
   const location = d.locations[partitionId];
   if (location === undefined) {
-    updatePartition(d, partitionId, { status: 'waiting' });
+    p.waiting[partitionId] = 1;
     queueRevive(d, partitionId, 'PUSH_DATA_FAIL_NON_CRITICAL_CAUSE_PRIMARY', undefined);
     return undefined;
   }
   // Every batch sent and none to send again (an answer refills its partition): nothing to plan. Past this, with
   // room, the plan holds a retry or a fresh batch.
-  if (partition.retries.length === 0 && partition.unpushed === 0) return undefined;
+  const toRetry = p.retries[partitionId]!;
+  const unpushed = p.unpushed[partitionId]!;
+  if (toRetry.length === 0 && unpushed === 0) return undefined;
   let limit = d.config.maxInFlightPerPartition;
   // A worker's key is a new string each time: built only when some worker is paused or limited.
   if (d.pausedUntil.size > 0 || d.pushLimits.size > 0) {
@@ -1209,15 +1270,15 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
     if (paused !== undefined && paused > d.out.now) return undefined; // the pause's timer refills it
     limit = d.pushLimits.get(worker)?.limit ?? limit;
   }
-  const room = limit - partition.inFlight;
+  const room = limit - p.inFlight[partitionId]!;
   if (room <= 0) return undefined;
   // No retries is most often the shared empty array, frozen, which V8 slices on its slow path (400 ns against 45).
-  const retries = partition.retries.length === 0 ? partition.retries : partition.retries.slice(0, room);
-  const fresh = Math.min(room - retries.length, partition.unpushed);
+  const retries = toRetry.length === 0 ? toRetry : toRetry.slice(0, room);
+  const fresh = Math.min(room - retries.length, unpushed);
   const { frames, nextUnpushed } = d.batches;
   let bytes = 0;
   for (const slot of retries) bytes += frames[slot]!.length;
-  for (let k = 0, slot = partition.next; k < fresh; k += 1, slot = nextUnpushed[slot]!) {
+  for (let k = 0, slot = p.next[partitionId]!; k < fresh; k += 1, slot = nextUnpushed[slot]!) {
     bytes += frames[slot]!.length;
   }
   return { partitionId, retries, fresh, bytes };
@@ -1225,26 +1286,25 @@ function planWindow(d: Draft, partitionId: number): WindowPlan | undefined {
 
 /** Queues a planned window's batches under their worker pair; the step's end sends them (see flushPushes). */
 function commitWindow(d: Draft, { partitionId, retries, fresh }: WindowPlan, pair: string): void {
-  const partition = d.partitions[partitionId]!;
+  const p = d.partitions;
   const { payloadBytes, nextUnpushed } = d.batches;
   let queue = d.pushQueue.get(pair);
   if (queue === undefined) {
     queue = [];
     d.pushQueue.set(pair, queue);
   }
-  let next = partition.next;
+  let next = p.next[partitionId]!;
   for (const batch of retries) queue.push(framedBatch(d, partitionId, batch, false));
   for (let k = 0; k < fresh; k += 1) {
     d.unsentBytes -= payloadBytes[next]!;
     queue.push(framedBatch(d, partitionId, next, true));
     next = nextUnpushed[next]!;
   }
-  const changed = partition as PartitionInPlace;
-  changed.next = next;
-  changed.unpushed -= fresh;
-  if (next === NO_BATCH) changed.lastUnpushed = NO_BATCH;
-  changed.inFlight += retries.length + fresh;
-  if (retries.length > 0) changed.retries = partition.retries.slice(retries.length);
+  p.next[partitionId] = next;
+  p.unpushed[partitionId]! -= fresh;
+  if (next === NO_BATCH) p.lastUnpushed[partitionId] = NO_BATCH;
+  p.inFlight[partitionId]! += retries.length + fresh;
+  if (retries.length > 0) p.retries[partitionId] = p.retries[partitionId]!.slice(retries.length);
 }
 
 /** A queued batch, framed for the location it goes to (`batch`: its slot). */
@@ -1485,15 +1545,14 @@ function reactionContext(d: Draft, { partitionId, batch, location }: PushedBatch
 function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
   if (d.phase !== 'pushing') return;
   const { partitionId, location } = pushed;
-  const partition = d.partitions[partitionId]!;
+  const p = d.partitions;
   switch (reaction.kind) {
     case 'done': {
       const bytes = releaseBatch(d, pushed.batch);
       d.unacknowledgedBytes -= bytes;
-      const changed = partition as PartitionInPlace;
-      changed.inFlight -= 1;
-      changed.acknowledgedBatches += 1;
-      changed.acknowledgedBytes += bytes;
+      p.inFlight[partitionId]! -= 1;
+      p.acknowledgedBatches[partitionId]! += 1;
+      p.acknowledgedBytes[partitionId]! += bytes;
       if (reaction.reviveInBackground === true) queueRevive(d, partitionId, 'SOFT_SPLIT', location);
       adjustPushLimit(d, location, reaction.slowDown !== undefined);
       d.refill.add(partitionId);
@@ -1514,11 +1573,9 @@ function react(d: Draft, pushed: PushedBatch, reaction: PushReaction): void {
         cause: reaction.cause,
       });
       if (reaction.consumesRevive) d.batches.revivesLeft[pushed.batch]! -= 1;
-      updatePartition(d, partitionId, {
-        inFlight: partition.inFlight - 1,
-        retries: withRetry(partition.retries, pushed.batch, d.batches.batchIds),
-        ...(reaction.revive ? { status: 'waiting' as const } : {}),
-      });
+      p.inFlight[partitionId]! -= 1;
+      p.retries[partitionId] = withRetry(p.retries[partitionId]!, pushed.batch, d.batches.batchIds);
+      if (reaction.revive) p.waiting[partitionId] = 1;
       if (reaction.revive) queueRevive(d, partitionId, reaction.cause, location);
       // Otherwise a newer location is already known: push there (unless a revive's answer is awaited).
       else d.refill.add(partitionId);
@@ -1614,7 +1671,7 @@ function onReviveResponse(
       },
       { partitionId, cause: request.cause, mapperEnded: false },
     );
-    const waiting = d.partitions[partitionId]!.status === 'waiting';
+    const waiting = d.partitions.waiting[partitionId] === 1;
     switch (reaction.kind) {
       case 'pushTo': {
         const known = d.locations[partitionId];
@@ -1622,7 +1679,7 @@ function onReviveResponse(
           d.locations[partitionId] = reaction.location;
           d.pairs[partitionId] = undefined;
         }
-        if (waiting) updatePartition(d, partitionId, { status: 'active' });
+        if (waiting) d.partitions.waiting[partitionId] = 0;
         d.refill.add(partitionId);
         break;
       }
@@ -1654,9 +1711,14 @@ function onReviveResponse(
 function maybeEnd(d: Draft): void {
   if (d.phase !== 'pushing' || !d.ended) return;
   const partitions = d.partitions;
+  const count = d.config.numPartitions;
   let below = d.finishedBelow;
-  while (below < partitions.length && isFinished(partitions[below]!)) below += 1;
-  if (below === partitions.length) below = partitions.findIndex((p) => !isFinished(p));
+  while (below < count && isFinished(partitions, below)) below += 1;
+  if (below === count) {
+    below = 0;
+    while (below < count && isFinished(partitions, below)) below += 1;
+    if (below === count) below = -1;
+  }
   if (below !== -1) {
     d.finishedBelow = below;
     return;
@@ -1666,19 +1728,26 @@ function maybeEnd(d: Draft): void {
 }
 
 /** Nothing of the partition open, unsent, in flight or to be retried. */
-function isFinished(p: PartitionPush): boolean {
-  return p.openBuffers.length === 0 && p.unpushed === 0 && p.inFlight === 0 && p.retries.length === 0;
+function isFinished(p: PartitionColumns, partitionId: number): boolean {
+  return (
+    p.openBuffers[partitionId]!.length === 0 &&
+    p.unpushed[partitionId] === 0 &&
+    p.inFlight[partitionId] === 0 &&
+    p.retries[partitionId]!.length === 0
+  );
 }
 
 function sendMapperEnd(d: Draft, attempt: number): void {
   const { appId, shuffleId, mapId, attemptId, numMappers, lifecycleManager } = d.config;
-  const written: PartitionWritten[] = d.partitions
-    .filter((p) => p.acknowledgedBatches > 0)
-    .map((p) => ({
-      partitionId: p.partitionId,
-      batches: p.acknowledgedBatches,
-      bytes: p.acknowledgedBytes,
-    }));
+  const { acknowledgedBatches, acknowledgedBytes } = d.partitions;
+  // Counted first, so that the list is made at its size (it lives until the lifecycle manager's answer).
+  let reported = 0;
+  for (const batches of acknowledgedBatches) if (batches > 0) reported += 1;
+  const written = new Array<PartitionWritten>(reported);
+  for (let partitionId = 0, at = 0; at < reported; partitionId += 1) {
+    const batches = acknowledgedBatches[partitionId]!;
+    if (batches > 0) written[at++] = { partitionId, batches, bytes: acknowledgedBytes[partitionId]! };
+  }
   d.requests = ask(
     d.requests,
     d.out,
@@ -1703,21 +1772,6 @@ function onMapperEndAnswer(d: Draft, message: MessageOf<'StatusResponse'>): void
     });
   } else if (message.status === 'MAP_ENDED') lose(d, message.message);
   else fail(d, `MapperEnd refused with ${message.status}: ${message.message}`, message.status);
-}
-
-/**
- * A partition's record as the machine changes it, in place: its hottest changes (a window committed, a batch
- * acknowledged) are written field by field, which costs less than `updatePartition`'s Object.assign of a change.
- */
-type PartitionInPlace = { -readonly [K in keyof PartitionPush]: PartitionPush[K] };
-
-/**
- * Changes a partition's record in place: the machine owns its state (the draft already shares the partitions array
- * with the state it came from), and a copy per acknowledged batch cost about a microsecond each, thousands of times
- * per GiB pushed.
- */
-function updatePartition(d: Draft, partitionId: number, change: Partial<PartitionPush>): void {
-  Object.assign(d.partitions[partitionId]!, change);
 }
 
 function lose(d: Draft, reason: string): void {
