@@ -4,6 +4,13 @@ import type { MemoryPool, PoolBlock } from './memory-pool.ts';
 import type { TierFiles } from './tier-files.ts';
 import { unzeroedBytes } from '../unzeroed-bytes.ts';
 
+/**
+ * A file's pieces are the first `count` entries of three lists made with room for two at its create, and grown
+ * past that by a push: most memory files have one or two blocks, and lists grown from empty by a push had room for
+ * seventeen each, which at 10,000 partitions made them the largest site of a worker's promoted bytes (docs/
+ * performance.md). Lists made at their exact size did worse: a file's first list was promoted before its second
+ * block replaced it.
+ */
 interface MemoryFile {
   /**
    * Where the file's bytes are, in order. Without a pool: the appended buffers themselves (the caller handed them
@@ -12,9 +19,29 @@ interface MemoryFile {
   readonly pieces: Uint8Array[];
   /** `ends[i]` is the file offset just past the bytes in `pieces[i]` (for finding a read's first piece by binary search). */
   readonly ends: number[];
-  /** With a pool, `blocks[i]` is the pool block behind `pieces[i]`, or undefined for an overflow block; else empty. */
+  /** With a pool, `blocks[i]` is the pool block behind `pieces[i]`, or undefined for an overflow block. */
   readonly blocks: (PoolBlock | undefined)[];
+  /** How many entries of the lists are the file's. */
+  count: number;
   length: number;
+}
+
+/** What the room for a file's second piece holds until it has one. */
+const NO_PIECE = new Uint8Array(0);
+
+/** Appends a piece to the file's lists: into the room made at its create, then by a push. */
+function addPiece(file: MemoryFile, piece: Uint8Array, end: number, block: PoolBlock | undefined): void {
+  const at = file.count;
+  if (at < file.pieces.length) {
+    file.pieces[at] = piece;
+    file.ends[at] = end;
+    file.blocks[at] = block;
+  } else {
+    file.pieces.push(piece);
+    file.ends.push(end);
+    file.blocks.push(block);
+  }
+  file.count = at + 1;
 }
 
 /**
@@ -97,7 +124,7 @@ export class MemoryFiles implements TierFiles {
   contents(id: string): Promise<readonly Uint8Array[]> {
     return settled(() => {
       const file = this.require(id);
-      return file.pieces.map((piece, index) => {
+      return file.pieces.slice(0, file.count).map((piece, index) => {
         const used = usedBytesOf(file, index);
         return used === piece.length ? piece : piece.subarray(0, used);
       });
@@ -118,7 +145,10 @@ export class MemoryFiles implements TierFiles {
     if (file !== undefined) {
       this.files.delete(id);
       this.held -= file.length;
-      for (const [index, block] of file.blocks.entries()) this.letGo(file.pieces[index]!, block);
+      // Without a pool the pieces were the appended buffers: nothing to give back.
+      if (this.pool !== undefined)
+        for (let index = 0; index < file.count; index += 1)
+          this.letGo(file.pieces[index]!, file.blocks[index]);
     }
     return Promise.resolve();
   }
@@ -126,7 +156,13 @@ export class MemoryFiles implements TierFiles {
   /** `create` done at once: throws what `create` would reject with. */
   createNow(id: string): void {
     if (this.files.has(id)) throw new IoFailure('EXISTS', `memory file ${id} exists`);
-    this.files.set(id, { pieces: [], ends: [], blocks: [], length: 0 });
+    this.files.set(id, {
+      pieces: [NO_PIECE, NO_PIECE],
+      ends: [0, 0],
+      blocks: [undefined, undefined],
+      count: 0,
+      length: 0,
+    });
   }
 
   /** `append` done at once: throws what `append` would reject with. */
@@ -140,8 +176,7 @@ export class MemoryFiles implements TierFiles {
     for (const chunk of chunks) {
       if (chunk.length === 0) continue;
       file.length += chunk.length;
-      file.pieces.push(chunk);
-      file.ends.push(file.length);
+      addPiece(file, chunk, file.length, undefined);
       this.held += chunk.length;
     }
   }
@@ -154,7 +189,7 @@ export class MemoryFiles implements TierFiles {
       let copied = 0;
       while (copied < chunk.length) {
         if (roomOf(file) === 0) this.addBlock(file, toPlace, pool);
-        const last = file.pieces.length - 1;
+        const last = file.count - 1;
         const piece = file.pieces[last]!;
         const at = usedBytesOf(file, last);
         const n = Math.min(piece.length - at, chunk.length - copied);
@@ -176,14 +211,12 @@ export class MemoryFiles implements TierFiles {
   private addBlock(file: MemoryFile, toPlace: number, pool: MemoryPool): void {
     const size = blockSizeFor(Math.min(MAX_BLOCK, Math.max(toPlace, file.length)));
     const block = pool.allocate(size);
-    file.pieces.push(block?.bytes ?? this.overflowBlock(size));
-    file.blocks.push(block);
-    file.ends.push(file.length);
+    addPiece(file, block?.bytes ?? this.overflowBlock(size), file.length, block);
   }
 
   /** Moves the last block's bytes into a smaller block when they fit one (a pool block is not traded for overflow). */
   private compactTail(file: MemoryFile, pool: MemoryPool): void {
-    const last = file.pieces.length - 1;
+    const last = file.count - 1;
     if (last < 0) return;
     const piece = file.pieces[last]!;
     const used = usedBytesOf(file, last);
@@ -216,7 +249,7 @@ export class MemoryFiles implements TierFiles {
     const file = this.require(id);
     const start = Math.min(offset, file.length);
     const out = unzeroedBytes(Math.max(0, Math.min(length, file.length - start)));
-    let index = firstPieceEndingAfter(file.ends, start);
+    let index = firstPieceEndingAfter(file.ends, file.count, start);
     let copied = 0;
     while (copied < out.length) {
       const piece = file.pieces[index]!;
@@ -247,14 +280,14 @@ function usedBytesOf(file: MemoryFile, index: number): number {
 
 /** The free room at the end of the file's last piece (0 when it has none). */
 function roomOf(file: MemoryFile): number {
-  const last = file.pieces.length - 1;
+  const last = file.count - 1;
   return last < 0 ? 0 : file.pieces[last]!.length - usedBytesOf(file, last);
 }
 
-/** The index of the first piece whose end lies past `offset` (pieces.length when none does). */
-function firstPieceEndingAfter(ends: readonly number[], offset: number): number {
+/** The index of the first of `count` pieces whose end lies past `offset` (`count` when none does). */
+function firstPieceEndingAfter(ends: readonly number[], count: number, offset: number): number {
   let low = 0;
-  let high = ends.length;
+  let high = count;
   while (low < high) {
     const middle = (low + high) >>> 1;
     if (ends[middle]! <= offset) low = middle + 1;
