@@ -546,9 +546,6 @@ export function readRegisterShuffleResponse(reader: BinaryReader): RegisterShuff
   return { type: 'RegisterShuffleResponse', status: named(STATUS_NAMES, status), locations, message };
 }
 
-/** No offsets read yet; a file without any keeps a fresh empty list of its own (the machines' values are theirs). */
-const NO_OFFSETS: number[] = [];
-
 /**
  * The packed sizes up to `end`, in a list of their count: a committed file has one or two chunk offsets most often,
  * and a list grown from empty by a push has room for seventeen. A commit of 10,000 files made that slack the
@@ -577,7 +574,7 @@ export function readCommitted(reader: BinaryReader, end: number): CommittedFile 
   let mode = 0;
   let storage: StorageInfo | undefined;
   let bytes = 0;
-  let chunkOffsets: number[] = NO_OFFSETS;
+  let chunkOffsets: number[] | undefined;
   while (reader.pos < end) {
     const tag = readTag(reader);
     const number = tag >>> 3;
@@ -587,18 +584,16 @@ export function readCommitted(reader: BinaryReader, end: number): CommittedFile 
     else if (number === 3 && type === WireType.LengthDelimited && storage === undefined)
       storage = readStorage(reader, nestedEnd(reader));
     else if (number === 4 && type === WireType.Varint) bytes = readSize(reader);
-    else if (number === 5 && type === WireType.LengthDelimited && chunkOffsets === NO_OFFSETS) {
+    // Offsets in more than one run are merged by protobuf: left to the schema's decoder.
+    else if (number === 5 && type === WireType.LengthDelimited && chunkOffsets === undefined) {
       const packedEnd = nestedEnd(reader);
       chunkOffsets = readPackedSizes(reader, packedEnd);
       if (reader.pos !== packedEnd) throw NOT_HOT;
-    } else if (number === 5 && type === WireType.Varint) {
-      if (chunkOffsets === NO_OFFSETS) chunkOffsets = [];
-      chunkOffsets.push(readSize(reader));
-    } else throw NOT_HOT;
+    } else if (number === 5 && type === WireType.Varint) (chunkOffsets ??= []).push(readSize(reader));
+    else throw NOT_HOT;
   }
   if (reader.pos !== end || storage === undefined) throw NOT_HOT;
-  if (chunkOffsets === NO_OFFSETS) chunkOffsets = [];
-  return { uniqueId, mode: named(MODE_NAMES, mode), storage, bytes, chunkOffsets };
+  return { uniqueId, mode: named(MODE_NAMES, mode), storage, bytes, chunkOffsets: chunkOffsets ?? [] };
 }
 
 export function readCommitFilesResponse(reader: BinaryReader): CommitFilesResponse {

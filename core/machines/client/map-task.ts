@@ -1710,21 +1710,22 @@ function onReviveResponse(
  */
 function maybeEnd(d: Draft): void {
   if (d.phase !== 'pushing' || !d.ended) return;
-  const partitions = d.partitions;
   const count = d.config.numPartitions;
-  let below = d.finishedBelow;
-  while (below < count && isFinished(partitions, below)) below += 1;
-  if (below === count) {
-    below = 0;
-    while (below < count && isFinished(partitions, below)) below += 1;
-    if (below === count) below = -1;
-  }
-  if (below !== -1) {
+  let below = firstUnfinished(d.partitions, d.finishedBelow, count);
+  if (below === count) below = firstUnfinished(d.partitions, 0, count);
+  if (below < count) {
     d.finishedBelow = below;
     return;
   }
   d.phase = 'ending';
   sendMapperEnd(d, 1);
+}
+
+/** The first partition from `from` that is not finished, or `count` when every one is. */
+function firstUnfinished(p: PartitionColumns, from: number, count: number): number {
+  let partitionId = from;
+  while (partitionId < count && isFinished(p, partitionId)) partitionId += 1;
+  return partitionId;
 }
 
 /** Nothing of the partition open, unsent, in flight or to be retried. */
